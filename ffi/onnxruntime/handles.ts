@@ -1,0 +1,332 @@
+/**
+ * @module Owned ONNX Runtime handles. OrtRuntime owns the bound API, the process's one
+ * OrtEnv, the default allocator and a CPU OrtMemoryInfo. OrtSession owns its
+ * OrtSession; each run creates and releases its own OrtValues. Every handle is released
+ * exactly once, with ORT's own Release function; close() is safe to call twice.
+ */
+import { getKoffi, type Pointer } from "../load.ts";
+import { bindOrtApi, ONNX_TYPE, ORT_LOGGING_LEVEL, ONNX_VALUE_TYPE_TENSOR, type OrtApi } from "./symbols.ts";
+import { check } from "./status.ts";
+import { ortLibraryCandidates } from "./library.ts";
+
+export type OnnxElementType = (typeof ONNX_TYPE)[keyof typeof ONNX_TYPE];
+
+export interface OrtTensorInfo {
+  name: string;
+  elementType: number;
+  /** -1 for symbolic or unknown dimensions. */
+  shape: number[];
+  /** False for sequences, maps and other non-tensor values. */
+  isTensor: boolean;
+}
+
+export interface OrtInput {
+  name: string;
+  elementType: number;
+  shape: number[];
+  /** Raw element bytes; for STRING, one Uint8Array per element in `strings`. */
+  data?: Uint8Array;
+  strings?: Uint8Array[];
+}
+
+export interface OrtOutput {
+  name: string;
+  elementType: number;
+  shape: number[];
+  /** Raw element bytes (a copy ORT no longer references); for STRING see `strings`. */
+  data: Uint8Array;
+  strings?: Uint8Array[];
+}
+
+export interface SessionConfig {
+  intraOpThreads: number;
+  interOpThreads: number;
+  graphOptimizationLevel: number;
+  allowSpinning: boolean;
+  memArena: boolean;
+}
+
+let runtime: OrtRuntime | undefined;
+
+export class OrtRuntime {
+  readonly api: OrtApi;
+  #env: Pointer;
+  readonly allocator: Pointer;
+  readonly cpuMemory: Pointer;
+
+  private constructor(api: OrtApi) {
+    this.api = api;
+    const env: Pointer[] = [null];
+    check(api, api.CreateEnv(ORT_LOGGING_LEVEL.ERROR, "nereid", env), "CreateEnv");
+    this.#env = env[0]!;
+    const alloc: Pointer[] = [null];
+    check(api, api.GetAllocatorWithDefaultOptions(alloc), "GetAllocatorWithDefaultOptions");
+    this.allocator = alloc[0]!;
+    const mem: Pointer[] = [null];
+    try {
+      check(api, api.CreateCpuMemoryInfo(1 /* OrtArenaAllocator */, 0 /* OrtMemTypeDefault */, mem), "CreateCpuMemoryInfo");
+    } catch (err) {
+      api.ReleaseEnv(this.#env);
+      throw err;
+    }
+    this.cpuMemory = mem[0]!;
+  }
+
+  /** The process's runtime; the first call decides which library is loaded. */
+  static get(explicitLibrary?: string): OrtRuntime {
+    if (!runtime) runtime = new OrtRuntime(bindOrtApi(ortLibraryCandidates(explicitLibrary)));
+    return runtime;
+  }
+
+  get env(): Pointer {
+    return this.#env;
+  }
+
+  get version(): string {
+    return this.api.version;
+  }
+
+  availableProviders(): string[] {
+    const koffi = getKoffi();
+    const out: Pointer[] = [null];
+    const count = [0];
+    check(this.api, this.api.GetAvailableProviders(out, count), "GetAvailableProviders");
+    const names = koffi.decode(out[0], "const char *", count[0]) as string[];
+    check(this.api, this.api.ReleaseAvailableProviders(out[0], count[0]), "ReleaseAvailableProviders");
+    return names;
+  }
+}
+
+export class OrtSessionOptions {
+  #api: OrtApi;
+  #handle: Pointer;
+
+  constructor(api: OrtApi, config: SessionConfig) {
+    this.#api = api;
+    const out: Pointer[] = [null];
+    check(api, api.CreateSessionOptions(out), "CreateSessionOptions");
+    this.#handle = out[0]!;
+    try {
+      check(api, api.SetIntraOpNumThreads(this.#handle, config.intraOpThreads), "SetIntraOpNumThreads");
+      check(api, api.SetInterOpNumThreads(this.#handle, config.interOpThreads), "SetInterOpNumThreads");
+      check(api, api.SetSessionGraphOptimizationLevel(this.#handle, config.graphOptimizationLevel), "SetSessionGraphOptimizationLevel");
+      const spin = config.allowSpinning ? "1" : "0";
+      check(api, api.AddSessionConfigEntry(this.#handle, "session.intra_op.allow_spinning", spin), "AddSessionConfigEntry");
+      check(api, api.AddSessionConfigEntry(this.#handle, "session.inter_op.allow_spinning", spin), "AddSessionConfigEntry");
+      check(api, config.memArena ? api.EnableCpuMemArena(this.#handle) : api.DisableCpuMemArena(this.#handle), "CpuMemArena");
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+
+  get handle(): Pointer {
+    return this.#handle;
+  }
+
+  close(): void {
+    if (this.#handle) {
+      this.#api.ReleaseSessionOptions(this.#handle);
+      this.#handle = null;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+const INT64_SIZE = 8;
+
+export class OrtSession {
+  readonly inputs: OrtTensorInfo[];
+  readonly outputs: OrtTensorInfo[];
+  #rt: OrtRuntime;
+  #handle: Pointer;
+  #running = 0;
+  #closeWhenIdle = false;
+
+  constructor(rt: OrtRuntime, modelPath: string, options: OrtSessionOptions) {
+    this.#rt = rt;
+    const api = rt.api;
+    const out: Pointer[] = [null];
+    check(api, api.CreateSession(rt.env, modelPath, options.handle, out), `CreateSession(${modelPath})`);
+    this.#handle = out[0]!;
+    try {
+      this.inputs = this.#describe(true);
+      this.outputs = this.#describe(false);
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+
+  #describe(input: boolean): OrtTensorInfo[] {
+    const api = this.#rt.api;
+    const koffi = getKoffi();
+    const count = [0];
+    check(api, input ? api.SessionGetInputCount(this.#handle, count) : api.SessionGetOutputCount(this.#handle, count), "SessionGetCount");
+    const list: OrtTensorInfo[] = [];
+    for (let i = 0; i < Number(count[0]); i++) {
+      const namePtr: Pointer[] = [null];
+      check(api, (input ? api.SessionGetInputName : api.SessionGetOutputName)(this.#handle, i, this.#rt.allocator, namePtr), "SessionGetName");
+      const name = koffi.decode(namePtr[0], "char", -1) as string;
+      check(api, api.AllocatorFree(this.#rt.allocator, namePtr[0]), "AllocatorFree");
+      const typeInfo: Pointer[] = [null];
+      check(api, (input ? api.SessionGetInputTypeInfo : api.SessionGetOutputTypeInfo)(this.#handle, i, typeInfo), "SessionGetTypeInfo");
+      try {
+        const onnxType = [0];
+        check(api, api.GetOnnxTypeFromTypeInfo(typeInfo[0], onnxType), "GetOnnxTypeFromTypeInfo");
+        if (onnxType[0] !== ONNX_VALUE_TYPE_TENSOR) {
+          list.push({ name, elementType: 0, shape: [], isTensor: false });
+          continue;
+        }
+        const tensorInfo: Pointer[] = [null];
+        check(api, api.CastTypeInfoToTensorInfo(typeInfo[0], tensorInfo), "CastTypeInfoToTensorInfo");
+        const { elementType, shape } = readTypeAndShape(api, tensorInfo[0]);
+        list.push({ name, elementType, shape: shape.map((d) => (d < 0 ? -1 : d)), isTensor: true });
+      } finally {
+        api.ReleaseTypeInfo(typeInfo[0]);
+      }
+    }
+    return list;
+  }
+
+  /**
+   * Runs the session. With `async`, Run executes on koffi's worker thread and the
+   * event loop stays free; otherwise it runs on the calling thread.
+   */
+  async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean): Promise<OrtOutput[]> {
+    if (!this.#handle) throw new Error("onnxruntime: session is closed");
+    const api = this.#rt.api;
+    const values: Pointer[] = [];
+    const keepAlive: unknown[] = [];
+    this.#running++;
+    try {
+      for (const input of inputs) values.push(this.#createValue(input, keepAlive));
+      const outBuf = new BigUint64Array(outputNames.length);
+      const names = inputs.map((i) => i.name);
+      const args = [this.#handle, null, names, values, values.length, outputNames, outputNames.length, outBuf] as const;
+      const status: Pointer = async
+        ? await new Promise<Pointer>((resolve, reject) => api.Run.async(...args, (err: Error | null, res: Pointer) => (err ? reject(err) : resolve(res))))
+        : api.Run(...args);
+      const outPtrs = [...outBuf].map((p) => (p === 0n ? null : p));
+      try {
+        check(api, status, "Run");
+        return outputNames.map((name, i) => this.#readValue(name, outPtrs[i]!));
+      } finally {
+        for (const p of outPtrs) if (p) api.ReleaseValue(p);
+      }
+    } finally {
+      for (const v of values) api.ReleaseValue(v);
+      keepAlive.length = 0;
+      this.#running--;
+      if (this.#running === 0 && this.#closeWhenIdle) this.close();
+    }
+  }
+
+  #createValue(input: OrtInput, keepAlive: unknown[]): Pointer {
+    const api = this.#rt.api;
+    const shape = BigInt64Array.from(input.shape, (d) => BigInt(d));
+    keepAlive.push(shape);
+    const out: Pointer[] = [null];
+    if (input.elementType === ONNX_TYPE.STRING) {
+      check(api, api.CreateTensorAsOrtValue(this.#rt.allocator, shape, shape.length, ONNX_TYPE.STRING, out), "CreateTensorAsOrtValue");
+      const strings = (input.strings ?? []).map((s) => {
+        const z = new Uint8Array(s.byteLength + 1);
+        z.set(s);
+        return z;
+      });
+      if (strings.length > 0) {
+        const status = api.FillStringTensor(out[0], strings, strings.length);
+        if (status) {
+          api.ReleaseValue(out[0]);
+          check(api, status, `FillStringTensor(${input.name})`);
+        }
+      }
+      return out[0]!;
+    }
+    // Zero-copy: ORT reads the JS buffer, which stays referenced until the value is released.
+    const data = input.data && input.data.byteLength > 0 ? input.data : new Uint8Array(1);
+    keepAlive.push(data);
+    check(
+      api,
+      api.CreateTensorWithDataAsOrtValue(this.#rt.cpuMemory, data, input.data?.byteLength ?? 0, shape, shape.length, input.elementType, out),
+      `CreateTensorWithDataAsOrtValue(${input.name})`,
+    );
+    return out[0]!;
+  }
+
+  #readValue(name: string, value: Pointer): OrtOutput {
+    const api = this.#rt.api;
+    const koffi = getKoffi();
+    const info: Pointer[] = [null];
+    check(api, api.GetTensorTypeAndShape(value, info), `GetTensorTypeAndShape(${name})`);
+    let elementType: number;
+    let shape: number[];
+    try {
+      ({ elementType, shape } = readTypeAndShape(api, info[0]));
+    } finally {
+      api.ReleaseTensorTypeAndShapeInfo(info[0]);
+    }
+    const count = shape.reduce((a, b) => a * b, 1);
+    if (elementType === ONNX_TYPE.STRING) {
+      const len = [0];
+      check(api, api.GetStringTensorDataLength(value, len), "GetStringTensorDataLength");
+      const total = Number(len[0]);
+      const buf = new Uint8Array(Math.max(total, 1));
+      const offsets = new BigUint64Array(Math.max(count, 1));
+      if (count > 0) check(api, api.GetStringTensorContent(value, buf, total, offsets, count), "GetStringTensorContent");
+      const strings: Uint8Array[] = [];
+      for (let i = 0; i < count; i++) {
+        const start = Number(offsets[i]);
+        const end = i + 1 < count ? Number(offsets[i + 1]) : total;
+        strings.push(buf.slice(start, end));
+      }
+      return { name, elementType, shape, data: new Uint8Array(0), strings };
+    }
+    const bytes = count * elementSize(elementType);
+    if (bytes === 0) return { name, elementType, shape, data: new Uint8Array(0) };
+    const ptr: Pointer[] = [null];
+    check(api, api.GetTensorMutableData(value, ptr), `GetTensorMutableData(${name})`);
+    const data = new Uint8Array(koffi.view(ptr[0], bytes) as ArrayBuffer).slice();
+    return { name, elementType, shape, data };
+  }
+
+  /** Releases the session now, or after the runs in flight when there are any. */
+  close(): void {
+    if (!this.#handle) return;
+    if (this.#running > 0) {
+      this.#closeWhenIdle = true;
+      return;
+    }
+    this.#rt.api.ReleaseSession(this.#handle);
+    this.#handle = null;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: number; shape: number[] } {
+  const et = [0];
+  check(api, api.GetTensorElementType(info, et), "GetTensorElementType");
+  const n = [0];
+  check(api, api.GetDimensionsCount(info, n), "GetDimensionsCount");
+  const dims = new BigInt64Array(Math.max(Number(n[0]), 1));
+  if (Number(n[0]) > 0) check(api, api.GetDimensions(info, dims, Number(n[0])), "GetDimensions");
+  return { elementType: et[0]!, shape: [...dims.subarray(0, Number(n[0]))].map(Number) };
+}
+
+const SIZES: Record<number, number> = {
+  [ONNX_TYPE.FLOAT]: 4, [ONNX_TYPE.UINT8]: 1, [ONNX_TYPE.INT8]: 1, [ONNX_TYPE.UINT16]: 2, [ONNX_TYPE.INT16]: 2,
+  [ONNX_TYPE.INT32]: 4, [ONNX_TYPE.INT64]: INT64_SIZE, [ONNX_TYPE.BOOL]: 1, [ONNX_TYPE.FLOAT16]: 2, [ONNX_TYPE.DOUBLE]: 8,
+  [ONNX_TYPE.UINT32]: 4, [ONNX_TYPE.UINT64]: 8, [ONNX_TYPE.BFLOAT16]: 2,
+};
+
+export function elementSize(elementType: number): number {
+  const s = SIZES[elementType];
+  if (s === undefined) throw new Error(`onnxruntime: unsupported tensor element type ${elementType}`);
+  return s;
+}

@@ -1,0 +1,172 @@
+/**
+ * HTTP benchmark: `simple` over JSON and the binary extension at concurrency 1, 16, 64,
+ * next to a bare Bun.serve hello-world measured in the same run (the ceiling). Also
+ * start-to-ready time, server time outside ONNX Runtime, RSS after sustained load and
+ * CPU after load stops. Uses wrk (Debian package `wrk`) as the load generator.
+ *
+ *   npm run build && bun scripts/bench-http.ts [--duration=10] [--soak=60] [--out=scripts/results/http.md]
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync } from "node:fs";
+import { tmpdir, cpus, totalmem } from "node:os";
+import { join, resolve, dirname } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const DURATION = Number(arg("duration", "10"));
+const SOAK = Number(arg("soak", "60"));
+const OUT = resolve(root, arg("out", "scripts/results/http.md"));
+const BINARY = join(root, "dist", "nereid");
+const work = mkdtempSync(join(tmpdir(), "nereid-bench-"));
+
+if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitReady(url: string, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {}
+    await sleep(2);
+  }
+  throw new Error(`not ready: ${url}`);
+}
+
+function startNereid(port: number): ChildProcess {
+  return spawn(BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+}
+
+async function measureStartup(runs: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const p = startNereid(18500 + i);
+    await waitReady(`http://127.0.0.1:${18500 + i}/v2/health/ready`);
+    times.push(performance.now() - t0);
+    p.kill("SIGKILL");
+    await new Promise((r) => p.once("exit", r));
+  }
+  return times;
+}
+
+const A = Array.from({ length: 16 }, (_, i) => i);
+const jsonBody = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+  ],
+});
+const binHeader = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
+  ],
+  parameters: { binary_data_output: true },
+});
+const binBody = Buffer.concat([Buffer.from(binHeader), Buffer.from(Int32Array.from(A).buffer), Buffer.from(Int32Array.from(A).buffer)]);
+writeFileSync(join(work, "json.body"), jsonBody);
+writeFileSync(join(work, "bin.body"), binBody);
+const lua = (bodyFile: string, headerLength?: number) => `
+wrk.method = "POST"
+local f = io.open("${bodyFile}", "rb"); wrk.body = f:read("*a"); f:close()
+wrk.headers["Content-Type"] = "application/octet-stream"
+${headerLength !== undefined ? `wrk.headers["Inference-Header-Content-Length"] = "${headerLength}"` : ""}
+`;
+writeFileSync(join(work, "json.lua"), lua(join(work, "json.body")));
+writeFileSync(join(work, "bin.lua"), lua(join(work, "bin.body"), Buffer.byteLength(binHeader)));
+
+interface WrkResult { rps: number; p50: number; p99: number; errors: number }
+
+function parseMs(s: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(s)!;
+  const v = Number(m[1]);
+  return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+}
+
+function wrk(url: string, c: number, seconds: number, script?: string): WrkResult {
+  const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
+  const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const p50 = parseMs(/50%\s+(\S+)/.exec(out)?.[1] ?? "0ms");
+  const p99 = parseMs(/99%\s+(\S+)/.exec(out)?.[1] ?? "0ms");
+  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  return { rps, p50, p99, errors };
+}
+
+function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
+  return { cpuTicks, rssKiB };
+}
+
+async function stats(base: string) {
+  const s = (await (await fetch(`${base}/v2/models/simple/stats`)).json()) as any;
+  const i = s.model_stats[0].inference_stats;
+  return { count: i.success.count, successNs: i.success.ns, inferNs: i.compute_infer.ns };
+}
+
+// --- run ---
+const startup = await measureStartup(10);
+startup.sort((a, b) => a - b);
+
+const bare = spawn(process.execPath, ["-e", `Bun.serve({ port: 18600, fetch: () => new Response('{"live":true,"ready":true,"model":"simple","ok":1}', { headers: { "content-type": "application/json" } }) })`], { stdio: "ignore" });
+const nereid = startNereid(18601);
+await waitReady("http://127.0.0.1:18601/v2/health/ready");
+await sleep(300);
+const inferUrl = "http://127.0.0.1:18601/v2/models/simple/infer";
+
+wrk(inferUrl, 16, 2, join(work, "json.lua")); // warm-up
+const rows: string[] = [];
+const results: Record<string, WrkResult> = {};
+for (const c of [1, 16, 64]) {
+  results[`bare-${c}`] = wrk("http://127.0.0.1:18600/", c, DURATION);
+  const before = await stats("http://127.0.0.1:18601");
+  results[`json-${c}`] = wrk(inferUrl, c, DURATION, join(work, "json.lua"));
+  const after = await stats("http://127.0.0.1:18601");
+  if (c === 1) {
+    const n = after.count - before.count;
+    results.overheadNs = { rps: ((after.successNs - before.successNs) - (after.inferNs - before.inferNs)) / n, p50: 0, p99: 0, errors: 0 };
+  }
+  results[`binary-${c}`] = wrk(inferUrl, c, DURATION, join(work, "bin.lua"));
+}
+
+// Soak: RSS after sustained load, then CPU right after load stops.
+const soak = wrk(inferUrl, 16, SOAK, join(work, "json.lua"));
+const afterLoad = procStat(nereid.pid!);
+await sleep(100);
+const later = procStat(nereid.pid!);
+const cpuMsAfterStop = ((later.cpuTicks - afterLoad.cpuTicks) * 1000) / 100; // 100 ticks per second
+await sleep(900);
+const idle = procStat(nereid.pid!);
+const cpuMsIdleSecond = ((idle.cpuTicks - later.cpuTicks) * 1000) / 100;
+
+nereid.kill("SIGTERM");
+bare.kill("SIGTERM");
+
+const fmt = (r: WrkResult) => `${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}`;
+rows.push(`## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`);
+rows.push("", `wrk, ${DURATION} s per cell, one run; \`simple\` (INT32 [1,16] + [1,16]).`, "", "| server | c | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- |");
+for (const c of [1, 16, 64]) {
+  rows.push(`| bare Bun.serve (ceiling) | ${c} | ${fmt(results[`bare-${c}`]!)} |`);
+  rows.push(`| nereid JSON | ${c} | ${fmt(results[`json-${c}`]!)} |`);
+  rows.push(`| nereid binary | ${c} | ${fmt(results[`binary-${c}`]!)} |`);
+}
+const ratio = results["json-16"]!.rps / results["bare-16"]!.rps;
+rows.push(
+  "",
+  `- JSON at c=16 / bare Bun.serve at c=16: **${(ratio * 100).toFixed(1)}%** (target ≥ 30%)`,
+  `- core time outside ONNX Runtime (statistics: success − compute_infer, mean at c=1): **${(results.overheadNs!.rps / 1000).toFixed(1)} µs** (target ≤ 50 µs; HTTP parsing and encoding not included, see c=1 latency vs the bare server)`,
+  `- start to ready (binary, example repository, 10 runs): median **${startup[5]!.toFixed(0)} ms**, min ${startup[0]!.toFixed(0)} ms, max ${startup[9]!.toFixed(0)} ms (target ≤ 250 ms)`,
+  `- after ${SOAK} s of JSON load at c=16 (${Math.round(soak.rps)} req/s, ${soak.errors} non-2xx): RSS **${(afterLoad.rssKiB / 1024).toFixed(0)} MiB** (target ≤ 128 MiB)`,
+  `- CPU time used in the 100 ms after load stopped: **${cpuMsAfterStop.toFixed(0)} ms**; in the following 900 ms: ${cpuMsIdleSecond.toFixed(0)} ms (target: idle within 100 ms)`,
+  "",
+);
+mkdirSync(dirname(OUT), { recursive: true });
+appendFileSync(OUT, rows.join("\n") + "\n");
+console.log(rows.join("\n"));
+process.exit(0);

@@ -1,0 +1,72 @@
+/**
+ * @module The seam every runtime plugs into: ONNX Runtime today; TensorRT, OpenVINO and
+ * TypeScript (`model.ts`) backends later. A Backend turns a model version on disk into a
+ * BackendModel; the model makes one BackendInstance per instance-group slot; an instance
+ * executes one already-formed batch at a time.
+ *
+ * Ownership: a BackendModel owns its native resources until close(); an instance owns its
+ * own until close(). Callers close every instance before the model, each exactly once.
+ */
+import type { Tensor, DataType } from "../core/tensor.ts";
+import type { ModelConfig } from "../model-config/types.ts";
+
+/** One tensor as the model file declares it; -1 marks a dynamic dimension. */
+export interface TensorSpec {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+}
+
+export interface ModelFileIO {
+  inputs: TensorSpec[];
+  outputs: TensorSpec[];
+}
+
+export interface BackendLoadContext {
+  /** Config after auto-complete and normalization. */
+  config: ModelConfig;
+  modelName: string;
+  version: number;
+  /** `<repo>/<model>` */
+  modelDir: string;
+  /** The model file or directory inside the version folder. */
+  modelPath: string;
+  /** `--backend-config=<this backend>,key=value` settings. */
+  backendConfig: Record<string, string>;
+}
+
+export interface ExecuteResult {
+  outputs: Tensor[];
+  /** Nanosecond durations for statistics, measured by the backend where it can. */
+  computeInputNs?: number;
+  computeInferNs?: number;
+  computeOutputNs?: number;
+}
+
+export interface BackendInstance {
+  readonly name: string;
+  /**
+   * Runs one batch. Inputs are validated against the config and, for batching models,
+   * already carry the batch dimension. Returns the requested outputs (all when empty).
+   * Must not block the event loop for long.
+   */
+  execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult>;
+  close(): void;
+}
+
+export interface BackendModel {
+  createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL", deviceId: number): Promise<BackendInstance>;
+  close(): void;
+}
+
+export interface Backend {
+  /** Triton backend name: "onnxruntime", "tensorrt", "openvino". */
+  readonly name: string;
+  /** Triton platform name this backend also answers to, if any ("onnxruntime_onnx"). */
+  readonly platform?: string;
+  /** Default model filename in a version folder ("model.onnx"). */
+  readonly defaultModelFilename: string;
+  /** Reads the model file's declared inputs and outputs, for auto-complete. */
+  describe?(modelPath: string, backendConfig: Record<string, string>): Promise<ModelFileIO>;
+  load(ctx: BackendLoadContext): Promise<BackendModel>;
+}

@@ -1,0 +1,180 @@
+/**
+ * @module The ONNX Runtime backend: one OrtSession per model instance, session options
+ * from the model config (Triton's onnxruntime backend parameter names), and runs that
+ * leave the event loop free unless the model has proven tiny.
+ */
+import { availableParallelism } from "node:os";
+import { statSync } from "node:fs";
+import { OrtRuntime, OrtSession, OrtSessionOptions, type SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
+import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
+import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
+import { protocolType, toOrtInput, fromOrtOutput } from "./tensors.ts";
+import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, TensorSpec } from "../backend.ts";
+import type { ModelConfig } from "../../model-config/types.ts";
+import type { Tensor } from "../../core/tensor.ts";
+
+/** How a run is dispatched: koffi's worker thread (async) or the calling thread (sync). */
+export type RunMode = "auto" | "async" | "sync";
+
+/** In "auto" mode a model whose runs finish under this many µs runs on the calling thread. */
+const SYNC_THRESHOLD_US = 200;
+
+function param(config: ModelConfig, key: string): string | undefined {
+  return config.parameters?.[key]?.string_value;
+}
+
+function intParam(config: ModelConfig, key: string, fallback: number): number {
+  const v = param(config, key);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw invalidArg(`model '${config.name}': parameter '${key}' must be a non-negative integer, got '${v}'`);
+  return n;
+}
+
+/** Triton: level -1 → basic only, 1 → basic + extended, otherwise (0, unset) → all. */
+function graphLevel(config: ModelConfig): number {
+  const level = (config.optimization as { graph?: { level?: number } } | undefined)?.graph?.level ?? 0;
+  if (level === -1) return GRAPH_OPTIMIZATION_LEVEL.ENABLE_BASIC;
+  if (level === 1) return GRAPH_OPTIMIZATION_LEVEL.ENABLE_EXTENDED;
+  return GRAPH_OPTIMIZATION_LEVEL.ENABLE_ALL;
+}
+
+export function sessionConfig(config: ModelConfig): SessionConfig {
+  const instances = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
+  const cores = availableParallelism();
+  const intra = intParam(config, "intra_op_thread_count", 0) || Math.max(1, Math.floor(cores / instances));
+  const inter = intParam(config, "inter_op_thread_count", 0) || 1;
+  const arena = param(config, "enable_mem_arena");
+  return {
+    intraOpThreads: intra,
+    interOpThreads: inter,
+    graphOptimizationLevel: graphLevel(config),
+    allowSpinning: param(config, "allow_spinning") === "true",
+    memArena: arena === undefined ? true : arena !== "0" && arena !== "false",
+  };
+}
+
+function runMode(config: ModelConfig): RunMode {
+  const v = param(config, "run_mode") ?? "auto";
+  if (v !== "auto" && v !== "async" && v !== "sync") throw invalidArg(`model '${config.name}': parameter 'run_mode' must be auto, async or sync, got '${v}'`);
+  return v;
+}
+
+function checkAccelerators(config: ModelConfig): void {
+  const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string }[]; cpu_execution_accelerator?: { name?: string }[] } } | undefined)
+    ?.execution_accelerators;
+  const names = [...(acc?.gpu_execution_accelerator ?? []), ...(acc?.cpu_execution_accelerator ?? [])].map((a) => a.name ?? "");
+  if (names.length > 0) {
+    throw unsupported(`model '${config.name}': execution accelerator(s) ${names.map((n) => `'${n}'`).join(", ")} are not available in this ONNX Runtime build (CPU only)`);
+  }
+}
+
+class OrtInstance implements BackendInstance {
+  readonly name: string;
+  readonly #session: OrtSession;
+  readonly #outputNames: string[];
+  #mode: RunMode;
+  #sync: boolean;
+
+  constructor(name: string, session: OrtSession, mode: RunMode) {
+    this.name = name;
+    this.#session = session;
+    this.#outputNames = session.outputs.map((o) => o.name);
+    this.#mode = mode;
+    this.#sync = mode === "sync";
+  }
+
+  async execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult> {
+    const t0 = process.hrtime.bigint();
+    const ortInputs = inputs.map(toOrtInput);
+    const names = outputNames.length > 0 ? outputNames : this.#outputNames;
+    const t1 = process.hrtime.bigint();
+    const raw = await this.#session.run(ortInputs, names, !this.#sync);
+    const t2 = process.hrtime.bigint();
+    const outputs = raw.map(fromOrtOutput);
+    const t3 = process.hrtime.bigint();
+    if (this.#mode === "auto") {
+      // The worker hop costs ~50 µs: tiny models run inline; anything slow goes back to the worker.
+      const us = Number(t2 - t1) / 1000;
+      if (!this.#sync && us < SYNC_THRESHOLD_US) this.#sync = true;
+      else if (this.#sync && us > SYNC_THRESHOLD_US * 5) this.#sync = false;
+    }
+    return { outputs, computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(t3 - t2) };
+  }
+
+  close(): void {
+    this.#session.close();
+  }
+}
+
+class OrtModel implements BackendModel {
+  readonly #ctx: BackendLoadContext;
+  readonly #rt: OrtRuntime;
+  #options: OrtSessionOptions | undefined;
+  readonly #mode: RunMode;
+
+  constructor(ctx: BackendLoadContext, rt: OrtRuntime) {
+    this.#ctx = ctx;
+    this.#rt = rt;
+    checkAccelerators(ctx.config);
+    this.#mode = runMode(ctx.config);
+    this.#options = new OrtSessionOptions(rt.api, sessionConfig(ctx.config));
+  }
+
+  async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"): Promise<BackendInstance> {
+    if (kind === "KIND_GPU") throw unsupported(`model '${this.#ctx.modelName}': KIND_GPU instances need the CUDA execution provider, which this ONNX Runtime build lacks`);
+    if (!this.#options) throw new ServerError("INTERNAL", "model is closed");
+    const session = new OrtSession(this.#rt, this.#ctx.modelPath, this.#options);
+    return new OrtInstance(name, session, this.#mode);
+  }
+
+  close(): void {
+    this.#options?.close();
+    this.#options = undefined;
+  }
+}
+
+export class OnnxRuntimeBackend implements Backend {
+  readonly name = "onnxruntime";
+  readonly platform = "onnxruntime_onnx";
+  readonly defaultModelFilename = "model.onnx";
+
+  #runtime(backendConfig: Record<string, string>): OrtRuntime {
+    try {
+      return OrtRuntime.get(backendConfig.library);
+    } catch (err) {
+      throw new ServerError("UNAVAILABLE", (err as Error).message, { cause: err });
+    }
+  }
+
+  async describe(modelPath: string, backendConfig: Record<string, string>): Promise<ModelFileIO> {
+    const rt = this.#runtime(backendConfig);
+    using options = new OrtSessionOptions(rt.api, {
+      intraOpThreads: 1,
+      interOpThreads: 1,
+      graphOptimizationLevel: GRAPH_OPTIMIZATION_LEVEL.DISABLE_ALL,
+      allowSpinning: false,
+      memArena: false,
+    });
+    using session = new OrtSession(rt, resolveModelFile(modelPath), options);
+    const spec = (t: { name: string; elementType: number; shape: number[]; isTensor: boolean }): TensorSpec => {
+      const datatype = t.isTensor ? protocolType(t.elementType) : undefined;
+      if (!datatype) throw invalidArg(`tensor '${t.name}' of ${modelPath} has a type that Triton cannot describe`);
+      return { name: t.name, datatype, shape: t.shape };
+    };
+    return { inputs: session.inputs.map(spec), outputs: session.outputs.map(spec) };
+  }
+
+  async load(ctx: BackendLoadContext): Promise<BackendModel> {
+    return new OrtModel({ ...ctx, modelPath: resolveModelFile(ctx.modelPath) }, this.#runtime(ctx.backendConfig));
+  }
+}
+
+/** Triton accepts model.onnx as a file or as a folder holding model.onnx. */
+function resolveModelFile(path: string): string {
+  try {
+    return statSync(path).isDirectory() ? `${path}/model.onnx` : path;
+  } catch {
+    return path;
+  }
+}

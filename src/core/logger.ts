@@ -1,0 +1,53 @@
+/**
+ * @module Server log in Triton's default line format:
+ * `I1122 11:22:33.123456 1234 model.ts] message` (levels I, W, E; verbose lines are I).
+ */
+
+export type LogLevel = "I" | "W" | "E";
+
+export interface LogSettings {
+  info: boolean;
+  warning: boolean;
+  error: boolean;
+  verbose: number;
+  format: "default" | "ISO8601";
+}
+
+const settings: LogSettings = { info: true, warning: true, error: true, verbose: 0, format: "default" };
+let sink: (line: string) => void = (line) => process.stderr.write(line + "\n");
+
+export function configureLog(s: Partial<LogSettings>, out?: (line: string) => void): void {
+  Object.assign(settings, s);
+  if (out) sink = out;
+}
+
+export function logSettings(): Readonly<LogSettings> {
+  return settings;
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, "0");
+
+function stamp(level: LogLevel): string {
+  const d = new Date();
+  if (settings.format === "ISO8601") {
+    return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}Z ${level}`;
+  }
+  const micros = pad(d.getMilliseconds(), 3) + "000";
+  return `${level}${pad(d.getMonth() + 1)}${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${micros}`;
+}
+
+function write(level: LogLevel, where: string, msg: string): void {
+  sink(`${stamp(level)} ${process.pid} ${where}] ${msg}`);
+}
+
+/** A logger tagged with the module it speaks for (shown where Triton shows file:line). */
+export function getLogger(where: string) {
+  return {
+    info: (msg: string) => settings.info && write("I", where, msg),
+    warn: (msg: string) => settings.warning && write("W", where, msg),
+    error: (msg: string) => settings.error && write("E", where, msg),
+    verbose: (level: number, msg: string) => settings.verbose >= level && write("I", where, msg),
+  };
+}
+
+export type Logger = ReturnType<typeof getLogger>;

@@ -1,0 +1,79 @@
+/**
+ * @module One loaded (or failed) version of a model: its config, signature, lifecycle
+ * state, backend instances, scheduler and statistics.
+ */
+import { internal } from "./errors.ts";
+import { signatureOf, type ModelSignature } from "./signature.ts";
+import { ModelStats } from "./stats.ts";
+import type { ModelConfig } from "../model-config/types.ts";
+import type { BackendInstance, BackendModel } from "../backends/backend.ts";
+import type { Scheduler } from "../scheduler/scheduler.ts";
+
+export type ModelState = "UNKNOWN" | "LOADING" | "READY" | "UNLOADING" | "UNAVAILABLE";
+
+const ALLOWED: Record<ModelState, readonly ModelState[]> = {
+  UNKNOWN: ["LOADING", "UNAVAILABLE"],
+  LOADING: ["READY", "UNAVAILABLE"],
+  READY: ["UNLOADING"],
+  UNLOADING: ["UNAVAILABLE"],
+  UNAVAILABLE: ["LOADING"],
+};
+
+export class ModelVersion {
+  readonly name: string;
+  readonly version: number;
+  /** `<repo>/<model>`, for files the config names (labels, warmup data). */
+  readonly modelDir: string;
+  config: ModelConfig;
+  signature: ModelSignature;
+  state: ModelState = "UNKNOWN";
+  reason = "";
+  readonly stats = new ModelStats();
+  #backendModel: BackendModel | undefined;
+  #instances: BackendInstance[] = [];
+  #scheduler: Scheduler | undefined;
+
+  constructor(name: string, version: number, modelDir: string, config: ModelConfig) {
+    this.name = name;
+    this.modelDir = modelDir;
+    this.version = version;
+    this.config = config;
+    this.signature = signatureOf(config);
+  }
+
+  transition(to: ModelState, reason = ""): void {
+    if (!ALLOWED[this.state].includes(to)) {
+      throw internal(`model '${this.name}' version ${this.version}: illegal state change ${this.state} -> ${to}`);
+    }
+    this.state = to;
+    this.reason = reason;
+  }
+
+  /** Takes ownership of the backend model, its instances and the scheduler over them. */
+  attach(backendModel: BackendModel, instances: BackendInstance[], scheduler: Scheduler): void {
+    this.#backendModel = backendModel;
+    this.#instances = instances;
+    this.#scheduler = scheduler;
+  }
+
+  get scheduler(): Scheduler {
+    if (!this.#scheduler) throw internal(`model '${this.name}' version ${this.version} has no scheduler`);
+    return this.#scheduler;
+  }
+
+  get ready(): boolean {
+    return this.state === "READY";
+  }
+
+  /** Drains the scheduler, then frees instances and the backend model, each once. */
+  async unload(): Promise<void> {
+    if (this.state === "READY") this.transition("UNLOADING");
+    await this.#scheduler?.stop();
+    for (const inst of this.#instances) inst.close();
+    this.#instances = [];
+    this.#backendModel?.close();
+    this.#backendModel = undefined;
+    this.#scheduler = undefined;
+    if (this.state === "UNLOADING") this.transition("UNAVAILABLE", "unloaded");
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * @module InferenceServer: owns the repository manager and answers every core question
+ * the frontends ask (live, ready, metadata, config, statistics). inferAsync() is the
+ * only way an inference enters the server.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ServerError, unavailable } from "./errors.ts";
+import { prepareForInference } from "./request-validate.ts";
+import { metadataShape } from "./signature.ts";
+import { classify } from "./classification.ts";
+import { configToJson } from "../model-config/json.ts";
+import type { InferenceRequest, InferenceResponse } from "./request.ts";
+import type { ModelRepositoryManager, IndexEntry } from "../repository/manager.ts";
+import type { ModelVersion } from "./model.ts";
+import type { Tensor } from "./tensor.ts";
+
+export type ServerState = "STARTING" | "READY" | "EXITING";
+
+export interface ServerInfo {
+  id: string;
+  version: string;
+  extensions: readonly string[];
+  strictReadiness: boolean;
+}
+
+export interface TensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+export class InferenceServer {
+  readonly info: ServerInfo;
+  readonly repository: ModelRepositoryManager;
+  state: ServerState = "STARTING";
+  readonly #labels = new Map<string, string[]>();
+
+  constructor(info: ServerInfo, repository: ModelRepositoryManager) {
+    this.info = info;
+    this.repository = repository;
+  }
+
+  isLive(): boolean {
+    return this.state !== "EXITING";
+  }
+
+  isReady(): boolean {
+    if (this.state !== "READY") return false;
+    return !this.info.strictReadiness || this.repository.allReady();
+  }
+
+  serverMetadata() {
+    return { name: this.info.id, version: this.info.version, extensions: [...this.info.extensions] };
+  }
+
+  modelReady(name: string, version?: string): boolean {
+    return this.repository.getModel(name, version).ready;
+  }
+
+  modelMetadata(name: string, version?: string): ModelMetadata {
+    const mv = this.repository.getModel(name, version);
+    const versions = version ? [String(mv.version)] : this.repository.readyVersions(name).map((v) => String(v.version));
+    const sig = mv.signature;
+    const tensor = (n: string, dt: string, dims: number[] | undefined) => ({ name: n, datatype: dt, shape: metadataShape(dims, sig.maxBatchSize) });
+    return {
+      name,
+      versions,
+      platform: mv.config.platform || mv.config.backend || "",
+      inputs: [...sig.inputs.values()].map((i) => tensor(i.name!, sig.inputTypes.get(i.name!)!, i.dims)),
+      outputs: [...sig.outputs.values()].map((o) => tensor(o.name!, sig.outputTypes.get(o.name!)!, o.dims)),
+    };
+  }
+
+  modelConfig(name: string, version?: string): object {
+    return configToJson(this.repository.getModel(name, version).config);
+  }
+
+  modelStatistics(name?: string, version?: string) {
+    let versions: ModelVersion[];
+    if (name) {
+      versions = version ? [this.repository.getModel(name, version)] : this.repository.readyVersions(name);
+      if (versions.length === 0) this.repository.getModel(name); // throws the right error
+    } else {
+      versions = this.repository.allVersions().filter((v) => v.ready);
+    }
+    return { model_stats: versions.map((v) => v.stats.toJSON(v.name, String(v.version))) };
+  }
+
+  repositoryIndex(readyOnly = false): IndexEntry[] {
+    return this.repository.index(readyOnly);
+  }
+
+  /** Runs one inference request through validation, the model's scheduler and post-processing. */
+  async inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
+    if (this.state === "EXITING") throw unavailable("Server is stopping");
+    const mv = this.repository.getModel(request.modelName, request.modelVersion);
+    const start = process.hrtime.bigint();
+    try {
+      const prepared = prepareForInference(request, mv.signature);
+      const result = await mv.scheduler.enqueue(prepared);
+      const outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
+      mv.stats.recordSuccess(
+        Number(process.hrtime.bigint() - start),
+        result.queueNs,
+        prepared.batchSize,
+        result.computeInputNs,
+        result.computeInferNs,
+        result.computeOutputNs,
+      );
+      const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs };
+      if (request.id) response.id = request.id;
+      return response;
+    } catch (err) {
+      mv.stats.recordFailure(Number(process.hrtime.bigint() - start));
+      throw ServerError.from(err);
+    }
+  }
+
+  #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: Map<string, number>): Tensor[] {
+    const batched = mv.signature.maxBatchSize > 0;
+    const byName = new Map(raw.map((t) => [t.name, t]));
+    return names.map((name) => {
+      const t = byName.get(name);
+      if (!t) throw new ServerError("INTERNAL", `model '${mv.name}' did not produce output '${name}'`);
+      const config = mv.signature.outputs.get(name)!;
+      const shaped = config.reshape ? { ...t, shape: apiShape(t.shape, config.dims ?? [], config.reshape.shape ?? [], batched) } : t;
+      const k = classification.get(name);
+      return k === undefined ? shaped : classify(shaped, k, batched, this.#labelsFor(mv, config.label_filename));
+    });
+  }
+
+  #labelsFor(mv: ModelVersion, file: string | undefined): string[] | undefined {
+    if (!file) return undefined;
+    const path = join(mv.modelDir, file);
+    let labels = this.#labels.get(path);
+    if (!labels) {
+      labels = readFileSync(path, "utf8").split(/\r?\n/);
+      this.#labels.set(path, labels);
+    }
+    return labels;
+  }
+}
+
+/** Output shape as the config declares it, for outputs with a reshape. */
+function apiShape(modelShape: readonly number[], dims: readonly number[], reshape: readonly number[], batched: boolean): number[] {
+  const rest = batched ? modelShape.slice(1) : modelShape;
+  const variable = reshape.map((d, i) => (d === -1 ? rest[i]! : undefined)).filter((d): d is number => d !== undefined);
+  const shape = dims.map((d) => (d === -1 ? (variable.shift() ?? 1) : d));
+  return batched ? [modelShape[0]!, ...shape] : shape;
+}

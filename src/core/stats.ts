@@ -1,0 +1,76 @@
+/**
+ * @module Per-model-version counters in the shape of Triton's statistics extension
+ * (ModelStatistics: inference_stats, batch_stats, counts, last_inference).
+ */
+
+export interface Duration { count: number; ns: number }
+
+const zero = (): Duration => ({ count: 0, ns: 0 });
+
+export interface BatchStat { batch_size: number; compute_input: Duration; compute_infer: Duration; compute_output: Duration }
+
+export class ModelStats {
+  success = zero();
+  fail = zero();
+  queue = zero();
+  computeInput = zero();
+  computeInfer = zero();
+  computeOutput = zero();
+  cacheHit = zero();
+  cacheMiss = zero();
+  inferenceCount = 0;
+  executionCount = 0;
+  lastInference = 0;
+  readonly batch = new Map<number, BatchStat>();
+
+  recordSuccess(requestNs: number, queueNs: number, batchSize: number, inNs: number, inferNs: number, outNs: number): void {
+    add(this.success, requestNs);
+    add(this.queue, queueNs);
+    add(this.computeInput, inNs);
+    add(this.computeInfer, inferNs);
+    add(this.computeOutput, outNs);
+    this.inferenceCount += batchSize;
+    this.executionCount += 1;
+    this.lastInference = Date.now();
+    let b = this.batch.get(batchSize);
+    if (!b) {
+      b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
+      this.batch.set(batchSize, b);
+    }
+    add(b.compute_input, inNs);
+    add(b.compute_infer, inferNs);
+    add(b.compute_output, outNs);
+  }
+
+  recordFailure(requestNs: number): void {
+    add(this.fail, requestNs);
+    this.lastInference = Date.now();
+  }
+
+  toJSON(name: string, version: string) {
+    return {
+      name,
+      version,
+      last_inference: this.lastInference,
+      inference_count: this.inferenceCount,
+      execution_count: this.executionCount,
+      inference_stats: {
+        success: this.success,
+        fail: this.fail,
+        queue: this.queue,
+        compute_input: this.computeInput,
+        compute_infer: this.computeInfer,
+        compute_output: this.computeOutput,
+        cache_hit: this.cacheHit,
+        cache_miss: this.cacheMiss,
+      },
+      batch_stats: [...this.batch.values()].sort((a, b) => a.batch_size - b.batch_size),
+      memory_usage: [],
+    };
+  }
+}
+
+function add(d: Duration, ns: number): void {
+  d.count += 1;
+  d.ns += ns;
+}

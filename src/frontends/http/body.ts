@@ -1,0 +1,39 @@
+/**
+ * @module Request bodies: the size limit (--http-max-input-size) and gzip/deflate
+ * Content-Encoding, with the limit applied to the decompressed size.
+ */
+import { gunzipSync, inflateSync, gzipSync, deflateSync } from "node:zlib";
+import { ServerError, invalidArg } from "../../core/errors.ts";
+import type { HttpRequest } from "./types.ts";
+
+export function tooLarge(size: number | string, limit: number): ServerError {
+  return invalidArg(
+    `Request JSON size of ${size} exceeds the maximum allowed value of ${limit}. Use --http-max-input-size to increase the limit.`,
+  );
+}
+
+export async function readBody(req: HttpRequest, limit: number): Promise<Uint8Array> {
+  const declared = req.header("content-length");
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(declared, limit);
+  const raw = await req.body(limit);
+  const encoding = (req.header("content-encoding") ?? "identity").trim().toLowerCase();
+  if (encoding === "identity" || encoding === "") return raw;
+  try {
+    if (encoding === "gzip") return gunzipSync(raw, { maxOutputLength: limit });
+    if (encoding === "deflate") return inflateSync(raw, { maxOutputLength: limit });
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(`more than ${limit}`, limit);
+    throw invalidArg(`failed to decompress the ${encoding} request body: ${(err as Error).message}`, err);
+  }
+  throw new ServerError("UNSUPPORTED", `Unsupported Content-Encoding '${encoding}'; supported: gzip, deflate`);
+}
+
+/** Compresses a response body when the client accepts gzip or deflate. */
+export function compressFor(acceptEncoding: string | undefined, body: Uint8Array): { body: Uint8Array; encoding?: string } {
+  if (!acceptEncoding) return { body };
+  const accepts = acceptEncoding.toLowerCase();
+  if (/\bgzip\b/.test(accepts)) return { body: gzipSync(body), encoding: "gzip" };
+  if (/\bdeflate\b/.test(accepts)) return { body: deflateSync(body), encoding: "deflate" };
+  return { body };
+}

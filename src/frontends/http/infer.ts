@@ -1,0 +1,75 @@
+/**
+ * @module POST /v2/models/{m}[/versions/{v}]/infer: body → InferenceRequest (codec),
+ * the core's inferAsync, InferenceResponse → body (codec).
+ */
+import { invalidArg } from "../../core/errors.ts";
+import { ELEMENT_SIZE } from "../../core/tensor.ts";
+import { decodeInferRequest, encodeInferResponse } from "./tensor-codec.ts";
+import { readBody, compressFor } from "./body.ts";
+import type { InferenceServer } from "../../core/server.ts";
+import type { HttpRequest, HttpResponse } from "./types.ts";
+
+export async function handleInfer(
+  server: InferenceServer,
+  req: HttpRequest,
+  model: string,
+  version: string | undefined,
+  maxInputSize: number,
+): Promise<HttpResponse> {
+  const body = await readBody(req, maxInputSize);
+  const headerValue = req.header("inference-header-content-length");
+  let headerLength: number | undefined;
+  if (headerValue !== undefined) {
+    if (!/^\d+$/.test(headerValue.trim())) {
+      throw invalidArg(`Inference-Header-Content-Length must be a non-negative integer, got '${headerValue}'`);
+    }
+    headerLength = Number(headerValue);
+  }
+  const request = decodeInferRequest(body, headerLength, {
+    modelName: model,
+    modelVersion: version,
+    rawInput: (byteLength) => rawInputShape(server, model, version, byteLength),
+  });
+  const response = await server.inferAsync(request);
+  const encoded = encodeInferResponse(response, request);
+  const headers: Record<string, string> = { "content-type": encoded.contentType };
+  if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
+  const compressed = compressFor(req.header("accept-encoding"), encoded.body);
+  if (compressed.encoding) headers["content-encoding"] = compressed.encoding;
+  return { status: 200, headers, body: compressed.body };
+}
+
+/** Triton's raw binary request: the whole body is the single input's data. */
+function rawInputShape(server: InferenceServer, model: string, version: string | undefined, byteLength: number) {
+  const sig = server.repository.getModel(model, version).signature;
+  if (sig.inputs.size !== 1) {
+    throw invalidArg(
+      `Raw binary request (Inference-Header-Content-Length: 0) requires model '${model}' to have exactly 1 input, it has ${sig.inputs.size}`,
+    );
+  }
+  const [config] = sig.inputs.values();
+  const name = config!.name!;
+  const datatype = sig.inputTypes.get(name)!;
+  const dims = [...(config!.dims ?? [])];
+  const batch = sig.maxBatchSize > 0 ? [1] : [];
+  if (datatype === "BYTES") {
+    if (dims.length !== 1 || (dims[0] !== 1 && dims[0] !== -1)) {
+      throw invalidArg(`Raw binary request for BYTES input '${name}' of model '${model}' requires the input shape [1]`);
+    }
+    return { name, datatype, shape: [...batch, 1] };
+  }
+  const variable = dims.filter((d) => d === -1).length;
+  if (variable > 1) {
+    throw invalidArg(`Raw binary request for input '${name}' of model '${model}' allows at most one variable-size dimension, it has ${variable}`);
+  }
+  const fixed = dims.reduce((n, d) => (d === -1 ? n : n * d), 1) * ELEMENT_SIZE[datatype];
+  if (variable === 1) {
+    if (fixed === 0 || byteLength % fixed !== 0) {
+      throw invalidArg(`Raw binary request for input '${name}' of model '${model}': ${byteLength} bytes is not a whole number of elements`);
+    }
+    const idx = dims.indexOf(-1);
+    dims[idx] = byteLength / fixed;
+  }
+  return { name, datatype, shape: [...batch, ...dims] };
+}
+

@@ -1,0 +1,144 @@
+/**
+ * @module The /v2 route table and the handler behind both HTTP server adapters: parse
+ * the path, call the core, and write Triton's JSON and error shapes.
+ */
+import { ServerError } from "../../core/errors.ts";
+import { getLogger } from "../../core/logger.ts";
+import { httpStatus } from "./status.ts";
+import { handleInfer } from "./infer.ts";
+import { readBody } from "./body.ts";
+import type { InferenceServer } from "../../core/server.ts";
+import type { HttpRequest, HttpResponse } from "./types.ts";
+
+const log = getLogger("http_server.ts");
+
+export interface HttpFrontendOptions {
+  maxInputSize: number;
+  modelControlMode: "none" | "poll" | "explicit";
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+const EMPTY_OK: HttpResponse = { status: 200, headers: {} };
+
+const json = (status: number, value: unknown): HttpResponse => ({ status, headers: JSON_HEADERS, body: JSON.stringify(value) });
+export const errorResponse = (status: number, message: string, headers: Record<string, string> = {}): HttpResponse =>
+  ({ status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify({ error: message }) });
+
+const METHOD_NOT_ALLOWED = () => errorResponse(405, "Method Not Allowed");
+const NOT_FOUND = () => errorResponse(404, "Not Found");
+
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** Builds the request handler for one server. */
+export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOptions) {
+  async function route(req: HttpRequest): Promise<HttpResponse> {
+    const parts = req.path.split("/").filter((p) => p.length > 0);
+    if (parts[0] !== "v2") return NOT_FOUND();
+    const method = req.method;
+
+    if (parts.length === 1) {
+      if (method !== "GET") return METHOD_NOT_ALLOWED();
+      return json(200, server.serverMetadata());
+    }
+
+    if (parts[1] === "health" && parts.length === 3) {
+      if (method !== "GET") return METHOD_NOT_ALLOWED();
+      if (server.state === "EXITING") return errorResponse(503, "Server exiting");
+      if (parts[2] === "live") return server.isLive() ? EMPTY_OK : { status: 400, headers: {} };
+      if (parts[2] === "ready") return server.isReady() ? EMPTY_OK : { status: 400, headers: {} };
+      return NOT_FOUND();
+    }
+
+    if (parts[1] === "models") return modelRoute(req, parts.slice(2));
+    if (parts[1] === "repository") return repositoryRoute(req, parts.slice(2));
+    return NOT_FOUND();
+  }
+
+  async function modelRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
+    const method = req.method;
+    if (rest.length === 1 && rest[0] === "stats") {
+      if (method !== "GET") return METHOD_NOT_ALLOWED();
+      return json(200, server.modelStatistics());
+    }
+    if (rest.length === 0) return NOT_FOUND();
+    const model = decodeSegment(rest[0]!);
+    let i = 1;
+    let version: string | undefined;
+    if (rest[i] === "versions") {
+      version = rest[i + 1];
+      if (version === undefined || !/^[0-9]+$/.test(version)) return NOT_FOUND();
+      i += 2;
+    }
+    const action = rest[i];
+    if (rest.length > i + 1) return NOT_FOUND();
+    switch (action) {
+      case undefined:
+        if (method !== "GET") return METHOD_NOT_ALLOWED();
+        return json(200, server.modelMetadata(model, version));
+      case "ready":
+        if (method !== "GET") return METHOD_NOT_ALLOWED();
+        return server.modelReady(model, version) ? EMPTY_OK : errorResponse(400, "Model version not ready");
+      case "config":
+        if (method !== "GET") return METHOD_NOT_ALLOWED();
+        return json(200, server.modelConfig(model, version));
+      case "stats":
+        if (method !== "GET") return METHOD_NOT_ALLOWED();
+        return json(200, server.modelStatistics(model, version));
+      case "infer":
+        if (method !== "POST") return METHOD_NOT_ALLOWED();
+        return handleInfer(server, req, model, version, opts.maxInputSize);
+      default:
+        return NOT_FOUND();
+    }
+  }
+
+  async function repositoryRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
+    if (req.method !== "POST") return METHOD_NOT_ALLOWED();
+    if (rest.length === 1 && rest[0] === "index") {
+      const body = await readBody(req, opts.maxInputSize);
+      let readyOnly = false;
+      if (body.byteLength > 0) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(new TextDecoder().decode(body));
+        } catch (err) {
+          throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
+        }
+        const ready = (parsed as { ready?: unknown } | null)?.ready;
+        if (ready !== undefined && typeof ready !== "boolean") throw new ServerError("INVALID_ARG", "'ready' must be a boolean");
+        readyOnly = ready === true;
+      }
+      return json(200, server.repositoryIndex(readyOnly));
+    }
+    if (rest.length === 3 && rest[0] === "models" && (rest[2] === "load" || rest[2] === "unload")) {
+      if (opts.modelControlMode !== "explicit") {
+        throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
+      }
+      throw new ServerError("UNSUPPORTED", "explicit model control is not implemented yet");
+    }
+    if (rest.length === 4 && rest[1] === "models") {
+      throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
+    }
+    return NOT_FOUND();
+  }
+
+  return async function handle(req: HttpRequest): Promise<HttpResponse> {
+    try {
+      return await route(req);
+    } catch (err) {
+      const e = ServerError.from(err);
+      if (e.code === "INTERNAL") log.error(`${req.method} ${req.path}: ${e.message}`);
+      else log.verbose(1, `${req.method} ${req.path}: ${e.code}: ${e.message}`);
+      const extra: Record<string, string> = e.code === "UNSUPPORTED" && /Content-Encoding/.test(e.message) ? { "accept-encoding": "gzip, deflate" } : {};
+      return errorResponse(httpStatus(e.code), e.message, extra);
+    }
+  };
+}
+
+export type HttpHandler = ReturnType<typeof createHttpHandler>;

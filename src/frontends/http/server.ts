@@ -1,0 +1,124 @@
+/**
+ * @module Listens for HTTP with Bun.serve under Bun and node:http elsewhere; both feed
+ * the same handler (routes.ts).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { tooLarge } from "./body.ts";
+import { errorResponse, type HttpHandler } from "./routes.ts";
+import type { HttpRequest, HttpResponse } from "./types.ts";
+
+export interface HttpListener {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const EMPTY = new Uint8Array(0);
+
+declare const Bun: typeof import("bun") | undefined;
+
+export async function listenHttp(handler: HttpHandler, address: string, port: number, maxInputSize: number): Promise<HttpListener> {
+  if (typeof Bun !== "undefined") return listenBun(handler, address, port, maxInputSize);
+  return listenNode(handler, address, port);
+}
+
+function toWebResponse(r: HttpResponse): Response {
+  return new Response(r.body ?? null, { status: r.status, headers: r.headers });
+}
+
+function listenBun(handler: HttpHandler, address: string, port: number, maxInputSize: number): HttpListener {
+  const server = Bun!.serve({
+    hostname: address,
+    port,
+    // Bun refuses larger bodies itself; keep its limit above ours so ours answers first.
+    maxRequestBodySize: maxInputSize + 1024 * 1024,
+    async fetch(request: Request): Promise<Response> {
+      const url = request.url;
+      const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+      const q = url.indexOf("?", pathStart);
+      const req: HttpRequest = {
+        method: request.method,
+        path: q < 0 ? url.slice(pathStart) : url.slice(pathStart, q),
+        header: (name) => request.headers.get(name) ?? undefined,
+        body: async (limit) => {
+          const buf = new Uint8Array(await request.arrayBuffer());
+          if (buf.byteLength > limit) throw tooLarge(buf.byteLength, limit);
+          return buf;
+        },
+      };
+      return toWebResponse(await handler(req));
+    },
+    error(err: Error): Response {
+      return toWebResponse(errorResponse(500, err.message));
+    },
+  });
+  return {
+    port: server.port ?? port,
+    close: async () => {
+      await server.stop(true);
+    },
+  };
+}
+
+function readNodeBody(msg: IncomingMessage, limit: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    msg.on("data", (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) {
+        reject(tooLarge(`more than ${limit}`, limit));
+        msg.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    msg.on("end", () => {
+      if (chunks.length === 0) resolve(EMPTY);
+      else if (chunks.length === 1) resolve(chunks[0]!);
+      else resolve(Buffer.concat(chunks, size));
+    });
+    msg.on("error", reject);
+  });
+}
+
+function listenNode(handler: HttpHandler, address: string, port: number): Promise<HttpListener> {
+  const server = createServer((msg: IncomingMessage, res: ServerResponse) => {
+    const url = msg.url ?? "/";
+    const q = url.indexOf("?");
+    const req: HttpRequest = {
+      method: msg.method ?? "GET",
+      path: q < 0 ? url : url.slice(0, q),
+      header: (name) => {
+        const v = msg.headers[name];
+        return Array.isArray(v) ? v.join(", ") : v;
+      },
+      body: (limit) => readNodeBody(msg, limit),
+    };
+    handler(req).then(
+      (r) => {
+        res.writeHead(r.status, r.headers);
+        res.end(r.body ?? undefined);
+      },
+      (err: Error) => {
+        const r = errorResponse(500, err.message);
+        res.writeHead(r.status, r.headers);
+        res.end(r.body);
+      },
+    );
+  });
+  server.keepAliveTimeout = 65_000;
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, address, () => {
+      const addr = server.address();
+      resolve({
+        port: typeof addr === "object" && addr ? addr.port : port,
+        close: () =>
+          new Promise<void>((res) => {
+            server.closeAllConnections?.();
+            server.close(() => res());
+          }),
+      });
+    });
+  });
+}

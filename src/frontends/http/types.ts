@@ -1,0 +1,20 @@
+/**
+ * @module The HTTP request/response shapes the handler works on, independent of the
+ * server library (Bun.serve or node:http) that carries them.
+ */
+
+export interface HttpRequest {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  /** Lower-case header lookup. */
+  header(name: string): string | undefined;
+  /** The raw (possibly compressed) body; rejects if it exceeds `limit` bytes. */
+  body(limit: number): Promise<Uint8Array>;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body?: Uint8Array | string;
+}

@@ -1,0 +1,128 @@
+/**
+ * @module CLI entry: read options, build the server, load the repository, start the
+ * frontends, handle signals and shut down in order (Triton's main.cc).
+ */
+import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, type ServerOptions } from "./options.ts";
+import { configureLog, getLogger } from "./core/logger.ts";
+import { InferenceServer } from "./core/server.ts";
+import { BackendRegistry } from "./backends/registry.ts";
+import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
+import { ModelRepositoryManager } from "./repository/manager.ts";
+import { createHttpHandler } from "./frontends/http/routes.ts";
+import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
+
+const log = getLogger("main.ts");
+
+/** Extensions this build serves end to end; server metadata lists exactly these. */
+export const EXTENSIONS = ["classification", "model_configuration", "binary_tensor_data", "statistics", "parameters"] as const;
+
+export interface RunningServer {
+  server: InferenceServer;
+  http?: HttpListener;
+  shutdown(): Promise<number>;
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const backends = new BackendRegistry();
+  backends.register(new OnnxRuntimeBackend());
+  const repository = new ModelRepositoryManager(
+    {
+      repositories: options.modelRepositories,
+      modelConfigName: options.modelConfigName,
+      disableAutoCompleteConfig: options.disableAutoCompleteConfig,
+      backendConfig: options.backendConfig,
+      gpuCount: 0,
+    },
+    backends,
+  );
+  const server = new InferenceServer(
+    { id: options.id, version: TRITON_PROTOCOL_VERSION, extensions: EXTENSIONS, strictReadiness: options.strictReadiness },
+    repository,
+  );
+  await repository.loadAll();
+  const failures = repository.failures();
+  if (failures.length > 0 && options.exitOnError) {
+    await repository.unloadAll();
+    throw new Error(`failed to load all models (--exit-on-error=true):\n  ${failures.join("\n  ")}`);
+  }
+
+  let http: HttpListener | undefined;
+  if (options.allowHttp) {
+    const handler = createHttpHandler(server, { maxInputSize: options.httpMaxInputSize, modelControlMode: options.modelControlMode });
+    http = await listenHttp(handler, options.httpAddress, options.httpPort, options.httpMaxInputSize);
+    log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
+  }
+  if (options.allowGrpc) log.warn("the gRPC frontend is not part of this build yet; --allow-grpc has no effect");
+  if (options.allowMetrics) log.warn("the metrics endpoint is not part of this build yet; --allow-metrics has no effect");
+  server.state = "READY";
+
+  let exiting: Promise<number> | undefined;
+  const shutdown = (): Promise<number> =>
+    (exiting ??= (async () => {
+      server.state = "EXITING";
+      log.info("shutting down: draining in-flight requests and unloading models");
+      let code = 0;
+      const drain = Promise.all([http?.close(), repository.unloadAll()]).then(() => 0);
+      const timeout = new Promise<number>((resolve) => {
+        const t = setTimeout(() => {
+          log.error("Exit timeout expired. Exiting immediately.");
+          resolve(1);
+        }, options.exitTimeoutSecs * 1000);
+        t.unref();
+      });
+      code = await Promise.race([drain, timeout]);
+      return code;
+    })());
+  return { server, http, shutdown };
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${usage()}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  if (parsed.kind === "help") {
+    process.stdout.write(usage() + "\n");
+    return 0;
+  }
+  if (parsed.kind === "version") {
+    process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
+    return 0;
+  }
+  const o = parsed.options;
+  configureLog({ info: o.logInfo, warning: o.logWarning, error: o.logError, verbose: o.logVerbose, format: o.logFormat });
+  let running: RunningServer;
+  try {
+    running = await startServer(o);
+  } catch (err) {
+    log.error((err as Error).message);
+    return 1;
+  }
+  return new Promise<number>((resolve) => {
+    const onSignal = (sig: string) => {
+      log.info(`received ${sig}`);
+      void running.shutdown().then(resolve);
+    };
+    process.once("SIGINT", () => onSignal("SIGINT"));
+    process.once("SIGTERM", () => onSignal("SIGTERM"));
+  });
+}
+
+/** Runs main() and exits with its code; used by `bun src/main.ts` and the compiled entry. */
+export function runCli(): void {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      log.error(`fatal: ${(err as Error).stack ?? err}`);
+      process.exit(1);
+    },
+  );
+}
+
+if (import.meta.main) runCli();

@@ -1,0 +1,290 @@
+/**
+ * @module config.pbtxt: protobuf text format parsed into and printed from the
+ * ModelConfig shape of types.ts, driven by the reflected schema so that every field of
+ * model_config.proto round-trips.
+ */
+import protobuf from "protobufjs";
+import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, type FieldKind } from "./schema.ts";
+import { tokenize, PbtxtSyntaxError, type Token } from "./pbtxt-lexer.ts";
+import type { ModelConfig } from "./types.ts";
+
+type Obj = Record<string, unknown>;
+
+class Parser {
+  #tokens: Token[];
+  #pos = 0;
+  readonly #file: string;
+
+  constructor(text: string, file: string) {
+    this.#file = file;
+    this.#tokens = tokenize(text, file);
+  }
+
+  #peek(): Token {
+    return this.#tokens[this.#pos]!;
+  }
+
+  #next(): Token {
+    return this.#tokens[this.#pos++]!;
+  }
+
+  #fail(tok: Token, message: string): never {
+    throw PbtxtSyntaxError.at(this.#file, tok.line, tok.col, message);
+  }
+
+  #isSymbol(text: string): boolean {
+    const t = this.#peek();
+    return t.kind === "symbol" && t.text === text;
+  }
+
+  #expectSymbol(text: string): Token {
+    const t = this.#next();
+    if (t.kind !== "symbol" || t.text !== text) this.#fail(t, `expected '${text}', found ${describe(t)}`);
+    return t;
+  }
+
+  parseTop(type: protobuf.Type): Obj {
+    const obj = this.#parseFields(type, undefined);
+    return obj;
+  }
+
+  /** Fields until `close` ("}" or ">") or end of input when undefined. */
+  #parseFields(type: protobuf.Type, close: string | undefined): Obj {
+    const obj: Obj = {};
+    const seenOneof = new Map<string, string>();
+    for (;;) {
+      const t = this.#peek();
+      if (close === undefined && t.kind === "eof") return obj;
+      if (close !== undefined && t.kind === "symbol" && t.text === close) {
+        this.#next();
+        return obj;
+      }
+      if (t.kind === "eof") this.#fail(t, `expected '${close}' before end of input`);
+      if (t.kind !== "ident") this.#fail(t, `expected a field name, found ${describe(t)}`);
+      this.#next();
+      const field = type.fields[t.text];
+      if (!field) this.#fail(t, `unknown field '${t.text}' in ${type.fullName.replace(/^\./, "")}`);
+      const oneof = realOneof(field);
+      if (oneof) {
+        const other = seenOneof.get(oneof.name);
+        if (other && other !== field.name) this.#fail(t, `field '${field.name}' is in oneof '${oneof.name}' with '${other}', which is already set`);
+        seenOneof.set(oneof.name, field.name);
+      }
+      this.#parseField(obj, field, t);
+      if (this.#isSymbol(",") || this.#isSymbol(";")) this.#next();
+    }
+  }
+
+  #parseField(obj: Obj, field: protobuf.Field, nameTok: Token): void {
+    const kind = field.map ? "message" : fieldKind(field);
+    const hasColon = this.#isSymbol(":");
+    if (hasColon) this.#next();
+    else if (kind !== "message") this.#fail(this.#peek(), `expected ':' after '${field.name}'`);
+
+    const values: unknown[] = [];
+    if (this.#isSymbol("[")) {
+      if (!field.repeated && !field.map) this.#fail(this.#peek(), `field '${field.name}' is not repeated and cannot take a list`);
+      this.#next();
+      if (!this.#isSymbol("]")) {
+        for (;;) {
+          values.push(this.#parseValue(field, kind));
+          if (this.#isSymbol(",")) {
+            this.#next();
+            continue;
+          }
+          break;
+        }
+      }
+      this.#expectSymbol("]");
+    } else {
+      values.push(this.#parseValue(field, kind));
+    }
+
+    if (field.map) {
+      const map = (obj[field.name] ??= {}) as Obj;
+      for (const entry of values as { key: string; value: unknown }[]) map[entry.key] = entry.value;
+    } else if (field.repeated) {
+      ((obj[field.name] ??= []) as unknown[]).push(...values);
+    } else {
+      if (field.name in obj) this.#fail(nameTok, `non-repeated field '${field.name}' is specified more than once`);
+      obj[field.name] = values[0];
+    }
+  }
+
+  #parseValue(field: protobuf.Field, kind: FieldKind): unknown {
+    if (field.map) return this.#parseMapEntry(field);
+    if (kind === "message") return this.#parseMessage(field.resolvedType as protobuf.Type);
+    if (kind === "enum") return this.#parseEnum(field.resolvedType as protobuf.Enum);
+    return this.#parseScalar(kind, field.name);
+  }
+
+  #parseMessage(type: protobuf.Type): Obj {
+    const open = this.#next();
+    if (open.kind !== "symbol" || (open.text !== "{" && open.text !== "<")) this.#fail(open, `expected '{', found ${describe(open)}`);
+    return this.#parseFields(type, open.text === "{" ? "}" : ">");
+  }
+
+  #parseMapEntry(field: protobuf.Field): { key: string; value: unknown } {
+    const open = this.#next();
+    if (open.kind !== "symbol" || (open.text !== "{" && open.text !== "<")) this.#fail(open, `expected '{', found ${describe(open)}`);
+    const close = open.text === "{" ? "}" : ">";
+    const keyKind = scalarKind(mapKeyType(field));
+    const valueKind = fieldKind(field);
+    let key: unknown;
+    let value: unknown;
+    while (!this.#isSymbol(close)) {
+      const t = this.#next();
+      if (t.kind !== "ident" || (t.text !== "key" && t.text !== "value")) this.#fail(t, `expected 'key' or 'value' in map '${field.name}', found ${describe(t)}`);
+      const isKey = t.text === "key";
+      if (this.#isSymbol(":")) this.#next();
+      else if (isKey || valueKind !== "message") this.#fail(this.#peek(), `expected ':' after '${t.text}'`);
+      if (isKey) key = this.#parseScalar(keyKind, `${field.name}.key`);
+      else value = valueKind === "message" ? this.#parseMessage(field.resolvedType as protobuf.Type) : valueKind === "enum" ? this.#parseEnum(field.resolvedType as protobuf.Enum) : this.#parseScalar(valueKind, `${field.name}.value`);
+      if (this.#isSymbol(",") || this.#isSymbol(";")) this.#next();
+    }
+    this.#next();
+    if (key === undefined) this.#fail(open, `map entry of '${field.name}' has no key`);
+    if (value === undefined) value = valueKind === "message" ? {} : defaultScalar(valueKind, field);
+    return { key: String(key), value };
+  }
+
+  #parseEnum(e: protobuf.Enum): string {
+    const t = this.#next();
+    if (t.kind === "ident") {
+      if (!(t.text in e.values)) this.#fail(t, `unknown value '${t.text}' for enum ${e.fullName.replace(/^\./, "")}`);
+      return t.text;
+    }
+    if (t.kind === "number" && /^-?\d+$/.test(t.text)) {
+      const name = e.valuesById[Number(t.text)];
+      if (name === undefined) this.#fail(t, `unknown value ${t.text} for enum ${e.fullName.replace(/^\./, "")}`);
+      return name;
+    }
+    this.#fail(t, `expected an enum value, found ${describe(t)}`);
+  }
+
+  #parseScalar(kind: FieldKind, name: string): unknown {
+    const t = this.#next();
+    switch (kind) {
+      case "string":
+      case "bytes": {
+        if (t.kind !== "string") this.#fail(t, `expected a string for '${name}', found ${describe(t)}`);
+        let s = t.text;
+        while (this.#peek().kind === "string") s += this.#next().text;
+        return s;
+      }
+      case "bool":
+        if (t.kind === "ident" && ["true", "True", "t"].includes(t.text)) return true;
+        if (t.kind === "ident" && ["false", "False", "f"].includes(t.text)) return false;
+        if (t.kind === "number" && (t.text === "1" || t.text === "0")) return t.text === "1";
+        this.#fail(t, `expected true or false for '${name}', found ${describe(t)}`);
+      // falls through (unreachable)
+      case "int":
+      case "uint": {
+        if (t.kind !== "number" || !/^-?(\d+|0[xX][0-9a-fA-F]+)$/.test(t.text)) this.#fail(t, `expected an integer for '${name}', found ${describe(t)}`);
+        const neg = t.text.startsWith("-");
+        const body = neg ? t.text.slice(1) : t.text;
+        const v = (neg ? -1 : 1) * Number(body);
+        if (kind === "uint" && v < 0) this.#fail(t, `expected a non-negative integer for '${name}', found ${t.text}`);
+        if (!Number.isSafeInteger(v)) this.#fail(t, `integer ${t.text} for '${name}' is out of range`);
+        return v;
+      }
+      case "float": {
+        if (t.kind === "number") {
+          const s = t.text.replace(/[fF]$/, "").toLowerCase();
+          if (s.endsWith("inf") || s.endsWith("infinity")) return s.startsWith("-") ? -Infinity : Infinity;
+          if (s.endsWith("nan")) return NaN;
+          return Number(s);
+        }
+        if (t.kind === "ident" && /^(inf|infinity|nan)$/i.test(t.text)) return /nan/i.test(t.text) ? NaN : Infinity;
+        this.#fail(t, `expected a number for '${name}', found ${describe(t)}`);
+      }
+      // falls through (unreachable)
+      default:
+        this.#fail(t, `unsupported field kind for '${name}'`);
+    }
+  }
+}
+
+function describe(t: Token): string {
+  if (t.kind === "eof") return "end of input";
+  if (t.kind === "string") return `string "${t.text}"`;
+  return `'${t.text}'`;
+}
+
+function defaultScalar(kind: FieldKind, field: protobuf.Field): unknown {
+  if (kind === "enum") return Object.keys((field.resolvedType as protobuf.Enum).values)[0];
+  if (kind === "bool") return false;
+  if (kind === "string" || kind === "bytes") return "";
+  return 0;
+}
+
+/** Parses config.pbtxt text; throws INVALID_ARG "<file>:<line>:<col>: <what>". */
+export function parsePbtxt(text: string, file = "config.pbtxt"): ModelConfig {
+  return new Parser(text, file).parseTop(modelConfigType()) as ModelConfig;
+}
+
+// ---------------------------------------------------------------------------- printer
+
+function quote(s: string): string {
+  let out = '"';
+  for (const b of new TextEncoder().encode(s)) {
+    const c = String.fromCharCode(b);
+    if (c === '"') out += '\\"';
+    else if (c === "\\") out += "\\\\";
+    else if (c === "\n") out += "\\n";
+    else if (c === "\r") out += "\\r";
+    else if (c === "\t") out += "\\t";
+    else if (b < 0x20 || b >= 0x7f) out += "\\" + b.toString(8).padStart(3, "0");
+    else out += c;
+  }
+  return out + '"';
+}
+
+function scalarText(kind: FieldKind, v: unknown): string {
+  if (kind === "string" || kind === "bytes") return quote(String(v));
+  if (kind === "float") {
+    const n = Number(v);
+    return Number.isNaN(n) ? "nan" : n === Infinity ? "inf" : n === -Infinity ? "-inf" : String(n);
+  }
+  return String(v);
+}
+
+function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string[]): void {
+  for (const field of type.fieldsArray) {
+    const v = obj[field.name];
+    if (v === undefined) continue;
+    const kind = fieldKind(field);
+    if (field.map) {
+      const keyKind = scalarKind(mapKeyType(field));
+      for (const [k, val] of Object.entries(v as Obj)) {
+        out.push(`${indent}${field.name} {`);
+        out.push(`${indent}  key: ${keyKind === "string" ? quote(k) : k}`);
+        if (kind === "message") {
+          out.push(`${indent}  value {`);
+          printMessage(field.resolvedType as protobuf.Type, val as Obj, indent + "    ", out);
+          out.push(`${indent}  }`);
+        } else {
+          out.push(`${indent}  value: ${scalarText(kind, val)}`);
+        }
+        out.push(`${indent}}`);
+      }
+    } else if (kind === "message") {
+      for (const item of field.repeated ? (v as Obj[]) : [v as Obj]) {
+        out.push(`${indent}${field.name} {`);
+        printMessage(field.resolvedType as protobuf.Type, item, indent + "  ", out);
+        out.push(`${indent}}`);
+      }
+    } else if (field.repeated) {
+      out.push(`${indent}${field.name}: [ ${(v as unknown[]).map((x) => scalarText(kind, x)).join(", ")} ]`);
+    } else {
+      out.push(`${indent}${field.name}: ${scalarText(kind, v)}`);
+    }
+  }
+}
+
+/** Prints a ModelConfig as config.pbtxt text (2-space indent). */
+export function printPbtxt(config: ModelConfig): string {
+  const out: string[] = [];
+  printMessage(modelConfigType(), config as Obj, "", out);
+  return out.join("\n") + "\n";
+}

@@ -1,0 +1,215 @@
+/**
+ * @module Every server setting, typed, with tritonserver's flag names and defaults, and
+ * the command-line parser. Nothing else reads argv; environment variables are read here
+ * or in ffi/ library lookup only.
+ */
+
+export const VERSION = "0.1.0";
+/** The Triton release whose protocol this server speaks, reported in server metadata. */
+export const TRITON_PROTOCOL_VERSION = "2.73.0";
+
+export type ModelControlMode = "none" | "poll" | "explicit";
+
+export interface ServerOptions {
+  modelRepositories: string[];
+  modelControlMode: ModelControlMode;
+  repositoryPollSecs: number;
+  loadModels: string[];
+  modelConfigName: string;
+  disableAutoCompleteConfig: boolean;
+  exitOnError: boolean;
+  strictReadiness: boolean;
+  exitTimeoutSecs: number;
+  id: string;
+  allowHttp: boolean;
+  httpPort: number;
+  httpAddress: string;
+  httpMaxInputSize: number;
+  allowGrpc: boolean;
+  grpcPort: number;
+  grpcAddress: string;
+  allowMetrics: boolean;
+  metricsPort: number;
+  metricsAddress: string;
+  logVerbose: number;
+  logInfo: boolean;
+  logWarning: boolean;
+  logError: boolean;
+  logFormat: "default" | "ISO8601";
+  /** backend name → key → value; "" holds global keys such as default-max-batch-size. */
+  backendConfig: Record<string, Record<string, string>>;
+}
+
+export function defaultOptions(): ServerOptions {
+  return {
+    modelRepositories: [],
+    modelControlMode: "none",
+    repositoryPollSecs: 15,
+    loadModels: [],
+    modelConfigName: "",
+    disableAutoCompleteConfig: false,
+    exitOnError: true,
+    strictReadiness: true,
+    exitTimeoutSecs: 30,
+    id: "triton",
+    allowHttp: true,
+    httpPort: 8000,
+    httpAddress: "0.0.0.0",
+    httpMaxInputSize: 64 * 1024 * 1024,
+    allowGrpc: true,
+    grpcPort: 8001,
+    grpcAddress: "0.0.0.0",
+    allowMetrics: true,
+    metricsPort: 8002,
+    metricsAddress: "",
+    logVerbose: 0,
+    logInfo: true,
+    logWarning: true,
+    logError: true,
+    logFormat: "default",
+    backendConfig: {},
+  };
+}
+
+export class UsageError extends Error {}
+
+type Kind = "string" | "int" | "bool" | "flag";
+interface FlagSpec {
+  kind: Kind;
+  help: string;
+  apply: (o: ServerOptions, v: string) => void;
+}
+
+function parseBool(flag: string, v: string): boolean {
+  const s = v.toLowerCase();
+  if (["true", "1", "yes", "on"].includes(s)) return true;
+  if (["false", "0", "no", "off"].includes(s)) return false;
+  throw new UsageError(`invalid value '${v}' for --${flag}: expected true or false`);
+}
+
+function parseInt10(flag: string, v: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^-?\d+$/.test(v)) throw new UsageError(`invalid value '${v}' for --${flag}: expected an integer`);
+  const n = Number(v);
+  if (n < min || n > max) throw new UsageError(`invalid value '${v}' for --${flag}: expected ${min}..${max}`);
+  return n;
+}
+
+const port = (flag: string, v: string) => parseInt10(flag, v, 0, 65535);
+
+function parseBackendConfig(o: ServerOptions, v: string): void {
+  // <backend>,<key>=<value>  or  <key>=<value> (global)
+  const comma = v.indexOf(",");
+  const eq = v.indexOf("=");
+  if (eq < 0) throw new UsageError(`--backend-config must be <backend>,<key>=<value> or <key>=<value>, got '${v}'`);
+  const backend = comma >= 0 && comma < eq ? v.slice(0, comma) : "";
+  const kv = comma >= 0 && comma < eq ? v.slice(comma + 1) : v;
+  const k = kv.slice(0, kv.indexOf("="));
+  const val = kv.slice(kv.indexOf("=") + 1);
+  if (!k) throw new UsageError(`--backend-config: empty key in '${v}'`);
+  (o.backendConfig[backend] ??= {})[k] = val;
+}
+
+const FLAGS: Record<string, FlagSpec> = {
+  "model-repository": { kind: "string", help: "Path to a model repository (repeatable).", apply: (o, v) => o.modelRepositories.push(v) },
+  "model-store": { kind: "string", help: "Alias of --model-repository.", apply: (o, v) => o.modelRepositories.push(v) },
+  "model-control-mode": {
+    kind: "string", help: "none | poll | explicit (default none).",
+    apply: (o, v) => {
+      if (v !== "none" && v !== "poll" && v !== "explicit") throw new UsageError(`invalid value '${v}' for --model-control-mode: expected none, poll or explicit`);
+      o.modelControlMode = v;
+    },
+  },
+  "repository-poll-secs": { kind: "int", help: "Poll interval in seconds (default 15).", apply: (o, v) => (o.repositoryPollSecs = parseInt10("repository-poll-secs", v)) },
+  "load-model": { kind: "string", help: "Model to load at start in explicit mode (repeatable; * for all).", apply: (o, v) => o.loadModels.push(v) },
+  "model-config-name": { kind: "string", help: "Use <model>/configs/<name>.pbtxt when present.", apply: (o, v) => (o.modelConfigName = v) },
+  "disable-auto-complete-config": { kind: "flag", help: "Do not complete configs from the model files.", apply: (o) => (o.disableAutoCompleteConfig = true) },
+  "strict-model-config": { kind: "bool", help: "Deprecated: true = --disable-auto-complete-config.", apply: (o, v) => (o.disableAutoCompleteConfig = parseBool("strict-model-config", v)) },
+  "exit-on-error": { kind: "bool", help: "Exit when a model fails to load (default true).", apply: (o, v) => (o.exitOnError = parseBool("exit-on-error", v)) },
+  "strict-readiness": { kind: "bool", help: "Ready only when every model is ready (default true).", apply: (o, v) => (o.strictReadiness = parseBool("strict-readiness", v)) },
+  "exit-timeout-secs": { kind: "int", help: "Graceful shutdown budget (default 30).", apply: (o, v) => (o.exitTimeoutSecs = parseInt10("exit-timeout-secs", v)) },
+  id: { kind: "string", help: "Server id reported in metadata (default triton).", apply: (o, v) => (o.id = v) },
+  "allow-http": { kind: "bool", help: "Serve HTTP (default true).", apply: (o, v) => (o.allowHttp = parseBool("allow-http", v)) },
+  "http-port": { kind: "int", help: "HTTP port (default 8000).", apply: (o, v) => (o.httpPort = port("http-port", v)) },
+  "http-address": { kind: "string", help: "HTTP address (default 0.0.0.0).", apply: (o, v) => (o.httpAddress = v) },
+  "http-max-input-size": { kind: "int", help: "Largest HTTP request body in bytes (default 64 MiB).", apply: (o, v) => (o.httpMaxInputSize = parseInt10("http-max-input-size", v, 1)) },
+  "allow-grpc": { kind: "bool", help: "Serve gRPC (default true).", apply: (o, v) => (o.allowGrpc = parseBool("allow-grpc", v)) },
+  "grpc-port": { kind: "int", help: "gRPC port (default 8001).", apply: (o, v) => (o.grpcPort = port("grpc-port", v)) },
+  "grpc-address": { kind: "string", help: "gRPC address (default 0.0.0.0).", apply: (o, v) => (o.grpcAddress = v) },
+  "allow-metrics": { kind: "bool", help: "Serve Prometheus metrics (default true).", apply: (o, v) => (o.allowMetrics = parseBool("allow-metrics", v)) },
+  "metrics-port": { kind: "int", help: "Metrics port (default 8002).", apply: (o, v) => (o.metricsPort = port("metrics-port", v)) },
+  "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },
+  "log-verbose": { kind: "int", help: "Verbose log level (default 0).", apply: (o, v) => (o.logVerbose = parseInt10("log-verbose", v)) },
+  "log-info": { kind: "bool", help: "Log info messages (default true).", apply: (o, v) => (o.logInfo = parseBool("log-info", v)) },
+  "log-warning": { kind: "bool", help: "Log warnings (default true).", apply: (o, v) => (o.logWarning = parseBool("log-warning", v)) },
+  "log-error": { kind: "bool", help: "Log errors (default true).", apply: (o, v) => (o.logError = parseBool("log-error", v)) },
+  "log-format": {
+    kind: "string", help: "default | ISO8601.",
+    apply: (o, v) => {
+      if (v !== "default" && v !== "ISO8601") throw new UsageError(`invalid value '${v}' for --log-format: expected default or ISO8601`);
+      o.logFormat = v;
+    },
+  },
+  "backend-config": { kind: "string", help: "<backend>,<key>=<value> (repeatable), e.g. onnxruntime,library=/path/libonnxruntime.so.1", apply: parseBackendConfig },
+};
+
+export function usage(): string {
+  const lines = ["Usage: nereid [options]", "       nereid --version", "", "Options (tritonserver's names):"];
+  for (const [name, spec] of Object.entries(FLAGS)) {
+    const arg = spec.kind === "flag" ? "" : spec.kind === "bool" ? "=<bool>" : spec.kind === "int" ? "=<int>" : "=<string>";
+    lines.push(`  --${name}${arg}`.padEnd(44) + spec.help);
+  }
+  lines.push("  --help".padEnd(44) + "Print this help.", "  --version".padEnd(44) + "Print the version.");
+  return lines.join("\n");
+}
+
+export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" };
+
+/** Parses tritonserver-style arguments; throws UsageError on anything it does not accept. */
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const o = defaultOptions();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") return { kind: "help" };
+    if (arg === "--version") return { kind: "version" };
+    if (!arg.startsWith("--")) throw new UsageError(`unexpected argument '${arg}'`);
+    const eq = arg.indexOf("=");
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    const spec = FLAGS[name];
+    if (!spec) throw new UsageError(`unknown option '--${name}'`);
+    let value: string;
+    if (spec.kind === "flag") {
+      if (eq >= 0) throw new UsageError(`option '--${name}' takes no value`);
+      value = "";
+    } else if (eq >= 0) {
+      value = arg.slice(eq + 1);
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith("--")) {
+        if (spec.kind === "bool") value = "true";
+        else throw new UsageError(`option '--${name}' requires a value`);
+      } else {
+        value = next;
+        i++;
+      }
+    }
+    spec.apply(o, value);
+  }
+  if (o.modelRepositories.length === 0) throw new UsageError("--model-repository must be specified");
+  if (o.loadModels.length > 0 && o.modelControlMode !== "explicit") {
+    throw new UsageError("--load-model is only allowed with --model-control-mode=explicit");
+  }
+  if (o.loadModels.includes("*") && o.loadModels.length > 1) {
+    throw new UsageError("--load-model=* must be the only --load-model");
+  }
+  if (o.modelControlMode !== "poll") o.repositoryPollSecs = 0;
+  if (!o.metricsAddress) o.metricsAddress = o.httpAddress;
+  const ports = [
+    o.allowHttp && ["http", o.httpPort],
+    o.allowGrpc && ["grpc", o.grpcPort],
+    o.allowMetrics && ["metrics", o.metricsPort],
+  ].filter((p): p is [string, number] => !!p && p[1] !== 0);
+  for (let a = 0; a < ports.length; a++)
+    for (let b = a + 1; b < ports.length; b++)
+      if (ports[a]![1] === ports[b]![1]) throw new UsageError(`The server cannot listen to ${ports[a]![0]} requests and ${ports[b]![0]} requests at the same port ${ports[a]![1]}`);
+  return { kind: "run", options: o };
+}

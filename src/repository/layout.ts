@@ -1,0 +1,77 @@
+/**
+ * @module Triton's repository layout: model folders in one or more repositories,
+ * numeric version folders (names with a leading "0" or non-digits are ignored), and the
+ * config file location (config.pbtxt, or configs/<name>.pbtxt with --model-config-name).
+ */
+import { readdirSync, statSync, existsSync } from "node:fs";
+import { join } from "node:path";
+
+export interface ModelLocation {
+  name: string;
+  repository: string;
+  dir: string;
+}
+
+export interface RepositoryScan {
+  models: Map<string, ModelLocation>;
+  /** Names found in more than one repository: Triton makes them unavailable. */
+  duplicates: Map<string, string[]>;
+}
+
+const isDir = (p: string) => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+export function scanRepositories(repositories: readonly string[]): RepositoryScan {
+  const models = new Map<string, ModelLocation>();
+  const duplicates = new Map<string, string[]>();
+  for (const repo of repositories) {
+    let entries: string[];
+    try {
+      entries = readdirSync(repo);
+    } catch (err) {
+      throw new Error(`failed to read model repository '${repo}': ${(err as Error).message}`);
+    }
+    for (const name of entries.sort()) {
+      if (name.startsWith(".")) continue;
+      const dir = join(repo, name);
+      if (!isDir(dir)) continue;
+      const prev = models.get(name);
+      if (prev) {
+        duplicates.set(name, [...(duplicates.get(name) ?? [prev.repository]), repo]);
+        continue;
+      }
+      models.set(name, { name, repository: repo, dir });
+    }
+  }
+  return { models, duplicates };
+}
+
+/** Numeric version folders, ascending. */
+export function listVersions(modelDir: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync(modelDir);
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((e) => /^[1-9][0-9]*$/.test(e) && isDir(join(modelDir, e)))
+    .map(Number)
+    .filter(Number.isSafeInteger)
+    .sort((a, b) => a - b);
+}
+
+/** Path of the config file Triton would read, or undefined when there is none. */
+export function configPath(modelDir: string, modelConfigName: string): string | undefined {
+  if (modelConfigName) {
+    const custom = join(modelDir, "configs", `${modelConfigName}.pbtxt`);
+    if (existsSync(custom)) return custom;
+  }
+  const p = join(modelDir, "config.pbtxt");
+  return existsSync(p) ? p : undefined;
+}

@@ -1,0 +1,88 @@
+/**
+ * @module Triton's default scheduler: no batching across requests; each request runs on
+ * the next free instance, so at most `instances.length` run at once and the rest wait in
+ * arrival order.
+ */
+import { unavailable } from "../core/errors.ts";
+import type { BackendInstance } from "../backends/backend.ts";
+import type { PreparedRequest } from "../core/request-validate.ts";
+import type { Scheduler, ScheduledResult } from "./scheduler.ts";
+
+interface Waiting {
+  request: PreparedRequest;
+  enqueuedAt: bigint;
+  resolve: (r: ScheduledResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export class DefaultScheduler implements Scheduler {
+  readonly #free: BackendInstance[];
+  readonly #queue: Waiting[] = [];
+  #inflight = 0;
+  #stopping = false;
+  #drained: (() => void) | undefined;
+  readonly #modelName: string;
+
+  constructor(modelName: string, instances: readonly BackendInstance[]) {
+    this.#modelName = modelName;
+    this.#free = [...instances];
+  }
+
+  enqueue(request: PreparedRequest): Promise<ScheduledResult> {
+    if (this.#stopping) {
+      return Promise.reject(
+        unavailable(`Server is stopping, scheduler for model '${this.#modelName}' has stopped accepting new inference requests`),
+      );
+    }
+    this.#inflight++;
+    return new Promise<ScheduledResult>((resolve, reject) => {
+      this.#queue.push({ request, enqueuedAt: process.hrtime.bigint(), resolve, reject });
+      this.#dispatch();
+    });
+  }
+
+  #dispatch(): void {
+    while (this.#free.length > 0 && this.#queue.length > 0) {
+      const instance = this.#free.pop()!;
+      const job = this.#queue.shift()!;
+      void this.#run(instance, job);
+    }
+  }
+
+  async #run(instance: BackendInstance, job: Waiting): Promise<void> {
+    const start = process.hrtime.bigint();
+    try {
+      const r = await instance.execute(job.request.inputs, job.request.outputNames);
+      const total = Number(process.hrtime.bigint() - start);
+      const measured = (r.computeInputNs ?? 0) + (r.computeInferNs ?? 0) + (r.computeOutputNs ?? 0);
+      job.resolve({
+        outputs: r.outputs,
+        queueNs: Number(start - job.enqueuedAt),
+        computeInputNs: r.computeInputNs ?? 0,
+        computeInferNs: r.computeInferNs ?? Math.max(0, total - measured),
+        computeOutputNs: r.computeOutputNs ?? 0,
+      });
+    } catch (err) {
+      job.reject(err);
+    } finally {
+      this.#free.push(instance);
+      this.#inflight--;
+      this.#dispatch();
+      if (this.#inflight === 0) this.#drained?.();
+    }
+  }
+
+  inflightCount(): number {
+    return this.#inflight;
+  }
+
+  pendingCount(): number {
+    return this.#queue.length;
+  }
+
+  stop(): Promise<void> {
+    this.#stopping = true;
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.#drained = resolve));
+  }
+}

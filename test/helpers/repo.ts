@@ -1,0 +1,28 @@
+/**
+ * Builds a temporary model repository for a test: the example models from
+ * scripts/make-models.ts plus whatever extra folders the test writes.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT } from "./server-process.ts";
+
+export function makeRepository(models: string[]): { dir: string; add(path: string, content: string | Uint8Array): void; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "nereid-repo-"));
+  execFileSync(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "scripts", "make-models.ts"), dir, `--only=${models.join(",")}`], {
+    cwd: ROOT,
+    stdio: "pipe",
+  });
+  return {
+    dir,
+    add(path, content) {
+      const full = join(dir, path);
+      mkdirSync(join(full, ".."), { recursive: true });
+      writeFileSync(full, content);
+    },
+    remove() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Starts Nereid as a separate process for end-to-end tests: the compiled binary
+ * (dist/nereid) when it exists, else `bun src/main.ts`. The HTTP port is chosen by the
+ * OS (--http-port=0) and read back from the startup log.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "../..");
+export const BINARY = join(ROOT, "dist", "nereid");
+const BUN = join(ROOT, "node_modules", ".bin", "bun");
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  log: () => string;
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function serverCommand(): { cmd: string; args: string[]; kind: "binary" | "bun" } {
+  if (process.env.NEREID_TEST_USE_BUN !== "1" && existsSync(BINARY)) return { cmd: BINARY, args: [], kind: "binary" };
+  return { cmd: BUN, args: [join(ROOT, "src", "main.ts")], kind: "bun" };
+}
+
+/** Runs the server with `args`, waiting for it to listen (or to exit). */
+export async function startServerProcess(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<ServerProcess> {
+  const { cmd, args: pre } = serverCommand();
+  const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", ...args], {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...process.env, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<number | null>((res) => child.once("exit", (code) => res(code)));
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), opts.timeoutMs ?? 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /Started HTTPService at [^\s:]+:(\d+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolvePort(Number(m[1]));
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    log: () => output,
+    exited,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs the server to completion (for CLI error cases). */
+export function runServerToExit(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; output: string }> {
+  const { cmd, args: pre } = serverCommand();
+  const child = spawn(cmd, [...pre, ...args], { cwd: opts.cwd ?? ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+  return new Promise((res) => {
+    const t = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      res({ code, output });
+    });
+  });
+}
