@@ -81,7 +81,8 @@ writeFileSync(join(work, "bin.lua"), lua(join(work, "bin.body"), Buffer.byteLeng
 interface WrkResult { rps: number; p50: number; p99: number; errors: number }
 
 function parseMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s)!;
+  const m = /([\d.]+)(us|ms|s)/.exec(s);
+  if (!m) return NaN;
   const v = Number(m[1]);
   return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
 }
@@ -116,6 +117,7 @@ startup.sort((a, b) => a - b);
 
 const bare = spawn(process.execPath, ["-e", `Bun.serve({ port: 18600, fetch: () => new Response('{"live":true,"ready":true,"model":"simple","ok":1}', { headers: { "content-type": "application/json" } }) })`], { stdio: "ignore" });
 const nereid = startNereid(18601);
+await waitReady("http://127.0.0.1:18600/");
 await waitReady("http://127.0.0.1:18601/v2/health/ready");
 await sleep(300);
 const inferUrl = "http://127.0.0.1:18601/v2/models/simple/infer";

@@ -145,13 +145,21 @@ export class OrtSession {
   #handle: Pointer;
   #running = 0;
   #closeWhenIdle = false;
+  /** Native name arrays by name list, and every native allocation to free at close. */
+  readonly #names = new Map<string, Pointer>();
+  readonly #allocations: Pointer[] = [];
 
-  constructor(rt: OrtRuntime, modelPath: string, options: OrtSessionOptions) {
+  /** Creates the session on the calling thread, or adopts `created` (see open()). */
+  constructor(rt: OrtRuntime, modelPath: string, options: OrtSessionOptions, created?: Pointer) {
     this.#rt = rt;
     const api = rt.api;
-    const out: Pointer[] = [null];
-    check(api, api.CreateSession(rt.env, modelPath, options.handle, out), `CreateSession(${modelPath})`);
-    this.#handle = out[0]!;
+    if (created) {
+      this.#handle = created;
+    } else {
+      const out: Pointer[] = [null];
+      check(api, api.CreateSession(rt.env, modelPath, options.handle, out), `CreateSession(${modelPath})`);
+      this.#handle = out[0]!;
+    }
     try {
       this.inputs = this.#describe(true);
       this.outputs = this.#describe(false);
@@ -159,6 +167,20 @@ export class OrtSession {
       this.close();
       throw err;
     }
+  }
+
+  /**
+   * Creates the session on koffi's worker thread: loading and optimizing a large model
+   * takes long, and several models load in parallel this way.
+   */
+  static async open(rt: OrtRuntime, modelPath: string, options: OrtSessionOptions): Promise<OrtSession> {
+    const api = rt.api;
+    const out = new BigUint64Array(1);
+    const status = await new Promise<Pointer>((resolve, reject) =>
+      api.CreateSessionAsync.async(rt.env, modelPath, options.handle, out, (err: Error | null, res: Pointer) => (err ? reject(err) : resolve(res))),
+    );
+    check(api, status, `CreateSession(${modelPath})`);
+    return new OrtSession(rt, modelPath, options, out[0]!);
   }
 
   #describe(input: boolean): OrtTensorInfo[] {
@@ -199,39 +221,93 @@ export class OrtSession {
   async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean): Promise<OrtOutput[]> {
     if (!this.#handle) throw new Error("onnxruntime: session is closed");
     const api = this.#rt.api;
-    const values: Pointer[] = [];
+    const values = offHeapPointers(inputs.length);
+    const outValues = offHeapPointers(outputNames.length);
     const keepAlive: unknown[] = [];
+    const preallocated: (OrtOutput | undefined)[] = [];
     this.#running++;
     try {
-      for (const input of inputs) values.push(this.#createValue(input, keepAlive));
-      const outBuf = new BigUint64Array(outputNames.length);
-      const names = inputs.map((i) => i.name);
-      const args = [this.#handle, null, names, values, values.length, outputNames, outputNames.length, outBuf] as const;
+      inputs.forEach((input, i) => (values[i] = this.#createValue(input, keepAlive) ?? 0n));
+      // Outputs whose shape is known up front are written by ORT straight into JS memory.
+      const batch = this.#batchOf(inputs);
+      outputNames.forEach((name, i) => {
+        const out = this.#preallocate(name, batch);
+        preallocated.push(out);
+        if (out) outValues[i] = this.#createValue(out, keepAlive, false) ?? 0n;
+      });
+      const inNames = this.#namesArray(inputs.map((x) => x.name));
+      const outNames = this.#namesArray(outputNames);
+      const h = this.#handle;
       const status: Pointer = async
-        ? await new Promise<Pointer>((resolve, reject) => api.Run.async(...args, (err: Error | null, res: Pointer) => (err ? reject(err) : resolve(res))))
-        : api.Run(...args);
-      const outPtrs = [...outBuf].map((p) => (p === 0n ? null : p));
-      try {
-        check(api, status, "Run");
-        return outputNames.map((name, i) => this.#readValue(name, outPtrs[i]!));
-      } finally {
-        for (const p of outPtrs) if (p) api.ReleaseValue(p);
-      }
+        ? await new Promise<Pointer>((resolve, reject) =>
+            api.RunRaw.async(h, null, inNames, values, inputs.length, outNames, outputNames.length, outValues, (err: Error | null, res: Pointer) =>
+              err ? reject(err) : resolve(res),
+            ),
+          )
+        : api.RunRaw(h, null, inNames, values, inputs.length, outNames, outputNames.length, outValues);
+      check(api, status, "Run");
+      return outputNames.map((name, i) => preallocated[i] ?? this.#readValue(name, outValues[i] || null));
     } finally {
-      for (const v of values) api.ReleaseValue(v);
+      for (const v of values) if (v) api.ReleaseValue(v);
+      for (const v of outValues) if (v) api.ReleaseValue(v);
       keepAlive.length = 0;
       this.#running--;
       if (this.#running === 0 && this.#closeWhenIdle) this.close();
     }
   }
 
-  #createValue(input: OrtInput, keepAlive: unknown[]): Pointer {
+  /** The batch size when every input and the model agree that dim 0 is the batch. */
+  #batchOf(inputs: readonly OrtInput[]): number | undefined {
+    let batch: number | undefined;
+    for (const input of inputs) {
+      const info = this.inputs.find((i) => i.name === input.name);
+      if (!info || info.shape[0] !== -1 || input.shape.length === 0) return undefined;
+      if (batch === undefined) batch = input.shape[0];
+      else if (batch !== input.shape[0]) return undefined;
+    }
+    return batch;
+  }
+
+  /** A zeroed output tensor in JS memory when the output's shape is fixed (apart from the batch). */
+  #preallocate(name: string, batch: number | undefined): OrtOutput | undefined {
+    const info = this.outputs.find((o) => o.name === name);
+    if (!info || !info.isTensor || info.elementType === ONNX_TYPE.STRING || !(info.elementType in SIZES)) return undefined;
+    const shape = info.shape.map((d, i) => (i === 0 && d === -1 ? batch ?? -1 : d));
+    if (shape.some((d) => d < 0)) return undefined;
+    const bytes = shape.reduce((a, b) => a * b, 1) * elementSize(info.elementType);
+    return { name, elementType: info.elementType, shape, data: new Uint8Array(new ArrayBuffer(bytes)) };
+  }
+
+  /** A native `const char* const*` for these names, cached for the session's lifetime. */
+  #namesArray(names: readonly string[]): Pointer {
+    const key = names.join("\0");
+    let arr = this.#names.get(key);
+    if (!arr) {
+      const koffi = getKoffi();
+      const ptrs = names.map((n) => {
+        const bytes = new TextEncoder().encode(n + "\0");
+        const p = koffi.alloc("uint8_t", bytes.byteLength) as Pointer;
+        koffi.encode(p, "uint8_t", Array.from(bytes), bytes.byteLength);
+        this.#allocations.push(p);
+        return p;
+      });
+      arr = koffi.alloc("void *", Math.max(names.length, 1)) as Pointer;
+      if (names.length > 0) koffi.encode(arr, "void *", ptrs, names.length);
+      this.#allocations.push(arr);
+      this.#names.set(key, arr);
+    }
+    return arr;
+  }
+
+  /** `copySmall`: false when `input.data` is known to own an ArrayBuffer (preallocated outputs). */
+  #createValue(input: OrtInput, keepAlive: unknown[], copySmall = true): Pointer {
     const api = this.#rt.api;
-    const shape = BigInt64Array.from(input.shape, (d) => BigInt(d));
+    const shape = new BigInt64Array(new ArrayBuffer(Math.max(input.shape.length, 1) * 8));
+    input.shape.forEach((d, i) => (shape[i] = BigInt(d)));
     keepAlive.push(shape);
-    const out: Pointer[] = [null];
+    const out = offHeapPointers(1);
     if (input.elementType === ONNX_TYPE.STRING) {
-      check(api, api.CreateTensorAsOrtValue(this.#rt.allocator, shape, shape.length, ONNX_TYPE.STRING, out), "CreateTensorAsOrtValue");
+      check(api, api.CreateTensorAsOrtValueRaw(this.#rt.allocator, shape, input.shape.length, ONNX_TYPE.STRING, out), "CreateTensorAsOrtValue");
       const strings = (input.strings ?? []).map((s) => {
         const z = new Uint8Array(s.byteLength + 1);
         z.set(s);
@@ -244,17 +320,24 @@ export class OrtSession {
           check(api, status, `FillStringTensor(${input.name})`);
         }
       }
-      return out[0]!;
+      return out[0] || null;
     }
-    // Zero-copy: ORT reads the JS buffer, which stays referenced until the value is released.
-    const data = input.data && input.data.byteLength > 0 ? input.data : new Uint8Array(1);
+    // Zero-copy: ORT reads the JS buffer, which stays referenced until the value is
+    // released. V8 may move small typed arrays that live inside its heap, so those are
+    // copied into an ArrayBuffer of their own first.
+    let data = input.data && input.data.byteLength > 0 ? input.data : new Uint8Array(new ArrayBuffer(1));
+    if (copySmall && data.byteLength <= 128) {
+      const copy = new Uint8Array(new ArrayBuffer(data.byteLength));
+      copy.set(data);
+      data = copy;
+    }
     keepAlive.push(data);
     check(
       api,
-      api.CreateTensorWithDataAsOrtValue(this.#rt.cpuMemory, data, input.data?.byteLength ?? 0, shape, shape.length, input.elementType, out),
+      api.CreateTensorWithDataAsOrtValueRaw(this.#rt.cpuMemory, data, input.data?.byteLength ?? 0, shape, input.shape.length, input.elementType, out),
       `CreateTensorWithDataAsOrtValue(${input.name})`,
     );
-    return out[0]!;
+    return out[0] || null;
   }
 
   #readValue(name: string, value: Pointer): OrtOutput {
@@ -302,11 +385,19 @@ export class OrtSession {
     }
     this.#rt.api.ReleaseSession(this.#handle);
     this.#handle = null;
+    const koffi = getKoffi();
+    for (const p of this.#allocations.splice(0)) koffi.free(p);
+    this.#names.clear();
   }
 
   [Symbol.dispose](): void {
     this.close();
   }
+}
+
+/** A pointer array ORT may write into from another thread: kept out of V8's movable heap. */
+function offHeapPointers(n: number): BigUint64Array {
+  return new BigUint64Array(new ArrayBuffer(Math.max(n, 1) * 8)).subarray(0, n);
 }
 
 function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: number; shape: number[] } {

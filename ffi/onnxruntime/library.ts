@@ -22,12 +22,13 @@ function cacheDir(): string {
   return join(base, "nereid");
 }
 
-/** Copies the embedded library to the cache once (by size) and returns the copy's path. */
+/** Copies the embedded library to the cache once (keyed by size) and returns the copy's path. */
 function extractEmbedded(path: string): string {
-  const data = readFileSync(path);
-  const dir = join(cacheDir(), `onnxruntime-${process.arch}-${data.byteLength}`);
+  const size = statSync(path).size;
+  const dir = join(cacheDir(), `onnxruntime-${process.arch}-${size}`);
   const target = join(dir, LIB);
-  if (existsSync(target) && statSync(target).size === data.byteLength) return target;
+  if (existsSync(target) && statSync(target).size === size) return target;
+  const data = readFileSync(path);
   mkdirSync(dir, { recursive: true });
   const tmp = `${target}.${process.pid}.tmp`;
   writeFileSync(tmp, data, { mode: 0o755 });

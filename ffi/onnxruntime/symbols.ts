@@ -17,8 +17,12 @@ const PROTOTYPES = {
   GetErrorMessage: [2, "const char *OrtGetErrorMessage(void *status /* const OrtStatus* */)"],
   CreateEnv: [3, "void *OrtCreateEnv(int level /* OrtLoggingLevel */, const char *logid, _Out_ void **out /* OrtEnv** */)"],
   CreateSession: [7, "void *OrtCreateSession(void *env /* const OrtEnv* */, const char *path, void *options /* const OrtSessionOptions* */, _Out_ void **out /* OrtSession** */)"],
+  // Same entry, declared with a raw OrtSession** buffer so it can run through koffi's .async.
+  CreateSessionAsync: [7, "void *OrtCreateSessionAsync(void *env, const char *path, void *options, void *out /* OrtSession** */)"],
   CreateSessionFromArray: [8, "void *OrtCreateSessionFromArray(void *env, void *data /* const void* */, size_t length, void *options, _Out_ void **out)"],
   Run: [9, "void *OrtRun(void *session /* OrtSession* */, void *runOptions /* const OrtRunOptions* */, const char **inputNames /* const char* const* */, void **inputs /* const OrtValue* const* */, size_t inputCount, const char **outputNames /* const char* const* */, size_t outputCount, void *outputs /* OrtValue** */)"],
+  // The same entry with raw pointer arrays (names, values, outputs), for the hot path.
+  RunRaw: [9, "void *OrtRunRaw(void *session, void *runOptions, void *inputNames /* const char* const* */, void *inputs /* const OrtValue* const* */, size_t inputCount, void *outputNames /* const char* const* */, size_t outputCount, void *outputs /* OrtValue** */)"],
   CreateSessionOptions: [10, "void *OrtCreateSessionOptions(_Out_ void **out /* OrtSessionOptions** */)"],
   SetSessionExecutionMode: [13, "void *OrtSetSessionExecutionMode(void *options, int mode /* ExecutionMode */)"],
   EnableCpuMemArena: [18, "void *OrtEnableCpuMemArena(void *options)"],
@@ -34,6 +38,8 @@ const PROTOTYPES = {
   SessionGetOutputName: [37, "void *OrtSessionGetOutputName(void *session, size_t index, void *allocator /* OrtAllocator* */, _Out_ void **out /* char** */)"],
   CreateTensorAsOrtValue: [48, "void *OrtCreateTensorAsOrtValue(void *allocator, int64_t *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, _Out_ void **out /* OrtValue** */)"],
   CreateTensorWithDataAsOrtValue: [49, "void *OrtCreateTensorWithDataAsOrtValue(void *info /* const OrtMemoryInfo* */, void *data, size_t byteLength, int64_t *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, _Out_ void **out /* OrtValue** */)"],
+  CreateTensorAsOrtValueRaw: [48, "void *OrtCreateTensorAsOrtValueRaw(void *allocator, void *shape /* const int64_t* */, size_t shapeLen, int type, void *out /* OrtValue** */)"],
+  CreateTensorWithDataAsOrtValueRaw: [49, "void *OrtCreateTensorWithDataAsOrtValueRaw(void *info, void *data, size_t byteLength, void *shape /* const int64_t* */, size_t shapeLen, int type, void *out /* OrtValue** */)"],
   GetTensorMutableData: [51, "void *OrtGetTensorMutableData(void *value /* OrtValue* */, _Out_ void **out /* void** */)"],
   FillStringTensor: [52, "void *OrtFillStringTensor(void *value /* OrtValue* */, void **strings /* const char* const* */, size_t count)"],
   GetStringTensorDataLength: [53, "void *OrtGetStringTensorDataLength(void *value, _Out_ size_t *out)"],

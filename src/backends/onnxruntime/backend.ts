@@ -124,7 +124,7 @@ class OrtModel implements BackendModel {
   async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"): Promise<BackendInstance> {
     if (kind === "KIND_GPU") throw unsupported(`model '${this.#ctx.modelName}': KIND_GPU instances need the CUDA execution provider, which this ONNX Runtime build lacks`);
     if (!this.#options) throw new ServerError("INTERNAL", "model is closed");
-    const session = new OrtSession(this.#rt, this.#ctx.modelPath, this.#options);
+    const session = await OrtSession.open(this.#rt, this.#ctx.modelPath, this.#options);
     return new OrtInstance(name, session, this.#mode);
   }
 
