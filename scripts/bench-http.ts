@@ -7,7 +7,7 @@
  *   npm run build && bun scripts/bench-http.ts [--duration=10] [--soak=60] [--out=scripts/results/http.md]
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, openSync } from "node:fs";
 import { tmpdir, cpus, totalmem } from "node:os";
 import { join, resolve, dirname } from "node:path";
 
@@ -35,8 +35,15 @@ async function waitReady(url: string, timeoutMs = 10_000): Promise<void> {
   throw new Error(`not ready: ${url}`);
 }
 
-function startNereid(port: number): ChildProcess {
-  return spawn(BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+function startNereid(port: number, logFile?: string): ChildProcess {
+  const out = logFile ? openSync(logFile, "w") : "ignore";
+  const child = spawn(BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
+    stdio: ["ignore", out, out],
+  });
+  child.once("exit", (code, signal) => {
+    if (logFile) console.error(`nereid on port ${port} exited (code ${code}, signal ${signal}); log: ${logFile}`);
+  });
+  return child;
 }
 
 async function measureStartup(runs: number): Promise<number[]> {
@@ -116,7 +123,7 @@ const startup = await measureStartup(10);
 startup.sort((a, b) => a - b);
 
 const bare = spawn(process.execPath, ["-e", `Bun.serve({ port: 18600, fetch: () => new Response('{"live":true,"ready":true,"model":"simple","ok":1}', { headers: { "content-type": "application/json" } }) })`], { stdio: "ignore" });
-const nereid = startNereid(18601);
+const nereid = startNereid(18601, join(work, "nereid.log"));
 await waitReady("http://127.0.0.1:18600/");
 await waitReady("http://127.0.0.1:18601/v2/health/ready");
 await sleep(300);
