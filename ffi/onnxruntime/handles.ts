@@ -74,6 +74,8 @@ export class OrtRuntime {
 
   /** The process's runtime; the first call decides which library is loaded. */
   static get(explicitLibrary?: string): OrtRuntime {
+    // ORT 1.30 otherwise starts its telemetry at CreateEnv (it leaves /tmp/mat-debug-<pid>.log).
+    process.env.ORT_DISABLE_TELEMETRY ??= "1";
     if (!runtime) runtime = new OrtRuntime(bindOrtApi(ortLibraryCandidates(explicitLibrary)));
     return runtime;
   }
@@ -137,6 +139,12 @@ export class OrtSessionOptions {
 }
 
 const INT64_SIZE = 8;
+const MAX_RANK = 16;
+/**
+ * V8 keeps typed arrays of up to 64 bytes inside its moving heap; JavaScriptCore (Bun)
+ * does not move array storage. Under V8 such inputs are copied before ORT holds them.
+ */
+const MOVABLE_SMALL_ARRAYS = typeof (globalThis as { Bun?: unknown }).Bun === "undefined";
 
 export class OrtSession {
   readonly inputs: OrtTensorInfo[];
@@ -147,6 +155,8 @@ export class OrtSession {
   #closeWhenIdle = false;
   /** Native name arrays by name list, and every native allocation to free at close. */
   readonly #names = new Map<string, Pointer>();
+  readonly #shapeScratch = new BigInt64Array(new ArrayBuffer(MAX_RANK * 8));
+  readonly #outScratch = offHeapPointers(1);
   readonly #allocations: Pointer[] = [];
 
   /** Creates the session on the calling thread, or adopts `created` (see open()). */
@@ -302,10 +312,11 @@ export class OrtSession {
   /** `copySmall`: false when `input.data` is known to own an ArrayBuffer (preallocated outputs). */
   #createValue(input: OrtInput, keepAlive: unknown[], copySmall = true): Pointer {
     const api = this.#rt.api;
-    const shape = new BigInt64Array(new ArrayBuffer(Math.max(input.shape.length, 1) * 8));
-    input.shape.forEach((d, i) => (shape[i] = BigInt(d)));
-    keepAlive.push(shape);
-    const out = offHeapPointers(1);
+    // ORT copies the shape and writes the value pointer during the call itself, so one
+    // scratch buffer per session serves every call.
+    const shape = input.shape.length <= MAX_RANK ? this.#shapeScratch : new BigInt64Array(new ArrayBuffer(input.shape.length * 8));
+    for (let i = 0; i < input.shape.length; i++) shape[i] = BigInt(input.shape[i]!);
+    const out = this.#outScratch;
     if (input.elementType === ONNX_TYPE.STRING) {
       check(api, api.CreateTensorAsOrtValueRaw(this.#rt.allocator, shape, input.shape.length, ONNX_TYPE.STRING, out), "CreateTensorAsOrtValue");
       const strings = (input.strings ?? []).map((s) => {
@@ -326,7 +337,7 @@ export class OrtSession {
     // released. V8 may move small typed arrays that live inside its heap, so those are
     // copied into an ArrayBuffer of their own first.
     let data = input.data && input.data.byteLength > 0 ? input.data : new Uint8Array(new ArrayBuffer(1));
-    if (copySmall && data.byteLength <= 128) {
+    if (copySmall && MOVABLE_SMALL_ARRAYS && data.byteLength <= 128) {
       const copy = new Uint8Array(new ArrayBuffer(data.byteLength));
       copy.set(data);
       data = copy;

@@ -3,7 +3,7 @@
  * runs off the event loop, errors, and handle ownership. Models are built here.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir, availableParallelism } from "node:os";
 import { join } from "node:path";
 import { ElemType, valueInfo, node, initializer, encodeModel } from "../../scripts/lib/onnx-builder.ts";
@@ -46,6 +46,8 @@ describe("runtime", () => {
     const rt = OrtRuntime.get();
     expect(rt.version).toBe("1.30.0");
     expect(rt.availableProviders()).toContain("CPUExecutionProvider");
+    // Telemetry stays off: ORT would otherwise leave this file behind.
+    expect(existsSync(`/tmp/mat-debug-${process.pid}.log`)).toBe(false);
   });
 
   it("names every place it looked when the library cannot be loaded", () => {
