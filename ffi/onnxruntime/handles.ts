@@ -44,6 +44,8 @@ export interface SessionConfig {
   graphOptimizationLevel: number;
   allowSpinning: boolean;
   memArena: boolean;
+  /** Extra ORT session config entries (AddSessionConfigEntry), e.g. session.disable_prepacking. */
+  entries?: Record<string, string>;
 }
 
 let runtime: OrtRuntime | undefined;
@@ -116,6 +118,9 @@ export class OrtSessionOptions {
       check(api, api.AddSessionConfigEntry(this.#handle, "session.intra_op.allow_spinning", spin), "AddSessionConfigEntry");
       check(api, api.AddSessionConfigEntry(this.#handle, "session.inter_op.allow_spinning", spin), "AddSessionConfigEntry");
       check(api, config.memArena ? api.EnableCpuMemArena(this.#handle) : api.DisableCpuMemArena(this.#handle), "CpuMemArena");
+      for (const [key, value] of Object.entries(config.entries ?? {})) {
+        check(api, api.AddSessionConfigEntry(this.#handle, key, value), `AddSessionConfigEntry(${key})`);
+      }
     } catch (err) {
       this.close();
       throw err;

@@ -186,8 +186,9 @@ describe("errors and ownership", () => {
   it("maps Triton's onnxruntime parameters to session options", () => {
     const base: ModelConfig = { name: "m", instance_group: [{ count: 2 }] };
     expect(sessionConfig({ ...base, parameters: { intra_op_thread_count: { string_value: "3" }, inter_op_thread_count: { string_value: "2" }, enable_mem_arena: { string_value: "0" }, allow_spinning: { string_value: "true" } }, optimization: { graph: { level: -1 } } })).toEqual({
-      intraOpThreads: 3, interOpThreads: 2, graphOptimizationLevel: 1, allowSpinning: true, memArena: false,
+      intraOpThreads: 3, interOpThreads: 2, graphOptimizationLevel: 1, allowSpinning: true, memArena: false, entries: {},
     });
+    expect(sessionConfig({ ...base, parameters: { "session.disable_prepacking": { string_value: "1" } } }).entries).toEqual({ "session.disable_prepacking": "1" });
     const d = sessionConfig(base);
     expect(d.intraOpThreads).toBe(Math.max(1, Math.floor(availableParallelism() / 2)));
     expect([d.interOpThreads, d.graphOptimizationLevel, d.allowSpinning, d.memArena]).toEqual([1, 99, false, true]);

@@ -51,6 +51,11 @@ export function sessionConfig(config: ModelConfig): SessionConfig {
     graphOptimizationLevel: graphLevel(config),
     allowSpinning: param(config, "allow_spinning") === "true",
     memArena: arena === undefined ? true : arena !== "0" && arena !== "false",
+    entries: Object.fromEntries(
+      Object.entries(config.parameters ?? {})
+        .filter(([k]) => k.startsWith("session."))
+        .map(([k, v]) => [k, v.string_value ?? ""]),
+    ),
   };
 }
 
