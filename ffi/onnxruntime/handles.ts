@@ -162,6 +162,7 @@ export class OrtSession {
   readonly #names = new Map<string, Pointer>();
   readonly #shapeScratch = new BigInt64Array(new ArrayBuffer(MAX_RANK * 8));
   readonly #outScratch = offHeapPointers(1);
+  readonly #pointerScratch: [BigUint64Array, BigUint64Array] = [offHeapPointers(8), offHeapPointers(8)];
   readonly #allocations: Pointer[] = [];
 
   /** Creates the session on the calling thread, or adopts `created` (see open()). */
@@ -236,8 +237,10 @@ export class OrtSession {
   async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean): Promise<OrtOutput[]> {
     if (!this.#handle) throw new Error("onnxruntime: session is closed");
     const api = this.#rt.api;
-    const values = offHeapPointers(inputs.length);
-    const outValues = offHeapPointers(outputNames.length);
+    // A sync run is one synchronous stretch from here to its finally block, so the
+    // session's scratch pointer arrays serve it; async runs get their own.
+    const values = async ? offHeapPointers(inputs.length) : this.#scratch(0, inputs.length);
+    const outValues = async ? offHeapPointers(outputNames.length) : this.#scratch(1, outputNames.length);
     const keepAlive: unknown[] = [];
     const preallocated: (OrtOutput | undefined)[] = [];
     this.#running++;
@@ -269,6 +272,14 @@ export class OrtSession {
       this.#running--;
       if (this.#running === 0 && this.#closeWhenIdle) this.close();
     }
+  }
+
+  #scratch(which: 0 | 1, n: number): BigUint64Array {
+    let buf = this.#pointerScratch[which];
+    if (buf.length < n) buf = this.#pointerScratch[which] = offHeapPointers(n);
+    const view = buf.length === n ? buf : buf.subarray(0, n);
+    view.fill(0n);
+    return view;
   }
 
   /** The batch size when every input and the model agree that dim 0 is the batch. */

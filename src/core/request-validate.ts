@@ -74,7 +74,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     if (seen.has(input.name)) throw invalidArg(`input '${input.name}' already exists in request`);
     seen.add(input.name);
   }
-  const missing = [...sig.inputs.values()].filter((c) => !c.optional && !seen.has(c.name!)).map((c) => c.name!);
+  const missing = seen.size === sig.inputs.size ? [] : [...sig.inputs.values()].filter((c) => !c.optional && !seen.has(c.name!)).map((c) => c.name!);
   if (missing.length > 0) {
     const required = [...sig.inputs.values()].filter((c) => !c.optional).length;
     const got = request.inputs.map((i) => `'${i.name}'`).join(",");
@@ -114,7 +114,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     }
     const dims = config.dims ?? [];
     const itemShape = maxBatch > 0 ? input.shape.slice(1) : input.shape;
-    if (input.shape.some((d) => d < 0) || !shapeMatches(dims, itemShape)) {
+    if (!shapeMatches(dims, itemShape) || input.shape.some((d) => d < 0)) {
       const expected = maxBatch > 0 ? [-1, ...dims] : dims;
       let msg = `unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expected)}, got ${dimsToString(input.shape)}`;
       if (maxBatch > 0) {

@@ -65,6 +65,8 @@ const INT_RANGE: Partial<Record<DataType, [number, number]>> = {
 
 const encoder = new TextEncoder();
 
+const INT_ARRAYS = { INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array } as const;
+
 /** JSON `data` elements (already flattened) → tensor bytes; INVALID_ARG names `context`. */
 export function valuesToBytes(datatype: DataType, values: readonly unknown[], context: string): Uint8Array {
   const n = values.length;
@@ -94,7 +96,7 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
       throw invalidArg(`${context}: datatype ${datatype} cannot be sent in JSON; use the binary data format`);
     case "FP32":
     case "FP64": {
-      const out = datatype === "FP32" ? new Float32Array(n) : new Float64Array(n);
+      const out = datatype === "FP32" ? new Float32Array(new ArrayBuffer(n * 4)) : new Float64Array(new ArrayBuffer(n * 8));
       for (let i = 0; i < n; i++) {
         const v = values[i];
         if (typeof v !== "number") throw bad(i, "a number");
@@ -104,7 +106,7 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
     }
     case "INT64":
     case "UINT64": {
-      const out = datatype === "INT64" ? new BigInt64Array(n) : new BigUint64Array(n);
+      const out = datatype === "INT64" ? new BigInt64Array(new ArrayBuffer(n * 8)) : new BigUint64Array(new ArrayBuffer(n * 8));
       const [lo, hi] = datatype === "INT64" ? [-(2n ** 63n), 2n ** 63n - 1n] : [0n, 2n ** 64n - 1n];
       for (let i = 0; i < n; i++) {
         const v = values[i];
@@ -118,8 +120,10 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
     }
     default: {
       const [lo, hi] = INT_RANGE[datatype]!;
-      const Ctor = { INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array }[datatype as "INT8"];
-      const out = new Ctor(n);
+      const Ctor = INT_ARRAYS[datatype as keyof typeof INT_ARRAYS];
+      // Allocate the ArrayBuffer first: typed arrays made from a length keep their storage
+      // inline until `.buffer` is read, which then has to move it.
+      const out = new Ctor(new ArrayBuffer(n * Ctor.BYTES_PER_ELEMENT));
       for (let i = 0; i < n; i++) {
         const v = values[i];
         if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw bad(i, `an integer in ${lo}..${hi}`);
