@@ -10,6 +10,8 @@ const root = resolve(import.meta.dir, "..");
 
 export const GENERATED = [
   { proto: "proto/model_config.proto", out: "src/model-config/model-config-proto.generated.ts", name: "MODEL_CONFIG_PROTO" },
+  { proto: "proto/grpc_service.proto", out: "src/frontends/grpc/grpc-service-proto.generated.ts", name: "GRPC_SERVICE_PROTO" },
+  { proto: "proto/health.proto", out: "src/frontends/grpc/health-proto.generated.ts", name: "HEALTH_PROTO" },
 ] as const;
 
 export function render(protoText: string, name: string, protoPath: string): string {

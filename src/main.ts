@@ -10,6 +10,7 @@ import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
+import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 
 const log = getLogger("main.ts");
 
@@ -19,6 +20,7 @@ export const EXTENSIONS = ["classification", "model_configuration", "binary_tens
 export interface RunningServer {
   server: InferenceServer;
   http?: HttpListener;
+  grpc?: GrpcListener;
   shutdown(): Promise<number>;
 }
 
@@ -46,13 +48,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw new Error(`failed to load all models (--exit-on-error=true):\n  ${failures.join("\n  ")}`);
   }
 
+  // gRPC starts first so that "Started HTTPService" is the last line of a good start.
+  let grpc: GrpcListener | undefined;
+  if (options.allowGrpc) {
+    grpc = await listenGrpc(server, {
+      modelControlMode: options.modelControlMode,
+      address: options.grpcAddress,
+      port: options.grpcPort,
+      keepaliveTimeMs: options.grpcKeepaliveTimeMs,
+      keepaliveTimeoutMs: options.grpcKeepaliveTimeoutMs,
+      keepalivePermitWithoutCalls: options.grpcKeepalivePermitWithoutCalls,
+      http2MaxPingsWithoutData: options.grpcHttp2MaxPingsWithoutData,
+      http2MinRecvPingIntervalWithoutDataMs: options.grpcHttp2MinRecvPingIntervalWithoutDataMs,
+      http2MaxPingStrikes: options.grpcHttp2MaxPingStrikes,
+    });
+    log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
+  }
   let http: HttpListener | undefined;
   if (options.allowHttp) {
     const handler = createHttpHandler(server, { maxInputSize: options.httpMaxInputSize, modelControlMode: options.modelControlMode });
     http = await listenHttp(handler, options.httpAddress, options.httpPort, options.httpMaxInputSize);
     log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
   }
-  if (options.allowGrpc) log.warn("the gRPC frontend is not part of this build yet; --allow-grpc has no effect");
   if (options.allowMetrics) log.warn("the metrics endpoint is not part of this build yet; --allow-metrics has no effect");
   server.state = "READY";
 
@@ -62,7 +79,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       server.state = "EXITING";
       log.info("shutting down: draining in-flight requests and unloading models");
       let code = 0;
-      const drain = Promise.all([http?.close(), repository.unloadAll()]).then(() => 0);
+      const drain = Promise.all([http?.close(), grpc?.close(), repository.unloadAll()]).then(() => 0);
       const timeout = new Promise<number>((resolve) => {
         const t = setTimeout(() => {
           log.error("Exit timeout expired. Exiting immediately.");
@@ -73,7 +90,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       code = await Promise.race([drain, timeout]);
       return code;
     })());
-  return { server, http, shutdown };
+  return { server, http, grpc, shutdown };
 }
 
 export async function main(argv: readonly string[]): Promise<number> {

@@ -28,6 +28,12 @@ export interface ServerOptions {
   allowGrpc: boolean;
   grpcPort: number;
   grpcAddress: string;
+  grpcKeepaliveTimeMs: number;
+  grpcKeepaliveTimeoutMs: number;
+  grpcKeepalivePermitWithoutCalls: boolean;
+  grpcHttp2MaxPingsWithoutData: number;
+  grpcHttp2MinRecvPingIntervalWithoutDataMs: number;
+  grpcHttp2MaxPingStrikes: number;
   allowMetrics: boolean;
   metricsPort: number;
   metricsAddress: string;
@@ -59,6 +65,12 @@ export function defaultOptions(): ServerOptions {
     allowGrpc: true,
     grpcPort: 8001,
     grpcAddress: "0.0.0.0",
+    grpcKeepaliveTimeMs: 7_200_000,
+    grpcKeepaliveTimeoutMs: 20_000,
+    grpcKeepalivePermitWithoutCalls: false,
+    grpcHttp2MaxPingsWithoutData: 2,
+    grpcHttp2MinRecvPingIntervalWithoutDataMs: 300_000,
+    grpcHttp2MaxPingStrikes: 2,
     allowMetrics: true,
     metricsPort: 8002,
     metricsAddress: "",
@@ -135,6 +147,12 @@ const FLAGS: Record<string, FlagSpec> = {
   "allow-grpc": { kind: "bool", help: "Serve gRPC (default true).", apply: (o, v) => (o.allowGrpc = parseBool("allow-grpc", v)) },
   "grpc-port": { kind: "int", help: "gRPC port (default 8001).", apply: (o, v) => (o.grpcPort = port("grpc-port", v)) },
   "grpc-address": { kind: "string", help: "gRPC address (default 0.0.0.0).", apply: (o, v) => (o.grpcAddress = v) },
+  "grpc-keepalive-time": { kind: "int", help: "Keepalive ping interval in ms (default 7200000).", apply: (o, v) => (o.grpcKeepaliveTimeMs = parseInt10("grpc-keepalive-time", v)) },
+  "grpc-keepalive-timeout": { kind: "int", help: "Keepalive ping timeout in ms (default 20000).", apply: (o, v) => (o.grpcKeepaliveTimeoutMs = parseInt10("grpc-keepalive-timeout", v)) },
+  "grpc-keepalive-permit-without-calls": { kind: "bool", help: "Allow keepalive pings without calls (default false).", apply: (o, v) => (o.grpcKeepalivePermitWithoutCalls = parseBool("grpc-keepalive-permit-without-calls", v)) },
+  "grpc-http2-max-pings-without-data": { kind: "int", help: "Pings allowed without data (default 2).", apply: (o, v) => (o.grpcHttp2MaxPingsWithoutData = parseInt10("grpc-http2-max-pings-without-data", v)) },
+  "grpc-http2-min-recv-ping-interval-without-data": { kind: "int", help: "Minimum ping interval without data in ms (default 300000).", apply: (o, v) => (o.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10("grpc-http2-min-recv-ping-interval-without-data", v)) },
+  "grpc-http2-max-ping-strikes": { kind: "int", help: "Bad pings before the connection closes (default 2).", apply: (o, v) => (o.grpcHttp2MaxPingStrikes = parseInt10("grpc-http2-max-ping-strikes", v)) },
   "allow-metrics": { kind: "bool", help: "Serve Prometheus metrics (default true).", apply: (o, v) => (o.allowMetrics = parseBool("allow-metrics", v)) },
   "metrics-port": { kind: "int", help: "Metrics port (default 8002).", apply: (o, v) => (o.metricsPort = port("metrics-port", v)) },
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },

@@ -23,7 +23,7 @@ describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", 
     repo.remove();
     expect(readdirSync(dir).sort()).toEqual(["models", "nereid"]);
 
-    const child = spawn("./nereid", ["--model-repository=models", "--http-port=0", "--http-address=127.0.0.1"], {
+    const child = spawn("./nereid", ["--model-repository=models", "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1"], {
       cwd: dir,
       env: { PATH: "/usr/bin:/bin", HOME: dir, XDG_CACHE_HOME: join(dir, "cache") },
       stdio: ["ignore", "pipe", "pipe"],

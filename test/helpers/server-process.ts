@@ -14,6 +14,8 @@ const BUN = join(ROOT, "node_modules", ".bin", "bun");
 export interface ServerProcess {
   url: string;
   port: number;
+  /** host:port of the gRPC listener, when the server started one. */
+  grpcTarget: string | undefined;
   log: () => string;
   exited: Promise<number | null>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -27,7 +29,7 @@ export function serverCommand(): { cmd: string; args: string[]; kind: "binary" |
 /** Runs the server with `args`, waiting for it to listen (or to exit). */
 export async function startServerProcess(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<ServerProcess> {
   const { cmd, args: pre } = serverCommand();
-  const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", ...args], {
+  const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1", ...args], {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -51,9 +53,11 @@ export async function startServerProcess(args: string[], opts: { cwd?: string; e
       reject(new Error(`server exited with ${code} before listening:\n${output}`));
     });
   });
+  const grpcPort = /Started GRPCInferenceService at [^\s:]+:(\d+)/.exec(output)?.[1];
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    grpcTarget: grpcPort ? `127.0.0.1:${grpcPort}` : undefined,
     log: () => output,
     exited,
     async stop(signal: NodeJS.Signals = "SIGTERM") {

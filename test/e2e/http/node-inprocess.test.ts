@@ -6,6 +6,7 @@ import { startServer, type RunningServer } from "../../../src/main.ts";
 import { defaultOptions } from "../../../src/options.ts";
 import { configureLog } from "../../../src/core/logger.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
 
 let running: RunningServer;
 let repo: ReturnType<typeof makeRepository>;
@@ -19,7 +20,9 @@ beforeAll(async () => {
     modelRepositories: [repo.dir],
     httpPort: 0,
     httpAddress: "127.0.0.1",
-    allowGrpc: false,
+    allowGrpc: true,
+    grpcPort: 0,
+    grpcAddress: "127.0.0.1",
     allowMetrics: false,
   });
   url = `http://127.0.0.1:${running.http!.port}`;
@@ -64,6 +67,15 @@ describe("under Node (node:http)", () => {
       }),
     );
     expect(results).toEqual(Array.from({ length: 64 }, (_, k) => k + 1));
+  });
+
+  it("serves gRPC under Node too", async () => {
+    const { client, call } = inferenceClient(`127.0.0.1:${running.grpc!.port}`);
+    expect(await call("ServerReady")({})).toEqual({ ready: true });
+    const a = new Uint8Array(Int32Array.from({ length: 16 }, (_, i) => i).buffer);
+    const r = await call("ModelInfer")({ model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [a, a] });
+    expect([...new Int32Array(new Uint8Array(r.raw_output_contents[0]).buffer)]).toEqual(Array.from({ length: 16 }, (_, i) => 2 * i));
+    client.close();
   });
 
   it("counts successes and failures in statistics", async () => {

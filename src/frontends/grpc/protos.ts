@@ -1,0 +1,56 @@
+/**
+ * @module The reflected gRPC protos (grpc_service.proto with model_config.proto, and
+ * health.proto) and grpc-js service definitions built from them: each method's path,
+ * streaming flags and protobufjs (de)serializers.
+ */
+import protobuf from "protobufjs";
+import type { ServiceDefinition } from "@grpc/grpc-js";
+import { MODEL_CONFIG_PROTO } from "../../model-config/model-config-proto.generated.ts";
+import { GRPC_SERVICE_PROTO } from "./grpc-service-proto.generated.ts";
+import { HEALTH_PROTO } from "./health-proto.generated.ts";
+
+let root: protobuf.Root | undefined;
+
+export function grpcRoot(): protobuf.Root {
+  if (!root) {
+    const r = new protobuf.Root();
+    protobuf.parse(MODEL_CONFIG_PROTO, r, { keepCase: true });
+    protobuf.parse(GRPC_SERVICE_PROTO, r, { keepCase: true });
+    protobuf.parse(HEALTH_PROTO, r, { keepCase: true });
+    r.resolveAll();
+    root = r;
+  }
+  return root;
+}
+
+export function messageType(name: string): protobuf.Type {
+  return grpcRoot().lookupType(name);
+}
+
+/** Plain-object view of a decoded message: 64-bit integers as numbers, enums as names, oneof names set. */
+export const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: String, oneofs: true, defaults: false, arrays: true };
+
+/** A grpc-js ServiceDefinition for `serviceName` whose handlers take and return plain objects. */
+export function serviceDefinition(serviceName: string): ServiceDefinition {
+  const service = grpcRoot().lookupService(serviceName);
+  const def: Record<string, unknown> = {};
+  for (const method of service.methodsArray) {
+    method.resolve();
+    const req = method.resolvedRequestType!;
+    const res = method.resolvedResponseType!;
+    def[method.name] = {
+      path: `/${service.fullName.replace(/^\./, "")}/${method.name}`,
+      requestStream: !!method.requestStream,
+      responseStream: !!method.responseStream,
+      requestSerialize: (obj: object) => Buffer.from(req.encode(req.fromObject(obj)).finish()),
+      requestDeserialize: (buf: Buffer) => req.toObject(req.decode(buf), TO_OBJECT),
+      responseSerialize: (obj: object) => {
+        const bytes = res.encode(res.fromObject(obj)).finish();
+        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      },
+      responseDeserialize: (buf: Buffer) => res.toObject(res.decode(buf), TO_OBJECT),
+      originalName: method.name,
+    };
+  }
+  return def as ServiceDefinition;
+}

@@ -1,0 +1,120 @@
+/**
+ * @module GRPCInferenceService and grpc.health.v1.Health handlers: each translates a
+ * request message into a call on the core and the result (or ServerError) back.
+ */
+import { type ServerUnaryCall, type sendUnaryData, type ServerDuplexStream, type UntypedServiceImplementation, Metadata } from "@grpc/grpc-js";
+import { ServerError } from "../../core/errors.ts";
+import { getLogger } from "../../core/logger.ts";
+import { grpcStatus } from "./status.ts";
+import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
+import type { InferenceServer } from "../../core/server.ts";
+
+const log = getLogger("grpc_server.ts");
+
+export interface GrpcServiceOptions {
+  modelControlMode: "none" | "poll" | "explicit";
+}
+
+type Handler = (request: any) => unknown | Promise<unknown>;
+
+function toGrpcError(err: unknown) {
+  const e = ServerError.from(err);
+  if (e.code === "INTERNAL") log.error(e.message);
+  return { code: grpcStatus(e.code), details: e.message, metadata: new Metadata() };
+}
+
+function unary(fn: Handler) {
+  return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+    let result: unknown;
+    try {
+      result = fn(call.request);
+    } catch (err) {
+      callback(toGrpcError(err));
+      return;
+    }
+    if (result instanceof Promise) result.then((r) => callback(null, r), (err) => callback(toGrpcError(err)));
+    else callback(null, result);
+  };
+}
+
+const unimplemented = (what: string) => () => {
+  throw new ServerError("UNSUPPORTED", `${what} is not supported by this server yet`);
+};
+
+/** Handlers for inference.GRPCInferenceService. */
+export function inferenceService(server: InferenceServer, opts: GrpcServiceOptions): UntypedServiceImplementation {
+  const repositoryControl = (req: { repository_name?: string }) => {
+    if (req.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
+    if (opts.modelControlMode !== "explicit") throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
+    throw new ServerError("UNSUPPORTED", "explicit model control is not implemented yet");
+  };
+  return {
+    ServerLive: unary(() => ({ live: server.isLive() })),
+    ServerReady: unary(() => ({ ready: server.isReady() })),
+    ModelReady: unary((r: { name?: string; version?: string }) => {
+      try {
+        return { ready: server.modelReady(r.name ?? "", r.version || undefined) };
+      } catch (err) {
+        if (ServerError.from(err).code === "UNAVAILABLE") return { ready: false };
+        throw err;
+      }
+    }),
+    ServerMetadata: unary(() => server.serverMetadata()),
+    ModelMetadata: unary((r: { name?: string; version?: string }) => server.modelMetadata(r.name ?? "", r.version || undefined)),
+    ModelInfer: unary(async (r: WireInferRequest) => fromInferenceResponse(await server.inferAsync(toInferenceRequest(r)))),
+    ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call),
+    ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
+    ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
+    RepositoryIndex: unary((r: { repository_name?: string; ready?: boolean }) => {
+      if (r.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
+      return { models: server.repositoryIndex(r.ready === true).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
+    }),
+    RepositoryModelLoad: unary(repositoryControl),
+    RepositoryModelUnload: unary(repositoryControl),
+    SystemSharedMemoryStatus: unary(unimplemented("system shared memory")),
+    SystemSharedMemoryRegister: unary(unimplemented("system shared memory")),
+    SystemSharedMemoryUnregister: unary(unimplemented("system shared memory")),
+    CudaSharedMemoryStatus: unary(unimplemented("CUDA shared memory")),
+    CudaSharedMemoryRegister: unary(unimplemented("CUDA shared memory")),
+    CudaSharedMemoryUnregister: unary(unimplemented("CUDA shared memory")),
+    TraceSetting: unary(unimplemented("trace")),
+    LogSettings: unary(unimplemented("the logging extension")),
+  };
+}
+
+/**
+ * Bidirectional streaming: every request gets exactly one response, written in request
+ * order; errors travel in-band (error_message) and the stream stays open.
+ */
+function streamInfer(server: InferenceServer, call: ServerDuplexStream<WireInferRequest, unknown>): void {
+  let tail: Promise<void> = Promise.resolve();
+  let ended = false;
+  call.on("data", (msg: WireInferRequest) => {
+    const result = (async () => {
+      try {
+        return { error_message: "", infer_response: fromInferenceResponse(await server.inferAsync(toInferenceRequest(msg)), { triton_final_response: true }) };
+      } catch (err) {
+        return {
+          error_message: ServerError.from(err).message,
+          infer_response: { id: msg.id ?? "", model_name: msg.model_name ?? "", model_version: msg.model_version ?? "" },
+        };
+      }
+    })();
+    tail = tail.then(async () => {
+      const response = await result;
+      if (!call.cancelled) call.write(response);
+    });
+  });
+  call.on("end", () => {
+    ended = true;
+    void tail.then(() => call.end());
+  });
+  call.on("error", () => {
+    if (!ended) ended = true;
+  });
+}
+
+/** grpc.health.v1.Health: SERVING iff the server is ready (Triton's rule). */
+export function healthService(server: InferenceServer): UntypedServiceImplementation {
+  return { Check: unary(() => ({ status: server.isReady() ? "SERVING" : "NOT_SERVING" })) };
+}
