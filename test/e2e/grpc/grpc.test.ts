@@ -166,6 +166,17 @@ describe("load and size (G-02)", () => {
   }, 120_000);
 });
 
+describe("compression", () => {
+  it("accepts gzip-compressed requests and answers them", async () => {
+    const Ctor = (await import("@grpc/grpc-js")).makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "Z");
+    const c = new Ctor(server.grpcTarget!, credentials.createInsecure(), { "grpc.default_compression_algorithm": 2 /* gzip */ }) as unknown as Client &
+      Record<string, (req: object, cb: (err: unknown, res: any) => void) => void>;
+    const r = await new Promise<any>((resolve, reject) => c.ModelInfer!(simpleRequest(), (err, res) => (err ? reject(err) : resolve(res))));
+    expect(ints(r.raw_output_contents[0])).toEqual(Array(16).fill(100));
+    c.close();
+  });
+});
+
 describe("ModelStreamInfer (G-05)", () => {
   it("answers 100 requests in order, one bad request in-band, the stream staying open", async () => {
     const Ctor = (await import("@grpc/grpc-js")).makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "S");
