@@ -6,15 +6,14 @@ import { describe, it, expect, afterAll } from "vitest";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawn } from "node:child_process";
-import { BINARY } from "../helpers/server-process.ts";
+import { BINARY, startServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", () => {
-  it("extracts its ONNX Runtime, loads the models and answers", async () => {
+  it("extracts its ONNX Runtime, loads the models, answers and exits 0 on SIGTERM", async () => {
     const dir = mkdtempSync(join(tmpdir(), "nereid-alone-"));
     dirs.push(dir);
     copyFileSync(BINARY, join(dir, "nereid"));
@@ -23,29 +22,15 @@ describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", 
     repo.remove();
     expect(readdirSync(dir).sort()).toEqual(["models", "nereid"]);
 
-    const child = spawn("./nereid", ["--model-repository=models", "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1"], {
+    const server = await startServerProcess(["--model-repository=models"], {
+      command: "./nereid",
       cwd: dir,
+      cleanEnv: true,
       env: { PATH: "/usr/bin:/bin", HOME: dir, XDG_CACHE_HOME: join(dir, "cache") },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let log = "";
-    const port = await new Promise<number>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no start:\n${log}`)), 30_000);
-      const on = (c: Buffer) => {
-        log += c.toString();
-        const m = /Started HTTPService at [^\s:]+:(\d+)/.exec(log);
-        if (m) {
-          clearTimeout(t);
-          resolve(Number(m[1]));
-        }
-      };
-      child.stdout.on("data", on);
-      child.stderr.on("data", on);
-      child.once("exit", (code) => reject(new Error(`exited ${code}:\n${log}`)));
     });
     try {
-      expect((await fetch(`http://127.0.0.1:${port}/v2/health/ready`)).status).toBe(200);
-      const res = await fetch(`http://127.0.0.1:${port}/v2/models/simple/infer`, {
+      expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
+      const res = await fetch(`${server.url}/v2/models/simple/infer`, {
         method: "POST",
         body: JSON.stringify({
           inputs: [
@@ -57,9 +42,7 @@ describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", 
       expect(((await res.json()) as any).outputs[1].data).toEqual(Array.from({ length: 16 }, (_, i) => i - 3));
       expect(readdirSync(join(dir, "cache", "nereid"))[0]).toMatch(new RegExp(`^onnxruntime-${process.arch}-\\d+$`));
     } finally {
-      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-      child.kill("SIGTERM");
-      expect(await exited).toBe(0);
+      expect(await server.stop("SIGTERM")).toBe(0);
     }
   });
 });

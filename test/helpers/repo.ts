@@ -26,3 +26,18 @@ export function makeRepository(models: string[]): { dir: string; add(path: strin
     },
   };
 }
+
+/** Model metadata of the example `simple` model, the same over HTTP and gRPC (P-04). */
+export const SIMPLE_METADATA = {
+  name: "simple",
+  versions: ["1"],
+  platform: "onnxruntime_onnx",
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [-1, 16] },
+    { name: "INPUT1", datatype: "INT32", shape: [-1, 16] },
+  ],
+  outputs: [
+    { name: "OUTPUT0", datatype: "INT32", shape: [-1, 16] },
+    { name: "OUTPUT1", datatype: "INT32", shape: [-1, 16] },
+  ],
+};

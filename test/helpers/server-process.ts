@@ -27,11 +27,14 @@ export function serverCommand(): { cmd: string; args: string[]; kind: "binary" |
 }
 
 /** Runs the server with `args`, waiting for it to listen (or to exit). */
-export async function startServerProcess(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<ServerProcess> {
-  const { cmd, args: pre } = serverCommand();
+export async function startServerProcess(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; command?: string; cleanEnv?: boolean } = {},
+): Promise<ServerProcess> {
+  const { cmd, args: pre } = opts.command ? { cmd: opts.command, args: [] } : serverCommand();
   const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1", ...args], {
     cwd: opts.cwd ?? ROOT,
-    env: { ...process.env, ...opts.env },
+    env: opts.cleanEnv ? opts.env : { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -6,7 +6,7 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { gzipSync } from "node:zlib";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
-import { makeRepository } from "../../helpers/repo.ts";
+import { makeRepository, SIMPLE_METADATA } from "../../helpers/repo.ts";
 
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
@@ -83,19 +83,7 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
   it("model metadata has [-1]+dims for batching models", async () => {
     for (const path of ["/v2/models/simple", "/v2/models/simple/versions/1"]) {
       const res = await fetch(server.url + path);
-      expect(await res.json()).toEqual({
-        name: "simple",
-        versions: ["1"],
-        platform: "onnxruntime_onnx",
-        inputs: [
-          { name: "INPUT0", datatype: "INT32", shape: [-1, 16] },
-          { name: "INPUT1", datatype: "INT32", shape: [-1, 16] },
-        ],
-        outputs: [
-          { name: "OUTPUT0", datatype: "INT32", shape: [-1, 16] },
-          { name: "OUTPUT1", datatype: "INT32", shape: [-1, 16] },
-        ],
-      });
+      expect(await res.json()).toEqual(SIMPLE_METADATA);
     }
   });
 
