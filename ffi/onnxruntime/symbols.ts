@@ -66,7 +66,16 @@ const PROTOTYPES = {
   AddSessionConfigEntry: [130, "void *OrtAddSessionConfigEntry(void *options, const char *key, const char *value)"],
 } as const;
 
-export type OrtApi = { [K in keyof typeof PROTOTYPES]: KoffiFunction } & { version: string; libraryPath: string };
+export type OrtApi = { [K in keyof typeof PROTOTYPES]: KoffiFunction } & {
+  version: string;
+  libraryPath: string;
+  /**
+   * koffi's handle of the loaded library. It must stay referenced for as long as any
+   * function of the table may be called: when koffi's handle is garbage-collected it
+   * closes the library, and every later call jumps into unmapped memory.
+   */
+  library: unknown;
+};
 
 /** ONNXTensorElementDataType */
 export const ONNX_TYPE = {
@@ -101,7 +110,7 @@ export function bindOrtApi(candidates: readonly string[]): OrtApi {
   if (!table) throw new Error(`ONNX Runtime ${version} at ${path} does not provide C API version ${ORT_API_VERSION}`);
   const maxIndex = Math.max(...Object.values(PROTOTYPES).map(([i]) => i));
   const entries = koffi.decode(table, "void *", maxIndex + 1) as Pointer[];
-  const api = { version, libraryPath: path } as OrtApi;
+  const api = { version, libraryPath: path, library: lib } as OrtApi;
   for (const [name, [index, proto]] of Object.entries(PROTOTYPES)) {
     (api as Record<string, unknown>)[name] = koffi.decode(entries[index], protoType(proto));
   }
