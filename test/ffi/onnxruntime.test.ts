@@ -142,13 +142,19 @@ describe("long runs leave the event loop free", () => {
     const results: Uint8Array[] = [];
     for (const mode of ["async", "sync", "auto"]) {
       const inst = await instanceFor(path, { parameters: { run_mode: { string_value: mode } } }, `mm_${mode}`);
-      let ticks = 0;
-      const timer = setInterval(() => ticks++, 1);
-            const r = await inst.execute(input(), ["Y"]);
-      clearInterval(timer);
-      // 3 × 64×1024×1024 multiply-adds take tens of ms on any CPU this runs on.
-      if (mode === "async") expect(ticks).toBeGreaterThan(2);
-      if (mode === "sync") expect(ticks).toBe(0);
+      // Which settles first: the run, or a timer armed right after the run started?
+      const order: string[] = [];
+      const run = inst.execute(input(), ["Y"]).then((r) => {
+        order.push("run");
+        return r;
+      });
+      setTimeout(() => order.push("timer"), 0);
+      const r = await run;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      // 3 × 64×1024×1024 multiply-adds take milliseconds at least: an async run is still
+      // in flight when the timer fires; a sync run finished before the timer was armed.
+      if (mode === "async") expect(order).toEqual(["timer", "run"]);
+      if (mode === "sync") expect(order).toEqual(["run", "timer"]);
       results.push(r.outputs[0]!.data);
       inst.close();
     }
