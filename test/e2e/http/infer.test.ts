@@ -51,7 +51,7 @@ async function splitBinary(res: Response) {
 }
 
 beforeAll(async () => {
-  repo = makeRepository(["simple", "simple_identity", "simple_classifier"]);
+  repo = makeRepository(["simple", "simple_identity", "simple_classifier", "ocr_det"]);
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-max-input-size=1048576"]);
 });
 
@@ -204,6 +204,27 @@ describe("inference (P-06..P-09, P-11..P-15)", () => {
     expect(header.outputs[0]).toMatchObject({ name: "OUTPUT0", datatype: "FP32", shape: [1, 10] });
     expect([...new Float32Array(tail.slice().buffer)]).toEqual([...values]);
   });
+});
+
+describe("PP-OCRv4 text detection (real model, dynamic image size; sides must be multiples of 32)", () => {
+  for (const [h, w] of [[32, 64], [96, 128]] as const) {
+    it(`maps a 1×3×${h}×${w} image to a 1×1×${h}×${w} probability map`, async () => {
+      const pixels = Float32Array.from({ length: 3 * h * w }, (_, i) => ((i * 7) % 255) / 255 - 0.5);
+      const header = new TextEncoder().encode(
+        JSON.stringify({ inputs: [{ name: "x", shape: [1, 3, h, w], datatype: "FP32", parameters: { binary_data_size: pixels.byteLength } }], parameters: { binary_data_output: true } }),
+      );
+      const body = new Uint8Array(header.byteLength + pixels.byteLength);
+      body.set(header);
+      body.set(new Uint8Array(pixels.buffer), header.byteLength);
+      const res = await post("/v2/models/ocr_det/infer", body, { "Inference-Header-Content-Length": String(header.byteLength) });
+      expect(res.status).toBe(200);
+      const { header: out, tail } = await splitBinary(res);
+      expect(out.outputs[0]).toEqual({ name: "sigmoid_0.tmp_0", datatype: "FP32", shape: [1, 1, h, w], parameters: { binary_data_size: h * w * 4 } });
+      const probs = new Float32Array(tail.slice().buffer);
+      expect(probs.length).toBe(h * w);
+      expect(probs.every((p) => p >= 0 && p <= 1)).toBe(true);
+    });
+  }
 });
 
 describe("bad requests get Triton's errors and the server keeps serving (S-01, P-08, P-10)", () => {
