@@ -7,12 +7,10 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 
-// koffi ships no usable types for its native object; we keep the surface we use typed here.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// The native module is loaded by path, so its declared types do not apply; the
+// surface used is typed where it is used.
 export type Koffi = any;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type KoffiLibrary = any;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type KoffiFunction = ((...args: any[]) => any) & { async: (...args: any[]) => void };
 /** A native pointer as koffi returns it (a bigint address in koffi 3), or null. */
 export type Pointer = bigint | null;
