@@ -11,6 +11,8 @@ import { ModelRepositoryManager } from "./repository/manager.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
+import { createMetricsRegistry } from "./metrics/model-metrics.ts";
+import { createMetricsHandler } from "./frontends/metrics.ts";
 
 const log = getLogger("main.ts");
 
@@ -21,6 +23,7 @@ export interface RunningServer {
   server: InferenceServer;
   http?: HttpListener;
   grpc?: GrpcListener;
+  metrics?: HttpListener;
   shutdown(): Promise<number>;
 }
 
@@ -48,7 +51,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw new Error(`failed to load all models (--exit-on-error=true):\n  ${failures.join("\n  ")}`);
   }
 
-  // gRPC starts first so that "Started HTTPService" is the last line of a good start.
+  // Metrics and gRPC start first so that "Started HTTPService" is the last line of a good start.
+  let metrics: HttpListener | undefined;
+  let metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
+  if (options.allowMetrics) {
+    metricsRegistry = createMetricsRegistry(
+      { versions: () => repository.allVersions().filter((v) => v.ready) },
+      { cpu: options.allowCpuMetrics, intervalMs: options.metricsIntervalMs },
+    );
+    metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), options.metricsAddress, options.metricsPort, 1024 * 1024);
+    log.info(`Started Metrics Service at ${options.metricsAddress}:${metrics.port}`);
+  }
   let grpc: GrpcListener | undefined;
   if (options.allowGrpc) {
     grpc = await listenGrpc(server, {
@@ -70,7 +83,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     http = await listenHttp(handler, options.httpAddress, options.httpPort, options.httpMaxInputSize);
     log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
   }
-  if (options.allowMetrics) log.warn("the metrics endpoint is not part of this build yet; --allow-metrics has no effect");
   server.state = "READY";
 
   let exiting: Promise<number> | undefined;
@@ -79,7 +91,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       server.state = "EXITING";
       log.info("shutting down: draining in-flight requests and unloading models");
       let code = 0;
-      const drain = Promise.all([http?.close(), grpc?.close(), repository.unloadAll()]).then(() => 0);
+      const drain = Promise.all([http?.close(), grpc?.close(), repository.unloadAll()])
+        .then(() => metrics?.close())
+        .then(() => {
+          metricsRegistry?.close();
+          return 0;
+        });
       const timeout = new Promise<number>((resolve) => {
         const t = setTimeout(() => {
           log.error("Exit timeout expired. Exiting immediately.");
@@ -90,7 +107,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       code = await Promise.race([drain, timeout]);
       return code;
     })());
-  return { server, http, grpc, shutdown };
+  return { server, http, grpc, metrics, shutdown };
 }
 
 export async function main(argv: readonly string[]): Promise<number> {

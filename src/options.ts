@@ -37,6 +37,8 @@ export interface ServerOptions {
   allowMetrics: boolean;
   metricsPort: number;
   metricsAddress: string;
+  metricsIntervalMs: number;
+  allowCpuMetrics: boolean;
   logVerbose: number;
   logInfo: boolean;
   logWarning: boolean;
@@ -74,6 +76,8 @@ export function defaultOptions(): ServerOptions {
     allowMetrics: true,
     metricsPort: 8002,
     metricsAddress: "",
+    metricsIntervalMs: 2000,
+    allowCpuMetrics: true,
     logVerbose: 0,
     logInfo: true,
     logWarning: true,
@@ -156,6 +160,8 @@ const FLAGS: Record<string, FlagSpec> = {
   "allow-metrics": { kind: "bool", help: "Serve Prometheus metrics (default true).", apply: (o, v) => (o.allowMetrics = parseBool("allow-metrics", v)) },
   "metrics-port": { kind: "int", help: "Metrics port (default 8002).", apply: (o, v) => (o.metricsPort = port("metrics-port", v)) },
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },
+  "metrics-interval-ms": { kind: "int", help: "CPU/GPU metrics sampling interval in ms (default 2000).", apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)) },
+  "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
   "log-verbose": { kind: "int", help: "Verbose log level (default 0).", apply: (o, v) => (o.logVerbose = parseInt10("log-verbose", v)) },
   "log-info": { kind: "bool", help: "Log info messages (default true).", apply: (o, v) => (o.logInfo = parseBool("log-info", v)) },
   "log-warning": { kind: "bool", help: "Log warnings (default true).", apply: (o, v) => (o.logWarning = parseBool("log-warning", v)) },

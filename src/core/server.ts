@@ -14,6 +14,7 @@ import type { InferenceRequest, InferenceResponse } from "./request.ts";
 import type { ModelRepositoryManager, IndexEntry } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
 import type { Tensor } from "./tensor.ts";
+import type { FailureReason } from "./stats.ts";
 
 export type ServerState = "STARTING" | "READY" | "EXITING";
 
@@ -104,8 +105,10 @@ export class InferenceServer {
     if (this.state === "EXITING") throw unavailable("Server is stopping");
     const mv = this.repository.getModel(request.modelName, request.modelVersion);
     const start = process.hrtime.bigint();
+    let reason: FailureReason = "OTHER";
     try {
       const prepared = prepareForInference(request, mv.signature);
+      reason = "BACKEND";
       const result = await mv.scheduler.enqueue(prepared);
       const outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
       mv.stats.recordSuccess(
@@ -120,8 +123,10 @@ export class InferenceServer {
       if (request.id) response.id = request.id;
       return response;
     } catch (err) {
-      mv.stats.recordFailure(Number(process.hrtime.bigint() - start));
-      throw ServerError.from(err);
+      const e = ServerError.from(err);
+      // Validation failures count as OTHER; a scheduler that refuses work (UNAVAILABLE) as REJECTED.
+      mv.stats.recordFailure(Number(process.hrtime.bigint() - start), reason === "BACKEND" && e.code === "UNAVAILABLE" ? "REJECTED" : reason);
+      throw e;
     }
   }
 

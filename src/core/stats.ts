@@ -9,6 +9,10 @@ const zero = (): Duration => ({ count: 0, ns: 0 });
 
 export interface BatchStat { batch_size: number; compute_input: Duration; compute_infer: Duration; compute_output: Duration }
 
+/** Triton's nv_inference_request_failure reasons. */
+export type FailureReason = "REJECTED" | "CANCELED" | "BACKEND" | "OTHER";
+export const FAILURE_REASONS: readonly FailureReason[] = ["REJECTED", "CANCELED", "BACKEND", "OTHER"];
+
 export class ModelStats {
   success = zero();
   fail = zero();
@@ -22,6 +26,7 @@ export class ModelStats {
   executionCount = 0;
   lastInference = 0;
   readonly batch = new Map<number, BatchStat>();
+  readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
 
   recordSuccess(requestNs: number, queueNs: number, batchSize: number, inNs: number, inferNs: number, outNs: number): void {
     add(this.success, requestNs);
@@ -42,8 +47,9 @@ export class ModelStats {
     add(b.compute_output, outNs);
   }
 
-  recordFailure(requestNs: number): void {
+  recordFailure(requestNs: number, reason: FailureReason): void {
     add(this.fail, requestNs);
+    this.failures[reason]++;
     this.lastInference = Date.now();
   }
 

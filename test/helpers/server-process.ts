@@ -16,6 +16,8 @@ export interface ServerProcess {
   port: number;
   /** host:port of the gRPC listener, when the server started one. */
   grpcTarget: string | undefined;
+  /** Base URL of the metrics listener, when the server started one. */
+  metricsUrl: string | undefined;
   log: () => string;
   exited: Promise<number | null>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -32,7 +34,7 @@ export async function startServerProcess(
   opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; command?: string; cleanEnv?: boolean } = {},
 ): Promise<ServerProcess> {
   const { cmd, args: pre } = opts.command ? { cmd: opts.command, args: [] } : serverCommand();
-  const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1", ...args], {
+  const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1", "--metrics-port=0", "--metrics-address=127.0.0.1", ...args], {
     cwd: opts.cwd ?? ROOT,
     env: opts.cleanEnv ? opts.env : { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -57,10 +59,12 @@ export async function startServerProcess(
     });
   });
   const grpcPort = /Started GRPCInferenceService at [^\s:]+:(\d+)/.exec(output)?.[1];
+  const metricsPort = /Started Metrics Service at [^\s:]+:(\d+)/.exec(output)?.[1];
   return {
     url: `http://127.0.0.1:${port}`,
     port,
     grpcTarget: grpcPort ? `127.0.0.1:${grpcPort}` : undefined,
+    metricsUrl: metricsPort ? `http://127.0.0.1:${metricsPort}` : undefined,
     log: () => output,
     exited,
     async stop(signal: NodeJS.Signals = "SIGTERM") {

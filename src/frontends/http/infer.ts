@@ -16,6 +16,8 @@ export async function handleInfer(
   version: string | undefined,
   maxInputSize: number,
 ): Promise<HttpResponse> {
+  // As in Triton, an unknown or unavailable model is reported before the body is parsed.
+  server.repository.getModel(model, version);
   const body = await readBody(req, maxInputSize);
   const headerValue = req.header("inference-header-content-length");
   let headerLength: number | undefined;

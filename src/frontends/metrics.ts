@@ -1,0 +1,17 @@
+/**
+ * @module The metrics endpoint: GET /metrics (and /metrics/) in Prometheus text format
+ * with Triton's content type; any other GET answers 200 with an empty body and other
+ * methods 405, as Triton's metrics server does.
+ */
+import type { Registry } from "prom-client";
+import type { HttpRequest, HttpResponse } from "./http/types.ts";
+
+export function createMetricsHandler(registry: Registry) {
+  return async function handle(req: HttpRequest): Promise<HttpResponse> {
+    if (req.method !== "GET") {
+      return { status: 405, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: "Method Not Allowed" }) };
+    }
+    if (req.path !== "/metrics" && req.path !== "/metrics/") return { status: 200, headers: {} };
+    return { status: 200, headers: { "content-type": "text/plain; charset=utf-8" }, body: await registry.metrics() };
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * @module Triton's Prometheus families (reference §6) in a prom-client registry. Values
+ * are read from each ready model version's statistics at scrape time, so the request
+ * path pays nothing for metrics.
+ */
+import { Counter, Gauge, Registry } from "prom-client";
+import { FAILURE_REASONS } from "../core/stats.ts";
+import { CpuSampler } from "./cpu.ts";
+import type { ModelVersion } from "../core/model.ts";
+
+export interface MetricsSource {
+  /** Every loaded (ready) model version. */
+  versions(): ModelVersion[];
+}
+
+const US = 1 / 1000; // ns → µs
+
+function labels(v: ModelVersion): Record<string, string> {
+  return { model: v.name, version: String(v.version) };
+}
+
+export function createMetricsRegistry(source: MetricsSource, opts: { cpu: boolean; intervalMs: number }): { registry: Registry; close(): void } {
+  const registry = new Registry();
+  const counter = (name: string, help: string, value: (v: ModelVersion) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ["model", "version"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const v of source.versions()) this.inc(labels(v), value(v));
+      },
+    });
+  counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes", (v) => v.stats.success.count);
+  new Counter({
+    name: "nv_inference_request_failure",
+    help: "Number of failed inference requests, all batch sizes",
+    labelNames: ["model", "version", "reason"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const v of source.versions()) for (const reason of FAILURE_REASONS) this.inc({ ...labels(v), reason }, v.stats.failures[reason]);
+    },
+  });
+  counter("nv_inference_count", "Number of inferences performed (does not include cached requests)", (v) => v.stats.inferenceCount);
+  counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", (v) => v.stats.executionCount);
+  counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", (v) => v.stats.success.ns * US);
+  counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", (v) => v.stats.queue.ns * US);
+  counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", (v) => v.stats.computeInput.ns * US);
+  counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", (v) => v.stats.computeInfer.ns * US);
+  counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", (v) => v.stats.computeOutput.ns * US);
+  new Gauge({
+    name: "nv_inference_pending_request_count",
+    help: "Instantaneous number of pending requests awaiting execution per-model.",
+    labelNames: ["model", "version"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const v of source.versions()) this.set(labels(v), v.ready ? v.scheduler.pendingCount() : 0);
+    },
+  });
+
+  let sampler: CpuSampler | undefined;
+  if (opts.cpu) {
+    sampler = new CpuSampler(opts.intervalMs);
+    new Gauge({ name: "nv_cpu_utilization", help: "CPU utilization rate [0.0 - 1.0]", registers: [registry], collect() { this.set(sampler!.utilization); } });
+    new Gauge({ name: "nv_cpu_memory_total_bytes", help: "CPU total memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().total); } });
+    new Gauge({ name: "nv_cpu_memory_used_bytes", help: "CPU used memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().used); } });
+  }
+  return { registry, close: () => sampler?.close() };
+}

@@ -1,0 +1,72 @@
+/** M-01..M-04, M-08: Prometheus metrics with Triton's names, labels and exact counts. */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import { makeRepository } from "../helpers/repo.ts";
+
+let server: ServerProcess;
+let repo: ReturnType<typeof makeRepository>;
+
+const infer = (batch: number, datatype = "INT32") =>
+  fetch(`${server.url}/v2/models/simple/infer`, {
+    method: "POST",
+    body: JSON.stringify({
+      inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [batch, 16], datatype, data: Array(16 * batch).fill(1) })),
+    }),
+  });
+
+function sample(text: string, name: string, labels: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1));
+}
+
+beforeAll(async () => {
+  repo = makeRepository(["simple", "simple_identity"]);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--metrics-interval-ms=100"]);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  repo?.remove();
+});
+
+describe("metrics endpoint", () => {
+  it("counts a known sequence of requests exactly", async () => {
+    for (const batch of [1, 2, 1]) expect((await infer(batch)).status).toBe(200);
+    expect((await infer(1, "FP32")).status).toBe(400); // validation failure → reason OTHER
+    expect((await fetch(`${server.url}/v2/models/nope/infer`, { method: "POST", body: "{}" })).status).toBe(404);
+
+    const res = await fetch(`${server.metricsUrl}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    const text = await res.text();
+    const simple = 'model="simple",version="1"';
+    expect(text).toContain("# TYPE nv_inference_request_success counter");
+    expect(text).toContain("# TYPE nv_inference_pending_request_count gauge");
+    expect(sample(text, "nv_inference_request_success", simple)).toBe(3);
+    expect(sample(text, "nv_inference_count", simple)).toBe(4);
+    expect(sample(text, "nv_inference_exec_count", simple)).toBe(3);
+    expect(sample(text, "nv_inference_pending_request_count", simple)).toBe(0);
+    for (const [reason, n] of [["REJECTED", 0], ["CANCELED", 0], ["BACKEND", 0], ["OTHER", 1]] as const) {
+      expect(sample(text, "nv_inference_request_failure", `${simple},reason="${reason}"`)).toBe(n);
+    }
+    expect(sample(text, "nv_inference_request_success", 'model="simple_identity",version="1"')).toBe(0);
+    for (const family of ["request", "queue", "compute_input", "compute_infer", "compute_output"]) {
+      expect(sample(text, `nv_inference_${family}_duration_us`, simple)).toBeGreaterThan(0);
+    }
+    const total = Number(/^nv_cpu_memory_total_bytes (\S+)$/m.exec(text)?.[1]);
+    const used = Number(/^nv_cpu_memory_used_bytes (\S+)$/m.exec(text)?.[1]);
+    const util = Number(/^nv_cpu_utilization (\S+)$/m.exec(text)?.[1]);
+    expect(total).toBeGreaterThan(used);
+    expect(used).toBeGreaterThan(0);
+    expect(util).toBeGreaterThanOrEqual(0);
+    expect(util).toBeLessThanOrEqual(1);
+  });
+
+  it("answers other paths like Triton's metrics server", async () => {
+    const other = await fetch(`${server.metricsUrl}/anything`);
+    expect(other.status).toBe(200);
+    expect(await other.text()).toBe("");
+    expect((await fetch(`${server.metricsUrl}/metrics/`)).status).toBe(200);
+    expect((await fetch(`${server.metricsUrl}/metrics`, { method: "POST" })).status).toBe(405);
+  });
+});
