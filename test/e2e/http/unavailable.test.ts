@@ -90,3 +90,18 @@ describe("process behaviour", () => {
     expect(version.output).toMatch(/^nereid \d+\.\d+\.\d+/);
   });
 });
+
+describe("a missing ONNX Runtime library", () => {
+  it("makes the models unavailable with a message naming the path tried, and the server still answers", async () => {
+    const server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false", "--backend-config=onnxruntime,library=/nonexistent/libonnxruntime.so.1"]);
+    try {
+      expect(server.log()).toMatch(/failed to load 'simple' version 1: cannot load ONNX Runtime \(libonnxruntime\.so\.1\); tried:\s+\/nonexistent\/libonnxruntime\.so\.1: /);
+      const res = await fetch(`${server.url}/v2/models/simple/ready`);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: string }).error).toMatch(/\/nonexistent\/libonnxruntime\.so\.1/);
+      expect((await fetch(`${server.url}/v2/health/live`)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+});
