@@ -3,6 +3,7 @@
  * the frontends ask (live, ready, metadata, config, statistics). inferAsync() is the
  * only way an inference enters the server.
  */
+import { nowNs } from "./clock.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ServerError, unavailable } from "./errors.ts";
@@ -104,7 +105,7 @@ export class InferenceServer {
   async inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
     if (this.state === "EXITING") throw unavailable("Server is stopping");
     const mv = this.repository.getModel(request.modelName, request.modelVersion);
-    const start = process.hrtime.bigint();
+    const start = nowNs();
     let reason: FailureReason = "OTHER";
     try {
       const prepared = prepareForInference(request, mv.signature);
@@ -112,7 +113,7 @@ export class InferenceServer {
       const result = await mv.scheduler.enqueue(prepared);
       const outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
       mv.stats.recordSuccess(
-        Number(process.hrtime.bigint() - start),
+        nowNs() - start,
         result.queueNs,
         prepared.batchSize,
         result.computeInputNs,
@@ -125,7 +126,7 @@ export class InferenceServer {
     } catch (err) {
       const e = ServerError.from(err);
       // Validation failures count as OTHER; a scheduler that refuses work (UNAVAILABLE) as REJECTED.
-      mv.stats.recordFailure(Number(process.hrtime.bigint() - start), reason === "BACKEND" && e.code === "UNAVAILABLE" ? "REJECTED" : reason);
+      mv.stats.recordFailure(nowNs() - start, reason === "BACKEND" && e.code === "UNAVAILABLE" ? "REJECTED" : reason);
       throw e;
     }
   }

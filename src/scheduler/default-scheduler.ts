@@ -3,6 +3,7 @@
  * the next free instance, so at most `instances.length` run at once and the rest wait in
  * arrival order.
  */
+import { nowNs } from "../core/clock.ts";
 import { unavailable } from "../core/errors.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
@@ -10,7 +11,7 @@ import type { Scheduler, ScheduledResult } from "./scheduler.ts";
 
 interface Waiting {
   request: PreparedRequest;
-  enqueuedAt: bigint;
+  enqueuedAt: number;
   resolve: (r: ScheduledResult) => void;
   reject: (e: unknown) => void;
 }
@@ -36,7 +37,7 @@ export class DefaultScheduler implements Scheduler {
     }
     this.#inflight++;
     return new Promise<ScheduledResult>((resolve, reject) => {
-      this.#queue.push({ request, enqueuedAt: process.hrtime.bigint(), resolve, reject });
+      this.#queue.push({ request, enqueuedAt: nowNs(), resolve, reject });
       this.#dispatch();
     });
   }
@@ -50,14 +51,14 @@ export class DefaultScheduler implements Scheduler {
   }
 
   async #run(instance: BackendInstance, job: Waiting): Promise<void> {
-    const start = process.hrtime.bigint();
+    const start = nowNs();
     try {
       const r = await instance.execute(job.request.inputs, job.request.outputNames);
-      const total = Number(process.hrtime.bigint() - start);
+      const total = nowNs() - start;
       const measured = (r.computeInputNs ?? 0) + (r.computeInferNs ?? 0) + (r.computeOutputNs ?? 0);
       job.resolve({
         outputs: r.outputs,
-        queueNs: Number(start - job.enqueuedAt),
+        queueNs: start - job.enqueuedAt,
         computeInputNs: r.computeInputNs ?? 0,
         computeInferNs: r.computeInferNs ?? Math.max(0, total - measured),
         computeOutputNs: r.computeOutputNs ?? 0,

@@ -3,6 +3,7 @@
  * from the model config (Triton's onnxruntime backend parameter names), and runs that
  * leave the event loop free unless the model has proven tiny.
  */
+import { nowNs } from "../../core/clock.ts";
 import { availableParallelism } from "node:os";
 import { statSync } from "node:fs";
 import { OrtRuntime, OrtSession, OrtSessionOptions, type SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
@@ -90,21 +91,21 @@ class OrtInstance implements BackendInstance {
   }
 
   async execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult> {
-    const t0 = process.hrtime.bigint();
+    const t0 = nowNs();
     const ortInputs = inputs.map(toOrtInput);
     const names = outputNames.length > 0 ? outputNames : this.#outputNames;
-    const t1 = process.hrtime.bigint();
+    const t1 = nowNs();
     const raw = await this.#session.run(ortInputs, names, !this.#sync);
-    const t2 = process.hrtime.bigint();
+    const t2 = nowNs();
     const outputs = raw.map(fromOrtOutput);
-    const t3 = process.hrtime.bigint();
+    const t3 = nowNs();
     if (this.#mode === "auto") {
       // The worker hop costs ~50 µs: tiny models run inline; anything slow goes back to the worker.
-      const us = Number(t2 - t1) / 1000;
+      const us = t2 - t1 / 1000;
       if (!this.#sync && us < SYNC_THRESHOLD_US) this.#sync = true;
       else if (this.#sync && us > SYNC_THRESHOLD_US * 5) this.#sync = false;
     }
-    return { outputs, computeInputNs: Number(t1 - t0), computeInferNs: Number(t2 - t1), computeOutputNs: Number(t3 - t2) };
+    return { outputs, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: t3 - t2 };
   }
 
   close(): void {
