@@ -234,8 +234,13 @@ export class OrtSession {
    * Runs the session. With `async`, Run executes on koffi's worker thread and the
    * event loop stays free; otherwise it runs on the calling thread.
    */
-  async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean): Promise<OrtOutput[]> {
-    if (!this.#handle) throw new Error("onnxruntime: session is closed");
+  /**
+   * `batched`: the model follows Triton's batching contract (max_batch_size > 0), so a
+   * dynamic first dimension of every input and output is the batch size. Only then are
+   * outputs with a dynamic first dimension preallocated.
+   */
+  async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean, batched = false): Promise<OrtOutput[]> {
+    if (!this.#handle || this.#closeWhenIdle) throw new Error("onnxruntime: session is closed");
     const api = this.#rt.api;
     // A sync run is one synchronous stretch from here to its finally block, so the
     // session's scratch pointer arrays serve it; async runs get their own.
@@ -247,7 +252,7 @@ export class OrtSession {
     try {
       inputs.forEach((input, i) => (values[i] = this.#createValue(input, keepAlive) ?? 0n));
       // Outputs whose shape is known up front are written by ORT straight into JS memory.
-      const batch = this.#batchOf(inputs);
+      const batch = batched ? this.#batchOf(inputs) : undefined;
       outputNames.forEach((name, i) => {
         const out = this.#preallocate(name, batch);
         preallocated.push(out);
@@ -325,6 +330,30 @@ export class OrtSession {
     return arr;
   }
 
+  /**
+   * Fills a string tensor. FillStringTensor takes NUL-terminated C strings, so elements
+   * that contain a 0 byte are written one by one into buffers of their exact length.
+   */
+  #fillStrings(value: Pointer, elements: readonly Uint8Array[], name: string): void {
+    if (elements.length === 0) return;
+    const api = this.#rt.api;
+    if (!elements.some((e) => e.includes(0))) {
+      const cStrings = elements.map((e) => {
+        const z = new Uint8Array(e.byteLength + 1);
+        z.set(e);
+        return z;
+      });
+      check(api, api.FillStringTensor(value, cStrings, cStrings.length), `FillStringTensor(${name})`);
+      return;
+    }
+    const koffi = getKoffi();
+    const buffer: Pointer[] = [null];
+    elements.forEach((e, i) => {
+      check(api, api.GetResizedStringTensorElementBuffer(value, i, e.byteLength, buffer), `GetResizedStringTensorElementBuffer(${name})`);
+      if (e.byteLength > 0) new Uint8Array(koffi.view(buffer[0], e.byteLength) as ArrayBuffer).set(e);
+    });
+  }
+
   /** `copySmall`: false when `input.data` is known to own an ArrayBuffer (preallocated outputs). */
   #createValue(input: OrtInput, keepAlive: unknown[], copySmall = true): Pointer {
     const api = this.#rt.api;
@@ -335,19 +364,15 @@ export class OrtSession {
     const out = this.#outScratch;
     if (input.elementType === ONNX_TYPE.STRING) {
       check(api, api.CreateTensorAsOrtValueRaw(this.#rt.allocator, shape, input.shape.length, ONNX_TYPE.STRING, out), "CreateTensorAsOrtValue");
-      const strings = (input.strings ?? []).map((s) => {
-        const z = new Uint8Array(s.byteLength + 1);
-        z.set(s);
-        return z;
-      });
-      if (strings.length > 0) {
-        const status = api.FillStringTensor(out[0], strings, strings.length);
-        if (status) {
-          api.ReleaseValue(out[0]);
-          check(api, status, `FillStringTensor(${input.name})`);
-        }
+      const value = out[0]!;
+      const elements = input.strings ?? [];
+      try {
+        this.#fillStrings(value, elements, input.name);
+      } catch (err) {
+        api.ReleaseValue(value);
+        throw err;
       }
-      return out[0] || null;
+      return value;
     }
     // Zero-copy: ORT reads the JS buffer, which stays referenced until the value is
     // released. V8 may move small typed arrays that live inside its heap, so those are

@@ -64,6 +64,7 @@ const PROTOTYPES = {
   GetAvailableProviders: [125, "void *OrtGetAvailableProviders(_Out_ void **out /* char*** */, _Out_ int *count)"],
   ReleaseAvailableProviders: [126, "void *OrtReleaseAvailableProviders(void *providers /* char** */, int count)"],
   AddSessionConfigEntry: [130, "void *OrtAddSessionConfigEntry(void *options, const char *key, const char *value)"],
+  GetResizedStringTensorElementBuffer: [252, "void *OrtGetResizedStringTensorElementBuffer(void *value /* OrtValue* */, size_t index, size_t length, _Out_ void **buffer /* char** */)"],
 } as const;
 
 export type OrtApi = { [K in keyof typeof PROTOTYPES]: KoffiFunction } & {

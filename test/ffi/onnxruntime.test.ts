@@ -1,216 +1,520 @@
 /**
- * The ONNX Runtime binding through the Backend interface: every Triton datatype,
- * runs off the event loop, errors, and handle ownership. Models are built here.
+ * The ONNX Runtime binding through the Backend interface: the runtime itself, every
+ * Triton datatype, a two-output model, errors, and session options from the model
+ * config. Runs, ownership and timing are in onnxruntime-runs.test.ts. Models are built here.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { mkdtempSync, writeFileSync, rmSync, existsSync } from "node:fs";
-import { tmpdir, availableParallelism } from "node:os";
+import { existsSync, mkdirSync, copyFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { ElemType, valueInfo, node, initializer, encodeModel } from "../../scripts/lib/onnx-builder.ts";
-import { OnnxRuntimeBackend, sessionConfig } from "../../src/backends/onnxruntime/backend.ts";
+import { ElemType, valueInfo, node, mulberry32 } from "../../scripts/lib/onnx-builder.ts";
+import { sessionConfig } from "../../src/backends/onnxruntime/backend.ts";
 import { OrtRuntime } from "../../ffi/onnxruntime/handles.ts";
 import { bindOrtApi } from "../../ffi/onnxruntime/symbols.ts";
-import { joinBytes, type DataType, type Tensor } from "../../src/core/tensor.ts";
+import { LibraryLoadError } from "../../ffi/load.ts";
+import { ServerError } from "../../src/core/errors.ts";
+import { joinBytes, splitBytes, type DataType, type Tensor } from "../../src/core/tensor.ts";
 import type { ModelConfig } from "../../src/model-config/types.ts";
-import type { BackendInstance } from "../../src/backends/backend.ts";
+import {
+  ModelDir, backend, params, loadModel, instanceFor, rejection, bytesOf, int32s, float32s, i32Tensor, addSubSpec, addSubInputs,
+} from "./ort-helpers.ts";
 
-let dir: string;
-const backend = new OnnxRuntimeBackend();
+const dir = new ModelDir();
+beforeAll(() => dir.open());
+afterAll(() => dir.close());
 const enc = new TextEncoder();
 
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "nereid-ffi-"));
+describe("OrtRuntime", () => {
+  it("is onnxruntime-node's ONNX Runtime 1.30.0 with the CPU provider", () => {
+    const rt = OrtRuntime.get();
+    expect(rt.version).toBe("1.30.0");
+    expect(rt.api.version).toBe("1.30.0");
+    expect(rt.api.libraryPath).toMatch(/onnxruntime-node\/bin\/napi-v6\/linux\/(x64|arm64)\/libonnxruntime\.so\.1$/);
+    const providers = rt.availableProviders();
+    expect(providers).toContain("CPUExecutionProvider");
+    expect(providers.every((p) => typeof p === "string" && p.endsWith("ExecutionProvider"))).toBe(true);
+    // One runtime per process: a second get() (even naming a library) returns it.
+    expect(OrtRuntime.get()).toBe(rt);
+    expect(OrtRuntime.get("/elsewhere/libonnxruntime.so.1")).toBe(rt);
+    // Telemetry stays off: ORT would otherwise leave this file behind.
+    expect(existsSync(`/tmp/mat-debug-${process.pid}.log`)).toBe(false);
+  });
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function writeModel(name: string, bytes: Uint8Array): string {
-  const p = join(dir, `${name}.onnx`);
-  writeFileSync(p, bytes);
-  return p;
-}
+describe("bindOrtApi", () => {
+  it("lists the path it tried and why it failed", () => {
+    let err: unknown;
+    try {
+      bindOrtApi(["/nonexistent/libonnxruntime.so.1"]);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(LibraryLoadError);
+    const message = (err as Error).message;
+    expect(message).toMatch(/^cannot load ONNX Runtime \(libonnxruntime\.so\.1\); tried:\n {2}\/nonexistent\/libonnxruntime\.so\.1: .+$/);
+    expect(message).toContain("No such file or directory");
+  });
 
-async function instanceFor(path: string, config: ModelConfig = {}, name = "m"): Promise<BackendInstance> {
-  const model = await backend.load({ config: { name, instance_group: [{ count: 1, kind: "KIND_CPU" }], ...config }, modelName: name, version: 1, modelDir: dir, modelPath: path, backendConfig: {} });
-  return model.createInstance(`${name}_0`, "KIND_CPU", 0);
-}
+  it("lists every candidate in order, each with its own reason", () => {
+    const notElf = dir.write("not-a-library", enc.encode("this is not an ELF file\n".repeat(200)));
+    let message = "";
+    try {
+      bindOrtApi(["/nonexistent/a/libonnxruntime.so.1", notElf]);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    const lines = message.split("\n");
+    expect(lines[0]).toBe("cannot load ONNX Runtime (libonnxruntime.so.1); tried:");
+    expect(lines[1]).toMatch(/^ {2}\/nonexistent\/a\/libonnxruntime\.so\.1: .*No such file or directory/);
+    expect(lines[2]).toMatch(new RegExp(`^  ${escape(notElf)}: .*invalid ELF header`));
+    expect(lines).toHaveLength(3);
+  });
 
-const ELEM: Partial<Record<DataType, number>> = {
+  it("says so when a library loads but is not ONNX Runtime", () => {
+    expect(() => bindOrtApi(["libm.so.6"])).toThrow(/^libm\.so\.6 does not export OrtGetApiBase: /);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+
+const ELEM: Record<DataType, number> = {
   BOOL: ElemType.BOOL, UINT8: ElemType.UINT8, UINT16: ElemType.UINT16, UINT32: ElemType.UINT32, UINT64: ElemType.UINT64,
   INT8: ElemType.INT8, INT16: ElemType.INT16, INT32: ElemType.INT32, INT64: ElemType.INT64, FP16: ElemType.FLOAT16,
   FP32: ElemType.FLOAT, FP64: ElemType.DOUBLE, BF16: ElemType.BFLOAT16, BYTES: ElemType.STRING,
 };
-const SIZE: Partial<Record<DataType, number>> = { BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8 };
+const SIZE: Record<DataType, number> = {
+  BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8, BYTES: 0,
+};
 
-describe("runtime", () => {
-  it("is ONNX Runtime 1.30 with the CPU provider", () => {
-    const rt = OrtRuntime.get();
-    expect(rt.version).toBe("1.30.0");
-    expect(rt.availableProviders()).toContain("CPUExecutionProvider");
-    // Telemetry stays off: ORT would otherwise leave this file behind.
-    expect(existsSync(`/tmp/mat-debug-${process.pid}.log`)).toBe(false);
-  });
+/** The extreme and special values of each type (NaN payloads, -0, subnormals, infinities, min/max). */
+const EDGES: Record<Exclude<DataType, "BYTES">, () => ArrayBufferView> = {
+  BOOL: () => Uint8Array.of(0, 1, 1, 0),
+  UINT8: () => Uint8Array.of(0, 255, 1, 128),
+  INT8: () => Int8Array.of(-128, 127, -1, 0),
+  UINT16: () => Uint16Array.of(0, 65535, 1, 32768),
+  INT16: () => Int16Array.of(-32768, 32767, -1, 0),
+  UINT32: () => Uint32Array.of(0, 0xffffffff, 1, 0x80000000),
+  INT32: () => Int32Array.of(-(2 ** 31), 2 ** 31 - 1, -1, 0),
+  UINT64: () => BigUint64Array.of(0n, 2n ** 64n - 1n, 1n, 2n ** 63n),
+  INT64: () => BigInt64Array.of(-(2n ** 63n), 2n ** 63n - 1n, -1n, 0n),
+  FP16: () => Uint16Array.of(0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e01, 0x3c00, 0x0001, 0x7bff),
+  BF16: () => Uint16Array.of(0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc1, 0x3f80, 0x0001, 0x7f7f),
+  FP32: () => Uint32Array.of(0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00001, 0x3f800000, 0x00000001, 0x7f7fffff),
+  FP64: () =>
+    BigUint64Array.of(0n, 0x8000000000000000n, 0x7ff0000000000000n, 0xfff0000000000000n, 0x7ff8000000000001n, 0x3ff0000000000000n, 1n, 0x7fefffffffffffffn),
+};
 
-  it("names every place it looked when the library cannot be loaded", () => {
-    expect(() => bindOrtApi(["/nonexistent/libonnxruntime.so.1"])).toThrow(
-      /^cannot load ONNX Runtime \(libonnxruntime\.so\.1\); tried:\n {2}\/nonexistent\/libonnxruntime\.so\.1: /,
-    );
-  });
-});
+/** `count` elements of `dt`: the edge values first, then pseudo-random bytes. */
+function elementBytes(dt: Exclude<DataType, "BYTES">, count: number): Uint8Array {
+  const out = new Uint8Array(count * SIZE[dt]);
+  const rnd = mulberry32(ELEM[dt]);
+  for (let i = 0; i < out.length; i++) out[i] = dt === "BOOL" ? (rnd() < 0.5 ? 0 : 1) : Math.floor(rnd() * 256);
+  const edges = bytesOf(EDGES[dt]());
+  out.set(edges.subarray(0, Math.min(edges.length, out.length)));
+  return out;
+}
+
+const MIB_STRING = enc.encode("ü".repeat(1 << 19)); // 1 MiB of 2-byte UTF-8
+function stringElements(count: number): Uint8Array[] {
+  if (count === 8) {
+    return [
+      enc.encode(""),
+      enc.encode("héllo"),
+      enc.encode("日本語 🙂 ∑"),
+      MIB_STRING,
+      enc.encode("a"),
+      Uint8Array.of(0xff, 0xfe, 0x80), // not UTF-8: BYTES are bytes
+      enc.encode("tab\tnewline\n"),
+      enc.encode(""),
+    ];
+  }
+  return Array.from({ length: count }, (_, i) => enc.encode(i % 7 === 0 ? "" : `element ${i} — ✓`));
+}
 
 describe("every Triton datatype through an Identity model", () => {
   for (const dt of Object.keys(ELEM) as DataType[]) {
-    it(dt, async () => {
-      const path = writeModel(`identity_${dt}`, encodeModel({
-        name: "id",
-        inputs: [valueInfo("X", ELEM[dt]!, ["batch", 3])],
-        outputs: [valueInfo("Y", ELEM[dt]!, ["batch", 3])],
-        nodes: [node("Identity", ["X"], ["Y"])],
-      }));
-      const io = await backend.describe(path, {});
-      expect(io).toEqual({ inputs: [{ name: "X", datatype: dt, shape: [-1, 3] }], outputs: [{ name: "Y", datatype: dt, shape: [-1, 3] }] });
-      const data =
-        dt === "BYTES"
-          ? joinBytes(["", "héllo", "x".repeat(1 << 16), "a", "b", "c"].map((s) => enc.encode(s)))
-          : Uint8Array.from({ length: 6 * SIZE[dt]! }, (_, i) => (dt === "BOOL" ? i % 2 : (i * 37 + 11) & 0xff));
-      const inst = await instanceFor(path);
-      const input: Tensor = { name: "X", datatype: dt, shape: [2, 3], data };
-      const r = await inst.execute([input], ["Y"]);
-      expect(r.outputs).toEqual([{ name: "Y", datatype: dt, shape: [2, 3], data }]);
-      inst.close();
+    describe(dt, () => {
+      let path: string;
+      beforeAll(() => {
+        path = dir.model({
+          name: `identity_${dt}`,
+          inputs: [valueInfo("X", ELEM[dt], ["batch", 4])],
+          outputs: [valueInfo("Y", ELEM[dt], ["batch", 4])],
+          nodes: [node("Identity", ["X"], ["Y"])],
+        });
+      });
+
+      it("describe() gives the protocol datatype and -1 for the symbolic dim", async () => {
+        expect(await backend.describe(path, {})).toEqual({
+          inputs: [{ name: "X", datatype: dt, shape: [-1, 4] }],
+          outputs: [{ name: "Y", datatype: dt, shape: [-1, 4] }],
+        });
+      });
+
+      // 8 elements stay under the 128 bytes that are copied before ORT sees them; 160 go zero-copy.
+      for (const batch of [2, 40, 0]) {
+        it(`round-trips the exact bytes at shape [${batch}, 4]`, async () => {
+          const data = dt === "BYTES" ? joinBytes(stringElements(batch * 4)) : elementBytes(dt, batch * 4);
+          const expected = data.slice();
+          const { inst, close } = await instanceFor(dir.path, path, { name: `id_${dt}` });
+          try {
+            const input: Tensor = { name: "X", datatype: dt, shape: [batch, 4], data };
+            const r = await inst.execute([input], ["Y"]);
+            expect(r.outputs).toHaveLength(1);
+            const out = r.outputs[0]!;
+            expect({ name: out.name, datatype: out.datatype, shape: out.shape, bytes: out.data.byteLength }).toEqual({
+              name: "Y", datatype: dt, shape: [batch, 4], bytes: expected.byteLength,
+            });
+            expect(Buffer.from(out.data).equals(Buffer.from(expected))).toBe(true);
+            if (dt === "BYTES") expect(splitBytes(out.data).map((s) => s.byteLength)).toEqual(stringElements(batch * 4).map((s) => s.byteLength));
+            // The input is left as it was, and the output is a buffer of its own.
+            expect(Buffer.from(data).equals(Buffer.from(expected))).toBe(true);
+            data.fill(0x5a);
+            expect(Buffer.from(out.data).equals(Buffer.from(expected))).toBe(true);
+          } finally {
+            close();
+          }
+        });
+      }
     });
   }
+
+  // Regression: elements with a 0 byte were once cut short by FillStringTensor's C strings.
+  it("keeps BYTES elements that contain a NUL byte", async () => {
+    const path = dir.model({
+      name: "identity_nul",
+      inputs: [valueInfo("X", ElemType.STRING, [-1])],
+      outputs: [valueInfo("Y", ElemType.STRING, [-1])],
+      nodes: [node("Identity", ["X"], ["Y"])],
+    });
+    const { inst, close } = await instanceFor(dir.path, path);
+    try {
+      const elements = [Uint8Array.of(0x61, 0x00, 0x62), Uint8Array.of(0x00)];
+      const r = await inst.execute([{ name: "X", datatype: "BYTES", shape: [2], data: joinBytes(elements) }], ["Y"]);
+      expect(splitBytes(r.outputs[0]!.data)).toEqual(elements);
+    } finally {
+      close();
+    }
+  });
+
+  it("describe() gives -1 for every unknown dim and [] for scalars", async () => {
+    const x = valueInfo("X", ElemType.FLOAT, ["batch", 3, "n"]);
+    // A dim with neither a value nor a name.
+    (x.type.tensorType.shape.dim as object[]).push({});
+    const path = dir.model({
+      name: "dims",
+      inputs: [x, valueInfo("S", ElemType.INT64, [])],
+      outputs: [valueInfo("Y", ElemType.FLOAT, ["batch", 3, "n", "m"]), valueInfo("T", ElemType.INT64, [])],
+      nodes: [node("Identity", ["X"], ["Y"]), node("Identity", ["S"], ["T"])],
+    });
+    expect(await backend.describe(path, {})).toEqual({
+      inputs: [{ name: "X", datatype: "FP32", shape: [-1, 3, -1, -1] }, { name: "S", datatype: "INT64", shape: [] }],
+      outputs: [{ name: "Y", datatype: "FP32", shape: [-1, 3, -1, -1] }, { name: "T", datatype: "INT64", shape: [] }],
+    });
+    const { inst, close } = await instanceFor(dir.path, path);
+    try {
+      const s = bytesOf(BigInt64Array.of(-42n));
+      const r = await inst.execute([
+        { name: "X", datatype: "FP32", shape: [1, 3, 1, 1], data: bytesOf(Float32Array.of(1, 2, 3)) },
+        { name: "S", datatype: "INT64", shape: [], data: s },
+      ], ["T"]);
+      expect(r.outputs).toEqual([{ name: "T", datatype: "INT64", shape: [], data: s }]);
+    } finally {
+      close();
+    }
+  });
+
+  it("describe() accepts a folder holding model.onnx, as Triton does", async () => {
+    const folder = join(dir.path, "as-folder");
+    mkdirSync(folder);
+    copyFileSync(dir.model(addSubSpec("folder_src")), join(folder, "model.onnx"));
+    const io = await backend.describe(folder, {});
+    expect(io.inputs.map((t) => t.name)).toEqual(["A", "B"]);
+    const { inst, close } = await instanceFor(dir.path, folder);
+    try {
+      const r = await inst.execute([i32Tensor("A", [1, 16], Array(16).fill(5)), i32Tensor("B", [1, 16], Array(16).fill(2))], ["DIFF"]);
+      expect(int32s(r.outputs[0]!)).toEqual(Array(16).fill(3));
+    } finally {
+      close();
+    }
+  });
+
+  it("Cast from FP32 gives the IEEE half and bfloat16 bit patterns", async () => {
+    const path = dir.model({
+      name: "cast16",
+      inputs: [valueInfo("X", ElemType.FLOAT, [-1])],
+      outputs: [valueInfo("H", ElemType.FLOAT16, [-1]), valueInfo("B", ElemType.BFLOAT16, [-1])],
+      nodes: [node("Cast", ["X"], ["H"], { to: ElemType.FLOAT16 }), node("Cast", ["X"], ["B"], { to: ElemType.BFLOAT16 })],
+    });
+    const { inst, close } = await instanceFor(dir.path, path);
+    try {
+      // Values exact in both formats, so no rounding mode is involved.
+      const x = Float32Array.of(1, -2, 0.5, 3.140625, Infinity, -0, 0.0078125);
+      const r = await inst.execute([{ name: "X", datatype: "FP32", shape: [x.length], data: bytesOf(x) }], []);
+      const u16 = (t: Tensor) => [...new Uint16Array(t.data.slice().buffer)];
+      expect(r.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual([["H", "FP16", [7]], ["B", "BF16", [7]]]);
+      expect(u16(r.outputs[0]!)).toEqual([0x3c00, 0xc000, 0x3800, 0x4248, 0x7c00, 0x8000, 0x2000]);
+      expect(u16(r.outputs[1]!)).toEqual([0x3f80, 0xc000, 0x3f00, 0x4049, 0x7f80, 0x8000, 0x3c00]);
+    } finally {
+      close();
+    }
+  });
 });
 
-describe("Add/Sub and requested outputs", () => {
-  let inst: BackendInstance;
+// ---------------------------------------------------------------------------------------
+
+describe.each(["auto", "sync", "async"])("Add/Sub INT32 [-1,16] (run_mode %s)", (mode) => {
+  let inst: Awaited<ReturnType<typeof instanceFor>>;
   beforeAll(async () => {
-    const path = writeModel("addsub", encodeModel({
-      name: "addsub",
-      inputs: [valueInfo("A", ElemType.INT32, ["batch", 16]), valueInfo("B", ElemType.INT32, ["batch", 16])],
-      outputs: [valueInfo("SUM", ElemType.INT32, ["batch", 16]), valueInfo("DIFF", ElemType.INT32, ["batch", 16])],
-      nodes: [node("Add", ["A", "B"], ["SUM"]), node("Sub", ["A", "B"], ["DIFF"])],
-    }));
-    inst = await instanceFor(path);
+    inst = await instanceFor(dir.path, dir.model(addSubSpec()), { name: `addsub_${mode}`, parameters: params({ run_mode: mode }) });
   });
   afterAll(() => inst.close());
 
-  it("gives exact results at batch 1 and 8, outputs in the asked order", async () => {
-    for (const batch of [1, 8]) {
-      const a = Int32Array.from({ length: 16 * batch }, (_, i) => i * 3);
-      const b = Int32Array.from({ length: 16 * batch }, (_, i) => 1000 - i);
-      const r = await inst.execute(
-        [{ name: "A", datatype: "INT32", shape: [batch, 16], data: new Uint8Array(a.buffer) }, { name: "B", datatype: "INT32", shape: [batch, 16], data: new Uint8Array(b.buffer) }],
-        ["DIFF", "SUM"],
-      );
-      expect(r.outputs.map((o) => o.name)).toEqual(["DIFF", "SUM"]);
-      expect([...new Int32Array(r.outputs[0]!.data.slice().buffer)]).toEqual([...a].map((x, i) => x - b[i]!));
-      expect([...new Int32Array(r.outputs[1]!.data.slice().buffer)]).toEqual([...a].map((x, i) => x + b[i]!));
-      expect(r.outputs[1]!.shape).toEqual([batch, 16]);
-    }
-    const only = await inst.execute(
-      [{ name: "A", datatype: "INT32", shape: [1, 16], data: new Uint8Array(64) }, { name: "B", datatype: "INT32", shape: [1, 16], data: new Uint8Array(64) }],
-      ["SUM"],
-    );
-    expect(only.outputs.map((o) => o.name)).toEqual(["SUM"]);
-  });
-
-  it("reports a bad run as an onnxruntime error and keeps working", async () => {
-    await expect(
-      inst.execute([{ name: "A", datatype: "INT32", shape: [1, 15], data: new Uint8Array(60) }, { name: "B", datatype: "INT32", shape: [1, 16], data: new Uint8Array(64) }], ["SUM"]),
-    ).rejects.toThrow(/^onnxruntime: Run: ORT_/);
-    const ok = await inst.execute(
-      [{ name: "A", datatype: "INT32", shape: [1, 16], data: new Uint8Array(Int32Array.from({ length: 16 }, () => 2).buffer) }, { name: "B", datatype: "INT32", shape: [1, 16], data: new Uint8Array(64) }],
-      ["SUM"],
-    );
-    expect([...new Int32Array(ok.outputs[0]!.data.slice().buffer)]).toEqual(Array(16).fill(2));
-  });
-});
-
-describe("long runs leave the event loop free", () => {
-  it("timers fire while an async MatMul runs, and sync/async/auto agree", async () => {
-    const n = 1024;
-    const w = new Float32Array(n * n).map((_, i) => ((i * 7919) % 13) / 13 - 0.5);
-    const path = writeModel("matmul", encodeModel({
-      name: "mm",
-      inputs: [valueInfo("X", ElemType.FLOAT, ["batch", n])],
-      outputs: [valueInfo("Y", ElemType.FLOAT, ["batch", n])],
-      nodes: [node("MatMul", ["X", "W"], ["T1"]), node("MatMul", ["T1", "W"], ["T2"]), node("MatMul", ["T2", "W"], ["Y"])],
-      initializers: [initializer("W", ElemType.FLOAT, [n, n], new Uint8Array(w.buffer))],
-    }));
-    const x = new Float32Array(64 * n).map((_, i) => (i % 5) / 5);
-    const input = (): Tensor[] => [{ name: "X", datatype: "FP32", shape: [64, n], data: new Uint8Array(x.slice().buffer) }];
-    const results: Uint8Array[] = [];
-    for (const mode of ["async", "sync", "auto"]) {
-      const inst = await instanceFor(path, { parameters: { run_mode: { string_value: mode } } }, `mm_${mode}`);
-      // Which settles first: the run, or a timer armed right after the run started?
-      const order: string[] = [];
-      const run = inst.execute(input(), ["Y"]).then((r) => {
-        order.push("run");
-        return r;
-      });
-      setTimeout(() => order.push("timer"), 0);
-      const r = await run;
-      await new Promise((resolve) => setTimeout(resolve, 2));
-      // 3 × 64×1024×1024 multiply-adds take milliseconds at least: an async run is still
-      // in flight when the timer fires; a sync run finished before the timer was armed.
-      if (mode === "async") expect(order).toEqual(["timer", "run"]);
-      if (mode === "sync") expect(order).toEqual(["run", "timer"]);
-      results.push(r.outputs[0]!.data);
-      inst.close();
-    }
-    expect(results[1]).toEqual(results[0]);
-    expect(results[2]).toEqual(results[0]);
-  });
-});
-
-describe("errors and ownership", () => {
-  it("a corrupt model file fails with ORT's reason", async () => {
-    const path = writeModel("corrupt", new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9]));
-    await expect(instanceFor(path)).rejects.toThrow(/^onnxruntime: CreateSession\(.*corrupt\.onnx\): ORT_(INVALID_PROTOBUF|FAIL|INVALID_GRAPH): /);
-    await expect(backend.describe(join(dir, "missing.onnx"), {})).rejects.toThrow(/^onnxruntime: CreateSession\(.*missing\.onnx\): ORT_NO_SUCHFILE: /);
-  });
-
-  it("close() twice is safe for instances and models; a close during a run waits for it", async () => {
-    const path = writeModel("id2", encodeModel({
-      name: "id2",
-      inputs: [valueInfo("X", ElemType.FLOAT, [2])],
-      outputs: [valueInfo("Y", ElemType.FLOAT, [2])],
-      nodes: [node("Identity", ["X"], ["Y"])],
-    }));
-    const model = await backend.load({ config: { name: "id2", parameters: { run_mode: { string_value: "async" } } }, modelName: "id2", version: 1, modelDir: dir, modelPath: path, backendConfig: {} });
-    const inst = await model.createInstance("id2_0", "KIND_CPU", 0);
-    const data = new Uint8Array(new Float32Array([1.5, -2]).buffer);
-    const pending = inst.execute([{ name: "X", datatype: "FP32", shape: [2], data }], ["Y"]);
-    inst.close();
-    inst.close();
-    expect((await pending).outputs[0]!.data).toEqual(data);
-    await expect(inst.execute([{ name: "X", datatype: "FP32", shape: [2], data }], ["Y"])).rejects.toThrow("onnxruntime: session is closed");
-    model.close();
-    model.close();
-  });
-
-  it("maps Triton's onnxruntime parameters to session options", () => {
-    const base: ModelConfig = { name: "m", instance_group: [{ count: 2 }] };
-    expect(sessionConfig({ ...base, parameters: { intra_op_thread_count: { string_value: "3" }, inter_op_thread_count: { string_value: "2" }, enable_mem_arena: { string_value: "0" }, allow_spinning: { string_value: "true" } }, optimization: { graph: { level: -1 } } })).toEqual({
-      intraOpThreads: 3, interOpThreads: 2, graphOptimizationLevel: 1, allowSpinning: true, memArena: false, entries: {},
+  it("describe() gives both outputs", async () => {
+    expect(await backend.describe(dir.model(addSubSpec()), {})).toEqual({
+      inputs: [{ name: "A", datatype: "INT32", shape: [-1, 16] }, { name: "B", datatype: "INT32", shape: [-1, 16] }],
+      outputs: [{ name: "SUM", datatype: "INT32", shape: [-1, 16] }, { name: "DIFF", datatype: "INT32", shape: [-1, 16] }],
     });
-    expect(sessionConfig({ ...base, parameters: { "session.disable_prepacking": { string_value: "1" } } }).entries).toEqual({ "session.disable_prepacking": "1" });
-    const d = sessionConfig(base);
-    expect(d.intraOpThreads).toBe(Math.max(1, Math.floor(availableParallelism() / 2)));
-    expect([d.interOpThreads, d.graphOptimizationLevel, d.allowSpinning, d.memArena]).toEqual([1, 99, false, true]);
-    expect(sessionConfig({ ...base, optimization: { graph: { level: 1 } } }).graphOptimizationLevel).toBe(2);
-    expect(() => sessionConfig({ ...base, parameters: { intra_op_thread_count: { string_value: "lots" } } })).toThrow(
-      "model 'm': parameter 'intra_op_thread_count' must be a non-negative integer, got 'lots'",
-    );
   });
 
-  it("refuses execution accelerators and GPU instances on the CPU build", async () => {
-    const path = writeModel("acc", encodeModel({ name: "acc", inputs: [valueInfo("X", ElemType.FLOAT, [1])], outputs: [valueInfo("Y", ElemType.FLOAT, [1])], nodes: [node("Identity", ["X"], ["Y"])] }));
-    await expect(
-      backend.load({ config: { name: "acc", optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "tensorrt" }] } } }, modelName: "acc", version: 1, modelDir: dir, modelPath: path, backendConfig: {} }),
-    ).rejects.toThrow("model 'acc': execution accelerator(s) 'tensorrt' are not available in this ONNX Runtime build (CPU only)");
-    const model = await backend.load({ config: { name: "acc" }, modelName: "acc", version: 1, modelDir: dir, modelPath: path, backendConfig: {} });
-    await expect(model.createInstance("g", "KIND_GPU", 0)).rejects.toThrow("KIND_GPU instances need the CUDA execution provider");
+  for (const batch of [1, 8]) {
+    it(`gives exact results at batch ${batch}, outputs in the asked order`, async () => {
+      const { a, b, inputs } = addSubInputs(batch, batch);
+      const r = await inst.inst.execute(inputs, ["DIFF", "SUM"]);
+      expect(r.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual([["DIFF", "INT32", [batch, 16]], ["SUM", "INT32", [batch, 16]]]);
+      expect(int32s(r.outputs[0]!)).toEqual(a.map((x, i) => x - b[i]!));
+      expect(int32s(r.outputs[1]!)).toEqual(a.map((x, i) => x + b[i]!));
+      expect(r.computeInferNs).toBeGreaterThan(0);
+    });
+  }
+
+  it("returns only the outputs asked for, and every output in model order when none is named", async () => {
+    const { a, b, inputs } = addSubInputs(3);
+    const sum = await inst.inst.execute(inputs, ["SUM"]);
+    expect(sum.outputs.map((o) => o.name)).toEqual(["SUM"]);
+    expect(int32s(sum.outputs[0]!)).toEqual(a.map((x, i) => x + b[i]!));
+    const diff = await inst.inst.execute(inputs, ["DIFF"]);
+    expect(diff.outputs.map((o) => o.name)).toEqual(["DIFF"]);
+    expect(int32s(diff.outputs[0]!)).toEqual(a.map((x, i) => x - b[i]!));
+    const all = await inst.inst.execute(inputs, []);
+    expect(all.outputs.map((o) => o.name)).toEqual(["SUM", "DIFF"]);
+  });
+
+  it("reads inputs that are unaligned views into a larger buffer", async () => {
+    for (const batch of [1, 4]) {
+      const { a, b } = addSubInputs(batch, 7);
+      const bytes = 64 * batch;
+      const backing = new Uint8Array(1 + 2 * bytes + 3).fill(0xee);
+      backing.set(bytesOf(Int32Array.from(a)), 1);
+      backing.set(bytesOf(Int32Array.from(b)), 1 + bytes + 1);
+      const A: Tensor = { name: "A", datatype: "INT32", shape: [batch, 16], data: backing.subarray(1, 1 + bytes) };
+      const B: Tensor = { name: "B", datatype: "INT32", shape: [batch, 16], data: backing.subarray(2 + bytes, 2 + 2 * bytes) };
+      const r = await inst.inst.execute([A, B], ["SUM", "DIFF"]);
+      expect(int32s(r.outputs[0]!)).toEqual(a.map((x, i) => x + b[i]!));
+      expect(int32s(r.outputs[1]!)).toEqual(a.map((x, i) => x - b[i]!));
+    }
+  });
+
+  it("broadcasts a batch-1 input against a batch-8 one", async () => {
+    const { a, inputs } = addSubInputs(8);
+    const b = Array.from({ length: 16 }, (_, i) => i);
+    const r = await inst.inst.execute([inputs[0]!, i32Tensor("B", [1, 16], b)], ["SUM"]);
+    expect(r.outputs[0]!.shape).toEqual([8, 16]);
+    expect(int32s(r.outputs[0]!)).toEqual(a.map((x, i) => x + b[i % 16]!));
+  });
+});
+
+// Regression: outputs with a dynamic first dim were once preallocated as [input batch, ...]
+// even for models outside Triton's batching contract.
+it("an output whose dynamic dim 0 is not the batch gets its computed shape", async () => {
+  const path = dir.model({
+    name: "concat0",
+    inputs: [valueInfo("X", ElemType.FLOAT, ["batch", 4])],
+    outputs: [valueInfo("Y", ElemType.FLOAT, ["rows", 4])],
+    nodes: [node("Concat", ["X", "X"], ["Y"], { axis: 0 })],
+  });
+  const { inst, close } = await instanceFor(dir.path, path);
+  try {
+    const x = Float32Array.from({ length: 8 }, (_, i) => i);
+    const r = await inst.execute([{ name: "X", datatype: "FP32", shape: [2, 4], data: bytesOf(x) }], ["Y"]);
+    expect(r.outputs[0]!.shape).toEqual([4, 4]);
+    expect([...float32s(r.outputs[0]!)]).toEqual([...x, ...x]);
+  } finally {
+    close();
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+describe("errors", () => {
+  it("a corrupt model file fails at createInstance and describe with ORT's reason", async () => {
+    const rnd = mulberry32(1234);
+    const path = dir.write("corrupt", Uint8Array.from({ length: 4096 }, () => Math.floor(rnd() * 256)));
+    const model = await loadModel(dir.path, path);
+    const err = await rejection(model.createInstance("c_0", "KIND_CPU", 0));
+    expect(err.message.startsWith(`onnxruntime: CreateSession(${path}): `)).toBe(true);
+    expect(err.message).toContain("ORT_");
+    expect(err.message).toMatch(/: ORT_(INVALID_PROTOBUF|FAIL|INVALID_GRAPH): /);
     model.close();
+    const err2 = await rejection(backend.describe(path, {}));
+    expect(err2.message.startsWith(`onnxruntime: CreateSession(${path}): ORT_`)).toBe(true);
+  });
+
+  it("a missing model file names the path and ORT_NO_SUCHFILE", async () => {
+    const path = join(dir.path, "missing.onnx");
+    const model = await loadModel(dir.path, path);
+    const err = await rejection(model.createInstance("m_0", "KIND_CPU", 0));
+    expect(err.message).toMatch(new RegExp(`^onnxruntime: CreateSession\\(${escape(path)}\\): ORT_NO_SUCHFILE: .*${escape(path)}`));
+    model.close();
+    await expect(backend.describe(path, {})).rejects.toThrow(new RegExp(`^onnxruntime: CreateSession\\(${escape(path)}\\): ORT_NO_SUCHFILE: `));
+    // A folder without model.onnx names the file looked for.
+    const folder = join(dir.path, "empty-folder");
+    mkdirSync(folder);
+    await expect(backend.describe(folder, {})).rejects.toThrow(`onnxruntime: CreateSession(${folder}/model.onnx): ORT_NO_SUCHFILE: `);
+  });
+
+  describe.each(["sync", "async"])("a bad run (run_mode %s) is an onnxruntime Run error and the instance keeps working", (mode) => {
+    let inst: Awaited<ReturnType<typeof instanceFor>>;
+    const good = (): Tensor => ({ name: "X", datatype: "FP32", shape: [2, 3], data: bytesOf(Float32Array.of(1, 2, 3, 4, 5, 6)) });
+    beforeAll(async () => {
+      const path = dir.model({
+        name: "fixed",
+        inputs: [valueInfo("X", ElemType.FLOAT, [2, 3])],
+        outputs: [valueInfo("Y", ElemType.FLOAT, [2, 3])],
+        nodes: [node("Neg", ["X"], ["Y"])],
+      });
+      inst = await instanceFor(dir.path, path, { name: `fixed_${mode}`, parameters: params({ run_mode: mode }) });
+    });
+    afterAll(() => inst.close());
+
+    const cases: [string, Tensor[], string[], RegExp][] = [
+      ["a wrong shape", [{ name: "X", datatype: "FP32", shape: [3, 2], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Got invalid dimensions for input: X/],
+      ["a wrong rank", [{ name: "X", datatype: "FP32", shape: [6], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: /],
+      ["a wrong datatype", [{ name: "X", datatype: "INT32", shape: [2, 3], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Unexpected input data type/],
+      ["an unknown input", [{ name: "Z", datatype: "FP32", shape: [2, 3], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Invalid input name: Z/],
+      ["an unknown output", [good()], ["Q"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Invalid output name: Q/],
+      ["too few bytes", [{ name: "X", datatype: "FP32", shape: [2, 3], data: new Uint8Array(20) }], ["Y"], /^onnxruntime: CreateTensorWithDataAsOrtValue\(X\): ORT_INVALID_ARGUMENT: not enough space/],
+    ];
+    for (const [what, inputs, outputs, re] of cases) {
+      it(what, async () => {
+        const err = await rejection(inst.inst.execute(inputs, outputs));
+        expect(err.code).toBe("INVALID_ARG");
+        expect(err.message).toMatch(re);
+        const r = await inst.inst.execute([good()], ["Y"]);
+        expect(r.outputs[0]!.shape).toEqual([2, 3]);
+        expect([...float32s(r.outputs[0]!)]).toEqual([-1, -2, -3, -4, -5, -6]);
+      });
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+
+describe("session options from the model config", () => {
+  const base: ModelConfig = { name: "m", instance_group: [{ count: 2, kind: "KIND_CPU" }] };
+  const cores = availableParallelism();
+
+  it("maps Triton's onnxruntime parameters", () => {
+    expect(
+      sessionConfig({
+        ...base,
+        parameters: params({ intra_op_thread_count: "3", inter_op_thread_count: "2", enable_mem_arena: "0", allow_spinning: "true" }),
+        optimization: { graph: { level: -1 } },
+      }),
+    ).toEqual({ intraOpThreads: 3, interOpThreads: 2, graphOptimizationLevel: 1, allowSpinning: true, memArena: false, entries: {} });
+    expect(sessionConfig({ ...base, parameters: params({ enable_mem_arena: "false" }) }).memArena).toBe(false);
+    expect(sessionConfig({ ...base, parameters: params({ enable_mem_arena: "1" }) }).memArena).toBe(true);
+    expect(sessionConfig({ ...base, parameters: params({ allow_spinning: "false" }) }).allowSpinning).toBe(false);
+    expect(sessionConfig({ ...base, parameters: params({ "session.disable_prepacking": "1", run_mode: "sync" }) }).entries).toEqual({ "session.disable_prepacking": "1" });
+  });
+
+  it("maps optimization.graph.level: -1 → ENABLE_BASIC, 1 → ENABLE_EXTENDED, 0 and unset → ENABLE_ALL", () => {
+    const level = (l?: number) => sessionConfig({ ...base, ...(l === undefined ? {} : { optimization: { graph: { level: l } } }) }).graphOptimizationLevel;
+    expect(level(-1)).toBe(1);
+    expect(level(1)).toBe(2);
+    expect(level(0)).toBe(99);
+    expect(level(undefined)).toBe(99);
+    expect(sessionConfig({ ...base, optimization: {} }).graphOptimizationLevel).toBe(99);
+  });
+
+  it("defaults: intra threads = floor(cores / instances) ≥ 1, one inter thread, arena on, no spinning", () => {
+    const intra = (instance_group?: ModelConfig["instance_group"]) => sessionConfig({ name: "m", ...(instance_group ? { instance_group } : {}) }).intraOpThreads;
+    expect(intra(undefined)).toBe(cores);
+    expect(intra([])).toBe(cores);
+    expect(intra([{ kind: "KIND_CPU" }])).toBe(cores);
+    expect(intra([{ count: 2 }])).toBe(Math.max(1, Math.floor(cores / 2)));
+    expect(intra([{ count: 2 }, { count: 3 }])).toBe(Math.max(1, Math.floor(cores / 5)));
+    expect(intra([{ count: 10_000 }])).toBe(1);
+    // 0 means "default", as in Triton.
+    expect(sessionConfig({ ...base, parameters: params({ intra_op_thread_count: "0" }) }).intraOpThreads).toBe(Math.max(1, Math.floor(cores / 2)));
+    const d = sessionConfig(base);
+    expect([d.interOpThreads, d.graphOptimizationLevel, d.allowSpinning, d.memArena, d.entries]).toEqual([1, 99, false, true, {}]);
+  });
+
+  it("a bad thread count is INVALID_ARG with the exact message", () => {
+    for (const key of ["intra_op_thread_count", "inter_op_thread_count"]) {
+      for (const v of ["lots", "-1", "1.5"]) {
+        let err: unknown;
+        try {
+          sessionConfig({ ...base, parameters: params({ [key]: v }) });
+        } catch (e) {
+          err = e;
+        }
+        expect(err).toBeInstanceOf(ServerError);
+        expect((err as ServerError).code).toBe("INVALID_ARG");
+        expect((err as ServerError).message).toBe(`model 'm': parameter '${key}' must be a non-negative integer, got '${v}'`);
+      }
+    }
+  });
+
+  it("load() rejects a bad value and an unknown run_mode with INVALID_ARG", async () => {
+    const path = dir.model(addSubSpec("opts_bad"));
+    const e1 = await rejection(loadModel(dir.path, path, { name: "bad", parameters: params({ intra_op_thread_count: "many" }) }));
+    expect([e1.code, e1.message]).toEqual(["INVALID_ARG", "model 'bad': parameter 'intra_op_thread_count' must be a non-negative integer, got 'many'"]);
+    const e2 = await rejection(loadModel(dir.path, path, { name: "bad", parameters: params({ run_mode: "fast" }) }));
+    expect([e2.code, e2.message]).toEqual(["INVALID_ARG", "model 'bad': parameter 'run_mode' must be auto, async or sync, got 'fast'"]);
+  });
+
+  it("execution accelerators are UNSUPPORTED, named in the message; so are KIND_GPU instances", async () => {
+    const path = dir.model(addSubSpec("opts_acc"));
+    const e1 = await rejection(
+      loadModel(dir.path, path, {
+        name: "acc",
+        optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "tensorrt" }], cpu_execution_accelerator: [{ name: "openvino" }] } },
+      }),
+    );
+    expect(e1.code).toBe("UNSUPPORTED");
+    expect(e1.message).toBe("model 'acc': execution accelerator(s) 'tensorrt', 'openvino' are not available in this ONNX Runtime build (CPU only)");
+    const e2 = await rejection(loadModel(dir.path, path, { name: "acc", optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "cuda" }] } } }));
+    expect(e2.message).toBe("model 'acc': execution accelerator(s) 'cuda' are not available in this ONNX Runtime build (CPU only)");
+    const model = await loadModel(dir.path, path, { name: "acc" });
+    const e3 = await rejection(model.createInstance("g", "KIND_GPU", 0));
+    expect(e3.code).toBe("UNSUPPORTED");
+    expect(e3.message).toContain("KIND_GPU instances need the CUDA execution provider");
+    model.close();
+  });
+
+  it("ORT accepts every option combination and the session computes the same", async () => {
+    const path = dir.model(addSubSpec("opts_ok"));
+    const { a, b, inputs } = addSubInputs(2, 5);
+    const variants: ModelConfig[] = [
+      { parameters: params({ intra_op_thread_count: "1", inter_op_thread_count: "2", enable_mem_arena: "0", allow_spinning: "true" }), optimization: { graph: { level: -1 } } },
+      { parameters: params({ enable_mem_arena: "1", allow_spinning: "false", "session.disable_prepacking": "1" }), optimization: { graph: { level: 1 } } },
+      { optimization: { graph: { level: 0 } } },
+    ];
+    for (const v of variants) {
+      const { inst, close } = await instanceFor(dir.path, path, { name: "opts", ...v });
+      try {
+        const r = await inst.execute(inputs, ["SUM", "DIFF"]);
+        expect(int32s(r.outputs[0]!)).toEqual(a.map((x, i) => x + b[i]!));
+        expect(int32s(r.outputs[1]!)).toEqual(a.map((x, i) => x - b[i]!));
+      } finally {
+        close();
+      }
+    }
   });
 });

@@ -81,9 +81,13 @@ class OrtInstance implements BackendInstance {
   readonly #outputNames: string[];
   #mode: RunMode;
   #sync: boolean;
+  readonly #batched: boolean;
+  #fastestAsyncUs = Infinity;
+  #slowSyncRuns = 0;
 
-  constructor(name: string, session: OrtSession, mode: RunMode) {
+  constructor(name: string, session: OrtSession, mode: RunMode, batched: boolean) {
     this.name = name;
+    this.#batched = batched;
     this.#session = session;
     this.#outputNames = session.outputs.map((o) => o.name);
     this.#mode = mode;
@@ -95,17 +99,34 @@ class OrtInstance implements BackendInstance {
     const ortInputs = inputs.map(toOrtInput);
     const names = outputNames.length > 0 ? outputNames : this.#outputNames;
     const t1 = nowNs();
-    const raw = await this.#session.run(ortInputs, names, !this.#sync);
+    const raw = await this.#session.run(ortInputs, names, !this.#sync, this.#batched);
     const t2 = nowNs();
     const outputs = raw.map(fromOrtOutput);
     const t3 = nowNs();
-    if (this.#mode === "auto") {
-      // The worker hop costs ~50 µs: tiny models run inline; anything slow goes back to the worker.
-      const us = t2 - t1 / 1000;
-      if (!this.#sync && us < SYNC_THRESHOLD_US) this.#sync = true;
-      else if (this.#sync && us > SYNC_THRESHOLD_US * 5) this.#sync = false;
-    }
+    if (this.#mode === "auto") this.#adapt((t2 - t1) / 1000);
     return { outputs, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: t3 - t2 };
+  }
+
+  /**
+   * "auto": the worker hop costs ~50 µs, so a model whose fastest async run stays under
+   * SYNC_THRESHOLD_US runs inline; two inline runs in a row over 10× that send it back to
+   * the worker. Minimums and the two-in-a-row rule keep a busy machine from flapping.
+   */
+  #adapt(us: number): void {
+    if (!this.#sync) {
+      this.#fastestAsyncUs = Math.min(this.#fastestAsyncUs, us);
+      if (this.#fastestAsyncUs < SYNC_THRESHOLD_US) {
+        this.#sync = true;
+        this.#slowSyncRuns = 0;
+      }
+    } else if (us > SYNC_THRESHOLD_US * 10) {
+      if (++this.#slowSyncRuns >= 2) {
+        this.#sync = false;
+        this.#fastestAsyncUs = Infinity;
+      }
+    } else {
+      this.#slowSyncRuns = 0;
+    }
   }
 
   close(): void {
@@ -131,7 +152,7 @@ class OrtModel implements BackendModel {
     if (kind === "KIND_GPU") throw unsupported(`model '${this.#ctx.modelName}': KIND_GPU instances need the CUDA execution provider, which this ONNX Runtime build lacks`);
     if (!this.#options) throw new ServerError("INTERNAL", "model is closed");
     const session = await OrtSession.open(this.#rt, this.#ctx.modelPath, this.#options);
-    return new OrtInstance(name, session, this.#mode);
+    return new OrtInstance(name, session, this.#mode, (this.#ctx.config.max_batch_size ?? 0) > 0);
   }
 
   close(): void {
