@@ -1,200 +1,931 @@
-/** C-01, C-02: config.pbtxt parse and print; every ModelConfig field round-trips. */
+/**
+ * C-01, C-02: config.pbtxt (protobuf text format) parse and print.
+ *
+ * Four hand-written Triton-style configs together set every field of inference.ModelConfig
+ * and of every message reachable from it (one config cannot: oneof members exclude each
+ * other); the reflected schema checks that claim. Then: Triton syntax variants, the
+ * printer's exact text, and every syntax error with its exact `file:line:col: message`.
+ */
 import { describe, it, expect } from "vitest";
 import protobuf from "protobufjs";
 import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
-import { configToJson, configFromJson } from "../../../src/model-config/json.ts";
-import { modelConfigType, fieldKind, mapKeyType, realOneof } from "../../../src/model-config/schema.ts";
+import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
+import { ServerError } from "../../../src/core/errors.ts";
+import type { ModelConfig } from "../../../src/model-config/types.ts";
 
 type Obj = Record<string, unknown>;
 
-/** Builds a value for every field of `type` (first member of each oneof), recursively. */
-function everyField(type: protobuf.Type, seen: Set<string>, counter: { fields: number }): Obj {
-  const out: Obj = {};
-  const oneofTaken = new Set<string>();
-  for (const field of type.fieldsArray) {
-    const oneof = realOneof(field);
-    if (oneof) {
-      if (oneofTaken.has(oneof.name)) continue;
-      oneofTaken.add(oneof.name);
-    }
-    counter.fields++;
-    const kind = fieldKind(field);
-    const sample = (): unknown => {
-      switch (kind) {
-        case "message": {
-          const t = field.resolvedType as protobuf.Type;
-          if (seen.has(t.fullName)) return {};
-          return everyField(t, new Set([...seen, t.fullName]), counter);
-        }
-        case "enum": {
-          const values = Object.keys((field.resolvedType as protobuf.Enum).values);
-          return values[values.length - 1];
-        }
-        case "bool":
-          return true;
-        case "string":
-          return `${field.name} "quoted" \\ é`;
-        case "int":
-          return -7;
-        case "uint":
-          return 7;
-        case "float":
-          return 0.5;
-        default:
-          throw new Error(kind);
+// ------------------------------------------------------------------------------ fixtures
+
+const FULL_TEXT = `
+# Every field that a dynamic-batching ONNX model can carry.
+name: "full"
+platform: "onnxruntime_onnx"
+backend: "onnxruntime"
+runtime: "libtriton_onnxruntime.so"
+version_policy: { latest: { num_versions: 2 } }
+max_batch_size: 16
+input [
+  {
+    name: "INPUT0"
+    data_type: TYPE_FP32
+    format: FORMAT_NCHW
+    dims: [ 3, -1, -1 ]
+    reshape: { shape: [ 3, -1, -1 ] }
+    is_shape_tensor: false
+    allow_ragged_batch: true
+    optional: True
+    is_non_linear_format_io: f
+  },
+  { name: "SHAPE" data_type: TYPE_INT64 dims: [ 2 ] is_shape_tensor: 1 }
+]
+output {
+  name: "OUTPUT0"
+  data_type: TYPE_FP16
+  dims: [ 1000 ]
+  reshape < shape: [ 1, 1000 ] >
+  label_filename: "labels.txt"
+  is_shape_tensor: False
+  is_non_linear_format_io: t
+}
+batch_input [
+  { kind: BATCH_ACCUMULATED_ELEMENT_COUNT target_name: "INDEX" data_type: TYPE_INT32 source_input: "INPUT0" }
+]
+batch_input { kind: 5 target_name: [ "A", "B" ] data_type: TYPE_FP32 source_input: [ "SHAPE" ] }
+batch_output { target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "INPUT0" }
+optimization {
+  graph { level: -1 }
+  priority: PRIORITY_MAX
+  cuda {
+    graphs: true
+    busy_wait_events: true
+    graph_spec [
+      {
+        batch_size: 8
+        input { key: "INPUT0" value: { dim: [ 3, 224, 224 ] } }
+        graph_lower_bound { batch_size: 1 input { key: "INPUT0" value { dim: [ 3, 112, 112 ] } } }
       }
-    };
-    if (field.map) {
-      const key = mapKeyType(field) === "string" ? "k1" : "3";
-      out[field.name] = { [key]: sample() };
-    } else if (field.repeated) {
-      out[field.name] = [sample(), sample()];
-    } else {
-      out[field.name] = sample();
+    ]
+    output_copy_stream: true
+  }
+  execution_accelerators {
+    gpu_execution_accelerator: [
+      {
+        name: "tensorrt"
+        parameters { key: "precision_mode" value: "FP16" }
+        parameters { key: "max_workspace_size_bytes" value: "1073741824" }
+      }
+    ]
+    cpu_execution_accelerator: [ { name: "openvino" } ]
+  }
+  input_pinned_memory { enable: false }
+  output_pinned_memory: { enable: true }
+  gather_kernel_buffer_threshold: 4
+  eager_batching: true
+}
+dynamic_batching {
+  preferred_batch_size: [ 4, 8 ]
+  max_queue_delay_microseconds: 100
+  preserve_ordering: true
+  priority_levels: 3
+  default_priority_level: 2
+  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5000 allow_timeout_override: true max_queue_size: 32 }
+  priority_queue_policy { key: 1 value: { timeout_action: REJECT max_queue_size: 4 } }
+  priority_queue_policy [ { key: 3, value { default_timeout_microseconds: 200 } } ]
+}
+instance_group [
+  {
+    name: "gpu_group"
+    kind: KIND_GPU
+    count: 2
+    rate_limiter {
+      resources [ { name: "R1" global: true count: 4 }, { name: "R2" count: 1 } ]
+      priority: 2
+    }
+    gpus: [ 0, 1 ]
+    secondary_devices [ { kind: KIND_NVDLA device_id: 1 } ]
+    profile: [ "0", "1" ]
+    passive: true
+    host_policy: "numa0"
+  },
+  { kind: KIND_CPU count: 1 }
+]
+default_model_filename: "model.onnx"
+cc_model_filenames { key: "7.5" value: "model_t4.plan" }
+cc_model_filenames [ { key: "8.0", value: "model_a100.plan" } ]
+metric_tags { key: "team" value: "vision" }
+parameters { key: "intra_op_thread_count" value: { string_value: "4" } }
+parameters [
+  { key: "execution_mode" value: { string_value: "0" } },
+  { key: "inter_op_thread_count", value: { string_value: "1" } }
+]
+model_warmup [
+  {
+    name: "zeros"
+    batch_size: 2
+    inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 3, 8, 8 ] zero_data: true } }
+    inputs { key: "SHAPE" value: { data_type: TYPE_INT64 dims: [ 2 ] random_data: true } }
+    count: 3
+  },
+  { name: "file" batch_size: 1 inputs [ { key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 3, 8, 8 ] input_data_file: "raw_input0" } } ] }
+]
+model_operations { op_library_filename: [ "libcustom_ops.so" ] }
+model_transaction_policy { decoupled: false }
+model_repository_agents {
+  agents [ { name: "checksum" parameters { key: "MD5:1/model.onnx" value: "d41d8cd98f00b204e9800998ecf8427e" } } ]
+}
+response_cache { enable: true }
+model_metrics {
+  metric_control [
+    {
+      metric_identifier { family: "nv_inference_first_response_histogram_ms" }
+      histogram_options { buckets: [ 1e-3, 0.5, 2.5E1, 100, inf ] }
+    }
+  ]
+}
+`;
+
+const FULL: ModelConfig = {
+  name: "full",
+  platform: "onnxruntime_onnx",
+  backend: "onnxruntime",
+  runtime: "libtriton_onnxruntime.so",
+  version_policy: { latest: { num_versions: 2 } },
+  max_batch_size: 16,
+  input: [
+    {
+      name: "INPUT0",
+      data_type: "TYPE_FP32",
+      format: "FORMAT_NCHW",
+      dims: [3, -1, -1],
+      reshape: { shape: [3, -1, -1] },
+      is_shape_tensor: false,
+      allow_ragged_batch: true,
+      optional: true,
+      is_non_linear_format_io: false,
+    },
+    { name: "SHAPE", data_type: "TYPE_INT64", dims: [2], is_shape_tensor: true },
+  ],
+  output: [
+    {
+      name: "OUTPUT0",
+      data_type: "TYPE_FP16",
+      dims: [1000],
+      reshape: { shape: [1, 1000] },
+      label_filename: "labels.txt",
+      is_shape_tensor: false,
+      is_non_linear_format_io: true,
+    },
+  ],
+  batch_input: [
+    { kind: "BATCH_ACCUMULATED_ELEMENT_COUNT", target_name: ["INDEX"], data_type: "TYPE_INT32", source_input: ["INPUT0"] },
+    { kind: "BATCH_ITEM_SHAPE_FLATTEN", target_name: ["A", "B"], data_type: "TYPE_FP32", source_input: ["SHAPE"] },
+  ],
+  batch_output: [{ target_name: ["OUTPUT0"], kind: "BATCH_SCATTER_WITH_INPUT_SHAPE", source_input: ["INPUT0"] }],
+  optimization: {
+    graph: { level: -1 },
+    priority: "PRIORITY_MAX",
+    cuda: {
+      graphs: true,
+      busy_wait_events: true,
+      graph_spec: [
+        {
+          batch_size: 8,
+          input: { INPUT0: { dim: [3, 224, 224] } },
+          graph_lower_bound: { batch_size: 1, input: { INPUT0: { dim: [3, 112, 112] } } },
+        },
+      ],
+      output_copy_stream: true,
+    },
+    execution_accelerators: {
+      gpu_execution_accelerator: [
+        { name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } },
+      ],
+      cpu_execution_accelerator: [{ name: "openvino" }],
+    },
+    input_pinned_memory: { enable: false },
+    output_pinned_memory: { enable: true },
+    gather_kernel_buffer_threshold: 4,
+    eager_batching: true,
+  },
+  dynamic_batching: {
+    preferred_batch_size: [4, 8],
+    max_queue_delay_microseconds: 100,
+    preserve_ordering: true,
+    priority_levels: 3,
+    default_priority_level: 2,
+    default_queue_policy: { timeout_action: "DELAY", default_timeout_microseconds: 5000, allow_timeout_override: true, max_queue_size: 32 },
+    priority_queue_policy: {
+      "1": { timeout_action: "REJECT", max_queue_size: 4 },
+      "3": { default_timeout_microseconds: 200 },
+    },
+  },
+  instance_group: [
+    {
+      name: "gpu_group",
+      kind: "KIND_GPU",
+      count: 2,
+      rate_limiter: { resources: [{ name: "R1", global: true, count: 4 }, { name: "R2", count: 1 }], priority: 2 },
+      gpus: [0, 1],
+      secondary_devices: [{ kind: "KIND_NVDLA", device_id: 1 }],
+      profile: ["0", "1"],
+      passive: true,
+      host_policy: "numa0",
+    },
+    { kind: "KIND_CPU", count: 1 },
+  ],
+  default_model_filename: "model.onnx",
+  cc_model_filenames: { "7.5": "model_t4.plan", "8.0": "model_a100.plan" },
+  metric_tags: { team: "vision" },
+  parameters: {
+    intra_op_thread_count: { string_value: "4" },
+    execution_mode: { string_value: "0" },
+    inter_op_thread_count: { string_value: "1" },
+  },
+  model_warmup: [
+    {
+      name: "zeros",
+      batch_size: 2,
+      inputs: {
+        INPUT0: { data_type: "TYPE_FP32", dims: [3, 8, 8], zero_data: true },
+        SHAPE: { data_type: "TYPE_INT64", dims: [2], random_data: true },
+      },
+      count: 3,
+    },
+    { name: "file", batch_size: 1, inputs: { INPUT0: { data_type: "TYPE_FP32", dims: [3, 8, 8], input_data_file: "raw_input0" } } },
+  ],
+  model_operations: { op_library_filename: ["libcustom_ops.so"] },
+  model_transaction_policy: { decoupled: false },
+  model_repository_agents: { agents: [{ name: "checksum", parameters: { "MD5:1/model.onnx": "d41d8cd98f00b204e9800998ecf8427e" } }] },
+  response_cache: { enable: true },
+  model_metrics: {
+    metric_control: [
+      {
+        metric_identifier: { family: "nv_inference_first_response_histogram_ms" },
+        histogram_options: { buckets: [0.001, 0.5, 25, 100, Infinity] },
+      },
+    ],
+  },
+};
+
+const SEQ_DIRECT_TEXT = `
+name: "seq"
+backend: "onnxruntime"
+max_batch_size: 8
+version_policy { all { } }
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  direct { max_queue_delay_microseconds: 200 minimum_slot_utilization: 0.5 }
+  max_sequence_idle_microseconds: 5000000
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 0, 1 ] } ] },
+    { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] },
+    { name: "END" control [ { kind: CONTROL_SEQUENCE_END bool_false_true: [ false, true ] } ] },
+    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }
+  ]
+  state [
+    {
+      input_name: "INPUT_STATE"
+      output_name: "OUTPUT_STATE"
+      data_type: TYPE_FP32
+      dims: [ -1, 64 ]
+      initial_state [
+        { data_type: TYPE_FP32 dims: [ 1, 64 ] zero_data: true name: "zeros" },
+        { data_type: TYPE_FP32 dims: [ 1, 64 ] data_file: "init.bin" name: "from_file" }
+      ]
+      use_same_buffer_for_input_output: true
+      use_growable_memory: true
+    }
+  ]
+  iterative_sequence: true
+}
+`;
+
+const SEQ_DIRECT: ModelConfig = {
+  name: "seq",
+  backend: "onnxruntime",
+  max_batch_size: 8,
+  version_policy: { all: {} },
+  input: [{ name: "INPUT", data_type: "TYPE_INT32", dims: [1] }],
+  output: [{ name: "OUTPUT", data_type: "TYPE_INT32", dims: [1] }],
+  sequence_batching: {
+    direct: { max_queue_delay_microseconds: 200, minimum_slot_utilization: 0.5 },
+    max_sequence_idle_microseconds: 5000000,
+    control_input: [
+      { name: "START", control: [{ kind: "CONTROL_SEQUENCE_START", fp32_false_true: [0, 1] }] },
+      { name: "READY", control: [{ kind: "CONTROL_SEQUENCE_READY", int32_false_true: [0, 1] }] },
+      { name: "END", control: [{ kind: "CONTROL_SEQUENCE_END", bool_false_true: [false, true] }] },
+      { name: "CORRID", control: [{ kind: "CONTROL_SEQUENCE_CORRID", data_type: "TYPE_UINT64" }] },
+    ],
+    state: [
+      {
+        input_name: "INPUT_STATE",
+        output_name: "OUTPUT_STATE",
+        data_type: "TYPE_FP32",
+        dims: [-1, 64],
+        initial_state: [
+          { data_type: "TYPE_FP32", dims: [1, 64], zero_data: true, name: "zeros" },
+          { data_type: "TYPE_FP32", dims: [1, 64], data_file: "init.bin", name: "from_file" },
+        ],
+        use_same_buffer_for_input_output: true,
+        use_growable_memory: true,
+      },
+    ],
+    iterative_sequence: true,
+  },
+};
+
+const SEQ_OLDEST_TEXT = `
+name: "seq_oldest"
+max_batch_size: 4
+version_policy: { specific: { versions: [ 1, 3 ] } }
+sequence_batching {
+  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 100 preserve_ordering: true }
+}
+`;
+
+const SEQ_OLDEST: ModelConfig = {
+  name: "seq_oldest",
+  max_batch_size: 4,
+  version_policy: { specific: { versions: [1, 3] } },
+  sequence_batching: {
+    oldest: { max_candidate_sequences: 4, preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100, preserve_ordering: true },
+  },
+};
+
+const ENSEMBLE_TEXT = `
+name: "ensemble_model"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IMAGE" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "CLASSIFICATION" data_type: TYPE_FP32 dims: [ 1000 ] } ]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "preprocess"
+      model_version: -1
+      input_map { key: "RAW" value: "IMAGE" }
+      output_map { key: "PREPROCESSED" value: "preprocessed_image" }
+    },
+    {
+      model_name: "classifier"
+      model_version: 2
+      input_map { key: "INPUT0" value: "preprocessed_image" }
+      input_map { key: "INPUT1" value: "IMAGE" }
+      output_map { key: "OUTPUT0" value: "CLASSIFICATION" }
+      model_namespace: "ns"
+    }
+  ]
+  max_inflight_responses: 16
+}
+`;
+
+const ENSEMBLE: ModelConfig = {
+  name: "ensemble_model",
+  platform: "ensemble",
+  max_batch_size: 8,
+  input: [{ name: "IMAGE", data_type: "TYPE_STRING", dims: [1] }],
+  output: [{ name: "CLASSIFICATION", data_type: "TYPE_FP32", dims: [1000] }],
+  ensemble_scheduling: {
+    step: [
+      {
+        model_name: "preprocess",
+        model_version: -1,
+        input_map: { RAW: "IMAGE" },
+        output_map: { PREPROCESSED: "preprocessed_image" },
+      },
+      {
+        model_name: "classifier",
+        model_version: 2,
+        input_map: { INPUT0: "preprocessed_image", INPUT1: "IMAGE" },
+        output_map: { OUTPUT0: "CLASSIFICATION" },
+        model_namespace: "ns",
+      },
+    ],
+    max_inflight_responses: 16,
+  },
+};
+
+const FIXTURES: [string, string, ModelConfig][] = [
+  ["dynamic batching, every non-oneof field", FULL_TEXT, FULL],
+  ["sequence batching, direct strategy, implicit state", SEQ_DIRECT_TEXT, SEQ_DIRECT],
+  ["sequence batching, oldest strategy", SEQ_OLDEST_TEXT, SEQ_OLDEST],
+  ["ensemble with input_map and output_map", ENSEMBLE_TEXT, ENSEMBLE],
+];
+
+// --------------------------------------------------------------------- schema coverage
+
+/** Every "<message>.<field>" reachable from inference.ModelConfig. */
+function schemaFields(): Set<string> {
+  const out = new Set<string>();
+  const seen = new Set<string>();
+  const queue: protobuf.Type[] = [modelConfigType()];
+  while (queue.length > 0) {
+    const type = queue.shift()!;
+    if (seen.has(type.fullName)) continue;
+    seen.add(type.fullName);
+    for (const field of type.fieldsArray) {
+      out.add(`${type.fullName}.${field.name}`);
+      if (field.resolvedType instanceof protobuf.Type) queue.push(field.resolvedType);
     }
   }
   return out;
 }
 
+/** Every "<message>.<field>" set in `obj` (read as `type`); throws on a key the schema lacks. */
+function setFields(type: protobuf.Type, obj: Obj, out: Set<string>): Set<string> {
+  for (const [key, value] of Object.entries(obj)) {
+    const field = type.fields[key];
+    if (!field) throw new Error(`fixture has '${key}', which ${type.fullName} lacks`);
+    out.add(`${type.fullName}.${key}`);
+    if (fieldKind(field) !== "message") continue;
+    const sub = field.resolvedType as protobuf.Type;
+    const items = (field.map ? Object.values(value as Obj) : field.repeated ? value : [value]) as Obj[];
+    for (const item of items) setFields(sub, item, out);
+  }
+  return out;
+}
+
 describe("every field of inference.ModelConfig", () => {
-  const counter = { fields: 0 };
-  const full = everyField(modelConfigType(), new Set(["inference.ModelConfig"]), counter);
-
-  it("covers the whole schema", () => {
-    expect(counter.fields).toBeGreaterThan(150);
+  it("the schema reaches every message of model_config.proto", () => {
+    const fields = schemaFields();
+    const types = new Set([...fields].map((f) => f.slice(0, f.lastIndexOf("."))));
+    // All 45 message types that have fields (ModelVersionPolicy.All has none), 164 fields.
+    expect(types.size).toBe(45);
+    expect(fields.size).toBe(164);
+    expect(fields).toContain(".inference.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound.input");
+    expect(fields).toContain(".inference.ModelSequenceBatching.InitialState.data_file");
   });
 
-  it("round-trips through print and parse", () => {
-    const text = printPbtxt(full);
-    expect(parsePbtxt(text)).toEqual(full);
+  it("the four fixtures together set every field of every reachable message", () => {
+    const covered = new Set<string>();
+    for (const [, , config] of FIXTURES) setFields(modelConfigType(), config as Obj, covered);
+    const missing = [...schemaFields()].filter((f) => !covered.has(f));
+    expect(missing).toEqual([]);
   });
 
-  it("round-trips through the /config JSON and back", () => {
-    const json = JSON.parse(JSON.stringify(configToJson(full)));
-    expect(configFromJson(json)).toMatchObject(full);
+  it.each(FIXTURES)("%s: parses to the exact object", (_, text, config) => {
+    expect(parsePbtxt(text)).toEqual(config);
+  });
+
+  it.each(FIXTURES)("%s: parse → print → parse gives the same object", (_, text) => {
+    const parsed = parsePbtxt(text);
+    const printed = printPbtxt(parsed);
+    expect(parsePbtxt(printed)).toEqual(parsed);
+    // Printing is deterministic: printing the reparsed object gives the same text.
+    expect(printPbtxt(parsePbtxt(printed))).toBe(printed);
   });
 });
 
-describe("Triton-style configs", () => {
-  it("parses lists, blocks, maps, comments, quoting and enum numbers", () => {
-    const text = `
-# an ensemble-ish config
-name: 'ex\\'ample'
-platform: "onnx" "runtime_onnx"   # adjacent strings join
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1, 3 ] reshape: { shape: [ ] } },
-  { name: "INPUT1", data_type: 8, dims: [ 16 ], optional: True }
-]
-output { name: "OUT" data_type: TYPE_STRING dims: 1 dims: 2 }
-dynamic_batching <
-  preferred_batch_size: [ 4, 8 ]
-  max_queue_delay_microseconds: 100
-  priority_levels: 2
-  default_priority_level: 1
-  priority_queue_policy { key: 1 value: { max_queue_size: 3 timeout_action: DELAY default_timeout_microseconds: 1000 } }
-  priority_queue_policy [ { key: 2, value { allow_timeout_override: t } } ]
->
-parameters { key: "intra_op_thread_count" value: { string_value: "1" } }
-parameters [ { key: "run_mode", value: { string_value: "sync" } } ]
-model_warmup [ { name: "w" batch_size: 2 inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 3 ] zero_data: true } } } ]
-optimization { graph { level: -1 } cuda { graphs: 1 } }
-model_metrics { metric_control [ { metric_identifier { family: "nv_inference_first_response_histogram_ms" } histogram_options { buckets: [ 1e-3, 2.5, inf ] } } ] }
-version_policy: { specific: { versions: [1, 3] } }
-`;
-    expect(parsePbtxt(text)).toEqual({
-      name: "ex'ample",
-      platform: "onnxruntime_onnx",
-      max_batch_size: 8,
-      input: [
-        { name: "INPUT0", data_type: "TYPE_FP32", dims: [-1, 3], reshape: { shape: [] } },
-        { name: "INPUT1", data_type: "TYPE_INT32", dims: [16], optional: true },
-      ],
-      output: [{ name: "OUT", data_type: "TYPE_STRING", dims: [1, 2] }],
-      dynamic_batching: {
-        preferred_batch_size: [4, 8],
-        max_queue_delay_microseconds: 100,
-        priority_levels: 2,
-        default_priority_level: 1,
-        priority_queue_policy: {
-          "1": { max_queue_size: 3, timeout_action: "DELAY", default_timeout_microseconds: 1000 },
-          "2": { allow_timeout_override: true },
-        },
-      },
-      parameters: { intra_op_thread_count: { string_value: "1" }, run_mode: { string_value: "sync" } },
-      model_warmup: [{ name: "w", batch_size: 2, inputs: { INPUT0: { data_type: "TYPE_FP32", dims: [3], zero_data: true } } }],
-      optimization: { graph: { level: -1 }, cuda: { graphs: true } },
-      model_metrics: {
-        metric_control: [
-          { metric_identifier: { family: "nv_inference_first_response_histogram_ms" }, histogram_options: { buckets: [0.001, 2.5, Infinity] } },
-        ],
-      },
-      version_policy: { specific: { versions: [1, 3] } },
+// ------------------------------------------------------------------------ syntax forms
+
+function bucketsOf(c: ModelConfig): number[] {
+  return (c.model_metrics as { metric_control: { histogram_options: { buckets: number[] } }[] }).metric_control[0]!.histogram_options.buckets;
+}
+
+describe("protobuf text syntax as Triton configs use it", () => {
+  it("an empty file, or one with only comments, is an empty config", () => {
+    expect(parsePbtxt("")).toEqual({});
+    expect(parsePbtxt("# nothing\n   # here\n")).toEqual({});
+  });
+
+  it("skips comments, but not a '#' inside a string", () => {
+    expect(parsePbtxt('# leading\nname: "a#b" # trailing\n# last')).toEqual({ name: "a#b" });
+  });
+
+  it("decodes single- and double-quoted strings with every escape", () => {
+    const c = parsePbtxt(String.raw`name: 'it\'s \"q\" \\ \n\t\r\a\b\f\v\? \x41\x4a \101\60 \303\251' platform: "say 'hi'"`);
+    expect(c.name).toBe("it's \"q\" \\ \n\t\r\x07\b\f\v? AJ A0 é");
+    expect(c.platform).toBe("say 'hi'");
+  });
+
+  it("keeps non-ASCII text as UTF-8", () => {
+    expect(parsePbtxt('name: "modèle_日本"').name).toBe("modèle_日本");
+  });
+
+  it("joins adjacent strings, mixing quote styles and lines", () => {
+    expect(parsePbtxt(`platform: "onnxruntime" '_'\n  "onnx"`).platform).toBe("onnxruntime_onnx");
+    expect(parsePbtxt(`parameters { key: "a" "b" value { string_value: "x" 'y' } }`).parameters).toEqual({ ab: { string_value: "xy" } });
+  });
+
+  it("takes enum values by name or by number", () => {
+    const c = parsePbtxt(`
+      input { name: "X" data_type: 11 format: 2 }
+      instance_group { kind: 2 }
+      dynamic_batching { default_queue_policy { timeout_action: 1 } }`);
+    expect(c.input).toEqual([{ name: "X", data_type: "TYPE_FP32", format: "FORMAT_NCHW" }]);
+    expect(c.instance_group).toEqual([{ kind: "KIND_CPU" }]);
+    expect(c.dynamic_batching).toEqual({ default_queue_policy: { timeout_action: "DELAY" } });
+    expect(parsePbtxt("input { data_type: 0 }").input).toEqual([{ data_type: "TYPE_INVALID" }]);
+  });
+
+  it("reads negative, hexadecimal and zero integers", () => {
+    const c = parsePbtxt("input { dims: [ -1, 0x10, 0, -0x2 ] } optimization { graph { level: -1 } } max_batch_size: 0X8");
+    expect(c.input).toEqual([{ dims: [-1, 16, 0, -2] }]);
+    expect(c.optimization).toEqual({ graph: { level: -1 } });
+    expect(c.max_batch_size).toBe(8);
+  });
+
+  it("reads floats with exponents, suffixes, infinities and NaN", () => {
+    const c = parsePbtxt(
+      "model_metrics { metric_control { histogram_options { buckets: [ 1e-3, .5, 2.5E1, 1.5f, 2F, 7, -2, -0.25, inf, infinity, -Infinity, INF ] } } }",
+    );
+    expect(bucketsOf(c)).toEqual([0.001, 0.5, 25, 1.5, 2, 7, -2, -0.25, Infinity, Infinity, -Infinity, Infinity]);
+    expect(bucketsOf(parsePbtxt("model_metrics { metric_control { histogram_options { buckets: [ nan, NaN, -nan ] } } }"))).toEqual([NaN, NaN, NaN]);
+    expect(parsePbtxt("sequence_batching { direct { minimum_slot_utilization: 1e0 } }").sequence_batching).toEqual({ direct: { minimum_slot_utilization: 1 } });
+  });
+
+  // BUG (src/model-config/pbtxt.ts, #parseScalar "float"): the float suffix is stripped with
+  // /[fF]$/ before the inf check, so the token "-inf" becomes "-in" and parses as NaN
+  // ("inf" alone is lexed as an identifier and works). "-inf" is what printPbtxt writes for
+  // -Infinity, so -Infinity does not survive print → parse either (see the printer test).
+  it.fails("reads -inf and -INF as -Infinity", () => {
+    expect(bucketsOf(parsePbtxt("model_metrics { metric_control { histogram_options { buckets: [ -inf, -INF ] } } }"))).toEqual([-Infinity, -Infinity]);
+  });
+
+  it("reads booleans as true/True/t/1 and false/False/f/0", () => {
+    const c = parsePbtxt(`
+      input [ { optional: true is_shape_tensor: True allow_ragged_batch: t is_non_linear_format_io: 1 },
+              { optional: false is_shape_tensor: False allow_ragged_batch: f is_non_linear_format_io: 0 } ]`);
+    expect(c.input).toEqual([
+      { optional: true, is_shape_tensor: true, allow_ragged_batch: true, is_non_linear_format_io: true },
+      { optional: false, is_shape_tensor: false, allow_ragged_batch: false, is_non_linear_format_io: false },
+    ]);
+  });
+
+  it("accepts messages as `f { }`, `f: { }`, `f < >` and `f: < >`, and empty ones", () => {
+    const c = parsePbtxt(`
+      response_cache { enable: true }
+      model_transaction_policy: { decoupled: true }
+      version_policy < all < > >
+      optimization: < input_pinned_memory { } >
+      dynamic_batching: { }`);
+    expect(c).toEqual({
+      response_cache: { enable: true },
+      model_transaction_policy: { decoupled: true },
+      version_policy: { all: {} },
+      optimization: { input_pinned_memory: {} },
+      dynamic_batching: {},
     });
   });
 
-  it("parses sequence batching with controls and implicit state", () => {
+  it("allows ',' and ';' after any field", () => {
+    expect(parsePbtxt('name: "a"; platform: "b", max_batch_size: 1 input { name: "x", dims: 1; }')).toEqual({
+      name: "a",
+      platform: "b",
+      max_batch_size: 1,
+      input: [{ name: "x", dims: [1] }],
+    });
+  });
+
+  it("appends repeated fields given once per item, as lists, or both", () => {
     const c = parsePbtxt(`
+      input { name: "A" dims: 1 dims: [ 2, 3 ] dims: 4 dims: [ ] }
+      input [ { name: "B" }, { name: "C" } ]
+      input: { name: "D" }
+      input [ ]`);
+    expect(c.input).toEqual([{ name: "A", dims: [1, 2, 3, 4] }, { name: "B" }, { name: "C" }, { name: "D" }]);
+    expect(parsePbtxt("input [ ]")).toEqual({ input: [] });
+  });
+
+  it("reads maps as repeated entries, as lists, with '<>' and with missing values", () => {
+    const c = parsePbtxt(`
+      parameters { key: "a" value: { string_value: "1" } }
+      parameters [ { key: "b", value: { string_value: "2" } }, { key: "c" value { } } ]
+      parameters < key: "d" >
+      parameters { value { string_value: "5" } key: "e" }
+      parameters { key: "a" value { string_value: "last wins" } }
+      cc_model_filenames { key: "7.5" }
+      metric_tags: [ { key: "x" value: "y" } ]`);
+    expect(c.parameters).toEqual({
+      a: { string_value: "last wins" },
+      b: { string_value: "2" },
+      c: {},
+      d: {},
+      e: { string_value: "5" },
+    });
+    expect(c.cc_model_filenames).toEqual({ "7.5": "" });
+    expect(c.metric_tags).toEqual({ x: "y" });
+  });
+
+  it("keys priority_queue_policy (map<uint64, ...>) by the decimal text of the number", () => {
+    const c = parsePbtxt(`
+      dynamic_batching {
+        priority_levels: 20
+        priority_queue_policy { key: 1 value { max_queue_size: 1 } }
+        priority_queue_policy { key: 0x10 value { max_queue_size: 16 } }
+        priority_queue_policy [ { key: 2 value { timeout_action: DELAY } } ]
+      }`);
+    expect(c.dynamic_batching).toEqual({
+      priority_levels: 20,
+      priority_queue_policy: { "1": { max_queue_size: 1 }, "16": { max_queue_size: 16 }, "2": { timeout_action: "DELAY" } },
+    });
+  });
+
+  it("parses Triton's ensemble and sequence examples line for line", () => {
+    const c = parsePbtxt(`
+name: "ensemble_model"
+platform: "ensemble"
+max_batch_size: 1
+input [
+  {
+    name: "IMAGE"
+    data_type: TYPE_STRING
+    dims: [ 1 ]
+  }
+]
+output [
+  {
+    name: "CLASSIFICATION"
+    data_type: TYPE_FP32
+    dims: [ 1000 ]
+  },
+  {
+    name: "SEGMENTATION"
+    data_type: TYPE_FP32
+    dims: [ 3, 224, 224 ]
+  }
+]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "image_preprocess_model"
+      model_version: -1
+      input_map {
+        key: "RAW_IMAGE"
+        value: "IMAGE"
+      }
+      output_map {
+        key: "PREPROCESSED_OUTPUT"
+        value: "preprocessed_image"
+      }
+    },
+    {
+      model_name: "classification_model"
+      model_version: -1
+      input_map {
+        key: "FORMATTED_IMAGE"
+        value: "preprocessed_image"
+      }
+      output_map {
+        key: "CLASSIFICATION_OUTPUT"
+        value: "CLASSIFICATION"
+      }
+    }
+  ]
+}`);
+    expect(c.ensemble_scheduling).toEqual({
+      step: [
+        { model_name: "image_preprocess_model", model_version: -1, input_map: { RAW_IMAGE: "IMAGE" }, output_map: { PREPROCESSED_OUTPUT: "preprocessed_image" } },
+        { model_name: "classification_model", model_version: -1, input_map: { FORMATTED_IMAGE: "preprocessed_image" }, output_map: { CLASSIFICATION_OUTPUT: "CLASSIFICATION" } },
+      ],
+    });
+    expect(c.output).toEqual([
+      { name: "CLASSIFICATION", data_type: "TYPE_FP32", dims: [1000] },
+      { name: "SEGMENTATION", data_type: "TYPE_FP32", dims: [3, 224, 224] },
+    ]);
+
+    const s = parsePbtxt(`
 sequence_batching {
   max_sequence_idle_microseconds: 5000000
-  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2 ] }
   control_input [
-    { name: "START" control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 0, 1 ] } ] },
-    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }
+    {
+      name: "START"
+      control [
+        {
+          kind: CONTROL_SEQUENCE_START
+          fp32_false_true: [ 0, 1 ]
+        }
+      ]
+    }
   ]
-  state [ { input_name: "h_in" output_name: "h_out" data_type: TYPE_FP32 dims: [ 2, 64 ]
-            initial_state: { data_type: TYPE_FP32 dims: [ 2, 64 ] zero_data: true name: "zeros" } } ]
+  state [
+    {
+      input_name: "INPUT_STATE"
+      output_name: "OUTPUT_STATE"
+      data_type: TYPE_INT32
+      dims: [ -1 ]
+      initial_state: {
+        data_type: TYPE_INT32
+        dims: [ 1 ]
+        zero_data: true
+        name: "initial state"
+      }
+    }
+  ]
 }`);
-    expect(c.sequence_batching).toEqual({
+    expect(s.sequence_batching).toEqual({
       max_sequence_idle_microseconds: 5000000,
-      oldest: { max_candidate_sequences: 4, preferred_batch_size: [2] },
-      control_input: [
-        { name: "START", control: [{ kind: "CONTROL_SEQUENCE_START", fp32_false_true: [0, 1] }] },
-        { name: "CORRID", control: [{ kind: "CONTROL_SEQUENCE_CORRID", data_type: "TYPE_UINT64" }] },
-      ],
+      control_input: [{ name: "START", control: [{ kind: "CONTROL_SEQUENCE_START", fp32_false_true: [0, 1] }] }],
       state: [
         {
-          input_name: "h_in", output_name: "h_out", data_type: "TYPE_FP32", dims: [2, 64],
-          initial_state: [{ data_type: "TYPE_FP32", dims: [2, 64], zero_data: true, name: "zeros" }],
+          input_name: "INPUT_STATE",
+          output_name: "OUTPUT_STATE",
+          data_type: "TYPE_INT32",
+          dims: [-1],
+          initial_state: [{ data_type: "TYPE_INT32", dims: [1], zero_data: true, name: "initial state" }],
         },
       ],
     });
   });
+});
 
-  it("prints readable text that parses back", () => {
-    const config = { name: "m", max_batch_size: 4, input: [{ name: "X", data_type: "TYPE_FP32" as const, dims: [3] }], parameters: { a: { string_value: "b" } } };
+// ----------------------------------------------------------------------------- printer
+
+describe("printPbtxt", () => {
+  it("prints fields in schema order with 2-space indent, lists for repeated scalars and blocks for messages", () => {
+    const config: ModelConfig = {
+      max_batch_size: 4,
+      name: "m",
+      input: [{ name: "X", data_type: "TYPE_FP32", dims: [3] }],
+      parameters: { a: { string_value: "b" } },
+    };
     const text = printPbtxt(config);
     expect(text).toBe(
       'name: "m"\nmax_batch_size: 4\ninput {\n  name: "X"\n  data_type: TYPE_FP32\n  dims: [ 3 ]\n}\nparameters {\n  key: "a"\n  value {\n    string_value: "b"\n  }\n}\n',
     );
     expect(parsePbtxt(text)).toEqual(config);
   });
+
+  it("prints uint64 map keys bare, string keys quoted, scalar map values inline, oneofs and booleans", () => {
+    const config: ModelConfig = {
+      version_policy: { all: {} },
+      dynamic_batching: { preserve_ordering: false, priority_queue_policy: { "2": { timeout_action: "DELAY" } } },
+      cc_model_filenames: { "7.5": "a.plan" },
+    };
+    expect(printPbtxt(config)).toBe(
+      [
+        "version_policy {",
+        "  all {",
+        "  }",
+        "}",
+        "dynamic_batching {",
+        "  preserve_ordering: false",
+        "  priority_queue_policy {",
+        "    key: 2",
+        "    value {",
+        "      timeout_action: DELAY",
+        "    }",
+        "  }",
+        "}",
+        "cc_model_filenames {",
+        '  key: "7.5"',
+        '  value: "a.plan"',
+        "}",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("escapes quotes, backslashes and control characters, and non-ASCII bytes as octal", () => {
+    const name = 'é"\\\n\t\r\u0001~';
+    const text = printPbtxt({ name });
+    expect(text).toBe('name: "\\303\\251\\"\\\\\\n\\t\\r\\001~"\n');
+    expect(parsePbtxt(text)).toEqual({ name });
+  });
+
+  it("prints non-finite and tiny/huge floats as protobuf text", () => {
+    const config = { model_metrics: { metric_control: [{ histogram_options: { buckets: [NaN, Infinity, -Infinity, 1e-7, 1e21, -0.5] } }] } };
+    expect(printPbtxt(config)).toContain("buckets: [ nan, inf, -inf, 1e-7, 1e+21, -0.5 ]\n");
+    const finite = { model_metrics: { metric_control: [{ histogram_options: { buckets: [NaN, Infinity, 1e-7, 1e21, -0.5] } }] } };
+    expect(parsePbtxt(printPbtxt(finite))).toEqual(finite);
+  });
+
+  // BUG: same as "reads -inf and -INF as -Infinity" above: printed "-inf" parses back as NaN.
+  it.fails("-Infinity survives print → parse", () => {
+    const config = { model_metrics: { metric_control: [{ histogram_options: { buckets: [-Infinity] } }] } };
+    expect(parsePbtxt(printPbtxt(config))).toEqual(config);
+  });
+
+  it("prints an empty config as a lone newline and drops empty repeated fields", () => {
+    expect(printPbtxt({})).toBe("\n");
+    // Empty repeated message fields and maps print nothing (as in protobuf, empty equals unset).
+    expect(printPbtxt({ input: [], parameters: {} })).toBe("\n");
+    expect(printPbtxt({ input: [{ dims: [] }] })).toBe("input {\n  dims: [  ]\n}\n");
+  });
 });
 
-describe("syntax errors carry line and column", () => {
-  const cases: [string, string][] = [
-    ['name: "x"\n  max_batch_sizes: 3', "config.pbtxt:2:3: unknown field 'max_batch_sizes' in inference.ModelConfig"],
-    ['input [ { name: "X" data_type: TYPE_NOPE } ]', "config.pbtxt:1:32: unknown value 'TYPE_NOPE' for enum inference.DataType"],
-    ["max_batch_size 3", "config.pbtxt:1:16: expected ':' after 'max_batch_size'"],
-    ['name: "abc', "config.pbtxt:1:7: unterminated string"],
-    ["max_batch_size: 1\nmax_batch_size: 2", "config.pbtxt:2:1: non-repeated field 'max_batch_size' is specified more than once"],
-    ["dynamic_batching { }\nsequence_batching { }", "config.pbtxt:2:1: field 'sequence_batching' is in oneof 'scheduling_choice' with 'dynamic_batching', which is already set"],
-    ["input { name: \"x\"", "config.pbtxt:1:18: expected '}' before end of input"],
-    ["max_batch_size: [ 1, 2 ]", "config.pbtxt:1:17: field 'max_batch_size' is not repeated and cannot take a list"],
-    ["max_batch_size: 1.5", "config.pbtxt:1:17: expected an integer for 'max_batch_size', found '1.5'"],
-    ["name: 3", "config.pbtxt:1:7: expected a string for 'name', found '3'"],
-    ["version_policy { latest { num_versions: -1 } }", "config.pbtxt:1:41: expected a non-negative integer for 'num_versions', found -1"],
-    ["name: \"a\" $", "config.pbtxt:1:11: unexpected character '$'"],
-  ];
-  for (const [text, message] of cases) {
-    it(message, () => {
-      let caught: unknown;
-      try {
-        parsePbtxt(text);
-      } catch (e) {
-        caught = e;
-      }
-      expect(caught).toMatchObject({ code: "INVALID_ARG", message });
-    });
+// ------------------------------------------------------------------------------ errors
+
+function errorOf(text: string, file?: string): ServerError {
+  try {
+    parsePbtxt(text, file);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ServerError);
+    return e as ServerError;
   }
+  throw new Error(`no error for ${JSON.stringify(text)}`);
+}
+
+describe("syntax errors carry file, line and column", () => {
+  const cases: [string, string, string][] = [
+    // unknown fields
+    ["unknown field", 'name: "x"\n  max_batch_sizes: 3', "config.pbtxt:2:3: unknown field 'max_batch_sizes' in inference.ModelConfig"],
+    ["unknown nested field", 'input {\n  name: "x"\n  dim: [ 1 ]\n}', "config.pbtxt:3:3: unknown field 'dim' in inference.ModelInput"],
+    [
+      "unknown field deep inside",
+      "sequence_batching { control_input { control { knd: CONTROL_SEQUENCE_START } } }",
+      "config.pbtxt:1:47: unknown field 'knd' in inference.ModelSequenceBatching.Control",
+    ],
+    // enums
+    ["unknown enum value", 'input [ { name: "X" data_type: TYPE_NOPE } ]', "config.pbtxt:1:32: unknown value 'TYPE_NOPE' for enum inference.DataType"],
+    ["unknown nested enum value", "instance_group { kind: KIND_TPU }", "config.pbtxt:1:24: unknown value 'KIND_TPU' for enum inference.ModelInstanceGroup.Kind"],
+    ["unknown enum number", "input { data_type: 99 }", "config.pbtxt:1:20: unknown value 99 for enum inference.DataType"],
+    ["enum given as a string", 'input { data_type: "TYPE_FP32" }', 'config.pbtxt:1:20: expected an enum value, found string "TYPE_FP32"'],
+    ["enum given as a float", "input { data_type: 1.5 }", "config.pbtxt:1:20: expected an enum value, found '1.5'"],
+    // ':' and '{'
+    ["missing ':' before a number", "max_batch_size 3", "config.pbtxt:1:16: expected ':' after 'max_batch_size'"],
+    ["missing ':' before a list of scalars", "input { dims [ 1 ] }", "config.pbtxt:1:14: expected ':' after 'dims'"],
+    ["missing ':' in a scalar map entry", 'cc_model_filenames { key: "7.5" value "a" }', "config.pbtxt:1:39: expected ':' after 'value'"],
+    ["missing ':' after a map key", 'parameters { key "a" }', "config.pbtxt:1:18: expected ':' after 'key'"],
+    ["a scalar where a message belongs", "input: 3", "config.pbtxt:1:8: expected '{', found '3'"],
+    ["a scalar where a map entry belongs", "parameters: 3", "config.pbtxt:1:13: expected '{', found '3'"],
+    // strings
+    ["unterminated string", 'name: "abc', "config.pbtxt:1:7: unterminated string"],
+    ["string broken by a newline", "name: 'abc\ndef'", "config.pbtxt:1:7: unterminated string"],
+    ["string ending in a backslash", 'name: "abc\\', "config.pbtxt:1:7: unterminated string"],
+    ["invalid escape", "input { name: 'a\\q' }", "config.pbtxt:1:17: invalid escape '\\q'"],
+    ["\\x without hex digits", "input { name: 'a\\x' }", "config.pbtxt:1:17: invalid \\x escape"],
+    // repeated / oneof
+    ["non-repeated field twice", "max_batch_size: 1\nmax_batch_size: 2", "config.pbtxt:2:1: non-repeated field 'max_batch_size' is specified more than once"],
+    ["non-repeated message twice", "optimization { }\n  optimization { }", "config.pbtxt:2:3: non-repeated field 'optimization' is specified more than once"],
+    [
+      "two members of scheduling_choice",
+      "dynamic_batching { }\nsequence_batching { }",
+      "config.pbtxt:2:1: field 'sequence_batching' is in oneof 'scheduling_choice' with 'dynamic_batching', which is already set",
+    ],
+    [
+      "two members of policy_choice",
+      "version_policy { latest { } all { } }",
+      "config.pbtxt:1:29: field 'all' is in oneof 'policy_choice' with 'latest', which is already set",
+    ],
+    [
+      "two members of InitialState.state_data",
+      'sequence_batching { state { initial_state { zero_data: true data_file: "f" } } }',
+      "config.pbtxt:1:61: field 'data_file' is in oneof 'state_data' with 'zero_data', which is already set",
+    ],
+    ["list on a non-repeated scalar", "max_batch_size: [ 1, 2 ]", "config.pbtxt:1:17: field 'max_batch_size' is not repeated and cannot take a list"],
+    ["list on a non-repeated message", "optimization [ { } ]", "config.pbtxt:1:14: field 'optimization' is not repeated and cannot take a list"],
+    ["trailing comma in a list", "input { dims: [ 1, ] }", "config.pbtxt:1:20: expected an integer for 'dims', found ']'"],
+    ["missing comma in a list", "input { dims: [ 1 2 ] }", "config.pbtxt:1:19: expected ']', found '2'"],
+    // end of input
+    ["end of input inside a message", 'input { name: "x"', "config.pbtxt:1:18: expected '}' before end of input"],
+    ["end of input inside '<'", "input < name: 'x'\n", "config.pbtxt:2:1: expected '>' before end of input"],
+    ["end of input after a field name", "name", "config.pbtxt:1:5: expected ':' after 'name'"],
+    ["end of input after ':'", "name:", "config.pbtxt:1:6: expected a string for 'name', found end of input"],
+    ["end of input inside a list", "input [ { } ", "config.pbtxt:1:13: expected ']', found end of input"],
+    ["end of input inside a map entry", 'parameters { key: "a"', "config.pbtxt:1:22: expected 'key' or 'value' in map 'parameters', found end of input"],
+    // mismatched brackets and stray tokens
+    ["'{' closed by '>'", 'input { name: "x" >', "config.pbtxt:1:19: expected a field name, found '>'"],
+    ["'<' closed by '}'", 'input < name: "x" }', "config.pbtxt:1:19: expected a field name, found '}'"],
+    ["a stray '}' at top level", "name: 'a' }", "config.pbtxt:1:11: expected a field name, found '}'"],
+    ["a stray ','", ",", "config.pbtxt:1:1: expected a field name, found ','"],
+    ["a string where a field name belongs", '"name": "a"', 'config.pbtxt:1:1: expected a field name, found string "name"'],
+    ["unexpected character", 'name: "a" $', "config.pbtxt:1:11: unexpected character '$'"],
+    ["a lone minus sign", "- 3", "config.pbtxt:1:1: unexpected character '-'"],
+    // maps
+    ["map entry without a key", 'parameters { value { string_value: "x" } }', "config.pbtxt:1:12: map entry of 'parameters' has no key"],
+    ["unknown name in a map entry", 'parameters { key: "a" foo: 1 }', "config.pbtxt:1:23: expected 'key' or 'value' in map 'parameters', found 'foo'"],
+    ["negative uint64 map key", "dynamic_batching { priority_queue_policy { key: -1 } }", "config.pbtxt:1:49: expected a non-negative integer for 'priority_queue_policy.key', found -1"],
+    ["string uint64 map key", 'dynamic_batching { priority_queue_policy { key: "1" } }', "config.pbtxt:1:49: expected an integer for 'priority_queue_policy.key', found string \"1\""],
+    ["number as a string map key", "parameters { key: 1 }", "config.pbtxt:1:19: expected a string for 'parameters.key', found '1'"],
+    // scalar types
+    ["float for an integer", "max_batch_size: 1.5", "config.pbtxt:1:17: expected an integer for 'max_batch_size', found '1.5'"],
+    ["exponent for an integer", "max_batch_size: 1e3", "config.pbtxt:1:17: expected an integer for 'max_batch_size', found '1e3'"],
+    ["identifier for an integer", "max_batch_size: four", "config.pbtxt:1:17: expected an integer for 'max_batch_size', found 'four'"],
+    ["number for a string", "name: 3", "config.pbtxt:1:7: expected a string for 'name', found '3'"],
+    ["identifier for a string", "name: abc", "config.pbtxt:1:7: expected a string for 'name', found 'abc'"],
+    ["negative uint32", "version_policy { latest { num_versions: -1 } }", "config.pbtxt:1:41: expected a non-negative integer for 'num_versions', found -1"],
+    ["integer beyond 2^53", "max_batch_size: 9007199254740993", "config.pbtxt:1:17: integer 9007199254740993 for 'max_batch_size' is out of range"],
+    ["bool as a word", "input { optional: yes }", "config.pbtxt:1:19: expected true or false for 'optional', found 'yes'"],
+    ["bool as 2", "input { optional: 2 }", "config.pbtxt:1:19: expected true or false for 'optional', found '2'"],
+    ["bool as a string", 'input { optional: "true" }', 'config.pbtxt:1:19: expected true or false for \'optional\', found string "true"'],
+    ["string for a float", 'model_metrics { metric_control { histogram_options { buckets: [ "1" ] } } }', "config.pbtxt:1:65: expected a number for 'buckets', found string \"1\""],
+    ["identifier for a float", "sequence_batching { direct { minimum_slot_utilization: half } }", "config.pbtxt:1:56: expected a number for 'minimum_slot_utilization', found 'half'"],
+  ];
+
+  it.each(cases)("%s", (_, text, message) => {
+    const err = errorOf(text);
+    expect(err.code).toBe("INVALID_ARG");
+    expect(err.message).toBe(message);
+  });
+
+  it("counts lines across CRLF and columns in UTF-16 units, a tab being one column", () => {
+    expect(errorOf('name: "x"\r\n\tbogus: 1').message).toBe("config.pbtxt:2:2: unknown field 'bogus' in inference.ModelConfig");
+    expect(errorOf('name: "é" bogus: 1').message).toBe("config.pbtxt:1:11: unknown field 'bogus' in inference.ModelConfig");
+    expect(errorOf("# c\n\n   # c\n  nope: 1").message).toBe("config.pbtxt:4:3: unknown field 'nope' in inference.ModelConfig");
+  });
+
+  it("names the file it was given", () => {
+    expect(errorOf("max_batch_size 3", "models/m/config.pbtxt").message).toBe("models/m/config.pbtxt:1:16: expected ':' after 'max_batch_size'");
+  });
+
+  // BUG (src/model-config/pbtxt.ts, #parseScalar): int32/uint32 fields are range-checked only
+  // against 2^53, so `max_batch_size: 2147483648` (int32) and `num_versions: 4294967296`
+  // (uint32) parse silently. protobuf's text parser (and so Triton) rejects both as out of range.
+  it.fails("rejects values outside the 32-bit range of int32 and uint32 fields", () => {
+    expect(() => parsePbtxt("max_batch_size: 2147483648")).toThrow(/^config\.pbtxt:1:17: .*out of range/);
+    expect(() => parsePbtxt("version_policy { latest { num_versions: 4294967296 } }")).toThrow(/^config\.pbtxt:1:41: .*out of range/);
+  });
 });
