@@ -70,8 +70,9 @@ const INT_ARRAYS = { INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, UINT
 /** JSON `data` elements (already flattened) → tensor bytes; INVALID_ARG names `context`. */
 export function valuesToBytes(datatype: DataType, values: readonly unknown[], context: string): Uint8Array {
   const n = values.length;
+  const show = (v: unknown) => (typeof v === "bigint" ? v.toString() : JSON.stringify(v));
   const bad = (i: number, want: string) =>
-    invalidArg(`${context}: element ${i} of 'data' is ${JSON.stringify(values[i])}, expected ${want} for datatype ${datatype}`);
+    invalidArg(`${context}: element ${i} of 'data' is ${show(values[i])}, expected ${want} for datatype ${datatype}`);
   switch (datatype) {
     case "BYTES": {
       const parts: Uint8Array[] = new Array(n);

@@ -19,12 +19,14 @@ export function normalizeModelConfig(input: ModelConfig, opts: { modelName: stri
   if (seq && !seq.max_sequence_idle_microseconds) seq.max_sequence_idle_microseconds = 1_000_000;
 
   if (config.platform !== "ensemble") {
-    const groups = config.instance_group?.length ? config.instance_group : [{}];
+    // Triton names a group it adds after the model, and the groups it is given <model>_<index>.
+    const given = !!config.instance_group?.length;
+    const groups = given ? config.instance_group! : [{}];
     config.instance_group = groups.map((g, idx) => {
       const group = { ...g };
-      group.name ||= `${config.name}_${idx}`;
+      group.name ||= given ? `${config.name}_${idx}` : config.name!;
       if (!group.kind || group.kind === "KIND_AUTO") group.kind = opts.gpuCount > 0 ? "KIND_GPU" : "KIND_CPU";
-      if (!group.count) group.count = group.kind === "KIND_CPU" && config.backend === "onnxruntime" && !g.kind ? 2 : 1;
+      if (!group.count) group.count = group.kind === "KIND_CPU" && config.backend === "onnxruntime" ? 2 : 1;
       if (group.kind === "KIND_GPU" && !group.gpus?.length) group.gpus = Array.from({ length: opts.gpuCount }, (_, i) => i);
       return group;
     });

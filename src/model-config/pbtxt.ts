@@ -190,7 +190,7 @@ class Parser {
       }
       case "float": {
         if (t.kind === "number") {
-          const s = t.text.replace(/[fF]$/, "").toLowerCase();
+          const s = t.text.replace(/(?<=[\d.])[fF]$/, "").toLowerCase(); // 1.5f, but not -inf
           if (s.endsWith("inf") || s.endsWith("infinity")) return s.startsWith("-") ? -Infinity : Infinity;
           if (s.endsWith("nan")) return NaN;
           return Number(s);

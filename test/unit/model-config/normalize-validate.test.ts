@@ -19,7 +19,7 @@ describe("normalizeModelConfig", () => {
       name: "m",
       max_batch_size: 0,
       version_policy: { latest: { num_versions: 1 } },
-      instance_group: [{ name: "m_0", kind: "KIND_CPU", count: 1 }],
+      instance_group: [{ name: "m", kind: "KIND_CPU", count: 1 }],
       optimization: PINNED,
     });
   });
@@ -111,7 +111,7 @@ describe("normalizeModelConfig", () => {
         { name: "m_1", kind: "KIND_GPU", count: 1, gpus: [1] },
         { name: "m_2", kind: "KIND_GPU", count: 2, gpus: [0, 1] },
       ]);
-      expect(normalizeModelConfig({}, twoGpus).instance_group).toEqual([{ name: "m_0", kind: "KIND_GPU", count: 1, gpus: [0, 1] }]);
+      expect(normalizeModelConfig({}, twoGpus).instance_group).toEqual([{ name: "m", kind: "KIND_GPU", count: 1, gpus: [0, 1] }]);
     });
 
     it("keeps KIND_CPU and KIND_MODEL as given, with no GPU list", () => {
@@ -121,25 +121,25 @@ describe("normalizeModelConfig", () => {
       ]);
     });
 
-    it("gives 2 instances to an onnxruntime group with no kind that resolves to CPU, 1 otherwise", () => {
+    it("gives 2 instances to an onnxruntime group that resolves to CPU, 1 otherwise", () => {
       const ort = (gpuCount: number, instance_group?: ModelConfig["instance_group"]) =>
         normalizeModelConfig({ backend: "onnxruntime", instance_group }, { modelName: "m", gpuCount }).instance_group;
-      expect(ort(0)).toEqual([{ name: "m_0", kind: "KIND_CPU", count: 2 }]);
+      expect(ort(0)).toEqual([{ name: "m", kind: "KIND_CPU", count: 2 }]);
       expect(ort(0, [{}, { count: 3 }])).toEqual([
         { name: "m_0", kind: "KIND_CPU", count: 2 },
         { name: "m_1", kind: "KIND_CPU", count: 3 },
       ]);
-      expect(ort(2)).toEqual([{ name: "m_0", kind: "KIND_GPU", count: 1, gpus: [0, 1] }]);
+      expect(ort(2)).toEqual([{ name: "m", kind: "KIND_GPU", count: 1, gpus: [0, 1] }]);
       // Other backends: 1.
-      expect(normalizeModelConfig({ backend: "python" }, cpu).instance_group).toEqual([{ name: "m_0", kind: "KIND_CPU", count: 1 }]);
-      expect(normalizeModelConfig({ platform: "onnxruntime_onnx" }, cpu).instance_group).toEqual([{ name: "m_0", kind: "KIND_CPU", count: 1 }]);
+      expect(normalizeModelConfig({ backend: "python" }, cpu).instance_group).toEqual([{ name: "m", kind: "KIND_CPU", count: 1 }]);
+      expect(normalizeModelConfig({ platform: "onnxruntime_onnx" }, cpu).instance_group).toEqual([{ name: "m", kind: "KIND_CPU", count: 1 }]);
     });
 
     // BUG (src/model-config/normalize.ts): the count-2 rule requires `!g.kind`, but Triton's
     // SetDefaultInstanceCount gives 2 to every KIND_CPU group of the onnxruntime (and
     // tensorflow) backend once the kind is resolved, explicit `kind: KIND_CPU` included
     // (reference §4.3: "KIND_CPU with backend onnxruntime → 2").
-    it.fails("gives 2 instances to an onnxruntime group with an explicit KIND_CPU and no count", () => {
+    it("gives 2 instances to an onnxruntime group with an explicit KIND_CPU and no count", () => {
       const groups = normalizeModelConfig({ backend: "onnxruntime", instance_group: [{ kind: "KIND_CPU" }, { kind: "KIND_AUTO" }] }, cpu).instance_group;
       expect(groups).toEqual([
         { name: "m_0", kind: "KIND_CPU", count: 2 },
@@ -152,7 +152,7 @@ describe("normalizeModelConfig", () => {
     // "no group → one group named after the model"); only groups listed without a name get
     // "<model>_<index>". Nereid names the added group "m_0" (and test/e2e/http/autocomplete
     // expects "rowsum_0").
-    it.fails("names the group it adds after the model", () => {
+    it("names the group it adds after the model", () => {
       expect(normalizeModelConfig({}, cpu).instance_group).toEqual([{ name: "m", kind: "KIND_CPU", count: 1 }]);
     });
 
