@@ -1,7 +1,7 @@
 /**
  * Builds the example model repository (Triton layout) deterministically.
  *
- *   bun scripts/make-models.ts [outDir] [--only=simple,simple_identity]
+ *   bun scripts/make-models.ts [outDir] [--only=simple,simple_identity | --only simple,simple_identity]
  *
  * Default outDir is model_repository/. Configs are written next to the generated
  * model files; a file whose content is already identical is left alone.
@@ -11,9 +11,30 @@ import { join, resolve } from "node:path";
 import { ElemType, valueInfo, node, initializer, encodeModel, mulberry32 } from "./lib/onnx-builder.ts";
 
 const root = resolve(import.meta.dir, "..");
-const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"));
-const out = resolve(positional[0] ?? join(root, "model_repository"));
-const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",");
+
+/** Parses `[outDir] [--only=a,b | --only a,b]`. */
+function parseArgs(argv: string[]): { out: string; only?: string[] } {
+  const positional: string[] = [];
+  let only: string[] | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--only") {
+      const v = argv[++i];
+      if (v === undefined) throw new Error("--only needs a comma-separated list of model names");
+      only = v.split(",").filter(Boolean);
+    } else if (a.startsWith("--only=")) {
+      only = a.slice("--only=".length).split(",").filter(Boolean);
+    } else if (a.startsWith("--")) {
+      throw new Error(`unknown option ${a}`);
+    } else {
+      positional.push(a);
+    }
+  }
+  if (positional.length > 1) throw new Error(`expected at most one output directory, got ${positional.join(" ")}`);
+  return { out: resolve(positional[0] ?? join(root, "model_repository")), only };
+}
+
+const { out, only } = parseArgs(process.argv.slice(2));
 
 function writeIfChanged(path: string, content: string | Uint8Array): boolean {
   const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
@@ -158,6 +179,12 @@ const MODELS: Record<string, ModelFiles> = {
   simple_fp32_mlp: simpleMlp,
   ocr_det: ocrDet,
 };
+
+const unknown = (only ?? []).filter((n) => !(n in MODELS));
+if (unknown.length > 0) {
+  console.error(`unknown model(s) in --only: ${unknown.join(", ")} (known: ${Object.keys(MODELS).join(", ")})`);
+  process.exit(2);
+}
 
 for (const [name, files] of Object.entries(MODELS)) {
   if (only && !only.includes(name)) continue;

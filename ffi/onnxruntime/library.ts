@@ -1,19 +1,22 @@
 /**
- * @module Where libonnxruntime comes from, in order: an explicit path
- * (`--backend-config=onnxruntime,library=PATH`), NEREID_ONNXRUNTIME_LIBRARY,
- * libonnxruntime.so.1 beside the executable, the copy embedded in the compiled binary
- * (extracted once to a cache directory), and onnxruntime-node's copy in development.
+ * @module Where libonnxruntime comes from. An explicit path
+ * (`--backend-config=onnxruntime,library=PATH`) is the only candidate when given, then
+ * likewise NEREID_ONNXRUNTIME_LIBRARY; otherwise, in order: libonnxruntime.so.1 beside
+ * the executable, the copy embedded in the compiled binary (extracted once to a cache
+ * directory), onnxruntime-node's copy (development), and the system's library search path.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync, renameSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { homedir } from "node:os";
+import type { Unusable } from "../load.ts";
 
 const LIB = "libonnxruntime.so.1";
+const ARCH_DIR = process.arch === "arm64" ? "arm64" : "x64";
 let embedded: string | undefined;
 
-/** Registers the embedded library (a path inside the compiled binary's file system). */
-export function setEmbeddedOrtLibrary(path: string): void {
+/** Registers the embedded library (a path inside the compiled binary's file system); undefined unsets it. */
+export function setEmbeddedOrtLibrary(path: string | undefined): void {
   embedded = path;
 }
 
@@ -36,33 +39,38 @@ function extractEmbedded(path: string): string {
   return target;
 }
 
-function nodeModulesCopy(): string | undefined {
+function nodeModulesCopy(): string | Unusable {
+  let pkg: string;
   try {
-    const require = createRequire(import.meta.url);
-    const pkg = require.resolve("onnxruntime-node/package.json");
-    const p = join(dirname(pkg), "bin", "napi-v6", "linux", process.arch === "arm64" ? "arm64" : "x64", LIB);
-    return existsSync(p) ? p : undefined;
+    pkg = createRequire(import.meta.url).resolve("onnxruntime-node/package.json");
   } catch {
-    return undefined;
+    return { path: `onnxruntime-node/bin/napi-v6/linux/${ARCH_DIR}/${LIB}`, reason: "onnxruntime-node is not installed" };
   }
+  const p = join(dirname(pkg), "bin", "napi-v6", "linux", ARCH_DIR, LIB);
+  return existsSync(p) ? p : { path: p, reason: "no such file" };
 }
 
-/** Candidate paths in priority order; lazily extracts the embedded copy when reached. */
-export function ortLibraryCandidates(explicit: string | undefined): string[] {
-  const out: string[] = [];
+/**
+ * Candidates in priority order; the embedded copy is extracted when reached. Places that
+ * cannot hold the library come back as Unusable, so a load error still names them.
+ */
+export function ortLibraryCandidates(explicit: string | undefined): (string | Unusable)[] {
   if (explicit) return [explicit];
-  if (process.env.NEREID_ONNXRUNTIME_LIBRARY) return [process.env.NEREID_ONNXRUNTIME_LIBRARY];
+  const env = process.env.NEREID_ONNXRUNTIME_LIBRARY;
+  if (env) return [env];
+  const out: (string | Unusable)[] = [];
   const beside = join(dirname(process.execPath), LIB);
-  if (existsSync(beside)) out.push(beside);
+  out.push(existsSync(beside) ? beside : { path: beside, reason: "no such file" });
   if (embedded) {
     try {
       out.push(extractEmbedded(embedded));
     } catch (err) {
-      out.push(`${embedded} (extraction failed: ${(err as Error).message})`);
+      out.push({ path: embedded, reason: `extracting the embedded copy failed: ${(err as Error).message}` });
     }
+  } else {
+    out.push({ path: "(embedded copy)", reason: "this build embeds none" });
   }
-  const dev = nodeModulesCopy();
-  if (dev) out.push(dev);
-  if (out.length === 0) out.push(LIB);
+  out.push(nodeModulesCopy());
+  out.push(LIB); // dlopen's own search: LD_LIBRARY_PATH, then ld.so.cache
   return out;
 }

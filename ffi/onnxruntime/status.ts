@@ -1,14 +1,15 @@
 /**
  * @module check(): every OrtStatus* goes through here. Null is success; otherwise the
- * message and code are copied, the status is released, and a ServerError is thrown.
+ * message and code are copied, the status is released, and a ServerError is thrown
+ * whose message reads `onnxruntime: <call>: <OrtErrorCode name>: <ORT's message>`.
  */
 import { ServerError } from "../../src/core/errors.ts";
 import { ORT_ERROR_CODES, type OrtApi } from "./symbols.ts";
 import type { Pointer } from "../load.ts";
 
 export function statusError(api: OrtApi, status: Pointer, what: string): ServerError {
-  const code = api.GetErrorCode(status) as number;
-  const message = api.GetErrorMessage(status) as string;
+  const code = api.GetErrorCode(status);
+  const message = api.GetErrorMessage(status);
   api.ReleaseStatus(status);
   const name = ORT_ERROR_CODES[code] ?? `ORT_ERROR_${code}`;
   const kind = name === "ORT_INVALID_ARGUMENT" ? "INVALID_ARG" : name === "ORT_NOT_IMPLEMENTED" ? "UNSUPPORTED" : "INTERNAL";

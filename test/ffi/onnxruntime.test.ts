@@ -8,8 +8,8 @@ import { existsSync, mkdirSync, copyFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { ElemType, valueInfo, node, mulberry32 } from "../../scripts/lib/onnx-builder.ts";
-import { sessionConfig } from "../../src/backends/onnxruntime/backend.ts";
-import { OrtRuntime } from "../../ffi/onnxruntime/handles.ts";
+import { sessionConfig } from "../../src/backends/onnxruntime/options.ts";
+import { OrtEnvironment } from "../../ffi/onnxruntime/handles.ts";
 import { bindOrtApi } from "../../ffi/onnxruntime/symbols.ts";
 import { LibraryLoadError } from "../../ffi/load.ts";
 import { ServerError } from "../../src/core/errors.ts";
@@ -24,9 +24,9 @@ beforeAll(() => dir.open());
 afterAll(() => dir.close());
 const enc = new TextEncoder();
 
-describe("OrtRuntime", () => {
+describe("OrtEnvironment", () => {
   it("is onnxruntime-node's ONNX Runtime 1.30.0 with the CPU provider", () => {
-    const rt = OrtRuntime.get();
+    const rt = OrtEnvironment.get();
     expect(rt.version).toBe("1.30.0");
     expect(rt.api.version).toBe("1.30.0");
     expect(rt.api.libraryPath).toMatch(/onnxruntime-node\/bin\/napi-v6\/linux\/(x64|arm64)\/libonnxruntime\.so\.1$/);
@@ -34,8 +34,8 @@ describe("OrtRuntime", () => {
     expect(providers).toContain("CPUExecutionProvider");
     expect(providers.every((p) => typeof p === "string" && p.endsWith("ExecutionProvider"))).toBe(true);
     // One runtime per process: a second get() (even naming a library) returns it.
-    expect(OrtRuntime.get()).toBe(rt);
-    expect(OrtRuntime.get("/elsewhere/libonnxruntime.so.1")).toBe(rt);
+    expect(OrtEnvironment.get()).toBe(rt);
+    expect(OrtEnvironment.get("/elsewhere/libonnxruntime.so.1")).toBe(rt);
     // Telemetry stays off: ORT would otherwise leave this file behind.
     expect(existsSync(`/tmp/mat-debug-${process.pid}.log`)).toBe(false);
   });
@@ -432,10 +432,12 @@ describe("session options from the model config", () => {
     expect(sessionConfig({ ...base, parameters: params({ "session.disable_prepacking": "1", run_mode: "sync" }) }).entries).toEqual({ "session.disable_prepacking": "1" });
   });
 
-  it("maps optimization.graph.level: -1 → ENABLE_BASIC, 1 → ENABLE_EXTENDED, 0 and unset → ENABLE_ALL", () => {
+  it("maps optimization.graph.level as Triton does: -1 → ENABLE_BASIC, 1 → ENABLE_EXTENDED, 2 → DISABLE_ALL, 0 and unset → ENABLE_ALL", () => {
     const level = (l?: number) => sessionConfig({ ...base, ...(l === undefined ? {} : { optimization: { graph: { level: l } } }) }).graphOptimizationLevel;
     expect(level(-1)).toBe(1);
     expect(level(1)).toBe(2);
+    expect(level(2)).toBe(0);
+    expect(level(3)).toBe(99);
     expect(level(0)).toBe(99);
     expect(level(undefined)).toBe(99);
     expect(sessionConfig({ ...base, optimization: {} }).graphOptimizationLevel).toBe(99);
@@ -453,6 +455,19 @@ describe("session options from the model config", () => {
     expect(sessionConfig({ ...base, parameters: params({ intra_op_thread_count: "0" }) }).intraOpThreads).toBe(Math.max(1, Math.floor(cores / 2)));
     const d = sessionConfig(base);
     expect([d.interOpThreads, d.graphOptimizationLevel, d.allowSpinning, d.memArena, d.entries]).toEqual([1, 99, false, true, {}]);
+  });
+
+  it("maps execution_mode and enable_mem_pattern; booleans read as Triton's ParseBoolValue does", () => {
+    const c = (p: Record<string, string>) => sessionConfig({ ...base, parameters: params(p) });
+    expect(c({ execution_mode: "1" }).parallelExecution).toBe(true);
+    expect("parallelExecution" in c({ execution_mode: "0" })).toBe(false);
+    expect("memPattern" in c({})).toBe(false);
+    expect(c({ enable_mem_pattern: "OFF" }).memPattern).toBe(false);
+    expect(c({ enable_mem_pattern: "on" }).memPattern).toBe(true);
+    expect(c({ enable_mem_arena: "TRUE" }).memArena).toBe(true);
+    expect(c({ allow_spinning: "1" }).allowSpinning).toBe(true);
+    expect(() => c({ enable_mem_arena: "yes" })).toThrow("model 'm': parameter 'enable_mem_arena' must be true or false, got 'yes'");
+    expect(() => c({ execution_mode: "2" })).toThrow("model 'm': parameter 'execution_mode' must be 0 (sequential) or 1 (parallel), got '2'");
   });
 
   it("a bad thread count is INVALID_ARG with the exact message", () => {
@@ -505,6 +520,8 @@ describe("session options from the model config", () => {
       { parameters: params({ intra_op_thread_count: "1", inter_op_thread_count: "2", enable_mem_arena: "0", allow_spinning: "true" }), optimization: { graph: { level: -1 } } },
       { parameters: params({ enable_mem_arena: "1", allow_spinning: "false", "session.disable_prepacking": "1" }), optimization: { graph: { level: 1 } } },
       { optimization: { graph: { level: 0 } } },
+      { parameters: params({ execution_mode: "1", inter_op_thread_count: "2", enable_mem_pattern: "false" }), optimization: { graph: { level: 2 } } },
+      { parameters: params({ enable_mem_pattern: "true" }) },
     ];
     for (const v of variants) {
       const { inst, close } = await instanceFor(dir.path, path, { name: "opts", ...v });

@@ -4,76 +4,18 @@
  * leave the event loop free unless the model has proven tiny.
  */
 import { nowNs } from "../../core/clock.ts";
-import { availableParallelism } from "node:os";
 import { statSync } from "node:fs";
-import { OrtRuntime, OrtSession, OrtSessionOptions, type SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
+import { OrtEnvironment, OrtSessionOptions } from "../../../ffi/onnxruntime/handles.ts";
+import { OrtSession } from "../../../ffi/onnxruntime/session.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
+import { checkAccelerators, runMode, sessionConfig, type RunMode } from "./options.ts";
 import { protocolType, toOrtInput, fromOrtOutput } from "./tensors.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, TensorSpec } from "../backend.ts";
-import type { ModelConfig } from "../../model-config/types.ts";
 import type { Tensor } from "../../core/tensor.ts";
-
-/** How a run is dispatched: koffi's worker thread (async) or the calling thread (sync). */
-export type RunMode = "auto" | "async" | "sync";
 
 /** In "auto" mode a model whose runs finish under this many µs runs on the calling thread. */
 const SYNC_THRESHOLD_US = 200;
-
-function param(config: ModelConfig, key: string): string | undefined {
-  return config.parameters?.[key]?.string_value;
-}
-
-function intParam(config: ModelConfig, key: string, fallback: number): number {
-  const v = param(config, key);
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw invalidArg(`model '${config.name}': parameter '${key}' must be a non-negative integer, got '${v}'`);
-  return n;
-}
-
-/** Triton: level -1 → basic only, 1 → basic + extended, otherwise (0, unset) → all. */
-function graphLevel(config: ModelConfig): number {
-  const level = (config.optimization as { graph?: { level?: number } } | undefined)?.graph?.level ?? 0;
-  if (level === -1) return GRAPH_OPTIMIZATION_LEVEL.ENABLE_BASIC;
-  if (level === 1) return GRAPH_OPTIMIZATION_LEVEL.ENABLE_EXTENDED;
-  return GRAPH_OPTIMIZATION_LEVEL.ENABLE_ALL;
-}
-
-export function sessionConfig(config: ModelConfig): SessionConfig {
-  const instances = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
-  const cores = availableParallelism();
-  const intra = intParam(config, "intra_op_thread_count", 0) || Math.max(1, Math.floor(cores / instances));
-  const inter = intParam(config, "inter_op_thread_count", 0) || 1;
-  const arena = param(config, "enable_mem_arena");
-  return {
-    intraOpThreads: intra,
-    interOpThreads: inter,
-    graphOptimizationLevel: graphLevel(config),
-    allowSpinning: param(config, "allow_spinning") === "true",
-    memArena: arena === undefined ? true : arena !== "0" && arena !== "false",
-    entries: Object.fromEntries(
-      Object.entries(config.parameters ?? {})
-        .filter(([k]) => k.startsWith("session."))
-        .map(([k, v]) => [k, v.string_value ?? ""]),
-    ),
-  };
-}
-
-function runMode(config: ModelConfig): RunMode {
-  const v = param(config, "run_mode") ?? "auto";
-  if (v !== "auto" && v !== "async" && v !== "sync") throw invalidArg(`model '${config.name}': parameter 'run_mode' must be auto, async or sync, got '${v}'`);
-  return v;
-}
-
-function checkAccelerators(config: ModelConfig): void {
-  const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string }[]; cpu_execution_accelerator?: { name?: string }[] } } | undefined)
-    ?.execution_accelerators;
-  const names = [...(acc?.gpu_execution_accelerator ?? []), ...(acc?.cpu_execution_accelerator ?? [])].map((a) => a.name ?? "");
-  if (names.length > 0) {
-    throw unsupported(`model '${config.name}': execution accelerator(s) ${names.map((n) => `'${n}'`).join(", ")} are not available in this ONNX Runtime build (CPU only)`);
-  }
-}
 
 class OrtInstance implements BackendInstance {
   readonly name: string;
@@ -136,22 +78,22 @@ class OrtInstance implements BackendInstance {
 
 class OrtModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
-  readonly #rt: OrtRuntime;
+  readonly #env: OrtEnvironment;
   #options: OrtSessionOptions | undefined;
   readonly #mode: RunMode;
 
-  constructor(ctx: BackendLoadContext, rt: OrtRuntime) {
+  constructor(ctx: BackendLoadContext, env: OrtEnvironment) {
     this.#ctx = ctx;
-    this.#rt = rt;
+    this.#env = env;
     checkAccelerators(ctx.config);
     this.#mode = runMode(ctx.config);
-    this.#options = new OrtSessionOptions(rt.api, sessionConfig(ctx.config));
+    this.#options = new OrtSessionOptions(env.api, sessionConfig(ctx.config));
   }
 
   async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"): Promise<BackendInstance> {
     if (kind === "KIND_GPU") throw unsupported(`model '${this.#ctx.modelName}': KIND_GPU instances need the CUDA execution provider, which this ONNX Runtime build lacks`);
     if (!this.#options) throw new ServerError("INTERNAL", "model is closed");
-    const session = await OrtSession.open(this.#rt, this.#ctx.modelPath, this.#options);
+    const session = await OrtSession.open(this.#env, this.#ctx.modelPath, this.#options);
     return new OrtInstance(name, session, this.#mode, (this.#ctx.config.max_batch_size ?? 0) > 0);
   }
 
@@ -166,24 +108,25 @@ export class OnnxRuntimeBackend implements Backend {
   readonly platform = "onnxruntime_onnx";
   readonly defaultModelFilename = "model.onnx";
 
-  #runtime(backendConfig: Record<string, string>): OrtRuntime {
+  #environment(backendConfig: Record<string, string>): OrtEnvironment {
     try {
-      return OrtRuntime.get(backendConfig.library);
+      return OrtEnvironment.get(backendConfig.library);
     } catch (err) {
       throw new ServerError("UNAVAILABLE", (err as Error).message, { cause: err });
     }
   }
 
   async describe(modelPath: string, backendConfig: Record<string, string>): Promise<ModelFileIO> {
-    const rt = this.#runtime(backendConfig);
-    using options = new OrtSessionOptions(rt.api, {
+    const env = this.#environment(backendConfig);
+    using options = new OrtSessionOptions(env.api, {
       intraOpThreads: 1,
       interOpThreads: 1,
       graphOptimizationLevel: GRAPH_OPTIMIZATION_LEVEL.DISABLE_ALL,
       allowSpinning: false,
       memArena: false,
     });
-    using session = new OrtSession(rt, resolveModelFile(modelPath), options);
+    // Created on koffi's worker thread: parsing a large model must not block the event loop.
+    using session = await OrtSession.open(env, resolveModelFile(modelPath), options);
     const spec = (t: { name: string; elementType: number; shape: number[]; isTensor: boolean }): TensorSpec => {
       const datatype = t.isTensor ? protocolType(t.elementType) : undefined;
       if (!datatype) throw invalidArg(`tensor '${t.name}' of ${modelPath} has a type that Triton cannot describe`);
@@ -193,7 +136,7 @@ export class OnnxRuntimeBackend implements Backend {
   }
 
   async load(ctx: BackendLoadContext): Promise<BackendModel> {
-    return new OrtModel({ ...ctx, modelPath: resolveModelFile(ctx.modelPath) }, this.#runtime(ctx.backendConfig));
+    return new OrtModel({ ...ctx, modelPath: resolveModelFile(ctx.modelPath) }, this.#environment(ctx.backendConfig));
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { ONNX_TYPE } from "../../../ffi/onnxruntime/symbols.ts";
 import { joinBytes, splitBytes, type DataType, type Tensor } from "../../core/tensor.ts";
-import type { OrtInput, OrtOutput } from "../../../ffi/onnxruntime/handles.ts";
+import type { OrtInput, OrtOutput } from "../../../ffi/onnxruntime/value.ts";
 
 const TO_ONNX: Record<DataType, number> = {
   BOOL: ONNX_TYPE.BOOL, UINT8: ONNX_TYPE.UINT8, UINT16: ONNX_TYPE.UINT16, UINT32: ONNX_TYPE.UINT32, UINT64: ONNX_TYPE.UINT64,

@@ -1,0 +1,234 @@
+/**
+ * @module OrtSession: one ONNX Runtime session, its declared inputs and outputs, and
+ * runs on the calling thread or on koffi's worker thread. The OrtValues of a run are
+ * owned by the run and released in its finally block; the session is released once, by
+ * close(), or after the runs in flight when close() comes during them.
+ */
+import { getKoffi, type Pointer } from "../load.ts";
+import { ONNX_TYPE, ONNX_VALUE_TYPE_TENSOR } from "./symbols.ts";
+import { check } from "./status.ts";
+import { OrtValue, elementSize, hasFixedSize, readTypeAndShape, type OrtInput, type OrtOutput } from "./value.ts";
+import type { OrtEnvironment, OrtSessionOptions } from "./handles.ts";
+
+export interface OrtTensorInfo {
+  name: string;
+  elementType: number;
+  /** -1 for symbolic or unknown dimensions. */
+  shape: number[];
+  /** False for sequences, maps and other non-tensor values. */
+  isTensor: boolean;
+}
+
+/** A pointer array ORT may read or write from another thread: kept out of V8's movable heap. */
+function offHeapPointers(n: number): BigUint64Array {
+  return new BigUint64Array(new ArrayBuffer(Math.max(n, 1) * 8)).subarray(0, n);
+}
+
+export class OrtSession {
+  readonly inputs: OrtTensorInfo[];
+  readonly outputs: OrtTensorInfo[];
+  readonly #env: OrtEnvironment;
+  #handle: Pointer;
+  #running = 0;
+  #closeWhenIdle = false;
+  /** Native `const char* const*` arrays by name list; every native allocation, freed at close. */
+  readonly #names = new Map<string, Pointer>();
+  readonly #allocations: Pointer[] = [];
+  readonly #pointerScratch: [BigUint64Array, BigUint64Array] = [offHeapPointers(8), offHeapPointers(8)];
+
+  /** Creates the session on the calling thread, or adopts `created` (see open()). */
+  constructor(env: OrtEnvironment, modelPath: string, options: OrtSessionOptions, created?: Pointer) {
+    this.#env = env;
+    if (created) {
+      this.#handle = created;
+    } else {
+      const out = offHeapPointers(1);
+      check(env.api, env.api.CreateSession(env.handle, modelPath, options.handle, out), `CreateSession(${modelPath})`);
+      this.#handle = out[0] || null;
+    }
+    try {
+      this.inputs = this.#describe(true);
+      this.outputs = this.#describe(false);
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Creates the session on koffi's worker thread: loading and optimizing a large model
+   * takes long, and several models load in parallel this way.
+   */
+  static async open(env: OrtEnvironment, modelPath: string, options: OrtSessionOptions): Promise<OrtSession> {
+    const api = env.api;
+    const out = offHeapPointers(1);
+    const status = await new Promise<Pointer>((resolve, reject) =>
+      api.CreateSession.async(env.handle, modelPath, options.handle, out, (err: unknown, res: Pointer) => (err ? reject(err) : resolve(res))),
+    );
+    check(api, status, `CreateSession(${modelPath})`);
+    return new OrtSession(env, modelPath, options, out[0] || null);
+  }
+
+  #describe(input: boolean): OrtTensorInfo[] {
+    const { api, allocator } = this.#env;
+    const count: [number] = [0];
+    check(api, input ? api.SessionGetInputCount(this.#handle, count) : api.SessionGetOutputCount(this.#handle, count), "SessionGetCount");
+    const list: OrtTensorInfo[] = [];
+    for (let i = 0; i < Number(count[0]); i++) {
+      const namePtr: [Pointer] = [null];
+      check(api, (input ? api.SessionGetInputName : api.SessionGetOutputName)(this.#handle, i, allocator, namePtr), "SessionGetName");
+      const name = getKoffi().decode(namePtr[0], "char", -1) as string;
+      check(api, api.AllocatorFree(allocator, namePtr[0]), "AllocatorFree");
+      const typeInfo: [Pointer] = [null];
+      check(api, (input ? api.SessionGetInputTypeInfo : api.SessionGetOutputTypeInfo)(this.#handle, i, typeInfo), "SessionGetTypeInfo");
+      try {
+        const onnxType: [number] = [0];
+        check(api, api.GetOnnxTypeFromTypeInfo(typeInfo[0], onnxType), "GetOnnxTypeFromTypeInfo");
+        if (onnxType[0] !== ONNX_VALUE_TYPE_TENSOR) {
+          list.push({ name, elementType: 0, shape: [], isTensor: false });
+          continue;
+        }
+        // The tensor info belongs to the type info: not released on its own.
+        const tensorInfo: [Pointer] = [null];
+        check(api, api.CastTypeInfoToTensorInfo(typeInfo[0], tensorInfo), "CastTypeInfoToTensorInfo");
+        const { elementType, shape } = readTypeAndShape(api, tensorInfo[0]);
+        list.push({ name, elementType, shape: shape.map((d) => (d < 0 ? -1 : d)), isTensor: true });
+      } finally {
+        api.ReleaseTypeInfo(typeInfo[0]);
+      }
+    }
+    return list;
+  }
+
+  /**
+   * Runs the session. With `async`, Run executes on koffi's worker thread and the event
+   * loop stays free; otherwise it runs on the calling thread. `batched`: the model follows
+   * Triton's batching contract (max_batch_size > 0), so a dynamic first dimension of every
+   * input and output is the batch size; only then are outputs with a dynamic first
+   * dimension preallocated in JS memory.
+   */
+  async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean, batched = false): Promise<OrtOutput[]> {
+    if (!this.#handle || this.#closeWhenIdle) throw new Error("onnxruntime: session is closed");
+    const env = this.#env;
+    const api = env.api;
+    // A sync run is one synchronous stretch from here to its finally block, so the
+    // session's scratch pointer arrays serve it; async runs get their own.
+    const inValues = async ? offHeapPointers(inputs.length) : this.#scratch(0, inputs.length);
+    const outValues = async ? offHeapPointers(outputNames.length) : this.#scratch(1, outputNames.length);
+    const owned: OrtValue[] = [];
+    const preallocated: (OrtOutput | undefined)[] = [];
+    this.#running++;
+    try {
+      inputs.forEach((input, i) => {
+        const v = input.elementType === ONNX_TYPE.STRING
+          ? OrtValue.strings(env, input.name, input.shape, input.strings ?? [])
+          : OrtValue.overData(env, input.name, input.elementType, input.shape, input.data);
+        owned.push(v);
+        inValues[i] = v.handle ?? 0n;
+      });
+      // Outputs whose shape is known up front are written by ORT straight into JS memory.
+      const batch = batched ? this.#batchOf(inputs) : undefined;
+      outputNames.forEach((name, i) => {
+        const out = this.#preallocate(name, batch);
+        preallocated.push(out);
+        if (!out) return;
+        const v = OrtValue.overData(env, name, out.elementType, out.shape, out.data, false);
+        owned.push(v);
+        outValues[i] = v.handle ?? 0n;
+      });
+      const inNames = this.#namesArray(inputs.map((x) => x.name));
+      const outNames = this.#namesArray(outputNames);
+      const h = this.#handle;
+      const n = inputs.length;
+      const m = outputNames.length;
+      const status: Pointer = async
+        ? await new Promise<Pointer>((resolve, reject) =>
+            api.Run.async(h, null, inNames, inValues, n, outNames, m, outValues, (err: unknown, res: Pointer) => (err ? reject(err) : resolve(res))),
+          )
+        : api.Run(h, null, inNames, inValues, n, outNames, m, outValues);
+      // Values ORT created for the other outputs are ours from here, even when Run failed.
+      const created = outputNames.map((_, i) => (preallocated[i] || !outValues[i] ? undefined : OrtValue.adopt(api, outValues[i]!)));
+      for (const v of created) if (v) owned.push(v);
+      check(api, status, "Run");
+      return outputNames.map((name, i) => preallocated[i] ?? created[i]?.read(name) ?? unset(name));
+    } finally {
+      for (const v of owned) v.close();
+      this.#running--;
+      if (this.#running === 0 && this.#closeWhenIdle) this.close();
+    }
+  }
+
+  #scratch(which: 0 | 1, n: number): BigUint64Array {
+    let buf = this.#pointerScratch[which];
+    if (buf.length < n) buf = this.#pointerScratch[which] = offHeapPointers(n);
+    const view = buf.length === n ? buf : buf.subarray(0, n);
+    view.fill(0n);
+    return view;
+  }
+
+  /** The batch size when every input and the model agree that dim 0 is the batch. */
+  #batchOf(inputs: readonly OrtInput[]): number | undefined {
+    let batch: number | undefined;
+    for (const input of inputs) {
+      const info = this.inputs.find((i) => i.name === input.name);
+      if (!info || info.shape[0] !== -1 || input.shape.length === 0) return undefined;
+      if (batch === undefined) batch = input.shape[0];
+      else if (batch !== input.shape[0]) return undefined;
+    }
+    return batch;
+  }
+
+  /** A zeroed output tensor in JS memory when the output's shape is fixed (apart from the batch). */
+  #preallocate(name: string, batch: number | undefined): OrtOutput | undefined {
+    const info = this.outputs.find((o) => o.name === name);
+    if (!info || !info.isTensor || !hasFixedSize(info.elementType)) return undefined;
+    const shape = info.shape.map((d, i) => (i === 0 && d === -1 ? batch ?? -1 : d));
+    if (shape.some((d) => d < 0)) return undefined;
+    const bytes = shape.reduce((a, b) => a * b, 1) * elementSize(info.elementType);
+    return { name, elementType: info.elementType, shape, data: new Uint8Array(new ArrayBuffer(bytes)) };
+  }
+
+  /** A native `const char* const*` for these names, cached for the session's lifetime. */
+  #namesArray(names: readonly string[]): Pointer {
+    const key = names.join("\0");
+    let arr = this.#names.get(key);
+    if (arr === undefined) {
+      const koffi = getKoffi();
+      const ptrs = names.map((n) => {
+        const bytes = new TextEncoder().encode(n + "\0");
+        const p = koffi.alloc("uint8_t", bytes.byteLength) as Pointer;
+        this.#allocations.push(p);
+        koffi.encode(p, "uint8_t", Array.from(bytes), bytes.byteLength);
+        return p;
+      });
+      arr = koffi.alloc("void *", Math.max(names.length, 1)) as Pointer;
+      this.#allocations.push(arr);
+      if (names.length > 0) koffi.encode(arr, "void *", ptrs, names.length);
+      this.#names.set(key, arr);
+    }
+    return arr;
+  }
+
+  /** Releases the session now, or after the runs in flight when there are any. */
+  close(): void {
+    if (!this.#handle) return;
+    if (this.#running > 0) {
+      this.#closeWhenIdle = true;
+      return;
+    }
+    this.#env.api.ReleaseSession(this.#handle);
+    this.#handle = null;
+    const koffi = getKoffi();
+    for (const p of this.#allocations.splice(0)) koffi.free(p);
+    this.#names.clear();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** ORT sets every output it was asked for; this is the error should it not. */
+function unset(name: string): never {
+  throw new Error(`onnxruntime: Run succeeded but left output '${name}' unset`);
+}

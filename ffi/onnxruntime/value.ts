@@ -1,0 +1,199 @@
+/**
+ * @module OrtValue: one owned ONNX Runtime tensor (zero-copy over JS memory, a string
+ * tensor, or a Run output ORT allocated), its reading back into JS memory, and the
+ * element sizes of the tensor types served. The tensors a run takes and gives are
+ * OrtInput and OrtOutput.
+ */
+import { getKoffi, type Pointer } from "../load.ts";
+import { ONNX_TYPE, type OrtApi } from "./symbols.ts";
+import { check } from "./status.ts";
+import type { OrtEnvironment } from "./handles.ts";
+
+/** A tensor going into a run. */
+export interface OrtInput {
+  name: string;
+  elementType: number;
+  shape: number[];
+  /** Raw element bytes; for STRING, one Uint8Array per element in `strings`. */
+  data?: Uint8Array;
+  strings?: Uint8Array[];
+}
+
+/** A tensor coming out of a run, in JS memory that ORT no longer references. */
+export interface OrtOutput {
+  name: string;
+  elementType: number;
+  shape: number[];
+  /** Raw element bytes; empty for STRING, whose elements are in `strings`. */
+  data: Uint8Array;
+  strings?: Uint8Array[];
+}
+
+const MAX_RANK = 16;
+// ORT copies the shape and writes the new value's pointer during the create call itself,
+// so one pair of scratch buffers serves every call (JS makes them one at a time).
+const shapeScratch = new BigInt64Array(new ArrayBuffer(MAX_RANK * 8));
+const outScratch = new BigUint64Array(new ArrayBuffer(8));
+// Out-parameters of the per-output calls (type, shape, data pointer): typed scratch is
+// several times cheaper for koffi than a JS array marked _Out_.
+const infoScratch = new BigUint64Array(new ArrayBuffer(8));
+const intScratch = new Int32Array(new ArrayBuffer(4));
+const sizeScratch = new BigUint64Array(new ArrayBuffer(8));
+/**
+ * V8 keeps typed arrays of up to 64 bytes inside its moving heap; JavaScriptCore (Bun)
+ * does not move array storage. Under V8 such inputs are copied before ORT holds them.
+ */
+const MOVABLE_SMALL_ARRAYS = typeof (globalThis as { Bun?: unknown }).Bun === "undefined";
+
+function shapeArg(shape: readonly number[]): BigInt64Array {
+  const buf = shape.length <= MAX_RANK ? shapeScratch : new BigInt64Array(new ArrayBuffer(shape.length * 8));
+  for (let i = 0; i < shape.length; i++) buf[i] = BigInt(shape[i]!);
+  return buf;
+}
+
+export class OrtValue {
+  readonly #api: OrtApi;
+  #handle: Pointer;
+  /** The JS memory a zero-copy tensor points into: referenced until the value is released. */
+  #data: Uint8Array | undefined;
+
+  private constructor(api: OrtApi, handle: Pointer, data?: Uint8Array) {
+    this.#api = api;
+    this.#handle = handle;
+    this.#data = data;
+  }
+
+  /** Takes ownership of a value ORT created (a Run output). */
+  static adopt(api: OrtApi, handle: Pointer): OrtValue {
+    return new OrtValue(api, handle);
+  }
+
+  /**
+   * A tensor over `data` without copying: ORT reads (or, for a preallocated output,
+   * writes) the JS buffer. `copySmall` false: `data` is known to own its ArrayBuffer.
+   */
+  static overData(env: OrtEnvironment, name: string, elementType: number, shape: readonly number[], data: Uint8Array | undefined, copySmall = true): OrtValue {
+    const bytes = data?.byteLength ?? 0;
+    let held = data && bytes > 0 ? data : new Uint8Array(new ArrayBuffer(1));
+    if (copySmall && MOVABLE_SMALL_ARRAYS && bytes <= 128) {
+      const copy = new Uint8Array(new ArrayBuffer(held.byteLength));
+      copy.set(held);
+      held = copy;
+    }
+    const api = env.api;
+    const status = api.CreateTensorWithDataAsOrtValue(env.cpuMemory.handle, held, bytes, shapeArg(shape), shape.length, elementType, outScratch);
+    check(api, status, `CreateTensorWithDataAsOrtValue(${name})`);
+    return new OrtValue(api, outScratch[0] || null, held);
+  }
+
+  /**
+   * A string tensor in memory ORT allocates. FillStringTensor takes NUL-terminated C
+   * strings, so elements that contain a 0 byte are written one by one at their exact length.
+   */
+  static strings(env: OrtEnvironment, name: string, shape: readonly number[], elements: readonly Uint8Array[]): OrtValue {
+    const api = env.api;
+    check(api, api.CreateTensorAsOrtValue(env.allocator, shapeArg(shape), shape.length, ONNX_TYPE.STRING, outScratch), `CreateTensorAsOrtValue(${name})`);
+    const value = new OrtValue(api, outScratch[0] || null);
+    try {
+      if (elements.length > 0 && !elements.some((e) => e.includes(0))) {
+        const cStrings = elements.map((e) => {
+          const z = new Uint8Array(e.byteLength + 1);
+          z.set(e);
+          return z;
+        });
+        check(api, api.FillStringTensor(value.handle, cStrings, cStrings.length), `FillStringTensor(${name})`);
+      } else if (elements.length > 0) {
+        const koffi = getKoffi();
+        const buffer: [Pointer] = [null];
+        elements.forEach((e, i) => {
+          check(api, api.GetResizedStringTensorElementBuffer(value.handle, i, e.byteLength, buffer), `GetResizedStringTensorElementBuffer(${name})`);
+          if (e.byteLength > 0) new Uint8Array(koffi.view(buffer[0], e.byteLength)).set(e);
+        });
+      }
+      return value;
+    } catch (err) {
+      value.close();
+      throw err;
+    }
+  }
+
+  get handle(): Pointer {
+    return this.#handle;
+  }
+
+  /** The element type and shape of this tensor. */
+  typeAndShape(name: string): { elementType: number; shape: number[] } {
+    check(this.#api, this.#api.GetTensorTypeAndShape(this.#handle, infoScratch), `GetTensorTypeAndShape(${name})`);
+    const info = infoScratch[0] || null;
+    try {
+      return readTypeAndShape(this.#api, info);
+    } finally {
+      this.#api.ReleaseTensorTypeAndShapeInfo(info);
+    }
+  }
+
+  /** Copies the tensor out of ORT's memory. */
+  read(name: string): OrtOutput {
+    const api = this.#api;
+    const { elementType, shape } = this.typeAndShape(name);
+    const count = shape.reduce((a, b) => a * b, 1);
+    if (elementType === ONNX_TYPE.STRING) {
+      const len: [number] = [0];
+      check(api, api.GetStringTensorDataLength(this.#handle, len), `GetStringTensorDataLength(${name})`);
+      const total = Number(len[0]);
+      const buf = new Uint8Array(Math.max(total, 1));
+      const offsets = new BigUint64Array(Math.max(count, 1));
+      if (count > 0) check(api, api.GetStringTensorContent(this.#handle, buf, total, offsets, count), `GetStringTensorContent(${name})`);
+      const strings: Uint8Array[] = [];
+      for (let i = 0; i < count; i++) {
+        const end = i + 1 < count ? Number(offsets[i + 1]) : total;
+        strings.push(buf.slice(Number(offsets[i]), end));
+      }
+      return { name, elementType, shape, data: new Uint8Array(0), strings };
+    }
+    const bytes = count * elementSize(elementType);
+    if (bytes === 0) return { name, elementType, shape, data: new Uint8Array(0) };
+    check(api, api.GetTensorMutableData(this.#handle, infoScratch), `GetTensorMutableData(${name})`);
+    return { name, elementType, shape, data: new Uint8Array(getKoffi().view(infoScratch[0], bytes)).slice() };
+  }
+
+  close(): void {
+    if (this.#handle) this.#api.ReleaseValue(this.#handle);
+    this.#handle = null;
+    this.#data = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
+
+/** Element type and dims of an OrtTensorTypeAndShapeInfo (dims as ORT gives them, -1 when unknown). */
+export function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: number; shape: number[] } {
+  check(api, api.GetTensorElementType(info, intScratch), "GetTensorElementType");
+  const elementType = intScratch[0]!;
+  check(api, api.GetDimensionsCount(info, sizeScratch), "GetDimensionsCount");
+  const rank = Number(sizeScratch[0]);
+  const dims = rank <= MAX_RANK ? shapeScratch : new BigInt64Array(rank);
+  if (rank > 0) check(api, api.GetDimensions(info, dims, rank), "GetDimensions");
+  const shape = new Array<number>(rank);
+  for (let i = 0; i < rank; i++) shape[i] = Number(dims[i]);
+  return { elementType, shape };
+}
+
+const SIZES: Readonly<Record<number, number>> = {
+  [ONNX_TYPE.FLOAT]: 4, [ONNX_TYPE.UINT8]: 1, [ONNX_TYPE.INT8]: 1, [ONNX_TYPE.UINT16]: 2, [ONNX_TYPE.INT16]: 2,
+  [ONNX_TYPE.INT32]: 4, [ONNX_TYPE.INT64]: 8, [ONNX_TYPE.BOOL]: 1, [ONNX_TYPE.FLOAT16]: 2, [ONNX_TYPE.DOUBLE]: 8,
+  [ONNX_TYPE.UINT32]: 4, [ONNX_TYPE.UINT64]: 8, [ONNX_TYPE.BFLOAT16]: 2,
+};
+
+/** Whether the element type has a fixed size (every served type but STRING). */
+export function hasFixedSize(elementType: number): boolean {
+  return elementType in SIZES;
+}
+
+export function elementSize(elementType: number): number {
+  const s = SIZES[elementType];
+  if (s === undefined) throw new Error(`onnxruntime: unsupported tensor element type ${elementType}`);
+  return s;
+}

@@ -1,0 +1,89 @@
+/**
+ * @module Model config → ONNX Runtime session settings, with Triton's onnxruntime backend
+ * parameter names (intra_op_thread_count, inter_op_thread_count, execution_mode,
+ * enable_mem_arena, enable_mem_pattern, session.* config entries) and its mapping of
+ * optimization.graph.level; plus our own run_mode and allow_spinning.
+ */
+import { availableParallelism } from "node:os";
+import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
+import type { SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
+import { invalidArg, unsupported } from "../../core/errors.ts";
+import type { ModelConfig } from "../../model-config/types.ts";
+
+/** How a run is dispatched: koffi's worker thread (async), the calling thread (sync), or measured (auto). */
+export type RunMode = "auto" | "async" | "sync";
+
+function param(config: ModelConfig, key: string): string | undefined {
+  return config.parameters?.[key]?.string_value;
+}
+
+function intParam(config: ModelConfig, key: string, fallback: number): number {
+  const v = param(config, key);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw invalidArg(`model '${config.name}': parameter '${key}' must be a non-negative integer, got '${v}'`);
+  return n;
+}
+
+/** Triton's ParseBoolValue: true/on/1 and false/off/0, any case. */
+function boolParam(config: ModelConfig, key: string): boolean | undefined {
+  const v = param(config, key);
+  if (v === undefined) return undefined;
+  const l = v.toLowerCase();
+  if (l === "true" || l === "on" || l === "1") return true;
+  if (l === "false" || l === "off" || l === "0") return false;
+  throw invalidArg(`model '${config.name}': parameter '${key}' must be true or false, got '${v}'`);
+}
+
+/** Triton: level -1 → basic only, 1 → basic + extended, 2 → none, otherwise (0, unset) → all. */
+function graphLevel(config: ModelConfig): number {
+  const level = Number((config.optimization as { graph?: { level?: number | string } } | undefined)?.graph?.level ?? 0);
+  if (level === -1) return GRAPH_OPTIMIZATION_LEVEL.ENABLE_BASIC;
+  if (level === 1) return GRAPH_OPTIMIZATION_LEVEL.ENABLE_EXTENDED;
+  if (level === 2) return GRAPH_OPTIMIZATION_LEVEL.DISABLE_ALL;
+  return GRAPH_OPTIMIZATION_LEVEL.ENABLE_ALL;
+}
+
+/**
+ * Session settings for each instance of `config`. Thread counts left at 0 share the
+ * cores among the instances (instances × intra threads ≤ cores), and intra-op threads
+ * do not spin after a run unless allow_spinning says so.
+ */
+export function sessionConfig(config: ModelConfig): SessionConfig {
+  const instances = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
+  const intra = intParam(config, "intra_op_thread_count", 0) || Math.max(1, Math.floor(availableParallelism() / instances));
+  const inter = intParam(config, "inter_op_thread_count", 0) || 1;
+  const mode = intParam(config, "execution_mode", 0);
+  if (mode > 1) throw invalidArg(`model '${config.name}': parameter 'execution_mode' must be 0 (sequential) or 1 (parallel), got '${mode}'`);
+  const memPattern = boolParam(config, "enable_mem_pattern");
+  return {
+    intraOpThreads: intra,
+    interOpThreads: inter,
+    graphOptimizationLevel: graphLevel(config),
+    allowSpinning: boolParam(config, "allow_spinning") ?? false,
+    memArena: boolParam(config, "enable_mem_arena") ?? true,
+    ...(mode === 1 ? { parallelExecution: true } : {}),
+    ...(memPattern === undefined ? {} : { memPattern }),
+    entries: Object.fromEntries(
+      Object.entries(config.parameters ?? {})
+        .filter(([k]) => k.startsWith("session."))
+        .map(([k, v]) => [k, v.string_value ?? ""]),
+    ),
+  };
+}
+
+export function runMode(config: ModelConfig): RunMode {
+  const v = param(config, "run_mode") ?? "auto";
+  if (v !== "auto" && v !== "async" && v !== "sync") throw invalidArg(`model '${config.name}': parameter 'run_mode' must be auto, async or sync, got '${v}'`);
+  return v;
+}
+
+/** This build has the CPU provider only: any configured accelerator is refused at load. */
+export function checkAccelerators(config: ModelConfig): void {
+  const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string }[]; cpu_execution_accelerator?: { name?: string }[] } } | undefined)
+    ?.execution_accelerators;
+  const names = [...(acc?.gpu_execution_accelerator ?? []), ...(acc?.cpu_execution_accelerator ?? [])].map((a) => a.name ?? "");
+  if (names.length > 0) {
+    throw unsupported(`model '${config.name}': execution accelerator(s) ${names.map((n) => `'${n}'`).join(", ")} are not available in this ONNX Runtime build (CPU only)`);
+  }
+}
