@@ -1,51 +1,66 @@
 /**
  * @module ModelConfig ↔ JSON as Triton's model_configuration extension prints it:
- * snake_case names, every scalar printed even at its default, repeated fields as [],
- * maps as {}, unset messages and oneof members omitted, 64-bit integers as numbers.
- * configFromJson() checks a JSON config (the repository load API's `config`).
+ * snake_case names in schema order, every scalar printed even at its default, repeated
+ * fields as [], maps as {}, unset messages and oneof members omitted, 64-bit integers as
+ * numbers, non-finite floats as "NaN" / "Infinity" / "-Infinity" (protobuf's JSON mapping).
+ * configFromJson() checks a JSON config (the repository load API's `config` override).
  */
 import protobuf from "protobufjs";
 import { invalidArg } from "../core/errors.ts";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, type FieldKind } from "./schema.ts";
+import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey } from "./schema.ts";
 import type { ModelConfig } from "./types.ts";
 
 type Obj = Record<string, unknown>;
 
-function defaultOf(kind: FieldKind, field: protobuf.Field): unknown {
-  if (kind === "enum") return (field.resolvedType as protobuf.Enum).valuesById[0] ?? Object.keys((field.resolvedType as protobuf.Enum).values)[0];
-  if (kind === "bool") return false;
-  if (kind === "string" || kind === "bytes") return "";
-  return 0;
+const NON_FINITE: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+
+function floatToJson(v: number): number | string {
+  return Number.isFinite(v) ? v : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+}
+
+function valueToJson(field: protobuf.Field, v: unknown): unknown {
+  const kind = fieldKind(field);
+  if (kind === "message") return toJson(field.resolvedType as protobuf.Type, v as Obj);
+  if (kind === "float") return floatToJson(v as number);
+  return v;
 }
 
 function toJson(type: protobuf.Type, obj: Obj): Obj {
   const out: Obj = {};
   for (const field of type.fieldsArray) {
     const v = obj[field.name];
-    const kind = fieldKind(field);
     if (field.map) {
-      const entries = Object.entries((v as Obj | undefined) ?? {});
-      out[field.name] = Object.fromEntries(entries.map(([k, x]) => [k, kind === "message" ? toJson(field.resolvedType as protobuf.Type, x as Obj) : x]));
+      const map: Obj = {};
+      for (const [k, x] of Object.entries((v as Obj | undefined) ?? {})) setKey(map, k, valueToJson(field, x));
+      out[field.name] = map;
     } else if (field.repeated) {
-      const arr = (v as unknown[] | undefined) ?? [];
-      out[field.name] = kind === "message" ? arr.map((x) => toJson(field.resolvedType as protobuf.Type, x as Obj)) : [...arr];
+      out[field.name] = ((v as unknown[] | undefined) ?? []).map((x) => valueToJson(field, x));
     } else if (v !== undefined) {
-      out[field.name] = kind === "message" ? toJson(field.resolvedType as protobuf.Type, v as Obj) : v;
-    } else if (kind !== "message" && !realOneof(field)) {
-      out[field.name] = defaultOf(kind, field);
+      out[field.name] = valueToJson(field, v);
+    } else if (fieldKind(field) !== "message" && !realOneof(field)) {
+      out[field.name] = defaultScalar(field);
     }
   }
   return out;
 }
 
-/** The /config response body. */
+/** The /config response body for `config` (a fresh object; nothing is shared with it). */
 export function configToJson(config: ModelConfig): Obj {
   return toJson(modelConfigType(), config as Obj);
 }
 
+// ------------------------------------------------------------------------- from JSON
+
 const camelToSnake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-function checkScalar(kind: FieldKind, v: unknown, path: string, field?: protobuf.Field): unknown {
+/** A JSON scalar of proto type `type` (or of enum `e`), checked as protobuf's JSON parser does. */
+function checkScalar(type: string, e: protobuf.Enum | undefined, v: unknown, path: string): unknown {
+  if (e) {
+    if (typeof v === "string" && v in e.values) return v;
+    if (typeof v === "number" && e.valuesById[v] !== undefined) return e.valuesById[v];
+    throw invalidArg(`${path}: unknown value ${JSON.stringify(v)} for enum ${e.name}`);
+  }
+  const kind = scalarKind(type);
   switch (kind) {
     case "bool":
       if (typeof v !== "boolean") throw invalidArg(`${path}: expected a boolean`);
@@ -60,22 +75,24 @@ function checkScalar(kind: FieldKind, v: unknown, path: string, field?: protobuf
       if (typeof n !== "number" || !Number.isSafeInteger(n) || (kind === "uint" && n < 0)) {
         throw invalidArg(`${path}: expected ${kind === "uint" ? "a non-negative " : "an "}integer`);
       }
+      const [lo, hi] = integerBounds(type);
+      if (n < lo || n > hi) throw invalidArg(`${path}: integer ${n} is out of range for ${type}`);
       return n;
     }
     case "float": {
-      const n = typeof v === "string" && ["NaN", "Infinity", "-Infinity"].includes(v) ? Number(v) : v;
-      if (typeof n !== "number") throw invalidArg(`${path}: expected a number`);
-      return n;
-    }
-    case "enum": {
-      const e = field!.resolvedType as protobuf.Enum;
-      if (typeof v === "string" && v in e.values) return v;
-      if (typeof v === "number" && e.valuesById[v] !== undefined) return e.valuesById[v];
-      throw invalidArg(`${path}: unknown value ${JSON.stringify(v)} for enum ${e.name}`);
+      if (typeof v === "number") return v;
+      if (typeof v === "string" && v in NON_FINITE) return NON_FINITE[v];
+      if (typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v))) return Number(v);
+      throw invalidArg(`${path}: expected a number`);
     }
     default:
       throw invalidArg(`${path}: unsupported field`);
   }
+}
+
+function fieldValue(field: protobuf.Field, v: unknown, path: string): unknown {
+  if (field.resolvedType instanceof protobuf.Type) return fromJson(field.resolvedType, v, path);
+  return checkScalar(field.type, field.resolvedType instanceof protobuf.Enum ? field.resolvedType : undefined, v, path);
 }
 
 function fromJson(type: protobuf.Type, obj: unknown, path: string): Obj {
@@ -93,28 +110,31 @@ function fromJson(type: protobuf.Type, obj: unknown, path: string): Obj {
       if (other) throw invalidArg(`${p}: oneof '${oneof.name}' already set by '${other}'`);
       oneofs.set(oneof.name, field.name);
     }
-    const kind = fieldKind(field);
-    const one = (x: unknown, q: string) => (kind === "message" ? fromJson(field.resolvedType as protobuf.Type, x, q) : checkScalar(kind, x, q, field));
     if (field.map) {
       if (typeof v !== "object" || Array.isArray(v)) throw invalidArg(`${p}: expected an object`);
-      const keyKind = scalarKind(mapKeyType(field));
-      out[field.name] = Object.fromEntries(
-        Object.entries(v as Obj).map(([k, x]) => {
-          if (keyKind !== "string") checkScalar(keyKind, k, `${p}[${k}]`);
-          return [k, one(x, `${p}[${k}]`)];
-        }),
-      );
+      const keyType = mapKeyType(field);
+      const map: Obj = {};
+      for (const [k, x] of Object.entries(v as Obj)) {
+        // Integer keys arrive as JSON strings; keep them in their canonical decimal form.
+        const key = scalarKind(keyType) === "string" ? k : String(checkScalar(keyType, undefined, k, `${p}[${k}]`));
+        setKey(map, key, fieldValue(field, x, `${p}[${k}]`));
+      }
+      out[field.name] = map;
     } else if (field.repeated) {
       if (!Array.isArray(v)) throw invalidArg(`${p}: expected an array`);
-      out[field.name] = v.map((x, i) => one(x, `${p}[${i}]`));
+      out[field.name] = v.map((x, i) => fieldValue(field, x, `${p}[${i}]`));
     } else {
-      out[field.name] = one(v, p);
+      out[field.name] = fieldValue(field, v, p);
     }
   }
   return out;
 }
 
-/** Checks and converts a JSON model config (snake_case or camelCase names). */
+/**
+ * Checks a JSON model config (protobuf JSON: snake_case or camelCase names, 64-bit
+ * integers as numbers or strings, enums by name or number) and returns it in the
+ * ModelConfig shape. Unknown fields and wrong types throw INVALID_ARG naming the path.
+ */
 export function configFromJson(json: unknown): ModelConfig {
   return fromJson(modelConfigType(), json, "config") as ModelConfig;
 }

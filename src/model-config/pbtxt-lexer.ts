@@ -15,12 +15,14 @@ export interface Token {
 
 const SYMBOLS = new Set(["{", "}", "[", "]", ":", ",", ";", "<", ">"]);
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
 const SIMPLE_ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", a: "\x07", b: "\b", f: "\f", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?" };
 
-export class PbtxtSyntaxError {
-  static at(file: string, line: number, col: number, message: string) {
-    return invalidArg(`${file}:${line}:${col}: ${message}`);
-  }
+/** INVALID_ARG "<file>:<line>:<col>: <message>" (1-based line and column). */
+export function syntaxError(file: string, line: number, col: number, message: string) {
+  return invalidArg(`${file}:${line}:${col}: ${message}`);
 }
 
 export function tokenize(text: string, file: string): Token[] {
@@ -29,7 +31,7 @@ export function tokenize(text: string, file: string): Token[] {
   let line = 1;
   let lineStart = 0;
   const col = () => i - lineStart + 1;
-  const fail = (msg: string, l = line, c = col()) => PbtxtSyntaxError.at(file, l, c, msg);
+  const fail = (msg: string, l = line, c = col()) => syntaxError(file, l, c, msg);
 
   while (i < text.length) {
     const ch = text[i]!;
@@ -75,6 +77,12 @@ export function tokenize(text: string, file: string): Token[] {
             if (!m) throw fail("invalid \\x escape");
             bytes.push(parseInt(m[0], 16));
             i += 2 + m[0].length;
+          } else if (e === "u" || e === "U") {
+            const m = (e === "u" ? /^[0-9a-fA-F]{4}/ : /^[0-9a-fA-F]{8}/).exec(text.slice(i + 2));
+            const cp = m ? parseInt(m[0], 16) : NaN;
+            if (!m || cp > 0x10ffff) throw fail(`invalid \\${e} escape`);
+            bytes.push(...encoder.encode(String.fromCodePoint(cp)));
+            i += 2 + m[0].length;
           } else if (/[0-7]/.test(e)) {
             const m = /^[0-7]{1,3}/.exec(text.slice(i + 1))!;
             bytes.push(parseInt(m[0], 8) & 0xff);
@@ -86,10 +94,10 @@ export function tokenize(text: string, file: string): Token[] {
         }
         const cp = text.codePointAt(i)!;
         const s = String.fromCodePoint(cp);
-        bytes.push(...new TextEncoder().encode(s));
+        bytes.push(...encoder.encode(s));
         i += s.length;
       }
-      tokens.push({ kind: "string", text: new TextDecoder().decode(new Uint8Array(bytes)), line: startLine, col: startCol });
+      tokens.push({ kind: "string", text: decoder.decode(new Uint8Array(bytes)), line: startLine, col: startCol });
       continue;
     }
     const num = /^-?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fF]?|inf(?:inity)?\b|nan\b)/i.exec(text.slice(i));

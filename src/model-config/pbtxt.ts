@@ -1,19 +1,37 @@
 /**
  * @module config.pbtxt: protobuf text format parsed into and printed from the
  * ModelConfig shape of types.ts, driven by the reflected schema so that every field of
- * model_config.proto round-trips.
+ * model_config.proto round-trips. Unknown fields are errors, as in Triton's parser.
  */
 import protobuf from "protobufjs";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, type FieldKind } from "./schema.ts";
-import { tokenize, PbtxtSyntaxError, type Token } from "./pbtxt-lexer.ts";
+import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, typeName, setKey, type FieldKind } from "./schema.ts";
+import { tokenize, syntaxError, type Token } from "./pbtxt-lexer.ts";
 import type { ModelConfig } from "./types.ts";
 
 type Obj = Record<string, unknown>;
 
+const TRUE_WORDS = new Set(["true", "True", "t"]);
+const FALSE_WORDS = new Set(["false", "False", "f"]);
+const INTEGER = /^-?(0[xX][0-9a-fA-F]+|\d+)$/;
+
+function describe(t: Token): string {
+  if (t.kind === "eof") return "end of input";
+  if (t.kind === "string") return `string "${t.text}"`;
+  return `'${t.text}'`;
+}
+
+/** Integer literal text → number: decimal, 0x hex, or 0-prefixed octal (as protobuf reads it). */
+function integerValue(text: string): number {
+  const neg = text.startsWith("-");
+  const body = neg ? text.slice(1) : text;
+  const v = /^0[0-7]+$/.test(body) ? parseInt(body, 8) : Number(body);
+  return neg ? -v : v;
+}
+
 class Parser {
-  #tokens: Token[];
-  #pos = 0;
+  readonly #tokens: Token[];
   readonly #file: string;
+  #pos = 0;
 
   constructor(text: string, file: string) {
     this.#file = file;
@@ -29,7 +47,7 @@ class Parser {
   }
 
   #fail(tok: Token, message: string): never {
-    throw PbtxtSyntaxError.at(this.#file, tok.line, tok.col, message);
+    throw syntaxError(this.#file, tok.line, tok.col, message);
   }
 
   #isSymbol(text: string): boolean {
@@ -43,13 +61,8 @@ class Parser {
     return t;
   }
 
-  parseTop(type: protobuf.Type): Obj {
-    const obj = this.#parseFields(type, undefined);
-    return obj;
-  }
-
-  /** Fields until `close` ("}" or ">") or end of input when undefined. */
-  #parseFields(type: protobuf.Type, close: string | undefined): Obj {
+  /** Fields of `type` until `close` ("}" or ">"), or until end of input when undefined. */
+  parseFields(type: protobuf.Type, close: string | undefined): Obj {
     const obj: Obj = {};
     const seenOneof = new Map<string, string>();
     for (;;) {
@@ -63,7 +76,7 @@ class Parser {
       if (t.kind !== "ident") this.#fail(t, `expected a field name, found ${describe(t)}`);
       this.#next();
       const field = type.fields[t.text];
-      if (!field) this.#fail(t, `unknown field '${t.text}' in ${type.fullName.replace(/^\./, "")}`);
+      if (!field) this.#fail(t, `unknown field '${t.text}' in ${typeName(type)}`);
       const oneof = realOneof(field);
       if (oneof) {
         const other = seenOneof.get(oneof.name);
@@ -75,10 +88,10 @@ class Parser {
     }
   }
 
+  /** `name: value`, `name { ... }`, `name: { ... }` or `name [ v, ... ]` (name already read). */
   #parseField(obj: Obj, field: protobuf.Field, nameTok: Token): void {
     const kind = field.map ? "message" : fieldKind(field);
-    const hasColon = this.#isSymbol(":");
-    if (hasColon) this.#next();
+    if (this.#isSymbol(":")) this.#next();
     else if (kind !== "message") this.#fail(this.#peek(), `expected ':' after '${field.name}'`);
 
     const values: unknown[] = [];
@@ -88,11 +101,8 @@ class Parser {
       if (!this.#isSymbol("]")) {
         for (;;) {
           values.push(this.#parseValue(field, kind));
-          if (this.#isSymbol(",")) {
-            this.#next();
-            continue;
-          }
-          break;
+          if (!this.#isSymbol(",")) break;
+          this.#next();
         }
       }
       this.#expectSymbol("]");
@@ -102,7 +112,7 @@ class Parser {
 
     if (field.map) {
       const map = (obj[field.name] ??= {}) as Obj;
-      for (const entry of values as { key: string; value: unknown }[]) map[entry.key] = entry.value;
+      for (const entry of values as { key: string; value: unknown }[]) setKey(map, entry.key, entry.value);
     } else if (field.repeated) {
       ((obj[field.name] ??= []) as unknown[]).push(...values);
     } else {
@@ -115,20 +125,22 @@ class Parser {
     if (field.map) return this.#parseMapEntry(field);
     if (kind === "message") return this.#parseMessage(field.resolvedType as protobuf.Type);
     if (kind === "enum") return this.#parseEnum(field.resolvedType as protobuf.Enum);
-    return this.#parseScalar(kind, field.name);
+    return this.#parseScalar(field.type, field.name);
+  }
+
+  #open(): { open: Token; close: string } {
+    const open = this.#next();
+    if (open.kind !== "symbol" || (open.text !== "{" && open.text !== "<")) this.#fail(open, `expected '{', found ${describe(open)}`);
+    return { open, close: open.text === "{" ? "}" : ">" };
   }
 
   #parseMessage(type: protobuf.Type): Obj {
-    const open = this.#next();
-    if (open.kind !== "symbol" || (open.text !== "{" && open.text !== "<")) this.#fail(open, `expected '{', found ${describe(open)}`);
-    return this.#parseFields(type, open.text === "{" ? "}" : ">");
+    return this.parseFields(type, this.#open().close);
   }
 
+  /** `{ key: k value: v }` or `{ key: k value { ... } }`; a missing value is the default. */
   #parseMapEntry(field: protobuf.Field): { key: string; value: unknown } {
-    const open = this.#next();
-    if (open.kind !== "symbol" || (open.text !== "{" && open.text !== "<")) this.#fail(open, `expected '{', found ${describe(open)}`);
-    const close = open.text === "{" ? "}" : ">";
-    const keyKind = scalarKind(mapKeyType(field));
+    const { open, close } = this.#open();
     const valueKind = fieldKind(field);
     let key: unknown;
     let value: unknown;
@@ -138,31 +150,36 @@ class Parser {
       const isKey = t.text === "key";
       if (this.#isSymbol(":")) this.#next();
       else if (isKey || valueKind !== "message") this.#fail(this.#peek(), `expected ':' after '${t.text}'`);
-      if (isKey) key = this.#parseScalar(keyKind, `${field.name}.key`);
-      else value = valueKind === "message" ? this.#parseMessage(field.resolvedType as protobuf.Type) : valueKind === "enum" ? this.#parseEnum(field.resolvedType as protobuf.Enum) : this.#parseScalar(valueKind, `${field.name}.value`);
+      if (isKey) key = this.#parseScalar(mapKeyType(field), `${field.name}.key`);
+      else if (valueKind === "message") value = this.#parseMessage(field.resolvedType as protobuf.Type);
+      else if (valueKind === "enum") value = this.#parseEnum(field.resolvedType as protobuf.Enum);
+      else value = this.#parseScalar(field.type, `${field.name}.value`);
       if (this.#isSymbol(",") || this.#isSymbol(";")) this.#next();
     }
     this.#next();
     if (key === undefined) this.#fail(open, `map entry of '${field.name}' has no key`);
-    if (value === undefined) value = valueKind === "message" ? {} : defaultScalar(valueKind, field);
+    if (value === undefined) value = valueKind === "message" ? {} : defaultScalar(field);
     return { key: String(key), value };
   }
 
+  /** An enum value by name or by number. */
   #parseEnum(e: protobuf.Enum): string {
     const t = this.#next();
     if (t.kind === "ident") {
-      if (!(t.text in e.values)) this.#fail(t, `unknown value '${t.text}' for enum ${e.fullName.replace(/^\./, "")}`);
+      if (!(t.text in e.values)) this.#fail(t, `unknown value '${t.text}' for enum ${typeName(e)}`);
       return t.text;
     }
     if (t.kind === "number" && /^-?\d+$/.test(t.text)) {
       const name = e.valuesById[Number(t.text)];
-      if (name === undefined) this.#fail(t, `unknown value ${t.text} for enum ${e.fullName.replace(/^\./, "")}`);
+      if (name === undefined) this.#fail(t, `unknown value ${t.text} for enum ${typeName(e)}`);
       return name;
     }
     this.#fail(t, `expected an enum value, found ${describe(t)}`);
   }
 
-  #parseScalar(kind: FieldKind, name: string): unknown {
+  /** A scalar of proto type `type` ("int32", "string", ...); `name` is for messages. */
+  #parseScalar(type: string, name: string): unknown {
+    const kind = scalarKind(type);
     const t = this.#next();
     switch (kind) {
       case "string":
@@ -173,19 +190,18 @@ class Parser {
         return s;
       }
       case "bool":
-        if (t.kind === "ident" && ["true", "True", "t"].includes(t.text)) return true;
-        if (t.kind === "ident" && ["false", "False", "f"].includes(t.text)) return false;
+        if (t.kind === "ident" && TRUE_WORDS.has(t.text)) return true;
+        if (t.kind === "ident" && FALSE_WORDS.has(t.text)) return false;
         if (t.kind === "number" && (t.text === "1" || t.text === "0")) return t.text === "1";
         this.#fail(t, `expected true or false for '${name}', found ${describe(t)}`);
-      // falls through (unreachable)
+      // falls through (unreachable: #fail throws)
       case "int":
       case "uint": {
-        if (t.kind !== "number" || !/^-?(\d+|0[xX][0-9a-fA-F]+)$/.test(t.text)) this.#fail(t, `expected an integer for '${name}', found ${describe(t)}`);
-        const neg = t.text.startsWith("-");
-        const body = neg ? t.text.slice(1) : t.text;
-        const v = (neg ? -1 : 1) * Number(body);
+        if (t.kind !== "number" || !INTEGER.test(t.text)) this.#fail(t, `expected an integer for '${name}', found ${describe(t)}`);
+        const v = integerValue(t.text);
         if (kind === "uint" && v < 0) this.#fail(t, `expected a non-negative integer for '${name}', found ${t.text}`);
-        if (!Number.isSafeInteger(v)) this.#fail(t, `integer ${t.text} for '${name}' is out of range`);
+        const [lo, hi] = integerBounds(type);
+        if (!Number.isSafeInteger(v) || v < lo || v > hi) this.#fail(t, `integer ${t.text} for '${name}' is out of range`);
         return v;
       }
       case "float": {
@@ -198,29 +214,19 @@ class Parser {
         if (t.kind === "ident" && /^(inf|infinity|nan)$/i.test(t.text)) return /nan/i.test(t.text) ? NaN : Infinity;
         this.#fail(t, `expected a number for '${name}', found ${describe(t)}`);
       }
-      // falls through (unreachable)
+      // falls through (unreachable: #fail throws)
       default:
         this.#fail(t, `unsupported field kind for '${name}'`);
     }
   }
 }
 
-function describe(t: Token): string {
-  if (t.kind === "eof") return "end of input";
-  if (t.kind === "string") return `string "${t.text}"`;
-  return `'${t.text}'`;
-}
-
-function defaultScalar(kind: FieldKind, field: protobuf.Field): unknown {
-  if (kind === "enum") return Object.keys((field.resolvedType as protobuf.Enum).values)[0];
-  if (kind === "bool") return false;
-  if (kind === "string" || kind === "bytes") return "";
-  return 0;
-}
-
-/** Parses config.pbtxt text; throws INVALID_ARG "<file>:<line>:<col>: <what>". */
+/**
+ * Parses config.pbtxt text into the ModelConfig shape of types.ts. Throws INVALID_ARG
+ * "<file>:<line>:<col>: <what>" on any syntax error, unknown field or bad value.
+ */
 export function parsePbtxt(text: string, file = "config.pbtxt"): ModelConfig {
-  return new Parser(text, file).parseTop(modelConfigType()) as ModelConfig;
+  return new Parser(text, file).parseFields(modelConfigType(), undefined) as ModelConfig;
 }
 
 // ---------------------------------------------------------------------------- printer
@@ -255,10 +261,12 @@ function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string
     if (v === undefined) continue;
     const kind = fieldKind(field);
     if (field.map) {
-      const keyKind = scalarKind(mapKeyType(field));
-      for (const [k, val] of Object.entries(v as Obj)) {
-        out.push(`${indent}${field.name} {`);
-        out.push(`${indent}  key: ${keyKind === "string" ? quote(k) : k}`);
+      const entries = Object.entries(v as Obj);
+      // An empty map prints as an empty list so that it reads back as {}.
+      if (entries.length === 0) out.push(`${indent}${field.name}: []`);
+      const keyText = (k: string) => (scalarKind(mapKeyType(field)) === "string" ? quote(k) : k);
+      for (const [k, val] of entries) {
+        out.push(`${indent}${field.name} {`, `${indent}  key: ${keyText(k)}`);
         if (kind === "message") {
           out.push(`${indent}  value {`);
           printMessage(field.resolvedType as protobuf.Type, val as Obj, indent + "    ", out);
@@ -268,6 +276,8 @@ function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string
         }
         out.push(`${indent}}`);
       }
+    } else if (field.repeated && (v as unknown[]).length === 0) {
+      out.push(`${indent}${field.name}: []`);
     } else if (kind === "message") {
       for (const item of field.repeated ? (v as Obj[]) : [v as Obj]) {
         out.push(`${indent}${field.name} {`);
@@ -282,7 +292,11 @@ function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string
   }
 }
 
-/** Prints a ModelConfig as config.pbtxt text (2-space indent). */
+/**
+ * Prints a ModelConfig as config.pbtxt text: fields in schema order, 2-space indent,
+ * repeated scalars as `[ a, b ]`, messages and map entries as blocks. Parsing the text
+ * gives back an equal config.
+ */
 export function printPbtxt(config: ModelConfig): string {
   const out: string[] = [];
   printMessage(modelConfigType(), config as Obj, "", out);

@@ -1,7 +1,8 @@
 /**
  * @module The reflected inference.ModelConfig type (protobufjs), parsed once from the
- * embedded copy of proto/model_config.proto. Drives the config.pbtxt parser and printer
- * and the JSON rendering.
+ * embedded copy of proto/model_config.proto (no file is read at run time, so this works
+ * inside a `bun build --compile` binary). Drives the config.pbtxt parser and printer and
+ * the JSON rendering, plus the small helpers they share about field kinds and ranges.
  */
 import protobuf from "protobufjs";
 import { MODEL_CONFIG_PROTO } from "./model-config-proto.generated.ts";
@@ -18,6 +19,11 @@ export function modelConfigRoot(): protobuf.Root {
 
 export function modelConfigType(): protobuf.Type {
   return modelConfigRoot().lookupType("inference.ModelConfig");
+}
+
+/** "inference.ModelInput", without protobufjs's leading dot. */
+export function typeName(t: protobuf.Type | protobuf.Enum): string {
+  return t.fullName.replace(/^\./, "");
 }
 
 export type FieldKind = "message" | "enum" | "bool" | "string" | "bytes" | "int" | "uint" | "float";
@@ -42,6 +48,36 @@ export function scalarKind(type: string): FieldKind {
   throw new Error(`unsupported proto type '${type}'`);
 }
 
+/**
+ * The values an integer type accepts here: its own range for 32-bit types; for 64-bit
+ * types the range a JS number holds exactly (the config shape keeps int64 as numbers).
+ */
+export function integerBounds(type: string): readonly [number, number] {
+  switch (type) {
+    case "int32":
+    case "sint32":
+    case "sfixed32":
+      return [-0x80000000, 0x7fffffff];
+    case "uint32":
+    case "fixed32":
+      return [0, 0xffffffff];
+    case "uint64":
+    case "fixed64":
+      return [0, Number.MAX_SAFE_INTEGER];
+    default:
+      return [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+  }
+}
+
+/** The zero value protobuf gives an unset scalar or enum field. */
+export function defaultScalar(field: protobuf.Field): unknown {
+  const kind = fieldKind(field);
+  if (kind === "enum") return (field.resolvedType as protobuf.Enum).valuesById[0] ?? Object.keys((field.resolvedType as protobuf.Enum).values)[0];
+  if (kind === "bool") return false;
+  if (kind === "string" || kind === "bytes") return "";
+  return 0;
+}
+
 /** The oneof a field belongs to (proto3 `oneof`, not synthetic optionals). */
 export function realOneof(field: protobuf.Field): protobuf.OneOf | null {
   return field.partOf && !field.partOf.name.startsWith("_") ? field.partOf : null;
@@ -50,4 +86,9 @@ export function realOneof(field: protobuf.Field): protobuf.OneOf | null {
 /** The key type of a map field ("string", "uint64", ...). */
 export function mapKeyType(field: protobuf.Field): string {
   return (field as unknown as protobuf.MapField).keyType;
+}
+
+/** Sets obj[key] as an own data property, even for map keys such as "__proto__". */
+export function setKey(obj: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }

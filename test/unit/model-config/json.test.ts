@@ -4,11 +4,12 @@
  */
 import { describe, it, expect } from "vitest";
 import protobuf from "protobufjs";
-import { parsePbtxt } from "../../../src/model-config/pbtxt.ts";
+import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
 import { configToJson, configFromJson } from "../../../src/model-config/json.ts";
 import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import type { ModelConfig } from "../../../src/model-config/types.ts";
+import { FIXTURES as SHARED_FIXTURES, TRITON_EXAMPLES } from "./fixtures.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -140,14 +141,12 @@ describe("configToJson", () => {
     expect(config).toEqual({ input: [{ name: "X", dims: [1] }], metric_tags: { a: "b" } });
   });
 
-  // BUG (src/model-config/json.ts, toJson): non-finite floats stay JS numbers, so the /config
-  // body (JSON.stringify in frontends/http/routes.ts) writes `null` for `buckets: [ inf ]`.
-  // Protobuf's JSON mapping (what Triton prints) writes "Infinity" / "-Infinity" / "NaN", which
-  // configFromJson accepts; the null it gets instead is rejected ("expected a number").
-  it.fails("writes non-finite floats as protobuf JSON strings", () => {
-    const config = parsePbtxt("model_metrics { metric_control { histogram_options { buckets: [ 1, inf ] } } }");
+  // Protobuf's JSON mapping (what Triton prints): JSON.stringify would write null for them.
+  it("writes non-finite floats as protobuf JSON strings, and reads them back", () => {
+    const config = parsePbtxt("model_metrics { metric_control { histogram_options { buckets: [ 1, inf, -inf, nan ] } } }");
     const json = viaText(configToJson(config)) as { model_metrics: { metric_control: { histogram_options: { buckets: unknown[] } }[] } };
-    expect(json.model_metrics.metric_control[0]!.histogram_options.buckets).toEqual([1, "Infinity"]);
+    expect(json.model_metrics.metric_control[0]!.histogram_options.buckets).toEqual([1, "Infinity", "-Infinity", "NaN"]);
+    expect(configFromJson(json).model_metrics).toEqual(config.model_metrics);
   });
 });
 
@@ -252,7 +251,8 @@ describe("configFromJson", () => {
     ["a bool for an int", { max_batch_size: true }, "config.max_batch_size: expected an integer"],
     ["a negative uint32", { version_policy: { latest: { num_versions: -1 } } }, "config.version_policy.latest.num_versions: expected a non-negative integer"],
     ["a negative uint64 string", { dynamic_batching: { max_queue_delay_microseconds: "-1" } }, "config.dynamic_batching.max_queue_delay_microseconds: expected a non-negative integer"],
-    ["a numeric string for a float", { model_metrics: { metric_control: [{ histogram_options: { buckets: ["1"] } }] } }, "config.model_metrics.metric_control[0].histogram_options.buckets[0]: expected a number"],
+    ["a non-numeric string for a float", { model_metrics: { metric_control: [{ histogram_options: { buckets: ["one"] } }] } }, "config.model_metrics.metric_control[0].histogram_options.buckets[0]: expected a number"],
+    ["an empty string for a float", { sequence_batching: { direct: { minimum_slot_utilization: "" } } }, "config.sequence_batching.direct.minimum_slot_utilization: expected a number"],
     ["null inside a repeated float", { model_metrics: { metric_control: [{ histogram_options: { buckets: [1, null] } }] } }, "config.model_metrics.metric_control[0].histogram_options.buckets[1]: expected a number"],
     ["an unknown enum name", { input: [{ data_type: "TYPE_NOPE" }] }, 'config.input[0].data_type: unknown value "TYPE_NOPE" for enum DataType'],
     ["an unknown enum number", { input: [{ data_type: 99 }] }, "config.input[0].data_type: unknown value 99 for enum DataType"],
@@ -277,10 +277,25 @@ describe("configFromJson", () => {
     expect(err.message).toBe(message);
   });
 
-  // BUG (src/model-config/json.ts, checkScalar): like the pbtxt parser, int32/uint32 fields are
-  // only checked against 2^53, so max_batch_size 2147483648 (int32) is accepted.
-  it.fails("rejects an int32 field outside the int32 range", () => {
-    expect(() => configFromJson({ max_batch_size: 2147483648 })).toThrow("config.max_batch_size: expected an integer");
+  it("rejects int32 and uint32 values outside their 32-bit range", () => {
+    expect(errorOf({ max_batch_size: 2147483648 }).message).toBe("config.max_batch_size: integer 2147483648 is out of range for int32");
+    expect(errorOf({ optimization: { graph: { level: "-2147483649" } } }).message).toBe("config.optimization.graph.level: integer -2147483649 is out of range for int32");
+    expect(errorOf({ version_policy: { latest: { num_versions: 4294967296 } } }).message).toBe(
+      "config.version_policy.latest.num_versions: integer 4294967296 is out of range for uint32",
+    );
+    expect(configFromJson({ max_batch_size: 2147483647, version_policy: { latest: { num_versions: 4294967295 } } })).toEqual({
+      max_batch_size: 2147483647,
+      version_policy: { latest: { num_versions: 4294967295 } },
+    });
+  });
+
+  it("takes floats as numbers or numeric strings, as protobuf's JSON parser does", () => {
+    const config = configFromJson({ sequence_batching: { direct: { minimumSlotUtilization: "0.5" } }, model_metrics: { metric_control: [{ histogram_options: { buckets: ["1e-3", 2] } }] } });
+    expect(config).toEqual({ sequence_batching: { direct: { minimum_slot_utilization: 0.5 } }, model_metrics: { metric_control: [{ histogram_options: { buckets: [0.001, 2] } }] } });
+  });
+
+  it("writes integer map keys in canonical decimal form", () => {
+    expect(configFromJson({ dynamic_batching: { priority_queue_policy: { "02": {} } } })).toEqual({ dynamic_batching: { priority_queue_policy: { "2": {} } } });
   });
 });
 
@@ -390,5 +405,16 @@ parameters { key: "p" value { } }
     expect(back).toMatchObject(parsed);
     expect(viaText(configToJson(back))).toEqual(json);
     expect(configFromJson(json)).toEqual(back);
+  });
+
+  it.each([...SHARED_FIXTURES, ...TRITON_EXAMPLES])("%s: JSON round trip keeps every field, adds only defaults", (_, text) => {
+    const parsed = parsePbtxt(text);
+    const json = viaText(configToJson(parsed)) as Obj;
+    const back = configFromJson(json);
+    addedDefaults(modelConfigType(), back as Obj, parsed as Obj, "", []);
+    expect(back).toMatchObject(parsed);
+    expect(viaText(configToJson(back))).toEqual(json);
+    // And back to text: the printed JSON-derived config parses to the same object.
+    expect(parsePbtxt(printPbtxt(back))).toEqual(back);
   });
 });

@@ -1,451 +1,19 @@
 /**
  * C-01, C-02: config.pbtxt (protobuf text format) parse and print.
  *
- * Four hand-written Triton-style configs together set every field of inference.ModelConfig
- * and of every message reachable from it (one config cannot: oneof members exclude each
- * other); the reflected schema checks that claim. Then: Triton syntax variants, the
- * printer's exact text, and every syntax error with its exact `file:line:col: message`.
+ * The shared fixtures (fixtures.ts) together set every field of inference.ModelConfig and
+ * of every message reachable from it; the reflected schema checks that claim. Then:
+ * Triton's own example configs, syntax variants, the printer's exact text, and every
+ * syntax error with its exact `file:line:col: message`.
  */
 import { describe, it, expect } from "vitest";
-import protobuf from "protobufjs";
 import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
-import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
+import { modelConfigType } from "../../../src/model-config/schema.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import type { ModelConfig } from "../../../src/model-config/types.ts";
+import { FIXTURES, TRITON_EXAMPLES, schemaFields, setFields } from "./fixtures.ts";
 
 type Obj = Record<string, unknown>;
-
-// ------------------------------------------------------------------------------ fixtures
-
-const FULL_TEXT = `
-# Every field that a dynamic-batching ONNX model can carry.
-name: "full"
-platform: "onnxruntime_onnx"
-backend: "onnxruntime"
-runtime: "libtriton_onnxruntime.so"
-version_policy: { latest: { num_versions: 2 } }
-max_batch_size: 16
-input [
-  {
-    name: "INPUT0"
-    data_type: TYPE_FP32
-    format: FORMAT_NCHW
-    dims: [ 3, -1, -1 ]
-    reshape: { shape: [ 3, -1, -1 ] }
-    is_shape_tensor: false
-    allow_ragged_batch: true
-    optional: True
-    is_non_linear_format_io: f
-  },
-  { name: "SHAPE" data_type: TYPE_INT64 dims: [ 2 ] is_shape_tensor: 1 }
-]
-output {
-  name: "OUTPUT0"
-  data_type: TYPE_FP16
-  dims: [ 1000 ]
-  reshape < shape: [ 1, 1000 ] >
-  label_filename: "labels.txt"
-  is_shape_tensor: False
-  is_non_linear_format_io: t
-}
-batch_input [
-  { kind: BATCH_ACCUMULATED_ELEMENT_COUNT target_name: "INDEX" data_type: TYPE_INT32 source_input: "INPUT0" }
-]
-batch_input { kind: 5 target_name: [ "A", "B" ] data_type: TYPE_FP32 source_input: [ "SHAPE" ] }
-batch_output { target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "INPUT0" }
-optimization {
-  graph { level: -1 }
-  priority: PRIORITY_MAX
-  cuda {
-    graphs: true
-    busy_wait_events: true
-    graph_spec [
-      {
-        batch_size: 8
-        input { key: "INPUT0" value: { dim: [ 3, 224, 224 ] } }
-        graph_lower_bound { batch_size: 1 input { key: "INPUT0" value { dim: [ 3, 112, 112 ] } } }
-      }
-    ]
-    output_copy_stream: true
-  }
-  execution_accelerators {
-    gpu_execution_accelerator: [
-      {
-        name: "tensorrt"
-        parameters { key: "precision_mode" value: "FP16" }
-        parameters { key: "max_workspace_size_bytes" value: "1073741824" }
-      }
-    ]
-    cpu_execution_accelerator: [ { name: "openvino" } ]
-  }
-  input_pinned_memory { enable: false }
-  output_pinned_memory: { enable: true }
-  gather_kernel_buffer_threshold: 4
-  eager_batching: true
-}
-dynamic_batching {
-  preferred_batch_size: [ 4, 8 ]
-  max_queue_delay_microseconds: 100
-  preserve_ordering: true
-  priority_levels: 3
-  default_priority_level: 2
-  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5000 allow_timeout_override: true max_queue_size: 32 }
-  priority_queue_policy { key: 1 value: { timeout_action: REJECT max_queue_size: 4 } }
-  priority_queue_policy [ { key: 3, value { default_timeout_microseconds: 200 } } ]
-}
-instance_group [
-  {
-    name: "gpu_group"
-    kind: KIND_GPU
-    count: 2
-    rate_limiter {
-      resources [ { name: "R1" global: true count: 4 }, { name: "R2" count: 1 } ]
-      priority: 2
-    }
-    gpus: [ 0, 1 ]
-    secondary_devices [ { kind: KIND_NVDLA device_id: 1 } ]
-    profile: [ "0", "1" ]
-    passive: true
-    host_policy: "numa0"
-  },
-  { kind: KIND_CPU count: 1 }
-]
-default_model_filename: "model.onnx"
-cc_model_filenames { key: "7.5" value: "model_t4.plan" }
-cc_model_filenames [ { key: "8.0", value: "model_a100.plan" } ]
-metric_tags { key: "team" value: "vision" }
-parameters { key: "intra_op_thread_count" value: { string_value: "4" } }
-parameters [
-  { key: "execution_mode" value: { string_value: "0" } },
-  { key: "inter_op_thread_count", value: { string_value: "1" } }
-]
-model_warmup [
-  {
-    name: "zeros"
-    batch_size: 2
-    inputs { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 3, 8, 8 ] zero_data: true } }
-    inputs { key: "SHAPE" value: { data_type: TYPE_INT64 dims: [ 2 ] random_data: true } }
-    count: 3
-  },
-  { name: "file" batch_size: 1 inputs [ { key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 3, 8, 8 ] input_data_file: "raw_input0" } } ] }
-]
-model_operations { op_library_filename: [ "libcustom_ops.so" ] }
-model_transaction_policy { decoupled: false }
-model_repository_agents {
-  agents [ { name: "checksum" parameters { key: "MD5:1/model.onnx" value: "d41d8cd98f00b204e9800998ecf8427e" } } ]
-}
-response_cache { enable: true }
-model_metrics {
-  metric_control [
-    {
-      metric_identifier { family: "nv_inference_first_response_histogram_ms" }
-      histogram_options { buckets: [ 1e-3, 0.5, 2.5E1, 100, inf ] }
-    }
-  ]
-}
-`;
-
-const FULL: ModelConfig = {
-  name: "full",
-  platform: "onnxruntime_onnx",
-  backend: "onnxruntime",
-  runtime: "libtriton_onnxruntime.so",
-  version_policy: { latest: { num_versions: 2 } },
-  max_batch_size: 16,
-  input: [
-    {
-      name: "INPUT0",
-      data_type: "TYPE_FP32",
-      format: "FORMAT_NCHW",
-      dims: [3, -1, -1],
-      reshape: { shape: [3, -1, -1] },
-      is_shape_tensor: false,
-      allow_ragged_batch: true,
-      optional: true,
-      is_non_linear_format_io: false,
-    },
-    { name: "SHAPE", data_type: "TYPE_INT64", dims: [2], is_shape_tensor: true },
-  ],
-  output: [
-    {
-      name: "OUTPUT0",
-      data_type: "TYPE_FP16",
-      dims: [1000],
-      reshape: { shape: [1, 1000] },
-      label_filename: "labels.txt",
-      is_shape_tensor: false,
-      is_non_linear_format_io: true,
-    },
-  ],
-  batch_input: [
-    { kind: "BATCH_ACCUMULATED_ELEMENT_COUNT", target_name: ["INDEX"], data_type: "TYPE_INT32", source_input: ["INPUT0"] },
-    { kind: "BATCH_ITEM_SHAPE_FLATTEN", target_name: ["A", "B"], data_type: "TYPE_FP32", source_input: ["SHAPE"] },
-  ],
-  batch_output: [{ target_name: ["OUTPUT0"], kind: "BATCH_SCATTER_WITH_INPUT_SHAPE", source_input: ["INPUT0"] }],
-  optimization: {
-    graph: { level: -1 },
-    priority: "PRIORITY_MAX",
-    cuda: {
-      graphs: true,
-      busy_wait_events: true,
-      graph_spec: [
-        {
-          batch_size: 8,
-          input: { INPUT0: { dim: [3, 224, 224] } },
-          graph_lower_bound: { batch_size: 1, input: { INPUT0: { dim: [3, 112, 112] } } },
-        },
-      ],
-      output_copy_stream: true,
-    },
-    execution_accelerators: {
-      gpu_execution_accelerator: [
-        { name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } },
-      ],
-      cpu_execution_accelerator: [{ name: "openvino" }],
-    },
-    input_pinned_memory: { enable: false },
-    output_pinned_memory: { enable: true },
-    gather_kernel_buffer_threshold: 4,
-    eager_batching: true,
-  },
-  dynamic_batching: {
-    preferred_batch_size: [4, 8],
-    max_queue_delay_microseconds: 100,
-    preserve_ordering: true,
-    priority_levels: 3,
-    default_priority_level: 2,
-    default_queue_policy: { timeout_action: "DELAY", default_timeout_microseconds: 5000, allow_timeout_override: true, max_queue_size: 32 },
-    priority_queue_policy: {
-      "1": { timeout_action: "REJECT", max_queue_size: 4 },
-      "3": { default_timeout_microseconds: 200 },
-    },
-  },
-  instance_group: [
-    {
-      name: "gpu_group",
-      kind: "KIND_GPU",
-      count: 2,
-      rate_limiter: { resources: [{ name: "R1", global: true, count: 4 }, { name: "R2", count: 1 }], priority: 2 },
-      gpus: [0, 1],
-      secondary_devices: [{ kind: "KIND_NVDLA", device_id: 1 }],
-      profile: ["0", "1"],
-      passive: true,
-      host_policy: "numa0",
-    },
-    { kind: "KIND_CPU", count: 1 },
-  ],
-  default_model_filename: "model.onnx",
-  cc_model_filenames: { "7.5": "model_t4.plan", "8.0": "model_a100.plan" },
-  metric_tags: { team: "vision" },
-  parameters: {
-    intra_op_thread_count: { string_value: "4" },
-    execution_mode: { string_value: "0" },
-    inter_op_thread_count: { string_value: "1" },
-  },
-  model_warmup: [
-    {
-      name: "zeros",
-      batch_size: 2,
-      inputs: {
-        INPUT0: { data_type: "TYPE_FP32", dims: [3, 8, 8], zero_data: true },
-        SHAPE: { data_type: "TYPE_INT64", dims: [2], random_data: true },
-      },
-      count: 3,
-    },
-    { name: "file", batch_size: 1, inputs: { INPUT0: { data_type: "TYPE_FP32", dims: [3, 8, 8], input_data_file: "raw_input0" } } },
-  ],
-  model_operations: { op_library_filename: ["libcustom_ops.so"] },
-  model_transaction_policy: { decoupled: false },
-  model_repository_agents: { agents: [{ name: "checksum", parameters: { "MD5:1/model.onnx": "d41d8cd98f00b204e9800998ecf8427e" } }] },
-  response_cache: { enable: true },
-  model_metrics: {
-    metric_control: [
-      {
-        metric_identifier: { family: "nv_inference_first_response_histogram_ms" },
-        histogram_options: { buckets: [0.001, 0.5, 25, 100, Infinity] },
-      },
-    ],
-  },
-};
-
-const SEQ_DIRECT_TEXT = `
-name: "seq"
-backend: "onnxruntime"
-max_batch_size: 8
-version_policy { all { } }
-input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-sequence_batching {
-  direct { max_queue_delay_microseconds: 200 minimum_slot_utilization: 0.5 }
-  max_sequence_idle_microseconds: 5000000
-  control_input [
-    { name: "START" control [ { kind: CONTROL_SEQUENCE_START fp32_false_true: [ 0, 1 ] } ] },
-    { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] },
-    { name: "END" control [ { kind: CONTROL_SEQUENCE_END bool_false_true: [ false, true ] } ] },
-    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }
-  ]
-  state [
-    {
-      input_name: "INPUT_STATE"
-      output_name: "OUTPUT_STATE"
-      data_type: TYPE_FP32
-      dims: [ -1, 64 ]
-      initial_state [
-        { data_type: TYPE_FP32 dims: [ 1, 64 ] zero_data: true name: "zeros" },
-        { data_type: TYPE_FP32 dims: [ 1, 64 ] data_file: "init.bin" name: "from_file" }
-      ]
-      use_same_buffer_for_input_output: true
-      use_growable_memory: true
-    }
-  ]
-  iterative_sequence: true
-}
-`;
-
-const SEQ_DIRECT: ModelConfig = {
-  name: "seq",
-  backend: "onnxruntime",
-  max_batch_size: 8,
-  version_policy: { all: {} },
-  input: [{ name: "INPUT", data_type: "TYPE_INT32", dims: [1] }],
-  output: [{ name: "OUTPUT", data_type: "TYPE_INT32", dims: [1] }],
-  sequence_batching: {
-    direct: { max_queue_delay_microseconds: 200, minimum_slot_utilization: 0.5 },
-    max_sequence_idle_microseconds: 5000000,
-    control_input: [
-      { name: "START", control: [{ kind: "CONTROL_SEQUENCE_START", fp32_false_true: [0, 1] }] },
-      { name: "READY", control: [{ kind: "CONTROL_SEQUENCE_READY", int32_false_true: [0, 1] }] },
-      { name: "END", control: [{ kind: "CONTROL_SEQUENCE_END", bool_false_true: [false, true] }] },
-      { name: "CORRID", control: [{ kind: "CONTROL_SEQUENCE_CORRID", data_type: "TYPE_UINT64" }] },
-    ],
-    state: [
-      {
-        input_name: "INPUT_STATE",
-        output_name: "OUTPUT_STATE",
-        data_type: "TYPE_FP32",
-        dims: [-1, 64],
-        initial_state: [
-          { data_type: "TYPE_FP32", dims: [1, 64], zero_data: true, name: "zeros" },
-          { data_type: "TYPE_FP32", dims: [1, 64], data_file: "init.bin", name: "from_file" },
-        ],
-        use_same_buffer_for_input_output: true,
-        use_growable_memory: true,
-      },
-    ],
-    iterative_sequence: true,
-  },
-};
-
-const SEQ_OLDEST_TEXT = `
-name: "seq_oldest"
-max_batch_size: 4
-version_policy: { specific: { versions: [ 1, 3 ] } }
-sequence_batching {
-  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2, 4 ] max_queue_delay_microseconds: 100 preserve_ordering: true }
-}
-`;
-
-const SEQ_OLDEST: ModelConfig = {
-  name: "seq_oldest",
-  max_batch_size: 4,
-  version_policy: { specific: { versions: [1, 3] } },
-  sequence_batching: {
-    oldest: { max_candidate_sequences: 4, preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100, preserve_ordering: true },
-  },
-};
-
-const ENSEMBLE_TEXT = `
-name: "ensemble_model"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IMAGE" data_type: TYPE_STRING dims: [ 1 ] } ]
-output [ { name: "CLASSIFICATION" data_type: TYPE_FP32 dims: [ 1000 ] } ]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "preprocess"
-      model_version: -1
-      input_map { key: "RAW" value: "IMAGE" }
-      output_map { key: "PREPROCESSED" value: "preprocessed_image" }
-    },
-    {
-      model_name: "classifier"
-      model_version: 2
-      input_map { key: "INPUT0" value: "preprocessed_image" }
-      input_map { key: "INPUT1" value: "IMAGE" }
-      output_map { key: "OUTPUT0" value: "CLASSIFICATION" }
-      model_namespace: "ns"
-    }
-  ]
-  max_inflight_responses: 16
-}
-`;
-
-const ENSEMBLE: ModelConfig = {
-  name: "ensemble_model",
-  platform: "ensemble",
-  max_batch_size: 8,
-  input: [{ name: "IMAGE", data_type: "TYPE_STRING", dims: [1] }],
-  output: [{ name: "CLASSIFICATION", data_type: "TYPE_FP32", dims: [1000] }],
-  ensemble_scheduling: {
-    step: [
-      {
-        model_name: "preprocess",
-        model_version: -1,
-        input_map: { RAW: "IMAGE" },
-        output_map: { PREPROCESSED: "preprocessed_image" },
-      },
-      {
-        model_name: "classifier",
-        model_version: 2,
-        input_map: { INPUT0: "preprocessed_image", INPUT1: "IMAGE" },
-        output_map: { OUTPUT0: "CLASSIFICATION" },
-        model_namespace: "ns",
-      },
-    ],
-    max_inflight_responses: 16,
-  },
-};
-
-const FIXTURES: [string, string, ModelConfig][] = [
-  ["dynamic batching, every non-oneof field", FULL_TEXT, FULL],
-  ["sequence batching, direct strategy, implicit state", SEQ_DIRECT_TEXT, SEQ_DIRECT],
-  ["sequence batching, oldest strategy", SEQ_OLDEST_TEXT, SEQ_OLDEST],
-  ["ensemble with input_map and output_map", ENSEMBLE_TEXT, ENSEMBLE],
-];
-
-// --------------------------------------------------------------------- schema coverage
-
-/** Every "<message>.<field>" reachable from inference.ModelConfig. */
-function schemaFields(): Set<string> {
-  const out = new Set<string>();
-  const seen = new Set<string>();
-  const queue: protobuf.Type[] = [modelConfigType()];
-  while (queue.length > 0) {
-    const type = queue.shift()!;
-    if (seen.has(type.fullName)) continue;
-    seen.add(type.fullName);
-    for (const field of type.fieldsArray) {
-      out.add(`${type.fullName}.${field.name}`);
-      if (field.resolvedType instanceof protobuf.Type) queue.push(field.resolvedType);
-    }
-  }
-  return out;
-}
-
-/** Every "<message>.<field>" set in `obj` (read as `type`); throws on a key the schema lacks. */
-function setFields(type: protobuf.Type, obj: Obj, out: Set<string>): Set<string> {
-  for (const [key, value] of Object.entries(obj)) {
-    const field = type.fields[key];
-    if (!field) throw new Error(`fixture has '${key}', which ${type.fullName} lacks`);
-    out.add(`${type.fullName}.${key}`);
-    if (fieldKind(field) !== "message") continue;
-    const sub = field.resolvedType as protobuf.Type;
-    const items = (field.map ? Object.values(value as Obj) : field.repeated ? value : [value]) as Obj[];
-    for (const item of items) setFields(sub, item, out);
-  }
-  return out;
-}
 
 describe("every field of inference.ModelConfig", () => {
   it("the schema reaches every message of model_config.proto", () => {
@@ -478,6 +46,13 @@ describe("every field of inference.ModelConfig", () => {
   });
 });
 
+describe("Triton's example configs", () => {
+  it.each(TRITON_EXAMPLES)("%s: parses to the exact object and round-trips through print", (_, text, config) => {
+    expect(parsePbtxt(text)).toEqual(config);
+    expect(parsePbtxt(printPbtxt(config))).toEqual(config);
+  });
+});
+
 // ------------------------------------------------------------------------ syntax forms
 
 function bucketsOf(c: ModelConfig): number[] {
@@ -500,6 +75,10 @@ describe("protobuf text syntax as Triton configs use it", () => {
     expect(c.platform).toBe("say 'hi'");
   });
 
+  it("decodes \\u and \\U escapes to UTF-8 text", () => {
+    expect(parsePbtxt(String.raw`name: "caf\u00e9 \U0001F600"`).name).toBe("café 😀");
+  });
+
   it("keeps non-ASCII text as UTF-8", () => {
     expect(parsePbtxt('name: "modèle_日本"').name).toBe("modèle_日本");
   });
@@ -520,6 +99,10 @@ describe("protobuf text syntax as Triton configs use it", () => {
     expect(parsePbtxt("input { data_type: 0 }").input).toEqual([{ data_type: "TYPE_INVALID" }]);
   });
 
+  it("reads 0-prefixed integers as octal, as protobuf does", () => {
+    expect(parsePbtxt("max_batch_size: 010 input { dims: [ -017, 0 ] }")).toEqual({ max_batch_size: 8, input: [{ dims: [-15, 0] }] });
+  });
+
   it("reads negative, hexadecimal and zero integers", () => {
     const c = parsePbtxt("input { dims: [ -1, 0x10, 0, -0x2 ] } optimization { graph { level: -1 } } max_batch_size: 0X8");
     expect(c.input).toEqual([{ dims: [-1, 16, 0, -2] }]);
@@ -536,10 +119,7 @@ describe("protobuf text syntax as Triton configs use it", () => {
     expect(parsePbtxt("sequence_batching { direct { minimum_slot_utilization: 1e0 } }").sequence_batching).toEqual({ direct: { minimum_slot_utilization: 1 } });
   });
 
-  // BUG (src/model-config/pbtxt.ts, #parseScalar "float"): the float suffix is stripped with
-  // /[fF]$/ before the inf check, so the token "-inf" becomes "-in" and parses as NaN
-  // ("inf" alone is lexed as an identifier and works). "-inf" is what printPbtxt writes for
-  // -Infinity, so -Infinity does not survive print → parse either (see the printer test).
+  // "-inf" is one number token; the float suffix must not eat its "f".
   it("reads -inf and -INF as -Infinity", () => {
     expect(bucketsOf(parsePbtxt("model_metrics { metric_control { histogram_options { buckets: [ -inf, -INF ] } } }"))).toEqual([-Infinity, -Infinity]);
   });
@@ -792,17 +372,25 @@ describe("printPbtxt", () => {
     expect(parsePbtxt(printPbtxt(finite))).toEqual(finite);
   });
 
-  // BUG: same as "reads -inf and -INF as -Infinity" above: printed "-inf" parses back as NaN.
   it("-Infinity survives print → parse", () => {
     const config = { model_metrics: { metric_control: [{ histogram_options: { buckets: [-Infinity] } }] } };
     expect(parsePbtxt(printPbtxt(config))).toEqual(config);
   });
 
-  it("prints an empty config as a lone newline and drops empty repeated fields", () => {
+  it("prints an empty config as a lone newline, and empty lists and maps as [] so they read back", () => {
     expect(printPbtxt({})).toBe("\n");
-    // Empty repeated message fields and maps print nothing (as in protobuf, empty equals unset).
-    expect(printPbtxt({ input: [], parameters: {} })).toBe("\n");
-    expect(printPbtxt({ input: [{ dims: [] }] })).toBe("input {\n  dims: [  ]\n}\n");
+    const empties: ModelConfig = { input: [{ dims: [] }], output: [], parameters: {}, dynamic_batching: { priority_queue_policy: {} } };
+    const text = printPbtxt(empties);
+    expect(text).toBe("input {\n  dims: []\n}\noutput: []\ndynamic_batching {\n  priority_queue_policy: []\n}\nparameters: []\n");
+    expect(parsePbtxt(text)).toEqual(empties);
+  });
+
+  it("keeps map keys such as __proto__ as plain own keys", () => {
+    const c = parsePbtxt('metric_tags { key: "__proto__" value: "p" } metric_tags { key: "constructor" value: "c" }');
+    expect(Object.keys(c.metric_tags!)).toEqual(["__proto__", "constructor"]);
+    expect(c.metric_tags!["__proto__"]).toBe("p");
+    expect(Object.getPrototypeOf(c.metric_tags)).toBe(Object.prototype);
+    expect(parsePbtxt(printPbtxt(c))).toEqual(c);
   });
 });
 
@@ -847,6 +435,8 @@ describe("syntax errors carry file, line and column", () => {
     ["string ending in a backslash", 'name: "abc\\', "config.pbtxt:1:7: unterminated string"],
     ["invalid escape", "input { name: 'a\\q' }", "config.pbtxt:1:17: invalid escape '\\q'"],
     ["\\x without hex digits", "input { name: 'a\\x' }", "config.pbtxt:1:17: invalid \\x escape"],
+    ["\\u with too few hex digits", "input { name: 'a\\u12' }", "config.pbtxt:1:17: invalid \\u escape"],
+    ["\\U beyond Unicode", "input { name: 'a\\U00110000' }", "config.pbtxt:1:17: invalid \\U escape"],
     // repeated / oneof
     ["non-repeated field twice", "max_batch_size: 1\nmax_batch_size: 2", "config.pbtxt:2:1: non-repeated field 'max_batch_size' is specified more than once"],
     ["non-repeated message twice", "optimization { }\n  optimization { }", "config.pbtxt:2:3: non-repeated field 'optimization' is specified more than once"],
@@ -921,11 +511,17 @@ describe("syntax errors carry file, line and column", () => {
     expect(errorOf("max_batch_size 3", "models/m/config.pbtxt").message).toBe("models/m/config.pbtxt:1:16: expected ':' after 'max_batch_size'");
   });
 
-  // BUG (src/model-config/pbtxt.ts, #parseScalar): int32/uint32 fields are range-checked only
-  // against 2^53, so `max_batch_size: 2147483648` (int32) and `num_versions: 4294967296`
-  // (uint32) parse silently. protobuf's text parser (and so Triton) rejects both as out of range.
-  it.fails("rejects values outside the 32-bit range of int32 and uint32 fields", () => {
-    expect(() => parsePbtxt("max_batch_size: 2147483648")).toThrow(/^config\.pbtxt:1:17: .*out of range/);
-    expect(() => parsePbtxt("version_policy { latest { num_versions: 4294967296 } }")).toThrow(/^config\.pbtxt:1:41: .*out of range/);
+  it("rejects values outside the 32-bit range of int32 and uint32 fields, as protobuf's parser does", () => {
+    expect(errorOf("max_batch_size: 2147483648").message).toBe("config.pbtxt:1:17: integer 2147483648 for 'max_batch_size' is out of range");
+    expect(errorOf("optimization { graph { level: -2147483649 } }").message).toBe("config.pbtxt:1:31: integer -2147483649 for 'level' is out of range");
+    expect(errorOf("version_policy { latest { num_versions: 4294967296 } }").message).toBe(
+      "config.pbtxt:1:41: integer 4294967296 for 'num_versions' is out of range",
+    );
+    // The ends of the ranges are fine.
+    expect(parsePbtxt("max_batch_size: 2147483647 optimization { graph { level: -2147483648 } }")).toEqual({
+      max_batch_size: 2147483647,
+      optimization: { graph: { level: -2147483648 } },
+    });
+    expect(parsePbtxt("version_policy { latest { num_versions: 4294967295 } }")).toEqual({ version_policy: { latest: { num_versions: 4294967295 } } });
   });
 });
