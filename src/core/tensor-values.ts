@@ -1,14 +1,18 @@
 /**
- * @module Tensor bytes ↔ JS values for every datatype: FP16/BF16 conversion, JSON-input
- * encoding with range checks, and number reading for classification.
+ * @module Tensor bytes ↔ JS values for every datatype: IEEE half and bfloat16 conversion,
+ * value encoding with type and range checks, decoding, and number reading for
+ * classification. Assumes a little-endian host, as the wire formats are little-endian.
  */
 import { invalidArg } from "./errors.ts";
 import { ELEMENT_SIZE, joinBytes, splitBytes, type DataType, type Tensor } from "./tensor.ts";
 
+/** One tensor element as JS sees it: 64-bit integers are bigint, BYTES elements Uint8Array. */
+export type TensorValue = number | bigint | boolean | Uint8Array;
+
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-/** IEEE 754 binary16 → number. */
+/** IEEE 754 binary16 bits → number. */
 export function fp16ToFloat(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const exp = (h >> 10) & 0x1f;
@@ -18,59 +22,80 @@ export function fp16ToFloat(h: number): number {
   return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
-/** number → IEEE 754 binary16, rounding to nearest even. */
-export function floatToFp16(v: number): number {
-  f32[0] = v;
-  const x = u32[0]!;
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let half = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const mid = 1 << (shift - 1);
-    if (rem > mid || (rem === mid && half & 1)) half++;
-    return sign | half;
-  }
-  let half = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++;
-  return sign | half;
-}
-
+/** bfloat16 bits → number. */
 export function bf16ToFloat(b: number): number {
-  u32[0] = b << 16;
+  u32[0] = (b & 0xffff) << 16;
   return f32[0]!;
 }
 
-/** number → bfloat16, rounding to nearest even. */
-export function floatToBf16(v: number): number {
-  f32[0] = v;
-  const x = u32[0]!;
-  if ((x & 0x7f800000) === 0x7f800000 && x & 0x7fffff) return ((x >>> 16) | 0x40) & 0xffff;
-  const rounded = x + 0x7fff + ((x >>> 16) & 1);
-  return (rounded >>> 16) & 0xffff;
+/**
+ * number → a binary float with `expBits` exponent and `mantBits` fraction bits, rounded to
+ * nearest even straight from the float64 (no intermediate float32 rounding). Overflow gives
+ * infinity, NaN the quiet NaN, and the sign of zero is kept.
+ */
+function toSmallFloat(v: number, expBits: number, mantBits: number): number {
+  const bias = (1 << (expBits - 1)) - 1;
+  const inf = ((1 << expBits) - 1) << mantBits;
+  if (Number.isNaN(v)) return inf | (1 << (mantBits - 1));
+  const sign = v < 0 || Object.is(v, -0) ? 1 << (expBits + mantBits) : 0;
+  const a = Math.abs(v);
+  if (a === Infinity) return sign | inf;
+  const minExp = 1 - bias;
+  let e = minExp;
+  if (a >= 2 ** minExp) {
+    e = Math.floor(Math.log2(a));
+    if (2 ** e > a) e--;
+    else if (2 ** (e + 1) <= a) e++;
+  }
+  // Scale so one unit in the last place is 1; power-of-two scaling is exact here.
+  const q = a * 2 ** (mantBits - e);
+  let n = Math.floor(q);
+  const rest = q - n;
+  if (rest > 0.5 || (rest === 0.5 && n % 2 === 1)) n++;
+  // Normals carry the implicit leading 1 in n; a carry out of the fraction bumps the exponent.
+  const bits = a < 2 ** minExp ? n : (e + bias - 1) * 2 ** mantBits + n;
+  return sign | Math.min(bits, inf);
 }
 
-const INT_RANGE: Partial<Record<DataType, [number, number]>> = {
+/** number → IEEE 754 binary16 bits, rounding to nearest even. */
+export function floatToFp16(v: number): number {
+  return toSmallFloat(v, 5, 10);
+}
+
+/** number → bfloat16 bits, rounding to nearest even. */
+export function floatToBf16(v: number): number {
+  return toSmallFloat(v, 8, 7);
+}
+
+const INT_RANGE = {
   INT8: [-128, 127], INT16: [-32768, 32767], INT32: [-2147483648, 2147483647],
   UINT8: [0, 255], UINT16: [0, 65535], UINT32: [0, 4294967295],
-};
+} as const;
+const INT_ARRAYS = { INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array } as const;
+const BIG_RANGE = { INT64: [-(2n ** 63n), 2n ** 63n - 1n], UINT64: [0n, 2n ** 64n - 1n] } as const;
 
 const encoder = new TextEncoder();
 
-const INT_ARRAYS = { INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array } as const;
+function show(v: unknown): string {
+  if (typeof v === "number" || typeof v === "bigint") return String(v);
+  if (v instanceof Uint8Array) return `<${v.byteLength} bytes>`;
+  return v === undefined ? "undefined" : JSON.stringify(v);
+}
 
-/** JSON `data` elements (already flattened) → tensor bytes; INVALID_ARG names `context`. */
+/** An integer-valued number or bigint as a bigint; undefined for anything else. */
+function asBigInt(v: unknown): bigint | undefined {
+  if (typeof v === "bigint") return v;
+  if (typeof v === "number" && Number.isInteger(v)) return BigInt(v);
+  return undefined;
+}
+
+/**
+ * Element values → tensor bytes. Accepts booleans for BOOL; integer numbers or bigints in
+ * range for integer types; numbers (or bigints) for FP16/BF16/FP32/FP64; strings (UTF-8
+ * encoded) or Uint8Array for BYTES. Throws INVALID_ARG naming `context` and the element.
+ */
 export function valuesToBytes(datatype: DataType, values: readonly unknown[], context: string): Uint8Array {
   const n = values.length;
-  const show = (v: unknown) => (typeof v === "bigint" ? v.toString() : JSON.stringify(v));
   const bad = (i: number, want: string) =>
     invalidArg(`${context}: element ${i} of 'data' is ${show(values[i])}, expected ${want} for datatype ${datatype}`);
   switch (datatype) {
@@ -78,8 +103,9 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
       const parts: Uint8Array[] = new Array(n);
       for (let i = 0; i < n; i++) {
         const v = values[i];
-        if (typeof v !== "string") throw bad(i, "a string");
-        parts[i] = encoder.encode(v);
+        if (typeof v === "string") parts[i] = encoder.encode(v);
+        else if (v instanceof Uint8Array) parts[i] = v;
+        else throw bad(i, "a string");
       }
       return joinBytes(parts);
     }
@@ -93,40 +119,48 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
       return out;
     }
     case "FP16":
-    case "BF16":
-      throw invalidArg(`${context}: datatype ${datatype} cannot be sent in JSON; use the binary data format`);
+    case "BF16": {
+      const out = new Uint16Array(new ArrayBuffer(n * 2));
+      const conv = datatype === "FP16" ? floatToFp16 : floatToBf16;
+      for (let i = 0; i < n; i++) {
+        const v = values[i];
+        if (typeof v !== "number" && typeof v !== "bigint") throw bad(i, "a number");
+        out[i] = conv(Number(v));
+      }
+      return new Uint8Array(out.buffer);
+    }
     case "FP32":
     case "FP64": {
+      // Allocate the ArrayBuffer first: a typed array made from a length keeps its storage
+      // inline until `.buffer` is read, which then has to move it.
       const out = datatype === "FP32" ? new Float32Array(new ArrayBuffer(n * 4)) : new Float64Array(new ArrayBuffer(n * 8));
       for (let i = 0; i < n; i++) {
         const v = values[i];
-        if (typeof v !== "number") throw bad(i, "a number");
-        out[i] = v;
+        if (typeof v === "number") out[i] = v;
+        else if (typeof v === "bigint") out[i] = Number(v);
+        else throw bad(i, "a number");
       }
       return new Uint8Array(out.buffer);
     }
     case "INT64":
     case "UINT64": {
       const out = datatype === "INT64" ? new BigInt64Array(new ArrayBuffer(n * 8)) : new BigUint64Array(new ArrayBuffer(n * 8));
-      const [lo, hi] = datatype === "INT64" ? [-(2n ** 63n), 2n ** 63n - 1n] : [0n, 2n ** 64n - 1n];
+      const [lo, hi] = BIG_RANGE[datatype];
       for (let i = 0; i < n; i++) {
-        const v = values[i];
-        if (typeof v !== "number" && typeof v !== "bigint") throw bad(i, "an integer");
-        if (typeof v === "number" && !Number.isInteger(v)) throw bad(i, "an integer");
-        const b = BigInt(v);
+        const b = asBigInt(values[i]);
+        if (b === undefined) throw bad(i, "an integer");
         if (b < lo || b > hi) throw bad(i, `an integer in ${lo}..${hi}`);
         out[i] = b;
       }
       return new Uint8Array(out.buffer);
     }
     default: {
-      const [lo, hi] = INT_RANGE[datatype]!;
-      const Ctor = INT_ARRAYS[datatype as keyof typeof INT_ARRAYS];
-      // Allocate the ArrayBuffer first: typed arrays made from a length keep their storage
-      // inline until `.buffer` is read, which then has to move it.
+      const [lo, hi] = INT_RANGE[datatype];
+      const Ctor = INT_ARRAYS[datatype];
       const out = new Ctor(new ArrayBuffer(n * Ctor.BYTES_PER_ELEMENT));
       for (let i = 0; i < n; i++) {
-        const v = values[i];
+        let v = values[i];
+        if (typeof v === "bigint" && v >= BigInt(lo) && v <= BigInt(hi)) v = Number(v);
         if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw bad(i, `an integer in ${lo}..${hi}`);
         out[i] = v;
       }
@@ -135,12 +169,21 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
   }
 }
 
-/** A typed view of tensor bytes (copied when unaligned). */
-function typedView(datatype: DataType, data: Uint8Array) {
+export type TypedView =
+  | Int8Array | Int16Array | Int32Array | BigInt64Array
+  | Uint8Array | Uint16Array | Uint32Array | BigUint64Array
+  | Float32Array | Float64Array;
+
+/**
+ * A typed view of fixed-size tensor bytes (FP16/BF16 as their Uint16 bits, BOOL as Uint8);
+ * copied first when the bytes are not aligned for the element size. Trailing bytes that do
+ * not make a whole element are ignored.
+ */
+export function typedView(datatype: Exclude<DataType, "BYTES">, data: Uint8Array): TypedView {
   const size = ELEMENT_SIZE[datatype];
-  const aligned = data.byteOffset % Math.max(size, 1) === 0 ? data : data.slice();
-  const { buffer, byteOffset, byteLength } = aligned;
-  const n = byteLength / Math.max(size, 1);
+  const aligned = data.byteOffset % size === 0 ? data : data.slice();
+  const { buffer, byteOffset } = aligned;
+  const n = Math.floor(aligned.byteLength / size);
   switch (datatype) {
     case "INT8": return new Int8Array(buffer, byteOffset, n);
     case "INT16": return new Int16Array(buffer, byteOffset, n);
@@ -152,31 +195,25 @@ function typedView(datatype: DataType, data: Uint8Array) {
     case "UINT64": return new BigUint64Array(buffer, byteOffset, n);
     case "FP32": return new Float32Array(buffer, byteOffset, n);
     case "FP64": return new Float64Array(buffer, byteOffset, n);
-    case "BYTES": throw new Error("BYTES has no typed view");
   }
 }
-
-const jsonNumber = (v: number) => (Number.isFinite(v) ? String(v) : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
 
 /**
- * Tensor bytes → the text of a flat JSON array. 64-bit integers keep every digit;
- * non-finite floats are written NaN / Infinity / -Infinity (as Python's json reads them).
+ * Tensor bytes → element values: BOOL → boolean (any non-zero byte is true), INT64/UINT64 →
+ * bigint, other numeric types (FP16/BF16 included) → number, BYTES → Uint8Array views.
+ * Throws INVALID_ARG on bad BYTES framing.
  */
-export function bytesToJsonArray(datatype: DataType, data: Uint8Array): string {
-  if (datatype === "BYTES") return JSON.stringify(splitBytes(data).map((b) => new TextDecoder().decode(b)));
-  if (datatype === "BOOL") return "[" + Array.from(data, (b) => (b ? "true" : "false")).join(",") + "]";
-  if (datatype === "FP16" || datatype === "BF16") {
-    const conv = datatype === "FP16" ? fp16ToFloat : bf16ToFloat;
-    return "[" + Array.from(typedView(datatype, data) as Uint16Array, (h) => jsonNumber(conv(h))).join(",") + "]";
+export function bytesToValues(datatype: DataType, data: Uint8Array): TensorValue[] {
+  switch (datatype) {
+    case "BYTES": return splitBytes(data);
+    case "BOOL": return Array.from(data, (b) => b !== 0);
+    case "FP16": return Array.from(typedView(datatype, data) as Uint16Array, fp16ToFloat);
+    case "BF16": return Array.from(typedView(datatype, data) as Uint16Array, bf16ToFloat);
+    default: return Array.from(typedView(datatype, data) as ArrayLike<number | bigint>);
   }
-  const view = typedView(datatype, data);
-  if (view instanceof Float32Array || view instanceof Float64Array) {
-    for (const v of view) if (!Number.isFinite(v)) return "[" + Array.from(view, jsonNumber).join(",") + "]";
-  }
-  return "[" + view.join(",") + "]";
 }
 
-/** Every element as a JS number (for classification); BYTES is not numeric. */
+/** Every element as a JS number (for classification; 64-bit values may round); BYTES is not numeric. */
 export function readAsNumbers(t: Tensor): number[] {
   if (t.datatype === "BYTES") throw invalidArg(`classification is not supported for BYTES output '${t.name}'`);
   if (t.datatype === "FP16") return Array.from(typedView("FP16", t.data) as Uint16Array, fp16ToFloat);

@@ -1,0 +1,94 @@
+/**
+ * @module JSON text for response tensors and parameters, written the way Triton's rapidjson
+ * writer (kWriteNanAndInfFlag) writes them: doubles as "1.0", "1e30", "-0.0", "NaN",
+ * "Infinity"; 64-bit integers with every digit; data always a flat array.
+ */
+import { internal, invalidArg } from "../../core/errors.ts";
+import { ELEMENT_SIZE, elementCount, type Tensor } from "../../core/tensor.ts";
+import { typedView } from "../../core/tensor-values.ts";
+import type { Parameters } from "../../core/request.ts";
+
+/**
+ * A double as rapidjson's Writer::Double prints it. JS picks the shortest round-trip
+ * digits; rapidjson's Grisu2 occasionally picks a different last digit of the same double.
+ */
+export function formatDouble(v: number): string {
+  if (Number.isInteger(v)) {
+    if (v === 0) return Object.is(v, -0) ? "-0.0" : "0.0";
+    if (v < 1e21 && v > -1e21) return v + ".0";
+    return String(v).replace("e+", "e");
+  }
+  if (v === Infinity) return "Infinity";
+  if (v === -Infinity) return "-Infinity";
+  if (Number.isNaN(v)) return "NaN";
+  return String(v).replace("e+", "e");
+}
+
+function doublesJson(view: Float32Array | Float64Array): string {
+  // Without integral or non-finite values, rapidjson's text equals JS's: join natively.
+  let plain = true;
+  for (let i = 0; i < view.length && plain; i++) plain = !Number.isInteger(view[i]!) && Number.isFinite(view[i]!);
+  if (plain) return "[" + view.join(",") + "]";
+  const parts = new Array<string>(view.length);
+  for (let i = 0; i < view.length; i++) parts[i] = formatDouble(view[i]!);
+  return "[" + parts.join(",") + "]";
+}
+
+function boolsJson(data: Uint8Array): string {
+  let s = "[";
+  for (let i = 0; i < data.length; i++) s += (i === 0 ? "" : ",") + (data[i] === 0 ? "false" : "true");
+  return s + "]";
+}
+
+const utf8 = new TextDecoder();
+
+function stringsJson(t: Tensor, count: number): string {
+  const { data } = t;
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const mismatch = () => internal(`output tensor shape does not match size of output for '${t.name}'`);
+  let s = "[";
+  let off = 0;
+  for (let i = 0; i < count; i++) {
+    if (off + 4 > data.byteLength) throw mismatch();
+    const len = view.getUint32(off, true);
+    off += 4;
+    if (off + len > data.byteLength) throw mismatch();
+    s += (i === 0 ? "" : ",") + JSON.stringify(utf8.decode(data.subarray(off, off + len)));
+    off += len;
+  }
+  return s + "]";
+}
+
+/**
+ * The flat JSON array for an output's `data`. FP16/BF16 cannot be sent as JSON
+ * (INVALID_ARG, Triton's words); a byte size that does not match the shape is INTERNAL.
+ */
+export function tensorDataJson(t: Tensor): string {
+  const { datatype } = t;
+  if (datatype === "FP16" || datatype === "BF16") {
+    throw invalidArg(`sending ${datatype} data via JSON is not supported. Please use the binary data format for output`);
+  }
+  const count = elementCount(t.shape);
+  if (datatype === "BYTES") return stringsJson(t, count);
+  if (t.data.byteLength !== count * ELEMENT_SIZE[datatype]) {
+    throw internal(`Failed to write 'data' field: output tensor shape does not match size of output for '${t.name}'`);
+  }
+  if (datatype === "BOOL") return boolsJson(t.data);
+  const view = typedView(datatype, t.data);
+  if (view instanceof Float32Array || view instanceof Float64Array) return doublesJson(view);
+  // Integer types, 64-bit ones included: join prints every digit of a bigint.
+  return "[" + view.join(",") + "]";
+}
+
+/** Response parameters: bool, int64 (integers and bigints), double and string, in order. */
+export function parametersJson(params: Parameters): string {
+  let s = "{";
+  for (const [key, v] of Object.entries(params)) {
+    if (s.length > 1) s += ",";
+    s += JSON.stringify(key) + ":";
+    if (typeof v === "number") s += Number.isInteger(v) && Math.abs(v) < 2 ** 63 ? String(v) : formatDouble(v);
+    else if (typeof v === "bigint") s += v.toString();
+    else s += JSON.stringify(v);
+  }
+  return s + "}";
+}

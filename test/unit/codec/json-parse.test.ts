@@ -1,0 +1,123 @@
+/**
+ * §1.2: request JSON parsed as Triton's rapidjson (kParseNanAndInfFlag | kParseIterativeFlag)
+ * parses it. The error texts and offsets were checked against rapidjson built from
+ * Tencent/rapidjson@24b5e7a8 with those flags.
+ */
+import { describe, it, expect } from "vitest";
+import { parseJsonExact, parseJsonFast } from "../../../src/frontends/http/json-parse.ts";
+import { ServerError } from "../../../src/core/errors.ts";
+
+const enc = new TextEncoder();
+const exact = (s: string | Uint8Array) => parseJsonExact(typeof s === "string" ? enc.encode(s) : s);
+
+function parseError(s: string | Uint8Array): ServerError {
+  try {
+    exact(s);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ServerError);
+    expect((e as ServerError).code).toBe("INVALID_ARG");
+    return e as ServerError;
+  }
+  throw new Error("no error");
+}
+
+describe("parseJsonExact: values", () => {
+  it("parses what JSON.parse parses, to the same values", () => {
+    const text = ' { "a" : [ 1 , -2.5e3 , 0.125 , true , false , null , "s" ] , "o" : { } , "e" : [ ] , "n" : -0 }\n';
+    expect(exact(text)).toEqual(JSON.parse(text));
+  });
+
+  it("keeps integers beyond 2^53 exact as bigint, within int64/uint64", () => {
+    expect(exact("[9007199254740991,9007199254740992,9007199254740993,-9223372036854775808,18446744073709551615]")).toEqual([
+      9007199254740991,
+      9007199254740992n,
+      9007199254740993n,
+      -(2n ** 63n),
+      2n ** 64n - 1n,
+    ]);
+    // Out of 64-bit range, or not integer syntax: a double, as in rapidjson.
+    expect(exact("[18446744073709551616,-9223372036854775809,9007199254740993.0,1e20]")).toEqual([2 ** 64, -(2 ** 63), 2 ** 53, 1e20]);
+  });
+
+  it("accepts NaN, Inf, Infinity and their negatives", () => {
+    const v = exact("[NaN,Inf,-Inf,Infinity,-Infinity]") as number[];
+    expect(v[0]).toBeNaN();
+    expect(v.slice(1)).toEqual([Infinity, -Infinity, Infinity, -Infinity]);
+  });
+
+  it("decodes escapes, surrogate pairs and UTF-8", () => {
+    expect(exact(String.raw`["\"\\\/\b\f\n\r\t","\u00e9\uD83D\uDE00","é😀",""]`)).toEqual(['"\\/\b\f\n\r\t', "é😀", "é😀", ""]);
+  });
+
+  it("skips a leading UTF-8 BOM, as rapidjson does", () => {
+    expect(exact(new Uint8Array([0xef, 0xbb, 0xbf, ...enc.encode("[1]")]))).toEqual([1]);
+    expect(parseJsonFast(new Uint8Array([0xef, 0xbb, 0xbf, ...enc.encode("[1]")]))).toEqual([1]);
+  });
+
+  it("stops at a NUL byte, as rapidjson does", () => {
+    expect(exact(new Uint8Array([...enc.encode('{"a":1}'), 0, ...enc.encode("junk")]))).toEqual({ a: 1 });
+  });
+
+  it("keeps a __proto__ key as data", () => {
+    const v = exact('{"__proto__":{"x":1}}') as Record<string, unknown>;
+    expect(Object.getPrototypeOf(v)).toBe(Object.prototype);
+    expect(Object.keys(v)).toEqual(["__proto__"]);
+  });
+
+  it("handles deep nesting without recursion", () => {
+    const depth = 100_000;
+    let v: unknown = exact("[".repeat(depth) + "]".repeat(depth));
+    for (let i = 1; i < depth; i++) v = (v as unknown[])[0]!;
+    expect(v).toEqual([]);
+  });
+});
+
+describe("parseJsonExact: errors in rapidjson's words at the byte offset", () => {
+  const cases: [string, string | Uint8Array, string][] = [
+    ["empty", "", "The document is empty. at 0"],
+    ["only whitespace", " \n\t", "The document is empty. at 3"],
+    ["a closing bracket first", "]", "The document is empty. at 0"],
+    ["an unknown word", "x", "Invalid value. at 0"],
+    ["a bad literal", "nope", "Invalid value. at 1"],
+    ["a bad literal in an array", "[tru]", "Invalid value. at 4"],
+    ["no member name", "{ nope", "Missing a name for object member. at 2"],
+    ["a trailing comma in an object", '{"a":1,}', "Missing a name for object member. at 7"],
+    ["an unterminated object", '{"a":1,', "Missing a name for object member. at 7"],
+    ["no colon", '{"a" 1}', "Missing a colon after a name of object member. at 5"],
+    ["no value", '{"a":}', "Invalid value. at 5"],
+    ["no comma between members", '{"a":1 "b":2}', "Missing a comma or '}' after an object member. at 7"],
+    ["an unterminated object after a value", '{"a":1', "Missing a comma or '}' after an object member. at 6"],
+    ["no comma between elements", "[1 2]", "Missing a comma or ']' after an array element. at 3"],
+    ["a leading zero", "[01]", "Missing a comma or ']' after an array element. at 2"],
+    ["a trailing comma in an array", "[1,]", "Invalid value. at 3"],
+    ["an unterminated array", "[", "Invalid value. at 1"],
+    ["a colon in an array", "[:]", "Invalid value. at 1"],
+    ["a second root", "{} x", "The document root must not be followed by other values. at 3"],
+    ["a lone minus", "[-]", "Invalid value. at 2"],
+    ["no fraction", "[1.]", "Miss fraction part in number. at 3"],
+    ["no exponent", "[1e]", "Miss exponent in number. at 3"],
+    ["no exponent after a sign", "[1e+]", "Miss exponent in number. at 4"],
+    ["a number too big", "[0, 1e400]", "Number too big to be stored in double. at 4"],
+    ["a bad NaN", "[Nope]", "Invalid value. at 2"],
+    ["a bad Infinity", "[Infinite]", "Invalid value. at 8"],
+    ["an unterminated string", '["ab', "Missing a closing quotation mark in string. at 4"],
+    ["a bad escape", '["a\\x"]', "Invalid escape character in string. at 3"],
+    ["a bad \\u escape", '["\\u12G4"]', "Incorrect hex digit after \\u escape in string. at 2"],
+    ["a lone high surrogate", '["\\ud800"]', "The surrogate pair in string is invalid. at 2"],
+    ["a lone low surrogate", '["\\udc00"]', "The surrogate pair in string is invalid. at 2"],
+    ["a raw control character", '["a\tb"]', "Invalid encoding in string. at 3"],
+    ["offsets count a skipped BOM", new Uint8Array([0xef, 0xbb, 0xbf, 0x7b, 0x20, 0x7d, 0x7d]), "The document root must not be followed by other values. at 6"],
+    ["offsets count bytes, not characters", '["é" x]', "Missing a comma or ']' after an array element. at 6"],
+  ];
+
+  it.each(cases)("%s", (_, text, reason) => {
+    expect(parseError(text).message).toBe(`failed to parse the request JSON buffer: ${reason}`);
+  });
+});
+
+describe("parseJsonFast", () => {
+  it("returns JSON.parse's value, or undefined where JSON.parse refuses", () => {
+    expect(parseJsonFast(enc.encode('{"a":[1]}'))).toEqual({ a: [1] });
+    expect(parseJsonFast(enc.encode("[NaN]"))).toBeUndefined();
+  });
+});

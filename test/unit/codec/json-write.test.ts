@@ -1,0 +1,124 @@
+/** §1.2: response tensor data and parameters as Triton's rapidjson writer prints them. */
+import { describe, it, expect } from "vitest";
+import { formatDouble, parametersJson, tensorDataJson } from "../../../src/frontends/http/json-write.ts";
+import { ELEMENT_SIZE, joinBytes, type DataType, type Tensor } from "../../../src/core/tensor.ts";
+import { ServerError } from "../../../src/core/errors.ts";
+
+const bytes = (...b: number[]) => new Uint8Array(b);
+const utf8 = (s: string) => new TextEncoder().encode(s);
+const tensor = (datatype: DataType, data: Uint8Array, shape = [data.byteLength / (ELEMENT_SIZE[datatype] || 1)]): Tensor => ({
+  name: "Y",
+  datatype,
+  shape,
+  data,
+});
+
+describe("formatDouble (rapidjson Writer::Double with kWriteNanAndInfFlag)", () => {
+  // Checked against rapidjson built from Tencent/rapidjson@24b5e7a8.
+  const cases: [number, string][] = [
+    [1, "1.0"],
+    [-2, "-2.0"],
+    [0, "0.0"],
+    [-0, "-0.0"],
+    [0.1, "0.1"],
+    [-1.5, "-1.5"],
+    [100, "100.0"],
+    [123456789012345680000, "123456789012345680000.0"],
+    [1e21, "1e21"],
+    [-1.5e300, "-1.5e300"],
+    [1.7976931348623157e308, "1.7976931348623157e308"],
+    [0.000001, "0.000001"],
+    [1e-7, "1e-7"],
+    [1.25e-10, "1.25e-10"],
+    [5e-324, "5e-324"],
+    [Math.fround(0.1), "0.10000000149011612"],
+    [NaN, "NaN"],
+    [Infinity, "Infinity"],
+    [-Infinity, "-Infinity"],
+  ];
+  it.each(cases)("%d → %s", (v, text) => {
+    expect(formatDouble(v)).toBe(text);
+  });
+});
+
+describe("tensorDataJson", () => {
+  const cases: [DataType, Uint8Array, string][] = [
+    ["BOOL", bytes(1, 0, 2), "[true,false,true]"],
+    ["UINT8", bytes(0, 255), "[0,255]"],
+    ["INT8", bytes(0xff, 1, 0x80), "[-1,1,-128]"],
+    ["UINT16", bytes(0xff, 0xff, 1, 0), "[65535,1]"],
+    ["INT16", bytes(0x00, 0x80), "[-32768]"],
+    ["UINT32", bytes(0xff, 0xff, 0xff, 0xff), "[4294967295]"],
+    ["INT32", bytes(0xfe, 0xff, 0xff, 0xff, 0, 1, 0, 0), "[-2,256]"],
+    ["INT64", bytes(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), "[9223372036854775807]"],
+    ["INT64", bytes(1, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0x80), "[9007199254740993,-9223372036854775808]"],
+    ["UINT64", bytes(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), "[18446744073709551615]"],
+    ["UINT64", bytes(1, 0, 0, 0, 0, 0, 0x20, 0), "[9007199254740993]"],
+    ["FP32", bytes(0, 0, 0xc0, 0x3f, 0xcd, 0xcc, 0xcc, 0x3d, 0, 0, 0, 0x80, 0, 0, 0x80, 0x3f), "[1.5,0.10000000149011612,-0.0,1.0]"],
+    ["FP32", bytes(0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff, 0, 0, 0xc0, 0x7f, 0xff, 0xff, 0x7f, 0x7f), "[Infinity,-Infinity,NaN,3.4028234663852886e38]"],
+    ["FP64", bytes(0, 0, 0, 0, 0, 0, 0xe0, 0xbf, 0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xb9, 0x3f), "[-0.5,0.1]"],
+    ["FP64", bytes(0, 0, 0, 0, 0, 0, 0xf0, 0xff, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x59, 0x40), "[-Infinity,5e-324,100.0]"],
+  ];
+
+  it.each(cases)("%s", (dt, data, text) => {
+    expect(tensorDataJson(tensor(dt, data))).toBe(text);
+  });
+
+  it("writes BYTES as JSON strings, invalid UTF-8 as U+FFFD, control characters escaped", () => {
+    const data = joinBytes([utf8("hi"), new Uint8Array(0), utf8('q"\\é\n\u0001'), bytes(0xff)]);
+    expect(tensorDataJson(tensor("BYTES", data, [2, 2]))).toBe('["hi","","q\\"\\\\é\\n\\u0001","\uFFFD"]');
+  });
+
+  it("writes BYTES elements up to the shape's count, ignoring bytes after them", () => {
+    expect(tensorDataJson(tensor("BYTES", joinBytes([utf8("a"), utf8("b")]), [1]))).toBe('["a"]');
+  });
+
+  it.each(["BOOL", "INT32", "UINT64", "FP32", "FP64", "BYTES"] as DataType[])("%s: an empty tensor gives []", (dt) => {
+    expect(tensorDataJson(tensor(dt, new Uint8Array(0), [0, 4]))).toBe("[]");
+  });
+
+  it("reads views at unaligned offsets", () => {
+    const buf = new Uint8Array(16);
+    buf.set([0, 0, 0xc0, 0x3f], 1);
+    buf.set([1, 0, 0, 0, 0, 0, 0x20, 0], 5);
+    expect(tensorDataJson(tensor("FP32", buf.subarray(1, 5)))).toBe("[1.5]");
+    expect(tensorDataJson(tensor("UINT64", buf.subarray(5, 13)))).toBe("[9007199254740993]");
+  });
+
+  it("refuses FP16 and BF16 in Triton's words", () => {
+    for (const dt of ["FP16", "BF16"] as const) {
+      expect(() => tensorDataJson(tensor(dt, bytes(0, 0x3c)))).toThrow(
+        new ServerError("INVALID_ARG", `sending ${dt} data via JSON is not supported. Please use the binary data format for output`),
+      );
+    }
+  });
+
+  it("reports data that does not match the shape as INTERNAL, in Triton's words", () => {
+    const err = (t: Tensor) => {
+      try {
+        tensorDataJson(t);
+      } catch (e) {
+        return e as ServerError;
+      }
+      throw new Error("no error");
+    };
+    expect(err(tensor("INT32", bytes(1, 0, 0, 0), [2]))).toMatchObject({
+      code: "INTERNAL",
+      message: "Failed to write 'data' field: output tensor shape does not match size of output for 'Y'",
+    });
+    expect(err(tensor("BYTES", joinBytes([utf8("a")]), [2]))).toMatchObject({
+      code: "INTERNAL",
+      message: "output tensor shape does not match size of output for 'Y'",
+    });
+    expect(err(tensor("BYTES", bytes(9, 0, 0, 0, 1), [1])).message).toBe("output tensor shape does not match size of output for 'Y'");
+  });
+});
+
+describe("parametersJson", () => {
+  it("writes bool, int64, double and string values in insertion order", () => {
+    expect(parametersJson({ b: true, i: -3, big: 2n ** 63n - 1n, d: 0.5, whole: 2 ** 70, s: 'x"y' })).toBe(
+      '{"b":true,"i":-3,"big":9223372036854775807,"d":0.5,"whole":1.1805916207174113e21,"s":"x\\"y"}',
+    );
+    expect(parametersJson({})).toBe("{}");
+  });
+});
