@@ -4,7 +4,7 @@
  */
 import { invalidArg } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
-import { decodeInferRequest, encodeInferResponse } from "./tensor-codec.ts";
+import { decodeInferRequest, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
 import type { InferenceServer } from "../../core/server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
@@ -19,14 +19,7 @@ export async function handleInfer(
   // As in Triton, an unknown or unavailable model is reported before the body is parsed.
   server.repository.getModel(model, version);
   const body = await readBody(req, maxInputSize);
-  const headerValue = req.header("inference-header-content-length");
-  let headerLength: number | undefined;
-  if (headerValue !== undefined) {
-    if (!/^\d+$/.test(headerValue.trim())) {
-      throw invalidArg(`Inference-Header-Content-Length must be a non-negative integer, got '${headerValue}'`);
-    }
-    headerLength = Number(headerValue);
-  }
+  const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
   const request = decodeInferRequest(body, headerLength, {
     modelName: model,
     modelVersion: version,
