@@ -13,11 +13,12 @@ import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
+import { LocalResponseCache } from "./cache/response-cache.ts";
 
 const log = getLogger("main.ts");
 
 /** Extensions this build serves end to end; server metadata lists exactly these. */
-export const EXTENSIONS = ["classification", "model_configuration", "binary_tensor_data", "statistics", "parameters"] as const;
+export const EXTENSIONS = ["classification", "model_configuration", "binary_tensor_data", "statistics", "schedule_policy", "parameters"] as const;
 
 export interface RunningServer {
   server: InferenceServer;
@@ -43,6 +44,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const server = new InferenceServer(
     { id: options.id, version: TRITON_PROTOCOL_VERSION, extensions: EXTENSIONS, strictReadiness: options.strictReadiness },
     repository,
+    options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes),
   );
   await repository.loadAll();
   const failures = repository.failures();
@@ -57,7 +59,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.allowMetrics) {
     metricsRegistry = createMetricsRegistry(
       { versions: () => repository.allVersions().filter((v) => v.ready) },
-      { cpu: options.allowCpuMetrics, intervalMs: options.metricsIntervalMs },
+      {
+        cpu: options.allowCpuMetrics,
+        intervalMs: options.metricsIntervalMs,
+        cacheEnabled: (v) => server.cacheEnabled(v),
+        counterLatencies: options.metricsConfig.counter_latencies?.toLowerCase() !== "false",
+      },
     );
     metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), options.metricsAddress, options.metricsPort, 1024 * 1024);
     log.info(`Started Metrics Service at ${options.metricsAddress}:${metrics.port}`);

@@ -39,6 +39,10 @@ export interface ServerOptions {
   metricsAddress: string;
   metricsIntervalMs: number;
   allowCpuMetrics: boolean;
+  /** `--metrics-config key=value`: counter_latencies, summary_latencies, summary_quantiles. */
+  metricsConfig: Record<string, string>;
+  /** `--cache-config local,size=N` (or the deprecated --response-cache-byte-size); undefined: no cache. */
+  cacheSizeBytes: number | undefined;
   logVerbose: number;
   logInfo: boolean;
   logWarning: boolean;
@@ -77,6 +81,8 @@ export function defaultOptions(): ServerOptions {
     metricsPort: 8002,
     metricsAddress: "",
     metricsIntervalMs: 2000,
+    metricsConfig: {},
+    cacheSizeBytes: undefined,
     allowCpuMetrics: true,
     logVerbose: 0,
     logInfo: true,
@@ -125,6 +131,27 @@ function parseBackendConfig(o: ServerOptions, v: string): void {
   (o.backendConfig[backend] ??= {})[k] = val;
 }
 
+/** `--cache-config <cache>,<key>=<value>`: only the local cache exists here. */
+function parseCacheConfig(o: ServerOptions, v: string): void {
+  const m = /^([^,]+),([^=]+)=(.*)$/.exec(v);
+  if (!m) throw new UsageError(`--cache-config must be <cache>,<key>=<value>, got '${v}'`);
+  const [, cache, key, value] = m;
+  if (cache !== "local") throw new UsageError(`--cache-config: cache '${cache}' is not available; Nereid has the 'local' cache only`);
+  if (key !== "size") throw new UsageError(`--cache-config: unknown key '${key}' for the local cache (expected size)`);
+  o.cacheSizeBytes = parseInt10("cache-config size", value!, 1);
+}
+
+function parseMetricsConfig(o: ServerOptions, v: string): void {
+  const m = /^(?:([^,=]+),)?([^,=]+)=(.*)$/.exec(v);
+  if (!m) throw new UsageError(`--metrics-config must be [<group>,]<key>=<value>, got '${v}'`);
+  const [, , key, value] = m;
+  if (!["counter_latencies", "summary_latencies", "summary_quantiles", "histogram_latencies"].includes(key!)) {
+    throw new UsageError(`--metrics-config: unknown key '${key}'`);
+  }
+  if (key !== "summary_quantiles") parseBool(`metrics-config ${key}`, value!);
+  o.metricsConfig[key!] = value!;
+}
+
 const FLAGS: Record<string, FlagSpec> = {
   "model-repository": { kind: "string", help: "Path to a model repository (repeatable).", apply: (o, v) => o.modelRepositories.push(v) },
   "model-store": { kind: "string", help: "Alias of --model-repository.", apply: (o, v) => o.modelRepositories.push(v) },
@@ -162,6 +189,9 @@ const FLAGS: Record<string, FlagSpec> = {
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },
   "metrics-interval-ms": { kind: "int", help: "CPU/GPU metrics sampling interval in ms (default 2000).", apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)) },
   "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
+  "metrics-config": { kind: "string", help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).", apply: parseMetricsConfig },
+  "cache-config": { kind: "string", help: "local,size=<bytes>: the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
+  "response-cache-byte-size": { kind: "int", help: "Deprecated: same as --cache-config local,size=<bytes>.", apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)) },
   "log-verbose": { kind: "int", help: "Verbose log level (default 0).", apply: (o, v) => (o.logVerbose = parseInt10("log-verbose", v)) },
   "log-info": { kind: "bool", help: "Log info messages (default true).", apply: (o, v) => (o.logInfo = parseBool("log-info", v)) },
   "log-warning": { kind: "bool", help: "Log warnings (default true).", apply: (o, v) => (o.logWarning = parseBool("log-warning", v)) },

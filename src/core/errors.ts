@@ -3,6 +3,7 @@
  * ServerError carrying one of Triton's eight status codes; frontends map the code to
  * HTTP or gRPC in one place each (frontends/http/status.ts, frontends/grpc/status.ts).
  */
+import type { FailureReason } from "./stats.ts";
 
 export const ERROR_CODES = [
   "UNKNOWN",
@@ -19,10 +20,13 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export class ServerError extends Error {
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  /** The nv_inference_request_failure reason, where the thrower knows it (a scheduler's rejection). */
+  readonly reason: FailureReason | undefined;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; reason?: FailureReason }) {
     super(message, options);
     this.name = "ServerError";
     this.code = code;
+    this.reason = options?.reason;
   }
 
   /** Wraps anything thrown into a ServerError; ServerErrors pass through unchanged. */

@@ -11,6 +11,8 @@ import { prepareForInference } from "./request-validate.ts";
 import { metadataShape } from "./signature.ts";
 import { classify } from "./classification.ts";
 import { configToJson } from "../model-config/json.ts";
+import { cacheKey } from "../cache/cache-key.ts";
+import type { LocalResponseCache } from "../cache/response-cache.ts";
 import type { InferenceRequest, InferenceResponse } from "./request.ts";
 import type { ModelRepositoryManager, IndexEntry } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
@@ -44,11 +46,19 @@ export class InferenceServer {
   readonly info: ServerInfo;
   readonly repository: ModelRepositoryManager;
   state: ServerState = "STARTING";
+  /** The `--cache-config` response cache, shared by the models that enable it. */
+  readonly responseCache: LocalResponseCache | undefined;
   readonly #labels = new Map<string, string[]>();
 
-  constructor(info: ServerInfo, repository: ModelRepositoryManager) {
+  constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: LocalResponseCache) {
     this.info = info;
     this.repository = repository;
+    this.responseCache = responseCache;
+  }
+
+  /** Both the server (--cache-config) and the model (response_cache.enable) must ask for the cache. */
+  cacheEnabled(mv: ModelVersion): boolean {
+    return this.responseCache !== undefined && mv.config.response_cache?.enable === true;
   }
 
   isLive(): boolean {
@@ -110,23 +120,39 @@ export class InferenceServer {
     try {
       const prepared = prepareForInference(request, mv.signature);
       reason = "BACKEND";
-      const result = await mv.scheduler.enqueue(prepared);
-      const outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
-      mv.stats.recordSuccess(
-        nowNs() - start,
-        result.queueNs,
-        prepared.batchSize,
-        result.computeInputNs,
-        result.computeInferNs,
-        result.computeOutputNs,
-      );
+      // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
+      const cache = this.cacheEnabled(mv) ? this.responseCache : undefined;
+      let key = "";
+      let lookupNs = 0;
+      let outputs: Tensor[];
+      let hit: Tensor[] | undefined;
+      if (cache) {
+        const lookupStart = nowNs();
+        key = cacheKey(mv.name, mv.version, prepared.inputs, prepared.outputNames);
+        hit = cache.lookup(key);
+        lookupNs = nowNs() - lookupStart;
+      }
+      if (hit) {
+        outputs = this.#postprocess(mv, hit, prepared.outputNames, prepared.classification);
+        mv.stats.recordCacheHit(nowNs() - start, 0, lookupNs);
+      } else {
+        const result = await mv.scheduler.enqueue(prepared);
+        if (cache) {
+          const insertStart = nowNs();
+          cache.insert(key, result.outputs);
+          mv.stats.recordCacheMiss(lookupNs + (nowNs() - insertStart));
+        }
+        outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
+        mv.stats.recordSuccess(nowNs() - start, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+      }
       const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs };
       if (request.id) response.id = request.id;
       return response;
     } catch (err) {
       const e = ServerError.from(err);
-      // Validation failures count as OTHER; a scheduler that refuses work (UNAVAILABLE) as REJECTED.
-      mv.stats.recordFailure(nowNs() - start, reason === "BACKEND" && e.code === "UNAVAILABLE" ? "REJECTED" : reason);
+      // Validation failures count as OTHER; a scheduler's refusal (queue full, timeout, stopping) as REJECTED.
+      if (reason === "BACKEND") reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : "BACKEND");
+      mv.stats.recordFailure(nowNs() - start, reason);
       throw e;
     }
   }

@@ -28,15 +28,20 @@ export class ModelStats {
   readonly batch = new Map<number, BatchStat>();
   readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
 
-  recordSuccess(requestNs: number, queueNs: number, batchSize: number, inNs: number, inferNs: number, outNs: number): void {
+  /** One successful request: its end-to-end, queue and (batch's) compute durations. */
+  recordSuccess(requestNs: number, queueNs: number, inNs: number, inferNs: number, outNs: number): void {
     add(this.success, requestNs);
     add(this.queue, queueNs);
     add(this.computeInput, inNs);
     add(this.computeInfer, inferNs);
     add(this.computeOutput, outNs);
+    this.lastInference = Date.now();
+  }
+
+  /** One backend execution of `batchSize` inferences (Triton's UpdateInferBatchStats). */
+  recordExecution(batchSize: number, inNs: number, inferNs: number, outNs: number): void {
     this.inferenceCount += batchSize;
     this.executionCount += 1;
-    this.lastInference = Date.now();
     let b = this.batch.get(batchSize);
     if (!b) {
       b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
@@ -45,6 +50,19 @@ export class ModelStats {
     add(b.compute_input, inNs);
     add(b.compute_infer, inferNs);
     add(b.compute_output, outNs);
+  }
+
+  /** A request answered from the response cache: success and queue, not compute (Triton's UpdateSuccessCacheHit). */
+  recordCacheHit(requestNs: number, queueNs: number, lookupNs: number): void {
+    add(this.success, requestNs);
+    add(this.queue, queueNs);
+    add(this.cacheHit, lookupNs);
+    this.lastInference = Date.now();
+  }
+
+  /** A cache miss: the time spent looking up and inserting. */
+  recordCacheMiss(lookupAndInsertNs: number): void {
+    add(this.cacheMiss, lookupAndInsertNs);
   }
 
   recordFailure(requestNs: number, reason: FailureReason): void {

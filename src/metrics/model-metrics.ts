@@ -19,9 +19,18 @@ function labels(v: ModelVersion): Record<string, string> {
   return { model: v.name, version: String(v.version) };
 }
 
-export function createMetricsRegistry(source: MetricsSource, opts: { cpu: boolean; intervalMs: number }): { registry: Registry; close(): void } {
+export interface MetricsOptions {
+  cpu: boolean;
+  intervalMs: number;
+  /** Whether a version uses the response cache; its nv_cache_* series exist only then. */
+  cacheEnabled?: (v: ModelVersion) => boolean;
+  /** `--metrics-config counter_latencies=false` drops the *_duration_us counters. */
+  counterLatencies?: boolean;
+}
+
+export function createMetricsRegistry(source: MetricsSource, opts: MetricsOptions): { registry: Registry; close(): void } {
   const registry = new Registry();
-  const counter = (name: string, help: string, value: (v: ModelVersion) => number) =>
+  const counter = (name: string, help: string, value: (v: ModelVersion) => number, only?: (v: ModelVersion) => boolean) =>
     new Counter({
       name,
       help,
@@ -29,7 +38,7 @@ export function createMetricsRegistry(source: MetricsSource, opts: { cpu: boolea
       registers: [registry],
       collect() {
         this.reset();
-        for (const v of source.versions()) this.inc(labels(v), value(v));
+        for (const v of source.versions()) if (!only || only(v)) this.inc(labels(v), value(v));
       },
     });
   counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes", (v) => v.stats.success.count);
@@ -45,11 +54,18 @@ export function createMetricsRegistry(source: MetricsSource, opts: { cpu: boolea
   });
   counter("nv_inference_count", "Number of inferences performed (does not include cached requests)", (v) => v.stats.inferenceCount);
   counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", (v) => v.stats.executionCount);
-  counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", (v) => v.stats.success.ns * US);
-  counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", (v) => v.stats.queue.ns * US);
-  counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", (v) => v.stats.computeInput.ns * US);
-  counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", (v) => v.stats.computeInfer.ns * US);
-  counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", (v) => v.stats.computeOutput.ns * US);
+  if (opts.counterLatencies !== false) {
+    counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", (v) => v.stats.success.ns * US);
+    counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", (v) => v.stats.queue.ns * US);
+    counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", (v) => v.stats.computeInput.ns * US);
+    counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", (v) => v.stats.computeInfer.ns * US);
+    counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", (v) => v.stats.computeOutput.ns * US);
+  }
+  const cached = opts.cacheEnabled ?? (() => false);
+  counter("nv_cache_num_hits_per_model", "Number of cache hits per model", (v) => v.stats.cacheHit.count, cached);
+  counter("nv_cache_num_misses_per_model", "Number of cache misses per model", (v) => v.stats.cacheMiss.count, cached);
+  counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.cacheHit.ns * US, cached);
+  counter("nv_cache_miss_duration_per_model", "Total cache miss (insert+lookup) duration per model, in microseconds", (v) => v.stats.cacheMiss.ns * US, cached);
   new Gauge({
     name: "nv_inference_pending_request_count",
     help: "Instantaneous number of pending requests awaiting execution per-model.",

@@ -13,7 +13,7 @@ import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
-import { DefaultScheduler } from "../scheduler/default-scheduler.ts";
+import { createScheduler } from "../scheduler/create.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
 import type { ModelConfig } from "../model-config/types.ts";
@@ -262,7 +262,7 @@ export class ModelRepositoryManager {
         }
       }
       if (instances.length === 0) throw invalidArg(`model '${name}' has no instances`);
-      mv.attach(backendModel, instances, new DefaultScheduler(name, instances));
+      mv.attach(backendModel, instances, createScheduler(mv, instances));
       mv.transition("READY");
       log.info(`successfully loaded '${name}' version ${version} in ${Math.round(performance.now() - started)} ms`);
     } catch (err) {

@@ -7,6 +7,7 @@ import { nowNs } from "../core/clock.ts";
 import { unavailable } from "../core/errors.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
+import type { ModelStats } from "../core/stats.ts";
 import type { Scheduler, ScheduledResult } from "./scheduler.ts";
 
 interface Waiting {
@@ -23,9 +24,11 @@ export class DefaultScheduler implements Scheduler {
   #stopping = false;
   #drained: (() => void) | undefined;
   readonly #modelName: string;
+  readonly #stats: ModelStats;
 
-  constructor(modelName: string, instances: readonly BackendInstance[]) {
+  constructor(modelName: string, instances: readonly BackendInstance[], stats: ModelStats) {
     this.#modelName = modelName;
+    this.#stats = stats;
     this.#free = [...instances];
   }
 
@@ -55,14 +58,11 @@ export class DefaultScheduler implements Scheduler {
     try {
       const r = await instance.execute(job.request.inputs, job.request.outputNames);
       const total = nowNs() - start;
-      const measured = (r.computeInputNs ?? 0) + (r.computeInferNs ?? 0) + (r.computeOutputNs ?? 0);
-      job.resolve({
-        outputs: r.outputs,
-        queueNs: start - job.enqueuedAt,
-        computeInputNs: r.computeInputNs ?? 0,
-        computeInferNs: r.computeInferNs ?? Math.max(0, total - measured),
-        computeOutputNs: r.computeOutputNs ?? 0,
-      });
+      const computeInputNs = r.computeInputNs ?? 0;
+      const computeOutputNs = r.computeOutputNs ?? 0;
+      const computeInferNs = r.computeInferNs ?? Math.max(0, total - computeInputNs - computeOutputNs);
+      this.#stats.recordExecution(job.request.batchSize, computeInputNs, computeInferNs, computeOutputNs);
+      job.resolve({ outputs: r.outputs, queueNs: start - job.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs });
     } catch (err) {
       job.reject(err);
     } finally {
