@@ -98,8 +98,8 @@ function wrk(url: string, c: number, seconds: number, script?: string): WrkResul
   const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
   const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
-  const p50 = parseMs(/50%\s+(\S+)/.exec(out)?.[1] ?? "0ms");
-  const p99 = parseMs(/99%\s+(\S+)/.exec(out)?.[1] ?? "0ms");
+  const p50 = parseMs(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? "0ms");
+  const p99 = parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms");
   const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   return { rps, p50, p99, errors };
 }

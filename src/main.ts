@@ -11,7 +11,7 @@ import { ModelRepositoryManager } from "./repository/manager.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
-import { createMetricsRegistry } from "./metrics/model-metrics.ts";
+import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
 
@@ -64,8 +64,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         intervalMs: options.metricsIntervalMs,
         cacheEnabled: (v) => server.cacheEnabled(v),
         counterLatencies: options.metricsConfig.counter_latencies?.toLowerCase() !== "false",
+        summaryQuantiles:
+          options.metricsConfig.summary_latencies?.toLowerCase() === "true" ? parseSummaryQuantiles(options.metricsConfig.summary_quantiles) : undefined,
       },
     );
+    server.onSuccess = metricsRegistry.observe;
     metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), options.metricsAddress, options.metricsPort, 1024 * 1024);
     log.info(`Started Metrics Service at ${options.metricsAddress}:${metrics.port}`);
   }

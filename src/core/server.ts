@@ -48,6 +48,8 @@ export class InferenceServer {
   state: ServerState = "STARTING";
   /** The `--cache-config` response cache, shared by the models that enable it. */
   readonly responseCache: LocalResponseCache | undefined;
+  /** Called with each successful request's durations (the metrics summaries), when set. */
+  onSuccess: ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number }) => void) | undefined;
   readonly #labels = new Map<string, string[]>();
 
   constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: LocalResponseCache) {
@@ -134,7 +136,9 @@ export class InferenceServer {
       }
       if (hit) {
         outputs = this.#postprocess(mv, hit, prepared.outputNames, prepared.classification);
-        mv.stats.recordCacheHit(nowNs() - start, 0, lookupNs);
+        const requestNs = nowNs() - start;
+        mv.stats.recordCacheHit(requestNs, 0, lookupNs);
+        this.onSuccess?.(mv, { requestNs, queueNs: 0 });
       } else {
         const result = await mv.scheduler.enqueue(prepared);
         if (cache) {
@@ -143,7 +147,15 @@ export class InferenceServer {
           mv.stats.recordCacheMiss(lookupNs + (nowNs() - insertStart));
         }
         outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
-        mv.stats.recordSuccess(nowNs() - start, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        const requestNs = nowNs() - start;
+        mv.stats.recordSuccess(requestNs, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        this.onSuccess?.(mv, {
+          requestNs,
+          queueNs: result.queueNs,
+          computeInputNs: result.computeInputNs,
+          computeInferNs: result.computeInferNs,
+          computeOutputNs: result.computeOutputNs,
+        });
       }
       const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs };
       if (request.id) response.id = request.id;

@@ -3,7 +3,7 @@
  * are read from each ready model version's statistics at scrape time, so the request
  * path pays nothing for metrics.
  */
-import { Counter, Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Registry, Summary } from "prom-client";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { CpuSampler } from "./cpu.ts";
 import type { ModelVersion } from "../core/model.ts";
@@ -26,9 +26,35 @@ export interface MetricsOptions {
   cacheEnabled?: (v: ModelVersion) => boolean;
   /** `--metrics-config counter_latencies=false` drops the *_duration_us counters. */
   counterLatencies?: boolean;
+  /** `--metrics-config summary_latencies=true`: the *_summary_us families, with these quantiles. */
+  summaryQuantiles?: number[];
 }
 
-export function createMetricsRegistry(source: MetricsSource, opts: MetricsOptions): { registry: Registry; close(): void } {
+/** Durations of one successful request, in ns; compute durations are absent for cache hits. */
+export interface RequestDurations {
+  requestNs: number;
+  queueNs: number;
+  computeInputNs?: number;
+  computeInferNs?: number;
+  computeOutputNs?: number;
+}
+
+export type LatencyObserver = (v: ModelVersion, d: RequestDurations) => void;
+
+/** Triton's default summary quantiles (`summary_quantiles=0.5:0.05,0.9:0.01,0.95:0.001,0.99:0.001,0.999:0.0001`). */
+export const DEFAULT_SUMMARY_QUANTILES = [0.5, 0.9, 0.95, 0.99, 0.999];
+
+/** Parses `--metrics-config summary_quantiles=<q>:<error>,...`; prom-client takes the quantiles only. */
+export function parseSummaryQuantiles(v: string | undefined): number[] {
+  if (!v) return DEFAULT_SUMMARY_QUANTILES;
+  return v.split(",").map((pair) => {
+    const q = Number(pair.split(":")[0]);
+    if (!(q >= 0 && q <= 1)) throw new Error(`invalid summary quantile '${pair}' in --metrics-config summary_quantiles`);
+    return q;
+  });
+}
+
+export function createMetricsRegistry(source: MetricsSource, opts: MetricsOptions): { registry: Registry; observe?: LatencyObserver; close(): void } {
   const registry = new Registry();
   const counter = (name: string, help: string, value: (v: ModelVersion) => number, only?: (v: ModelVersion) => boolean) =>
     new Counter({
@@ -84,5 +110,25 @@ export function createMetricsRegistry(source: MetricsSource, opts: MetricsOption
     new Gauge({ name: "nv_cpu_memory_total_bytes", help: "CPU total memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().total); } });
     new Gauge({ name: "nv_cpu_memory_used_bytes", help: "CPU used memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().used); } });
   }
-  return { registry, close: () => sampler?.close() };
+  return { registry, observe: opts.summaryQuantiles ? summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false)) : undefined, close: () => sampler?.close() };
+}
+
+/** The *_summary_us families, observed per request (Triton: request summary off for cache-enabled models). */
+function summaries(registry: Registry, percentiles: number[], cached: (v: ModelVersion) => boolean): LatencyObserver {
+  const summary = (name: string, help: string) => new Summary({ name, help, labelNames: ["model", "version"], percentiles, registers: [registry] });
+  const request = summary("nv_inference_request_summary_us", "Summary of inference request duration in microseconds (includes cached requests)");
+  const queue = summary("nv_inference_queue_summary_us", "Summary of inference queuing duration in microseconds (includes cached requests)");
+  const input = summary("nv_inference_compute_input_summary_us", "Summary of compute input duration in microseconds (does not include cached requests)");
+  const infer = summary("nv_inference_compute_infer_summary_us", "Summary of compute inference duration in microseconds (does not include cached requests)");
+  const output = summary("nv_inference_compute_output_summary_us", "Summary of compute output duration in microseconds (does not include cached requests)");
+  return (v, d) => {
+    const l = labels(v);
+    if (!cached(v)) request.observe(l, d.requestNs * US);
+    queue.observe(l, d.queueNs * US);
+    if (d.computeInferNs !== undefined) {
+      input.observe(l, (d.computeInputNs ?? 0) * US);
+      infer.observe(l, d.computeInferNs * US);
+      output.observe(l, (d.computeOutputNs ?? 0) * US);
+    }
+  };
 }

@@ -4,7 +4,7 @@
  * default timeout, REJECT or DELAY on expiry). Expired DELAY requests move to the
  * level's delayed queue, behind every unexpired request of that level.
  */
-import { invalidArg, ServerError } from "../core/errors.ts";
+import { ServerError } from "../core/errors.ts";
 import type { ModelDynamicBatching, ModelQueuePolicy } from "../model-config/types.ts";
 import type { Parameters } from "../core/request.ts";
 
@@ -167,7 +167,7 @@ export function uintParameter(params: Parameters, key: "priority" | "timeout"): 
   if (v === undefined) return 0;
   const n = typeof v === "bigint" ? Number(v) : v;
   if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
-    throw invalidArg(`invalid value for '${key}' parameter: expected a non-negative integer`);
+    throw new ServerError("INVALID_ARG", `invalid value for '${key}' parameter: expected a non-negative integer`, { reason: "OTHER" });
   }
   return n;
 }

@@ -110,7 +110,7 @@ describe("make-models: layout and configs", () => {
       max_batch_size: 32,
       input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [512] }],
       output: [{ name: "OUTPUT0", data_type: "TYPE_FP32", dims: [512] }],
-      dynamic_batching: { preferred_batch_size: [8, 16, 32], max_queue_delay_microseconds: 500 },
+      dynamic_batching: { max_queue_delay_microseconds: 0 },
       instance_group: cpu,
     });
     expect(cfg("ocr_det")).toMatchObject({

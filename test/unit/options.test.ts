@@ -27,6 +27,20 @@ describe("parseArgs", () => {
     expect(o.id).toBe("nereid");
   });
 
+  it("reads --cache-config local,size=N, the deprecated --response-cache-byte-size, and --metrics-config (S-17, M-06)", () => {
+    expect(run("--model-repository=/m").cacheSizeBytes).toBeUndefined();
+    expect(run("--model-repository=/m", "--cache-config=local,size=1048576").cacheSizeBytes).toBe(1048576);
+    expect(run("--model-repository=/m", "--response-cache-byte-size=4096").cacheSizeBytes).toBe(4096);
+    expect(() => run("--model-repository=/m", "--cache-config=redis,host=localhost")).toThrow(
+      "--cache-config: cache 'redis' is not available; Nereid has the 'local' cache only",
+    );
+    expect(() => run("--model-repository=/m", "--cache-config=local,bytes=5")).toThrow("unknown key 'bytes' for the local cache");
+    expect(() => run("--model-repository=/m", "--cache-config=local")).toThrow("--cache-config must be <cache>,<key>=<value>, got 'local'");
+    const o = run("--model-repository=/m", "--metrics-config=counter_latencies=false", "--metrics-config=summary_latencies=true");
+    expect(o.metricsConfig).toEqual({ counter_latencies: "false", summary_latencies: "true" });
+    expect(() => run("--model-repository=/m", "--metrics-config=bogus=1")).toThrow("--metrics-config: unknown key 'bogus'");
+  });
+
   it("maps the deprecated --strict-model-config", () => {
     expect(run("--model-repository=/m", "--strict-model-config=true").disableAutoCompleteConfig).toBe(true);
     expect(run("--model-repository=/m", "--disable-auto-complete-config").disableAutoCompleteConfig).toBe(true);

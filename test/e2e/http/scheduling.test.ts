@@ -56,7 +56,7 @@ beforeAll(async () => {
       "default_queue_policy { max_queue_size: 2 default_timeout_microseconds: 300000 } }",
   );
   addSimpleVariant("simple_cached", "dynamic_batching { }\nresponse_cache { enable: true }");
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--cache-config=local,size=1048576"]);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--cache-config=local,size=1048576", "--metrics-config=summary_latencies=true"]);
 });
 
 afterAll(async () => {
@@ -133,5 +133,21 @@ describe("response cache (S-17, S-18)", () => {
     expect(s.execution_count).toBe(2);
     expect(s.inference_stats.cache_hit.count).toBe(0);
     expect(s.inference_stats.cache_miss.count).toBe(0);
+  });
+});
+
+describe("latency summaries (--metrics-config summary_latencies=true)", () => {
+  it("observes each successful request; the request summary is off for cache-enabled models, as in Triton", async () => {
+    const before = await stats("simple");
+    await infer("simple", 1, 9);
+    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    const n = before.inference_stats.success.count + 1;
+    expect(text).toContain("# TYPE nv_inference_request_summary_us summary");
+    expect(text).toContain(`nv_inference_request_summary_us_count{model="simple",version="1"} ${n}`);
+    expect(text).toContain(`nv_inference_compute_infer_summary_us_count{model="simple",version="1"} ${n}`);
+    expect(text).toMatch(/nv_inference_queue_summary_us\{quantile="0\.99",model="simple",version="1"\} [\d.e+-]+/);
+    expect(text).not.toContain('nv_inference_request_summary_us_count{model="simple_cached"');
+    expect(text).toContain('nv_inference_queue_summary_us_count{model="simple_cached",version="1"} 3');
+    expect(text).toContain('nv_inference_compute_infer_summary_us_count{model="simple_cached",version="1"} 2');
   });
 });

@@ -1,0 +1,197 @@
+/**
+ * Dynamic batching benchmark (issue #4), one run, one process tree:
+ *   1. in-process ONNX Runtime: simple_fp32_mlp at batch 32, same session options as
+ *      the server's instance (the ceiling);
+ *   2. dist/nereid, simple_fp32_mlp with dynamic batching, binary HTTP, concurrency 32;
+ *   3. the same model with batching off (no dynamic_batching block), concurrency 32;
+ *   4. concurrency 1 with batching on and off (latency cost of the batcher);
+ *   5. `simple` with the response cache: all-hit vs all-miss at concurrency 1.
+ * wrk (Debian package `wrk`) generates the load. Results are appended to
+ * scripts/results/batching.md with the date and machine.
+ *
+ *   npm run build && bun scripts/bench-batching.ts [--duration=10] [--out=scripts/results/batching.md]
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, cpSync, openSync } from "node:fs";
+import { tmpdir, cpus, totalmem } from "node:os";
+import { join, resolve, dirname } from "node:path";
+import { OrtEnvironment, OrtSessionOptions } from "../ffi/onnxruntime/handles.ts";
+import { OrtSession } from "../ffi/onnxruntime/session.ts";
+import { sessionConfig } from "../src/backends/onnxruntime/options.ts";
+import { toOrtInput } from "../src/backends/onnxruntime/tensors.ts";
+import { parsePbtxt } from "../src/model-config/pbtxt.ts";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const DURATION = Number(arg("duration", "10"));
+const OUT = resolve(root, arg("out", "scripts/results/batching.md"));
+const BINARY = join(root, "dist", "nereid");
+const MLP = join(root, "model_repository", "simple_fp32_mlp");
+const work = mkdtempSync(join(tmpdir(), "nereid-bench-batching-"));
+
+if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+if (!existsSync(join(MLP, "1", "model.onnx"))) throw new Error("model_repository is not generated: npm run models");
+if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// --- repository: the example MLP (batched), a copy without batching, simple and a cached simple ---
+const repo = join(work, "repo");
+cpSync(MLP, join(repo, "simple_fp32_mlp"), { recursive: true });
+cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
+const mlpConfig = readFileSync(join(MLP, "config.pbtxt"), "utf8");
+const unbatched = mlpConfig.replace(/dynamic_batching \{[^}]*\}\n?/, "").replace('name: "simple_fp32_mlp"', 'name: "simple_fp32_mlp_nobatch"');
+cpSync(MLP, join(repo, "simple_fp32_mlp_nobatch"), { recursive: true });
+writeFileSync(join(repo, "simple_fp32_mlp_nobatch", "config.pbtxt"), unbatched);
+cpSync(join(root, "model_repository", "simple"), join(repo, "simple_cached"), { recursive: true });
+writeFileSync(
+  join(repo, "simple_cached", "config.pbtxt"),
+  readFileSync(join(root, "model_repository", "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "simple_cached"') + "response_cache { enable: true }\n",
+);
+
+// --- 1. in-process ORT at batch 32 ---
+async function inProcess(seconds: number): Promise<{ itemsPerSec: number; msPerBatch: number }> {
+  const env = OrtEnvironment.get();
+  const config = parsePbtxt(mlpConfig);
+  using options = new OrtSessionOptions(env.api, sessionConfig(config));
+  using session = await OrtSession.open(env, join(MLP, "1", "model.onnx"), options);
+  const data = new Float32Array(32 * 512).map((_, i) => (i % 97) / 97);
+  const input = toOrtInput({ name: "INPUT0", datatype: "FP32", shape: [32, 512], data: new Uint8Array(data.buffer) });
+  for (let i = 0; i < 20; i++) await session.run([input], ["OUTPUT0"], false, true);
+  let runs = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < seconds * 1000) {
+    await session.run([input], ["OUTPUT0"], false, true);
+    runs++;
+  }
+  const ms = performance.now() - t0;
+  return { itemsPerSec: (runs * 32 * 1000) / ms, msPerBatch: ms / runs };
+}
+
+// --- wrk bodies ---
+const mlpHeader = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 512], datatype: "FP32", parameters: { binary_data_size: 2048 } }], parameters: { binary_data_output: true } });
+const mlpBody = Buffer.concat([Buffer.from(mlpHeader), Buffer.from(new Float32Array(512).map((_, i) => i / 512).buffer)]);
+writeFileSync(join(work, "mlp.body"), mlpBody);
+writeFileSync(
+  join(work, "mlp.lua"),
+  `wrk.method = "POST"
+local f = io.open("${join(work, "mlp.body")}", "rb"); wrk.body = f:read("*a"); f:close()
+wrk.headers["Content-Type"] = "application/octet-stream"
+wrk.headers["Inference-Header-Content-Length"] = "${Buffer.byteLength(mlpHeader)}"
+`,
+);
+const ones = Array(15).fill(1).join(",");
+writeFileSync(
+  join(work, "hit.lua"),
+  `wrk.method = "POST"
+wrk.body = '{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[7,${ones}]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,${ones}]}]}'
+`,
+);
+// Every request different: a per-thread id and a counter in INPUT0.
+writeFileSync(
+  join(work, "miss.lua"),
+  `local n = 0
+setup = function(thread) thread:set("tid", n); n = n + 1 end
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[' .. (tid or 0) .. ',' .. counter .. ',${Array(14).fill(1).join(",")}]},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,${ones}]}]}'
+  return wrk.format("POST", nil, nil, body)
+end
+`,
+);
+
+interface WrkResult { rps: number; p50: number; p99: number; errors: number }
+
+function parseMs(s: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(s);
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+}
+
+function wrk(url: string, c: number, seconds: number, script: string): WrkResult {
+  const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", "-s", script, url];
+  const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    p50: parseMs(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
+    p99: parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
+    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*timeout (\d+)/.exec(out)?.[1] ?? 0),
+  };
+}
+
+async function waitReady(url: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {}
+    await sleep(20);
+  }
+  throw new Error(`not ready: ${url}`);
+}
+
+async function meanBatch(base: string, model: string): Promise<number> {
+  const s = (await (await fetch(`${base}/v2/models/${model}/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number }[] };
+  return s.model_stats[0]!.inference_count / s.model_stats[0]!.execution_count;
+}
+
+// --- run ---
+const ort = await inProcess(DURATION);
+console.log(`in-process ORT batch 32: ${Math.round(ort.itemsPerSec)} items/s (${ort.msPerBatch.toFixed(2)} ms per batch)`);
+
+const port = 18700;
+const log = openSync(join(work, "nereid.log"), "w");
+const nereid: ChildProcess = spawn(
+  BINARY,
+  [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false", "--cache-config=local,size=16777216"],
+  { stdio: ["ignore", log, log] },
+);
+const base = `http://127.0.0.1:${port}`;
+await waitReady(`${base}/v2/health/ready`);
+const url = (m: string) => `${base}/v2/models/${m}/infer`;
+const mlp = join(work, "mlp.lua");
+
+wrk(url("simple_fp32_mlp"), 32, 2, mlp); // warm-up
+wrk(url("simple_fp32_mlp_nobatch"), 32, 2, mlp);
+const r: Record<string, WrkResult> = {};
+r.batched32 = wrk(url("simple_fp32_mlp"), 32, DURATION, mlp);
+const batchedMean = await meanBatch(base, "simple_fp32_mlp");
+r.unbatched32 = wrk(url("simple_fp32_mlp_nobatch"), 32, DURATION, mlp);
+r.batched1 = wrk(url("simple_fp32_mlp"), 1, DURATION, mlp);
+r.unbatched1 = wrk(url("simple_fp32_mlp_nobatch"), 1, DURATION, mlp);
+r.miss = wrk(url("simple_cached"), 1, DURATION, join(work, "miss.lua"));
+r.hit = wrk(url("simple_cached"), 1, DURATION, join(work, "hit.lua"));
+const cacheStats = (await (await fetch(`${base}/v2/models/simple_cached/stats`)).json()) as { model_stats: { inference_stats: Record<string, { count: number; ns: number }> }[] };
+nereid.kill("SIGTERM");
+
+const fmt = (x: WrkResult) => `${Math.round(x.rps).toLocaleString("en-US")} | ${x.p50.toFixed(2)} | ${x.p99.toFixed(2)} | ${x.errors}`;
+const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
+const cs = cacheStats.model_stats[0]!.inference_stats;
+const rows = [
+  `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`,
+  "",
+  `wrk, ${DURATION} s per cell, one run. simple_fp32_mlp: FP32 [n,512] → 2048 → 2048 → 2048 → 512 with ReLU, ~21 MFLOP per item (generated), binary HTTP, one CPU instance; example config \`${(/dynamic_batching \{[^}]*\}/.exec(mlpConfig)?.[0] ?? "").replace(/\s+/g, " ")}\`.`,
+  "",
+  "| case | c | req/s (items/s) | p50 ms | p99 ms | errors |",
+  "| --- | --- | --- | --- | --- | --- |",
+  `| simple_fp32_mlp, dynamic batching | 32 | ${fmt(r.batched32!)} |`,
+  `| simple_fp32_mlp, batching off | 32 | ${fmt(r.unbatched32!)} |`,
+  `| simple_fp32_mlp, dynamic batching | 1 | ${fmt(r.batched1!)} |`,
+  `| simple_fp32_mlp, batching off | 1 | ${fmt(r.unbatched1!)} |`,
+  `| simple, response cache, every request new (miss) | 1 | ${fmt(r.miss!)} |`,
+  `| simple, response cache, one request repeated (hit) | 1 | ${fmt(r.hit!)} |`,
+  "",
+  `- in-process ONNX Runtime, batch 32, same session options: **${Math.round(ort.itemsPerSec).toLocaleString("en-US")} items/s** (${ort.msPerBatch.toFixed(2)} ms per batch)`,
+  `- batched server / in-process: **${pct(r.batched32!.rps, ort.itemsPerSec)}** (target ≥ 70%); mean batch size formed: ${batchedMean.toFixed(1)}`,
+  `- batched / unbatched at c=32: **${(r.batched32!.rps / r.unbatched32!.rps).toFixed(2)}×** (target ≥ 3×)`,
+  `- c=1 p50, batching on / off: **${(r.batched1!.p50 / r.unbatched1!.p50).toFixed(2)}×** (target ≤ 1.1×)`,
+  `- c=32 batched p99 / p50: **${(r.batched32!.p99 / r.batched32!.p50).toFixed(2)}×** (target ≤ 1.5×)`,
+  `- cache-hit p50 / cache-miss p50 (client, c=1): **${(r.hit!.p50 / r.miss!.p50).toFixed(2)}×** (target ≤ 0.5×); server-side mean request time: hit ${(cs.success!.ns / cs.success!.count / 1000).toFixed(1)} µs over all, cache lookup ${(cs.cache_hit!.ns / Math.max(1, cs.cache_hit!.count) / 1000).toFixed(1)} µs per hit, lookup+insert ${(cs.cache_miss!.ns / Math.max(1, cs.cache_miss!.count) / 1000).toFixed(1)} µs per miss`,
+  "",
+];
+mkdirSync(dirname(OUT), { recursive: true });
+appendFileSync(OUT, rows.join("\n") + "\n");
+console.log(rows.join("\n"));
+process.exit(0);
