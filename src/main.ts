@@ -18,7 +18,16 @@ import { LocalResponseCache } from "./cache/response-cache.ts";
 const log = getLogger("main.ts");
 
 /** Extensions this build serves end to end; server metadata lists exactly these. */
-export const EXTENSIONS = ["classification", "model_configuration", "binary_tensor_data", "statistics", "schedule_policy", "parameters"] as const;
+export const EXTENSIONS = [
+  "classification",
+  "model_repository",
+  "model_repository(unload_dependents)",
+  "schedule_policy",
+  "model_configuration",
+  "binary_tensor_data",
+  "parameters",
+  "statistics",
+] as const;
 
 export interface RunningServer {
   server: InferenceServer;
@@ -38,6 +47,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       disableAutoCompleteConfig: options.disableAutoCompleteConfig,
       backendConfig: options.backendConfig,
       gpuCount: 0,
+      controlMode: options.modelControlMode,
+      startupModels: options.loadModels,
     },
     backends,
   );

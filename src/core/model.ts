@@ -29,6 +29,9 @@ export class ModelVersion {
   state: ModelState = "UNKNOWN";
   reason = "";
   readonly stats = new ModelStats();
+  /** The normalized config and version-folder fingerprint it was loaded from, to tell whether a reload changes it. */
+  configKey = "";
+  fingerprint = "";
   #backendModel: BackendModel | undefined;
   #instances: BackendInstance[] = [];
   #scheduler: Scheduler | undefined;
@@ -63,6 +66,11 @@ export class ModelVersion {
 
   get ready(): boolean {
     return this.state === "READY";
+  }
+
+  /** Unloaded on purpose (explicit unload or replaced by a reload), not failed. */
+  get unloaded(): boolean {
+    return this.state === "UNAVAILABLE" && this.reason === "unloaded";
   }
 
   /** Drains the scheduler, then frees instances and the backend model, each once. */

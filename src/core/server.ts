@@ -6,15 +6,15 @@
 import { nowNs } from "./clock.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ServerError, unavailable } from "./errors.ts";
+import { ServerError, invalidArg, unavailable } from "./errors.ts";
 import { prepareForInference } from "./request-validate.ts";
 import { metadataShape } from "./signature.ts";
 import { classify } from "./classification.ts";
-import { configToJson } from "../model-config/json.ts";
+import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
 import type { InferenceRequest, InferenceResponse } from "./request.ts";
-import type { ModelRepositoryManager, IndexEntry } from "../repository/manager.ts";
+import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
 import type { Tensor } from "./tensor.ts";
 import type { FailureReason } from "./stats.ts";
@@ -111,6 +111,37 @@ export class InferenceServer {
 
   repositoryIndex(readyOnly = false): IndexEntry[] {
     return this.repository.index(readyOnly);
+  }
+
+  /**
+   * The repository extension's load. `params` as both frontends decode them: `config`
+   * (a JSON ModelConfig) and `file:<version>/<path>` entries (bytes; base64 text over HTTP).
+   */
+  async repositoryLoad(name: string, params: Record<string, string | number | boolean | bigint | Uint8Array>): Promise<void> {
+    if (this.state === "EXITING") throw unavailable("Server is stopping");
+    const override: LoadOverride = {};
+    for (const [key, value] of Object.entries(params)) {
+      if (key === "config") {
+        if (typeof value !== "string") throw invalidArg("the 'config' parameter must be a JSON string");
+        let json: unknown;
+        try {
+          json = JSON.parse(value);
+        } catch (err) {
+          throw invalidArg(`failed to parse the 'config' parameter of model '${name}' as JSON: ${(err as Error).message}`);
+        }
+        override.config = configFromJson(json);
+      } else if (key.startsWith("file:")) {
+        const bytes = typeof value === "string" ? Buffer.from(value, "base64") : value instanceof Uint8Array ? value : undefined;
+        if (!bytes) throw invalidArg(`file override '${key}' must carry bytes (base64 text over HTTP)`);
+        (override.files ??= {})[key.slice(5)] = bytes;
+      }
+    }
+    await this.repository.loadModel(name, override);
+  }
+
+  /** The repository extension's unload (`unload_dependents` has nothing to act on until ensembles exist). */
+  async repositoryUnload(name: string): Promise<void> {
+    await this.repository.unloadModel(name);
   }
 
   /** Runs one inference request through validation, the model's scheduler and post-processing. */

@@ -1,10 +1,13 @@
 /**
  * @module ModelRepositoryManager: reads the repositories, turns each model folder into a
  * validated config and loaded versions, answers lookups by name and version, and lists
- * the repository index. Control mode `none`: everything is loaded at start.
+ * the repository index, and (re)loads and unloads models for the explicit and poll
+ * control modes. A reload builds the new versions beside the served ones and swaps
+ * them in only once they have settled; replaced versions drain before they are freed.
  */
-import { readFileSync, existsSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync, existsSync, rmSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname, resolve, sep } from "node:path";
 import { ServerError, notFound, unavailable, unsupported, invalidArg } from "../core/errors.ts";
 import { ModelVersion, type ModelState } from "../core/model.ts";
 import { getLogger } from "../core/logger.ts";
@@ -27,6 +30,10 @@ export interface RepositoryOptions {
   backendConfig: Record<string, Record<string, string>>;
   /** GPUs visible to the server; 0 on CPU-only hosts. */
   gpuCount: number;
+  /** none and poll load everything at start; explicit loads only `startupModels`. */
+  controlMode?: "none" | "poll" | "explicit";
+  /** `--load-model` names; `*` means every model. */
+  startupModels?: string[];
 }
 
 export interface IndexEntry {
@@ -36,11 +43,20 @@ export interface IndexEntry {
   reason?: string;
 }
 
+/** A repository-extension load's overrides: a config (JSON form) and files relative to the model folder. */
+export interface LoadOverride {
+  config?: ModelConfig;
+  files?: Record<string, Uint8Array>;
+}
+
 interface ModelEntry {
   location: ModelLocation;
+  /** The versions being served (or the failed ones); replaced as a whole by a reload. */
   versions: Map<number, ModelVersion>;
   /** Why the model as a whole could not load (config or backend problems). */
   failure?: string;
+  /** A temporary model folder written from a load's file overrides; removed with the model. */
+  overrideDir?: string;
 }
 
 export class ModelRepositoryManager {
@@ -48,35 +64,89 @@ export class ModelRepositoryManager {
   readonly #backends: BackendRegistry;
   readonly #models = new Map<string, ModelEntry>();
   #known = new Map<string, ModelLocation>();
+  /** Versions being loaded, shown by the index as LOADING until the reload settles. */
+  readonly #loading = new Map<string, ModelVersion[]>();
+  /** Per-model chain: loads and unloads of one model run one after another. */
+  readonly #locks = new Map<string, Promise<unknown>>();
+  /** Unloads of replaced versions still draining; shutdown waits for them. */
+  readonly #retiring = new Set<Promise<void>>();
 
   constructor(opts: RepositoryOptions, backends: BackendRegistry) {
     this.#opts = opts;
     this.#backends = backends;
   }
 
-  /** Scans the repositories and loads every model; resolves when all have settled. */
+  /** Scans the repositories and loads the start-up models; resolves when all have settled. */
   async loadAll(): Promise<void> {
     const scan = scanRepositories(this.#opts.repositories);
     this.#known = scan.models;
-    const loads: Promise<void>[] = [];
-    for (const [name, location] of scan.models) {
-      const dup = scan.duplicates.get(name);
-      if (dup) {
-        const entry: ModelEntry = { location, versions: new Map(), failure: `model '${name}' appears in multiple repositories: ${dup.join(", ")}` };
-        this.#models.set(name, entry);
-        log.error(`failed to load '${name}': ${entry.failure}`);
-        continue;
-      }
-      loads.push(this.#load(location));
+    let names = [...scan.models.keys()];
+    if (this.#opts.controlMode === "explicit") {
+      const wanted = this.#opts.startupModels ?? [];
+      if (!wanted.includes("*")) names = [...new Set(wanted)];
     }
-    await Promise.all(loads);
+    await Promise.all(
+      names.map((name) =>
+        this.#serialized(name, async () => {
+          for (const e of await this.#loadModel(name, undefined, scan)) log.error(e);
+        }),
+      ),
+    );
   }
 
-  /** True when every model that was tried has all its versions READY. */
+  /** The repository extension's load: (re)loads `name`; throws when a requested version could not be served. */
+  loadModel(name: string, override?: LoadOverride): Promise<void> {
+    return this.#serialized(name, async () => {
+      const errors = await this.#loadModel(name, override);
+      if (errors.length > 0) throw invalidArg(errors.join("; "));
+    });
+  }
+
+  /** The repository extension's unload: drains and frees every version of `name`. */
+  unloadModel(name: string): Promise<void> {
+    return this.#serialized(name, async () => {
+      const entry = this.#models.get(name);
+      if (!entry) {
+        if (this.#known.has(name)) return;
+        throw invalidArg(`failed to unload '${name}': model not found in any model repository`);
+      }
+      await Promise.all([...entry.versions.values()].map((v) => v.unload()));
+      delete entry.failure;
+      log.info(`successfully unloaded '${name}'`);
+    });
+  }
+
+  /**
+   * Poll mode: rescans the repositories; new and changed models are (re)loaded, removed
+   * ones unloaded. Unchanged versions keep serving untouched.
+   */
+  async poll(): Promise<void> {
+    const scan = scanRepositories(this.#opts.repositories);
+    const removed = [...this.#models.keys()].filter((n) => !scan.models.has(n));
+    this.#known = scan.models;
+    await Promise.all([
+      ...[...scan.models.keys()].map((name) =>
+        this.#serialized(name, async () => {
+          for (const e of await this.#loadModel(name, undefined, scan)) log.error(e);
+        }),
+      ),
+      ...removed.map((name) =>
+        this.#serialized(name, async () => {
+          const entry = this.#models.get(name);
+          if (!entry) return;
+          this.#models.delete(name);
+          await Promise.all([...entry.versions.values()].map((v) => v.unload()));
+          log.info(`successfully unloaded '${name}' (removed from the repository)`);
+        }),
+      ),
+    ]);
+  }
+
+  /** True when every model that was tried has all its versions READY (explicitly unloaded ones aside). */
   allReady(): boolean {
     for (const entry of this.#models.values()) {
       if (entry.failure) return false;
-      for (const v of entry.versions.values()) if (!v.ready) return false;
+      for (const v of entry.versions.values()) if (!v.ready && !v.unloaded) return false;
     }
     return true;
   }
@@ -86,7 +156,7 @@ export class ModelRepositoryManager {
     const out: string[] = [];
     for (const [name, entry] of this.#models) {
       if (entry.failure) out.push(`${name}: ${entry.failure}`);
-      for (const v of entry.versions.values()) if (v.state === "UNAVAILABLE") out.push(`${name} version ${v.version}: ${v.reason}`);
+      for (const v of entry.versions.values()) if (v.state === "UNAVAILABLE" && !v.unloaded) out.push(`${name} version ${v.version}: ${v.reason}`);
     }
     return out;
   }
@@ -125,7 +195,7 @@ export class ModelRepositoryManager {
     return entry ? [...entry.versions.values()].filter((v) => v.ready).sort((a, b) => a.version - b.version) : [];
   }
 
-  /** Every model version the manager holds, for statistics. */
+  /** Every model version the manager serves or holds as failed, for statistics. */
   allVersions(): ModelVersion[] {
     return [...this.#models.values()].flatMap((e) => [...e.versions.values()]);
   }
@@ -133,18 +203,21 @@ export class ModelRepositoryManager {
   /** The repository index extension's entries. */
   index(readyOnly = false): IndexEntry[] {
     const out: IndexEntry[] = [];
-    const names = new Set([...this.#known.keys(), ...this.#models.keys()]);
+    const names = new Set([...this.#known.keys(), ...this.#models.keys(), ...this.#loading.keys()]);
     for (const name of [...names].sort()) {
       const entry = this.#models.get(name);
-      if (!entry) {
-        if (!readyOnly) out.push({ name });
+      const served = entry ? [...entry.versions.values()] : [];
+      const loading = (this.#loading.get(name) ?? []).filter((l) => !entry?.versions.get(l.version)?.ready);
+      const shown = [...served.filter((v) => !loading.some((l) => l.version === v.version)), ...loading];
+      if (shown.length === 0) {
+        if (entry?.failure) {
+          if (!readyOnly) out.push({ name, state: "UNAVAILABLE", reason: entry.failure });
+        } else if (!readyOnly) {
+          out.push({ name });
+        }
         continue;
       }
-      if (entry.failure && entry.versions.size === 0) {
-        if (!readyOnly) out.push({ name, state: "UNAVAILABLE", reason: entry.failure });
-        continue;
-      }
-      for (const mv of [...entry.versions.values()].sort((a, b) => a.version - b.version)) {
+      for (const mv of shown.sort((a, b) => a.version - b.version)) {
         if (readyOnly && !mv.ready) continue;
         const e: IndexEntry = { name, version: String(mv.version), state: mv.state };
         if (mv.reason) e.reason = mv.reason;
@@ -154,42 +227,126 @@ export class ModelRepositoryManager {
     return out;
   }
 
+  /** Unloads everything, waiting for in-flight work to drain. */
   async unloadAll(): Promise<void> {
-    await Promise.all(this.allVersions().map((v) => v.unload()));
+    await Promise.all([...this.allVersions().map((v) => v.unload()), ...this.#retiring]);
+    for (const entry of this.#models.values()) if (entry.overrideDir) rmSync(entry.overrideDir, { recursive: true, force: true });
   }
 
-  async #load(location: ModelLocation): Promise<void> {
-    const { name } = location;
-    const entry: ModelEntry = { location, versions: new Map() };
-    this.#models.set(name, entry);
+  #serialized<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#locks.get(name) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => {});
+    this.#locks.set(name, tail);
+    void tail.then(() => {
+      if (this.#locks.get(name) === tail) this.#locks.delete(name);
+    });
+    return run;
+  }
+
+  /**
+   * Loads `name` beside whatever serves it now and swaps when the new versions have
+   * settled: a version whose files and config are unchanged keeps serving as it is; a
+   * version that fails to reload keeps its old instance. Returns the errors.
+   */
+  async #loadModel(name: string, override?: LoadOverride, scan = scanRepositories(this.#opts.repositories)): Promise<string[]> {
+    this.#known = scan.models;
+    const old = this.#models.get(name);
+    const dup = scan.duplicates.get(name);
+    if (dup) {
+      const failure = `model '${name}' appears in multiple repositories: ${dup.join(", ")}`;
+      if (!old) this.#models.set(name, { location: { name, dir: "", repository: "" }, versions: new Map(), failure });
+      return [`failed to load '${name}': ${failure}`];
+    }
+    const found = scan.models.get(name);
+    let location: ModelLocation | undefined = found;
+    let overrideDir: string | undefined;
+    if (override?.files && Object.keys(override.files).length > 0) {
+      // Triton builds the model from the overrides alone; the name need not be in a repository.
+      if (!override.config) return [`failed to load '${name}': a config override is required with file overrides`];
+      overrideDir = writeOverrideFiles(name, override.files);
+      location = { name, repository: "", dir: overrideDir };
+    } else if (old?.overrideDir && !override?.config) {
+      location = old.location; // keep serving from the override folder until a load replaces it
+      overrideDir = old.overrideDir;
+    }
+    if (!location) return [`failed to load '${name}': model not found in any model repository`];
+    const hasReady = old !== undefined && [...old.versions.values()].some((v) => v.ready);
+
     let config: ModelConfig;
     let backend: Backend;
     try {
-      ({ config, backend } = await this.#resolveConfig(location));
+      ({ config, backend } = await this.#resolveConfig(location, override?.config));
     } catch (err) {
-      entry.failure = ServerError.from(err).message;
-      log.error(`failed to load '${name}': ${entry.failure}`);
-      return;
+      const failure = ServerError.from(err).message;
+      if (overrideDir && overrideDir !== old?.overrideDir) rmSync(overrideDir, { recursive: true, force: true });
+      if (!hasReady) this.#models.set(name, { location, versions: old?.versions ?? new Map(), failure });
+      return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const available = listVersions(location.dir);
     const selected = selectVersions(available, config.version_policy);
     if (selected.length === 0) {
-      entry.failure = `at least one version must be available under the version policy of model '${name}'`;
-      log.error(`failed to load '${name}': ${entry.failure}`);
-      return;
+      const failure = `at least one version must be available under the version policy of model '${name}'`;
+      if (!hasReady) this.#models.set(name, { location, versions: new Map(), failure });
+      return [`failed to load '${name}': ${failure}`];
+    }
+
+    const configKey = JSON.stringify(config);
+    const versions = new Map<number, ModelVersion>();
+    const fresh: ModelVersion[] = [];
+    for (const v of selected) {
+      const prev = old?.versions.get(v);
+      const fp = fingerprint(join(location.dir, String(v)));
+      if (prev?.ready && prev.configKey === configKey && prev.fingerprint === fp && prev.modelDir === location.dir) {
+        versions.set(v, prev);
+        continue;
+      }
+      const mv = new ModelVersion(name, v, location.dir, config);
+      mv.configKey = configKey;
+      mv.fingerprint = fp;
+      fresh.push(mv);
+    }
+    this.#loading.set(name, fresh);
+    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, config, backend)));
+    this.#loading.delete(name);
+
+    const errors: string[] = [];
+    for (const mv of fresh) {
+      const prev = old?.versions.get(mv.version);
+      if (!mv.ready) {
+        errors.push(`failed to load '${name}' version ${mv.version}: ${mv.reason}`);
+        if (prev?.ready) {
+          versions.set(mv.version, prev); // a failed reload keeps the old version serving
+          continue;
+        }
+      }
+      versions.set(mv.version, mv);
     }
     for (const v of missingSpecificVersions(available, config.version_policy)) {
       const mv = new ModelVersion(name, v, location.dir, config);
       mv.transition("UNAVAILABLE", `version ${v} of model '${name}' is not in the model repository`);
-      entry.versions.set(v, mv);
+      versions.set(v, mv);
     }
-    await Promise.all(selected.map((v) => this.#loadVersion(entry, config, backend, v)));
+    this.#models.set(name, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
+
+    // Retire what is no longer served: in-flight requests finish on it first.
+    const kept = new Set(versions.values());
+    const retired = old ? [...old.versions.values()].filter((v) => !kept.has(v)) : [];
+    const oldDir = old?.overrideDir !== overrideDir ? old?.overrideDir : undefined;
+    if (retired.length > 0 || oldDir) {
+      const done = Promise.all(retired.map((v) => v.unload())).then(() => {
+        if (oldDir) rmSync(oldDir, { recursive: true, force: true });
+      });
+      this.#retiring.add(done);
+      void done.finally(() => this.#retiring.delete(done));
+    }
+    return errors;
   }
 
-  async #resolveConfig(location: ModelLocation): Promise<{ config: ModelConfig; backend: Backend }> {
+  async #resolveConfig(location: ModelLocation, override?: ModelConfig): Promise<{ config: ModelConfig; backend: Backend }> {
     const { name, dir } = location;
-    const cfgFile = configPath(dir, this.#opts.modelConfigName);
-    let config: ModelConfig = {};
+    const cfgFile = override ? undefined : configPath(dir, this.#opts.modelConfigName);
+    let config: ModelConfig = override ? structuredClone(override) : {};
     if (cfgFile) {
       const text = readFileSync(cfgFile, "utf8");
       try {
@@ -197,7 +354,7 @@ export class ModelRepositoryManager {
       } catch (err) {
         throw invalidArg(`failed to parse ${cfgFile}: ${ServerError.from(err).message}`, err);
       }
-    } else if (this.#opts.disableAutoCompleteConfig) {
+    } else if (!override && this.#opts.disableAutoCompleteConfig) {
       throw invalidArg(`model '${name}' has no config.pbtxt and auto-complete is disabled (--disable-auto-complete-config)`);
     }
     const versions = listVersions(dir);
@@ -229,10 +386,8 @@ export class ModelRepositoryManager {
     return { ...this.#opts.backendConfig[""], ...this.#opts.backendConfig[backend] };
   }
 
-  async #loadVersion(entry: ModelEntry, config: ModelConfig, backend: Backend, version: number): Promise<void> {
-    const { name, dir } = entry.location;
-    const mv = new ModelVersion(name, version, dir, config);
-    entry.versions.set(version, mv);
+  async #loadVersion(mv: ModelVersion, config: ModelConfig, backend: Backend): Promise<void> {
+    const { name, version, modelDir: dir } = mv;
     mv.transition("LOADING");
     const started = performance.now();
     const instances: BackendInstance[] = [];
@@ -278,4 +433,43 @@ export class ModelRepositoryManager {
 function needsAutoComplete(config: ModelConfig): boolean {
   if (!config.input?.length || !config.output?.length) return true;
   return [...config.input, ...config.output].some((t) => !t.data_type || !t.dims);
+}
+
+/** Files, sizes and modification times under a version folder: a reload of an unchanged folder keeps its version. */
+function fingerprint(dir: string): string {
+  const parts: string[] = [];
+  const walk = (d: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(d).sort();
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = join(d, n);
+      const st = statSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
+      if (st.isDirectory()) walk(p);
+      else parts.push(`${p}:${st.size}:${st.mtimeMs}`);
+    }
+  };
+  walk(dir);
+  return parts.join("|");
+}
+
+/** Writes a load's `file:<path>` overrides into a fresh model folder; paths may not leave it. */
+function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
+  const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
+  const dir = join(root, name);
+  mkdirSync(dir);
+  for (const [rel, bytes] of Object.entries(files)) {
+    const full = resolve(dir, rel);
+    if (!full.startsWith(dir + sep)) {
+      rmSync(root, { recursive: true, force: true });
+      throw invalidArg(`file override path '${rel}' of model '${name}' leaves the model folder`);
+    }
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, bytes);
+  }
+  return dir;
 }

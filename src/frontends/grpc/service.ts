@@ -23,6 +23,22 @@ function toGrpcError(err: unknown) {
   return { code: grpcStatus(e.code), details: e.message, metadata: new Metadata() };
 }
 
+interface RepositoryControlRequest {
+  repository_name?: string;
+  model_name?: string;
+  parameters?: Record<string, { parameter_choice?: string; bool_param?: boolean; int64_param?: number | bigint; string_param?: string; bytes_param?: Uint8Array }>;
+}
+
+/** ModelRepositoryParameter map → plain values (bytes stay bytes). */
+function repositoryParameters(map: RepositoryControlRequest["parameters"]): Record<string, string | number | boolean | bigint | Uint8Array> {
+  const out: Record<string, string | number | boolean | bigint | Uint8Array> = {};
+  for (const [k, p] of Object.entries(map ?? {})) {
+    const v = p.parameter_choice ? p[p.parameter_choice as keyof typeof p] : undefined;
+    if ((v !== undefined && typeof v !== "object") || v instanceof Uint8Array) out[k] = v as string | number | boolean | bigint | Uint8Array;
+  }
+  return out;
+}
+
 function unary(fn: Handler) {
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     let result: unknown;
@@ -43,10 +59,12 @@ const unimplemented = (what: string) => () => {
 
 /** Handlers for inference.GRPCInferenceService. */
 export function inferenceService(server: InferenceServer, opts: GrpcServiceOptions): UntypedServiceImplementation {
-  const repositoryControl = (req: { repository_name?: string }) => {
+  const repositoryControl = (action: "load" | "unload") => async (req: RepositoryControlRequest) => {
     if (req.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
     if (opts.modelControlMode !== "explicit") throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
-    throw new ServerError("UNSUPPORTED", "explicit model control is not implemented yet");
+    if (action === "unload") await server.repositoryUnload(req.model_name ?? "");
+    else await server.repositoryLoad(req.model_name ?? "", repositoryParameters(req.parameters));
+    return {};
   };
   return {
     ServerLive: unary(() => ({ live: server.isLive() })),
@@ -69,8 +87,8 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       if (r.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
       return { models: server.repositoryIndex(r.ready === true).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
     }),
-    RepositoryModelLoad: unary(repositoryControl),
-    RepositoryModelUnload: unary(repositoryControl),
+    RepositoryModelLoad: unary(repositoryControl("load")),
+    RepositoryModelUnload: unary(repositoryControl("unload")),
     SystemSharedMemoryStatus: unary(unimplemented("system shared memory")),
     SystemSharedMemoryRegister: unary(unimplemented("system shared memory")),
     SystemSharedMemoryUnregister: unary(unimplemented("system shared memory")),

@@ -120,7 +120,10 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       if (opts.modelControlMode !== "explicit") {
         throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
       }
-      throw new ServerError("UNSUPPORTED", "explicit model control is not implemented yet");
+      const params = repositoryParameters(await readBody(req, opts.maxInputSize));
+      if (rest[2] === "unload") await server.repositoryUnload(decodeURIComponent(rest[1]!));
+      else await server.repositoryLoad(decodeURIComponent(rest[1]!), params);
+      return EMPTY_OK;
     }
     if (rest.length === 4 && rest[1] === "models") {
       throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
@@ -142,3 +145,25 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 }
 
 export type HttpHandler = ReturnType<typeof createHttpHandler>;
+
+/** The `parameters` object of a load/unload body (an empty body means none). */
+function repositoryParameters(body: Uint8Array): Record<string, string | number | boolean> {
+  if (body.byteLength === 0) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body));
+  } catch (err) {
+    throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
+  }
+  const params = (parsed as { parameters?: unknown } | null)?.parameters;
+  if (params === undefined) return {};
+  if (typeof params !== "object" || params === null || Array.isArray(params)) throw new ServerError("INVALID_ARG", "'parameters' must be a JSON object");
+  const out: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(params)) {
+    if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") {
+      throw new ServerError("INVALID_ARG", `repository parameter '${k}' must be a string, number or boolean`);
+    }
+    out[k] = v;
+  }
+  return out;
+}

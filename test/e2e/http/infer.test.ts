@@ -76,7 +76,16 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
     expect(body).toEqual({
       name: "triton",
       version: expect.any(String),
-      extensions: ["classification", "model_configuration", "binary_tensor_data", "statistics", "schedule_policy", "parameters"],
+      extensions: [
+        "classification",
+        "model_repository",
+        "model_repository(unload_dependents)",
+        "schedule_policy",
+        "model_configuration",
+        "binary_tensor_data",
+        "parameters",
+        "statistics",
+      ],
     });
   });
 

@@ -1,0 +1,171 @@
+/**
+ * R-, L- items of the repository extension in explicit mode through the server binary:
+ * --load-model, load / unload over HTTP and gRPC, reload with a config override and
+ * with file overrides, a failed reload that keeps the old version serving, and a
+ * reload under steady load that loses no request.
+ */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
+
+let server: ServerProcess;
+let repo: ReturnType<typeof makeRepository>;
+
+const post = (path: string, body?: object) =>
+  fetch(`${server.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
+
+const index = async () => (await (await post("/v2/repository/index")).json()) as { name: string; version?: string; state?: string; reason?: string }[];
+
+function simpleBody(batch: number, base: number) {
+  return JSON.stringify({
+    inputs: [
+      { name: "INPUT0", shape: [batch, 16], datatype: "INT32", data: Array.from({ length: 16 * batch }, (_, i) => base + i) },
+      { name: "INPUT1", shape: [batch, 16], datatype: "INT32", data: Array(16 * batch).fill(1) },
+    ],
+  });
+}
+
+async function inferSimple(model: string, batch: number, base: number) {
+  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body: simpleBody(batch, base) });
+  return { status: res.status, json: (await res.json()) as { error?: string; outputs?: { name: string; data: number[] }[] } };
+}
+
+const expectSum = (r: Awaited<ReturnType<typeof inferSimple>>, batch: number, base: number) => {
+  expect(r.status).toBe(200);
+  expect(r.json.outputs!.find((o) => o.name === "OUTPUT0")!.data).toEqual(Array.from({ length: 16 * batch }, (_, i) => base + i + 1));
+};
+
+/** `simple`'s config in Triton's JSON form, with `patch` applied. */
+function simpleConfig(patch: object = {}) {
+  return JSON.stringify({
+    name: "simple",
+    platform: "onnxruntime_onnx",
+    max_batch_size: 8,
+    input: [
+      { name: "INPUT0", data_type: "TYPE_INT32", dims: [16] },
+      { name: "INPUT1", data_type: "TYPE_INT32", dims: [16] },
+    ],
+    output: [
+      { name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16] },
+      { name: "OUTPUT1", data_type: "TYPE_INT32", dims: [16] },
+    ],
+    ...patch,
+  });
+}
+
+beforeAll(async () => {
+  repo = makeRepository(["simple", "simple_identity"]);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple"]);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  repo?.remove();
+});
+
+describe("explicit model control", () => {
+  it("loads only --load-model models at start; the others are listed without a state", async () => {
+    expect(await index()).toEqual([
+      { name: "simple", version: "1", state: "READY" },
+      { name: "simple_identity" },
+    ]);
+    expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
+    expect((await fetch(`${server.url}/v2/models/simple_identity/ready`)).status).toBe(404);
+  });
+
+  it("loads and unloads over HTTP; an unloaded model is UNAVAILABLE 'unloaded' and the server stays ready", async () => {
+    const load = await post("/v2/repository/models/simple_identity/load");
+    expect(load.status).toBe(200);
+    expect(await load.text()).toBe("");
+    expect((await fetch(`${server.url}/v2/models/simple_identity/ready`)).status).toBe(200);
+    expect((await index()).find((e) => e.name === "simple_identity")).toEqual({ name: "simple_identity", version: "1", state: "READY" });
+
+    expect((await post("/v2/repository/models/simple_identity/unload", { parameters: { unload_dependents: false } })).status).toBe(200);
+    expect((await index()).find((e) => e.name === "simple_identity")).toEqual({ name: "simple_identity", version: "1", state: "UNAVAILABLE", reason: "unloaded" });
+    const r = await fetch(`${server.url}/v2/models/simple_identity/infer`, { method: "POST", body: "{}" });
+    expect(r.status).toBe(503);
+    expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
+    expect(await index().then((i) => i.filter((e) => e.state === "READY").map((e) => e.name))).toEqual(["simple"]);
+  });
+
+  it("answers an unknown model's load with 400 and the reason", async () => {
+    const r = await post("/v2/repository/models/nope/load");
+    expect(r.status).toBe(400);
+    expect(await r.json()).toEqual({ error: "failed to load 'nope': model not found in any model repository" });
+  });
+
+  it("reloads with a config override, and keeps the old version serving when a reload fails", async () => {
+    const ok = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfig({ max_batch_size: 4 }) } });
+    expect(ok.status).toBe(200);
+    const cfg = (await (await fetch(`${server.url}/v2/models/simple/config`)).json()) as { max_batch_size: number };
+    expect(cfg.max_batch_size).toBe(4);
+    const tooBig = await inferSimple("simple", 5, 0);
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.json.error).toBe("inference request batch-size must be <= 4 for 'simple'");
+
+    const bad = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfig({ backend: "tensorflow", platform: "" }) } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toContain("failed to load 'simple'");
+    expectSum(await inferSimple("simple", 4, 10), 4, 10);
+    expect((await index()).find((e) => e.name === "simple")).toEqual({ name: "simple", version: "1", state: "READY" });
+
+    const junk = await post("/v2/repository/models/simple/load", { parameters: { config: "{not json" } });
+    expect(junk.status).toBe(400);
+
+    // Back to the file's config.
+    expect((await post("/v2/repository/models/simple/load")).status).toBe(200);
+    expectSum(await inferSimple("simple", 8, 0), 8, 0);
+  });
+
+  it("loads a model built from file overrides, under a name the repository does not have", async () => {
+    const model = readFileSync(join(repo.dir, "simple", "1", "model.onnx")).toString("base64");
+    const r = await post("/v2/repository/models/simple_from_files/load", {
+      parameters: { config: simpleConfig({ name: "simple_from_files" }), "file:1/model.onnx": model },
+    });
+    expect(r.status).toBe(200);
+    expectSum(await inferSimple("simple_from_files", 2, 100), 2, 100);
+    const escape = await post("/v2/repository/models/x/load", { parameters: { config: simpleConfig({ name: "x" }), "file:../evil": model } });
+    expect(escape.status).toBe(400);
+    expect(((await escape.json()) as { error: string }).error).toBe("file override path '../evil' of model 'x' leaves the model folder");
+  });
+
+  it("loads and unloads over gRPC", async () => {
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    await call("RepositoryModelLoad")({ model_name: "simple_identity" });
+    expect((await call("ModelReady")({ name: "simple_identity" })).ready).toBe(true);
+    await call("RepositoryModelUnload")({ model_name: "simple_identity" });
+    expect((await call("ModelReady")({ name: "simple_identity" })).ready ?? false).toBe(false);
+    await expect(call("RepositoryModelLoad")({ model_name: "nope" })).rejects.toMatchObject({ code: 3 });
+    client.close();
+  });
+
+  it("reloads under steady load without losing or corrupting a request", async () => {
+    let stop = false;
+    let sent = 0;
+    const failures: string[] = [];
+    const worker = async (w: number) => {
+      while (!stop) {
+        const base = w * 1000 + (sent++ % 500);
+        const r = await inferSimple("simple", 1, base);
+        const got = r.json.outputs?.find((o) => o.name === "OUTPUT0")?.data;
+        if (r.status !== 200 || JSON.stringify(got) !== JSON.stringify(Array.from({ length: 16 }, (_, i) => base + i + 1))) {
+          failures.push(`${r.status} ${JSON.stringify(r.json).slice(0, 200)}`);
+        }
+      }
+    };
+    const workers = [0, 1, 2, 3].map(worker);
+    for (const count of [2, 1, 2]) {
+      await new Promise((res) => setTimeout(res, 150));
+      const cfg = simpleConfig({ instance_group: [{ count, kind: "KIND_CPU" }] });
+      expect((await post("/v2/repository/models/simple/load", { parameters: { config: cfg } })).status).toBe(200);
+    }
+    await new Promise((res) => setTimeout(res, 150));
+    stop = true;
+    await Promise.all(workers);
+    expect(failures).toEqual([]);
+    expect(sent).toBeGreaterThan(50);
+  });
+});
