@@ -8,6 +8,7 @@ import { InferenceServer } from "./core/server.ts";
 import { BackendRegistry } from "./backends/registry.ts";
 import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
+import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
@@ -63,6 +64,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await repository.unloadAll();
     throw new Error(`failed to load all models (--exit-on-error=true):\n  ${failures.join("\n  ")}`);
   }
+  let poller: RepositoryPoller | undefined;
+  if (options.modelControlMode === "poll") {
+    poller = new RepositoryPoller({ repositories: options.modelRepositories, intervalSecs: options.repositoryPollSecs, onChange: () => repository.poll() });
+    await poller.start();
+  }
 
   // Metrics and gRPC start first so that "Started HTTPService" is the last line of a good start.
   let metrics: HttpListener | undefined;
@@ -107,26 +113,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   server.state = "READY";
 
   let exiting: Promise<number> | undefined;
+  /**
+   * Triton's graceful shutdown: new inference is refused and live/ready answer 503 while
+   * the listeners stay up; in-flight requests drain for up to --exit-timeout-secs; then
+   * models are unloaded and the listeners close. 0 when everything drained, 1 otherwise.
+   */
   const shutdown = (): Promise<number> =>
     (exiting ??= (async () => {
       server.state = "EXITING";
-      log.info("shutting down: draining in-flight requests and unloading models");
-      let code = 0;
-      const drain = Promise.all([http?.close(), grpc?.close(), repository.unloadAll()])
-        .then(() => metrics?.close())
-        .then(() => {
-          metricsRegistry?.close();
-          return 0;
-        });
-      const timeout = new Promise<number>((resolve) => {
-        const t = setTimeout(() => {
-          log.error("Exit timeout expired. Exiting immediately.");
-          resolve(1);
-        }, options.exitTimeoutSecs * 1000);
-        t.unref();
-      });
-      code = await Promise.race([drain, timeout]);
-      return code;
+      log.info("Waiting for in-flight requests to complete.");
+      await poller?.close();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), options.exitTimeoutSecs * 1000)));
+      const drained = await Promise.race([repository.unloadAll().then(() => true as const), timedOut]);
+      clearTimeout(timer);
+      if (!drained) log.error("Exit timeout expired. Exiting immediately.");
+      else log.info("All models are stopped, unloading models");
+      const closing = Promise.all([http?.close(), grpc?.close(), metrics?.close()]);
+      await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
+      metricsRegistry?.close();
+      return drained ? 0 : 1;
     })());
   return { server, http, grpc, metrics, shutdown };
 }

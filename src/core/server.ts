@@ -144,10 +144,15 @@ export class InferenceServer {
     await this.repository.unloadModel(name);
   }
 
+  /** The version an inference request goes to; refused while the server is stopping. */
+  modelForInference(name: string, version?: string): ModelVersion {
+    if (this.state === "EXITING") throw unavailable("Server is stopping");
+    return this.repository.getModel(name, version);
+  }
+
   /** Runs one inference request through validation, the model's scheduler and post-processing. */
   async inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
-    if (this.state === "EXITING") throw unavailable("Server is stopping");
-    const mv = this.repository.getModel(request.modelName, request.modelVersion);
+    const mv = this.modelForInference(request.modelName, request.modelVersion);
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     try {

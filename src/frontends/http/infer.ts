@@ -17,7 +17,7 @@ export async function handleInfer(
   maxInputSize: number,
 ): Promise<HttpResponse> {
   // As in Triton, an unknown or unavailable model is reported before the body is parsed.
-  server.repository.getModel(model, version);
+  server.modelForInference(model, version);
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
   const request = decodeInferRequest(body, headerLength, {

@@ -53,7 +53,9 @@ function listenBun(handler: HttpHandler, address: string, port: number, maxInput
   });
   return {
     port: server.port ?? port,
+    // Graceful: responses still being written go out; what is left after 2 s is cut.
     close: async () => {
+      await Promise.race([server.stop(false), new Promise((r) => setTimeout(r, 2000).unref())]);
       await server.stop(true);
     },
   };
@@ -115,8 +117,9 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
         port: typeof addr === "object" && addr ? addr.port : port,
         close: () =>
           new Promise<void>((res) => {
-            server.closeAllConnections?.();
             server.close(() => res());
+            server.closeIdleConnections?.();
+            setTimeout(() => server.closeAllConnections?.(), 2000).unref();
           }),
       });
     });
