@@ -15,6 +15,7 @@ import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
+import { sdNotify } from "../ffi/libc/notify.ts";
 
 const log = getLogger("main.ts");
 
@@ -158,21 +159,42 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const o = parsed.options;
   configureLog({ info: o.logInfo, warning: o.logWarning, error: o.logError, verbose: o.logVerbose, format: o.logFormat });
-  let running: RunningServer;
+  // Signals are handled from the start: one that arrives while models load stops the
+  // server as soon as it is up, instead of killing the process mid-load.
+  let running: RunningServer | undefined;
+  let stopRequested: ((code: number) => void) | undefined;
+  let pendingSignal: string | undefined;
+  const stopped = new Promise<number>((resolve) => (stopRequested = resolve));
+  const onSignal = (sig: string) => {
+    log.info(`received ${sig}`);
+    if (!running) {
+      pendingSignal = sig;
+      return;
+    }
+    notifyServiceManager("STOPPING=1\nSTATUS=draining in-flight requests");
+    void running.shutdown().then(stopRequested);
+  };
+  process.once("SIGINT", () => onSignal("SIGINT"));
+  process.once("SIGTERM", () => onSignal("SIGTERM"));
   try {
     running = await startServer(o);
   } catch (err) {
     log.error((err as Error).message);
     return 1;
   }
-  return new Promise<number>((resolve) => {
-    const onSignal = (sig: string) => {
-      log.info(`received ${sig}`);
-      void running.shutdown().then(resolve);
-    };
-    process.once("SIGINT", () => onSignal("SIGINT"));
-    process.once("SIGTERM", () => onSignal("SIGTERM"));
-  });
+  notifyServiceManager(`READY=1\nSTATUS=serving ${running.server.repositoryIndex(true).length} model version(s)`);
+  if (pendingSignal) onSignal(pendingSignal);
+  return stopped;
+}
+
+/** systemd Type=notify: tells the service manager when serving starts and stops (no-op outside systemd). */
+function notifyServiceManager(state: string): void {
+  if (!process.env.NOTIFY_SOCKET) return;
+  try {
+    sdNotify(state);
+  } catch (err) {
+    log.warn(`cannot notify the service manager: ${(err as Error).message}`);
+  }
 }
 
 /** Runs main() and exits with its code; used by `bun src/main.ts` and the compiled entry. */

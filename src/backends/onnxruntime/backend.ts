@@ -7,6 +7,7 @@ import { nowNs } from "../../core/clock.ts";
 import { statSync } from "node:fs";
 import { OrtEnvironment, OrtSessionOptions } from "../../../ffi/onnxruntime/handles.ts";
 import { OrtSession } from "../../../ffi/onnxruntime/session.ts";
+import { mallocTrim } from "../../../ffi/libc/malloc.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
 import { checkAccelerators, runMode, sessionConfig, type RunMode } from "./options.ts";
@@ -100,6 +101,8 @@ class OrtModel implements BackendModel {
   close(): void {
     this.#options?.close();
     this.#options = undefined;
+    // The sessions' weights and arenas are free now; give the pages back (RSS after unload).
+    mallocTrim();
   }
 }
 
