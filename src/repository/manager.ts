@@ -17,6 +17,7 @@ import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
+import { warmUp } from "./warmup.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
 import type { ModelConfig } from "../model-config/types.ts";
@@ -417,6 +418,10 @@ export class ModelRepositoryManager {
         }
       }
       if (instances.length === 0) throw invalidArg(`model '${name}' has no instances`);
+      if (config.model_warmup?.length) {
+        log.info(`warming up '${name}' version ${version} (${config.model_warmup.length} sample(s) on ${instances.length} instance(s))`);
+        await warmUp(config.model_warmup, mv.signature, dir, instances);
+      }
       mv.attach(backendModel, instances, createScheduler(mv, instances));
       mv.transition("READY");
       log.info(`successfully loaded '${name}' version ${version} in ${Math.round(performance.now() - started)} ms`);
