@@ -95,13 +95,16 @@ class OrtModel implements BackendModel {
     if (kind === "KIND_GPU") throw unsupported(`model '${this.#ctx.modelName}': KIND_GPU instances need the CUDA execution provider, which this ONNX Runtime build lacks`);
     if (!this.#options) throw new ServerError("INTERNAL", "model is closed");
     const session = await OrtSession.open(this.#env, this.#ctx.modelPath, this.#options);
+    mallocTrim(); // ORT's copy of the model file, freed once the session is built
     return new OrtInstance(name, session, this.#mode, (this.#ctx.config.max_batch_size ?? 0) > 0);
   }
 
   close(): void {
     this.#options?.close();
     this.#options = undefined;
-    // The sessions' weights and arenas are free now; give the pages back (RSS after unload).
+    // The sessions' weights and arenas are free now: collect the JS objects that still
+    // pointed at them, then give the freed pages back (RSS after an unload).
+    (globalThis as { Bun?: { gc(force: boolean): void } }).Bun?.gc(true);
     mallocTrim();
   }
 }
