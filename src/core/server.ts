@@ -144,15 +144,21 @@ export class InferenceServer {
     await this.repository.unloadModel(name);
   }
 
-  /** The version an inference request goes to; refused while the server is stopping. */
-  modelForInference(name: string, version?: string): ModelVersion {
-    if (this.state === "EXITING") throw unavailable("Server is stopping");
+  /**
+   * The version an inference request goes to. While the server is stopping only requests
+   * that continue an open sequence are let through (`continuing`; the sequence batcher
+   * refuses new sequences itself).
+   */
+  modelForInference(name: string, version?: string, continuing = false): ModelVersion {
+    if (this.state === "EXITING" && !continuing) throw unavailable("Server is stopping");
     return this.repository.getModel(name, version);
   }
 
   /** Runs one inference request through validation, the model's scheduler and post-processing. */
   async inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
-    const mv = this.modelForInference(request.modelName, request.modelVersion);
+    const p = request.parameters;
+    const continuing = p.sequence_id !== undefined && p.sequence_id !== 0 && p.sequence_id !== "" && p.sequence_start !== true;
+    const mv = this.modelForInference(request.modelName, request.modelVersion, continuing);
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     try {

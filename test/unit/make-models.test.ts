@@ -15,7 +15,7 @@ const { onnx } = onnxProto;
 const ROOT = resolve(import.meta.dirname, "../..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const SCRIPT = join(ROOT, "scripts", "make-models.ts");
-const MODELS = ["simple", "simple_identity", "simple_classifier", "simple_fp32_mlp", "ocr_det"];
+const MODELS = ["simple", "simple_identity", "simple_classifier", "simple_fp32_mlp", "ocr_det", "simple_sequence", "silero_vad"];
 
 function generate(dir: string, ...args: string[]): string {
   return execFileSync(BUN, [SCRIPT, dir, ...args], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -112,6 +112,20 @@ describe("make-models: layout and configs", () => {
       output: [{ name: "OUTPUT0", data_type: "TYPE_FP32", dims: [512] }],
       dynamic_batching: { max_queue_delay_microseconds: 0 },
       instance_group: cpu,
+    });
+    expect(cfg("simple_sequence")).toMatchObject({
+      name: "simple_sequence",
+      max_batch_size: 8,
+      sequence_batching: {
+        control_input: [{ name: "START", control: [{ kind: "CONTROL_SEQUENCE_START", int32_false_true: [0, 1] }] }],
+        state: [{ input_name: "STATE_IN", output_name: "STATE_OUT", data_type: "TYPE_INT32", dims: [1] }],
+      },
+    });
+    expect(cfg("silero_vad")).toMatchObject({
+      name: "silero_vad",
+      max_batch_size: 16,
+      input: [{ name: "input", data_type: "TYPE_FP32", dims: [-1] }],
+      sequence_batching: { oldest: { max_candidate_sequences: 16 }, state: [{ input_name: "h_in", output_name: "hn_out" }, { input_name: "c_in", output_name: "cn_out" }] },
     });
     expect(cfg("ocr_det")).toMatchObject({
       name: "ocr_det",

@@ -16,8 +16,9 @@ export async function handleInfer(
   version: string | undefined,
   maxInputSize: number,
 ): Promise<HttpResponse> {
-  // As in Triton, an unknown or unavailable model is reported before the body is parsed.
-  server.modelForInference(model, version);
+  // As in Triton, an unknown or unavailable model is reported before the body is parsed
+  // (whether a stopping server still takes the request depends on its sequence parameters).
+  if (server.state !== "EXITING") server.repository.getModel(model, version);
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
   const request = decodeInferRequest(body, headerLength, {
