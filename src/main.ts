@@ -22,6 +22,7 @@ const log = getLogger("main.ts");
 /** Extensions this build serves end to end; server metadata lists exactly these. */
 export const EXTENSIONS = [
   "classification",
+  "sequence",
   "model_repository",
   "model_repository(unload_dependents)",
   "schedule_policy",

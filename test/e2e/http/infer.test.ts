@@ -78,6 +78,7 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
       version: expect.any(String),
       extensions: [
         "classification",
+        "sequence",
         "model_repository",
         "model_repository(unload_dependents)",
         "schedule_policy",
