@@ -16,6 +16,7 @@ import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-me
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
+import { runDevices } from "./devices.ts";
 
 const log = getLogger("main.ts");
 
@@ -154,6 +155,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage() + "\n");
     return 0;
   }
+  if (parsed.kind === "devices") return runDevices(parsed);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;

@@ -216,10 +216,21 @@ export function usage(): string {
   return lines.join("\n");
 }
 
-export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" };
+export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string };
 
 /** Parses tritonserver-style arguments; throws UsageError on anything it does not accept. */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
+  // `nereid devices [--cuda-library=<path>]`: report the GPUs the CUDA driver sees.
+  if (argv[0] === "devices") {
+    const out: ParsedArgs & { kind: "devices" } = { kind: "devices" };
+    for (const a of argv.slice(1)) {
+      if (a.startsWith("--cuda-library=")) out.cudaLibrary = a.slice("--cuda-library=".length);
+      else if (a === "--self-test") out.selfTest = true;
+      else if (a.startsWith("--ipc-open=")) out.ipcOpen = a.slice("--ipc-open=".length); // the self-test's second process
+      else throw new UsageError(`unexpected argument '${a}' for 'devices' (expected --self-test or --cuda-library=<path>)`);
+    }
+    return out;
+  }
   const o = defaultOptions();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;

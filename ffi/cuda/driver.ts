@@ -1,0 +1,297 @@
+/**
+ * @module The CUDA driver API (libcuda.so.1, cuda.h), declared from the published
+ * header: the versioned symbols (`_v2`) are the ones cuda.h maps the plain names to.
+ * Every CUresult other than CUDA_SUCCESS becomes a CudaError with cuGetErrorName /
+ * cuGetErrorString. Handles: CudaDriver is a process-wide singleton (cuInit once);
+ * a DeviceBuffer owns one cuMemAlloc and frees it exactly once; a PrimaryContext
+ * retains and releases a device's primary context.
+ */
+import { getKoffi, loadLibrary, type KoffiFunc, type KoffiLibrary } from "../load.ts";
+
+/** cuda.h CUdevice_attribute values used here. */
+export const CU_DEVICE_ATTRIBUTE = {
+  COMPUTE_CAPABILITY_MAJOR: 75,
+  COMPUTE_CAPABILITY_MINOR: 76,
+  MULTIPROCESSOR_COUNT: 16,
+} as const;
+/** cuda.h: sizeof(CUipcMemHandle) (CU_IPC_HANDLE_SIZE). */
+export const CU_IPC_HANDLE_SIZE = 64;
+/** cuda.h CUipcMem_flags. */
+export const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
+/** cuda.h CUresult values referred to by name. */
+export const CUDA_SUCCESS = 0;
+export const CUDA_ERROR_NO_DEVICE = 100;
+
+export class CudaError extends Error {
+  readonly code: number;
+  constructor(call: string, code: number, name: string, text: string) {
+    super(`${call} failed: ${name} (${code}): ${text}`);
+    this.code = code;
+  }
+}
+
+type CUresult = number;
+type Out = unknown[];
+
+interface Api {
+  lib: KoffiLibrary;
+  cuInit: KoffiFunc<(flags: number) => CUresult>;
+  cuDriverGetVersion: KoffiFunc<(v: Out) => CUresult>;
+  cuDeviceGetCount: KoffiFunc<(n: Out) => CUresult>;
+  cuDeviceGet: KoffiFunc<(d: Out, ordinal: number) => CUresult>;
+  cuDeviceGetName: KoffiFunc<(buf: Buffer, len: number, dev: number) => CUresult>;
+  cuDeviceTotalMem_v2: KoffiFunc<(bytes: Out, dev: number) => CUresult>;
+  cuDeviceGetAttribute: KoffiFunc<(v: Out, attr: number, dev: number) => CUresult>;
+  cuDevicePrimaryCtxRetain: KoffiFunc<(ctx: Out, dev: number) => CUresult>;
+  cuDevicePrimaryCtxRelease_v2: KoffiFunc<(dev: number) => CUresult>;
+  cuCtxSetCurrent: KoffiFunc<(ctx: unknown) => CUresult>;
+  cuMemAlloc_v2: KoffiFunc<(ptr: Out, bytes: number) => CUresult>;
+  cuMemFree_v2: KoffiFunc<(ptr: bigint) => CUresult>;
+  cuMemcpyHtoD_v2: KoffiFunc<(dst: bigint, src: Uint8Array, n: number) => CUresult>;
+  cuMemcpyDtoH_v2: KoffiFunc<(dst: Uint8Array, src: bigint, n: number) => CUresult>;
+  cuMemcpyHtoDAsync_v2: KoffiFunc<(dst: bigint, src: Uint8Array, n: number, stream: unknown) => CUresult>;
+  cuMemcpyDtoHAsync_v2: KoffiFunc<(dst: Uint8Array, src: bigint, n: number, stream: unknown) => CUresult>;
+  cuStreamCreate: KoffiFunc<(s: Out, flags: number) => CUresult>;
+  cuStreamSynchronize: KoffiFunc<(s: unknown) => CUresult>;
+  cuStreamDestroy_v2: KoffiFunc<(s: unknown) => CUresult>;
+  cuIpcGetMemHandle: KoffiFunc<(handle: Uint8Array, ptr: bigint) => CUresult>;
+  cuIpcOpenMemHandle_v2: KoffiFunc<(ptr: Out, handle: { reserved: number[] }, flags: number) => CUresult>;
+  cuIpcCloseMemHandle: KoffiFunc<(ptr: bigint) => CUresult>;
+  cuGetErrorName: KoffiFunc<(code: number, s: Out) => CUresult>;
+  cuGetErrorString: KoffiFunc<(code: number, s: Out) => CUresult>;
+}
+
+let api: Api | undefined;
+
+let ipcType: unknown;
+
+/** typedef struct CUipcMemHandle_st { char reserved[CU_IPC_HANDLE_SIZE]; } CUipcMemHandle; (passed by value) */
+export function ipcHandleType(): unknown {
+  const k = getKoffi();
+  ipcType ??= k.struct("CUipcMemHandle", { reserved: k.array("char", CU_IPC_HANDLE_SIZE, "Array") });
+  return ipcType;
+}
+
+function declare(lib: KoffiLibrary): Api {
+  ipcHandleType();
+  return {
+    lib,
+    cuInit: lib.func("int cuInit(unsigned int Flags)"),
+    cuDriverGetVersion: lib.func("int cuDriverGetVersion(_Out_ int *driverVersion)"),
+    cuDeviceGetCount: lib.func("int cuDeviceGetCount(_Out_ int *count)"),
+    cuDeviceGet: lib.func("int cuDeviceGet(_Out_ int *device, int ordinal)"),
+    cuDeviceGetName: lib.func("int cuDeviceGetName(void *name, int len, int dev)"),
+    cuDeviceTotalMem_v2: lib.func("int cuDeviceTotalMem_v2(_Out_ size_t *bytes, int dev)"),
+    cuDeviceGetAttribute: lib.func("int cuDeviceGetAttribute(_Out_ int *pi, int attrib, int dev)"),
+    cuDevicePrimaryCtxRetain: lib.func("int cuDevicePrimaryCtxRetain(_Out_ void **pctx, int dev)"),
+    cuDevicePrimaryCtxRelease_v2: lib.func("int cuDevicePrimaryCtxRelease_v2(int dev)"),
+    cuCtxSetCurrent: lib.func("int cuCtxSetCurrent(void *ctx)"),
+    cuMemAlloc_v2: lib.func("int cuMemAlloc_v2(_Out_ uint64_t *dptr, size_t bytesize)"),
+    cuMemFree_v2: lib.func("int cuMemFree_v2(uint64_t dptr)"),
+    cuMemcpyHtoD_v2: lib.func("int cuMemcpyHtoD_v2(uint64_t dstDevice, const void *srcHost, size_t ByteCount)"),
+    cuMemcpyDtoH_v2: lib.func("int cuMemcpyDtoH_v2(void *dstHost, uint64_t srcDevice, size_t ByteCount)"),
+    cuMemcpyHtoDAsync_v2: lib.func("int cuMemcpyHtoDAsync_v2(uint64_t dstDevice, const void *srcHost, size_t ByteCount, void *hStream)"),
+    cuMemcpyDtoHAsync_v2: lib.func("int cuMemcpyDtoHAsync_v2(void *dstHost, uint64_t srcDevice, size_t ByteCount, void *hStream)"),
+    cuStreamCreate: lib.func("int cuStreamCreate(_Out_ void **phStream, unsigned int Flags)"),
+    cuStreamSynchronize: lib.func("int cuStreamSynchronize(void *hStream)"),
+    cuStreamDestroy_v2: lib.func("int cuStreamDestroy_v2(void *hStream)"),
+    cuIpcGetMemHandle: lib.func("int cuIpcGetMemHandle(void *pHandle, uint64_t dptr)"),
+    cuIpcOpenMemHandle_v2: lib.func("int cuIpcOpenMemHandle_v2(_Out_ uint64_t *pdptr, CUipcMemHandle handle, unsigned int Flags)"),
+    cuIpcCloseMemHandle: lib.func("int cuIpcCloseMemHandle(uint64_t dptr)"),
+    cuGetErrorName: lib.func("int cuGetErrorName(int error, _Out_ const char **pStr)"),
+    cuGetErrorString: lib.func("int cuGetErrorString(int error, _Out_ const char **pStr)"),
+  } as unknown as Api;
+}
+
+function check(call: string, code: CUresult): void {
+  if (code === CUDA_SUCCESS) return;
+  const name: unknown[] = [null];
+  const text: unknown[] = [null];
+  const a = api!;
+  const n = a.cuGetErrorName(code, name) === CUDA_SUCCESS ? String(name[0]) : "CUDA_ERROR_UNKNOWN";
+  const t = a.cuGetErrorString(code, text) === CUDA_SUCCESS ? String(text[0]) : "unrecognized error code";
+  throw new CudaError(call, code, n, t);
+}
+
+export interface CudaDeviceInfo {
+  ordinal: number;
+  name: string;
+  totalMemoryBytes: number;
+  computeCapability: string;
+  multiprocessors: number;
+}
+
+/** The driver, loaded and initialised once. `library` overrides the search (libcuda.so.1). */
+export class CudaDriver {
+  static #instance: CudaDriver | undefined;
+  readonly path: string;
+  readonly #api: Api;
+
+  private constructor(path: string, a: Api) {
+    this.path = path;
+    this.#api = a;
+  }
+
+  static get(library?: string): CudaDriver {
+    if (CudaDriver.#instance) return CudaDriver.#instance;
+    const candidates = library ? [library] : ["libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"];
+    const { lib, path } = loadLibrary("the CUDA driver (libcuda.so.1)", candidates);
+    api = declare(lib);
+    check("cuInit", api.cuInit(0));
+    CudaDriver.#instance = new CudaDriver(path, api);
+    return CudaDriver.#instance;
+  }
+
+  /** cuDriverGetVersion as "major.minor" (e.g. 12040 → "12.4"). */
+  version(): string {
+    const v: unknown[] = [0];
+    check("cuDriverGetVersion", this.#api.cuDriverGetVersion(v));
+    const n = Number(v[0]);
+    return `${Math.floor(n / 1000)}.${Math.floor((n % 1000) / 10)}`;
+  }
+
+  deviceCount(): number {
+    const n: unknown[] = [0];
+    check("cuDeviceGetCount", this.#api.cuDeviceGetCount(n));
+    return Number(n[0]);
+  }
+
+  device(ordinal: number): CudaDeviceInfo {
+    const a = this.#api;
+    const d: unknown[] = [0];
+    check("cuDeviceGet", a.cuDeviceGet(d, ordinal));
+    const dev = Number(d[0]);
+    const name = Buffer.alloc(256);
+    check("cuDeviceGetName", a.cuDeviceGetName(name, name.length, dev));
+    const mem: unknown[] = [0];
+    check("cuDeviceTotalMem_v2", a.cuDeviceTotalMem_v2(mem, dev));
+    const attr = (which: number) => {
+      const v: unknown[] = [0];
+      check("cuDeviceGetAttribute", a.cuDeviceGetAttribute(v, which, dev));
+      return Number(v[0]);
+    };
+    return {
+      ordinal,
+      name: name.subarray(0, name.indexOf(0)).toString(),
+      totalMemoryBytes: Number(mem[0]),
+      computeCapability: `${attr(CU_DEVICE_ATTRIBUTE.COMPUTE_CAPABILITY_MAJOR)}.${attr(CU_DEVICE_ATTRIBUTE.COMPUTE_CAPABILITY_MINOR)}`,
+      multiprocessors: attr(CU_DEVICE_ATTRIBUTE.MULTIPROCESSOR_COUNT),
+    };
+  }
+
+  /** Retains device `ordinal`'s primary context and makes it current on this thread. */
+  primaryContext(ordinal: number): PrimaryContext {
+    const a = this.#api;
+    const ctx: unknown[] = [null];
+    check("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(ctx, ordinal));
+    check("cuCtxSetCurrent", a.cuCtxSetCurrent(ctx[0]));
+    return new PrimaryContext(a, ordinal, ctx[0]);
+  }
+}
+
+export class PrimaryContext {
+  readonly #api: Api;
+  readonly ordinal: number;
+  #ctx: unknown;
+
+  constructor(a: Api, ordinal: number, ctx: unknown) {
+    this.#api = a;
+    this.ordinal = ordinal;
+    this.#ctx = ctx;
+  }
+
+  alloc(bytes: number): DeviceBuffer {
+    const p: unknown[] = [0n];
+    check("cuMemAlloc_v2", this.#api.cuMemAlloc_v2(p, bytes));
+    return new DeviceBuffer(this.#api, BigInt(p[0] as bigint | number), bytes, "alloc");
+  }
+
+  stream(): CudaStream {
+    const s: unknown[] = [null];
+    check("cuStreamCreate", this.#api.cuStreamCreate(s, 0));
+    return new CudaStream(this.#api, s[0]);
+  }
+
+  /** Maps another process's allocation (CUDA shared memory extension). */
+  openIpc(handle: Uint8Array, bytes: number): DeviceBuffer {
+    if (handle.byteLength !== CU_IPC_HANDLE_SIZE) throw new Error(`a CUDA IPC handle is ${CU_IPC_HANDLE_SIZE} bytes, got ${handle.byteLength}`);
+    const p: unknown[] = [0n];
+    const reserved = Array.from(new Int8Array(handle.buffer, handle.byteOffset, CU_IPC_HANDLE_SIZE));
+    check("cuIpcOpenMemHandle_v2", this.#api.cuIpcOpenMemHandle_v2(p, { reserved }, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    return new DeviceBuffer(this.#api, BigInt(p[0] as bigint | number), bytes, "ipc");
+  }
+
+  release(): void {
+    if (this.#ctx === undefined) return;
+    this.#ctx = undefined;
+    check("cuDevicePrimaryCtxRelease_v2", this.#api.cuDevicePrimaryCtxRelease_v2(this.ordinal));
+  }
+}
+
+export class CudaStream {
+  readonly #api: Api;
+  handle: unknown;
+
+  constructor(a: Api, handle: unknown) {
+    this.#api = a;
+    this.handle = handle;
+  }
+
+  synchronize(): void {
+    check("cuStreamSynchronize", this.#api.cuStreamSynchronize(this.handle));
+  }
+
+  destroy(): void {
+    if (this.handle === undefined) return;
+    const h = this.handle;
+    this.handle = undefined;
+    check("cuStreamDestroy_v2", this.#api.cuStreamDestroy_v2(h));
+  }
+}
+
+/** Device memory: from cuMemAlloc (freed with cuMemFree) or an opened IPC handle (closed with cuIpcCloseMemHandle). */
+export class DeviceBuffer {
+  readonly #api: Api;
+  readonly bytes: number;
+  readonly #kind: "alloc" | "ipc";
+  #ptr: bigint | undefined;
+
+  constructor(a: Api, ptr: bigint, bytes: number, kind: "alloc" | "ipc") {
+    this.#api = a;
+    this.#ptr = ptr;
+    this.bytes = bytes;
+    this.#kind = kind;
+  }
+
+  get pointer(): bigint {
+    if (this.#ptr === undefined) throw new Error("device buffer already freed");
+    return this.#ptr;
+  }
+
+  write(src: Uint8Array, stream?: CudaStream): void {
+    if (src.byteLength > this.bytes) throw new Error(`copy of ${src.byteLength} bytes into a ${this.bytes}-byte device buffer`);
+    if (stream) check("cuMemcpyHtoDAsync_v2", this.#api.cuMemcpyHtoDAsync_v2(this.pointer, src, src.byteLength, stream.handle));
+    else check("cuMemcpyHtoD_v2", this.#api.cuMemcpyHtoD_v2(this.pointer, src, src.byteLength));
+  }
+
+  read(dst: Uint8Array, stream?: CudaStream): void {
+    if (dst.byteLength > this.bytes) throw new Error(`copy of ${dst.byteLength} bytes out of a ${this.bytes}-byte device buffer`);
+    if (stream) check("cuMemcpyDtoHAsync_v2", this.#api.cuMemcpyDtoHAsync_v2(dst, this.pointer, dst.byteLength, stream.handle));
+    else check("cuMemcpyDtoH_v2", this.#api.cuMemcpyDtoH_v2(dst, this.pointer, dst.byteLength));
+  }
+
+  /** cuIpcGetMemHandle: the 64 bytes another process passes to openIpc(). */
+  ipcHandle(): Uint8Array {
+    const h = new Uint8Array(CU_IPC_HANDLE_SIZE);
+    check("cuIpcGetMemHandle", this.#api.cuIpcGetMemHandle(h, this.pointer));
+    return h;
+  }
+
+  free(): void {
+    if (this.#ptr === undefined) return;
+    const p = this.#ptr;
+    this.#ptr = undefined;
+    if (this.#kind === "alloc") check("cuMemFree_v2", this.#api.cuMemFree_v2(p));
+    else check("cuIpcCloseMemHandle", this.#api.cuIpcCloseMemHandle(p));
+  }
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Verifies Nereid's native bindings on the host it runs on (a GPU server or a Jetson):
+# the CUDA driver binding (device query, memory round trips, CUDA IPC between two
+# processes), then ONNX Runtime serving the example `simple` model.
+#
+#   scripts/verify-hardware.sh [path/to/nereid] [path/to/model_repository]
+#
+# Prints one line per check; exits non-zero if any check failed. TensorRT and
+# OpenVINO backends are not built yet, so they are reported as such.
+set -u
+BIN=${1:-dist/nereid}
+REPO=${2:-model_repository}
+PORT=${NEREID_VERIFY_PORT:-18990}
+fail=0
+
+echo "== $("$BIN" --version)"
+echo "== CUDA driver (libcuda.so.1)"
+"$BIN" devices --self-test || fail=1
+
+echo "== ONNX Runtime (CPU) serving 'simple' from $REPO"
+"$BIN" --model-repository="$REPO" --http-port="$PORT" --allow-grpc=false --allow-metrics=false --log-info=false \
+  --exit-on-error=false --model-control-mode=explicit --load-model=simple &
+pid=$!
+ok=0
+for _ in $(seq 1 100); do
+  if curl -sf "localhost:$PORT/v2/health/ready" >/dev/null 2>&1; then ok=1; break; fi
+  sleep 0.1
+done
+if [ "$ok" = 1 ]; then
+  out=$(curl -s "localhost:$PORT/v2/models/simple/infer" -d '{"inputs":[
+    {"name":"INPUT0","shape":[1,16],"datatype":"INT32","data":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]},
+    {"name":"INPUT1","shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]}')
+  case "$out" in
+    *'"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]'*) echo "    ok   simple: OUTPUT0 = INPUT0 + INPUT1" ;;
+    *) echo "    FAIL simple: $out"; fail=1 ;;
+  esac
+else
+  echo "    FAIL server did not become ready"; fail=1
+fi
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+
+echo "== TensorRT (libnvinfer.so.10): backend not built yet"
+echo "== OpenVINO (libopenvino_c.so): backend not built yet"
+exit $fail
