@@ -15,6 +15,7 @@ import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
+import { SharedMemoryManager } from "./core/shared-memory.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 
@@ -28,6 +29,7 @@ export const EXTENSIONS = [
   "model_repository(unload_dependents)",
   "schedule_policy",
   "model_configuration",
+  "system_shared_memory",
   "binary_tensor_data",
   "parameters",
   "statistics",
@@ -60,6 +62,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     { id: options.id, version: TRITON_PROTOCOL_VERSION, extensions: EXTENSIONS, strictReadiness: options.strictReadiness },
     repository,
     options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes),
+    new SharedMemoryManager(options.allowClientShm),
   );
   await repository.loadAll();
   const failures = repository.failures();
@@ -135,6 +138,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const closing = Promise.all([http?.close(), grpc?.close(), metrics?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
+      server.sharedMemory.close();
       return drained ? 0 : 1;
     })());
   return { server, http, grpc, metrics, shutdown };

@@ -41,6 +41,8 @@ export interface ServerOptions {
   allowCpuMetrics: boolean;
   /** `--metrics-config key=value`: counter_latencies, summary_latencies, summary_quantiles. */
   metricsConfig: Record<string, string>;
+  /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
+  allowClientShm: boolean;
   /** `--cache-config local,size=N` (or the deprecated --response-cache-byte-size); undefined: no cache. */
   cacheSizeBytes: number | undefined;
   logVerbose: number;
@@ -82,6 +84,7 @@ export function defaultOptions(): ServerOptions {
     metricsAddress: "",
     metricsIntervalMs: 2000,
     metricsConfig: {},
+    allowClientShm: false,
     cacheSizeBytes: undefined,
     allowCpuMetrics: true,
     logVerbose: 0,
@@ -189,6 +192,7 @@ const FLAGS: Record<string, FlagSpec> = {
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },
   "metrics-interval-ms": { kind: "int", help: "CPU/GPU metrics sampling interval in ms (default 2000).", apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)) },
   "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
+  "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
   "metrics-config": { kind: "string", help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).", apply: parseMetricsConfig },
   "cache-config": { kind: "string", help: "local,size=<bytes>: the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
   "response-cache-byte-size": { kind: "int", help: "Deprecated: same as --cache-config local,size=<bytes>.", apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)) },

@@ -29,10 +29,15 @@ export interface InferenceRequest {
   outputs?: RequestedOutput[];
 }
 
+/** A response output; one written into shared memory carries its parameters and no data. */
+export interface OutputTensor extends Tensor {
+  sharedMemory?: { region: string; offset: number; byteSize: number };
+}
+
 export interface InferenceResponse {
   modelName: string;
   modelVersion: string;
   id?: string;
   parameters?: Parameters;
-  outputs: Tensor[];
+  outputs: OutputTensor[];
 }

@@ -13,7 +13,8 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import type { InferenceRequest, InferenceResponse } from "./request.ts";
+import type { InferenceRequest, InferenceResponse, OutputTensor } from "./request.ts";
+import { SharedMemoryManager, shmRef } from "./shared-memory.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
 import type { Tensor } from "./tensor.ts";
@@ -52,10 +53,14 @@ export class InferenceServer {
   onSuccess: ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number }) => void) | undefined;
   readonly #labels = new Map<string, string[]>();
 
-  constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: LocalResponseCache) {
+  /** System shared-memory regions (`--allow-client-shm`). */
+  readonly sharedMemory: SharedMemoryManager;
+
+  constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: LocalResponseCache, sharedMemory = new SharedMemoryManager(false)) {
     this.info = info;
     this.repository = repository;
     this.responseCache = responseCache;
+    this.sharedMemory = sharedMemory;
   }
 
   /** Both the server (--cache-config) and the model (response_cache.enable) must ask for the cache. */
@@ -162,6 +167,10 @@ export class InferenceServer {
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     try {
+      for (const input of request.inputs) {
+        const ref = shmRef(input.parameters, `input '${input.name}'`);
+        if (ref) input.data = this.sharedMemory.view(ref, `input '${input.name}'`);
+      }
       const prepared = prepareForInference(request, mv.signature);
       reason = "BACKEND";
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
@@ -199,7 +208,7 @@ export class InferenceServer {
           computeOutputNs: result.computeOutputNs,
         });
       }
-      const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs };
+      const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs: this.#toSharedMemory(request, outputs) };
       if (request.id) response.id = request.id;
       return response;
     } catch (err) {
@@ -209,6 +218,23 @@ export class InferenceServer {
       mv.stats.recordFailure(nowNs() - start, reason);
       throw e;
     }
+  }
+
+  /** Writes outputs requested into shared memory there; they are answered without data. */
+  #toSharedMemory(request: InferenceRequest, outputs: Tensor[]): OutputTensor[] {
+    if (!request.outputs?.some((o) => o.parameters?.shared_memory_region !== undefined)) return outputs;
+    const params = new Map(request.outputs.map((o) => [o.name, o.parameters]));
+    return outputs.map((t) => {
+      const ref = shmRef(params.get(t.name), `output '${t.name}'`);
+      if (!ref) return t;
+      if (ref.byteSize < t.data.byteLength) {
+        throw invalidArg(
+          `shared memory size specified with the request for output '${t.name}' (${ref.byteSize} bytes) should be at least ${t.data.byteLength} bytes to hold the results`,
+        );
+      }
+      this.sharedMemory.view({ ...ref, byteSize: t.data.byteLength }, `output '${t.name}'`).set(t.data);
+      return { name: t.name, datatype: t.datatype, shape: t.shape, data: new Uint8Array(0), sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength } };
+    });
   }
 
   #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: Map<string, number>): Tensor[] {

@@ -97,20 +97,26 @@ export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
   const modelName = msg.model_name ?? "";
   const raw = msg.raw_input_contents ?? [];
   const wireInputs = msg.inputs ?? [];
-  if (raw.length > 0 && raw.length !== wireInputs.length) {
-    throw invalidArg(`expected ${wireInputs.length} raw_input_contents (one per input) but got ${raw.length} for model '${modelName}'`);
+  // Inputs in shared memory take no raw_input_contents entry, as in Triton.
+  const inShm = (w: (typeof wireInputs)[number]) => w.parameters?.shared_memory_region !== undefined;
+  const rawCount = wireInputs.filter((w) => !inShm(w)).length;
+  if (raw.length > 0 && raw.length !== rawCount) {
+    throw invalidArg(`expected ${rawCount} raw_input_contents (one per input) but got ${raw.length} for model '${modelName}'`);
   }
-  const inputs: InputTensor[] = wireInputs.map((w, i) => {
+  let rawIndex = 0;
+  const inputs: InputTensor[] = wireInputs.map((w) => {
     const name = w.name ?? "";
     const datatype = w.datatype ?? "";
     if (!isDataType(datatype)) throw invalidArg(`input '${name}': unsupported datatype '${datatype}'`);
     const shape = (w.shape ?? []).map(Number);
     let data: Uint8Array;
-    if (raw.length > 0) {
+    if (inShm(w)) {
+      data = new Uint8Array(0); // read from the region by the core
+    } else if (raw.length > 0) {
       if (w.contents && Object.values(w.contents).some((v) => Array.isArray(v) && v.length > 0)) {
         throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
       }
-      data = raw[i]!;
+      data = raw[rawIndex++]!;
     } else {
       data = contentsToBytes(datatype, w.contents ?? {}, name);
     }
@@ -149,7 +155,21 @@ export function fromInferenceResponse(r: InferenceResponse, extra?: Parameters) 
     model_version: r.modelVersion,
     id: r.id ?? "",
     parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, wireParameter(v)])),
-    outputs: r.outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
-    raw_output_contents: r.outputs.map((t) => t.data),
+    outputs: r.outputs.map((t) =>
+      t.sharedMemory
+        ? {
+            name: t.name,
+            datatype: t.datatype,
+            shape: t.shape,
+            parameters: {
+              shared_memory_region: { string_param: t.sharedMemory.region },
+              shared_memory_byte_size: { int64_param: t.sharedMemory.byteSize },
+              ...(t.sharedMemory.offset ? { shared_memory_offset: { int64_param: t.sharedMemory.offset } } : {}),
+            },
+          }
+        : { name: t.name, datatype: t.datatype, shape: t.shape },
+    ),
+    // Outputs written to shared memory have no raw_output_contents entry.
+    raw_output_contents: r.outputs.filter((t) => !t.sharedMemory).map((t) => t.data),
   };
 }

@@ -89,9 +89,17 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     }),
     RepositoryModelLoad: unary(repositoryControl("load")),
     RepositoryModelUnload: unary(repositoryControl("unload")),
-    SystemSharedMemoryStatus: unary(unimplemented("system shared memory")),
-    SystemSharedMemoryRegister: unary(unimplemented("system shared memory")),
-    SystemSharedMemoryUnregister: unary(unimplemented("system shared memory")),
+    SystemSharedMemoryStatus: unary((r: { name?: string }) => ({
+      regions: Object.fromEntries(server.sharedMemory.status(r.name || undefined).map((x) => [x.name, x])),
+    })),
+    SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: number | string; byte_size?: number | string }) => {
+      server.sharedMemory.register(r.name ?? "", r.key ?? "", Number(r.offset ?? 0), Number(r.byte_size ?? 0));
+      return {};
+    }),
+    SystemSharedMemoryUnregister: unary((r: { name?: string }) => {
+      server.sharedMemory.unregister(r.name || undefined);
+      return {};
+    }),
     CudaSharedMemoryStatus: unary(unimplemented("CUDA shared memory")),
     CudaSharedMemoryRegister: unary(unimplemented("CUDA shared memory")),
     CudaSharedMemoryUnregister: unary(unimplemented("CUDA shared memory")),

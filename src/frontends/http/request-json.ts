@@ -171,7 +171,7 @@ function decodeInput(raw: JsonValue, d: Decoding): InputTensor {
   const tensor: InputTensor = { name, datatype, shape, data: new Uint8Array(0) };
   if (params !== undefined) tensor.parameters = flatParameters(params, `input '${name}'`, d);
 
-  if (hasShm) throw unsupported(`input '${name}': shared memory inputs are not supported`);
+  if (hasShm) return tensor; // the core reads the bytes from the region named in the parameters
   if (hasBinary) {
     const size = asUint((params as JsonObject).binary_data_size, d);
     if (size === undefined) throw invalidArg(`Unable to parse 'binary_data_size': ${NON_UINT}`);
@@ -222,7 +222,6 @@ function decodeOutput(raw: JsonValue, d: Decoding): RequestedOutput {
     if (k === undefined) throw invalidArg(`Unable to set 'classification': ${NON_UINT}`);
     if (k === 0 || k === 0n) delete parameters.classification; // 0 means no classification, as in Triton
   }
-  if (Object.hasOwn(parameters, "shared_memory_region")) throw unsupported(`output '${name}': shared memory outputs are not supported`);
   if (Object.hasOwn(parameters, "binary_data") && typeof parameters.binary_data !== "boolean") {
     throw invalidArg(`Unable to parse 'binary_data': ${NON_BOOL}`);
   }

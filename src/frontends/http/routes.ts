@@ -57,6 +57,43 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
     if (parts[1] === "models") return modelRoute(req, parts.slice(2));
     if (parts[1] === "repository") return repositoryRoute(req, parts.slice(2));
+    if (parts[1] === "systemsharedmemory") return systemSharedMemoryRoute(req, parts.slice(2));
+    if (parts[1] === "cudasharedmemory") throw new ServerError("UNSUPPORTED", "CUDA shared memory is not supported by this server");
+    return NOT_FOUND();
+  }
+
+  /** [region/<r>/]status (GET), region/<r>/register (POST {key, offset, byte_size}), [region/<r>/]unregister (POST). */
+  async function systemSharedMemoryRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
+    let region: string | undefined;
+    if (rest[0] === "region" && rest.length === 3) region = decodeURIComponent(rest[1]!);
+    else if (rest.length !== 1) return NOT_FOUND();
+    const action = rest[rest.length - 1];
+    const shm = server.sharedMemory;
+    if (action === "status") {
+      if (req.method !== "GET") return METHOD_NOT_ALLOWED();
+      return json(200, shm.status(region));
+    }
+    if (req.method !== "POST") return METHOD_NOT_ALLOWED();
+    if (action === "unregister") {
+      shm.unregister(region);
+      return EMPTY_OK;
+    }
+    if (action === "register" && region !== undefined) {
+      const body = await readBody(req, opts.maxInputSize);
+      let doc: { key?: unknown; offset?: unknown; byte_size?: unknown };
+      try {
+        doc = JSON.parse(new TextDecoder().decode(body)) as typeof doc;
+      } catch (err) {
+        throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
+      }
+      if (typeof doc?.key !== "string") throw new ServerError("INVALID_ARG", "Shared memory register request has no 'key' field or it is not a string");
+      const offset = doc.offset ?? 0;
+      if (typeof offset !== "number" || typeof doc.byte_size !== "number") {
+        throw new ServerError("INVALID_ARG", "Shared memory register request needs a numeric 'byte_size' (and 'offset', when given)");
+      }
+      shm.register(region, doc.key, offset, doc.byte_size);
+      return EMPTY_OK;
+    }
     return NOT_FOUND();
   }
 

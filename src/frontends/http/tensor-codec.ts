@@ -111,7 +111,10 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
   for (let i = 0; i < response.outputs.length; i++) {
     const t = response.outputs[i]!;
     json += `${i > 0 ? "," : ""}{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(",")}]`;
-    if (isBinary(t.name)) {
+    if (t.sharedMemory) {
+      const m = t.sharedMemory;
+      json += `,"parameters":{"shared_memory_region":${JSON.stringify(m.region)},"shared_memory_byte_size":${m.byteSize}${m.offset ? `,"shared_memory_offset":${m.offset}` : ""}}}`;
+    } else if (isBinary(t.name)) {
       json += `,"parameters":{"binary_data_size":${t.data.byteLength}}}`;
       if (t.data.byteLength > 0) blobs.push(t.data);
     } else {

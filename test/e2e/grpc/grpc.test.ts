@@ -122,7 +122,11 @@ describe("every RPC (G-01, G-08)", () => {
     await expectStatus(call("ModelInfer")({ ...simpleRequest(), raw_input_contents: [i32(...A)] }), status.INVALID_ARGUMENT, "expected 2 raw_input_contents (one per input) but got 1 for model 'simple'");
     await expectStatus(call("RepositoryModelLoad")({ model_name: "simple" }), status.UNAVAILABLE, "explicit model load / unload is not allowed if polling is enabled");
     await expectStatus(call("RepositoryIndex")({ repository_name: "x" }), status.UNIMPLEMENTED, "'repository_name' specification is not supported");
-    await expectStatus(call("SystemSharedMemoryStatus")({}), status.UNIMPLEMENTED, "system shared memory is not supported by this server yet");
+    await expectStatus(
+      call("SystemSharedMemoryStatus")({}),
+      status.UNAVAILABLE,
+      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.",
+    );
     await expectStatus(call("CudaSharedMemoryRegister")({ name: "r" }), status.UNIMPLEMENTED, "CUDA shared memory is not supported by this server yet");
     await expectStatus(call("TraceSetting")({}), status.UNIMPLEMENTED, "trace is not supported by this server yet");
     await expectStatus(call("LogSettings")({}), status.UNIMPLEMENTED, "the logging extension is not supported by this server yet");

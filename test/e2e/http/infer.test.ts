@@ -83,6 +83,7 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
         "model_repository(unload_dependents)",
         "schedule_policy",
         "model_configuration",
+        "system_shared_memory",
         "binary_tensor_data",
         "parameters",
         "statistics",

@@ -284,7 +284,6 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     ["UINT8 out of range", () => ({ body: json(A({ data: [1, 256] }, "UINT8", [2])) }), "input 'A': element 1 of 'data' is 256, expected an integer in 0..255 for datatype UINT8"],
     ["a negative binary_data_size", () => ({ body: json(A({ parameters: { binary_data_size: -1 } })) }), "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
     ["a string binary_data_size", () => ({ body: json(A({ parameters: { binary_data_size: "4" } })) }), "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["shared memory input", () => ({ body: json(A({ parameters: { shared_memory_region: "r" } })) }), "input 'A': shared memory inputs are not supported"],
     ["binary_data_size past the end", () => withBinary(A({ parameters: { binary_data_size: 8 } }, "INT32", [2]), i32(1)), "unexpected size for input 'A', expecting 4 additional bytes for model 'm'"],
     ["the second binary input past the end", () => withBinary({ inputs: [{ ...B, name: "A" }, B] }, i32(1), bytes(1, 2)), "unexpected size for input 'B', expecting 2 additional bytes for model 'm'"],
     ["binary_data_size without binary data", () => ({ body: json({ inputs: [B] }) }), "unexpected size for input 'B', expecting 4 additional bytes for model 'm'"],
@@ -300,14 +299,23 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     ["a string classification", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: "2" } }] }) }), "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer"],
     ["shared memory with classification", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r", classification: 1 } }] }) }), "Output can't set both 'shared_memory_region' and 'classification'"],
     ["shared memory with binary_data", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r", binary_data: true } }] }) }), "Output can't set both 'shared_memory_region' and 'binary_data'"],
-    ["shared memory output", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r" } }] }) }), "output 'Y': shared memory outputs are not supported"],
   ];
 
   it.each(cases)("%s", (_, make, message) => {
     const { body, headerLength, ctx: c } = make();
     const err = decodeError(body, headerLength, c);
     expect(err.message).toBe(message);
-    expect(err.code).toBe(message.includes("shared memory inputs") || message.includes("shared memory outputs") ? "UNSUPPORTED" : "INVALID_ARG");
+    expect(err.code).toBe("INVALID_ARG");
+  });
+
+  it("passes shared-memory inputs and outputs through with their parameters (the core reads and writes the regions)", () => {
+    const body = json({
+      inputs: [{ name: "A", shape: [2], datatype: "INT32", parameters: { shared_memory_region: "r", shared_memory_byte_size: 8, shared_memory_offset: 16 } }],
+      outputs: [{ name: "Y", parameters: { shared_memory_region: "o", shared_memory_byte_size: 8 } }],
+    });
+    const r = decodeInferRequest(body, undefined, { modelName: "m" });
+    expect(r.inputs[0]).toMatchObject({ name: "A", shape: [2], data: new Uint8Array(0), parameters: { shared_memory_region: "r", shared_memory_byte_size: 8, shared_memory_offset: 16 } });
+    expect(r.outputs).toEqual([{ name: "Y", parameters: { shared_memory_region: "o", shared_memory_byte_size: 8 } }]);
   });
 });
 

@@ -1,0 +1,195 @@
+/**
+ * P-24, P-26: the system shared-memory extension through the server binary, over HTTP
+ * and gRPC: regions registered from POSIX shared-memory objects, inputs read from and
+ * outputs written into them, mixed with regular tensors, BYTES in a region, the error
+ * cases, and the mapping gone from the server process after unregister.
+ */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { readFileSync } from "node:fs";
+import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
+import { joinBytes } from "../../../src/core/tensor.ts";
+
+let server: ServerProcess;
+let repo: ReturnType<typeof makeRepository>;
+const IN = `/nereid-test-${process.pid}-in`;
+const OUT = `/nereid-test-${process.pid}-out`;
+let input: SharedMemoryMapping;
+let output: SharedMemoryMapping;
+
+const i32 = (...v: number[]) => new Uint8Array(Int32Array.from(v).buffer);
+const ints = (b: Uint8Array) => Array.from(new Int32Array(Uint8Array.from(b).buffer));
+const A = Array.from({ length: 16 }, (_, i) => i);
+const B = Array.from({ length: 16 }, () => 10);
+
+const post = (path: string, body?: object) => fetch(`${server.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
+const shmParams = (region: string, size: number, offset?: number) => ({
+  shared_memory_region: region,
+  shared_memory_byte_size: size,
+  ...(offset === undefined ? {} : { shared_memory_offset: offset }),
+});
+
+async function infer(model: string, body: object) {
+  const res = await post(`/v2/models/${model}/infer`, body);
+  return { status: res.status, json: (await res.json()) as { error?: string; outputs?: { name: string; data?: unknown[]; parameters?: object; shape: number[] }[] } };
+}
+
+beforeAll(async () => {
+  repo = makeRepository(["simple", "simple_identity"]);
+  createSharedMemory(IN, 256);
+  createSharedMemory(OUT, 256);
+  input = SharedMemoryMapping.open(IN, 256);
+  output = SharedMemoryMapping.open(OUT, 256);
+  input.bytes.set(i32(...A), 0);
+  input.bytes.set(i32(...B), 64);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--allow-client-shm=true"]);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  input?.unmap();
+  output?.unmap();
+  unlinkSharedMemory(IN);
+  unlinkSharedMemory(OUT);
+  repo?.remove();
+});
+
+describe("system shared memory over HTTP", () => {
+  it("registers regions and reports their status", async () => {
+    expect((await post("/v2/systemsharedmemory/region/in/register", { key: IN, offset: 0, byte_size: 256 })).status).toBe(200);
+    expect((await post("/v2/systemsharedmemory/region/out/register", { key: OUT, offset: 0, byte_size: 256 })).status).toBe(200);
+    expect(await (await fetch(`${server.url}/v2/systemsharedmemory/status`)).json()).toEqual([
+      { name: "in", key: IN, offset: 0, byte_size: 256 },
+      { name: "out", key: OUT, offset: 0, byte_size: 256 },
+    ]);
+    expect(await (await fetch(`${server.url}/v2/systemsharedmemory/region/out/status`)).json()).toEqual([{ name: "out", key: OUT, offset: 0, byte_size: 256 }]);
+    const again = await post("/v2/systemsharedmemory/region/in/register", { key: IN, offset: 0, byte_size: 256 });
+    expect(await again.json()).toEqual({ error: "shared memory region 'in' already in manager" });
+    const missing = await post("/v2/systemsharedmemory/region/x/register", { key: "/nereid-no-such-object", offset: 0, byte_size: 64 });
+    expect(await missing.json()).toEqual({ error: "Unable to open shared memory region: '/nereid-no-such-object'" });
+    const unknown = await fetch(`${server.url}/v2/systemsharedmemory/region/nope/status`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: "Unable to find system shared memory region: 'nope'" });
+    const mapped = readFileSync(`/proc/${await serverPid()}/maps`, "utf8");
+    expect(mapped).toContain(`/dev/shm${IN}`);
+  });
+
+  it("reads inputs from regions and writes requested outputs into them; outputs in shared memory come back without data", async () => {
+    const r = await infer("simple", {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmParams("in", 64) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: shmParams("in", 64, 64) },
+      ],
+      outputs: [{ name: "OUTPUT0", parameters: shmParams("out", 64, 128) }, { name: "OUTPUT1" }],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json.outputs).toEqual([
+      { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: "out", shared_memory_byte_size: 64, shared_memory_offset: 128 } },
+      { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: A.map((a) => a - 10) },
+    ]);
+    expect(ints(output.bytes.subarray(128, 192))).toEqual(A.map((a) => a + 10));
+  });
+
+  it("mixes a region input with a JSON input", async () => {
+    const r = await infer("simple", {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmParams("in", 64) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) },
+      ],
+    });
+    expect(r.json.outputs![0]!.data).toEqual(A.map((a) => a + 1));
+  });
+
+  it("carries BYTES tensors in a region", async () => {
+    const strings = joinBytes(["alpha", "", "gamma"].map((x) => new TextEncoder().encode(x)));
+    input.bytes.set(strings, 128);
+    const r = await infer("simple_identity", {
+      inputs: [{ name: "INPUT0", shape: [1, 3], datatype: "BYTES", parameters: shmParams("in", strings.byteLength, 128) }],
+      outputs: [{ name: "OUTPUT0", parameters: shmParams("out", 64, 0) }],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json.outputs![0]!.parameters).toEqual({ shared_memory_region: "out", shared_memory_byte_size: strings.byteLength });
+    expect(Buffer.from(output.bytes.subarray(0, strings.byteLength))).toEqual(Buffer.from(strings));
+  });
+
+  it("answers every error case with 400 and a precise message, then keeps serving", async () => {
+    const base = (params: object, outputs?: object[]) => ({
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: params },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) },
+      ],
+      ...(outputs ? { outputs } : {}),
+    });
+    const cases: [object, string][] = [
+      [base(shmParams("nope", 64)), "Unable to find shared memory region: 'nope'"],
+      [base(shmParams("in", 64, 250)), "Invalid offset + byte size for shared memory region: 'in' (input 'INPUT0': offset 250 + byte size 64 > region byte size 256)"],
+      [base(shmParams("in", 60)), "input byte size mismatch for input 'INPUT0' for model 'simple'. Expected 64, got 60"],
+      [base({ shared_memory_region: "in" }), "input 'INPUT0': 'shared_memory_byte_size' is required with 'shared_memory_region'"],
+      [base(shmParams("in", 64), [{ name: "OUTPUT0", parameters: shmParams("out", 32) }]), "shared memory size specified with the request for output 'OUTPUT0' (32 bytes) should be at least 64 bytes to hold the results"],
+    ];
+    for (const [body, error] of cases) {
+      const r = await infer("simple", body);
+      expect(r.status).toBe(400);
+      expect(r.json).toEqual({ error });
+    }
+    const both = await infer("simple", {
+      inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A, parameters: shmParams("in", 64) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }],
+    });
+    expect(both.json.error).toContain("Input must set only one of the following fields");
+    expect((await infer("simple", base(shmParams("in", 64)))).status).toBe(200);
+  });
+});
+
+describe("system shared memory over gRPC", () => {
+  it("registers, reports, infers with region input and output, and unregisters", async () => {
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    await call("SystemSharedMemoryRegister")({ name: "g", key: IN, offset: 0, byte_size: 128 });
+    const st = await call("SystemSharedMemoryStatus")({ name: "g" });
+    expect(st.regions.g).toMatchObject({ name: "g", key: IN });
+    const shm = (region: string, size: number, offset = 0) => ({
+      shared_memory_region: { string_param: region },
+      shared_memory_byte_size: { int64_param: size },
+      shared_memory_offset: { int64_param: offset },
+    });
+    const res = await call("ModelInfer")({
+      model_name: "simple",
+      inputs: [
+        { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: shm("g", 64) },
+        { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+      ],
+      raw_input_contents: [Buffer.from(i32(...Array(16).fill(2)))],
+      outputs: [{ name: "OUTPUT0", parameters: shm("out", 64, 64) }, { name: "OUTPUT1" }],
+    });
+    expect(res.outputs[0].parameters.shared_memory_region.string_param).toBe("out");
+    expect(res.raw_output_contents).toHaveLength(1);
+    expect(ints(res.raw_output_contents[0])).toEqual(A.map((a) => a - 2));
+    expect(ints(output.bytes.subarray(64, 128))).toEqual(A.map((a) => a + 2));
+    await call("SystemSharedMemoryUnregister")({ name: "g" });
+    await expect(call("SystemSharedMemoryStatus")({ name: "g" })).rejects.toMatchObject({ code: 5 });
+    client.close();
+  });
+});
+
+describe("unregister", () => {
+  it("unmaps the regions (one or all) and later requests naming them fail", async () => {
+    expect((await post("/v2/systemsharedmemory/region/in/unregister")).status).toBe(200);
+    expect((await post("/v2/systemsharedmemory/unregister")).status).toBe(200);
+    expect(await (await fetch(`${server.url}/v2/systemsharedmemory/status`)).json()).toEqual([]);
+    expect(readFileSync(`/proc/${await serverPid()}/maps`, "utf8")).not.toContain(`/dev/shm${IN}`);
+    const r = await infer("simple", {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmParams("in", 64) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
+    });
+    expect(r.json).toEqual({ error: "Unable to find shared memory region: 'in'" });
+  });
+});
+
+/** The server's pid, from its log prefix. */
+async function serverPid(): Promise<number> {
+  const m = /^[IWE]\d{4} [\d:.]+ (\d+) /m.exec(server.log());
+  return Number(m![1]);
+}
