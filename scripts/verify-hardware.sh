@@ -18,7 +18,7 @@ echo "== CUDA driver (libcuda.so.1)"
 "$BIN" devices --self-test || fail=1
 
 echo "== ONNX Runtime (CPU) serving 'simple' from $REPO"
-"$BIN" --model-repository="$REPO" --http-port="$PORT" --allow-grpc=false --allow-metrics=false --log-info=false \
+"$BIN" --model-repository="$REPO" --http-port="$PORT" --allow-grpc=false --metrics-port=$((PORT + 2)) --log-info=false \
   --exit-on-error=false --model-control-mode=explicit --load-model=simple &
 pid=$!
 ok=0
@@ -36,6 +36,15 @@ if [ "$ok" = 1 ]; then
   esac
 else
   echo "    FAIL server did not become ready"; fail=1
+fi
+echo "== NVML GPU metrics (libnvidia-ml.so.1)"
+gpu=$(curl -s "localhost:$((PORT + 2))/metrics" | grep -E '^nv_gpu_(utilization|memory_total_bytes|memory_used_bytes|power_usage|power_limit)\{' || true)
+if [ -n "$gpu" ]; then
+  echo "$gpu" | sed 's/^/    ok   /'
+elif "$BIN" devices | grep -q '^no CUDA driver'; then
+  echo "    --   no GPU driver on this host: nv_gpu_* metrics are absent, as expected"
+else
+  echo "    FAIL a CUDA driver is present but no nv_gpu_* metrics were reported"; fail=1
 fi
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 

@@ -84,6 +84,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       { versions: () => repository.allVersions().filter((v) => v.ready) },
       {
         cpu: options.allowCpuMetrics,
+        gpu: options.allowGpuMetrics,
         intervalMs: options.metricsIntervalMs,
         cacheEnabled: (v) => server.cacheEnabled(v),
         counterLatencies: options.metricsConfig.counter_latencies?.toLowerCase() !== "false",

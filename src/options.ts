@@ -39,6 +39,7 @@ export interface ServerOptions {
   metricsAddress: string;
   metricsIntervalMs: number;
   allowCpuMetrics: boolean;
+  allowGpuMetrics: boolean;
   /** `--metrics-config key=value`: counter_latencies, summary_latencies, summary_quantiles. */
   metricsConfig: Record<string, string>;
   /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
@@ -83,6 +84,7 @@ export function defaultOptions(): ServerOptions {
     metricsPort: 8002,
     metricsAddress: "",
     metricsIntervalMs: 2000,
+    allowGpuMetrics: true,
     metricsConfig: {},
     allowClientShm: false,
     cacheSizeBytes: undefined,
@@ -193,6 +195,7 @@ const FLAGS: Record<string, FlagSpec> = {
   "metrics-interval-ms": { kind: "int", help: "CPU/GPU metrics sampling interval in ms (default 2000).", apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)) },
   "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
   "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
+  "allow-gpu-metrics": { kind: "bool", help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).", apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)) },
   "metrics-config": { kind: "string", help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).", apply: parseMetricsConfig },
   "cache-config": { kind: "string", help: "local,size=<bytes>: the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
   "response-cache-byte-size": { kind: "int", help: "Deprecated: same as --cache-config local,size=<bytes>.", apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)) },

@@ -6,6 +6,11 @@
 import { Counter, Gauge, Registry, Summary } from "prom-client";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { CpuSampler } from "./cpu.ts";
+import { GpuSampler } from "./gpu.ts";
+import { getLogger } from "../core/logger.ts";
+import type { GpuSample } from "../../ffi/nvml/nvml.ts";
+
+const log = getLogger("metrics.cc");
 import type { ModelVersion } from "../core/model.ts";
 
 export interface MetricsSource {
@@ -21,6 +26,8 @@ function labels(v: ModelVersion): Record<string, string> {
 
 export interface MetricsOptions {
   cpu: boolean;
+  /** --allow-gpu-metrics: NVML-backed nv_gpu_* families when a GPU driver is present. */
+  gpu?: boolean;
   intervalMs: number;
   /** Whether a version uses the response cache; its nv_cache_* series exist only then. */
   cacheEnabled?: (v: ModelVersion) => boolean;
@@ -110,7 +117,35 @@ export function createMetricsRegistry(source: MetricsSource, opts: MetricsOption
     new Gauge({ name: "nv_cpu_memory_total_bytes", help: "CPU total memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().total); } });
     new Gauge({ name: "nv_cpu_memory_used_bytes", help: "CPU used memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().used); } });
   }
-  return { registry, observe: opts.summaryQuantiles ? summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false)) : undefined, close: () => sampler?.close() };
+  let gpu: GpuSampler | undefined;
+  if (opts.gpu) {
+    gpu = new GpuSampler(opts.intervalMs);
+    if (gpu.unavailable) log.info(`GPU metrics unavailable: ${gpu.unavailable.split("\n")[0]}`);
+    const gauge = (name: string, help: string, value: (s: GpuSample) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["gpu_uuid"],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const s of gpu!.samples) {
+            const v = value(s);
+            if (v !== undefined) this.set({ gpu_uuid: s.uuid }, v);
+          }
+        },
+      });
+    gauge("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", (s) => s.utilization);
+    gauge("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", (s) => s.memoryTotalBytes);
+    gauge("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", (s) => s.memoryUsedBytes);
+    gauge("nv_gpu_power_usage", "GPU power usage in watts", (s) => s.powerUsageW);
+    gauge("nv_gpu_power_limit", "GPU power management limit in watts", (s) => s.powerLimitW);
+  }
+  return { registry, observe: opts.summaryQuantiles ? summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false)) : undefined, close: () => {
+      sampler?.close();
+      gpu?.close();
+    },
+  };
 }
 
 /** The *_summary_us families, observed per request (Triton: request summary off for cache-enabled models). */

@@ -47,3 +47,23 @@ describe.skipIf(hasDriver)("without a CUDA driver", () => {
     expect(bad.output).toContain("unexpected argument '--bogus' for 'devices'");
   });
 });
+
+describe("ffi/nvml (nvml.h)", () => {
+  it("lays out nvmlUtilization_t and nvmlMemory_t as nvml.h does", async () => {
+    const { nvmlTypes, NVML_UUID_BUFFER } = await import("../../ffi/nvml/nvml.ts");
+    const k = getKoffi();
+    const t = nvmlTypes();
+    expect(k.sizeof(t.util as never)).toBe(8);
+    expect(k.sizeof(t.mem as never)).toBe(24);
+    expect(k.offsetof(t.mem as never, "used")).toBe(16);
+    expect(NVML_UUID_BUFFER).toBe(96);
+  });
+
+  it.skipIf(hasDriver)("without NVML the GPU sampler reports why and has no samples", async () => {
+    const { GpuSampler } = await import("../../src/metrics/gpu.ts");
+    const s = new GpuSampler(1000);
+    expect(s.unavailable).toMatch(/^cannot load NVML \(libnvidia-ml\.so\.1\); tried:\n  libnvidia-ml\.so\.1: /);
+    expect(s.samples).toEqual([]);
+    s.close();
+  });
+});
