@@ -48,6 +48,16 @@ else
 fi
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 
+echo "== CUDA shared memory (server reading and writing another process's GPU allocation)"
+KOFFI=${NEREID_KOFFI_NODE:-node_modules/@koromix/koffi-linux-$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')/linux_$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')/koffi.node}
+if "$BIN" devices | grep -q '^no CUDA driver'; then
+  echo "    --   no GPU driver on this host"
+elif [ -f "$KOFFI" ]; then
+  BUN_BE_BUN=1 NEREID_KOFFI_NODE="$(realpath "$KOFFI")" "$BIN" scripts/verify-cuda-shm.ts "$BIN" "$REPO" || fail=1
+else
+  echo "    --   skipped: needs koffi's native module (run from a checkout after npm ci, or set NEREID_KOFFI_NODE)"
+fi
+
 echo "== TensorRT (libnvinfer.so.10): backend not built yet"
 echo "== OpenVINO (libopenvino_c.so): backend not built yet"
 exit $fail

@@ -30,6 +30,7 @@ export const EXTENSIONS = [
   "schedule_policy",
   "model_configuration",
   "system_shared_memory",
+  "cuda_shared_memory",
   "binary_tensor_data",
   "parameters",
   "statistics",

@@ -268,16 +268,18 @@ export class DeviceBuffer {
     return this.#ptr;
   }
 
-  write(src: Uint8Array, stream?: CudaStream): void {
-    if (src.byteLength > this.bytes) throw new Error(`copy of ${src.byteLength} bytes into a ${this.bytes}-byte device buffer`);
-    if (stream) check("cuMemcpyHtoDAsync_v2", this.#api.cuMemcpyHtoDAsync_v2(this.pointer, src, src.byteLength, stream.handle));
-    else check("cuMemcpyHtoD_v2", this.#api.cuMemcpyHtoD_v2(this.pointer, src, src.byteLength));
+  write(src: Uint8Array, stream?: CudaStream, offset = 0): void {
+    if (offset + src.byteLength > this.bytes) throw new Error(`copy of ${src.byteLength} bytes at offset ${offset} into a ${this.bytes}-byte device buffer`);
+    const dst = this.pointer + BigInt(offset);
+    if (stream) check("cuMemcpyHtoDAsync_v2", this.#api.cuMemcpyHtoDAsync_v2(dst, src, src.byteLength, stream.handle));
+    else check("cuMemcpyHtoD_v2", this.#api.cuMemcpyHtoD_v2(dst, src, src.byteLength));
   }
 
-  read(dst: Uint8Array, stream?: CudaStream): void {
-    if (dst.byteLength > this.bytes) throw new Error(`copy of ${dst.byteLength} bytes out of a ${this.bytes}-byte device buffer`);
-    if (stream) check("cuMemcpyDtoHAsync_v2", this.#api.cuMemcpyDtoHAsync_v2(dst, this.pointer, dst.byteLength, stream.handle));
-    else check("cuMemcpyDtoH_v2", this.#api.cuMemcpyDtoH_v2(dst, this.pointer, dst.byteLength));
+  read(dst: Uint8Array, stream?: CudaStream, offset = 0): void {
+    if (offset + dst.byteLength > this.bytes) throw new Error(`copy of ${dst.byteLength} bytes at offset ${offset} out of a ${this.bytes}-byte device buffer`);
+    const src = this.pointer + BigInt(offset);
+    if (stream) check("cuMemcpyDtoHAsync_v2", this.#api.cuMemcpyDtoHAsync_v2(dst, src, dst.byteLength, stream.handle));
+    else check("cuMemcpyDtoH_v2", this.#api.cuMemcpyDtoH_v2(dst, src, dst.byteLength));
   }
 
   /** cuIpcGetMemHandle: the 64 bytes another process passes to openIpc(). */

@@ -169,7 +169,7 @@ export class InferenceServer {
     try {
       for (const input of request.inputs) {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
-        if (ref) input.data = this.sharedMemory.view(ref, `input '${input.name}'`);
+        if (ref) input.data = this.sharedMemory.read(ref, `input '${input.name}'`);
       }
       const prepared = prepareForInference(request, mv.signature);
       reason = "BACKEND";
@@ -232,7 +232,7 @@ export class InferenceServer {
           `shared memory size specified with the request for output '${t.name}' (${ref.byteSize} bytes) should be at least ${t.data.byteLength} bytes to hold the results`,
         );
       }
-      this.sharedMemory.view({ ...ref, byteSize: t.data.byteLength }, `output '${t.name}'`).set(t.data);
+      this.sharedMemory.write(ref, t.data, `output '${t.name}'`);
       return { name: t.name, datatype: t.datatype, shape: t.shape, data: new Uint8Array(0), sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength } };
     });
   }

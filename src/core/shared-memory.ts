@@ -1,10 +1,14 @@
 /**
- * @module Triton's system shared-memory extension: named regions over POSIX
- * shared-memory objects (key, offset, byte_size), tensors read from and written into
- * them by `shared_memory_region` / `shared_memory_offset` / `shared_memory_byte_size`
- * parameters. Behind `--allow-client-shm` (off by default, as in Triton since 26.04).
+ * @module Triton's shared-memory extensions: named regions over POSIX shared-memory
+ * objects (system: key, offset, byte_size) or over another process's GPU allocation
+ * (CUDA: an IPC handle, device id, byte_size), tensors read from and written into them
+ * by `shared_memory_region` / `shared_memory_offset` / `shared_memory_byte_size`
+ * parameters. System and CUDA regions share one namespace. Behind `--allow-client-shm`
+ * (off by default, as in Triton since 26.04). CUDA regions are copied through host
+ * memory (ONNX Runtime here runs on the CPU).
  */
 import { SharedMemoryMapping } from "../../ffi/libc/shm.ts";
+import { CudaDriver, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
 import { ServerError, invalidArg, notFound } from "./errors.ts";
 import type { Parameters } from "./request.ts";
 
@@ -16,6 +20,20 @@ interface Region {
   offset: number;
   byteSize: number;
   mapping: SharedMemoryMapping;
+}
+
+interface CudaRegion {
+  name: string;
+  deviceId: number;
+  byteSize: number;
+  context: PrimaryContext;
+  buffer: DeviceBuffer;
+}
+
+export interface CudaRegionStatus {
+  name: string;
+  device_id: number;
+  byte_size: number;
 }
 
 export interface RegionStatus {
@@ -35,6 +53,7 @@ export interface ShmRef {
 export class SharedMemoryManager {
   readonly allowed: boolean;
   readonly #regions = new Map<string, Region>();
+  readonly #cuda = new Map<string, CudaRegion>();
 
   constructor(allowed: boolean) {
     this.allowed = allowed;
@@ -46,7 +65,7 @@ export class SharedMemoryManager {
 
   register(name: string, key: string, offset: number, byteSize: number): void {
     this.#gate();
-    if (this.#regions.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
+    if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
     if (name.startsWith("triton_python_backend_shm_region_")) throw invalidArg(`shared memory region name '${name}' is reserved`);
     if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(byteSize) || byteSize <= 0) {
       throw invalidArg(`invalid offset ${offset} or byte_size ${byteSize} for shared memory region '${name}'`);
@@ -77,10 +96,76 @@ export class SharedMemoryManager {
     }
   }
 
+  /** Opens another process's GPU allocation from its 64-byte CUDA IPC handle. */
+  registerCuda(name: string, rawHandle: Uint8Array, deviceId: number, byteSize: number): void {
+    this.#gate();
+    if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
+    if (!Number.isSafeInteger(byteSize) || byteSize <= 0) throw invalidArg(`invalid byte_size ${byteSize} for CUDA shared memory region '${name}'`);
+    let context: PrimaryContext | undefined;
+    try {
+      context = CudaDriver.get().primaryContext(deviceId);
+      const buffer = context.openIpc(rawHandle, byteSize);
+      this.#cuda.set(name, { name, deviceId, byteSize, context, buffer });
+    } catch (err) {
+      context?.release();
+      throw new ServerError("INTERNAL", `failed to register CUDA shared memory region '${name}': ${(err as Error).message.split("\n")[0]}`, { cause: err });
+    }
+  }
+
+  cudaStatus(name?: string): CudaRegionStatus[] {
+    this.#gate();
+    const regions = name === undefined ? [...this.#cuda.values()] : [this.#cuda.get(name)];
+    if (regions[0] === undefined && name !== undefined) throw notFound(`Unable to find cuda shared memory region: '${name}'`);
+    return regions.map((r) => ({ name: r!.name, device_id: r!.deviceId, byte_size: r!.byteSize }));
+  }
+
+  unregisterCuda(name?: string): void {
+    this.#gate();
+    for (const r of name === undefined ? [...this.#cuda.values()] : [this.#cuda.get(name)]) {
+      if (!r) continue;
+      this.#closeCuda(r);
+    }
+  }
+
+  #closeCuda(r: CudaRegion): void {
+    this.#cuda.delete(r.name);
+    r.buffer.free();
+    r.context.release();
+  }
+
   /** Unmaps everything (shutdown); no gate. */
   close(): void {
     for (const r of this.#regions.values()) r.mapping.unmap();
     this.#regions.clear();
+    for (const r of [...this.#cuda.values()]) this.#closeCuda(r);
+  }
+
+  /** An input's bytes: a view of system shared memory, or a host copy of a CUDA region's range. */
+  read(ref: ShmRef, what: string): Uint8Array {
+    const c = this.#cudaRange(ref, what);
+    if (!c) return this.view(ref, what);
+    const out = new Uint8Array(ref.byteSize);
+    c.buffer.read(out, undefined, ref.offset);
+    return out;
+  }
+
+  /** Writes an output's bytes at the region range. */
+  write(ref: ShmRef, data: Uint8Array, what: string): void {
+    const c = this.#cudaRange({ ...ref, byteSize: data.byteLength }, what);
+    if (c) c.buffer.write(data, undefined, ref.offset);
+    else this.view({ ...ref, byteSize: data.byteLength }, what).set(data);
+  }
+
+  #cudaRange(ref: ShmRef, what: string): CudaRegion | undefined {
+    const c = this.#cuda.get(ref.region);
+    if (!c) return undefined;
+    this.#gate();
+    if (ref.offset + ref.byteSize > c.byteSize) {
+      throw invalidArg(
+        `Invalid offset + byte size for shared memory region: '${ref.region}' (${what}: offset ${ref.offset} + byte size ${ref.byteSize} > region byte size ${c.byteSize})`,
+      );
+    }
+    return c;
   }
 
   /** The bytes [offset, offset + byteSize) of region `ref.region`, as a view of the shared pages. */

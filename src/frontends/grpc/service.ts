@@ -100,9 +100,17 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       server.sharedMemory.unregister(r.name || undefined);
       return {};
     }),
-    CudaSharedMemoryStatus: unary(unimplemented("CUDA shared memory")),
-    CudaSharedMemoryRegister: unary(unimplemented("CUDA shared memory")),
-    CudaSharedMemoryUnregister: unary(unimplemented("CUDA shared memory")),
+    CudaSharedMemoryStatus: unary((r: { name?: string }) => ({
+      regions: Object.fromEntries(server.sharedMemory.cudaStatus(r.name || undefined).map((x) => [x.name, x])),
+    })),
+    CudaSharedMemoryRegister: unary((r: { name?: string; raw_handle?: Uint8Array; device_id?: number | string; byte_size?: number | string }) => {
+      server.sharedMemory.registerCuda(r.name ?? "", r.raw_handle ?? new Uint8Array(0), Number(r.device_id ?? 0), Number(r.byte_size ?? 0));
+      return {};
+    }),
+    CudaSharedMemoryUnregister: unary((r: { name?: string }) => {
+      server.sharedMemory.unregisterCuda(r.name || undefined);
+      return {};
+    }),
     TraceSetting: unary(unimplemented("trace")),
     LogSettings: unary(unimplemented("the logging extension")),
   };

@@ -57,13 +57,16 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
     if (parts[1] === "models") return modelRoute(req, parts.slice(2));
     if (parts[1] === "repository") return repositoryRoute(req, parts.slice(2));
-    if (parts[1] === "systemsharedmemory") return systemSharedMemoryRoute(req, parts.slice(2));
-    if (parts[1] === "cudasharedmemory") throw new ServerError("UNSUPPORTED", "CUDA shared memory is not supported by this server");
+    if (parts[1] === "systemsharedmemory") return sharedMemoryRoute(req, parts.slice(2), "system");
+    if (parts[1] === "cudasharedmemory") return sharedMemoryRoute(req, parts.slice(2), "cuda");
     return NOT_FOUND();
   }
 
-  /** [region/<r>/]status (GET), region/<r>/register (POST {key, offset, byte_size}), [region/<r>/]unregister (POST). */
-  async function systemSharedMemoryRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
+  /**
+   * [region/<r>/]status (GET), region/<r>/register (POST; system: {key, offset,
+   * byte_size}, CUDA: {raw_handle: {b64}, device_id, byte_size}), [region/<r>/]unregister (POST).
+   */
+  async function sharedMemoryRoute(req: HttpRequest, rest: string[], kind: "system" | "cuda"): Promise<HttpResponse> {
     let region: string | undefined;
     if (rest[0] === "region" && rest.length === 3) region = decodeURIComponent(rest[1]!);
     else if (rest.length !== 1) return NOT_FOUND();
@@ -71,26 +74,34 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     const shm = server.sharedMemory;
     if (action === "status") {
       if (req.method !== "GET") return METHOD_NOT_ALLOWED();
-      return json(200, shm.status(region));
+      return json(200, kind === "system" ? shm.status(region) : shm.cudaStatus(region));
     }
     if (req.method !== "POST") return METHOD_NOT_ALLOWED();
     if (action === "unregister") {
-      shm.unregister(region);
+      if (kind === "system") shm.unregister(region);
+      else shm.unregisterCuda(region);
       return EMPTY_OK;
     }
     if (action === "register" && region !== undefined) {
       const body = await readBody(req, opts.maxInputSize);
-      let doc: { key?: unknown; offset?: unknown; byte_size?: unknown };
+      let doc: { key?: unknown; offset?: unknown; byte_size?: unknown; device_id?: unknown; raw_handle?: { b64?: unknown } };
       try {
         doc = JSON.parse(new TextDecoder().decode(body)) as typeof doc;
       } catch (err) {
         throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
       }
-      if (typeof doc?.key !== "string") throw new ServerError("INVALID_ARG", "Shared memory register request has no 'key' field or it is not a string");
-      const offset = doc.offset ?? 0;
-      if (typeof offset !== "number" || typeof doc.byte_size !== "number") {
-        throw new ServerError("INVALID_ARG", "Shared memory register request needs a numeric 'byte_size' (and 'offset', when given)");
+      if (typeof doc?.byte_size !== "number") throw new ServerError("INVALID_ARG", "Shared memory register request needs a numeric 'byte_size'");
+      if (kind === "cuda") {
+        const b64 = doc.raw_handle?.b64;
+        if (typeof b64 !== "string") throw new ServerError("INVALID_ARG", "CUDA shared memory register request needs 'raw_handle': {'b64': <base64 handle>}");
+        const device = doc.device_id ?? 0;
+        if (typeof device !== "number") throw new ServerError("INVALID_ARG", "'device_id' must be a number");
+        shm.registerCuda(region, Buffer.from(b64, "base64"), device, doc.byte_size);
+        return EMPTY_OK;
       }
+      if (typeof doc.key !== "string") throw new ServerError("INVALID_ARG", "Shared memory register request has no 'key' field or it is not a string");
+      const offset = doc.offset ?? 0;
+      if (typeof offset !== "number") throw new ServerError("INVALID_ARG", "'offset' must be a number");
       shm.register(region, doc.key, offset, doc.byte_size);
       return EMPTY_OK;
     }

@@ -127,7 +127,11 @@ describe("every RPC (G-01, G-08)", () => {
       status.UNAVAILABLE,
       "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.",
     );
-    await expectStatus(call("CudaSharedMemoryRegister")({ name: "r" }), status.UNIMPLEMENTED, "CUDA shared memory is not supported by this server yet");
+    await expectStatus(
+      call("CudaSharedMemoryRegister")({ name: "r" }),
+      status.UNAVAILABLE,
+      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.",
+    );
     await expectStatus(call("TraceSetting")({}), status.UNIMPLEMENTED, "trace is not supported by this server yet");
     await expectStatus(call("LogSettings")({}), status.UNIMPLEMENTED, "the logging extension is not supported by this server yet");
     // and the server keeps serving

@@ -84,6 +84,7 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
         "schedule_policy",
         "model_configuration",
         "system_shared_memory",
+        "cuda_shared_memory",
         "binary_tensor_data",
         "parameters",
         "statistics",

@@ -172,6 +172,18 @@ describe("system shared memory over gRPC", () => {
   });
 });
 
+describe("CUDA shared memory on a host without a GPU", () => {
+  it("refuses to register with the driver's reason, lists no regions, and keeps serving", async () => {
+    const r = await post("/v2/cudasharedmemory/region/c/register", { raw_handle: { b64: Buffer.alloc(64).toString("base64") }, device_id: 0, byte_size: 64 });
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as { error: string }).error).toMatch(/^failed to register CUDA shared memory region 'c': cannot load the CUDA driver \(libcuda\.so\.1\); tried:$/);
+    expect(await (await fetch(`${server.url}/v2/cudasharedmemory/status`)).json()).toEqual([]);
+    const unknown = await fetch(`${server.url}/v2/cudasharedmemory/region/c/status`);
+    expect(await unknown.json()).toEqual({ error: "Unable to find cuda shared memory region: 'c'" });
+    expect((await post("/v2/cudasharedmemory/unregister")).status).toBe(200);
+  });
+});
+
 describe("unregister", () => {
   it("unmaps the regions (one or all) and later requests naming them fail", async () => {
     expect((await post("/v2/systemsharedmemory/region/in/unregister")).status).toBe(200);
