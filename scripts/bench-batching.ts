@@ -13,13 +13,14 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, cpSync, openSync } from "node:fs";
-import { tmpdir, cpus, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { OrtEnvironment, OrtSessionOptions } from "../ffi/onnxruntime/handles.ts";
 import { OrtSession } from "../ffi/onnxruntime/session.ts";
 import { sessionConfig } from "../src/backends/onnxruntime/options.ts";
 import { toOrtInput } from "../src/backends/onnxruntime/tensors.ts";
 import { parsePbtxt } from "../src/model-config/pbtxt.ts";
+import { machineHeading, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -33,7 +34,6 @@ if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build"
 if (!existsSync(join(MLP, "1", "model.onnx"))) throw new Error("model_repository is not generated: npm run models");
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // --- repository: the example MLP (batched), a copy without batching, simple and a cached simple ---
 const repo = join(work, "repo");
@@ -101,37 +101,6 @@ end
 `,
 );
 
-interface WrkResult { rps: number; p50: number; p99: number; errors: number }
-
-function parseMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
-}
-
-function wrk(url: string, c: number, seconds: number, script: string): WrkResult {
-  const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", "-s", script, url];
-  const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
-    p50: parseMs(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
-    p99: parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
-    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*timeout (\d+)/.exec(out)?.[1] ?? 0),
-  };
-}
-
-async function waitReady(url: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {}
-    await sleep(20);
-  }
-  throw new Error(`not ready: ${url}`);
-}
-
 async function meanBatch(base: string, model: string): Promise<number> {
   const s = (await (await fetch(`${base}/v2/models/${model}/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number }[] };
   return s.model_stats[0]!.inference_count / s.model_stats[0]!.execution_count;
@@ -170,7 +139,7 @@ const fmt = (x: WrkResult) => `${Math.round(x.rps).toLocaleString("en-US")} | ${
 const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
 const cs = cacheStats.model_stats[0]!.inference_stats;
 const rows = [
-  `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`,
+  machineHeading(),
   "",
   `wrk, ${DURATION} s per cell, one run. simple_fp32_mlp: FP32 [n,512] → 2048 → 2048 → 2048 → 512 with ReLU, ~21 MFLOP per item (generated), binary HTTP, one CPU instance; example config \`${(/dynamic_batching \{[^}]*\}/.exec(mlpConfig)?.[0] ?? "").replace(/\s+/g, " ")}\`.`,
   "",

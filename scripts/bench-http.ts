@@ -8,8 +8,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, openSync } from "node:fs";
-import { tmpdir, cpus, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
+import { machineHeading, sleep, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -22,18 +23,6 @@ const work = mkdtempSync(join(tmpdir(), "nereid-bench-"));
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitReady(url: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {}
-    await sleep(2);
-  }
-  throw new Error(`not ready: ${url}`);
-}
 
 function startNereid(port: number, logFile?: string): ChildProcess {
   const out = logFile ? openSync(logFile, "w") : "ignore";
@@ -84,25 +73,6 @@ ${headerLength !== undefined ? `wrk.headers["Inference-Header-Content-Length"] =
 `;
 writeFileSync(join(work, "json.lua"), lua(join(work, "json.body")));
 writeFileSync(join(work, "bin.lua"), lua(join(work, "bin.body"), Buffer.byteLength(binHeader)));
-
-interface WrkResult { rps: number; p50: number; p99: number; errors: number }
-
-function parseMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
-}
-
-function wrk(url: string, c: number, seconds: number, script?: string): WrkResult {
-  const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
-  const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
-  const p50 = parseMs(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? "0ms");
-  const p99 = parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms");
-  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  return { rps, p50, p99, errors };
-}
 
 function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -158,7 +128,7 @@ nereid.kill("SIGTERM");
 bare.kill("SIGTERM");
 
 const fmt = (r: WrkResult) => `${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}`;
-rows.push(`## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`);
+rows.push(machineHeading());
 rows.push("", `wrk, ${DURATION} s per cell, one run; \`simple\` (INT32 [1,16] + [1,16]).`, "", "| server | c | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- |");
 for (const c of [1, 16, 64]) {
   rows.push(`| bare Bun.serve (ceiling) | ${c} | ${fmt(results[`bare-${c}`]!)} |`);

@@ -7,8 +7,8 @@
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { machineHeading } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -63,7 +63,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const first = median(samples.slice(0, 20));
 const last = median(samples.slice(-20));
 const lines = [
-  `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`,
+  machineHeading(),
   "",
   `${CYCLES} unload+load cycles of simple_fp32_mlp (explicit mode, one inference after each), ${seconds.toFixed(1)} s.`,
   "",

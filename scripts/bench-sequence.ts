@@ -8,8 +8,9 @@
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { machineHeading } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -92,7 +93,7 @@ child.kill("SIGTERM");
 const row = (name: string, r: Awaited<ReturnType<typeof run>>) =>
   `| ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.meanBatch.toFixed(1)} |`;
 const lines = [
-  `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`,
+  machineHeading(),
   "",
   `${SEQUENCES} concurrent sequences of 50 silero VAD chunks (512 samples, binary HTTP, client in Bun), ${DURATION} s per case, one instance.`,
   "",

@@ -7,8 +7,9 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync, existsSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { machineHeading } from "./lib/bench.ts";
 import { credentials, makeGenericClientConstructor, type Client } from "@grpc/grpc-js";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
 import { ElemType, encodeModel, node, valueInfo } from "./lib/onnx-builder.ts";
@@ -125,7 +126,7 @@ child.kill("SIGTERM");
 
 const row = (name: string, r: { p50: number; mean: number }) => `| ${name} | ${r.p50.toFixed(2)} | ${r.mean.toFixed(2)} | ${((2 * BYTES) / 2 ** 20 / (r.p50 / 1000)).toFixed(0)} |`;
 const lines = [
-  `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`,
+  machineHeading(),
   "",
   `16 MiB FP32 identity (in and out), ${N} sequential requests after 3 warm-ups, client in Bun on the same host.`,
   "",

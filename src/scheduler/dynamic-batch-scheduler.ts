@@ -12,7 +12,7 @@
 import { ServerError, unavailable } from "../core/errors.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
 import { logPrefix, PriorityQueue, uintParameter, type Queued } from "./priority-queue.ts";
-import { systemClock, type SchedulerClock } from "./timer.ts";
+import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { ModelSignature } from "../core/signature.ts";
@@ -58,8 +58,7 @@ export class DynamicBatchScheduler implements Scheduler {
   #inflight = 0;
   #stopping = false;
   #drained: (() => void) | undefined;
-  #timerAt = 0;
-  #cancelTimer: (() => void) | undefined;
+  readonly #timer: WakeTimer;
 
   constructor(opts: DynamicBatchSchedulerOptions) {
     this.#modelName = opts.modelName;
@@ -68,6 +67,7 @@ export class DynamicBatchScheduler implements Scheduler {
     this.#rules = batchRules(opts.signature);
     this.#stats = opts.stats;
     this.#clock = opts.clock ?? systemClock;
+    this.#timer = new WakeTimer(this.#clock, () => this.#schedule());
     this.#maxBatch = Math.max(1, opts.signature.maxBatchSize);
     this.#preferred = new Set(opts.config.preferred_batch_size ?? []);
     this.#maxPreferred = Math.max(0, ...this.#preferred);
@@ -175,16 +175,7 @@ export class DynamicBatchScheduler implements Scheduler {
       const expiry = deadline + 1; // a request expires once now > deadline
       if (at === 0 || expiry < at) at = expiry;
     }
-    if (at === this.#timerAt) return;
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
-    this.#timerAt = at;
-    if (at === 0) return;
-    this.#cancelTimer = this.#clock.after(Math.max(0, at - now), () => {
-      this.#cancelTimer = undefined;
-      this.#timerAt = 0;
-      this.#schedule();
-    });
+    this.#timer.set(at, now);
   }
 
   async #execute(instance: BackendInstance, entries: Entry[], dispatchedAt: number): Promise<void> {
@@ -237,7 +228,7 @@ export class DynamicBatchScheduler implements Scheduler {
   #settled(n: number): void {
     this.#inflight -= n;
     if (this.#inflight === 0 && this.#stopping) {
-      this.#cancelTimer?.();
+      this.#timer.cancel();
       this.#drained?.();
     }
   }

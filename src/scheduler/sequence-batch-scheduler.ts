@@ -18,7 +18,7 @@ import { getLogger } from "../core/logger.ts";
 import { invalidArg, unavailable } from "../core/errors.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
 import { logPrefix } from "./priority-queue.ts";
-import { systemClock, type SchedulerClock } from "./timer.ts";
+import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
 import { checkCorrelationId, controlTensor, initialState, stateTensor, type CorrelationId, type RowFlags } from "./sequence/tensors.ts";
 import type { SequenceSettings } from "./sequence/config.ts";
 import type { BackendInstance } from "../backends/backend.ts";
@@ -85,14 +85,14 @@ export class SequenceBatchScheduler implements Scheduler {
   #pending = 0;
   #stopping = false;
   #drained: (() => void) | undefined;
-  #timerAt = 0;
-  #cancelTimer: (() => void) | undefined;
+  readonly #timer: WakeTimer;
 
   constructor(opts: SequenceBatchSchedulerOptions) {
     this.#model = opts.modelName;
     this.#settings = opts.settings;
     this.#stats = opts.stats;
     this.#clock = opts.clock ?? systemClock;
+    this.#timer = new WakeTimer(this.#clock, () => this.#schedule());
     this.#batched = opts.signature.maxBatchSize > 0;
     this.#rules = batchRules(opts.signature);
     this.#tables = opts.instances.map((instance) => ({ instance, busy: false, members: [] }));
@@ -160,7 +160,7 @@ export class SequenceBatchScheduler implements Scheduler {
   stop(): Promise<void> {
     this.#stopping = true;
     if (this.#inflight === 0) {
-      this.#cancelTimer?.();
+      this.#timer.cancel();
       return Promise.resolve();
     }
     return new Promise((resolve) => (this.#drained = resolve));
@@ -312,7 +312,7 @@ export class SequenceBatchScheduler implements Scheduler {
     // A START queued behind this END restarts the same correlation ID, so keep it.
     if (r.end && seq.queue.length === 0) this.#release(seq);
     if (this.#inflight === 0 && this.#stopping) {
-      this.#cancelTimer?.();
+      this.#timer.cancel();
       this.#drained?.();
     }
   }
@@ -330,16 +330,7 @@ export class SequenceBatchScheduler implements Scheduler {
     let at = waitNs > 0 ? now + waitNs : 0;
     const idle = this.#reapDeadline();
     if (idle !== 0 && (at === 0 || idle < at)) at = idle;
-    if (at === this.#timerAt) return;
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
-    this.#timerAt = at;
-    if (at === 0) return;
-    this.#cancelTimer = this.#clock.after(Math.max(0, at - now), () => {
-      this.#cancelTimer = undefined;
-      this.#timerAt = 0;
-      this.#schedule();
-    });
+    this.#timer.set(at, now);
   }
 
   #reapDeadline(): number {

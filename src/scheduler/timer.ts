@@ -17,3 +17,37 @@ export const systemClock: SchedulerClock = {
     return () => clearTimeout(t);
   },
 };
+
+/**
+ * A scheduler's single wake-up: `set(at)` (absolute ns, 0 for none) replaces whatever
+ * was armed unless it is the same instant; `fn` runs once when it fires.
+ */
+export class WakeTimer {
+  readonly #clock: SchedulerClock;
+  readonly #fn: () => void;
+  #at = 0;
+  #cancel: (() => void) | undefined;
+
+  constructor(clock: SchedulerClock, fn: () => void) {
+    this.#clock = clock;
+    this.#fn = fn;
+  }
+
+  set(at: number, now: number): void {
+    if (at === this.#at) return;
+    this.cancel();
+    this.#at = at;
+    if (at === 0) return;
+    this.#cancel = this.#clock.after(Math.max(0, at - now), () => {
+      this.#cancel = undefined;
+      this.#at = 0;
+      this.#fn();
+    });
+  }
+
+  cancel(): void {
+    this.#cancel?.();
+    this.#cancel = undefined;
+    this.#at = 0;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Shared pieces of the benchmark scripts: the results heading (date and machine),
+ * waiting for a server to be ready, and running wrk with its latency percentiles.
+ */
+import { spawnSync } from "node:child_process";
+import { cpus, totalmem } from "node:os";
+
+/** "## <date>: <CPU>, <n> cores, <GiB> GiB, <platform-arch>, Bun <version>" */
+export function machineHeading(): string {
+  return `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}-${process.arch}, Bun ${Bun.version}`;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `url` until it answers 200. */
+export async function waitReady(url: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {}
+    await sleep(10);
+  }
+  throw new Error(`not ready: ${url}`);
+}
+
+export interface WrkResult { rps: number; p50: number; p99: number; errors: number }
+
+function parseMs(s: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(s);
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+}
+
+/** Runs wrk with --latency; percentiles come from the latency-distribution lines. */
+export function wrk(url: string, c: number, seconds: number, script?: string): WrkResult {
+  const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
+  const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    p50: parseMs(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
+    p99: parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
+    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*timeout (\d+)/.exec(out)?.[1] ?? 0),
+  };
+}
