@@ -25,6 +25,14 @@ export interface SessionConfig {
   memPattern?: boolean;
   /** Extra ORT session config entries (AddSessionConfigEntry), e.g. session.disable_prepacking. */
   entries?: Record<string, string>;
+  /** Execution providers to append, in priority order (ORT falls back to the CPU provider). */
+  providers?: ExecutionProvider[];
+}
+
+/** An execution provider and its provider options (ORT's key/value names). */
+export interface ExecutionProvider {
+  name: "TensorRT" | "CUDA" | "OpenVINO";
+  options: Record<string, string>;
 }
 
 let environment: OrtEnvironment | undefined;
@@ -141,6 +149,7 @@ export class OrtSessionOptions {
       for (const [key, value] of Object.entries(config.entries ?? {})) {
         check(api, api.AddSessionConfigEntry(h, key, value), `AddSessionConfigEntry(${key})`);
       }
+      for (const p of config.providers ?? []) appendProvider(api, h, p);
     } catch (err) {
       this.close();
       throw err;
@@ -158,5 +167,41 @@ export class OrtSessionOptions {
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/**
+ * Appends one execution provider: TensorRT and CUDA through their V2 option objects
+ * (created, updated with the key/value options, released after the append), others
+ * through the generic SessionOptionsAppendExecutionProvider. A build without the
+ * provider answers with ORT's own "not enabled in this build" error.
+ */
+function appendProvider(api: OrtApi, options: Pointer, p: ExecutionProvider): void {
+  const keys = Object.keys(p.options);
+  const values = keys.map((k) => p.options[k]!);
+  if (p.name === "OpenVINO") {
+    check(api, api.SessionOptionsAppendExecutionProvider(options, p.name, keys, values, keys.length), "SessionOptionsAppendExecutionProvider(OpenVINO)");
+    return;
+  }
+  const trt = p.name === "TensorRT";
+  const out: [Pointer] = [null];
+  check(api, trt ? api.CreateTensorRTProviderOptions(out) : api.CreateCUDAProviderOptions(out), `Create${p.name}ProviderOptions`);
+  const providerOptions = out[0];
+  try {
+    if (keys.length > 0) {
+      check(
+        api,
+        trt ? api.UpdateTensorRTProviderOptions(providerOptions, keys, values, keys.length) : api.UpdateCUDAProviderOptions(providerOptions, keys, values, keys.length),
+        `Update${p.name}ProviderOptions`,
+      );
+    }
+    check(
+      api,
+      trt ? api.SessionOptionsAppendExecutionProvider_TensorRT_V2(options, providerOptions) : api.SessionOptionsAppendExecutionProvider_CUDA_V2(options, providerOptions),
+      `SessionOptionsAppendExecutionProvider_${p.name}_V2`,
+    );
+  } finally {
+    if (trt) api.ReleaseTensorRTProviderOptions(providerOptions);
+    else api.ReleaseCUDAProviderOptions(providerOptions);
   }
 }

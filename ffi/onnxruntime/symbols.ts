@@ -71,6 +71,15 @@ interface OrtApiFunctions {
   ReleaseAvailableProviders(providers: Pointer, count: number): Status;
   AddSessionConfigEntry(options: Pointer, key: string, value: string): Status;
   GetResizedStringTensorElementBuffer(value: Pointer, index: number, length: number, out: Out<Pointer>): Status;
+  SessionOptionsAppendExecutionProvider_TensorRT_V2(options: Pointer, trt: Pointer): Status;
+  CreateTensorRTProviderOptions(out: Out<Pointer>): Status;
+  UpdateTensorRTProviderOptions(trt: Pointer, keys: string[], values: string[], n: number): Status;
+  ReleaseTensorRTProviderOptions(trt: Pointer): void;
+  SessionOptionsAppendExecutionProvider_CUDA_V2(options: Pointer, cuda: Pointer): Status;
+  CreateCUDAProviderOptions(out: Out<Pointer>): Status;
+  UpdateCUDAProviderOptions(cuda: Pointer, keys: string[], values: string[], n: number): Status;
+  ReleaseCUDAProviderOptions(cuda: Pointer): void;
+  SessionOptionsAppendExecutionProvider(options: Pointer, provider: string, keys: string[], values: string[], n: number): Status;
 }
 
 /**
@@ -127,6 +136,16 @@ const PROTOTYPES = {
   ReleaseAvailableProviders: [126, "void *OrtReleaseAvailableProviders(void *providers /* char** */, int count)"],
   AddSessionConfigEntry: [130, "void *OrtAddSessionConfigEntry(void *options /* OrtSessionOptions* */, const char *key, const char *value)"],
   GetResizedStringTensorElementBuffer: [252, "void *OrtGetResizedStringTensorElementBuffer(void *value /* OrtValue* */, size_t index, size_t length, _Out_ void **buffer /* char** */)"],
+  // Execution providers (version 9, 11, 12 blocks of ort_api_1_to_N in onnxruntime_c_api.cc).
+  SessionOptionsAppendExecutionProvider_TensorRT_V2: [170, "void *OrtSessionOptionsAppendExecutionProvider_TensorRT_V2(void *options /* OrtSessionOptions* */, void *trt /* const OrtTensorRTProviderOptionsV2* */)"],
+  CreateTensorRTProviderOptions: [171, "void *OrtCreateTensorRTProviderOptions(_Out_ void **out /* OrtTensorRTProviderOptionsV2** */)"],
+  UpdateTensorRTProviderOptions: [172, "void *OrtUpdateTensorRTProviderOptions(void *trt /* OrtTensorRTProviderOptionsV2* */, const char **keys, const char **values, size_t n)"],
+  ReleaseTensorRTProviderOptions: [174, "void OrtReleaseTensorRTProviderOptions(void *trt /* OrtTensorRTProviderOptionsV2* */)"],
+  SessionOptionsAppendExecutionProvider_CUDA_V2: [204, "void *OrtSessionOptionsAppendExecutionProvider_CUDA_V2(void *options /* OrtSessionOptions* */, void *cuda /* const OrtCUDAProviderOptionsV2* */)"],
+  CreateCUDAProviderOptions: [205, "void *OrtCreateCUDAProviderOptions(_Out_ void **out /* OrtCUDAProviderOptionsV2** */)"],
+  UpdateCUDAProviderOptions: [206, "void *OrtUpdateCUDAProviderOptions(void *cuda /* OrtCUDAProviderOptionsV2* */, const char **keys, const char **values, size_t n)"],
+  ReleaseCUDAProviderOptions: [208, "void OrtReleaseCUDAProviderOptions(void *cuda /* OrtCUDAProviderOptionsV2* */)"],
+  SessionOptionsAppendExecutionProvider: [216, "void *OrtSessionOptionsAppendExecutionProvider(void *options /* OrtSessionOptions* */, const char *provider, const char **keys, const char **values, size_t n)"],
 } as const satisfies Record<keyof OrtApiFunctions, readonly [number, string]>;
 
 export type OrtApi = { [K in keyof OrtApiFunctions]: KoffiFunc<OrtApiFunctions[K]> } & {

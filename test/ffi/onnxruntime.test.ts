@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, copyFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { ElemType, valueInfo, node, mulberry32 } from "../../scripts/lib/onnx-builder.ts";
-import { sessionConfig } from "../../src/backends/onnxruntime/options.ts";
+import { executionProviders, sessionConfig } from "../../src/backends/onnxruntime/options.ts";
 import { OrtEnvironment } from "../../ffi/onnxruntime/handles.ts";
 import { bindOrtApi } from "../../ffi/onnxruntime/symbols.ts";
 import { LibraryLoadError } from "../../ffi/load.ts";
@@ -425,7 +425,7 @@ describe("session options from the model config", () => {
         parameters: params({ intra_op_thread_count: "3", inter_op_thread_count: "2", enable_mem_arena: "0", allow_spinning: "true" }),
         optimization: { graph: { level: -1 } },
       }),
-    ).toEqual({ intraOpThreads: 3, interOpThreads: 2, graphOptimizationLevel: 1, allowSpinning: true, memArena: false, entries: {} });
+    ).toEqual({ intraOpThreads: 3, interOpThreads: 2, graphOptimizationLevel: 1, allowSpinning: true, memArena: false, providers: [], entries: {} });
     expect(sessionConfig({ ...base, parameters: params({ enable_mem_arena: "false" }) }).memArena).toBe(false);
     expect(sessionConfig({ ...base, parameters: params({ enable_mem_arena: "1" }) }).memArena).toBe(true);
     expect(sessionConfig({ ...base, parameters: params({ allow_spinning: "false" }) }).allowSpinning).toBe(false);
@@ -494,18 +494,33 @@ describe("session options from the model config", () => {
     expect([e2.code, e2.message]).toEqual(["INVALID_ARG", "model 'bad': parameter 'run_mode' must be auto, async or sync, got 'fast'"]);
   });
 
-  it("execution accelerators are UNSUPPORTED, named in the message; so are KIND_GPU instances", async () => {
+  it("maps Triton's execution_accelerators to ORT providers and option keys", () => {
+    const cfg = (gpu: object[], cpu: object[] = []) => ({ name: "m", optimization: { execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } } }) as ModelConfig;
+    expect(
+      executionProviders(cfg([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824", trt_engine_cache_enable: "1" } }], [{ name: "openvino", parameters: { device_type: "CPU" } }])),
+    ).toEqual([
+      { name: "TensorRT", options: { trt_fp16_enable: "1", trt_max_workspace_size: "1073741824", trt_engine_cache_enable: "1" } },
+      { name: "CUDA", options: {} },
+      { name: "OpenVINO", options: { device_type: "CPU" } },
+    ]);
+    expect(executionProviders(cfg([{ name: "cuda", parameters: { device_id: "1" } }]))).toEqual([{ name: "CUDA", options: { device_id: "1" } }]);
+    expect(executionProviders({ name: "m" })).toEqual([]);
+    expect(() => executionProviders(cfg([{ name: "tensorrt", parameters: { precision_mode: "FP8" } }]))).toThrow("unsupported precision mode 'FP8' for the tensorrt accelerator");
+  });
+
+  it("execution accelerators reach ONNX Runtime's provider API; this CPU build refuses each with its own message; so are KIND_GPU instances", async () => {
     const path = dir.model(addSubSpec("opts_acc"));
-    const e1 = await rejection(
-      loadModel(dir.path, path, {
-        name: "acc",
-        optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "tensorrt" }], cpu_execution_accelerator: [{ name: "openvino" }] } },
-      }),
-    );
-    expect(e1.code).toBe("UNSUPPORTED");
-    expect(e1.message).toBe("model 'acc': execution accelerator(s) 'tensorrt', 'openvino' are not available in this ONNX Runtime build (CPU only)");
-    const e2 = await rejection(loadModel(dir.path, path, { name: "acc", optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "cuda" }] } } }));
-    expect(e2.message).toBe("model 'acc': execution accelerator(s) 'cuda' are not available in this ONNX Runtime build (CPU only)");
+    const accel = (gpu: object[], cpu: object[] = []) =>
+      rejection(loadModel(dir.path, path, { name: "acc", optimization: { execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } } }));
+    const trt = await accel([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } }]);
+    expect(trt.code).toBe("UNSUPPORTED");
+    expect(trt.message).toMatch(/^model 'acc': execution provider\(s\) TensorRT, CUDA requested by its execution_accelerators: onnxruntime: (Create|Update)TensorRTProviderOptions: ORT_\w+: [\s\S]+\(providers compiled into this ONNX Runtime: [\w, ]*CPUExecutionProvider\)$/);
+    const cuda = await accel([{ name: "cuda" }]);
+    expect(cuda.message).toMatch(/^model 'acc': execution provider\(s\) CUDA requested by its execution_accelerators: onnxruntime: (CreateCUDAProviderOptions|SessionOptionsAppendExecutionProvider_CUDA_V2): ORT_\w+: [\s\S]+/);
+    const ov = await accel([], [{ name: "openvino", parameters: { device_type: "CPU" } }]);
+    expect(ov.message).toMatch(/^model 'acc': execution provider\(s\) OpenVINO requested by its execution_accelerators: onnxruntime: SessionOptionsAppendExecutionProvider\(OpenVINO\): ORT_\w+: [\s\S]+/);
+    const unknown = await accel([{ name: "tpu" }]);
+    expect([unknown.code, unknown.message]).toEqual(["INVALID_ARG", "model 'acc': unknown gpu execution accelerator 'tpu' (expected tensorrt or cuda)"]);
     const model = await loadModel(dir.path, path, { name: "acc" });
     const e3 = await rejection(model.createInstance("g", "KIND_GPU", 0));
     expect(e3.code).toBe("UNSUPPORTED");

@@ -10,7 +10,7 @@ import { OrtSession } from "../../../ffi/onnxruntime/session.ts";
 import { mallocTrim } from "../../../ffi/libc/malloc.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
-import { checkAccelerators, runMode, sessionConfig, type RunMode } from "./options.ts";
+import { runMode, sessionConfig, type RunMode } from "./options.ts";
 import { protocolType, toOrtInput, fromOrtOutput } from "./tensors.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, TensorSpec } from "../backend.ts";
 import type { Tensor } from "../../core/tensor.ts";
@@ -86,9 +86,19 @@ class OrtModel implements BackendModel {
   constructor(ctx: BackendLoadContext, env: OrtEnvironment) {
     this.#ctx = ctx;
     this.#env = env;
-    checkAccelerators(ctx.config);
     this.#mode = runMode(ctx.config);
-    this.#options = new OrtSessionOptions(env.api, sessionConfig(ctx.config));
+    const config = sessionConfig(ctx.config);
+    try {
+      this.#options = new OrtSessionOptions(env.api, config);
+    } catch (err) {
+      if (!config.providers?.length) throw err;
+      throw new ServerError(
+        "UNSUPPORTED",
+        `model '${ctx.modelName}': execution provider(s) ${config.providers.map((p) => p.name).join(", ")} requested by its execution_accelerators: ` +
+          `${(err as Error).message} (providers compiled into this ONNX Runtime: ${env.availableProviders().join(", ")})`,
+        { cause: err },
+      );
+    }
   }
 
   async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"): Promise<BackendInstance> {

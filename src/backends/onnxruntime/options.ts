@@ -6,8 +6,8 @@
  */
 import { availableParallelism } from "node:os";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
-import type { SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
-import { invalidArg, unsupported } from "../../core/errors.ts";
+import type { ExecutionProvider, SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
+import { invalidArg } from "../../core/errors.ts";
 import type { ModelConfig } from "../../model-config/types.ts";
 
 /** How a run is dispatched: koffi's worker thread (async), the calling thread (sync), or measured (auto). */
@@ -64,6 +64,7 @@ export function sessionConfig(config: ModelConfig): SessionConfig {
     memArena: boolParam(config, "enable_mem_arena") ?? true,
     ...(mode === 1 ? { parallelExecution: true } : {}),
     ...(memPattern === undefined ? {} : { memPattern }),
+    providers: executionProviders(config),
     entries: Object.fromEntries(
       Object.entries(config.parameters ?? {})
         .filter(([k]) => k.startsWith("session."))
@@ -78,12 +79,45 @@ export function runMode(config: ModelConfig): RunMode {
   return v;
 }
 
-/** This build has the CPU provider only: any configured accelerator is refused at load. */
-export function checkAccelerators(config: ModelConfig): void {
-  const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string }[]; cpu_execution_accelerator?: { name?: string }[] } } | undefined)
+interface Accelerator {
+  name?: string;
+  parameters?: Record<string, string>;
+}
+
+/**
+ * optimization.execution_accelerators → ONNX Runtime execution providers, as Triton's
+ * onnxruntime backend maps them: GPU "tensorrt" (TensorRT, then CUDA for what TensorRT
+ * does not take) and "cuda"; CPU "openvino". Triton's TensorRT parameter names
+ * (precision_mode, max_workspace_size_bytes, trt_engine_cache_enable,
+ * trt_engine_cache_path) become ORT's option keys; other parameters pass through.
+ */
+export function executionProviders(config: ModelConfig): ExecutionProvider[] {
+  const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: Accelerator[]; cpu_execution_accelerator?: Accelerator[] } } | undefined)
     ?.execution_accelerators;
-  const names = [...(acc?.gpu_execution_accelerator ?? []), ...(acc?.cpu_execution_accelerator ?? [])].map((a) => a.name ?? "");
-  if (names.length > 0) {
-    throw unsupported(`model '${config.name}': execution accelerator(s) ${names.map((n) => `'${n}'`).join(", ")} are not available in this ONNX Runtime build (CPU only)`);
+  const out: ExecutionProvider[] = [];
+  for (const a of acc?.gpu_execution_accelerator ?? []) {
+    const params = { ...a.parameters };
+    if (a.name === "tensorrt") {
+      const options: Record<string, string> = {};
+      for (const [k, v] of Object.entries(params)) {
+        if (k === "precision_mode") {
+          if (v === "FP16") options.trt_fp16_enable = "1";
+          else if (v === "INT8") options.trt_int8_enable = "1";
+          else if (v !== "FP32") throw invalidArg(`model '${config.name}': unsupported precision mode '${v}' for the tensorrt accelerator`);
+        } else if (k === "max_workspace_size_bytes") options.trt_max_workspace_size = v;
+        else options[k] = v;
+      }
+      out.push({ name: "TensorRT", options });
+      if (!out.some((p) => p.name === "CUDA")) out.push({ name: "CUDA", options: {} });
+    } else if (a.name === "cuda") {
+      out.push({ name: "CUDA", options: params });
+    } else {
+      throw invalidArg(`model '${config.name}': unknown gpu execution accelerator '${a.name}' (expected tensorrt or cuda)`);
+    }
   }
+  for (const a of acc?.cpu_execution_accelerator ?? []) {
+    if (a.name !== "openvino") throw invalidArg(`model '${config.name}': unknown cpu execution accelerator '${a.name}' (expected openvino)`);
+    out.push({ name: "OpenVINO", options: { ...a.parameters } });
+  }
+  return out;
 }
