@@ -65,6 +65,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes),
     new SharedMemoryManager(options.allowClientShm),
   );
+  repository.setModelRunner((request) => server.inferAsync(request));
   await repository.loadAll();
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {

@@ -53,7 +53,7 @@ export class ModelVersion {
   }
 
   /** Takes ownership of the backend model, its instances and the scheduler over them. */
-  attach(backendModel: BackendModel, instances: BackendInstance[], scheduler: Scheduler): void {
+  attach(backendModel: BackendModel | undefined, instances: BackendInstance[], scheduler: Scheduler): void {
     this.#backendModel = backendModel;
     this.#instances = instances;
     this.#scheduler = scheduler;

@@ -215,6 +215,7 @@ export class InferenceServer {
       const e = ServerError.from(err);
       // Validation failures count as OTHER; a scheduler's refusal (queue full, timeout, stopping) as REJECTED.
       if (reason === "BACKEND") reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : "BACKEND");
+      if (mv.config.platform === "ensemble") reason = "OTHER"; // as Triton reports ensemble failures
       mv.stats.recordFailure(nowNs() - start, reason);
       throw e;
     }

@@ -18,6 +18,8 @@ import { validateModelConfig } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import { warmUp } from "./warmup.ts";
+import { EnsembleScheduler, checkEnsembleFlow, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
+import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
 import type { ModelConfig } from "../model-config/types.ts";
@@ -36,6 +38,9 @@ export interface RepositoryOptions {
   /** `--load-model` names; `*` means every model. */
   startupModels?: string[];
 }
+
+/** How an ensemble calls its composing models (the server's inference path). */
+export type { ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 
 export interface IndexEntry {
   name: string;
@@ -71,10 +76,16 @@ export class ModelRepositoryManager {
   readonly #locks = new Map<string, Promise<unknown>>();
   /** Unloads of replaced versions still draining; shutdown waits for them. */
   readonly #retiring = new Set<Promise<void>>();
+  #runner: ModelRunner | undefined;
 
   constructor(opts: RepositoryOptions, backends: BackendRegistry) {
     this.#opts = opts;
     this.#backends = backends;
+  }
+
+  /** The server's inference entry, for ensembles to call their composing models. */
+  setModelRunner(runner: ModelRunner): void {
+    this.#runner = runner;
   }
 
   /** Scans the repositories and loads the start-up models; resolves when all have settled. */
@@ -275,7 +286,7 @@ export class ModelRepositoryManager {
     const hasReady = old !== undefined && [...old.versions.values()].some((v) => v.ready);
 
     let config: ModelConfig;
-    let backend: Backend;
+    let backend: Backend | undefined;
     try {
       ({ config, backend } = await this.#resolveConfig(location, override?.config));
     } catch (err) {
@@ -344,7 +355,7 @@ export class ModelRepositoryManager {
     return errors;
   }
 
-  async #resolveConfig(location: ModelLocation, override?: ModelConfig): Promise<{ config: ModelConfig; backend: Backend }> {
+  async #resolveConfig(location: ModelLocation, override?: ModelConfig): Promise<{ config: ModelConfig; backend: Backend | undefined }> {
     const { name, dir } = location;
     const cfgFile = override ? undefined : configPath(dir, this.#opts.modelConfigName);
     let config: ModelConfig = override ? structuredClone(override) : {};
@@ -360,6 +371,12 @@ export class ModelRepositoryManager {
     }
     const versions = listVersions(dir);
     const latestDir = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : undefined;
+    if (isEnsemble(config)) {
+      // Ensembles have no backend: their steps call other models.
+      config = validateModelConfig(normalizeModelConfig(config, { modelName: name, gpuCount: this.#opts.gpuCount }), name);
+      checkEnsembleFlow(config);
+      return { config, backend: undefined };
+    }
     const backend = this.#backends.resolve(config, latestDir);
     if (!backend) {
       const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : undefined;
@@ -387,9 +404,19 @@ export class ModelRepositoryManager {
     return { ...this.#opts.backendConfig[""], ...this.#opts.backendConfig[backend] };
   }
 
-  async #loadVersion(mv: ModelVersion, config: ModelConfig, backend: Backend): Promise<void> {
+  async #loadVersion(mv: ModelVersion, config: ModelConfig, backend: Backend | undefined): Promise<void> {
     const { name, version, modelDir: dir } = mv;
     mv.transition("LOADING");
+    if (!backend) {
+      if (!this.#runner) {
+        mv.transition("UNAVAILABLE", `ensemble '${name}' cannot run: the server gave the repository no model runner`);
+        return;
+      }
+      mv.attach(undefined, [], new EnsembleScheduler(config, this.#runner));
+      mv.transition("READY");
+      log.info(`successfully loaded '${name}' version ${version}`);
+      return;
+    }
     const started = performance.now();
     const instances: BackendInstance[] = [];
     let backendModel;

@@ -1,0 +1,125 @@
+/**
+ * @module Triton's ensemble scheduler (reference §7.8): a request flows through the
+ * steps of `ensemble_scheduling`; a step runs as soon as every ensemble tensor its
+ * input_map names exists, steps that are ready together run at once, and each step's
+ * outputs become ensemble tensors through its output_map. Composing models are called
+ * through the server like any request (their own schedulers, batching and statistics);
+ * request parameters (priority, timeout, sequence flags) pass on to them.
+ */
+import { invalidArg, unavailable, ServerError } from "../core/errors.ts";
+import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
+import type { PreparedRequest } from "../core/request-validate.ts";
+import type { Tensor } from "../core/tensor.ts";
+import type { ModelConfig } from "../model-config/types.ts";
+import type { Scheduler, ScheduledResult } from "./scheduler.ts";
+
+export interface EnsembleStep {
+  model_name?: string;
+  model_version?: number | string;
+  input_map?: Record<string, string>;
+  output_map?: Record<string, string>;
+}
+
+export type ModelRunner = (request: InferenceRequest) => Promise<InferenceResponse>;
+
+export function ensembleSteps(config: ModelConfig): EnsembleStep[] {
+  return ((config.ensemble_scheduling as { step?: EnsembleStep[] } | undefined)?.step ?? []).map((s) => ({
+    ...s,
+    input_map: { ...s.input_map },
+    output_map: { ...s.output_map },
+  }));
+}
+
+/**
+ * Load-time checks of the data flow: every ensemble output is produced by exactly one
+ * step output, every step input comes from an ensemble input or an earlier output.
+ */
+export function checkEnsembleFlow(config: ModelConfig): void {
+  const name = config.name;
+  const steps = ensembleSteps(config);
+  const produced = new Map<string, string>();
+  for (const s of steps) {
+    for (const t of Object.values(s.output_map!)) {
+      if (produced.has(t)) throw invalidArg(`ensemble '${name}': tensor '${t}' is produced by more than one step ('${produced.get(t)}' and '${s.model_name}')`);
+      produced.set(t, s.model_name!);
+    }
+  }
+  const available = new Set([...(config.input ?? []).map((i) => i.name!), ...produced.keys()]);
+  for (const s of steps) {
+    for (const t of Object.values(s.input_map!)) {
+      if (!available.has(t)) throw invalidArg(`ensemble '${name}': step '${s.model_name}' reads tensor '${t}', which is neither an ensemble input nor a step output`);
+    }
+  }
+  for (const o of config.output ?? []) {
+    if (!produced.has(o.name!)) throw invalidArg(`ensemble '${name}': output '${o.name}' is not produced by any step`);
+  }
+}
+
+export class EnsembleScheduler implements Scheduler {
+  readonly #name: string;
+  readonly #steps: EnsembleStep[];
+  readonly #run: ModelRunner;
+  #inflight = 0;
+  #stopping = false;
+  #drained: (() => void) | undefined;
+
+  constructor(config: ModelConfig, run: ModelRunner) {
+    this.#name = config.name ?? "";
+    this.#steps = ensembleSteps(config);
+    this.#run = run;
+  }
+
+  async enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {
+    if (this.#stopping) throw unavailable(`Server is stopping, scheduler for model has stopped accepting new inference requests`);
+    this.#inflight++;
+    try {
+      const tensors = new Map<string, Tensor>(prepared.inputs.map((t) => [t.name, t]));
+      const pending = new Set(this.#steps);
+      while (pending.size > 0) {
+        const ready = [...pending].filter((s) => Object.values(s.input_map!).every((t) => tensors.has(t)));
+        if (ready.length === 0) throw new ServerError("INTERNAL", `ensemble '${this.#name}': no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
+        for (const s of ready) pending.delete(s);
+        await Promise.all(ready.map((s) => this.#runStep(s, tensors, prepared.request)));
+      }
+      const outputs = prepared.outputNames.map((n) => {
+        const t = tensors.get(n);
+        if (!t) throw new ServerError("INTERNAL", `ensemble '${this.#name}' did not produce output '${n}'`);
+        return { ...t, name: n };
+      });
+      return { outputs, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+    } finally {
+      if (--this.#inflight === 0 && this.#stopping) this.#drained?.();
+    }
+  }
+
+  async #runStep(step: EnsembleStep, tensors: Map<string, Tensor>, request: InferenceRequest): Promise<void> {
+    const version = Number(step.model_version ?? -1);
+    const inputs = Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensors.get(ensembleTensor)!, name: modelInput }));
+    const outputNames = Object.keys(step.output_map!);
+    const response = await this.#run({
+      modelName: step.model_name!,
+      modelVersion: version > 0 ? String(version) : undefined,
+      parameters: { ...request.parameters },
+      inputs,
+      outputs: outputNames.map((name) => ({ name })),
+    });
+    for (const t of response.outputs) {
+      const target = step.output_map![t.name];
+      if (target) tensors.set(target, { name: target, datatype: t.datatype, shape: t.shape, data: t.data });
+    }
+  }
+
+  inflightCount(): number {
+    return this.#inflight;
+  }
+
+  pendingCount(): number {
+    return 0;
+  }
+
+  stop(): Promise<void> {
+    this.#stopping = true;
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.#drained = resolve));
+  }
+}
