@@ -144,9 +144,12 @@ export class InferenceServer {
     await this.repository.loadModel(name, override);
   }
 
-  /** The repository extension's unload (`unload_dependents` has nothing to act on until ensembles exist). */
-  async repositoryUnload(name: string): Promise<void> {
+  /** The repository extension's unload; with `unload_dependents`, the ensembles that use the model go too. */
+  async repositoryUnload(name: string, params: Record<string, unknown> = {}): Promise<void> {
+    const v = params.unload_dependents;
+    if (v !== undefined && typeof v !== "boolean") throw invalidArg("'unload_dependents' must be a boolean");
     await this.repository.unloadModel(name);
+    if (v === true) await Promise.all(this.repository.dependentsOf(name).map((d) => this.repository.unloadModel(d)));
   }
 
   /**

@@ -18,7 +18,7 @@ import { validateModelConfig } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import { warmUp } from "./warmup.ts";
-import { EnsembleScheduler, checkEnsembleFlow, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
+import { EnsembleScheduler, checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
@@ -126,6 +126,16 @@ export class ModelRepositoryManager {
       delete entry.failure;
       log.info(`successfully unloaded '${name}'`);
     });
+  }
+
+  /** Loaded ensembles with a step that calls `name` (for unload_dependents). */
+  dependentsOf(name: string): string[] {
+    const out: string[] = [];
+    for (const [model, entry] of this.#models) {
+      const uses = [...entry.versions.values()].some((v) => v.ready && isEnsemble(v.config) && ensembleSteps(v.config).some((s) => s.model_name === name));
+      if (uses) out.push(model);
+    }
+    return out;
   }
 
   /**

@@ -62,7 +62,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
   const repositoryControl = (action: "load" | "unload") => async (req: RepositoryControlRequest) => {
     if (req.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
     if (opts.modelControlMode !== "explicit") throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
-    if (action === "unload") await server.repositoryUnload(req.model_name ?? "");
+    if (action === "unload") await server.repositoryUnload(req.model_name ?? "", repositoryParameters(req.parameters));
     else await server.repositoryLoad(req.model_name ?? "", repositoryParameters(req.parameters));
     return {};
   };

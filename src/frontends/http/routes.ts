@@ -169,7 +169,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
       }
       const params = repositoryParameters(await readBody(req, opts.maxInputSize));
-      if (rest[2] === "unload") await server.repositoryUnload(decodeURIComponent(rest[1]!));
+      if (rest[2] === "unload") await server.repositoryUnload(decodeURIComponent(rest[1]!), params);
       else await server.repositoryLoad(decodeURIComponent(rest[1]!), params);
       return EMPTY_OK;
     }

@@ -176,4 +176,28 @@ describe("explicit model control", () => {
     // Traffic kept flowing between every two reloads.
     marks.slice(1).forEach((m, i) => expect(m).toBeGreaterThan(marks[i]!));
   });
+
+  it("unload_dependents also unloads the ensembles that call the model; without it they stay", async () => {
+    repo.add(
+      "chain/config.pbtxt",
+      `name: "chain"\nplatform: "ensemble"\nmax_batch_size: 8\n` +
+        `input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]\n` +
+        `output [ { name: "S" data_type: TYPE_INT32 dims: [ 16 ] } ]\n` +
+        `ensemble_scheduling { step [ { model_name: "simple" input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "S" } } ] }\n`,
+    );
+    repo.add("chain/1/.keep", "");
+    expect((await post("/v2/repository/models/chain/load")).status).toBe(200);
+    const state = async (name: string) => (await index()).find((e) => e.name === name)?.state;
+    expect(await state("chain")).toBe("READY");
+    const bad = await post("/v2/repository/models/simple/unload", { parameters: { unload_dependents: "yes" } });
+    expect(await bad.json()).toEqual({ error: "'unload_dependents' must be a boolean" });
+
+    expect((await post("/v2/repository/models/simple/unload")).status).toBe(200);
+    expect(await state("chain")).toBe("READY");
+    expect((await post("/v2/repository/models/simple/load")).status).toBe(200);
+
+    expect((await post("/v2/repository/models/simple/unload", { parameters: { unload_dependents: true } })).status).toBe(200);
+    expect(await state("simple")).toBe("UNAVAILABLE");
+    expect(await state("chain")).toBe("UNAVAILABLE");
+  });
 });
