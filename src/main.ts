@@ -31,6 +31,7 @@ export const EXTENSIONS = [
   "model_configuration",
   "system_shared_memory",
   "cuda_shared_memory",
+  "logging",
   "binary_tensor_data",
   "parameters",
   "statistics",

@@ -3,6 +3,7 @@
  * request message into a call on the core and the result (or ServerError) back.
  */
 import { type ServerUnaryCall, type sendUnaryData, type ServerDuplexStream, type UntypedServiceImplementation, Metadata } from "@grpc/grpc-js";
+import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { grpcStatus } from "./status.ts";
@@ -112,7 +113,17 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       return {};
     }),
     TraceSetting: unary(unimplemented("trace")),
-    LogSettings: unary(unimplemented("the logging extension")),
+    LogSettings: unary((r: { settings?: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }> }) => {
+      const update = Object.fromEntries(
+        Object.entries(r.settings ?? {}).map(([k, v]) => [k, v.parameter_choice ? v[v.parameter_choice as "bool_param" | "uint32_param" | "string_param"] : undefined]),
+      );
+      const current = Object.keys(update).length > 0 ? updateLogSettings(update) : currentLogSettings();
+      return {
+        settings: Object.fromEntries(
+          Object.entries(current).map(([k, v]) => [k, typeof v === "boolean" ? { bool_param: v } : typeof v === "number" ? { uint32_param: v } : { string_param: v }]),
+        ),
+      };
+    }),
   };
 }
 

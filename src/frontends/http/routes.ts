@@ -5,6 +5,7 @@
 import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { httpStatus } from "./status.ts";
+import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { handleInfer } from "./infer.ts";
 import { readBody } from "./body.ts";
 import type { InferenceServer } from "../../core/server.ts";
@@ -57,6 +58,19 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
     if (parts[1] === "models") return modelRoute(req, parts.slice(2));
     if (parts[1] === "repository") return repositoryRoute(req, parts.slice(2));
+    if (parts[1] === "logging" && parts.length === 2) {
+      if (method === "GET") return json(200, currentLogSettings());
+      if (method !== "POST") return METHOD_NOT_ALLOWED();
+      const body = await readBody(req, opts.maxInputSize);
+      let doc: unknown;
+      try {
+        doc = JSON.parse(new TextDecoder().decode(body));
+      } catch (err) {
+        throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
+      }
+      if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new ServerError("INVALID_ARG", "the logging settings must be a JSON object");
+      return json(200, updateLogSettings(doc as Record<string, unknown>));
+    }
     if (parts[1] === "systemsharedmemory") return sharedMemoryRoute(req, parts.slice(2), "system");
     if (parts[1] === "cudasharedmemory") return sharedMemoryRoute(req, parts.slice(2), "cuda");
     return NOT_FOUND();

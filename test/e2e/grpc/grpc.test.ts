@@ -133,7 +133,13 @@ describe("every RPC (G-01, G-08)", () => {
       "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.",
     );
     await expectStatus(call("TraceSetting")({}), status.UNIMPLEMENTED, "trace is not supported by this server yet");
-    await expectStatus(call("LogSettings")({}), status.UNIMPLEMENTED, "the logging extension is not supported by this server yet");
+    await expectStatus(
+      call("LogSettings")({ settings: { log_format: { string_param: "json" } } }),
+      status.INVALID_ARGUMENT,
+      "invalid argument for log_format, got 'json'. Choose from 'default' or 'ISO8601'",
+    );
+    const logs = await call("LogSettings")({ settings: { log_verbose_level: { uint32_param: 0 } } });
+    expect(logs.settings.log_format).toEqual({ string_param: "default", parameter_choice: "string_param" });
     // and the server keeps serving
     expect(ints((await call("ModelInfer")(simpleRequest())).raw_output_contents[0])[0]).toBe(100);
   });

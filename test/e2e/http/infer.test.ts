@@ -85,6 +85,7 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
         "model_configuration",
         "system_shared_memory",
         "cuda_shared_memory",
+        "logging",
         "binary_tensor_data",
         "parameters",
         "statistics",
