@@ -201,3 +201,15 @@ describe("explicit model control", () => {
     expect(await state("chain")).toBe("UNAVAILABLE");
   });
 });
+
+describe("--load-model=*", () => {
+  it("loads every model of the repository in explicit mode", async () => {
+    const s = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*"]);
+    try {
+      const entries = (await (await fetch(`${s.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; state?: string }[];
+      expect(entries.filter((e) => e.name === "simple" || e.name === "simple_identity").map((e) => e.state)).toEqual(["READY", "READY"]);
+    } finally {
+      await s.stop();
+    }
+  });
+});
