@@ -42,17 +42,31 @@ function expectDistinctAndNonNull(calls: unknown[][], n: number): void {
 }
 
 describe("a run releases each of its OrtValues once", () => {
-  for (const [mode, async] of [["sync", false], ["async", true]] as const) {
-    it(`${mode}, batched: 2 inputs + 2 outputs preallocated in JS memory`, async () => {
-      const { session, close } = sessionFor(dir.model(addSubSpec("h_batched")));
-      const spy = releases("ReleaseValue");
-      const out = await session.run([i32Input("A", 3, 5), i32Input("B", 3, 2)], ["SUM", "DIFF"], async, true);
-      expectDistinctAndNonNull(spy.mock.calls, 4);
-      expect(new Int32Array(out[0]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(7));
-      expect(new Int32Array(out[1]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(3));
-      close();
-    });
+  it("async, batched: 2 inputs + 2 outputs preallocated in JS memory", async () => {
+    const { session, close } = sessionFor(dir.model(addSubSpec("h_batched")));
+    const spy = releases("ReleaseValue");
+    const out = await session.run([i32Input("A", 3, 5), i32Input("B", 3, 2)], ["SUM", "DIFF"], true, true);
+    expectDistinctAndNonNull(spy.mock.calls, 4);
+    expect(new Int32Array(out[0]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(7));
+    expect(new Int32Array(out[1]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(3));
+    close();
+  });
 
+  it("sync, batched and small: the 4 values stay bound across runs and are released once, at close", async () => {
+    const { session, close } = sessionFor(dir.model(addSubSpec("h_bound")));
+    const spy = releases("ReleaseValue");
+    const first = await session.run([i32Input("A", 3, 5), i32Input("B", 3, 2)], ["SUM", "DIFF"], false, true);
+    const second = await session.run([i32Input("A", 3, 9), i32Input("B", 3, 1)], ["SUM", "DIFF"], false, true);
+    expect(spy.mock.calls).toHaveLength(0);
+    // Each run's outputs are its own copies: the second run did not change the first's.
+    expect(new Int32Array(first[0]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(7));
+    expect(new Int32Array(second[0]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(10));
+    expect(new Int32Array(second[1]!.data.slice().buffer)).toEqual(new Int32Array(48).fill(8));
+    close();
+    expectDistinctAndNonNull(spy.mock.calls, 4);
+  });
+
+  for (const [mode, async] of [["sync", false], ["async", true]] as const) {
     it(`${mode}, not batched: 2 inputs + 2 outputs ORT allocates`, async () => {
       const { session, close } = sessionFor(dir.model(addSubSpec("h_unbatched")));
       const spy = releases("ReleaseValue");
