@@ -16,6 +16,7 @@ import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-me
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
 import { SharedMemoryManager } from "./core/shared-memory.ts";
+import { TraceManager } from "./core/trace.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 
@@ -66,6 +67,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes),
     new SharedMemoryManager(options.allowClientShm),
   );
+  try {
+    server.trace = new TraceManager(options.traceConfig as never);
+  } catch (err) {
+    throw new Error(`invalid --trace-config: ${(err as Error).message}`);
+  }
   repository.setModelRunner((request) => server.inferAsync(request));
   await repository.loadAll();
   const failures = repository.failures();
@@ -143,6 +149,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
       server.sharedMemory.close();
+      try {
+        server.trace?.flush();
+      } catch (err) {
+        log.error(`cannot write the trace file: ${(err as Error).message}`);
+      }
       return drained ? 0 : 1;
     })());
   return { server, http, grpc, metrics, shutdown };

@@ -42,6 +42,8 @@ export interface ServerOptions {
   allowGpuMetrics: boolean;
   /** `--metrics-config key=value`: counter_latencies, summary_latencies, summary_quantiles. */
   metricsConfig: Record<string, string>;
+  /** `--trace-config` (and the deprecated --trace-* flags), as trace-extension settings. */
+  traceConfig: Record<string, string | string[]>;
   /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
   allowClientShm: boolean;
   /** `--cache-config local,size=N` (or the deprecated --response-cache-byte-size); undefined: no cache. */
@@ -87,6 +89,7 @@ export function defaultOptions(): ServerOptions {
     allowGpuMetrics: true,
     metricsConfig: {},
     allowClientShm: false,
+    traceConfig: {},
     cacheSizeBytes: undefined,
     allowCpuMetrics: true,
     logVerbose: 0,
@@ -146,6 +149,32 @@ function parseCacheConfig(o: ServerOptions, v: string): void {
   o.cacheSizeBytes = parseInt10("cache-config size", value!, 1);
 }
 
+/** `--trace-config [<mode>,]<key>=<value>`: level, rate, count, mode (triton only), file, log-frequency. */
+function parseTraceConfig(o: ServerOptions, v: string): void {
+  const m = /^(?:([^,=]+),)?([^,=]+)=(.*)$/.exec(v);
+  if (!m) throw new UsageError(`--trace-config must be [<mode>,]<key>=<value>, got '${v}'`);
+  const [, mode, key, value] = m;
+  if (mode !== undefined && mode !== "triton") throw new UsageError(`--trace-config: trace mode '${mode}' is not available; Nereid writes Triton-mode trace files`);
+  switch (key) {
+    case "mode":
+      if (value !== "triton") throw new UsageError(`--trace-config: trace mode '${value}' is not available; Nereid writes Triton-mode trace files`);
+      return;
+    case "level":
+      ((o.traceConfig.trace_level ??= []) as string[]).push(value!);
+      return;
+    case "rate":
+    case "count":
+    case "file":
+      o.traceConfig[`trace_${key}`] = value!;
+      return;
+    case "log-frequency":
+      o.traceConfig.log_frequency = value!;
+      return;
+    default:
+      throw new UsageError(`--trace-config: unknown key '${key}'`);
+  }
+}
+
 function parseMetricsConfig(o: ServerOptions, v: string): void {
   const m = /^(?:([^,=]+),)?([^,=]+)=(.*)$/.exec(v);
   if (!m) throw new UsageError(`--metrics-config must be [<group>,]<key>=<value>, got '${v}'`);
@@ -196,6 +225,11 @@ const FLAGS: Record<string, FlagSpec> = {
   "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
   "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
   "allow-gpu-metrics": { kind: "bool", help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).", apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)) },
+  "trace-config": { kind: "string", help: "[triton,]<key>=<value> with level (OFF|TIMESTAMPS), rate, count, file, log-frequency (repeatable).", apply: parseTraceConfig },
+  "trace-file": { kind: "string", help: "Deprecated: --trace-config triton,file=<path>.", apply: (o, v) => parseTraceConfig(o, `file=${v}`) },
+  "trace-level": { kind: "string", help: "Deprecated: --trace-config level=<level>.", apply: (o, v) => parseTraceConfig(o, `level=${v}`) },
+  "trace-rate": { kind: "string", help: "Deprecated: --trace-config rate=<n>.", apply: (o, v) => parseTraceConfig(o, `rate=${v}`) },
+  "trace-count": { kind: "string", help: "Deprecated: --trace-config count=<n>.", apply: (o, v) => parseTraceConfig(o, `count=${v}`) },
   "metrics-config": { kind: "string", help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).", apply: parseMetricsConfig },
   "cache-config": { kind: "string", help: "local,size=<bytes>: the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
   "response-cache-byte-size": { kind: "int", help: "Deprecated: same as --cache-config local,size=<bytes>.", apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)) },

@@ -15,6 +15,7 @@ import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
 import type { InferenceRequest, InferenceResponse, OutputTensor } from "./request.ts";
 import { SharedMemoryManager, shmRef } from "./shared-memory.ts";
+import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
 import type { Tensor } from "./tensor.ts";
@@ -49,6 +50,8 @@ export class InferenceServer {
   state: ServerState = "STARTING";
   /** The `--cache-config` response cache, shared by the models that enable it. */
   readonly responseCache: LocalResponseCache | undefined;
+  /** The trace extension's settings and sampler, when tracing is available. */
+  trace: TraceManager | undefined;
   /** Called with each successful request's durations (the metrics summaries), when set. */
   onSuccess: ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number }) => void) | undefined;
   readonly #labels = new Map<string, string[]>();
@@ -194,6 +197,8 @@ export class InferenceServer {
         mv.stats.recordCacheHit(requestNs, 0, lookupNs);
         this.onSuccess?.(mv, { requestNs, queueNs: 0 });
       } else {
+        const traced = this.trace?.sample(mv.name) === true;
+        const queueStart = traced ? nowNs() : 0;
         const result = await mv.scheduler.enqueue(prepared);
         if (cache) {
           const insertStart = nowNs();
@@ -201,8 +206,23 @@ export class InferenceServer {
           mv.stats.recordCacheMiss(lookupNs + (nowNs() - insertStart));
         }
         outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
-        const requestNs = nowNs() - start;
+        const end = nowNs();
+        const requestNs = end - start;
         mv.stats.recordSuccess(requestNs, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        if (traced) {
+          const computeStart = queueStart + result.queueNs;
+          const inputEnd = computeStart + result.computeInputNs;
+          const outputStart = inputEnd + result.computeInferNs;
+          this.trace!.record(mv.name, String(mv.version), request.id, {
+            requestStart: start,
+            queueStart,
+            computeStart,
+            computeInputEnd: inputEnd,
+            computeOutputStart: outputStart,
+            computeEnd: outputStart + result.computeOutputNs,
+            requestEnd: end,
+          });
+        }
         this.onSuccess?.(mv, {
           requestNs,
           queueNs: result.queueNs,

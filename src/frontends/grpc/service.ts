@@ -54,10 +54,6 @@ function unary(fn: Handler) {
   };
 }
 
-const unimplemented = (what: string) => () => {
-  throw new ServerError("UNSUPPORTED", `${what} is not supported by this server yet`);
-};
-
 /** Handlers for inference.GRPCInferenceService. */
 export function inferenceService(server: InferenceServer, opts: GrpcServiceOptions): UntypedServiceImplementation {
   const repositoryControl = (action: "load" | "unload") => async (req: RepositoryControlRequest) => {
@@ -112,7 +108,18 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       server.sharedMemory.unregisterCuda(r.name || undefined);
       return {};
     }),
-    TraceSetting: unary(unimplemented("trace")),
+    TraceSetting: unary((r: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
+      const trace = server.trace;
+      if (!trace) throw new ServerError("UNSUPPORTED", "trace is not enabled");
+      const model = r.model_name || undefined;
+      if (model) server.repository.getModel(model);
+      // An entry with no values clears a model's override, as JSON null does over HTTP.
+      const update = Object.fromEntries(
+        Object.entries(r.settings ?? {}).map(([k, v]) => [k, !v.value?.length ? null : k === "trace_level" ? v.value : v.value[0]]),
+      );
+      const current = Object.keys(update).length > 0 ? trace.update(update, model) : trace.settings(model);
+      return { settings: Object.fromEntries(Object.entries(current).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [v] }])) };
+    }),
     LogSettings: unary((r: { settings?: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }> }) => {
       const update = Object.fromEntries(
         Object.entries(r.settings ?? {}).map(([k, v]) => [k, v.parameter_choice ? v[v.parameter_choice as "bool_param" | "uint32_param" | "string_param"] : undefined]),

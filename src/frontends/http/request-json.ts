@@ -3,7 +3,7 @@
  * checks, in Triton's order and words (src/http_server.cc ParseJsonTriton*), JSON `data`
  * flattened row-major and encoded, binary_data_size inputs cut from the binary part as views.
  */
-import { invalidArg, unsupported } from "../../core/errors.ts";
+import { invalidArg } from "../../core/errors.ts";
 import { isDataType } from "../../core/tensor.ts";
 import { valuesToBytes } from "../../core/tensor-values.ts";
 import type { InferenceRequest, InputTensor, Parameters, ParameterValue, RequestedOutput } from "../../core/request.ts";

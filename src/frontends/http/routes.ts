@@ -58,18 +58,11 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
     if (parts[1] === "models") return modelRoute(req, parts.slice(2));
     if (parts[1] === "repository") return repositoryRoute(req, parts.slice(2));
+    if (parts[1] === "trace" && parts[2] === "setting" && parts.length === 3) return traceRoute(req, undefined);
     if (parts[1] === "logging" && parts.length === 2) {
       if (method === "GET") return json(200, currentLogSettings());
       if (method !== "POST") return METHOD_NOT_ALLOWED();
-      const body = await readBody(req, opts.maxInputSize);
-      let doc: unknown;
-      try {
-        doc = JSON.parse(new TextDecoder().decode(body));
-      } catch (err) {
-        throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
-      }
-      if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new ServerError("INVALID_ARG", "the logging settings must be a JSON object");
-      return json(200, updateLogSettings(doc as Record<string, unknown>));
+      return json(200, updateLogSettings(await jsonObjectBody(req, "the logging settings")));
     }
     if (parts[1] === "systemsharedmemory") return sharedMemoryRoute(req, parts.slice(2), "system");
     if (parts[1] === "cudasharedmemory") return sharedMemoryRoute(req, parts.slice(2), "cuda");
@@ -122,6 +115,29 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     return NOT_FOUND();
   }
 
+  /** The request body as a JSON object; `what` names it in the error. */
+  async function jsonObjectBody(req: HttpRequest, what: string): Promise<Record<string, unknown>> {
+    const body = await readBody(req, opts.maxInputSize);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(new TextDecoder().decode(body));
+    } catch (err) {
+      throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
+    }
+    if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new ServerError("INVALID_ARG", `${what} must be a JSON object`);
+    return doc as Record<string, unknown>;
+  }
+
+  /** GET|POST /v2/trace/setting and /v2/models/<m>/trace/setting. */
+  async function traceRoute(req: HttpRequest, model: string | undefined): Promise<HttpResponse> {
+    const trace = server.trace;
+    if (!trace) throw new ServerError("UNSUPPORTED", "trace is not enabled");
+    if (model !== undefined) server.repository.getModel(model);
+    if (req.method === "GET") return json(200, trace.settings(model));
+    if (req.method !== "POST") return METHOD_NOT_ALLOWED();
+    return json(200, trace.update(await jsonObjectBody(req, "the trace settings"), model));
+  }
+
   async function modelRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
     const method = req.method;
     if (rest.length === 1 && rest[0] === "stats") {
@@ -138,6 +154,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       i += 2;
     }
     const action = rest[i];
+    if (action === "trace" && rest[i + 1] === "setting" && rest.length === i + 2 && version === undefined) return traceRoute(req, model);
     if (rest.length > i + 1) return NOT_FOUND();
     switch (action) {
       case undefined:

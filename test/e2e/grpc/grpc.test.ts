@@ -132,7 +132,13 @@ describe("every RPC (G-01, G-08)", () => {
       status.UNAVAILABLE,
       "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.",
     );
-    await expectStatus(call("TraceSetting")({}), status.UNIMPLEMENTED, "trace is not supported by this server yet");
+    await expectStatus(
+      call("TraceSetting")({ settings: { trace_level: { value: ["TENSORS"] } } }),
+      status.UNIMPLEMENTED,
+      "trace level TENSORS is not supported by this server (OFF and TIMESTAMPS are)",
+    );
+    const trace = await call("TraceSetting")({});
+    expect(trace.settings.trace_rate).toEqual({ value: ["1000"] });
     await expectStatus(
       call("LogSettings")({ settings: { log_format: { string_param: "json" } } }),
       status.INVALID_ARGUMENT,

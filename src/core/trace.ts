@@ -1,0 +1,165 @@
+/**
+ * @module Triton's trace extension in its `triton` mode: sampled requests get their
+ * timestamps (REQUEST_START, QUEUE_START, COMPUTE_START, COMPUTE_INPUT_END,
+ * COMPUTE_OUTPUT_START, COMPUTE_END, REQUEST_END, in monotonic ns) written to
+ * `trace_file` as Triton's JSON array (a `{id, model_name, model_version}` entry, then
+ * a `{id, timestamps}` entry per trace), which Triton's trace_summary.py reads. Settings
+ * are global with per-model overrides, as strings on the wire (trace_level an array):
+ * trace_level OFF|TIMESTAMPS (TENSORS is refused), trace_rate (1 in N), trace_count (-1 unlimited),
+ * log_frequency (0: write at shutdown; N: a new file `<trace_file>.<i>` every N traces).
+ */
+import { writeFileSync } from "node:fs";
+import { invalidArg, ServerError } from "./errors.ts";
+
+export interface TraceSettings {
+  trace_file: string;
+  trace_level: string[];
+  trace_rate: string;
+  trace_count: string;
+  log_frequency: string;
+  trace_mode: string;
+}
+
+export interface TraceTimes {
+  requestStart: number;
+  queueStart: number;
+  computeStart: number;
+  computeInputEnd: number;
+  computeOutputStart: number;
+  computeEnd: number;
+  requestEnd: number;
+}
+
+const KEYS = ["trace_file", "trace_level", "trace_rate", "trace_count", "log_frequency"] as const;
+type Key = (typeof KEYS)[number];
+
+export const DEFAULT_TRACE_SETTINGS: TraceSettings = {
+  trace_file: "",
+  trace_level: ["OFF"],
+  trace_rate: "1000",
+  trace_count: "-1",
+  log_frequency: "0",
+  trace_mode: "triton",
+};
+
+interface Sampler {
+  seen: number;
+}
+
+export class TraceManager {
+  readonly #global: TraceSettings;
+  readonly #models = new Map<string, Partial<TraceSettings>>();
+  readonly #samplers = new Map<string, Sampler>();
+  #nextId = 1;
+  /** Trace entries waiting to be written, by trace file. */
+  readonly #pending = new Map<string, object[]>();
+  readonly #fileIndex = new Map<string, number>();
+
+  constructor(initial: Partial<TraceSettings> = {}) {
+    this.#global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
+    check(this.#global);
+  }
+
+  /** The settings in force for `model` (or the global ones). */
+  settings(model?: string): TraceSettings {
+    return { ...this.#global, ...(model ? this.#models.get(model) : {}) };
+  }
+
+  /** Applies an update; a null value clears a per-model override. Returns the result. */
+  update(update: Record<string, unknown>, model?: string): TraceSettings {
+    const next: Partial<TraceSettings> = model ? { ...this.#models.get(model) } : { ...this.#global };
+    for (const [key, value] of Object.entries(update)) {
+      if (!(KEYS as readonly string[]).includes(key)) throw invalidArg(`unknown trace setting '${key}'`);
+      const k = key as Key;
+      if (value === null) {
+        if (!model) throw invalidArg(`trace setting '${key}' can only be cleared for a model`);
+        delete next[k];
+        continue;
+      }
+      if (k === "trace_level") {
+        const levels = Array.isArray(value) ? value : [value];
+        if (!levels.every((l) => typeof l === "string")) throw invalidArg("'trace_level' must be an array of strings");
+        next.trace_level = levels as string[];
+      } else {
+        if (typeof value !== "string") throw invalidArg(`'${key}' must be a string`);
+        next[k] = value;
+      }
+    }
+    check({ ...this.#global, ...next });
+    if (model) this.#models.set(model, next);
+    else Object.assign(this.#global, next);
+    this.#samplers.delete(model ?? "");
+    return this.settings(model);
+  }
+
+  /** Whether the next request of `model` is traced (counts it for the sampling rate). */
+  sample(model: string): boolean {
+    const s = this.settings(model);
+    if (!s.trace_level.includes("TIMESTAMPS") || !s.trace_file) return false;
+    const owner = this.#models.has(model) ? model : "";
+    let sampler = this.#samplers.get(owner);
+    if (!sampler) this.#samplers.set(owner, (sampler = { seen: 0 }));
+    sampler.seen++;
+    if ((sampler.seen - 1) % Number(s.trace_rate) !== 0) return false;
+    const count = Number(s.trace_count);
+    if (count === 0) return false;
+    if (count > 0) this.update({ trace_count: String(count - 1) }, owner || undefined);
+    return true;
+  }
+
+  record(model: string, version: string, requestId: string | undefined, t: TraceTimes): void {
+    const s = this.settings(model);
+    const id = this.#nextId++;
+    const head: Record<string, unknown> = { id, model_name: model, model_version: Number(version) };
+    if (requestId) head.request_id = requestId;
+    const ts = (name: string, ns: number) => ({ name, ns: Math.round(ns) });
+    const entries = this.#pending.get(s.trace_file) ?? [];
+    entries.push(head, {
+      id,
+      timestamps: [
+        ts("REQUEST_START", t.requestStart),
+        ts("QUEUE_START", t.queueStart),
+        ts("COMPUTE_START", t.computeStart),
+        ts("COMPUTE_INPUT_END", t.computeInputEnd),
+        ts("COMPUTE_OUTPUT_START", t.computeOutputStart),
+        ts("COMPUTE_END", t.computeEnd),
+        ts("REQUEST_END", t.requestEnd),
+      ],
+    });
+    this.#pending.set(s.trace_file, entries);
+    const every = Number(s.log_frequency);
+    if (every > 0 && entries.length / 2 >= every) this.#write(s.trace_file, true);
+  }
+
+  /** Writes what is pending (at shutdown). */
+  flush(): void {
+    for (const file of [...this.#pending.keys()]) this.#write(file, this.#fileIndex.has(file));
+  }
+
+  #write(file: string, rotate: boolean): void {
+    const entries = this.#pending.get(file);
+    if (!entries || entries.length === 0) return;
+    this.#pending.delete(file);
+    let path = file;
+    if (rotate) {
+      const i = this.#fileIndex.get(file) ?? 0;
+      this.#fileIndex.set(file, i + 1);
+      path = `${file}.${i}`;
+    }
+    writeFileSync(path, JSON.stringify(entries));
+  }
+}
+
+function check(s: TraceSettings): void {
+  for (const l of s.trace_level) {
+    if (l === "TENSORS") throw new ServerError("UNSUPPORTED", "trace level TENSORS is not supported by this server (OFF and TIMESTAMPS are)");
+    if (l !== "OFF" && l !== "TIMESTAMPS") throw invalidArg(`invalid trace level '${l}': expected OFF or TIMESTAMPS`);
+  }
+  const int = (key: Key, min: number) => {
+    const n = Number(s[key]);
+    if (!/^-?\d+$/.test(String(s[key])) || n < min) throw invalidArg(`invalid '${key}' value '${s[key]}': expected an integer >= ${min}`);
+  };
+  int("trace_rate", 1);
+  int("trace_count", -1);
+  int("log_frequency", 0);
+}

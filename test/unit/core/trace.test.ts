@@ -1,0 +1,45 @@
+// P-22: TraceManager sampling, counts, per-model overrides and file rotation.
+import { describe, it, expect, afterAll } from "vitest";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { TraceManager } from "../../../src/core/trace.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "nereid-trace-unit-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const times = { requestStart: 1, queueStart: 2, computeStart: 3, computeInputEnd: 4, computeOutputStart: 5, computeEnd: 6, requestEnd: 7 };
+
+describe("TraceManager", () => {
+  it("is off by default", () => {
+    const t = new TraceManager();
+    expect(t.settings()).toEqual({ trace_file: "", trace_level: ["OFF"], trace_rate: "1000", trace_count: "-1", log_frequency: "0", trace_mode: "triton" });
+    expect(t.sample("m")).toBe(false);
+  });
+
+  it("stops after trace_count traces and counts down", () => {
+    const t = new TraceManager({ trace_file: join(dir, "c.json"), trace_level: ["TIMESTAMPS"], trace_rate: "1", trace_count: "2" });
+    expect([t.sample("m"), t.sample("m"), t.sample("m")]).toEqual([true, true, false]);
+    expect(t.settings().trace_count).toBe("0");
+  });
+
+  it("a model override has its own rate; null clears it", () => {
+    const t = new TraceManager({ trace_file: join(dir, "o.json"), trace_level: ["TIMESTAMPS"], trace_rate: "3" });
+    t.update({ trace_rate: "1" }, "fast");
+    expect([t.sample("fast"), t.sample("fast")]).toEqual([true, true]);
+    expect([t.sample("slow"), t.sample("slow"), t.sample("slow"), t.sample("slow")]).toEqual([true, false, false, true]);
+    expect(t.update({ trace_rate: null }, "fast").trace_rate).toBe("3");
+    expect(() => t.update({ trace_rate: null })).toThrow("can only be cleared for a model");
+    expect(() => t.update({ bogus: "1" })).toThrow("unknown trace setting 'bogus'");
+  });
+
+  it("log_frequency N writes <file>.<i> every N traces; the rest at flush", () => {
+    const file = join(dir, "r.json");
+    const t = new TraceManager({ trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "1", log_frequency: "2" });
+    for (let i = 0; i < 5; i++) t.record("m", "1", `q${i}`, times);
+    t.flush();
+    expect(readdirSync(dir).filter((f) => f.startsWith("r.json")).sort()).toEqual(["r.json.0", "r.json.1", "r.json.2"]);
+    const last = JSON.parse(readFileSync(`${file}.2`, "utf8"));
+    expect(last[0]).toEqual({ id: 5, model_name: "m", model_version: 1, request_id: "q4" });
+    expect(last[1].timestamps[6]).toEqual({ name: "REQUEST_END", ns: 7 });
+  });
+});
