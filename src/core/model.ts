@@ -32,6 +32,8 @@ export class ModelVersion {
   /** The normalized config and version-folder fingerprint it was loaded from, to tell whether a reload changes it. */
   configKey = "";
   fingerprint = "";
+  /** How long the load took (nv_model_load_duration_secs); 0 for ensembles. */
+  loadDurationSecs = 0;
   #backendModel: BackendModel | undefined;
   #instances: BackendInstance[] = [];
   #scheduler: Scheduler | undefined;

@@ -100,6 +100,16 @@ export function createMetricsRegistry(source: MetricsSource, opts: MetricsOption
   counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.cacheHit.ns * US, cached);
   counter("nv_cache_miss_duration_per_model", "Total cache miss (insert+lookup) duration per model, in microseconds", (v) => v.stats.cacheMiss.ns * US, cached);
   new Gauge({
+    name: "nv_model_load_duration_secs",
+    help: "Model load time in seconds",
+    labelNames: ["model", "version"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const v of source.versions()) this.set(labels(v), v.loadDurationSecs);
+    },
+  });
+  new Gauge({
     name: "nv_inference_pending_request_count",
     help: "Instantaneous number of pending requests awaiting execution per-model.",
     labelNames: ["model", "version"],

@@ -461,6 +461,7 @@ export class ModelRepositoryManager {
       }
       mv.attach(backendModel, instances, createScheduler(mv, instances));
       mv.transition("READY");
+      mv.loadDurationSecs = (performance.now() - started) / 1000;
       log.info(`successfully loaded '${name}' version ${version} in ${Math.round(performance.now() - started)} ms`);
     } catch (err) {
       for (const inst of instances) inst.close();

@@ -5,6 +5,7 @@
  * outputs become ensemble tensors through its output_map. Composing models are called
  * through the server like any request (their own schedulers, batching and statistics);
  * request parameters (priority, timeout, sequence flags) pass on to them.
+ * `max_inflight_requests` bounds how many requests each step has in flight at once.
  */
 import { invalidArg, unavailable, ServerError } from "../core/errors.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
@@ -55,10 +56,37 @@ export function checkEnsembleFlow(config: ModelConfig): void {
   }
 }
 
+/** A FIFO counting semaphore: at most `limit` holders at once. */
+class StepGate {
+  readonly #limit: number;
+  #held = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  async acquire(): Promise<void> {
+    if (this.#held < this.#limit) {
+      this.#held++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next) next(); // the slot passes straight to the next waiter
+    else this.#held--;
+  }
+}
+
 export class EnsembleScheduler implements Scheduler {
   readonly #name: string;
   readonly #steps: EnsembleStep[];
   readonly #run: ModelRunner;
+  /** max_inflight_requests: per-step back-pressure (none when 0). */
+  readonly #gates: Map<EnsembleStep, StepGate> | undefined;
   #inflight = 0;
   #stopping = false;
   #drained: (() => void) | undefined;
@@ -67,6 +95,8 @@ export class EnsembleScheduler implements Scheduler {
     this.#name = config.name ?? "";
     this.#steps = ensembleSteps(config);
     this.#run = run;
+    const limit = Number((config.ensemble_scheduling as { max_inflight_requests?: number | string } | undefined)?.max_inflight_requests ?? 0);
+    this.#gates = limit > 0 ? new Map(this.#steps.map((s) => [s, new StepGate(limit)])) : undefined;
   }
 
   async enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {
@@ -96,13 +126,20 @@ export class EnsembleScheduler implements Scheduler {
     const version = Number(step.model_version ?? -1);
     const inputs = Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensors.get(ensembleTensor)!, name: modelInput }));
     const outputNames = Object.keys(step.output_map!);
-    const response = await this.#run({
-      modelName: step.model_name!,
-      modelVersion: version > 0 ? String(version) : undefined,
-      parameters: { ...request.parameters },
-      inputs,
-      outputs: outputNames.map((name) => ({ name })),
-    });
+    const gate = this.#gates?.get(step);
+    await gate?.acquire();
+    let response: InferenceResponse;
+    try {
+      response = await this.#run({
+        modelName: step.model_name!,
+        modelVersion: version > 0 ? String(version) : undefined,
+        parameters: { ...request.parameters },
+        inputs,
+        outputs: outputNames.map((name) => ({ name })),
+      });
+    } finally {
+      gate?.release();
+    }
     for (const t of response.outputs) {
       const target = step.output_map![t.name];
       if (target) tensors.set(target, { name: target, datatype: t.datatype, shape: t.shape, data: t.data });

@@ -46,6 +46,9 @@ describe("metrics endpoint", () => {
     expect(sample(text, "nv_inference_count", simple)).toBe(4);
     expect(sample(text, "nv_inference_exec_count", simple)).toBe(3);
     expect(sample(text, "nv_inference_pending_request_count", simple)).toBe(0);
+    const load = sample(text, "nv_model_load_duration_secs", simple)!;
+    expect(load).toBeGreaterThan(0);
+    expect(load).toBeLessThan(60);
     for (const [reason, n] of [["REJECTED", 0], ["CANCELED", 0], ["BACKEND", 0], ["OTHER", 1]] as const) {
       expect(sample(text, "nv_inference_request_failure", `${simple},reason="${reason}"`)).toBe(n);
     }
