@@ -17,6 +17,7 @@ import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
 import { SharedMemoryManager } from "./core/shared-memory.ts";
 import { TraceManager } from "./core/trace.ts";
+import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 
@@ -109,6 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.allowGrpc) {
     grpc = await listenGrpc(server, {
       modelControlMode: options.modelControlMode,
+      restricted: restrictionMap(options.grpcRestrictedProtocol),
       address: options.grpcAddress,
       port: options.grpcPort,
       keepaliveTimeMs: options.grpcKeepaliveTimeMs,
@@ -122,7 +124,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   let http: HttpListener | undefined;
   if (options.allowHttp) {
-    const handler = createHttpHandler(server, { maxInputSize: options.httpMaxInputSize, modelControlMode: options.modelControlMode });
+    const handler = createHttpHandler(server, {
+      maxInputSize: options.httpMaxInputSize,
+      modelControlMode: options.modelControlMode,
+      restricted: restrictionMap(options.httpRestrictedApi),
+    });
     http = await listenHttp(handler, options.httpAddress, options.httpPort, options.httpMaxInputSize);
     log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
   }

@@ -3,6 +3,7 @@
  * the command-line parser. Nothing else reads argv; environment variables are read here
  * or in ffi/ library lookup only.
  */
+import { parseRestriction, type Restriction } from "./frontends/restricted.ts";
 
 export const VERSION = "0.1.0";
 /** The Triton release whose protocol this server speaks, reported in server metadata. */
@@ -42,6 +43,9 @@ export interface ServerOptions {
   allowGpuMetrics: boolean;
   /** `--metrics-config key=value`: counter_latencies, summary_latencies, summary_quantiles. */
   metricsConfig: Record<string, string>;
+  /** `--http-restricted-api` and `--grpc-restricted-protocol` groups. */
+  httpRestrictedApi: Restriction[];
+  grpcRestrictedProtocol: Restriction[];
   /** `--trace-config` (and the deprecated --trace-* flags), as trace-extension settings. */
   traceConfig: Record<string, string | string[]>;
   /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
@@ -90,6 +94,8 @@ export function defaultOptions(): ServerOptions {
     metricsConfig: {},
     allowClientShm: false,
     traceConfig: {},
+    httpRestrictedApi: [],
+    grpcRestrictedProtocol: [],
     cacheSizeBytes: undefined,
     allowCpuMetrics: true,
     logVerbose: 0,
@@ -147,6 +153,19 @@ function parseCacheConfig(o: ServerOptions, v: string): void {
   if (cache !== "local") throw new UsageError(`--cache-config: cache '${cache}' is not available; Nereid has the 'local' cache only`);
   if (key !== "size") throw new UsageError(`--cache-config: unknown key '${key}' for the local cache (expected size)`);
   o.cacheSizeBytes = parseInt10("cache-config size", value!, 1);
+}
+
+function addRestriction(list: Restriction[], flag: string, v: string): void {
+  let r: Restriction;
+  try {
+    r = parseRestriction(flag, v);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  for (const api of r.apis) {
+    if (list.some((x) => x.apis.includes(api))) throw new UsageError(`--${flag}: API '${api}' is already in another restricted group`);
+  }
+  list.push(r);
 }
 
 /** `--trace-config [<mode>,]<key>=<value>`: level, rate, count, mode (triton only), file, log-frequency. */
@@ -225,6 +244,8 @@ const FLAGS: Record<string, FlagSpec> = {
   "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
   "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
   "allow-gpu-metrics": { kind: "bool", help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).", apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)) },
+  "http-restricted-api": { kind: "string", help: "<apis>:<key>=<value>: those APIs need HTTP header <key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.httpRestrictedApi, "http-restricted-api", v) },
+  "grpc-restricted-protocol": { kind: "string", help: "<protocols>:<key>=<value>: those RPCs need metadata triton-grpc-protocol-<key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.grpcRestrictedProtocol, "grpc-restricted-protocol", v) },
   "trace-config": { kind: "string", help: "[triton,]<key>=<value> with level (OFF|TIMESTAMPS), rate, count, file, log-frequency (repeatable).", apply: parseTraceConfig },
   "trace-file": { kind: "string", help: "Deprecated: --trace-config triton,file=<path>.", apply: (o, v) => parseTraceConfig(o, `file=${v}`) },
   "trace-level": { kind: "string", help: "Deprecated: --trace-config level=<level>.", apply: (o, v) => parseTraceConfig(o, `level=${v}`) },

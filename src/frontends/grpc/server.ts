@@ -5,7 +5,7 @@
  */
 import { Server, ServerCredentials } from "@grpc/grpc-js";
 import { serviceDefinition } from "./protos.ts";
-import { inferenceService, healthService, type GrpcServiceOptions } from "./service.ts";
+import { inferenceService, healthService, restrict, type GrpcServiceOptions } from "./service.ts";
 import type { InferenceServer } from "../../core/server.ts";
 
 export interface GrpcListenOptions extends GrpcServiceOptions {
@@ -37,8 +37,8 @@ export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions)
     "grpc.http2.min_ping_interval_without_data_ms": opts.http2MinRecvPingIntervalWithoutDataMs,
     "grpc.http2.max_ping_strikes": opts.http2MaxPingStrikes,
   });
-  server.addService(serviceDefinition("inference.GRPCInferenceService"), inferenceService(core, opts));
-  server.addService(serviceDefinition("grpc.health.v1.Health"), healthService(core));
+  server.addService(serviceDefinition("inference.GRPCInferenceService"), restrict(inferenceService(core, opts), opts.restricted));
+  server.addService(serviceDefinition("grpc.health.v1.Health"), restrict(healthService(core), opts.restricted));
   const host = opts.address.includes(":") && !opts.address.startsWith("[") ? `[${opts.address}]` : opts.address;
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

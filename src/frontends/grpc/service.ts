@@ -4,6 +4,7 @@
  */
 import { type ServerUnaryCall, type sendUnaryData, type ServerDuplexStream, type UntypedServiceImplementation, Metadata } from "@grpc/grpc-js";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
+import { GRPC_CATEGORY, type Restrictions } from "../restricted.ts";
 import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { grpcStatus } from "./status.ts";
@@ -14,6 +15,33 @@ const log = getLogger("grpc_server.ts");
 
 export interface GrpcServiceOptions {
   modelControlMode: "none" | "poll" | "explicit";
+  /** --grpc-restricted-protocol groups. */
+  restricted?: Restrictions;
+}
+
+/**
+ * Wraps each handler of `service` so that an RPC of a restricted group without metadata
+ * `triton-grpc-protocol-<key>: <value>` fails with UNAVAILABLE, as Triton does.
+ */
+export function restrict(service: UntypedServiceImplementation, restricted: Restrictions | undefined): UntypedServiceImplementation {
+  if (!restricted?.size) return service;
+  const out: UntypedServiceImplementation = {};
+  for (const [name, handler] of Object.entries(service)) {
+    const category = GRPC_CATEGORY[name];
+    const need = category ? restricted.get(category) : undefined;
+    if (!need) {
+      out[name] = handler;
+      continue;
+    }
+    const denied = () => toGrpcError(new ServerError("UNAVAILABLE", `This protocol is restricted, expecting header '${need.key}'`));
+    const allowed = (md: Metadata) => md.get(`triton-grpc-protocol-${need.key}`).some((v) => String(v) === need.value);
+    out[name] = ((call: { metadata: Metadata; emit?: unknown; end?: () => void; destroy?: (e: Error) => void }, callback?: (err: unknown) => void) => {
+      if (allowed(call.metadata)) return (handler as (c: unknown, cb?: unknown) => void)(call, callback);
+      if (callback) callback(denied());
+      else (call as unknown as { emit(event: string, e: unknown): void }).emit("error", denied());
+    }) as never;
+  }
+  return out;
 }
 
 type Handler = (request: any) => unknown | Promise<unknown>;

@@ -6,6 +6,7 @@ import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { httpStatus } from "./status.ts";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
+import { httpCategory, type Restrictions } from "../restricted.ts";
 import { handleInfer } from "./infer.ts";
 import { readBody } from "./body.ts";
 import type { InferenceServer } from "../../core/server.ts";
@@ -16,6 +17,8 @@ const log = getLogger("http_server.ts");
 export interface HttpFrontendOptions {
   maxInputSize: number;
   modelControlMode: "none" | "poll" | "explicit";
+  /** --http-restricted-api groups. */
+  restricted?: Restrictions;
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -42,6 +45,13 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     const parts = req.path.split("/").filter((p) => p.length > 0);
     if (parts[0] !== "v2") return NOT_FOUND();
     const method = req.method;
+    if (opts.restricted?.size) {
+      const category = httpCategory(parts, method);
+      const need = category && opts.restricted.get(category);
+      if (need && req.header(need.key.toLowerCase()) !== need.value) {
+        return errorResponse(403, `This API is restricted, expecting header '${need.key}'`);
+      }
+    }
 
     if (parts.length === 1) {
       if (method !== "GET") return METHOD_NOT_ALLOWED();
