@@ -7,6 +7,7 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
 
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
@@ -92,5 +93,44 @@ describe("fuzzed infer requests", () => {
     // Most mutations must be refused, and refused as client errors.
     expect(statuses.get(400) ?? 0).toBeGreaterThan(300);
     expect(statuses.get(500) ?? 0).toBe(0);
+  });
+
+  it("300 mutated gRPC ModelInfer requests: OK or a client-side status, never INTERNAL; good calls keep working", async () => {
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    const r = rng(7);
+    const pick = <T,>(xs: T[]) => xs[Math.floor(r() * xs.length)]!;
+    const raw = () => Buffer.from(Int32Array.from(A).buffer);
+    const codes = new Map<number, number>();
+    for (let i = 0; i < 300; i++) {
+      const req: any = {
+        model_name: pick(["simple", "simple", "simple", "nope", ""]),
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
+        raw_input_contents: [raw(), raw()],
+      };
+      const input = req.inputs[Math.floor(r() * 2)];
+      switch (Math.floor(r() * 6)) {
+        case 0: input.datatype = pick(["FP32", "BYTES", "int32", "", "INT64"]); break;
+        case 1: input.shape = pick([[1], [16], [1, 15], [2, 16], [], [0, 16], [1, 16, 1]]); break;
+        case 2: req.raw_input_contents = pick([[raw()], [raw(), Buffer.alloc(3)], [], [raw(), raw(), raw()]]); break;
+        case 3: input.name = pick(["INPUT9", "", "INPUT0"]); break;
+        case 4: req.outputs = [{ name: pick(["OUTPUT0", "X", ""]), parameters: { classification: { int64_param: pick([0, 1, -3, 99]) } } }]; break;
+        case 5: req.parameters = { [pick(["priority", "timeout", "sequence_id", "triton_x"])]: pick([{ int64_param: -1 }, { string_param: "x" }, { bool_param: true }, { double_param: 0.5 }]) }; break;
+      }
+      try {
+        await call("ModelInfer")(req);
+        codes.set(0, (codes.get(0) ?? 0) + 1);
+      } catch (err) {
+        const code = (err as { code: number }).code;
+        codes.set(code, (codes.get(code) ?? 0) + 1);
+        expect([3, 5, 12, 14]).toContain(code); // INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED, UNAVAILABLE
+      }
+    }
+    const ok = await call("ModelInfer")({ model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [raw(), raw()] });
+    expect(Array.from(new Int32Array(Uint8Array.from(ok.raw_output_contents[0]).buffer))).toEqual(A.map((a) => 2 * a));
+    expect(codes.get(13) ?? 0).toBe(0);
+    client.close();
   });
 });
