@@ -422,6 +422,12 @@ export class ModelRepositoryManager {
         mv.transition("UNAVAILABLE", `ensemble '${name}' cannot run: the server gave the repository no model runner`);
         return;
       }
+      const missing = ensembleSteps(config).map((s) => s.model_name!).filter((m) => !this.#known.has(m) && !this.#models.has(m));
+      if (missing.length > 0) {
+        mv.transition("UNAVAILABLE", `ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
+        log.error(`failed to load '${name}' version ${version}: ${mv.reason}`);
+        return;
+      }
       mv.attach(undefined, [], new EnsembleScheduler(config, this.#runner));
       mv.transition("READY");
       log.info(`successfully loaded '${name}' version ${version}`);

@@ -47,6 +47,12 @@ ensemble_scheduling { step [ { model_name: "simple" input_map { key: "INPUT0" va
 `,
   );
   repo.add("broken_chain/1/.keep", "");
+  repo.add(
+    "orphan_chain/config.pbtxt",
+    `name: "orphan_chain"\nplatform: "ensemble"\nmax_batch_size: 8\n${io(["IN_A"], "input")}\n${io(["OUT"], "output")}\n` +
+      `ensemble_scheduling { step [ { model_name: "ghost" input_map { key: "X" value: "IN_A" } output_map { key: "Y" value: "OUT" } } ] }\n`,
+  );
+  repo.add("orphan_chain/1/.keep", "");
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false"]);
 });
 
@@ -106,5 +112,11 @@ describe("ensembles", () => {
       reason: "ensemble 'broken_chain': step 'simple' reads tensor 'NOWHERE', which is neither an ensemble input nor a step output",
     });
     expect(index.find((e) => e.name === "simple_chain")?.state).toBe("READY");
+    expect(index.find((e) => e.name === "orphan_chain")).toEqual({
+      name: "orphan_chain",
+      version: "1",
+      state: "UNAVAILABLE",
+      reason: "ensemble 'orphan_chain': step model(s) 'ghost' not in any model repository",
+    });
   });
 });
