@@ -37,6 +37,7 @@ export const EXTENSIONS = [
   "binary_tensor_data",
   "parameters",
   "statistics",
+  "trace",
 ] as const;
 
 export interface RunningServer {

@@ -89,6 +89,7 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
         "binary_tensor_data",
         "parameters",
         "statistics",
+        "trace",
       ],
     });
   });
