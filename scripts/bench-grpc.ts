@@ -7,10 +7,11 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync, cpSync } from "node:fs";
-import { tmpdir, cpus, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { messageType } from "../src/frontends/grpc/protos.ts";
 import { encodeModel, valueInfo, node, ElemType } from "./lib/onnx-builder.ts";
+import { machineHeading, waitReady } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -28,12 +29,7 @@ writeFileSync(join(repo, "fp32_identity", "config.pbtxt"), 'name: "fp32_identity
 writeFileSync(join(repo, "fp32_identity", "1", "model.onnx"), encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
 
 const server = spawn(BINARY, [`--model-repository=${repo}`, "--http-port=18700", "--grpc-port=18701", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
-for (let i = 0; i < 500; i++) {
-  try {
-    if ((await fetch("http://127.0.0.1:18700/v2/health/ready")).status === 200) break;
-  } catch {}
-  await new Promise((r) => setTimeout(r, 10));
-}
+await waitReady("http://127.0.0.1:18700/v2/health/ready");
 
 /** A gRPC message frame: compressed flag, 4-byte big-endian length, protobuf bytes. */
 function grpcFrame(obj: object): Buffer {
@@ -82,7 +78,7 @@ const bigGrpc = h2load("big.grpc", 4);
 server.kill("SIGTERM");
 
 const rows = [
-  `## ${new Date().toISOString().slice(0, 10)}: ${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Bun ${Bun.version}`,
+  machineHeading(),
   "",
   `${DURATION} s per cell, one run. gRPC load: h2load (one connection, c concurrent streams); HTTP: wrk.`,
   "",

@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { machineHeading } from "./lib/bench.ts";
+import { machineHeading, sleep, waitReady } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -24,14 +24,7 @@ const child = spawn(
   { stdio: "ignore" },
 );
 const base = `http://127.0.0.1:${port}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-for (let i = 0; ; i++) {
-  try {
-    if ((await fetch(`${base}/v2/health/ready`)).status === 200) break;
-  } catch {}
-  if (i > 500) throw new Error("server did not become ready");
-  await sleep(20);
-}
+await waitReady(`${base}/v2/health/ready`);
 const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))![1]) / 1024;
 const body = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 512], datatype: "FP32", data: Array(512).fill(0.5) }] });
 

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { machineHeading } from "./lib/bench.ts";
+import { machineHeading, waitReady } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -36,13 +36,7 @@ writeFileSync(
 const port = 18850;
 const child = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
 const base = `http://127.0.0.1:${port}`;
-for (let i = 0; ; i++) {
-  try {
-    if ((await fetch(`${base}/v2/health/ready`)).status === 200) break;
-  } catch {}
-  if (i > 500) throw new Error("server did not become ready");
-  await new Promise((r) => setTimeout(r, 20));
-}
+await waitReady(`${base}/v2/health/ready`);
 
 const chunk = Buffer.from(Float32Array.from({ length: 512 }, (_, i) => 0.3 * Math.sin(i * 0.07)).buffer);
 function body(id: number, start: boolean, end: boolean) {

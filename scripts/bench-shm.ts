@@ -9,7 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { machineHeading } from "./lib/bench.ts";
+import { machineHeading, waitReady } from "./lib/bench.ts";
 import { credentials, makeGenericClientConstructor, type Client } from "@grpc/grpc-js";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
 import { ElemType, encodeModel, node, valueInfo } from "./lib/onnx-builder.ts";
@@ -36,13 +36,7 @@ const httpPort = 18870;
 const grpcPort = 18871;
 const child = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${httpPort}`, `--grpc-port=${grpcPort}`, "--allow-metrics=false", "--log-info=false", "--allow-client-shm=true"], { stdio: "ignore" });
 const base = `http://127.0.0.1:${httpPort}`;
-for (let i = 0; ; i++) {
-  try {
-    if ((await fetch(`${base}/v2/health/ready`)).status === 200) break;
-  } catch {}
-  if (i > 500) throw new Error("server did not become ready");
-  await new Promise((r) => setTimeout(r, 20));
-}
+await waitReady(`${base}/v2/health/ready`);
 
 const data = new Float32Array(COUNT).map((_, i) => i);
 const payload = new Uint8Array(data.buffer);

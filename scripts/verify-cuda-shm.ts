@@ -11,6 +11,7 @@
  */
 import { spawn } from "node:child_process";
 import { CudaDriver } from "../ffi/cuda/driver.ts";
+import { waitReady } from "./lib/bench.ts";
 
 const [bin, repo = "model_repository"] = process.argv.slice(2);
 if (!bin) throw new Error("usage: verify-cuda-shm.ts <nereid binary> [model_repository]");
@@ -31,13 +32,7 @@ delete env.BUN_BE_BUN;
 const server = spawn(bin, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false", "--allow-client-shm=true", "--model-control-mode=explicit", "--load-model=simple"], { stdio: "inherit", env });
 let failed = false;
 try {
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/v2/health/ready`)).status === 200) break;
-    } catch {}
-    if (i > 300) throw new Error("server did not become ready");
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitReady(`${base}/v2/health/ready`);
   const handle = Buffer.from(buf.ipcHandle()).toString("base64");
   const reg = await fetch(`${base}/v2/cudasharedmemory/region/gpu/register`, { method: "POST", body: JSON.stringify({ raw_handle: { b64: handle }, device_id: 0, byte_size: 256 }) });
   line(reg.status === 200, "register a CUDA IPC handle", reg.status === 200 ? "" : await reg.text());

@@ -94,9 +94,12 @@ export class TraceManager {
 
   /** Whether the next request of `model` is traced (counts it for the sampling rate). */
   sample(model: string): boolean {
+    // On every request: read the two deciding fields without building a settings object.
+    const override = this.#models.get(model);
+    const level = override?.trace_level ?? this.#global.trace_level;
+    if (!level.includes("TIMESTAMPS") || !(override?.trace_file ?? this.#global.trace_file)) return false;
     const s = this.settings(model);
-    if (!s.trace_level.includes("TIMESTAMPS") || !s.trace_file) return false;
-    const owner = this.#models.has(model) ? model : "";
+    const owner = override ? model : "";
     let sampler = this.#samplers.get(owner);
     if (!sampler) this.#samplers.set(owner, (sampler = { seen: 0 }));
     sampler.seen++;

@@ -208,7 +208,7 @@ export class SequenceBatchScheduler implements Scheduler {
   /** Reaps idle sequences, then starts a batch on every idle instance that has work. */
   #schedule(): void {
     const now = this.#clock.now();
-    this.#reap(now);
+    const idleDeadline = this.#reap(now);
     let wake = 0;
     this.#tables.forEach((t, i) => {
       if (t.busy) return;
@@ -216,7 +216,9 @@ export class SequenceBatchScheduler implements Scheduler {
       if (batch.waitNs > 0) wake = wake === 0 ? batch.waitNs : Math.min(wake, batch.waitNs);
       if (batch.rows.some((r) => r !== undefined)) void this.#execute(i, batch.rows, now);
     });
-    this.#arm(now, wake);
+    let at = wake > 0 ? now + wake : 0;
+    if (idleDeadline !== 0 && (at === 0 || idleDeadline < at)) at = idleDeadline;
+    this.#timer.set(at, now);
   }
 
   /** direct: every slot whose sequence has a request ready; rows are slot indices. */
@@ -317,28 +319,22 @@ export class SequenceBatchScheduler implements Scheduler {
     }
   }
 
-  /** Frees sequences idle longer than max_sequence_idle_microseconds. */
-  #reap(now: number): void {
-    for (const seq of [...this.#sequences.values()]) {
-      if (seq.running || seq.queue.length > 0 || now < seq.lastActive + this.#settings.idleNs) continue;
-      log.info(`sequence ${seq.corrId} of model '${this.#model}' was idle for more than ${this.#settings.idleNs / 1000} us; its slot is released`);
-      this.#release(seq);
-    }
-  }
-
-  #arm(now: number, waitNs: number): void {
-    let at = waitNs > 0 ? now + waitNs : 0;
-    const idle = this.#reapDeadline();
-    if (idle !== 0 && (at === 0 || idle < at)) at = idle;
-    this.#timer.set(at, now);
-  }
-
-  #reapDeadline(): number {
+  /**
+   * Frees sequences idle longer than max_sequence_idle_microseconds; returns when the
+   * next idle sequence expires (0 for none). Sequences with requests queued or running
+   * are not idle.
+   */
+  #reap(now: number): number {
     let next = 0;
-    for (const seq of this.#sequences.values()) {
+    for (const seq of [...this.#sequences.values()]) {
       if (seq.running || seq.queue.length > 0) continue;
       const expiry = seq.lastActive + this.#settings.idleNs;
-      if (next === 0 || expiry < next) next = expiry;
+      if (now >= expiry) {
+        log.info(`sequence ${seq.corrId} of model '${this.#model}' was idle for more than ${this.#settings.idleNs / 1000} us; its slot is released`);
+        this.#release(seq);
+      } else if (next === 0 || expiry < next) {
+        next = expiry;
+      }
     }
     return next;
   }

@@ -100,14 +100,14 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       return EMPTY_OK;
     }
     if (action === "register" && region !== undefined) {
-      const body = await readBody(req, opts.maxInputSize);
-      let doc: { key?: unknown; offset?: unknown; byte_size?: unknown; device_id?: unknown; raw_handle?: { b64?: unknown } };
-      try {
-        doc = JSON.parse(new TextDecoder().decode(body)) as typeof doc;
-      } catch (err) {
-        throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
-      }
-      if (typeof doc?.byte_size !== "number") throw new ServerError("INVALID_ARG", "Shared memory register request needs a numeric 'byte_size'");
+      const doc = (await jsonObjectBody(req, "a shared memory register request")) as {
+        key?: unknown;
+        offset?: unknown;
+        byte_size?: unknown;
+        device_id?: unknown;
+        raw_handle?: { b64?: unknown };
+      };
+      if (typeof doc.byte_size !== "number") throw new ServerError("INVALID_ARG", "Shared memory register request needs a numeric 'byte_size'");
       if (kind === "cuda") {
         const b64 = doc.raw_handle?.b64;
         if (typeof b64 !== "string") throw new ServerError("INVALID_ARG", "CUDA shared memory register request needs 'raw_handle': {'b64': <base64 handle>}");
