@@ -154,7 +154,7 @@ export class OrtValue {
     const bytes = count * elementSize(elementType);
     if (bytes === 0) return { name, elementType, shape, data: new Uint8Array(0) };
     check(api, api.GetTensorMutableData(this.#handle, infoScratch), `GetTensorMutableData(${name})`);
-    return { name, elementType, shape, data: new Uint8Array(getKoffi().view(infoScratch[0], bytes)).slice() };
+    return { name, elementType, shape, data: ownedCopy(new Uint8Array(getKoffi().view(infoScratch[0], bytes))) };
   }
 
   close(): void {
@@ -169,6 +169,16 @@ export class OrtValue {
 }
 
 /** Element type and dims of an OrtTensorTypeAndShapeInfo (dims as ORT gives them, -1 when unknown). */
+/**
+ * A copy backed by its own ArrayBuffer. `slice()` would give a JSC "fast" typed array,
+ * whose first `.buffer` read (every typed view of an output takes one) allocates again.
+ */
+export function ownedCopy(src: Uint8Array): Uint8Array {
+  const out = new Uint8Array(new ArrayBuffer(src.byteLength));
+  out.set(src);
+  return out;
+}
+
 export function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: number; shape: number[] } {
   check(api, api.GetTensorElementType(info, intScratch), "GetTensorElementType");
   const elementType = intScratch[0]!;

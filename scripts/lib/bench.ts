@@ -12,12 +12,12 @@ export function machineHeading(): string {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `url` until it answers 200. */
-export async function waitReady(url: string, timeoutMs = 20_000): Promise<void> {
+/** Polls `url` until it answers 200 (to a GET, or to `method` with `body`). */
+export async function waitReady(url: string, timeoutMs = 20_000, method = "GET", body?: string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     try {
-      if ((await fetch(url)).status === 200) return;
+      if ((await fetch(url, { method, body })).status === 200) return;
     } catch {}
     await sleep(10);
   }
