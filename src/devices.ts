@@ -4,12 +4,48 @@
  * way the server will use it: allocate, copy host→device→host synchronously and on a
  * stream, and hand the allocation to a second process through a CUDA IPC handle (the
  * CUDA shared-memory extension's path), which reads it back and reports a checksum.
+ * Last, which TensorRT runtime the tensorrt backend would load ("TensorRT <version>
+ * (<path>)" or "no TensorRT: <reason>"; NEREID_TENSORRT_LIBRARY overrides the search).
+ * Also cudaGpuCount(), the driver's device count for the model repository's KIND_GPU check.
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { CudaDriver } from "../ffi/cuda/driver.ts";
+import { probeTensorRt } from "../ffi/tensorrt/library.ts";
+
+let gpus: { count: number; reason?: string } | undefined;
+
+/** The GPUs the CUDA driver reports, asked once per process; 0 with the reason when there is no driver. */
+export function cudaGpuCount(): { count: number; reason?: string } {
+  if (gpus) return gpus;
+  try {
+    gpus = { count: CudaDriver.get().deviceCount() };
+  } catch (err) {
+    gpus = { count: 0, reason: `no CUDA driver: ${(err as Error).message.split("\n")[0]}` };
+  }
+  return gpus;
+}
+
+/** One line (or an error's lines) on the TensorRT runtime library. */
+export function tensorRtReport(): string {
+  try {
+    const { path, version, supported } = probeTensorRt();
+    return supported
+      ? `TensorRT ${version.text} (${path})`
+      : `TensorRT ${version.text} (${path}): not usable, the tensorrt backend needs TensorRT 10`;
+  } catch (err) {
+    return `no TensorRT: ${(err as Error).message}`;
+  }
+}
 
 export function runDevices(args: { cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string }): number {
+  if (args.ipcOpen) return cudaDevices(args);
+  const code = cudaDevices(args);
+  process.stdout.write(`${tensorRtReport()}\n`);
+  return code;
+}
+
+function cudaDevices(args: { cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string }): number {
   let driver: CudaDriver;
   try {
     driver = CudaDriver.get(args.cudaLibrary);

@@ -7,6 +7,7 @@ import { configureLog, getLogger } from "./core/logger.ts";
 import { InferenceServer } from "./core/server.ts";
 import { BackendRegistry } from "./backends/registry.ts";
 import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
+import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
@@ -51,6 +52,7 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const backends = new BackendRegistry();
   backends.register(new OnnxRuntimeBackend());
+  backends.register(new TensorRtBackend());
   const repository = new ModelRepositoryManager(
     {
       repositories: options.modelRepositories,

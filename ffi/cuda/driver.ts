@@ -4,7 +4,8 @@
  * Every CUresult other than CUDA_SUCCESS becomes a CudaError with cuGetErrorName /
  * cuGetErrorString. Handles: CudaDriver is a process-wide singleton (cuInit once);
  * a DeviceBuffer owns one cuMemAlloc and frees it exactly once; a PrimaryContext
- * retains and releases a device's primary context.
+ * retains and releases a device's primary context. `NEREID_CUDA_LIBRARY` names the
+ * library to load instead of searching (a test points it at a double).
  */
 import { getKoffi, loadLibrary, type KoffiFunc, type KoffiLibrary } from "../load.ts";
 
@@ -21,6 +22,8 @@ export const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
 /** cuda.h CUresult values referred to by name. */
 export const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_NO_DEVICE = 100;
+export const CUDA_ERROR_INVALID_CONTEXT = 201;
+export const CUDA_ERROR_NOT_READY = 600;
 
 export class CudaError extends Error {
   readonly code: number;
@@ -53,6 +56,7 @@ interface Api {
   cuMemcpyDtoHAsync_v2: KoffiFunc<(dst: Uint8Array, src: bigint, n: number, stream: unknown) => CUresult>;
   cuStreamCreate: KoffiFunc<(s: Out, flags: number) => CUresult>;
   cuStreamSynchronize: KoffiFunc<(s: unknown) => CUresult>;
+  cuStreamQuery: KoffiFunc<(s: unknown) => CUresult>;
   cuStreamDestroy_v2: KoffiFunc<(s: unknown) => CUresult>;
   cuIpcGetMemHandle: KoffiFunc<(handle: Uint8Array, ptr: bigint) => CUresult>;
   cuIpcOpenMemHandle_v2: KoffiFunc<(ptr: Out, handle: { reserved: number[] }, flags: number) => CUresult>;
@@ -62,6 +66,8 @@ interface Api {
 }
 
 let api: Api | undefined;
+/** Set once a worker-thread cuStreamSynchronize answered CUDA_ERROR_INVALID_CONTEXT. */
+let pollStreams = false;
 
 let ipcType: unknown;
 
@@ -94,6 +100,7 @@ function declare(lib: KoffiLibrary): Api {
     cuMemcpyDtoHAsync_v2: lib.func("int cuMemcpyDtoHAsync_v2(void *dstHost, uint64_t srcDevice, size_t ByteCount, void *hStream)"),
     cuStreamCreate: lib.func("int cuStreamCreate(_Out_ void **phStream, unsigned int Flags)"),
     cuStreamSynchronize: lib.func("int cuStreamSynchronize(void *hStream)"),
+    cuStreamQuery: lib.func("int cuStreamQuery(void *hStream)"),
     cuStreamDestroy_v2: lib.func("int cuStreamDestroy_v2(void *hStream)"),
     cuIpcGetMemHandle: lib.func("int cuIpcGetMemHandle(void *pHandle, uint64_t dptr)"),
     cuIpcOpenMemHandle_v2: lib.func("int cuIpcOpenMemHandle_v2(_Out_ uint64_t *pdptr, CUipcMemHandle handle, unsigned int Flags)"),
@@ -121,7 +128,10 @@ export interface CudaDeviceInfo {
   multiprocessors: number;
 }
 
-/** The driver, loaded and initialised once. `library` overrides the search (libcuda.so.1). */
+/**
+ * The driver, loaded and initialised once. `library`, else NEREID_CUDA_LIBRARY, is the only
+ * candidate when given; otherwise libcuda.so.1 is searched for.
+ */
 export class CudaDriver {
   static #instance: CudaDriver | undefined;
   readonly path: string;
@@ -134,7 +144,8 @@ export class CudaDriver {
 
   static get(library?: string): CudaDriver {
     if (CudaDriver.#instance) return CudaDriver.#instance;
-    const candidates = library ? [library] : ["libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"];
+    const explicit = library || process.env.NEREID_CUDA_LIBRARY;
+    const candidates = explicit ? [explicit] : ["libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"];
     const { lib, path } = loadLibrary("the CUDA driver (libcuda.so.1)", candidates);
     api = declare(lib);
     check("cuInit", api.cuInit(0));
@@ -200,6 +211,12 @@ export class PrimaryContext {
     this.#ctx = ctx;
   }
 
+  /** cuCtxSetCurrent on the calling thread (the JS thread): before any call that uses this device. */
+  makeCurrent(): void {
+    if (this.#ctx === undefined) throw new Error(`primary context of device ${this.ordinal} already released`);
+    check("cuCtxSetCurrent", this.#api.cuCtxSetCurrent(this.#ctx));
+  }
+
   alloc(bytes: number): DeviceBuffer {
     const p: unknown[] = [0n];
     check("cuMemAlloc_v2", this.#api.cuMemAlloc_v2(p, bytes));
@@ -209,7 +226,7 @@ export class PrimaryContext {
   stream(): CudaStream {
     const s: unknown[] = [null];
     check("cuStreamCreate", this.#api.cuStreamCreate(s, 0));
-    return new CudaStream(this.#api, s[0]);
+    return new CudaStream(this.#api, s[0], this);
   }
 
   /** Maps another process's allocation (CUDA shared memory extension). */
@@ -230,15 +247,44 @@ export class PrimaryContext {
 
 export class CudaStream {
   readonly #api: Api;
+  readonly #context: PrimaryContext | undefined;
   handle: unknown;
 
-  constructor(a: Api, handle: unknown) {
+  constructor(a: Api, handle: unknown, context?: PrimaryContext) {
     this.#api = a;
     this.handle = handle;
+    this.#context = context;
   }
 
   synchronize(): void {
     check("cuStreamSynchronize", this.#api.cuStreamSynchronize(this.handle));
+  }
+
+  /**
+   * Waits for the stream without blocking the event loop: cuStreamSynchronize on one of
+   * koffi's worker threads. That thread has no current context; for a stream created by
+   * cuStreamCreate the driver finds the context through the stream. Should a driver answer
+   * CUDA_ERROR_INVALID_CONTEXT there, this and every later wait polls cuStreamQuery from
+   * the JS thread instead, with the stream's context made current before each poll
+   * (other models may switch it in between), yielding to the event loop between polls.
+   */
+  async synchronizeAsync(): Promise<void> {
+    const h = this.handle;
+    if (h === undefined) throw new Error("stream already destroyed");
+    if (!pollStreams) {
+      const code = await new Promise<CUresult>((resolve, reject) =>
+        this.#api.cuStreamSynchronize.async(h, (err: unknown, res: CUresult) => (err ? reject(err) : resolve(res))),
+      );
+      if (code !== CUDA_ERROR_INVALID_CONTEXT) return check("cuStreamSynchronize", code);
+      pollStreams = true;
+    }
+    for (let polls = 0; ; polls++) {
+      this.#context?.makeCurrent();
+      const code = this.#api.cuStreamQuery(h);
+      if (code === CUDA_SUCCESS) return;
+      if (code !== CUDA_ERROR_NOT_READY) check("cuStreamQuery", code);
+      await new Promise((r) => (polls < 64 ? setImmediate(r) : setTimeout(r, 1)));
+    }
   }
 
   destroy(): void {

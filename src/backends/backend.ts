@@ -66,6 +66,14 @@ export interface Backend {
   readonly platform?: string;
   /** Default model filename in a version folder ("model.onnx"). */
   readonly defaultModelFilename: string;
+  /**
+   * Where KIND_GPU instances run. "cuda" (the default): on the CUDA driver's devices, so a
+   * KIND_GPU group on a host without one is refused before the backend sees it. "own":
+   * the backend checks the device itself (OpenVINO's GPU plugin drives Intel GPUs).
+   */
+  readonly gpus?: "cuda" | "own";
+  /** Runs only on GPUs (TensorRT): KIND_AUTO becomes KIND_GPU on every CUDA device when there are any. */
+  readonly gpuOnly?: boolean;
   /** Reads the model file's declared inputs and outputs, for auto-complete. */
   describe?(modelPath: string, backendConfig: Record<string, string>): Promise<ModelFileIO>;
   load(ctx: BackendLoadContext): Promise<BackendModel>;

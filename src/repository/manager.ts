@@ -18,6 +18,7 @@ import { validateModelConfig } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import { warmUp } from "./warmup.ts";
+import { cudaGpuCount } from "../devices.ts";
 import { EnsembleScheduler, checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
@@ -405,7 +406,10 @@ export class ModelRepositoryManager {
       const defaultMaxBatchSize = Number(backendConfig["default-max-batch-size"] ?? 4);
       config = autoCompleteConfig(config, io, { defaultMaxBatchSize });
     }
-    config = normalizeModelConfig(config, { modelName: name, gpuCount: this.#opts.gpuCount });
+    // KIND_AUTO resolves against the configured GPU count (CPU for onnxruntime, whose
+    // embedded build has no CUDA), except for a GPU-only backend: the CUDA driver's count.
+    const gpuCount = backend.gpuOnly ? Math.max(this.#opts.gpuCount, cudaGpuCount().count) : this.#opts.gpuCount;
+    config = normalizeModelConfig(config, { modelName: name, gpuCount });
     config = validateModelConfig(config, name);
     return { config, backend };
   }
@@ -449,11 +453,18 @@ export class ModelRepositoryManager {
       });
       for (const group of config.instance_group ?? []) {
         const kind = group.kind ?? "KIND_CPU";
-        if (kind === "KIND_GPU" && this.#opts.gpuCount === 0) {
-          throw invalidArg(`instance group '${group.name}' of model '${name}' specifies KIND_GPU, but no GPU is available on this host`);
+        let devices = [0];
+        if (kind === "KIND_GPU" && backend.gpus !== "own") {
+          // The configured count (KIND_AUTO's resolution) may be 0 while the CUDA driver sees GPUs.
+          const gpus = this.#opts.gpuCount > 0 ? { count: this.#opts.gpuCount, reason: undefined } : cudaGpuCount();
+          if (gpus.count === 0) {
+            throw invalidArg(`instance group '${group.name}' of model '${name}' specifies KIND_GPU, but no GPU is available on this host${gpus.reason ? ` (${gpus.reason})` : ""}`);
+          }
+          devices = group.gpus?.length ? group.gpus : Array.from({ length: gpus.count }, (_, i) => i);
+        } else if (kind === "KIND_GPU") {
+          devices = group.gpus?.length ? group.gpus : [0];
         }
         if (kind === "KIND_AUTO") throw invalidArg(`instance group '${group.name}' of model '${name}' was not normalized`);
-        const devices = kind === "KIND_GPU" ? (group.gpus ?? [0]) : [0];
         for (const device of devices) {
           for (let i = 0; i < (group.count ?? 1); i++) {
             instances.push(await backendModel.createInstance(`${group.name}_${instances.length}`, kind, device));

@@ -40,6 +40,7 @@ describe.skipIf(hasDriver)("without a CUDA driver", () => {
     const plain = await runServerToExit(["devices"]);
     expect(plain.code).toBe(0);
     expect(plain.output).toMatch(/^no CUDA driver: cannot load the CUDA driver \(libcuda\.so\.1\); tried:/);
+    expect(plain.output).toMatch(/\nno TensorRT: cannot load TensorRT \(libnvinfer\.so\.10\); tried:\n  libnvinfer\.so\.10: /);
     const self = await runServerToExit(["devices", "--self-test"]);
     expect(self.code).toBe(1);
     const bad = await runServerToExit(["devices", "--bogus"]);
