@@ -5,13 +5,16 @@
  * stream, and hand the allocation to a second process through a CUDA IPC handle (the
  * CUDA shared-memory extension's path), which reads it back and reports a checksum.
  * Last, which TensorRT runtime the tensorrt backend would load ("TensorRT <version>
- * (<path>)" or "no TensorRT: <reason>"; NEREID_TENSORRT_LIBRARY overrides the search).
+ * (<path>)" or "no TensorRT: <reason>"; NEREID_TENSORRT_LIBRARY overrides the search),
+ * and which OpenVINO C library the openvino backend would load ("OpenVINO <build>
+ * (<path>)" or "no OpenVINO: <reason>"; NEREID_OPENVINO_LIBRARY overrides the search).
  * Also cudaGpuCount(), the driver's device count for the model repository's KIND_GPU check.
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { CudaDriver } from "../ffi/cuda/driver.ts";
 import { probeTensorRt } from "../ffi/tensorrt/library.ts";
+import { OpenVinoRuntime } from "../ffi/openvino/runtime.ts";
 
 let gpus: { count: number; reason?: string } | undefined;
 
@@ -38,10 +41,20 @@ export function tensorRtReport(): string {
   }
 }
 
+/** One line (or an error's lines) on OpenVINO's C library. */
+export function openVinoReport(): string {
+  try {
+    const rt = OpenVinoRuntime.get();
+    return `OpenVINO ${rt.version} (${rt.path}), element types of ${rt.elementTypes.table.label}`;
+  } catch (err) {
+    return `no OpenVINO: ${(err as Error).message}`;
+  }
+}
+
 export function runDevices(args: { cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string }): number {
   if (args.ipcOpen) return cudaDevices(args);
   const code = cudaDevices(args);
-  process.stdout.write(`${tensorRtReport()}\n`);
+  process.stdout.write(`${tensorRtReport()}\n${openVinoReport()}\n`);
   return code;
 }
 

@@ -8,6 +8,7 @@ import { InferenceServer } from "./core/server.ts";
 import { BackendRegistry } from "./backends/registry.ts";
 import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
+import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
@@ -53,6 +54,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const backends = new BackendRegistry();
   backends.register(new OnnxRuntimeBackend());
   backends.register(new TensorRtBackend());
+  backends.register(new OpenVinoBackend());
   const repository = new ModelRepositoryManager(
     {
       repositories: options.modelRepositories,
