@@ -6,7 +6,7 @@
  */
 import { VEXECUTION_CONTEXT_SLOT } from "./abi.ts";
 import { TensorRtError } from "./errors.ts";
-import { bindVirtuals, CONTEXT_PROTOTYPES, deletePublicObject, fromDims, implOf, toDims, type ContextMethods } from "./symbols.ts";
+import { bindOwned, CONTEXT_PROTOTYPES, deletePublicObject, fromDims, toDims, type ContextMethods } from "./symbols.ts";
 import type { TrtLogger } from "./logger.ts";
 
 export class TrtExecutionContext {
@@ -26,13 +26,8 @@ export class TrtExecutionContext {
 
   /** Takes ownership of `obj` (an IExecutionContext*); deletes it if binding fails. */
   static adopt(obj: bigint, logger: TrtLogger, onClose: () => void): TrtExecutionContext {
-    try {
-      const impl = implOf(obj);
-      return new TrtExecutionContext(obj, impl, bindVirtuals<ContextMethods>(impl, VEXECUTION_CONTEXT_SLOT, CONTEXT_PROTOTYPES), logger, onClose);
-    } catch (err) {
-      deletePublicObject(obj);
-      throw err;
-    }
+    const { impl, m } = bindOwned<ContextMethods>(obj, VEXECUTION_CONTEXT_SLOT, CONTEXT_PROTOTYPES);
+    return new TrtExecutionContext(obj, impl, m, logger, onClose);
   }
 
   #self(): bigint {

@@ -6,7 +6,7 @@
 import { EXECUTION_CONTEXT_ALLOCATION, TENSOR_IO_MODE, VCUDA_ENGINE_SLOT } from "./abi.ts";
 import { TensorRtError } from "./errors.ts";
 import { TrtExecutionContext } from "./context.ts";
-import { bindVirtuals, deletePublicObject, ENGINE_PROTOTYPES, fromDims, implOf, type EngineMethods } from "./symbols.ts";
+import { bindOwned, deletePublicObject, ENGINE_PROTOTYPES, fromDims, type EngineMethods } from "./symbols.ts";
 import type { TrtLogger } from "./logger.ts";
 
 /** One I/O tensor of an engine, as ICudaEngine reports it. */
@@ -47,11 +47,11 @@ export class TrtEngine {
 
   /** Takes ownership of `obj` (an ICudaEngine*); deletes it if reading it fails. */
   static adopt(obj: bigint, logger: TrtLogger, onClose: () => void): TrtEngine {
+    const { impl, m } = bindOwned<EngineMethods>(obj, VCUDA_ENGINE_SLOT, ENGINE_PROTOTYPES);
     try {
-      const impl = implOf(obj);
-      return new TrtEngine(obj, impl, bindVirtuals<EngineMethods>(impl, VCUDA_ENGINE_SLOT, ENGINE_PROTOTYPES), logger, onClose);
+      return new TrtEngine(obj, impl, m, logger, onClose);
     } catch (err) {
-      deletePublicObject(obj);
+      deletePublicObject(obj); // reading its tensors failed
       throw err;
     }
   }

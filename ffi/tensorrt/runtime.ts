@@ -7,7 +7,7 @@
 import { VRUNTIME_SLOT } from "./abi.ts";
 import { TensorRtError } from "./errors.ts";
 import { TrtEngine } from "./engine.ts";
-import { bindVirtuals, deletePublicObject, implOf, RUNTIME_PROTOTYPES, type RuntimeMethods } from "./symbols.ts";
+import { bindOwned, deletePublicObject, RUNTIME_PROTOTYPES, type RuntimeMethods } from "./symbols.ts";
 import type { TrtLogger } from "./logger.ts";
 
 export class TrtRuntime {
@@ -26,9 +26,8 @@ export class TrtRuntime {
 
   /** Takes ownership of `obj` (an IRuntime*); deletes it if binding or setMaxThreads fails. */
   static adopt(obj: bigint, logger: TrtLogger): TrtRuntime {
+    const { impl, m } = bindOwned<RuntimeMethods>(obj, VRUNTIME_SLOT, RUNTIME_PROTOTYPES);
     try {
-      const impl = implOf(obj);
-      const m = bindVirtuals<RuntimeMethods>(impl, VRUNTIME_SLOT, RUNTIME_PROTOTYPES);
       const { value: ok, errors } = logger.capture(() => m.setMaxThreads(impl, 1));
       if (!ok) throw TensorRtError.failed("IRuntime::setMaxThreads(1)", errors);
       return new TrtRuntime(obj, impl, m, logger);

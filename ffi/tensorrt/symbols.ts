@@ -151,6 +151,20 @@ export function bindVirtuals<T>(self: bigint, slots: Readonly<Record<string, num
   return out as T;
 }
 
+/**
+ * Takes a public object the caller is to own: reads its mImpl and binds the V-class
+ * methods. If that fails, `obj` is deleted before the error propagates.
+ */
+export function bindOwned<M>(obj: bigint, slots: Readonly<Record<string, number>>, prototypes: Readonly<Record<string, string>>): { impl: bigint; m: M } {
+  try {
+    const impl = implOf(obj);
+    return { impl, m: bindVirtuals<M>(impl, slots, prototypes) };
+  } catch (err) {
+    deletePublicObject(obj);
+    throw err;
+  }
+}
+
 /** `delete obj` for a public TensorRT object: its own vtable's deleting destructor. */
 export function deletePublicObject(obj: bigint): void {
   const del = bindVirtuals<{ deletingDestructor(self: bigint): void }>(obj, PUBLIC_SLOT, { deletingDestructor: DELETING_DESTRUCTOR });

@@ -89,3 +89,17 @@ export function runServerToExit(args: string[], opts: { cwd?: string; timeoutMs?
     });
   });
 }
+
+/** POSTs a JSON infer request to `model` and returns the status and parsed body. */
+export async function inferJson(server: ServerProcess, model: string, body: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body: JSON.stringify(body) });
+  return { status: res.status, json: await res.json() };
+}
+
+/** A `simple` request whose OUTPUT0 is sixteen 5s (2 + 3). */
+export const SIMPLE_TWOS_AND_THREES = {
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: Array(16).fill(2) },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(3) },
+  ],
+};

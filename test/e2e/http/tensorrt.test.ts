@@ -17,7 +17,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { inferJson as infer, SIMPLE_TWOS_AND_THREES as simpleRequest, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 
 const hasCompilers = ["cc", "c++"].every((c) => spawnSync(c, ["--version"], { stdio: "ignore" }).status === 0);
@@ -30,18 +30,6 @@ input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 instance_group [ { kind: KIND_GPU count: 1 gpus: [ 0 ] } ]
 `;
-
-async function infer(server: ServerProcess, model: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body: JSON.stringify(body) });
-  return { status: res.status, json: await res.json() };
-}
-
-const simpleRequest = {
-  inputs: [
-    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: Array(16).fill(2) },
-    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(3) },
-  ],
-};
 
 /** The environment without any TensorRT / CUDA overrides the test runner may carry. */
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
