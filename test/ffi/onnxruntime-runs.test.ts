@@ -115,10 +115,14 @@ describe("run modes", () => {
     const spy = vi.spyOn(OrtSession.prototype, "run");
     const { inst, close } = await instanceFor(dir.path, path, { name: "tiny_auto", parameters: params({ run_mode: "auto" }) });
     try {
-      for (let i = 0; i < 10; i++) await inst.execute([{ name: "X", datatype: "FP32", shape: [2], data: bytesOf(Float32Array.of(i, -i)) }], ["Y"]);
-      const modes = spy.mock.calls.map((c) => c[2]);
-      expect(modes[0]).toBe(true);
-      expect(modes.slice(5)).toEqual(Array(5).fill(false));
+      // The policy itself is tested on given run times (test/unit/backends/run-mode.test.ts);
+      // here only that the instance follows it: the first run goes to the worker, and once
+      // an Identity run comes back under 200 µs (one in 20, even on a loaded machine) the
+      // next one is inline. Later moves back depend on the machine's load, so not asserted.
+      for (let i = 0; i < 20; i++) await inst.execute([{ name: "X", datatype: "FP32", shape: [2], data: bytesOf(Float32Array.of(i, -i)) }], ["Y"]);
+      const asyncFlags = spy.mock.calls.map((c) => c[2]);
+      expect(asyncFlags[0]).toBe(true);
+      expect(asyncFlags).toContain(false);
     } finally {
       spy.mockRestore();
       close();

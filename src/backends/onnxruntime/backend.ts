@@ -11,22 +11,19 @@ import { mallocTrim } from "../../../ffi/libc/malloc.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
 import { runMode, sessionConfig, type RunMode } from "./options.ts";
+import { AutoRunMode } from "./run-mode.ts";
 import { protocolType, toOrtInput, fromOrtOutput } from "./tensors.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, TensorSpec } from "../backend.ts";
 import type { Tensor } from "../../core/tensor.ts";
-
-/** In "auto" mode a model whose runs finish under this many µs runs on the calling thread. */
-const SYNC_THRESHOLD_US = 200;
 
 class OrtInstance implements BackendInstance {
   readonly name: string;
   readonly #session: OrtSession;
   readonly #outputNames: string[];
-  #mode: RunMode;
-  #sync: boolean;
+  readonly #mode: RunMode;
+  /** Set in "auto" mode: decides each run's thread from the runs before. */
+  readonly #auto: AutoRunMode | undefined;
   readonly #batched: boolean;
-  #fastestAsyncUs = Infinity;
-  #slowSyncRuns = 0;
 
   constructor(name: string, session: OrtSession, mode: RunMode, batched: boolean) {
     this.name = name;
@@ -34,7 +31,7 @@ class OrtInstance implements BackendInstance {
     this.#session = session;
     this.#outputNames = session.outputs.map((o) => o.name);
     this.#mode = mode;
-    this.#sync = mode === "sync";
+    this.#auto = mode === "auto" ? new AutoRunMode() : undefined;
   }
 
   async execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult> {
@@ -42,34 +39,13 @@ class OrtInstance implements BackendInstance {
     const ortInputs = inputs.map(toOrtInput);
     const names = outputNames.length > 0 ? outputNames : this.#outputNames;
     const t1 = nowNs();
-    const raw = await this.#session.run(ortInputs, names, !this.#sync, this.#batched);
+    const sync = this.#auto ? this.#auto.sync : this.#mode === "sync";
+    const raw = await this.#session.run(ortInputs, names, !sync, this.#batched);
     const t2 = nowNs();
     const outputs = raw.map(fromOrtOutput);
     const t3 = nowNs();
-    if (this.#mode === "auto") this.#adapt((t2 - t1) / 1000);
+    this.#auto?.record((t2 - t1) / 1000);
     return { outputs, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: t3 - t2 };
-  }
-
-  /**
-   * "auto": the worker hop costs ~50 µs, so a model whose fastest async run stays under
-   * SYNC_THRESHOLD_US runs inline; two inline runs in a row over 10× that send it back to
-   * the worker. Minimums and the two-in-a-row rule keep a busy machine from flapping.
-   */
-  #adapt(us: number): void {
-    if (!this.#sync) {
-      this.#fastestAsyncUs = Math.min(this.#fastestAsyncUs, us);
-      if (this.#fastestAsyncUs < SYNC_THRESHOLD_US) {
-        this.#sync = true;
-        this.#slowSyncRuns = 0;
-      }
-    } else if (us > SYNC_THRESHOLD_US * 10) {
-      if (++this.#slowSyncRuns >= 2) {
-        this.#sync = false;
-        this.#fastestAsyncUs = Infinity;
-      }
-    } else {
-      this.#slowSyncRuns = 0;
-    }
   }
 
   close(): void {
