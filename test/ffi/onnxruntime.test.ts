@@ -494,38 +494,45 @@ describe("session options from the model config", () => {
     expect([e2.code, e2.message]).toEqual(["INVALID_ARG", "model 'bad': parameter 'run_mode' must be auto, async or sync, got 'fast'"]);
   });
 
-  it("maps Triton's execution_accelerators to ORT providers and option keys", () => {
+  it("maps Triton's execution_accelerators to ORT providers and option keys, per instance kind as Triton's onnxruntime backend does", () => {
     const cfg = (gpu: object[], cpu: object[] = []) => ({ name: "m", optimization: { execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } } }) as ModelConfig;
-    expect(
-      executionProviders(cfg([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824", trt_engine_cache_enable: "1" } }], [{ name: "openvino", parameters: { device_type: "CPU" } }])),
-    ).toEqual([
-      { name: "TensorRT", options: { trt_fp16_enable: "1", trt_max_workspace_size: "1073741824", trt_engine_cache_enable: "1" } },
-      { name: "CUDA", options: {} },
+    const both = cfg([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824", trt_engine_cache_enable: "1" } }], [{ name: "openvino", parameters: { device_type: "CPU" } }]);
+    // A KIND_GPU instance on GPU 1: TensorRT, then CUDA, both on the instance's GPU, then the CPU accelerators.
+    expect(executionProviders(both, 1)).toEqual([
+      { name: "TensorRT", options: { trt_fp16_enable: "1", trt_max_workspace_size: "1073741824", trt_engine_cache_enable: "1", device_id: "1" } },
+      { name: "CUDA", options: { device_id: "1" } },
       { name: "OpenVINO", options: { device_type: "CPU" } },
     ]);
-    expect(executionProviders(cfg([{ name: "cuda", parameters: { device_id: "1" } }]))).toEqual([{ name: "CUDA", options: { device_id: "1" } }]);
+    // A CPU instance ignores the GPU accelerators.
+    expect(executionProviders(both)).toEqual([{ name: "OpenVINO", options: { device_type: "CPU" } }]);
+    // The cuda accelerator's parameters go to the CUDA provider; the instance's GPU wins over a device_id given there.
+    expect(executionProviders(cfg([{ name: "cuda", parameters: { device_id: "1", gpu_mem_limit: "1000000" } }]), 0)).toEqual([{ name: "CUDA", options: { device_id: "0", gpu_mem_limit: "1000000" } }]);
+    expect(executionProviders({ name: "m" }, 2)).toEqual([{ name: "CUDA", options: { device_id: "2" } }]);
     expect(executionProviders({ name: "m" })).toEqual([]);
     expect(() => executionProviders(cfg([{ name: "tensorrt", parameters: { precision_mode: "FP8" } }]))).toThrow("unsupported precision mode 'FP8' for the tensorrt accelerator");
+    expect(() => executionProviders(cfg([{ name: "tpu" }]))).toThrow("unknown gpu execution accelerator 'tpu' (expected tensorrt or cuda)");
   });
 
-  it("execution accelerators reach ONNX Runtime's provider API; this CPU build refuses each with its own message; so are KIND_GPU instances", async () => {
+  it("KIND_GPU instances and CPU accelerators reach ONNX Runtime's provider API; this CPU build refuses each with its own message", async () => {
     const path = dir.model(addSubSpec("opts_acc"));
-    const accel = (gpu: object[], cpu: object[] = []) =>
-      rejection(loadModel(dir.path, path, { name: "acc", optimization: { execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } } }));
-    const trt = await accel([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } }]);
+    const optimization = (gpu: object[], cpu: object[] = []) => ({ execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } });
+    // GPU accelerators only matter to KIND_GPU instances: the model loads and its CPU instances serve.
+    const gpuOnly = await loadModel(dir.path, path, { name: "acc", optimization: optimization([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } }]) });
+    const cpuInstance = await gpuOnly.createInstance("c", "KIND_CPU", 0);
+    cpuInstance.close();
+    const trt = await rejection(gpuOnly.createInstance("g", "KIND_GPU", 0));
     expect(trt.code).toBe("UNSUPPORTED");
-    expect(trt.message).toMatch(/^model 'acc': execution provider\(s\) TensorRT, CUDA requested by its execution_accelerators: onnxruntime: (Create|Update)TensorRTProviderOptions: ORT_\w+: [\s\S]+\(providers compiled into this ONNX Runtime: [\w, ]*CPUExecutionProvider\)$/);
-    const cuda = await accel([{ name: "cuda" }]);
-    expect(cuda.message).toMatch(/^model 'acc': execution provider\(s\) CUDA requested by its execution_accelerators: onnxruntime: (CreateCUDAProviderOptions|SessionOptionsAppendExecutionProvider_CUDA_V2): ORT_\w+: [\s\S]+/);
-    const ov = await accel([], [{ name: "openvino", parameters: { device_type: "CPU" } }]);
+    expect(trt.message).toMatch(/^model 'acc': execution provider\(s\) TensorRT, CUDA needed by its KIND_GPU instances on GPU 0: onnxruntime: (Create|Update)TensorRTProviderOptions: ORT_\w+: [\s\S]+\(providers compiled into this ONNX Runtime: [\w, ]*CPUExecutionProvider\)$/);
+    gpuOnly.close();
+    const plain = await loadModel(dir.path, path, { name: "acc" });
+    const cuda = await rejection(plain.createInstance("g", "KIND_GPU", 1));
+    expect(cuda.code).toBe("UNSUPPORTED");
+    expect(cuda.message).toMatch(/^model 'acc': execution provider\(s\) CUDA needed by its KIND_GPU instances on GPU 1: onnxruntime: (CreateCUDAProviderOptions|UpdateCUDAProviderOptions|SessionOptionsAppendExecutionProvider_CUDA_V2): ORT_\w+: [\s\S]+/);
+    plain.close();
+    const ov = await rejection(loadModel(dir.path, path, { name: "acc", optimization: optimization([], [{ name: "openvino", parameters: { device_type: "CPU" } }]) }));
     expect(ov.message).toMatch(/^model 'acc': execution provider\(s\) OpenVINO requested by its execution_accelerators: onnxruntime: SessionOptionsAppendExecutionProvider\(OpenVINO\): ORT_\w+: [\s\S]+/);
-    const unknown = await accel([{ name: "tpu" }]);
+    const unknown = await rejection(loadModel(dir.path, path, { name: "acc", optimization: optimization([{ name: "tpu" }]) }));
     expect([unknown.code, unknown.message]).toEqual(["INVALID_ARG", "model 'acc': unknown gpu execution accelerator 'tpu' (expected tensorrt or cuda)"]);
-    const model = await loadModel(dir.path, path, { name: "acc" });
-    const e3 = await rejection(model.createInstance("g", "KIND_GPU", 0));
-    expect(e3.code).toBe("UNSUPPORTED");
-    expect(e3.message).toContain("KIND_GPU instances need the CUDA execution provider");
-    model.close();
   });
 
   it("ORT accepts every option combination and the session computes the same", async () => {

@@ -9,7 +9,7 @@ import { OrtEnvironment, OrtSessionOptions } from "../../../ffi/onnxruntime/hand
 import { OrtSession } from "../../../ffi/onnxruntime/session.ts";
 import { mallocTrim } from "../../../ffi/libc/malloc.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
-import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
+import { ServerError, invalidArg } from "../../core/errors.ts";
 import { runMode, sessionConfig, type RunMode } from "./options.ts";
 import { AutoRunMode } from "./run-mode.ts";
 import { protocolType, toOrtInput, fromOrtOutput } from "./tensors.ts";
@@ -56,31 +56,44 @@ class OrtInstance implements BackendInstance {
 class OrtModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
   readonly #env: OrtEnvironment;
+  /** Session options of KIND_CPU / KIND_MODEL instances (CPU accelerators only). */
   #options: OrtSessionOptions | undefined;
+  /** Session options of KIND_GPU instances, per GPU (CUDA, and TensorRT when asked for). */
+  readonly #gpuOptions = new Map<number, OrtSessionOptions>();
   readonly #mode: RunMode;
 
   constructor(ctx: BackendLoadContext, env: OrtEnvironment) {
     this.#ctx = ctx;
     this.#env = env;
     this.#mode = runMode(ctx.config);
-    const config = sessionConfig(ctx.config);
+    this.#options = this.#sessionOptions();
+  }
+
+  /** Session options for a CPU instance, or a KIND_GPU one on `gpu`; UNSUPPORTED naming the providers ORT refused. */
+  #sessionOptions(gpu?: number): OrtSessionOptions {
+    const config = sessionConfig(this.#ctx.config, gpu);
     try {
-      this.#options = new OrtSessionOptions(env.api, config);
+      return new OrtSessionOptions(this.#env.api, config);
     } catch (err) {
       if (!config.providers?.length) throw err;
+      const why = gpu === undefined ? "requested by its execution_accelerators" : `needed by its KIND_GPU instances on GPU ${gpu}`;
       throw new ServerError(
         "UNSUPPORTED",
-        `model '${ctx.modelName}': execution provider(s) ${config.providers.map((p) => p.name).join(", ")} requested by its execution_accelerators: ` +
-          `${(err as Error).message} (providers compiled into this ONNX Runtime: ${env.availableProviders().join(", ")})`,
+        `model '${this.#ctx.modelName}': execution provider(s) ${config.providers.map((p) => p.name).join(", ")} ${why}: ` +
+          `${(err as Error).message} (providers compiled into this ONNX Runtime: ${this.#env.availableProviders().join(", ")})`,
         { cause: err },
       );
     }
   }
 
-  async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"): Promise<BackendInstance> {
-    if (kind === "KIND_GPU") throw unsupported(`model '${this.#ctx.modelName}': KIND_GPU instances need the CUDA execution provider, which this ONNX Runtime build lacks`);
+  async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL", deviceId: number): Promise<BackendInstance> {
     if (!this.#options) throw new ServerError("INTERNAL", "model is closed");
-    const session = await OrtSession.open(this.#env, this.#ctx.modelPath, this.#options);
+    let options = this.#options;
+    if (kind === "KIND_GPU") {
+      options = this.#gpuOptions.get(deviceId) ?? this.#sessionOptions(deviceId);
+      this.#gpuOptions.set(deviceId, options);
+    }
+    const session = await OrtSession.open(this.#env, this.#ctx.modelPath, options);
     mallocTrim(); // ORT's copy of the model file, freed once the session is built
     return new OrtInstance(name, session, this.#mode, (this.#ctx.config.max_batch_size ?? 0) > 0);
   }
@@ -88,6 +101,8 @@ class OrtModel implements BackendModel {
   close(): void {
     this.#options?.close();
     this.#options = undefined;
+    for (const o of this.#gpuOptions.values()) o.close();
+    this.#gpuOptions.clear();
     // The sessions' weights and arenas are free now: collect the JS objects that still
     // pointed at them, then give the freed pages back (RSS after an unload).
     (globalThis as { Bun?: { gc(force: boolean): void } }).Bun?.gc(true);

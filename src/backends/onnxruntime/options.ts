@@ -45,11 +45,12 @@ function graphLevel(config: ModelConfig): number {
 }
 
 /**
- * Session settings for each instance of `config`. Thread counts left at 0 share the
- * cores among the instances (instances × intra threads ≤ cores), and intra-op threads
- * do not spin after a run unless allow_spinning says so.
+ * Session settings for each instance of `config` (on GPU `gpuDevice` for a KIND_GPU
+ * instance). Thread counts left at 0 share the cores among the instances (instances ×
+ * intra threads ≤ cores), and intra-op threads do not spin after a run unless
+ * allow_spinning says so.
  */
-export function sessionConfig(config: ModelConfig): SessionConfig {
+export function sessionConfig(config: ModelConfig, gpuDevice?: number): SessionConfig {
   const instances = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
   const intra = intParam(config, "intra_op_thread_count", 0) || Math.max(1, Math.floor(availableParallelism() / instances));
   const inter = intParam(config, "inter_op_thread_count", 0) || 1;
@@ -64,7 +65,7 @@ export function sessionConfig(config: ModelConfig): SessionConfig {
     memArena: boolParam(config, "enable_mem_arena") ?? true,
     ...(mode === 1 ? { parallelExecution: true } : {}),
     ...(memPattern === undefined ? {} : { memPattern }),
-    providers: executionProviders(config),
+    providers: executionProviders(config, gpuDevice),
     entries: Object.fromEntries(
       Object.entries(config.parameters ?? {})
         .filter(([k]) => k.startsWith("session."))
@@ -85,16 +86,20 @@ interface Accelerator {
 }
 
 /**
- * optimization.execution_accelerators → ONNX Runtime execution providers, as Triton's
- * onnxruntime backend maps them: GPU "tensorrt" (TensorRT, then CUDA for what TensorRT
- * does not take) and "cuda"; CPU "openvino". Triton's TensorRT parameter names
- * (precision_mode, max_workspace_size_bytes, trt_engine_cache_enable,
- * trt_engine_cache_path) become ORT's option keys; other parameters pass through.
+ * optimization.execution_accelerators → ONNX Runtime execution providers for one
+ * instance, as Triton's onnxruntime backend appends them (onnxruntime.cc, LoadModel):
+ * for a KIND_GPU instance on GPU `gpuDevice`, the GPU accelerators ("tensorrt", whose
+ * Triton parameter names precision_mode and max_workspace_size_bytes become ORT's option
+ * keys), then CUDA always, with the "cuda" accelerator's parameters, each with
+ * device_id = the instance's GPU; for every instance, the CPU accelerators ("openvino").
+ * A KIND_CPU instance ignores the GPU accelerators, as in Triton. Unknown accelerator
+ * names are refused for every kind.
  */
-export function executionProviders(config: ModelConfig): ExecutionProvider[] {
+export function executionProviders(config: ModelConfig, gpuDevice?: number): ExecutionProvider[] {
   const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: Accelerator[]; cpu_execution_accelerator?: Accelerator[] } } | undefined)
     ?.execution_accelerators;
-  const out: ExecutionProvider[] = [];
+  const gpu: ExecutionProvider[] = [];
+  const cuda: Record<string, string> = {};
   for (const a of acc?.gpu_execution_accelerator ?? []) {
     const params = { ...a.parameters };
     if (a.name === "tensorrt") {
@@ -107,13 +112,18 @@ export function executionProviders(config: ModelConfig): ExecutionProvider[] {
         } else if (k === "max_workspace_size_bytes") options.trt_max_workspace_size = v;
         else options[k] = v;
       }
-      out.push({ name: "TensorRT", options });
-      if (!out.some((p) => p.name === "CUDA")) out.push({ name: "CUDA", options: {} });
+      gpu.push({ name: "TensorRT", options });
     } else if (a.name === "cuda") {
-      out.push({ name: "CUDA", options: params });
+      Object.assign(cuda, params);
     } else {
       throw invalidArg(`model '${config.name}': unknown gpu execution accelerator '${a.name}' (expected tensorrt or cuda)`);
     }
+  }
+  const out: ExecutionProvider[] = [];
+  if (gpuDevice !== undefined) {
+    const device_id = String(gpuDevice);
+    for (const p of gpu) out.push({ name: p.name, options: { ...p.options, device_id } });
+    out.push({ name: "CUDA", options: { ...cuda, device_id } });
   }
   for (const a of acc?.cpu_execution_accelerator ?? []) {
     if (a.name !== "openvino") throw invalidArg(`model '${config.name}': unknown cpu execution accelerator '${a.name}' (expected openvino)`);
