@@ -43,26 +43,10 @@ echo "arm64 server OK without models"
 [ $NO_INFER = 1 ] && exit 0
 node_modules/.bin/bun scripts/make-models.ts "$work/models" --only=simple,simple_identity >/dev/null
 if [ "$QEMU" != env ] && ! grep -q '^CPU implementer' /proc/cpuinfo; then
-  cat >"$work/cpuinfo" <<'CPUINFO'
-processor	: 0
-BogoMIPS	: 108.00
-Features	: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid
-CPU implementer	: 0x41
-CPU architecture: 8
-CPU variant	: 0x0
-CPU part	: 0xd08
-CPU revision	: 3
-
-processor	: 1
-BogoMIPS	: 108.00
-Features	: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid
-CPU implementer	: 0x41
-CPU architecture: 8
-CPU variant	: 0x0
-CPU part	: 0xd08
-CPU revision	: 3
-
-CPUINFO
+  for n in 0 1; do
+    printf 'processor\t: %s\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid\n' "$n"
+    printf 'CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\nCPU revision\t: 3\n\n'
+  done >"$work/cpuinfo"
   if ! unshare -m sh -c "mount --bind '$work/cpuinfo' /proc/cpuinfo && grep -q '^CPU implementer' /proc/cpuinfo" 2>/dev/null; then
     echo "inference not checked: under qemu-user ONNX Runtime's arm64 library needs an arm64 /proc/cpuinfo, which this script mounts with unshare -m (run it as root)"
     exit 3
