@@ -6,8 +6,10 @@
  * CUDA shared-memory extension's path), which reads it back and reports a checksum.
  * Last, which TensorRT runtime the tensorrt backend would load ("TensorRT <version>
  * (<path>)" or "no TensorRT: <reason>"; NEREID_TENSORRT_LIBRARY overrides the search),
- * and which OpenVINO C library the openvino backend would load ("OpenVINO <build>
- * (<path>)" or "no OpenVINO: <reason>"; NEREID_OPENVINO_LIBRARY overrides the search).
+ * which OpenVINO C library the openvino backend would load ("OpenVINO <build>
+ * (<path>)" or "no OpenVINO: <reason>"; NEREID_OPENVINO_LIBRARY overrides the search),
+ * and the ONNX Runtime the onnxruntime backend loads, with the execution providers
+ * compiled into it.
  * Also cudaGpuCount(), the driver's device count for the model repository's KIND_GPU check.
  */
 import { spawnSync } from "node:child_process";
@@ -15,6 +17,7 @@ import { createHash } from "node:crypto";
 import { CudaDriver } from "../ffi/cuda/driver.ts";
 import { probeTensorRt } from "../ffi/tensorrt/library.ts";
 import { OpenVinoRuntime } from "../ffi/openvino/runtime.ts";
+import { OrtEnvironment } from "../ffi/onnxruntime/handles.ts";
 
 let gpus: { count: number; reason?: string } | undefined;
 
@@ -51,10 +54,20 @@ export function openVinoReport(): string {
   }
 }
 
+/** One line (or an error's lines) on the ONNX Runtime library and its compiled-in providers. */
+export function onnxRuntimeReport(): string {
+  try {
+    const env = OrtEnvironment.get();
+    return `ONNX Runtime ${env.version} (${env.api.libraryPath}), execution providers compiled in: ${env.availableProviders().join(", ")}`;
+  } catch (err) {
+    return `no ONNX Runtime: ${(err as Error).message}`;
+  }
+}
+
 export function runDevices(args: { cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string }): number {
   if (args.ipcOpen) return cudaDevices(args);
   const code = cudaDevices(args);
-  process.stdout.write(`${tensorRtReport()}\n${openVinoReport()}\n`);
+  process.stdout.write(`${tensorRtReport()}\n${openVinoReport()}\n${onnxRuntimeReport()}\n`);
   return code;
 }
 

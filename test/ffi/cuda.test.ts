@@ -42,6 +42,7 @@ describe.skipIf(hasDriver)("without a CUDA driver", () => {
     expect(plain.output).toMatch(/^no CUDA driver: cannot load the CUDA driver \(libcuda\.so\.1\); tried:/);
     expect(plain.output).toMatch(/\nno TensorRT: cannot load TensorRT \(libnvinfer\.so\.10\); tried:\n  libnvinfer\.so\.10: /);
     expect(plain.output).toMatch(/\nno OpenVINO: cannot load OpenVINO's C library \(libopenvino_c\.so\); tried:\n  libopenvino_c\.so: /);
+    expect(plain.output).toMatch(/\nONNX Runtime 1\.30\.\d+ \(\S+libonnxruntime\.so\.1[^)]*\), execution providers compiled in: [\w, ]*CPUExecutionProvider\n/);
     const self = await runServerToExit(["devices", "--self-test"]);
     expect(self.code).toBe(1);
     const bad = await runServerToExit(["devices", "--bogus"]);
