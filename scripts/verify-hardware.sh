@@ -18,7 +18,12 @@ fail=0
 
 echo "== $("$BIN" --version)"
 echo "== CUDA driver (libcuda.so.1), then the TensorRT and OpenVINO libraries found"
-if ! "$BIN" devices --self-test && ! "$BIN" devices | grep -q '^no CUDA driver'; then fail=1; fi
+DEVICES=$("$BIN" devices --self-test 2>&1)
+status=$?
+echo "$DEVICES"
+NO_CUDA=0
+echo "$DEVICES" | grep -q '^no CUDA driver' && NO_CUDA=1
+[ $status -ne 0 ] && [ $NO_CUDA = 0 ] && fail=1
 
 # check_simple MODEL PORT: one infer on a `simple`-shaped model; prints ok or FAIL.
 check_simple() {
@@ -50,7 +55,7 @@ echo "== NVML GPU metrics (libnvidia-ml.so.1)"
 gpu=$(curl -s "localhost:$((PORT + 2))/metrics" | grep -E '^nv_gpu_(utilization|memory_total_bytes|memory_used_bytes|power_usage|power_limit)\{' || true)
 if [ -n "$gpu" ]; then
   echo "$gpu" | sed 's/^/    ok   /'
-elif "$BIN" devices | grep -q '^no CUDA driver'; then
+elif [ $NO_CUDA = 1 ]; then
   echo "    --   no GPU driver on this host: nv_gpu_* metrics are absent, as expected"
 else
   echo "    FAIL a CUDA driver is present but no nv_gpu_* metrics were reported"; fail=1
@@ -59,7 +64,7 @@ kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 
 echo "== CUDA shared memory (server reading and writing another process's GPU allocation)"
 KOFFI=${NEREID_KOFFI_NODE:-node_modules/@koromix/koffi-linux-$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')/linux_$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')/koffi.node}
-if "$BIN" devices | grep -q '^no CUDA driver'; then
+if [ $NO_CUDA = 1 ]; then
   echo "    --   no GPU driver on this host"
 elif [ -f "$KOFFI" ]; then
   BUN_BE_BUN=1 NEREID_KOFFI_NODE="$(realpath "$KOFFI")" "$BIN" scripts/verify-cuda-shm.ts "$BIN" "$REPO" || fail=1
@@ -67,7 +72,6 @@ else
   echo "    --   skipped: needs koffi's native module (run from a checkout after npm ci, or set NEREID_KOFFI_NODE)"
 fi
 
-DEVICES=$("$BIN" devices 2>&1)
 WORK=$(mktemp -d)
 trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 MODELS=""
@@ -75,7 +79,7 @@ MODELS=""
 echo "== TensorRT (libnvinfer.so.10)"
 echo "$DEVICES" | grep -E '^(no )?TensorRT' | head -1 | sed 's/^/    /'
 TRTEXEC=${TRTEXEC:-$(command -v trtexec || ls /usr/src/tensorrt/bin/trtexec 2>/dev/null || true)}
-if echo "$DEVICES" | grep -q '^no CUDA driver'; then
+if [ $NO_CUDA = 1 ]; then
   echo "    --   no GPU driver on this host"
 elif ! echo "$DEVICES" | grep -qE '^TensorRT 10\.[0-9]+\.[0-9]+ \([^)]*\)$'; then
   echo "    --   no usable TensorRT 10 on this host"

@@ -10,7 +10,6 @@
  * (<path>)" or "no OpenVINO: <reason>"; NEREID_OPENVINO_LIBRARY overrides the search),
  * and the ONNX Runtime the onnxruntime backend loads, with the execution providers
  * compiled into it.
- * Also cudaGpuCount(), the driver's device count for the model repository's KIND_GPU check.
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -18,19 +17,6 @@ import { CudaDriver } from "../ffi/cuda/driver.ts";
 import { probeTensorRt } from "../ffi/tensorrt/library.ts";
 import { OpenVinoRuntime } from "../ffi/openvino/runtime.ts";
 import { OrtEnvironment } from "../ffi/onnxruntime/handles.ts";
-
-let gpus: { count: number; reason?: string } | undefined;
-
-/** The GPUs the CUDA driver reports, asked once per process; 0 with the reason when there is no driver. */
-export function cudaGpuCount(): { count: number; reason?: string } {
-  if (gpus) return gpus;
-  try {
-    gpus = { count: CudaDriver.get().deviceCount() };
-  } catch (err) {
-    gpus = { count: 0, reason: `no CUDA driver: ${(err as Error).message.split("\n")[0]}` };
-  }
-  return gpus;
-}
 
 /** One line (or an error's lines) on the TensorRT runtime library. */
 export function tensorRtReport(): string {

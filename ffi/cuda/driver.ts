@@ -134,6 +134,7 @@ export interface CudaDeviceInfo {
  */
 export class CudaDriver {
   static #instance: CudaDriver | undefined;
+  static #probed: { count: number; reason?: string } | undefined;
   readonly path: string;
   readonly #api: Api;
 
@@ -151,6 +152,20 @@ export class CudaDriver {
     check("cuInit", api.cuInit(0));
     CudaDriver.#instance = new CudaDriver(path, api);
     return CudaDriver.#instance;
+  }
+
+  /**
+   * How many GPUs the driver sees, asked once per process; 0 with the reason (the load
+   * error's first line) when there is no usable driver.
+   */
+  static probeDevices(): { count: number; reason?: string } {
+    if (CudaDriver.#probed) return CudaDriver.#probed;
+    try {
+      CudaDriver.#probed = { count: CudaDriver.get().deviceCount() };
+    } catch (err) {
+      CudaDriver.#probed = { count: 0, reason: `no CUDA driver: ${(err as Error).message.split("\n")[0]}` };
+    }
+    return CudaDriver.#probed;
   }
 
   /** cuDriverGetVersion as "major.minor" (e.g. 12040 → "12.4"). */

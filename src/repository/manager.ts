@@ -18,7 +18,7 @@ import { validateModelConfig } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import { warmUp } from "./warmup.ts";
-import { cudaGpuCount } from "../devices.ts";
+import { CudaDriver } from "../../ffi/cuda/driver.ts";
 import { EnsembleScheduler, checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
@@ -408,13 +408,18 @@ export class ModelRepositoryManager {
     }
     // KIND_AUTO resolves against the configured GPU count (CPU for onnxruntime, whose
     // embedded build has no CUDA), except for a GPU-only backend: the CUDA driver's count.
-    const gpuCount = backend.gpuOnly ? Math.max(this.#opts.gpuCount, cudaGpuCount().count) : this.#opts.gpuCount;
+    const gpuCount = backend.gpuOnly ? this.#gpus().count : this.#opts.gpuCount;
     config = normalizeModelConfig(config, { modelName: name, gpuCount });
     config = validateModelConfig(config, name);
     return { config, backend };
   }
 
-  #backendConfig(backend: string): Record<string, string> {
+  /** The configured GPU count when set, else what the CUDA driver sees (0 with the reason without one). */
+  #gpus(): { count: number; reason?: string } {
+    return this.#opts.gpuCount > 0 ? { count: this.#opts.gpuCount } : CudaDriver.probeDevices();
+  }
+
+    #backendConfig(backend: string): Record<string, string> {
     return { ...this.#opts.backendConfig[""], ...this.#opts.backendConfig[backend] };
   }
 
@@ -453,18 +458,16 @@ export class ModelRepositoryManager {
       });
       for (const group of config.instance_group ?? []) {
         const kind = group.kind ?? "KIND_CPU";
+        if (kind === "KIND_AUTO") throw invalidArg(`instance group '${group.name}' of model '${name}' was not normalized`);
         let devices = [0];
-        if (kind === "KIND_GPU" && backend.gpus !== "own") {
-          // The configured count (KIND_AUTO's resolution) may be 0 while the CUDA driver sees GPUs.
-          const gpus = this.#opts.gpuCount > 0 ? { count: this.#opts.gpuCount, reason: undefined } : cudaGpuCount();
+        if (kind === "KIND_GPU") {
+          // A backend with its own GPUs (OpenVINO's GPU plugin) checks the device itself.
+          const gpus = backend.gpus === "own" ? { count: 1 } : this.#gpus();
           if (gpus.count === 0) {
             throw invalidArg(`instance group '${group.name}' of model '${name}' specifies KIND_GPU, but no GPU is available on this host${gpus.reason ? ` (${gpus.reason})` : ""}`);
           }
           devices = group.gpus?.length ? group.gpus : Array.from({ length: gpus.count }, (_, i) => i);
-        } else if (kind === "KIND_GPU") {
-          devices = group.gpus?.length ? group.gpus : [0];
         }
-        if (kind === "KIND_AUTO") throw invalidArg(`instance group '${group.name}' of model '${name}' was not normalized`);
         for (const device of devices) {
           for (let i = 0; i < (group.count ?? 1); i++) {
             instances.push(await backendModel.createInstance(`${group.name}_${instances.length}`, kind, device));
