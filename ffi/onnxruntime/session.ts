@@ -37,6 +37,8 @@ export class OrtSession {
   readonly #pointerScratch: [BigUint64Array, BigUint64Array] = [offHeapPointers(8), offHeapPointers(8)];
   /** OrtValues kept bound to JS buffers for small synchronous runs, by input/output layout. */
   readonly #bound = new Map<string, BoundRun>();
+  /** The layout used last: checked field by field before the key is built. */
+  #lastBound: BoundRun | undefined;
 
   /** Creates the session on the calling thread, or adopts `created` (see open()). */
   constructor(env: OrtEnvironment, modelPath: string, options: OrtSessionOptions, created?: Pointer) {
@@ -173,6 +175,8 @@ export class OrtSession {
    * not qualify (strings, unknown output shapes, over 64 KiB, too many layouts).
    */
   #boundRun(inputs: readonly OrtInput[], outputNames: readonly string[], batched: boolean): BoundRun | undefined {
+    const last = this.#lastBound;
+    if (last && sameLayout(last, inputs, outputNames)) return last;
     let key = outputNames.join("\0") + "|";
     let bytes = 0;
     for (const input of inputs) {
@@ -182,7 +186,7 @@ export class OrtSession {
     }
     if (bytes > BOUND_MAX_BYTES) return undefined;
     const found = this.#bound.get(key);
-    if (found) return found;
+    if (found) return (this.#lastBound = found);
     const batch = batched ? this.#batchOf(inputs) : undefined;
     const outputs = outputNames.map((name) => this.#preallocate(name, batch));
     if (outputs.some((o) => !o) || outputs.reduce((n, o) => n + o!.data!.byteLength, bytes) > BOUND_MAX_BYTES) return undefined;
@@ -204,6 +208,8 @@ export class OrtSession {
         outValues[i] = v.handle ?? 0n;
       });
       const bound: BoundRun = {
+        layout: inputs.map((x) => ({ name: x.name, elementType: x.elementType, shape: [...x.shape], byteLength: x.data!.byteLength })),
+        outputNames: [...outputNames],
         inputData,
         outputs: outputs as OrtOutput[],
         values,
@@ -213,7 +219,7 @@ export class OrtSession {
         outNames: this.#namesArray(outputNames),
       };
       this.#bound.set(key, bound);
-      return bound;
+      return (this.#lastBound = bound);
     } catch (err) {
       for (const v of values) v.close();
       throw err;
@@ -293,6 +299,7 @@ export class OrtSession {
     }
     for (const b of this.#bound.values()) for (const v of b.values) v.close();
     this.#bound.clear();
+    this.#lastBound = undefined;
     this.#env.api.ReleaseSession(this.#handle);
     this.#handle = null;
     const koffi = getKoffi();
@@ -307,6 +314,9 @@ export class OrtSession {
 
 /** Small runs whose OrtValues stay bound to JS buffers (see OrtSession.#boundRun). */
 interface BoundRun {
+  /** What the values were created for: input names, element types, shapes and byte sizes; output names. */
+  layout: { name: string; elementType: number; shape: number[]; byteLength: number }[];
+  outputNames: string[];
   inputData: Uint8Array[];
   outputs: OrtOutput[];
   values: OrtValue[];
@@ -314,6 +324,19 @@ interface BoundRun {
   outValues: BigUint64Array;
   inNames: Pointer;
   outNames: Pointer;
+}
+
+/** Whether a run of `inputs` asking for `outputNames` fits the values of `b` as they are. */
+function sameLayout(b: BoundRun, inputs: readonly OrtInput[], outputNames: readonly string[]): boolean {
+  if (b.layout.length !== inputs.length || b.outputNames.length !== outputNames.length) return false;
+  for (let i = 0; i < outputNames.length; i++) if (b.outputNames[i] !== outputNames[i]) return false;
+  for (let i = 0; i < inputs.length; i++) {
+    const l = b.layout[i]!;
+    const x = inputs[i]!;
+    if (l.name !== x.name || l.elementType !== x.elementType || !x.data || l.byteLength !== x.data.byteLength || l.shape.length !== x.shape.length) return false;
+    for (let d = 0; d < l.shape.length; d++) if (l.shape[d] !== x.shape[d]) return false;
+  }
+  return true;
 }
 
 const BOUND_MAX_BYTES = 64 * 1024;

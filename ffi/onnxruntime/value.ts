@@ -7,6 +7,7 @@
 import { getKoffi, type Pointer } from "../load.ts";
 import { ONNX_TYPE, type OrtApi } from "./symbols.ts";
 import { check } from "./status.ts";
+import { copyBytes } from "../../src/core/bytes.ts";
 import type { OrtEnvironment } from "./handles.ts";
 
 /** A tensor going into a run. */
@@ -170,13 +171,12 @@ export class OrtValue {
 
 /** Element type and dims of an OrtTensorTypeAndShapeInfo (dims as ORT gives them, -1 when unknown). */
 /**
- * A copy backed by its own ArrayBuffer. `slice()` would give a JSC "fast" typed array,
- * whose first `.buffer` read (every typed view of an output takes one) allocates again.
+ * A copy in JS memory that ORT no longer writes to. Not `slice()`: that gives a JSC "fast"
+ * typed array, whose first `.buffer` read (every typed view of an output takes one)
+ * allocates again; copyBytes carves small copies from a shared slab.
  */
 export function ownedCopy(src: Uint8Array): Uint8Array {
-  const out = new Uint8Array(new ArrayBuffer(src.byteLength));
-  out.set(src);
-  return out;
+  return copyBytes(src);
 }
 
 export function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: number; shape: number[] } {

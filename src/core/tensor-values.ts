@@ -5,6 +5,7 @@
  */
 import { invalidArg } from "./errors.ts";
 import { ELEMENT_SIZE, joinBytes, splitBytes, type DataType, type Tensor } from "./tensor.ts";
+import { allocBytes } from "./bytes.ts";
 
 /** One tensor element as JS sees it: 64-bit integers are bigint, BYTES elements Uint8Array. */
 export type TensorValue = number | bigint | boolean | Uint8Array;
@@ -120,31 +121,34 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
     }
     case "FP16":
     case "BF16": {
-      const out = new Uint16Array(new ArrayBuffer(n * 2));
+      const bytes = allocBytes(n * 2);
+      const out = new Uint16Array(bytes.buffer, bytes.byteOffset, n);
       const conv = datatype === "FP16" ? floatToFp16 : floatToBf16;
       for (let i = 0; i < n; i++) {
         const v = values[i];
         if (typeof v !== "number" && typeof v !== "bigint") throw bad(i, "a number");
         out[i] = conv(Number(v));
       }
-      return new Uint8Array(out.buffer);
+      return bytes;
     }
     case "FP32":
     case "FP64": {
-      // Allocate the ArrayBuffer first: a typed array made from a length keeps its storage
-      // inline until `.buffer` is read, which then has to move it.
-      const out = datatype === "FP32" ? new Float32Array(new ArrayBuffer(n * 4)) : new Float64Array(new ArrayBuffer(n * 8));
+      // Views over allocBytes: a typed array made from a length keeps its storage inline
+      // until `.buffer` is read, which then has to move it.
+      const bytes = allocBytes(n * (datatype === "FP32" ? 4 : 8));
+      const out = datatype === "FP32" ? new Float32Array(bytes.buffer, bytes.byteOffset, n) : new Float64Array(bytes.buffer, bytes.byteOffset, n);
       for (let i = 0; i < n; i++) {
         const v = values[i];
         if (typeof v === "number") out[i] = v;
         else if (typeof v === "bigint") out[i] = Number(v);
         else throw bad(i, "a number");
       }
-      return new Uint8Array(out.buffer);
+      return bytes;
     }
     case "INT64":
     case "UINT64": {
-      const out = datatype === "INT64" ? new BigInt64Array(new ArrayBuffer(n * 8)) : new BigUint64Array(new ArrayBuffer(n * 8));
+      const bytes = allocBytes(n * 8);
+      const out = datatype === "INT64" ? new BigInt64Array(bytes.buffer, bytes.byteOffset, n) : new BigUint64Array(bytes.buffer, bytes.byteOffset, n);
       const [lo, hi] = BIG_RANGE[datatype];
       for (let i = 0; i < n; i++) {
         const b = asBigInt(values[i]);
@@ -152,19 +156,20 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
         if (b < lo || b > hi) throw bad(i, `an integer in ${lo}..${hi}`);
         out[i] = b;
       }
-      return new Uint8Array(out.buffer);
+      return bytes;
     }
     default: {
       const [lo, hi] = INT_RANGE[datatype];
       const Ctor = INT_ARRAYS[datatype];
-      const out = new Ctor(new ArrayBuffer(n * Ctor.BYTES_PER_ELEMENT));
+      const bytes = allocBytes(n * Ctor.BYTES_PER_ELEMENT);
+      const out = new Ctor(bytes.buffer, bytes.byteOffset, n);
       for (let i = 0; i < n; i++) {
         let v = values[i];
         if (typeof v === "bigint" && v >= BigInt(lo) && v <= BigInt(hi)) v = Number(v);
         if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw bad(i, `an integer in ${lo}..${hi}`);
         out[i] = v;
       }
-      return new Uint8Array(out.buffer);
+      return bytes;
     }
   }
 }

@@ -66,6 +66,33 @@ describe("a run releases each of its OrtValues once", () => {
     expectDistinctAndNonNull(spy.mock.calls, 4);
   });
 
+  it("sync, batched and small: runs that switch layouts (batch size, outputs asked for, input order) each get their own bound values", async () => {
+    const { session, close } = sessionFor(dir.model(addSubSpec("h_layouts")));
+    const spy = releases("ReleaseValue");
+    const run = (inputs: OrtInput[], outputs: string[]) => session.run(inputs, outputs, false, true);
+    const values = (o: { data: Uint8Array }) => [...new Int32Array(o.data.slice().buffer)];
+    const b3 = await run([i32Input("A", 3, 5), i32Input("B", 3, 2)], ["SUM", "DIFF"]);
+    const b1 = await run([i32Input("A", 1, 4), i32Input("B", 1, 1)], ["SUM", "DIFF"]);
+    const b3again = await run([i32Input("A", 3, 8), i32Input("B", 3, 6)], ["SUM", "DIFF"]);
+    const diffOnly = await run([i32Input("A", 3, 1), i32Input("B", 3, 4)], ["DIFF"]);
+    const swapped = await run([i32Input("B", 1, 10), i32Input("A", 1, 3)], ["SUM", "DIFF"]);
+    const b1again = await run([i32Input("A", 1, 0), i32Input("B", 1, 2)], ["SUM", "DIFF"]);
+    expect(b3.map((o) => o.shape)).toEqual([[3, 16], [3, 16]]);
+    expect(values(b3[0]!)).toEqual(Array(48).fill(7));
+    expect(values(b3[1]!)).toEqual(Array(48).fill(3));
+    expect(b1.map((o) => o.shape)).toEqual([[1, 16], [1, 16]]);
+    expect([values(b1[0]!), values(b1[1]!)]).toEqual([Array(16).fill(5), Array(16).fill(3)]);
+    expect([values(b3again[0]!), values(b3again[1]!)]).toEqual([Array(48).fill(14), Array(48).fill(2)]);
+    expect(diffOnly.map((o) => o.name)).toEqual(["DIFF"]);
+    expect(values(diffOnly[0]!)).toEqual(Array(48).fill(-3));
+    expect([values(swapped[0]!), values(swapped[1]!)]).toEqual([Array(16).fill(13), Array(16).fill(-7)]);
+    expect([values(b1again[0]!), values(b1again[1]!)]).toEqual([Array(16).fill(2), Array(16).fill(-2)]);
+    expect(spy.mock.calls).toHaveLength(0);
+    close();
+    // Four layouts: batch 3 and batch 1 with both outputs (4 values each), DIFF alone (3), B before A (4).
+    expectDistinctAndNonNull(spy.mock.calls, 15);
+  });
+
   for (const [mode, async] of [["sync", false], ["async", true]] as const) {
     it(`${mode}, not batched: 2 inputs + 2 outputs ORT allocates`, async () => {
       const { session, close } = sessionFor(dir.model(addSubSpec("h_unbatched")));

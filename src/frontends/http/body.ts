@@ -30,7 +30,7 @@ export async function readBody(req: HttpRequest, limit: number): Promise<Uint8Ar
 }
 
 /** Compresses a response body when the client accepts gzip or deflate. */
-export function compressFor(acceptEncoding: string | undefined, body: Uint8Array): { body: Uint8Array; encoding?: string } {
+export function compressFor(acceptEncoding: string | undefined, body: Uint8Array | string): { body: Uint8Array | string; encoding?: string } {
   if (!acceptEncoding) return { body };
   const accepts = acceptEncoding.toLowerCase();
   if (/\bgzip\b/.test(accepts)) return { body: gzipSync(body), encoding: "gzip" };

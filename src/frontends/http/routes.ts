@@ -32,6 +32,7 @@ const METHOD_NOT_ALLOWED = () => errorResponse(405, "Method Not Allowed");
 const NOT_FOUND = () => errorResponse(404, "Not Found");
 
 function decodeSegment(s: string): string {
+  if (!s.includes("%")) return s;
   try {
     return decodeURIComponent(s);
   } catch {

@@ -73,7 +73,8 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
 }
 
 export interface EncodedResponse {
-  body: Uint8Array;
+  /** The JSON text when the body is JSON alone (the HTTP server writes it as UTF-8); bytes when binary data follows. */
+  body: Uint8Array | string;
   contentType: string;
   /** Byte length of the JSON part, for Inference-Header-Content-Length, when binary data follows it. */
   headerLength?: number;
@@ -98,7 +99,8 @@ function binaryChooser(request: InferenceRequest): (name: string) => boolean {
  * Encodes a response in Triton's field order: id (only when the request had a non-empty
  * one), model_name, model_version, parameters (when there are any), outputs. When any
  * binary output has bytes, the body is the JSON followed by those bytes in output order,
- * with contentType application/octet-stream and headerLength the JSON's byte length.
+ * with contentType application/octet-stream and headerLength the JSON's byte length;
+ * otherwise the body is the JSON text.
  */
 export function encodeInferResponse(response: InferenceResponse, request: InferenceRequest): EncodedResponse {
   const isBinary = binaryChooser(request);
@@ -122,9 +124,9 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
     }
   }
   json += "]}";
-  const head = encoder.encode(json);
   // Triton sends JSON (no header) when every binary output is empty.
-  if (blobs.length === 0) return { body: head, contentType: "application/json" };
+  if (blobs.length === 0) return { body: json, contentType: "application/json" };
+  const head = encoder.encode(json);
   let total = head.byteLength;
   for (const b of blobs) total += b.byteLength;
   const body = new Uint8Array(total);

@@ -337,6 +337,18 @@ describe("parseInferenceHeaderLength (std::stoi, as Triton reads the header)", (
   });
 });
 
+/** The body of a JSON-only response: the JSON text itself, not bytes. */
+function jsonText(body: Uint8Array | string): string {
+  expect(typeof body).toBe("string");
+  return body as string;
+}
+
+/** The body of a response with binary data after the JSON. */
+function binBody(body: Uint8Array | string): Uint8Array {
+  expect(body).toBeInstanceOf(Uint8Array);
+  return body as Uint8Array;
+}
+
 describe("encodeInferResponse", () => {
   const response: InferenceResponse = {
     modelName: "m",
@@ -358,15 +370,15 @@ describe("encodeInferResponse", () => {
     const plain = encodeInferResponse(response, request());
     expect(plain.contentType).toBe("application/json");
     expect(plain.headerLength).toBeUndefined();
-    expect(dec.decode(plain.body)).toBe(PLAIN);
-    expect(dec.decode(encodeInferResponse(response, request({ id: "" })).body)).toBe(PLAIN);
-    expect(dec.decode(encodeInferResponse(response, request({ id: 'q"1' })).body)).toBe('{"id":"q\\"1",' + PLAIN.slice(1));
+    expect(jsonText(plain.body)).toBe(PLAIN);
+    expect(jsonText(encodeInferResponse(response, request({ id: "" })).body)).toBe(PLAIN);
+    expect(jsonText(encodeInferResponse(response, request({ id: 'q"1' })).body)).toBe('{"id":"q\\"1",' + PLAIN.slice(1));
   });
 
   it("writes response parameters after model_version only when there are some", () => {
     const withParams = encodeInferResponse({ ...response, outputs: [], parameters: { a: 1, b: 9007199254740993n, c: "x", d: true, e: 0.25 } }, request({ id: "r" }));
-    expect(dec.decode(withParams.body)).toBe('{"id":"r","model_name":"m","model_version":"1","parameters":{"a":1,"b":9007199254740993,"c":"x","d":true,"e":0.25},"outputs":[]}');
-    expect(dec.decode(encodeInferResponse({ ...response, outputs: [], parameters: {} }, request()).body)).toBe('{"model_name":"m","model_version":"1","outputs":[]}');
+    expect(jsonText(withParams.body)).toBe('{"id":"r","model_name":"m","model_version":"1","parameters":{"a":1,"b":9007199254740993,"c":"x","d":true,"e":0.25},"outputs":[]}');
+    expect(jsonText(encodeInferResponse({ ...response, outputs: [], parameters: {} }, request()).body)).toBe('{"model_name":"m","model_version":"1","outputs":[]}');
   });
 
   it("writes flat data for every JSON datatype: floats as rapidjson does, 64-bit integers with every digit", () => {
@@ -383,7 +395,7 @@ describe("encodeInferResponse", () => {
       },
       request(),
     );
-    expect(dec.decode(out.body)).toBe(
+    expect(jsonText(out.body)).toBe(
       '{"model_name":"m","model_version":"2","outputs":[' +
         '{"name":"S","datatype":"BYTES","shape":[2],"data":["\\"",""]},' +
         '{"name":"F","datatype":"FP32","shape":[2,2],"data":[NaN,-Infinity,2.0,0.5]},' +
@@ -398,25 +410,25 @@ describe("encodeInferResponse", () => {
     expect(out.contentType).toBe("application/octet-stream");
     expect(out.headerLength).toBe(h.length);
     expect(out.headerLength).toBe(211);
-    expect([...out.body]).toEqual([...enc.encode(h), 3, 0, 0, 0, 0xfc, 0xff, 0xff, 0xff, 1]);
+    expect([...binBody(out.body)]).toEqual([...enc.encode(h), 3, 0, 0, 0, 0xfc, 0xff, 0xff, 0xff, 1]);
   });
 
   it("a listed output's binary_data decides for it, over binary_data_output", () => {
     const out = encodeInferResponse(response, request({ parameters: { binary_data_output: true }, outputs: [{ name: "Z", parameters: { binary_data: false } }] }));
     expect(out.headerLength).toBe(head(Y_BIN, Z_JSON).length);
-    expect([...out.body]).toEqual([...enc.encode(head(Y_BIN, Z_JSON)), ...i32(3, -4)]);
+    expect([...binBody(out.body)]).toEqual([...enc.encode(head(Y_BIN, Z_JSON)), ...i32(3, -4)]);
     const noDefault = encodeInferResponse(response, request({ outputs: [{ name: "Z", parameters: { binary_data: true } }, { name: "Y" }] }));
-    expect([...noDefault.body]).toEqual([...enc.encode(head(Y_JSON, Z_BIN)), 1]);
+    expect([...binBody(noDefault.body)]).toEqual([...enc.encode(head(Y_JSON, Z_BIN)), 1]);
   });
 
   it("a listed output without binary_data is JSON even under binary_data_output (Triton's http_server.cc)", () => {
     const out = encodeInferResponse(response, request({ parameters: { binary_data_output: true }, outputs: [{ name: "Y" }, { name: "Z", parameters: { classification: 1 } }] }));
-    expect(dec.decode(out.body)).toBe(head(Y_JSON, Z_JSON));
+    expect(jsonText(out.body)).toBe(head(Y_JSON, Z_JSON));
     expect(out.contentType).toBe("application/json");
   });
 
   it("stays JSON when binary_data_output is false", () => {
-    expect(dec.decode(encodeInferResponse(response, request({ parameters: { binary_data_output: false } })).body)).toBe(PLAIN);
+    expect(jsonText(encodeInferResponse(response, request({ parameters: { binary_data_output: false } })).body)).toBe(PLAIN);
   });
 
   it("counts Inference-Header-Content-Length in UTF-8 bytes of the JSON part", () => {
@@ -427,15 +439,15 @@ describe("encodeInferResponse", () => {
     const h = '{"id":"日本","model_name":"modèle","model_version":"1","outputs":[{"name":"ÿ","datatype":"INT32","shape":[1],"parameters":{"binary_data_size":4}}]}';
     expect(out.headerLength).toBe(enc.encode(h).byteLength);
     expect(out.headerLength).toBeGreaterThan(h.length);
-    expect(dec.decode(out.body.subarray(0, out.headerLength))).toBe(h);
-    expect([...out.body.subarray(out.headerLength)]).toEqual([...i32(9)]);
+    expect(dec.decode(binBody(out.body).subarray(0, out.headerLength))).toBe(h);
+    expect([...binBody(out.body).subarray(out.headerLength)]).toEqual([...i32(9)]);
   });
 
   it("sends JSON without a header length when every binary output is empty, as Triton does", () => {
     const out = encodeInferResponse({ modelName: "m", modelVersion: "1", outputs: [{ name: "E", datatype: "FP32", shape: [0], data: new Uint8Array(0) }] }, request({ parameters: { binary_data_output: true } }));
     expect(out.contentType).toBe("application/json");
     expect(out.headerLength).toBeUndefined();
-    expect(dec.decode(out.body)).toBe('{"model_name":"m","model_version":"1","outputs":[{"name":"E","datatype":"FP32","shape":[0],"parameters":{"binary_data_size":0}}]}');
+    expect(jsonText(out.body)).toBe('{"model_name":"m","model_version":"1","outputs":[{"name":"E","datatype":"FP32","shape":[0],"parameters":{"binary_data_size":0}}]}');
   });
 
   it("refuses FP16 and BF16 outputs in JSON, in Triton's words, and sends them binary when asked", () => {
@@ -445,14 +457,14 @@ describe("encodeInferResponse", () => {
         new ServerError("INVALID_ARG", `sending ${datatype} data via JSON is not supported. Please use the binary data format for output`),
       );
       const bin = encodeInferResponse(half, request({ outputs: [{ name: "H", parameters: { binary_data: true } }] }));
-      expect([...bin.body.subarray(bin.headerLength)]).toEqual([0x00, 0x3c]);
+      expect([...binBody(bin.body).subarray(bin.headerLength)]).toEqual([0x00, 0x3c]);
     }
   });
 
   it("round-trips: binary outputs decode as the same bytes a client would send back", () => {
     const out = encodeInferResponse(response, request({ parameters: { binary_data_output: true } }));
-    const h = JSON.parse(dec.decode(out.body.subarray(0, out.headerLength))) as { outputs: { name: string; datatype: string; shape: number[]; parameters: Record<string, number> }[] };
-    const { body, headerLength } = withBinary({ inputs: h.outputs }, out.body.subarray(out.headerLength));
+    const h = JSON.parse(dec.decode(binBody(out.body).subarray(0, out.headerLength))) as { outputs: { name: string; datatype: string; shape: number[]; parameters: Record<string, number> }[] };
+    const { body, headerLength } = withBinary({ inputs: h.outputs }, binBody(out.body).subarray(out.headerLength));
     const req = decodeInferRequest(body, headerLength, ctx);
     expect(req.inputs.map((i) => [i.name, [...i.data]])).toEqual([
       ["Y", [...i32(3, -4)]],
@@ -478,7 +490,7 @@ describe("encodeInferResponse", () => {
     const count = (d: string) => d.split(",").length;
     const body = enc.encode(`{"inputs":[${data.map(([dt, d]) => `{"name":"${dt}","datatype":"${dt}","shape":[${count(d)}],"data":${d}}`).join(",")}]}`);
     const req = decodeInferRequest(body, undefined, ctx);
-    const out = dec.decode(encodeInferResponse({ modelName: "m", modelVersion: "1", outputs: req.inputs }, request()).body);
+    const out = jsonText(encodeInferResponse({ modelName: "m", modelVersion: "1", outputs: req.inputs }, request()).body);
     for (const [dt, d] of data) expect(out).toContain(`"datatype":"${dt}","shape":[${count(d)}],"data":${d}}`);
   });
 });
