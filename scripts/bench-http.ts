@@ -17,6 +17,7 @@ import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, ex
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { machineHeading, sleep, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
+import { naiveServerSource } from "./lib/naive-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -94,28 +95,7 @@ async function stats(base: string) {
   return { count: i.success.count, successNs: i.success.ns, inferNs: i.compute_infer.ns };
 }
 
-/** The naive reference: `simple` served with nothing but parse → ORT → JSON. */
-const NAIVE_SERVER = `
-import { OrtEnvironment, OrtSessionOptions } from ${JSON.stringify(join(root, "ffi/onnxruntime/handles.ts"))};
-import { OrtSession } from ${JSON.stringify(join(root, "ffi/onnxruntime/session.ts"))};
-const env = OrtEnvironment.get();
-const options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
-const session = await OrtSession.open(env, ${JSON.stringify(join(root, "model_repository/simple/1/model.onnx"))}, options);
-const int32 = (d: number[]) => new Uint8Array(Int32Array.from(d).buffer);
-Bun.serve({ port: Number(process.argv[2]), async fetch(req) {
-  const body = (await req.json()) as { inputs: { data: number[] }[] };
-  const out = await session.run([
-    { name: "INPUT0", elementType: 6, shape: [1, 16], data: int32(body.inputs[0]!.data) },
-    { name: "INPUT1", elementType: 6, shape: [1, 16], data: int32(body.inputs[1]!.data) },
-  ], ["OUTPUT0", "OUTPUT1"], false, true);
-  const data = (i: number) => Array.from(new Int32Array(out[i]!.data!.buffer, out[i]!.data!.byteOffset, 16));
-  return Response.json({ model_name: "simple", model_version: "1", outputs: [
-    { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: data(0) },
-    { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: data(1) },
-  ] });
-} });
-`;
-writeFileSync(join(work, "naive.ts"), NAIVE_SERVER);
+writeFileSync(join(work, "naive.ts"), naiveServerSource(root, join(root, "model_repository/simple/1/model.onnx")));
 const simpleOnly = join(work, "simple-only");
 mkdirSync(simpleOnly);
 spawnSync("cp", ["-r", join(root, "model_repository", "simple"), simpleOnly]);

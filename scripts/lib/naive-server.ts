@@ -1,0 +1,30 @@
+/**
+ * The naive reference server of the HTTP benchmarks: `simple` served with nothing but
+ * `req.json()` → the project's koffi OrtSession (called inline) → `Response.json`; no
+ * validation, scheduling, statistics or Triton encoding. Returned as source text, run as
+ * `bun <file> <port>`.
+ */
+import { join } from "node:path";
+
+export function naiveServerSource(root: string, modelPath: string): string {
+  return `
+import { OrtEnvironment, OrtSessionOptions } from ${JSON.stringify(join(root, "ffi/onnxruntime/handles.ts"))};
+import { OrtSession } from ${JSON.stringify(join(root, "ffi/onnxruntime/session.ts"))};
+const env = OrtEnvironment.get();
+const options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
+const session = await OrtSession.open(env, ${JSON.stringify(modelPath)}, options);
+const int32 = (d: number[]) => new Uint8Array(Int32Array.from(d).buffer);
+Bun.serve({ port: Number(process.argv[2]), async fetch(req) {
+  const body = (await req.json()) as { inputs: { data: number[] }[] };
+  const out = await session.run([
+    { name: "INPUT0", elementType: 6, shape: [1, 16], data: int32(body.inputs[0]!.data) },
+    { name: "INPUT1", elementType: 6, shape: [1, 16], data: int32(body.inputs[1]!.data) },
+  ], ["OUTPUT0", "OUTPUT1"], false, true);
+  const data = (i: number) => Array.from(new Int32Array(out[i]!.data!.buffer, out[i]!.data!.byteOffset, 16));
+  return Response.json({ model_name: "simple", model_version: "1", outputs: [
+    { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: data(0) },
+    { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: data(1) },
+  ] });
+} });
+`;
+}
