@@ -18,7 +18,7 @@ export interface PreparedRequest {
   /** Output names to return, in the order the client asked for them (config order by default). */
   outputNames: string[];
   /** output name → top-k count, for the classification extension. */
-  classification: Map<string, number>;
+  classification: ReadonlyMap<string, number>;
 }
 
 const dimsToString = (dims: readonly number[]) => `[${dims.join(",")}]`;
@@ -43,6 +43,8 @@ function positiveInt(v: unknown): number | undefined {
   return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined;
 }
 
+const NO_CLASSIFICATION: ReadonlyMap<string, number> = new Map();
+
 /** Validates `request` for `sig` and returns what the scheduler needs; throws INVALID_ARG. */
 export function prepareForInference(request: InferenceRequest, sig: ModelSignature): PreparedRequest {
   const model = sig.name;
@@ -50,7 +52,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
 
   // Requested outputs.
   const outputNames: string[] = [];
-  const classification = new Map<string, number>();
+  let classification: Map<string, number> | undefined;
   if (request.outputs && request.outputs.length > 0) {
     for (const out of request.outputs) {
       if (!sig.outputs.has(out.name)) throw invalidArg(`unexpected inference output '${out.name}' for model '${model}'`);
@@ -60,7 +62,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
       if (cls !== undefined) {
         const k = positiveInt(cls);
         if (k === undefined) throw invalidArg(`classification count for output '${out.name}' must be a positive integer`);
-        classification.set(out.name, k);
+        (classification ??= new Map()).set(out.name, k);
       }
     }
   } else {
@@ -150,5 +152,5 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     });
   }
 
-  return { request, batchSize, inputs, outputNames, classification };
+  return { request, batchSize, inputs, outputNames, classification: classification ?? NO_CLASSIFICATION };
 }

@@ -261,11 +261,13 @@ export class InferenceServer {
     });
   }
 
-  #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: Map<string, number>): Tensor[] {
+  #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: ReadonlyMap<string, number>): Tensor[] {
     const batched = mv.signature.maxBatchSize > 0;
-    const byName = new Map(raw.map((t) => [t.name, t]));
-    return names.map((name) => {
-      const t = byName.get(name);
+    // Backends answer in the order asked; look outputs up by name only when they did not.
+    const inOrder = raw.length === names.length && raw.every((t, i) => t.name === names[i]);
+    const byName = inOrder ? undefined : new Map(raw.map((t) => [t.name, t]));
+    return names.map((name, i) => {
+      const t = byName ? byName.get(name) : raw[i];
       if (!t) throw new ServerError("INTERNAL", `model '${mv.name}' did not produce output '${name}'`);
       const config = mv.signature.outputs.get(name)!;
       const shaped = config.reshape ? { ...t, shape: apiShape(t.shape, config.dims ?? [], config.reshape.shape ?? [], batched) } : t;

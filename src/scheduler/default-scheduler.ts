@@ -39,8 +39,11 @@ export class DefaultScheduler implements Scheduler {
       );
     }
     this.#inflight++;
+    const enqueuedAt = nowNs();
+    // A free instance and nobody waiting: run now, without a queue entry.
+    if (this.#queue.length === 0 && this.#free.length > 0) return this.#run(this.#free.pop()!, request, enqueuedAt, nowNs());
     return new Promise<ScheduledResult>((resolve, reject) => {
-      this.#queue.push({ request, enqueuedAt: nowNs(), resolve, reject });
+      this.#queue.push({ request, enqueuedAt, resolve, reject });
       this.#dispatch();
     });
   }
@@ -49,22 +52,18 @@ export class DefaultScheduler implements Scheduler {
     while (this.#free.length > 0 && this.#queue.length > 0) {
       const instance = this.#free.pop()!;
       const job = this.#queue.shift()!;
-      void this.#run(instance, job);
+      this.#run(instance, job.request, job.enqueuedAt, nowNs()).then(job.resolve, job.reject);
     }
   }
 
-  async #run(instance: BackendInstance, job: Waiting): Promise<void> {
-    const start = nowNs();
+  async #run(instance: BackendInstance, request: PreparedRequest, enqueuedAt: number, start: number): Promise<ScheduledResult> {
     try {
-      const r = await instance.execute(job.request.inputs, job.request.outputNames);
-      const total = nowNs() - start;
+      const r = await instance.execute(request.inputs, request.outputNames);
       const computeInputNs = r.computeInputNs ?? 0;
       const computeOutputNs = r.computeOutputNs ?? 0;
-      const computeInferNs = r.computeInferNs ?? Math.max(0, total - computeInputNs - computeOutputNs);
-      this.#stats.recordExecution(job.request.batchSize, computeInputNs, computeInferNs, computeOutputNs);
-      job.resolve({ outputs: r.outputs, queueNs: start - job.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs });
-    } catch (err) {
-      job.reject(err);
+      const computeInferNs = r.computeInferNs ?? Math.max(0, nowNs() - start - computeInputNs - computeOutputNs);
+      this.#stats.recordExecution(request.batchSize, computeInputNs, computeInferNs, computeOutputNs);
+      return { outputs: r.outputs, queueNs: start - enqueuedAt, computeInputNs, computeInferNs, computeOutputNs };
     } finally {
       this.#free.push(instance);
       this.#inflight--;

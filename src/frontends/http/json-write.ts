@@ -24,11 +24,22 @@ export function formatDouble(v: number): string {
   return String(v).replace("e+", "e");
 }
 
+/**
+ * `[v0,v1,...]` for numbers, as `join` prints them. Small arrays are first copied into a
+ * plain array: JSC joins one of those about twice as fast as a typed array.
+ */
+function joinNumbers(view: Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array | Float32Array | Float64Array): string {
+  if (view.length > 1024) return "[" + view.join(",") + "]";
+  const plain = new Array<number>(view.length);
+  for (let i = 0; i < view.length; i++) plain[i] = view[i]!;
+  return "[" + plain.join(",") + "]";
+}
+
 function doublesJson(view: Float32Array | Float64Array): string {
   // Without integral or non-finite values, rapidjson's text equals JS's: join natively.
   let plain = true;
   for (let i = 0; i < view.length && plain; i++) plain = !Number.isInteger(view[i]!) && Number.isFinite(view[i]!);
-  if (plain) return "[" + view.join(",") + "]";
+  if (plain) return joinNumbers(view);
   const parts = new Array<string>(view.length);
   for (let i = 0; i < view.length; i++) parts[i] = formatDouble(view[i]!);
   return "[" + parts.join(",") + "]";
@@ -76,8 +87,9 @@ export function tensorDataJson(t: Tensor): string {
   if (datatype === "BOOL") return boolsJson(t.data);
   const view = typedView(datatype, t.data);
   if (view instanceof Float32Array || view instanceof Float64Array) return doublesJson(view);
-  // Integer types, 64-bit ones included: join prints every digit of a bigint.
-  return "[" + view.join(",") + "]";
+  // 64-bit integers: join prints every digit of a bigint.
+  if (view instanceof BigInt64Array || view instanceof BigUint64Array) return "[" + view.join(",") + "]";
+  return joinNumbers(view);
 }
 
 /** Response parameters: bool, int64 (integers and bigints), double and string, in order. */

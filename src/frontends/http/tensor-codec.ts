@@ -82,6 +82,20 @@ export interface EncodedResponse {
 
 const encoder = new TextEncoder();
 
+/** JSON string literals of model and output names, which repeat from response to response. */
+const QUOTED = new Map<string, string>();
+const QUOTED_MAX = 1024;
+
+function quoted(name: string): string {
+  let q = QUOTED.get(name);
+  if (q === undefined) {
+    if (QUOTED.size >= QUOTED_MAX) QUOTED.clear();
+    q = JSON.stringify(name);
+    QUOTED.set(name, q);
+  }
+  return q;
+}
+
 /**
  * Which outputs go binary, as Triton's HTTP frontend decides it: an output named in the
  * request's `outputs` is binary only with `binary_data: true` (one listed without the
@@ -107,12 +121,12 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
   const blobs: Uint8Array[] = [];
   let json = "{";
   if (request.id) json += `"id":${JSON.stringify(request.id)},`;
-  json += `"model_name":${JSON.stringify(response.modelName)},"model_version":${JSON.stringify(response.modelVersion)}`;
+  json += `"model_name":${quoted(response.modelName)},"model_version":${quoted(response.modelVersion)}`;
   if (response.parameters && Object.keys(response.parameters).length > 0) json += `,"parameters":${parametersJson(response.parameters)}`;
   json += `,"outputs":[`;
   for (let i = 0; i < response.outputs.length; i++) {
     const t = response.outputs[i]!;
-    json += `${i > 0 ? "," : ""}{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(",")}]`;
+    json += `${i > 0 ? "," : ""}{"name":${quoted(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(",")}]`;
     if (t.sharedMemory) {
       const m = t.sharedMemory;
       json += `,"parameters":{"shared_memory_region":${JSON.stringify(m.region)},"shared_memory_byte_size":${m.byteSize}${m.offset ? `,"shared_memory_offset":${m.offset}` : ""}}}`;

@@ -152,6 +152,21 @@ describe("inference (P-06..P-09, P-11..P-15)", () => {
     ]);
   });
 
+  it("outputs asked for in reverse order come back in that order, each with its own values", async () => {
+    const res = await post("/v2/models/simple/infer", {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+      ],
+      outputs: [{ name: "OUTPUT1" }, { name: "OUTPUT0" }],
+    });
+    const body = (await res.json()) as any;
+    expect(body.outputs).toEqual([
+      { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: DIFF },
+      { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: SUM },
+    ]);
+  });
+
   it("binary tensor extension both ways", async () => {
     const header = new TextEncoder().encode(
       JSON.stringify({

@@ -64,6 +64,15 @@ describe("tensorDataJson", () => {
     expect(tensorDataJson(tensor(dt, data))).toBe(text);
   });
 
+  // Up to 1024 elements go through a plain array, larger ones are joined as typed arrays.
+  it.each([1023, 1024, 1025, 3000])("writes %d INT32 and FP32 elements the same on both paths", (n) => {
+    const ints = Int32Array.from({ length: n }, (_, i) => (i % 2 ? -i : i * 1000));
+    const floats = Float32Array.from({ length: n }, (_, i) => i + 0.25);
+    const bytesOf = (a: Int32Array | Float32Array) => new Uint8Array(a.buffer);
+    expect(tensorDataJson(tensor("INT32", bytesOf(ints)))).toBe("[" + Array.from(ints, String).join(",") + "]");
+    expect(tensorDataJson(tensor("FP32", bytesOf(floats)))).toBe("[" + Array.from(floats, String).join(",") + "]");
+  });
+
   it("writes BYTES as JSON strings, invalid UTF-8 as U+FFFD, control characters escaped", () => {
     const data = joinBytes([utf8("hi"), new Uint8Array(0), utf8('q"\\é\n\u0001'), bytes(0xff)]);
     expect(tensorDataJson(tensor("BYTES", data, [2, 2]))).toBe('["hi","","q\\"\\\\é\\n\\u0001","\uFFFD"]');

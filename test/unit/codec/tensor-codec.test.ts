@@ -366,6 +366,18 @@ describe("encodeInferResponse", () => {
   const Z_JSON = '{"name":"Z","datatype":"BOOL","shape":[1],"data":[true]}';
   const head = (...outputs: string[]) => `{"model_name":"m","model_version":"1","outputs":[${outputs.join(",")}]}`;
 
+  it("quotes model and output names as JSON, the same after more distinct names than it keeps quoted", () => {
+    const odd = { ...response, modelName: 'm"\\é\n', outputs: [{ ...response.outputs[0]!, name: "Y\u2028<" }] };
+    const expected = `{"model_name":${JSON.stringify(odd.modelName)},"model_version":"1","outputs":[{"name":${JSON.stringify("Y\u2028<")},"datatype":"INT32","shape":[1,2],"data":[3,-4]}]}`;
+    expect(jsonText(encodeInferResponse(odd, request()).body)).toBe(expected);
+    for (let i = 0; i < 1500; i++) {
+      const name = `out_${i}`;
+      const body = jsonText(encodeInferResponse({ ...response, modelName: `model_${i}`, outputs: [{ ...response.outputs[0]!, name }] }, request()).body);
+      expect(body.startsWith(`{"model_name":"model_${i}","model_version":"1","outputs":[{"name":"${name}",`)).toBe(true);
+    }
+    expect(jsonText(encodeInferResponse(odd, request()).body)).toBe(expected);
+  });
+
   it("writes Triton's JSON in Triton's field order, with the id first only when given and non-empty", () => {
     const plain = encodeInferResponse(response, request());
     expect(plain.contentType).toBe("application/json");
