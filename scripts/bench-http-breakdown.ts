@@ -21,10 +21,10 @@
  *   bun scripts/bench-http-breakdown.ts [--duration=8] [--rounds=3] [--out=scripts/results/http-breakdown.md]
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, cpSync } from "node:fs";
+import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
-import { machineHeading, sleep, waitReady } from "./lib/bench.ts";
+import { machineHeading, procStat, sleep, waitReady, wrk } from "./lib/bench.ts";
 import { naiveServerSource } from "./lib/naive-server.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -118,21 +118,8 @@ const LAYERS: Layer[] = [
   { label: "naive Bun.serve + koffi ORT (reference)", args: (p) => [join(work, "naive.ts"), String(p)], url: (p) => `http://127.0.0.1:${p}/`, post: true },
 ];
 
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(f[11]) + Number(f[12]);
-}
-
-function runWrk(url: string, post: boolean, seconds: number): { requests: number; rps: number; errors: number } {
-  const args = ["-c", "1", "wrk", "-t", "1", "-c", "16", "-d", `${seconds}s`, ...(post ? ["-s", join(work, "json.lua")] : []), url];
-  const out = spawnSync("taskset", args, { encoding: "utf8" }).stdout;
-  return {
-    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
-    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0),
-  };
-}
+const runWrk = (url: string, post: boolean, seconds: number) =>
+  wrk(url, 16, seconds, post ? join(work, "json.lua") : undefined, { threads: 1, cpus: "1" });
 
 async function measure(layer: Layer, port: number): Promise<{ usPerRequest: number; rps: number; errors: number }> {
   const child: ChildProcess = spawn("taskset", ["-c", "0", bun, ...layer.args(port)], { stdio: "ignore" });
@@ -140,9 +127,9 @@ async function measure(layer: Layer, port: number): Promise<{ usPerRequest: numb
     await waitReady(layer.url(port), 20_000, layer.post ? "POST" : "GET", layer.post ? jsonBody : undefined);
     runWrk(layer.url(port), layer.post, 2); // warm-up
     await sleep(200);
-    const before = cpuTicks(child.pid!);
+    const before = procStat(child.pid!).cpuTicks;
     const r = runWrk(layer.url(port), layer.post, DURATION);
-    const ticks = cpuTicks(child.pid!) - before;
+    const ticks = procStat(child.pid!).cpuTicks - before;
     return { usPerRequest: (ticks * 10_000) / r.requests, rps: r.rps, errors: r.errors }; // 100 ticks per second
   } finally {
     child.kill("SIGKILL");

@@ -13,10 +13,10 @@
  *   npm run build && bun scripts/bench-http.ts [--duration=10] [--soak=60] [--out=scripts/results/http.md]
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, openSync } from "node:fs";
+import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
-import { machineHeading, sleep, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
+import { machineHeading, procStat, sleep, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
 import { naiveServerSource } from "./lib/naive-server.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -81,14 +81,6 @@ ${headerLength !== undefined ? `wrk.headers["Inference-Header-Content-Length"] =
 writeFileSync(join(work, "json.lua"), lua(join(work, "json.body")));
 writeFileSync(join(work, "bin.lua"), lua(join(work, "bin.body"), Buffer.byteLength(binHeader)));
 
-function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const cpuTicks = Number(fields[11]) + Number(fields[12]);
-  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
-  return { cpuTicks, rssKiB };
-}
-
 async function stats(base: string) {
   const s = (await (await fetch(`${base}/v2/models/simple/stats`)).json()) as any;
   const i = s.model_stats[0].inference_stats;
@@ -116,6 +108,7 @@ const inferUrl = "http://127.0.0.1:18601/v2/models/simple/infer";
 wrk(inferUrl, 16, 2, join(work, "json.lua")); // warm-up
 const rows: string[] = [];
 const results: Record<string, WrkResult> = {};
+let overheadNs = NaN;
 for (const c of [1, 16, 64]) {
   results[`bare-${c}`] = wrk("http://127.0.0.1:18600/", c, DURATION);
   results[`naive-${c}`] = wrk("http://127.0.0.1:18602/", c, DURATION, join(work, "json.lua"));
@@ -124,7 +117,7 @@ for (const c of [1, 16, 64]) {
   const after = await stats("http://127.0.0.1:18601");
   if (c === 1) {
     const n = after.count - before.count;
-    results.overheadNs = { rps: ((after.successNs - before.successNs) - (after.inferNs - before.inferNs)) / n, p50: 0, p99: 0, errors: 0 };
+    overheadNs = ((after.successNs - before.successNs) - (after.inferNs - before.inferNs)) / n;
   }
   results[`binary-${c}`] = wrk(inferUrl, c, DURATION, join(work, "bin.lua"));
 }
@@ -164,7 +157,7 @@ const ratio = results["json-16"]!.rps / results["bare-16"]!.rps;
 rows.push(
   "",
   `- JSON at c=16 / bare Bun.serve at c=16: **${(ratio * 100).toFixed(1)}%** (target ≥ 30%); the naive reference reaches ${((results["naive-16"]!.rps / results["bare-16"]!.rps) * 100).toFixed(1)}%, so Nereid does ${((results["json-16"]!.rps / results["naive-16"]!.rps) * 100).toFixed(0)}% of the naive server's req/s`,
-  `- core time outside ONNX Runtime (statistics: success − compute_infer, mean at c=1): **${(results.overheadNs!.rps / 1000).toFixed(1)} µs** (target ≤ 50 µs; HTTP parsing and encoding not included, see c=1 latency vs the bare server)`,
+  `- core time outside ONNX Runtime (statistics: success − compute_infer, mean at c=1): **${(overheadNs / 1000).toFixed(1)} µs** (target ≤ 50 µs; HTTP parsing and encoding not included, see c=1 latency vs the bare server)`,
   `- start to ready (binary, example repository, 10 runs): median **${startup[5]!.toFixed(0)} ms**, min ${startup[0]!.toFixed(0)} ms, max ${startup[9]!.toFixed(0)} ms (target ≤ 250 ms)`,
   `- after ${SOAK} s of JSON load at c=16 (${Math.round(soak.rps)} req/s, ${soak.errors} non-2xx): RSS **${(afterLoad.rssKiB / 1024).toFixed(0)} MiB** with the whole example repository loaded; with only \`simple\` loaded: ${(loneAtStart.rssKiB / 1024).toFixed(0)} MiB at ready, **${(loneAfterLoad.rssKiB / 1024).toFixed(0)} MiB** after the same soak (${Math.round(loneSoak.rps)} req/s, ${loneSoak.errors} non-2xx) (target ≤ 128 MiB)`,
   `- CPU time used in the 100 ms after load stopped: **${cpuMsAfterStop.toFixed(0)} ms**; in the following 900 ms: ${cpuMsIdleSecond.toFixed(0)} ms (target: idle within 100 ms)`,

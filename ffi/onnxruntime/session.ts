@@ -7,7 +7,8 @@
 import { getKoffi, type Pointer } from "../load.ts";
 import { ONNX_TYPE, ONNX_VALUE_TYPE_TENSOR } from "./symbols.ts";
 import { check } from "./status.ts";
-import { OrtValue, ownedCopy, elementSize, hasFixedSize, readTypeAndShape, type OrtInput, type OrtOutput } from "./value.ts";
+import { copyBytes } from "../../src/core/bytes.ts";
+import { OrtValue, elementSize, hasFixedSize, readTypeAndShape, type OrtInput, type OrtOutput } from "./value.ts";
 import type { OrtEnvironment, OrtSessionOptions } from "./handles.ts";
 
 export interface OrtTensorInfo {
@@ -232,7 +233,7 @@ export class OrtSession {
     this.#running++;
     try {
       check(api, api.Run(this.#handle, null, b.inNames, b.inValues, inputs.length, b.outNames, b.outputs.length, b.outValues), "Run");
-      return b.outputs.map((o) => ({ name: o.name, elementType: o.elementType, shape: [...o.shape], data: ownedCopy(o.data!) }));
+      return b.outputs.map((o) => ({ name: o.name, elementType: o.elementType, shape: [...o.shape], data: copyBytes(o.data!) }));
     } finally {
       this.#running--;
       if (this.#running === 0 && this.#closeWhenIdle) this.close();

@@ -155,7 +155,7 @@ export class OrtValue {
     const bytes = count * elementSize(elementType);
     if (bytes === 0) return { name, elementType, shape, data: new Uint8Array(0) };
     check(api, api.GetTensorMutableData(this.#handle, infoScratch), `GetTensorMutableData(${name})`);
-    return { name, elementType, shape, data: ownedCopy(new Uint8Array(getKoffi().view(infoScratch[0], bytes))) };
+    return { name, elementType, shape, data: copyBytes(new Uint8Array(getKoffi().view(infoScratch[0], bytes))) };
   }
 
   close(): void {
@@ -170,14 +170,6 @@ export class OrtValue {
 }
 
 /** Element type and dims of an OrtTensorTypeAndShapeInfo (dims as ORT gives them, -1 when unknown). */
-/**
- * A copy in JS memory that ORT no longer writes to. Not `slice()`: that gives a JSC "fast"
- * typed array, whose first `.buffer` read (every typed view of an output takes one)
- * allocates again; copyBytes carves small copies from a shared slab.
- */
-export function ownedCopy(src: Uint8Array): Uint8Array {
-  return copyBytes(src);
-}
 
 export function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: number; shape: number[] } {
   check(api, api.GetTensorElementType(info, intScratch), "GetTensorElementType");

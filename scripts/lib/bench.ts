@@ -3,6 +3,7 @@
  * waiting for a server to be ready, and running wrk with its latency percentiles.
  */
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 
 /** "## <date>: <CPU>, <n> cores, <GiB> GiB, <platform-arch>, Bun <version>" */
@@ -24,7 +25,16 @@ export async function waitReady(url: string, timeoutMs = 20_000, method = "GET",
   throw new Error(`not ready: ${url}`);
 }
 
-export interface WrkResult { rps: number; p50: number; p99: number; errors: number }
+export interface WrkResult { rps: number; p50: number; p99: number; errors: number; requests: number }
+
+/** CPU time used so far (user + system, in 1/100 s ticks) and resident memory of a process. */
+export function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
+  return { cpuTicks, rssKiB };
+}
 
 function parseMs(s: string): number {
   const m = /([\d.]+)(us|ms|s)/.exec(s);
@@ -33,11 +43,18 @@ function parseMs(s: string): number {
   return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
 }
 
-/** Runs wrk with --latency; percentiles come from the latency-distribution lines. */
-export function wrk(url: string, c: number, seconds: number, script?: string): WrkResult {
-  const args = ["-t", c === 1 ? "1" : "2", "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
-  const out = spawnSync("wrk", args, { encoding: "utf8" }).stdout;
+/**
+ * Runs wrk with --latency; percentiles come from the latency-distribution lines. `threads`
+ * defaults to 1 at c=1 and 2 otherwise; `cpus` pins wrk with taskset (e.g. "1").
+ */
+export function wrk(url: string, c: number, seconds: number, script?: string, opts: { threads?: number; cpus?: string } = {}): WrkResult {
+  const threads = opts.threads ?? (c === 1 ? 1 : 2);
+  const args = ["-t", String(threads), "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
+  const out = opts.cpus === undefined
+    ? spawnSync("wrk", args, { encoding: "utf8" }).stdout
+    : spawnSync("taskset", ["-c", opts.cpus, "wrk", ...args], { encoding: "utf8" }).stdout;
   return {
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
     p50: parseMs(/^\s*50%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
     p99: parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),

@@ -25,7 +25,10 @@ export function allocBytes(n: number): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-/** A copy of `src` from allocBytes. */
+/**
+ * A copy of `src` from allocBytes (ORT outputs, which ORT may overwrite). Not `slice()`:
+ * that gives a JSC "fast" typed array, whose first `.buffer` read allocates again.
+ */
 export function copyBytes(src: Uint8Array): Uint8Array<ArrayBuffer> {
   const out = allocBytes(src.byteLength);
   out.set(src);
