@@ -6,10 +6,20 @@
  * a `{id, timestamps}` entry per trace), which Triton's trace_summary.py reads. Settings
  * are global with per-model overrides, as strings on the wire (trace_level an array):
  * trace_level OFF|TIMESTAMPS (TENSORS is refused), trace_rate (1 in N), trace_count (-1 unlimited),
- * log_frequency (0: write at shutdown; N: a new file `<trace_file>.<i>` every N traces).
+ * log_frequency (0: one file, completed at shutdown; N: a new file `<trace_file>.<i>` every N
+ * traces). The trace file is the operator's (`--trace-config file=`): the network can change
+ * every other setting but never the path (Triton's rule). With log_frequency 0 the entries
+ * are appended to the file every FLUSH_TRACES traces so memory stays bounded; a file that
+ * cannot be written costs those traces and one logged error, never a request.
  */
-import { writeFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { invalidArg, ServerError } from "./errors.ts";
+import { getLogger } from "./logger.ts";
+
+const log = getLogger("trace.ts");
+
+/** Traces held in memory per file before they are appended to it (log_frequency 0). */
+export const FLUSH_TRACES = 1000;
 
 export interface TraceSettings {
   trace_file: string;
@@ -30,7 +40,7 @@ export interface TraceTimes {
   requestEnd: number;
 }
 
-const KEYS = ["trace_file", "trace_level", "trace_rate", "trace_count", "log_frequency"] as const;
+const KEYS = ["trace_level", "trace_rate", "trace_count", "log_frequency"] as const;
 type Key = (typeof KEYS)[number];
 
 export const DEFAULT_TRACE_SETTINGS: TraceSettings = {
@@ -54,6 +64,10 @@ export class TraceManager {
   /** Trace entries waiting to be written, by trace file. */
   readonly #pending = new Map<string, object[]>();
   readonly #fileIndex = new Map<string, number>();
+  /** Files of log_frequency 0 whose JSON array has been opened (appended to, closed at flush). */
+  readonly #opened = new Set<string>();
+  /** Files whose last write failed (logged once until a write succeeds again). */
+  readonly #failing = new Set<string>();
 
   constructor(initial: Partial<TraceSettings> = {}) {
     this.#global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
@@ -65,8 +79,12 @@ export class TraceManager {
     return { ...this.#global, ...(model ? this.#models.get(model) : {}) };
   }
 
-  /** Applies an update; a null value clears a per-model override. Returns the result. */
+  /**
+   * Applies an update from a client; a null value clears a per-model override. The trace
+   * file is not a client's to choose. Returns the result.
+   */
   update(update: Record<string, unknown>, model?: string): TraceSettings {
+    if (Object.hasOwn(update, "trace_file")) throw new ServerError("UNSUPPORTED", "trace file location can not be updated through network protocol");
     const next: Partial<TraceSettings> = model ? { ...this.#models.get(model) } : { ...this.#global };
     for (const [key, value] of Object.entries(update)) {
       if (!(KEYS as readonly string[]).includes(key)) throw invalidArg(`unknown trace setting '${key}'`);
@@ -132,24 +150,59 @@ export class TraceManager {
     this.#pending.set(s.trace_file, entries);
     const every = Number(s.log_frequency);
     if (every > 0 && entries.length / 2 >= every) this.#write(s.trace_file, true);
+    else if (every === 0 && entries.length / 2 >= FLUSH_TRACES) this.#append(s.trace_file);
   }
 
-  /** Writes what is pending (at shutdown). */
+  /** Writes what is pending and closes the files' JSON arrays (at shutdown). */
   flush(): void {
-    for (const file of [...this.#pending.keys()]) this.#write(file, this.#fileIndex.has(file));
+    for (const file of new Set([...this.#pending.keys(), ...this.#opened])) {
+      if (this.#opened.has(file)) {
+        this.#append(file);
+        this.#guard(file, () => appendFileSync(file, "]"));
+        this.#opened.delete(file);
+      } else this.#write(file, this.#fileIndex.has(file));
+    }
   }
 
+  /** Writes the pending entries of `file` as a whole JSON array (to `<file>.<i>` when rotating). */
   #write(file: string, rotate: boolean): void {
-    const entries = this.#pending.get(file);
-    if (!entries || entries.length === 0) return;
-    this.#pending.delete(file);
+    const entries = this.#take(file);
+    if (!entries) return;
     let path = file;
     if (rotate) {
       const i = this.#fileIndex.get(file) ?? 0;
       this.#fileIndex.set(file, i + 1);
       path = `${file}.${i}`;
     }
-    writeFileSync(path, JSON.stringify(entries));
+    this.#guard(file, () => writeFileSync(path, JSON.stringify(entries)));
+  }
+
+  /** Appends the pending entries of `file` to its open JSON array (opening it on the first call). */
+  #append(file: string): void {
+    const entries = this.#take(file);
+    if (!entries) return;
+    const body = JSON.stringify(entries).slice(1, -1);
+    if (this.#opened.has(file)) this.#guard(file, () => appendFileSync(file, `,${body}`));
+    else if (this.#guard(file, () => writeFileSync(file, `[${body}`))) this.#opened.add(file);
+  }
+
+  #take(file: string): object[] | undefined {
+    const entries = this.#pending.get(file);
+    this.#pending.delete(file);
+    return entries && entries.length > 0 ? entries : undefined;
+  }
+
+  /** Runs a write; a failure drops those traces and is logged once per file until a write succeeds. */
+  #guard(file: string, write: () => void): boolean {
+    try {
+      write();
+      this.#failing.delete(file);
+      return true;
+    } catch (err) {
+      if (!this.#failing.has(file)) log.error(`cannot write trace file '${file}' (its traces are dropped): ${(err as Error).message}`);
+      this.#failing.add(file);
+      return false;
+    }
   }
 }
 

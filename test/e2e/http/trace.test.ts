@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
 
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
@@ -46,6 +47,28 @@ describe("trace extension", () => {
     expect((await fetch(`${server.url}/v2/models/simple/versions/1/trace/setting`)).status).toBe(404);
   });
 
+  it("refuses to change the trace file over HTTP and gRPC, as Triton does (#14)", async () => {
+    const outside = join(dir, "written-by-a-client.json");
+    for (const path of ["/v2/trace/setting", "/v2/models/simple/trace/setting"]) {
+      const r = await post(path, { trace_file: outside, trace_level: ["TIMESTAMPS"], trace_rate: "1" });
+      expect(r.status).toBe(501); // UNSUPPORTED, as for log_file
+      expect(await r.json()).toEqual({ error: "trace file location can not be updated through network protocol" });
+    }
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    try {
+      await expect(call("TraceSetting")({ settings: { trace_file: { value: [outside] } } })).rejects.toMatchObject({
+        code: 12,
+        details: "trace file location can not be updated through network protocol",
+      });
+      await expect(call("TraceSetting")({ model_name: "simple", settings: { trace_file: { value: [outside] } } })).rejects.toMatchObject({ code: 12 });
+    } finally {
+      client.close();
+    }
+    // Nothing changed: the rate is still 2 and the file still the operator's.
+    expect(await (await fetch(`${server.url}/v2/trace/setting`)).json()).toMatchObject({ trace_file: file, trace_rate: "2" });
+    expect(await (await fetch(`${server.url}/v2/models/simple/trace/setting`)).json()).toMatchObject({ trace_file: file, trace_rate: "2" });
+  });
+
   it("samples 1 in trace_rate requests and writes Triton's trace file at shutdown", async () => {
     for (let i = 0; i < 6; i++) expect((await infer(`r${i}`)).status).toBe(200);
     expect(await server.stop("SIGTERM")).toBe(0);
@@ -58,5 +81,28 @@ describe("trace extension", () => {
     const ns = first.timestamps!.map((t) => t.ns);
     expect([...ns].sort((a, b) => a - b)).toEqual(ns);
     expect(readdirSync(dir)).toEqual(["trace.json"]);
+  });
+});
+
+describe("trace file that cannot be written (#14)", () => {
+  it("costs the traces and one logged error, never a request", async () => {
+    const repo2 = makeRepository(["simple"]);
+    const missing = join(dir, "no-such-dir", "trace.json");
+    const s = await startServerProcess([`--model-repository=${repo2.dir}`, `--trace-config=triton,file=${missing}`, "--trace-config=rate=1", "--trace-config=level=TIMESTAMPS", "--trace-config=log-frequency=1"]);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await fetch(`${s.url}/v2/models/simple/infer`, {
+          method: "POST",
+          body: JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(2) })) }),
+        });
+        expect(r.status).toBe(200);
+        expect(((await r.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual(Array(16).fill(4));
+      }
+      expect(await s.stop("SIGTERM")).toBe(0);
+      expect(s.log().match(/cannot write trace file/g)).toHaveLength(1);
+    } finally {
+      await s.stop();
+      repo2.remove();
+    }
   });
 });

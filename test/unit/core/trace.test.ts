@@ -3,7 +3,7 @@ import { describe, it, expect, afterAll } from "vitest";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TraceManager } from "../../../src/core/trace.ts";
+import { TraceManager, FLUSH_TRACES } from "../../../src/core/trace.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-trace-unit-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -41,5 +41,40 @@ describe("TraceManager", () => {
     const last = JSON.parse(readFileSync(`${file}.2`, "utf8"));
     expect(last[0]).toEqual({ id: 5, model_name: "m", model_version: 1, request_id: "q4" });
     expect(last[1].timestamps[6]).toEqual({ name: "REQUEST_END", ns: 7 });
+  });
+});
+
+describe("TraceManager: the trace file is the operator's (#14)", () => {
+  it("refuses a trace_file update, globally and for a model, and changes nothing", () => {
+    const file = join(dir, "fixed.json");
+    const t = new TraceManager({ trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "1" });
+    for (const model of [undefined, "m"]) {
+      expect(() => t.update({ trace_file: "/tmp/elsewhere.json", trace_rate: "5" }, model)).toThrow(
+        "trace file location can not be updated through network protocol",
+      );
+      expect(() => t.update({ trace_file: null }, model)).toThrow("trace file location can not be updated through network protocol");
+    }
+    expect(t.settings("m")).toMatchObject({ trace_file: file, trace_rate: "1" });
+  });
+
+  it("a file that cannot be written drops its traces without throwing", () => {
+    const t = new TraceManager({ trace_file: join(dir, "no-such-dir", "t.json"), trace_level: ["TIMESTAMPS"], trace_rate: "1", log_frequency: "1" });
+    expect(() => t.record("m", "1", undefined, times)).not.toThrow();
+    expect(() => t.flush()).not.toThrow();
+  });
+
+  it(`log_frequency 0 appends every ${FLUSH_TRACES} traces to one file and closes its JSON array at flush`, () => {
+    const file = join(dir, "big.json");
+    const t = new TraceManager({ trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "1" });
+    const n = FLUSH_TRACES * 2 + 3;
+    for (let i = 0; i < n; i++) t.record("m", "1", `q${i}`, times);
+    // Two batches are on disk already (an open array); the last 3 wait in memory.
+    expect(readFileSync(file, "utf8").startsWith("[{")).toBe(true);
+    expect(readFileSync(file, "utf8").endsWith("]")).toBe(false);
+    t.flush();
+    const entries = JSON.parse(readFileSync(file, "utf8")) as { id: number; request_id?: string }[];
+    expect(entries.length).toBe(2 * n);
+    expect(entries.filter((e) => e.request_id).map((e) => e.request_id)).toEqual(Array.from({ length: n }, (_, i) => `q${i}`));
+    expect(readdirSync(dir).filter((f) => f.startsWith("big.json"))).toEqual(["big.json"]);
   });
 });
