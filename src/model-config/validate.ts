@@ -274,6 +274,48 @@ function pathText(path: readonly { key: unknown }[] | undefined): string {
   return (path ?? []).map((p, i) => (typeof p.key === "number" ? `[${p.key}]` : `${i === 0 ? "" : "."}${String(p.key)}`)).join("");
 }
 
+/** Whether `file` is a relative path that stays inside the folder it is joined to. */
+function staysInside(file: string): boolean {
+  if (file.includes("\0") || file.startsWith("/") || file.includes("\\")) return false;
+  let depth = 0;
+  for (const part of file.split("/")) {
+    if (part === "..") depth--;
+    else if (part !== "." && part !== "") depth++;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+
+/**
+ * The file names a config gives (default_model_filename, cc_model_filenames, an output's
+ * label_filename, a warmup input's input_data_file, a sequence state's initial data_file) must stay inside the model's folder:
+ * a config may come from a client (a repository load's override), and none may make the
+ * server read a file its operator did not put in the repository. Throws INVALID_ARG
+ * without probing the file system.
+ */
+export function validateConfigFileNames(config: ModelConfig, modelName: string): void {
+  const named: [string, unknown][] = [["default_model_filename", config.default_model_filename]];
+  for (const [k, f] of Object.entries(config.cc_model_filenames ?? {})) named.push([`cc_model_filenames[${k}]`, f]);
+  for (const [i, o] of (config.output ?? []).entries()) named.push([`output[${i}].label_filename`, o.label_filename]);
+  for (const [i, w] of (config.model_warmup ?? []).entries()) {
+    for (const [input, spec] of Object.entries((w.inputs ?? {}) as Record<string, { input_data_file?: unknown }>)) {
+      named.push([`model_warmup[${i}].inputs[${input}].input_data_file`, spec?.input_data_file]);
+    }
+  }
+  const states = (config.sequence_batching?.state ?? []) as { initial_state?: { data_file?: unknown }[] }[];
+  for (const [i, st] of states.entries()) {
+    for (const [j, init] of (st.initial_state ?? []).entries()) {
+      named.push([`sequence_batching.state[${i}].initial_state[${j}].data_file`, init?.data_file]);
+    }
+  }
+  for (const [field, file] of named) {
+    if (file === undefined || file === "") continue;
+    if (typeof file !== "string" || !staysInside(file)) {
+      throw invalidArg(`model '${modelName}' field '${field}': must be a relative path inside the model's folder`);
+    }
+  }
+}
+
 /**
  * Returns `config` itself when it passes every check; otherwise throws INVALID_ARG for
  * the first problem, naming the model and the field.

@@ -14,7 +14,7 @@ import { getLogger } from "../core/logger.ts";
 import { scanRepositories, listVersions, configPath, type ModelLocation } from "./layout.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { parsePbtxt } from "../model-config/pbtxt.ts";
-import { validateModelConfig } from "../model-config/validate.ts";
+import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import { warmUp } from "./warmup.ts";
@@ -109,6 +109,7 @@ export class ModelRepositoryManager {
 
   /** The repository extension's load: (re)loads `name`; throws when a requested version could not be served. */
   loadModel(name: string, override?: LoadOverride): Promise<void> {
+    checkModelName(name);
     return this.#serialized(name, async () => {
       const errors = await this.#loadModel(name, override);
       if (errors.length > 0) throw invalidArg(errors.join("; "));
@@ -253,7 +254,7 @@ export class ModelRepositoryManager {
   /** Unloads everything, waiting for in-flight work to drain. */
   async unloadAll(): Promise<void> {
     await Promise.all([...this.allVersions().map((v) => v.unload()), ...this.#retiring]);
-    for (const entry of this.#models.values()) if (entry.overrideDir) rmSync(entry.overrideDir, { recursive: true, force: true });
+    for (const entry of this.#models.values()) if (entry.overrideDir) removeOverrideFiles(entry.overrideDir);
   }
 
   #serialized<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -302,7 +303,7 @@ export class ModelRepositoryManager {
       ({ config, backend } = await this.#resolveConfig(location, override?.config));
     } catch (err) {
       const failure = ServerError.from(err).message;
-      if (overrideDir && overrideDir !== old?.overrideDir) rmSync(overrideDir, { recursive: true, force: true });
+      if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
       if (!hasReady) this.#models.set(name, { location, versions: old?.versions ?? new Map(), failure });
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
@@ -358,7 +359,7 @@ export class ModelRepositoryManager {
     const oldDir = old?.overrideDir !== overrideDir ? old?.overrideDir : undefined;
     if (retired.length > 0 || oldDir) {
       const done = Promise.all(retired.map((v) => v.unload())).then(() => {
-        if (oldDir) rmSync(oldDir, { recursive: true, force: true });
+        if (oldDir) removeOverrideFiles(oldDir);
       });
       this.#retiring.add(done);
       void done.finally(() => this.#retiring.delete(done));
@@ -380,6 +381,7 @@ export class ModelRepositoryManager {
     } else if (!override && this.#opts.disableAutoCompleteConfig) {
       throw invalidArg(`model '${name}' has no config.pbtxt and auto-complete is disabled (--disable-auto-complete-config)`);
     }
+    validateConfigFileNames(config, name);
     const versions = listVersions(dir);
     const latestDir = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : undefined;
     if (isEnsemble(config)) {
@@ -520,19 +522,44 @@ function fingerprint(dir: string): string {
   return parts.join("|");
 }
 
-/** Writes a load's `file:<path>` overrides into a fresh model folder; paths may not leave it. */
+/**
+ * A model name from a client must be one folder name, as in a repository: it becomes a
+ * folder of the override files and must not lead anywhere else.
+ */
+function checkModelName(name: string): void {
+  if (name === "" || name === "." || name === ".." || /[/\\\0]/.test(name)) {
+    throw invalidArg(`invalid model name ${JSON.stringify(name)}: a model name is a single folder name (no '/', '\\', NUL, '.' or '..')`);
+  }
+}
+
+/**
+ * Writes a load's `file:<path>` overrides into a fresh model folder `<tmp>/nereid-override-XXXX/<name>`;
+ * paths may not leave it. Errors name the override, never a path of this machine.
+ */
 function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
   const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
   const dir = join(root, name);
-  mkdirSync(dir);
-  for (const [rel, bytes] of Object.entries(files)) {
-    const full = resolve(dir, rel);
-    if (!full.startsWith(dir + sep)) {
-      rmSync(root, { recursive: true, force: true });
-      throw invalidArg(`file override path '${rel}' of model '${name}' leaves the model folder`);
+  try {
+    mkdirSync(dir);
+    for (const [rel, bytes] of Object.entries(files)) {
+      const full = resolve(dir, rel);
+      if (rel.includes("\0") || !full.startsWith(dir + sep)) throw invalidArg(`file override path '${rel}' of model '${name}' leaves the model folder`);
+      try {
+        mkdirSync(dirname(full), { recursive: true });
+        writeFileSync(full, bytes);
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? "error";
+        throw invalidArg(`cannot write file override '${rel}' of model '${name}' (${code}): the override paths conflict`);
+      }
     }
-    mkdirSync(dirname(full), { recursive: true });
-    writeFileSync(full, bytes);
+  } catch (err) {
+    rmSync(root, { recursive: true, force: true });
+    throw err;
   }
   return dir;
+}
+
+/** Removes an override model folder and the temporary folder made for it. */
+function removeOverrideFiles(dir: string): void {
+  rmSync(dirname(dir), { recursive: true, force: true });
 }
