@@ -78,7 +78,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   } catch (err) {
     throw new Error(`invalid --trace-config: ${(err as Error).message}`);
   }
-  repository.setModelRunner((request) => server.inferAsync(request));
+  server.maxQueuedBytes = options.maxQueuedBytes;
+  repository.setModelRunner((request) => server.inferStep(request));
   await repository.loadAll();
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {

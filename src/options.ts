@@ -4,6 +4,7 @@
  * or in ffi/ library lookup only.
  */
 import { parseRestriction, type Restriction } from "./frontends/restricted.ts";
+import { DEFAULT_MAX_QUEUED_BYTES } from "./core/request.ts";
 
 export const VERSION = "0.1.0";
 /** The Triton release whose protocol this server speaks, reported in server metadata. */
@@ -50,6 +51,8 @@ export interface ServerOptions {
   traceConfig: Record<string, string | string[]>;
   /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
   allowClientShm: boolean;
+  /** `--max-queued-bytes`: input bytes all unanswered client requests may hold together (0: no bound). */
+  maxQueuedBytes: number;
   /** `--cache-config local,size=N` (or the deprecated --response-cache-byte-size); undefined: no cache. */
   cacheSizeBytes: number | undefined;
   logVerbose: number;
@@ -93,6 +96,7 @@ export function defaultOptions(): ServerOptions {
     allowGpuMetrics: true,
     metricsConfig: {},
     allowClientShm: false,
+    maxQueuedBytes: DEFAULT_MAX_QUEUED_BYTES,
     traceConfig: {},
     httpRestrictedApi: [],
     grpcRestrictedProtocol: [],
@@ -242,6 +246,11 @@ const FLAGS: Record<string, FlagSpec> = {
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },
   "metrics-interval-ms": { kind: "int", help: "CPU/GPU metrics sampling interval in ms (default 2000).", apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)) },
   "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
+  "max-queued-bytes": {
+    kind: "int",
+    help: "Input bytes that unanswered requests may hold together; past it 503 'Exceeds maximum queue size' (default 1073741824; 0: no bound).",
+    apply: (o, v) => (o.maxQueuedBytes = parseInt10("max-queued-bytes", v)),
+  },
   "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
   "allow-gpu-metrics": { kind: "bool", help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).", apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)) },
   "http-restricted-api": { kind: "string", help: "<apis>:<key>=<value>: those APIs need HTTP header <key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.httpRestrictedApi, "http-restricted-api", v) },

@@ -4,6 +4,9 @@
  */
 import type { Tensor } from "./tensor.ts";
 
+/** The default `--max-queued-bytes`: input bytes that unanswered client requests may hold together (1 GiB). */
+export const DEFAULT_MAX_QUEUED_BYTES = 1 << 30;
+
 /** A request/response parameter value: HTTP JSON string/number/bool, gRPC InferParameter. */
 export type ParameterValue = string | number | boolean | bigint;
 export type Parameters = Record<string, ParameterValue>;

@@ -13,13 +13,14 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import type { InferenceRequest, InferenceResponse, OutputTensor } from "./request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, type InferenceRequest, type InferenceResponse, type OutputTensor } from "./request.ts";
 import { SharedMemoryManager, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
 import type { Tensor } from "./tensor.ts";
 import type { FailureReason } from "./stats.ts";
+import { logPrefix } from "../scheduler/priority-queue.ts";
 
 export type ServerState = "STARTING" | "READY" | "EXITING";
 
@@ -58,6 +59,9 @@ export class InferenceServer {
 
   /** System shared-memory regions (`--allow-client-shm`). */
   readonly sharedMemory: SharedMemoryManager;
+  /** `--max-queued-bytes`: input bytes that client requests not yet answered may hold together (0: no bound). */
+  maxQueuedBytes = DEFAULT_MAX_QUEUED_BYTES;
+  #queuedBytes = 0;
 
   constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: LocalResponseCache, sharedMemory = new SharedMemoryManager(false)) {
     this.info = info;
@@ -165,13 +169,31 @@ export class InferenceServer {
     return this.repository.getModel(name, version);
   }
 
-  /** Runs one inference request through validation, the model's scheduler and post-processing. */
-  async inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
+  /**
+   * Runs one client's inference request through validation, the model's scheduler and
+   * post-processing. Its input bytes count against `maxQueuedBytes` until it is answered.
+   */
+  inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
+    return this.#infer(request, true);
+  }
+
+  /** An ensemble step or other request made inside the server: its caller already holds the bytes. */
+  inferStep(request: InferenceRequest): Promise<InferenceResponse> {
+    return this.#infer(request, false);
+  }
+
+  /** Input bytes held by client requests not yet answered (see `maxQueuedBytes`). */
+  get queuedBytes(): number {
+    return this.#queuedBytes;
+  }
+
+  async #infer(request: InferenceRequest, admit: boolean): Promise<InferenceResponse> {
     const p = request.parameters;
     const continuing = p.sequence_id !== undefined && p.sequence_id !== 0 && p.sequence_id !== "" && p.sequence_start !== true;
     const mv = this.modelForInference(request.modelName, request.modelVersion, continuing);
     const start = nowNs();
     let reason: FailureReason = "OTHER";
+    let held = 0;
     try {
       for (const input of request.inputs) {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
@@ -179,6 +201,7 @@ export class InferenceServer {
       }
       const prepared = prepareForInference(request, mv.signature);
       reason = "BACKEND";
+      if (admit) held = this.#admit(request);
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
       const cache = this.cacheEnabled(mv) ? this.responseCache : undefined;
       let key = "";
@@ -241,7 +264,26 @@ export class InferenceServer {
       if (mv.config.platform === "ensemble") reason = "OTHER"; // as Triton reports ensemble failures
       mv.stats.recordFailure(nowNs() - start, reason);
       throw e;
+    } finally {
+      this.#queuedBytes -= held;
     }
+  }
+
+  /**
+   * Counts the request's input bytes against `maxQueuedBytes`: past it the request is
+   * refused as a full queue is (UNAVAILABLE "Exceeds maximum queue size", HTTP 503), so
+   * that memory held by waiting requests stays bounded. A request larger than the whole
+   * bound is still let in when nothing else is held. Returns the bytes to give back.
+   */
+  #admit(request: InferenceRequest): number {
+    let bytes = 0;
+    for (const input of request.inputs) bytes += input.data.byteLength;
+    const limit = this.maxQueuedBytes;
+    if (limit > 0 && this.#queuedBytes > 0 && this.#queuedBytes + bytes > limit) {
+      throw new ServerError("UNAVAILABLE", `${logPrefix(request.id)}Exceeds maximum queue size`, { reason: "REJECTED" });
+    }
+    this.#queuedBytes += bytes;
+    return bytes;
   }
 
   /** Writes outputs requested into shared memory there; they are answered without data. */
