@@ -1,0 +1,315 @@
+/**
+ * Soak test of the compiled binary (#14): for `--minutes` (default 30), mixed traffic
+ * against one server, every answer checked:
+ *   - valid HTTP and gRPC infers on `simple` (exact sums and differences);
+ *   - stateful sequences with ids above 2^53 over both protocols (exact running sums);
+ *   - invalid and hostile requests (mutated JSON, deep nesting, a gzip bomb, huge declared
+ *     shapes, bodies over --http-max-input-size, bad % escapes, negative priorities over
+ *     gRPC): each must be refused with Triton's error shape, never a 500 or INTERNAL;
+ *   - explicit unload and load of `simple_identity` while requests use it;
+ *   - system shared memory: register, infer from and into regions, truncate the object
+ *     under the server, unregister while requests are in flight.
+ * RSS is sampled every 10 s; the first sixth of the run is warm-up. Passes when the server
+ * never dies, no answer is wrong, no 500/INTERNAL is seen, and the final RSS is within 10%
+ * of the RSS after warm-up. Appends its figures to scripts/results/soak.md.
+ *
+ *   npm run build && bun scripts/soak.ts [--minutes=30] [--out=scripts/results/soak.md]
+ */
+import { spawn } from "node:child_process";
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { gzipSync } from "node:zlib";
+import { credentials, makeGenericClientConstructor, type Client, type ServiceError } from "@grpc/grpc-js";
+import { machineHeading, procStat, sleep, waitReady } from "./lib/bench.ts";
+import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
+import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../ffi/libc/shm.ts";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const MINUTES = Number(arg("minutes", "30"));
+const OUT = resolve(root, arg("out", "scripts/results/soak.md"));
+const BINARY = join(root, "dist", "nereid");
+if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+const MAX_INPUT = 4 * 1024 * 1024;
+
+const repo = mkdtempSync(join(tmpdir(), "nereid-soak-"));
+Bun.spawnSync([join(root, "node_modules", ".bin", "bun"), join(root, "scripts", "make-models.ts"), repo, "--only=simple,simple_identity,simple_sequence"]);
+const httpPort = 18890;
+const grpcPort = 18891;
+const server = spawn(
+  BINARY,
+  [
+    `--model-repository=${repo}`, `--http-port=${httpPort}`, `--grpc-port=${grpcPort}`, "--allow-metrics=false", "--log-info=false",
+    "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true", `--http-max-input-size=${MAX_INPUT}`,
+  ],
+  { stdio: ["ignore", "ignore", "pipe"] },
+);
+let serverErr = "";
+server.stderr!.on("data", (c: Buffer) => (serverErr = (serverErr + c.toString()).slice(-20_000)));
+let died: string | undefined;
+server.once("exit", (code, signal) => (died = `exited with ${code ?? signal}`));
+const base = `http://127.0.0.1:${httpPort}`;
+await waitReady(`${base}/v2/health/ready`);
+
+// ---------------------------------------------------------------- bookkeeping
+const counts = new Map<string, number>();
+const problems: string[] = [];
+const count = (what: string) => counts.set(what, (counts.get(what) ?? 0) + 1);
+function problem(what: string): void {
+  count("PROBLEM");
+  if (problems.length < 50) problems.push(what);
+}
+const end = Date.now() + MINUTES * 60_000;
+const running = () => Date.now() < end && died === undefined;
+
+const ints = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
+function simpleBody(a: number[], b: number[], extra: object = {}) {
+  return { ...extra, inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: a }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: b }] };
+}
+const equal = (x: readonly number[] | undefined, y: readonly number[]) => !!x && x.length === y.length && x.every((v, i) => v === y[i]);
+
+/** POSTs and reads the answer; a broken connection is status 0 (always a problem). */
+async function post(path: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  try {
+    const res = await fetch(`${base}${path}`, { method: "POST", body, headers });
+    return { status: res.status, text: await res.text() };
+  } catch (err) {
+    return { status: 0, text: `connection failed: ${(err as Error).message}` };
+  }
+}
+
+/** An answer to a bad request: a 4xx/503 with `{"error": "<text>"}`, never 500. */
+function expectRefusal(what: string, r: { status: number; text: string }, allowOk = false): void {
+  if (r.status === 200 && allowOk) return count(`${what}: 200`);
+  count(`${what}: ${r.status}`);
+  if (r.status === 200 || r.status === 0 || (r.status >= 500 && r.status !== 501 && r.status !== 503)) return problem(`${what}: status ${r.status}: ${r.text.slice(0, 200)}`);
+  try {
+    const e = JSON.parse(r.text) as { error?: unknown };
+    if (typeof e.error !== "string" || e.error.length === 0 || e.error.length > 4096) problem(`${what}: error body ${r.text.slice(0, 200)}`);
+  } catch {
+    problem(`${what}: not JSON: ${r.text.slice(0, 200)}`);
+  }
+}
+
+function grpc(): Client & Record<string, Function> {
+  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+  return new Ctor(`127.0.0.1:${grpcPort}`, credentials.createInsecure(), { "grpc.max_receive_message_length": -1 }) as never;
+}
+const client = grpc();
+const call = (name: string, req: object) =>
+  new Promise<any>((res, rej) => (client[name] as Function).call(client, req, (e: ServiceError | null, r: unknown) => (e ? rej(e) : res(r))));
+const i32 = (xs: number[]) => Buffer.from(Int32Array.from(xs).buffer);
+const fromI32 = (b: Uint8Array) => Array.from(new Int32Array(Uint8Array.from(b).buffer));
+
+// ---------------------------------------------------------------- workloads
+async function httpValid(seed: number): Promise<void> {
+  for (let k = 0; running(); k++) {
+    const a = ints(16, (i) => seed * 1000 + k + i);
+    const b = ints(16, (i) => i * 3 - k);
+    const r = await post("/v2/models/simple/infer", JSON.stringify(simpleBody(a, b)));
+    count(`http valid: ${r.status}`);
+    const out = r.status === 200 ? (JSON.parse(r.text) as { outputs: { name: string; data: number[] }[] }).outputs : [];
+    if (!equal(out[0]?.data, a.map((x, i) => x + b[i]!)) || !equal(out[1]?.data, a.map((x, i) => x - b[i]!))) problem(`http valid: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+}
+
+async function grpcValid(): Promise<void> {
+  for (let k = 0; running(); k++) {
+    const a = ints(16, (i) => k + i);
+    const b = ints(16, (i) => 7 * i);
+    try {
+      const r = await call("ModelInfer", {
+        model_name: "simple",
+        inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }],
+        raw_input_contents: [i32(a), i32(b)],
+      });
+      count("grpc valid: OK");
+      if (!equal(fromI32(r.raw_output_contents[0]), a.map((x, i) => x + b[i]!))) problem("grpc valid: wrong sum");
+    } catch (e) {
+      problem(`grpc valid: ${(e as ServiceError).code} ${(e as ServiceError).details}`);
+    }
+  }
+}
+
+/** Sequences with ids above 2^53 that differ in their last digit: each keeps its own sum. */
+async function sequences(): Promise<void> {
+  let n = 0n;
+  while (running()) {
+    const ids = [1234567890123456000n + n * 2n, 1234567890123456001n + n * 2n];
+    n++;
+    const sums = [0, 0];
+    for (let step = 0; step < 5 && running(); step++) {
+      for (const [j, id] of ids.entries()) {
+        const v = 1 + j * 10 + step;
+        sums[j]! += v;
+        const start = step === 0;
+        const last = step === 4;
+        let got: number | undefined;
+        if (j === 0) {
+          const r = await post("/v2/models/simple_sequence/infer", `{"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${last}},"inputs":[{"name":"INPUT","shape":[1,1],"datatype":"INT32","data":[${v}]}]}`);
+          count(`sequence http: ${r.status}`);
+          got = r.status === 200 ? (JSON.parse(r.text) as { outputs: { data: number[] }[] }).outputs[0]!.data[0] : undefined;
+        } else {
+          try {
+            const r = await call("ModelInfer", {
+              model_name: "simple_sequence",
+              parameters: { sequence_id: { uint64_param: id.toString() }, sequence_start: { bool_param: start }, sequence_end: { bool_param: last } },
+              inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1] }],
+              raw_input_contents: [i32([v])],
+            });
+            count("sequence grpc: OK");
+            got = fromI32(r.raw_output_contents[0])[0];
+          } catch (e) {
+            count(`sequence grpc: ${(e as ServiceError).code}`);
+          }
+        }
+        if (got !== sums[j]) problem(`sequence ${id}: step ${step} got ${got}, expected ${sums[j]}`);
+      }
+    }
+  }
+}
+
+const hostile: [string, () => Promise<{ status: number; text: string }>][] = [
+  ["deep nesting", () => post("/v2/models/simple/infer", "[".repeat(1 << 20))],
+  ["gzip bomb", () => post("/v2/models/simple/infer", gzipSync(Buffer.alloc(MAX_INPUT - 1, "[")), { "content-encoding": "gzip" })],
+  ["over max input", () => post("/v2/models/simple/infer", new Uint8Array(MAX_INPUT + 1))],
+  ["huge shape", () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1e9, 16], datatype: "INT32", data: [1] }] }))],
+  ["many BYTES", () => post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[200000],"datatype":"BYTES","data":[${'"a",'.repeat(199_999)}"a"]}]}`)],
+  ["float dims", () => post("/v2/models/simple/infer", '{"inputs":[{"name":"INPUT0","shape":[1.0,16],"datatype":"INT32","data":[1]}]}')],
+  ["bad escape", () => post("/v2/repository/models/%zz/load", "")],
+  ["trace file", () => post("/v2/trace/setting", JSON.stringify({ trace_file: "/tmp/nereid-soak-trace" }))],
+  ["load traversal", () => post(`/v2/repository/models/${encodeURIComponent("../../x")}/load`, JSON.stringify({ parameters: { config: "{}", "file:1/model.onnx": "AAAA" } }))],
+  ["truncated JSON", () => post("/v2/models/simple/infer", JSON.stringify(simpleBody(ints(16, (i) => i), ints(16, (i) => i))).slice(0, 40))],
+  ["wrong datatype", () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP64", data: ints(16, (i) => i) }] }))],
+  ["binary header past body", () => post("/v2/models/simple/infer", "{}", { "inference-header-content-length": "999" })],
+];
+
+async function hostileHttp(): Promise<void> {
+  for (let k = 0; running(); k++) {
+    const [what, send] = hostile[k % hostile.length]!;
+    expectRefusal(what, await send(), what === "many BYTES");
+  }
+}
+
+async function hostileGrpc(): Promise<void> {
+  const bad = [
+    { parameters: { priority: { int64_param: -5 } } },
+    { parameters: { timeout: { int64_param: -1 } } },
+    { inputs: [{ name: "INPUT0", datatype: "INT32", shape: Array(20_000).fill(1) }] },
+    { raw_input_contents: [Buffer.alloc(3)] },
+  ];
+  for (let k = 0; running(); k++) {
+    const req = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [i32(ints(16, (i) => i)), i32(ints(16, (i) => i))], ...bad[k % bad.length] };
+    try {
+      await call("ModelInfer", req);
+      problem(`grpc hostile ${k % bad.length}: accepted`);
+    } catch (e) {
+      const err = e as ServiceError;
+      count(`grpc hostile: ${err.code}`);
+      if (err.code === 13 || err.code === 2 || (err.code === 14 && /connect/i.test(err.details))) problem(`grpc hostile ${k % bad.length}: ${err.code} ${err.details}`);
+      if ((err.details ?? "").length > 4096) problem(`grpc hostile ${k % bad.length}: error of ${err.details.length} characters`);
+    }
+  }
+}
+
+/** Unloads and loads simple_identity while another loop uses it: each answer exact or refused. */
+async function lifecycle(): Promise<void> {
+  const user = (async () => {
+    while (running()) {
+      const r = await post("/v2/models/simple_identity/infer", '{"inputs":[{"name":"INPUT0","shape":[2],"datatype":"BYTES","data":["soak","ok"]}]}');
+      if (r.status === 200) {
+        count("lifecycle infer: 200");
+        const out = (JSON.parse(r.text) as { outputs: { data: string[] }[] }).outputs[0]!.data;
+        if (out.join() !== "soak,ok") problem(`lifecycle infer: ${r.text.slice(0, 200)}`);
+      } else expectRefusal("lifecycle infer", r);
+    }
+  })();
+  while (running()) {
+    for (const action of ["unload", "load"]) {
+      const r = await post(`/v2/repository/models/simple_identity/${action}`, "");
+      count(`lifecycle ${action}: ${r.status}`);
+      if (r.status !== 200) problem(`lifecycle ${action}: ${r.status} ${r.text.slice(0, 200)}`);
+      await sleep(500);
+    }
+  }
+  await user;
+}
+
+/** Shared memory: exact answers through regions, truncated objects, unregister under load. */
+async function sharedMemory(): Promise<void> {
+  for (let k = 0; running(); k++) {
+    const key = `/nereid-soak-${process.pid}-${k}`;
+    const region = `soak${k}`;
+    createSharedMemory(key, 256);
+    const map = SharedMemoryMapping.open(key, 256);
+    const a = ints(16, (i) => k + i);
+    new Int32Array(map.bytes.buffer, map.bytes.byteOffset, 64).set([...a, ...a.map((x) => 2 * x)]);
+    const reg = await post(`/v2/systemsharedmemory/region/${region}/register`, JSON.stringify({ key, offset: 0, byte_size: 256 }));
+    if (reg.status !== 200) problem(`shm register: ${reg.status} ${reg.text}`);
+    const body = JSON.stringify({
+      inputs: ["INPUT0", "INPUT1"].map((name, i) => ({ name, shape: [1, 16], datatype: "INT32", parameters: { shared_memory_region: region, shared_memory_offset: 64 * i, shared_memory_byte_size: 64 } })),
+      outputs: [{ name: "OUTPUT0", parameters: { shared_memory_region: region, shared_memory_offset: 128, shared_memory_byte_size: 64 } }],
+    });
+    const inflight = Array.from({ length: 4 }, () => post("/v2/models/simple/infer", body));
+    if (k % 3 === 1) expectRefusal("shm unregister in use", await post(`/v2/systemsharedmemory/region/${region}/unregister`, ""), true);
+    for (const r of await Promise.all(inflight)) {
+      if (r.status === 200) {
+        count("shm infer: 200");
+        const out = Array.from(new Int32Array(Uint8Array.from(map.bytes.subarray(128, 192)).buffer));
+        if (!equal(out, a.map((x) => 3 * x))) problem(`shm infer: output ${out.slice(0, 4)}`);
+      } else expectRefusal("shm infer", r);
+    }
+    map.unmap();
+    if (k % 3 === 2) {
+      createSharedMemory(key, 0); // the client shrinks its object under the server
+      expectRefusal("shm truncated", await post("/v2/models/simple/infer", body));
+    }
+    const un = await post(`/v2/systemsharedmemory/region/${region}/unregister`, "");
+    if (un.status !== 200) problem(`shm unregister: ${un.status} ${un.text}`);
+    unlinkSharedMemory(key);
+  }
+}
+
+// ---------------------------------------------------------------- run
+const rss: { minute: number; mib: number }[] = [];
+const t0 = Date.now();
+const sampler = (async () => {
+  while (running()) {
+    rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024 });
+    await sleep(10_000);
+  }
+})();
+const loops = [httpValid(1), httpValid(2), grpcValid(), sequences(), hostileHttp(), hostileGrpc(), lifecycle(), sharedMemory()];
+const results = await Promise.allSettled(loops);
+for (const r of results) if (r.status === "rejected") problem(`client loop failed: ${(r.reason as Error).stack ?? r.reason}`);
+await sampler;
+if (died === undefined) rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024 });
+client.close();
+
+const warm = rss.find((s) => s.minute >= MINUTES / 6) ?? rss[0]!;
+const last = rss[rss.length - 1]!;
+const growth = (last.mib - warm.mib) / warm.mib;
+if (died) problem(`server ${died}: ${serverErr.slice(-2000)}`);
+if (growth > 0.1) problem(`RSS grew ${(growth * 100).toFixed(1)}% after warm-up (${warm.mib.toFixed(0)} → ${last.mib.toFixed(0)} MiB)`);
+server.kill("SIGTERM");
+await new Promise((r) => server.once("exit", r).once("error", r));
+rmSync(repo, { recursive: true, force: true });
+
+const total = [...counts.entries()].filter(([k]) => k !== "PROBLEM").reduce((n, [, v]) => n + v, 0);
+const lines = [
+  machineHeading(),
+  "",
+  `${MINUTES} min of mixed traffic against dist/nereid (8 client loops, one process): ${total} requests and actions; ` +
+    `problems: ${counts.get("PROBLEM") ?? 0}; RSS ${warm.mib.toFixed(0)} MiB after warm-up (${warm.minute.toFixed(1)} min), ` +
+    `${last.mib.toFixed(0)} MiB at the end (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}%), peak ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
+  "",
+  "| what: answer | count |",
+  "| --- | --- |",
+  ...[...counts.entries()].filter(([k]) => k !== "PROBLEM").sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `| ${k} | ${v} |`),
+  "",
+  ...(problems.length > 0 ? ["Problems:", "", ...problems.map((p) => `- ${p.replace(/\n/g, " ")}`), ""] : []),
+];
+console.log(lines.join("\n"));
+appendFileSync(OUT, `${lines.join("\n")}\n`);
+process.exit(problems.length > 0 ? 1 : 0);
