@@ -2,14 +2,16 @@
  * P-24, P-26: the system shared-memory extension through the server binary, over HTTP
  * and gRPC: regions registered from POSIX shared-memory objects, inputs read from and
  * outputs written into them, mixed with regular tensors, BYTES in a region, the error
- * cases, and the mapping gone from the server process after unregister.
+ * cases, and the object released by the server process after unregister. Issue #14: a
+ * client truncating its object gets a clear error and never crashes the server.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
-import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
+import { SharedMemoryMapping, createSharedMemory, truncateSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
 import { joinBytes } from "../../../src/core/tensor.ts";
 
 let server: ServerProcess;
@@ -72,8 +74,7 @@ describe("system shared memory over HTTP", () => {
     const unknown = await fetch(`${server.url}/v2/systemsharedmemory/region/nope/status`);
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: "Unable to find system shared memory region: 'nope'" });
-    const mapped = readFileSync(`/proc/${await serverPid()}/maps`, "utf8");
-    expect(mapped).toContain(`/dev/shm${IN}`);
+    expect(await serverHolds(IN)).toBe(true);
   });
 
   it("reads inputs from regions and writes requested outputs into them; outputs in shared memory come back without data", async () => {
@@ -189,7 +190,7 @@ describe("unregister", () => {
     expect((await post("/v2/systemsharedmemory/region/in/unregister")).status).toBe(200);
     expect((await post("/v2/systemsharedmemory/unregister")).status).toBe(200);
     expect(await (await fetch(`${server.url}/v2/systemsharedmemory/status`)).json()).toEqual([]);
-    expect(readFileSync(`/proc/${await serverPid()}/maps`, "utf8")).not.toContain(`/dev/shm${IN}`);
+    expect(await serverHolds(IN)).toBe(false);
     const r = await infer("simple", {
       inputs: [
         { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmParams("in", 64) },
@@ -199,6 +200,105 @@ describe("unregister", () => {
     expect(r.json).toEqual({ error: "Unable to find shared memory region: 'in'" });
   });
 });
+
+describe("a client that truncates its object after registering it (#14)", () => {
+  const T = `/nereid-test-${process.pid}-trunc`;
+  const twoInputs = (offset: number) => ({
+    inputs: [
+      { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmParams("t", 64, offset) },
+      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+    ],
+  });
+  const plain = { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] };
+  const sums = A.map((a) => a + 10);
+  const truncatedError = (what: string, end: number, start: number) =>
+    `shared memory region 't' holds fewer bytes than ${what} needs: object '${T}' ends at byte ${end}, the tensor spans bytes ${start} to ${start + 64} (the object was truncated?)`;
+
+  afterAll(async () => {
+    await post("/v2/systemsharedmemory/region/t/unregister");
+    unlinkSharedMemory(T);
+  });
+
+  // Two pages: a mapping faults (SIGBUS) on the second once the object is cut to one.
+  it("answers 400 naming the region for inputs and outputs beyond the new end, serves what is left, and keeps serving", async () => {
+    createSharedMemory(T, 8192);
+    const m = SharedMemoryMapping.open(T, 8192);
+    m.bytes.set(i32(...A), 0);
+    m.bytes.set(i32(...A), 8128);
+    m.unmap(); // touching pages beyond the end after the truncation would fault this process
+    expect((await post("/v2/systemsharedmemory/region/t/register", { key: T, offset: 0, byte_size: 8192 })).status).toBe(200);
+    expect((await infer("simple", twoInputs(8128))).json.outputs![0]!.data).toEqual(sums);
+
+    truncateSharedMemory(T, 4096);
+    const past = await infer("simple", twoInputs(8128));
+    expect(past.status).toBe(400);
+    expect(past.json).toEqual({ error: truncatedError("input 'INPUT0'", 4096, 8128) });
+    const straddling = await infer("simple", twoInputs(4064));
+    expect(straddling.json).toEqual({ error: truncatedError("input 'INPUT0'", 4096, 4064) });
+    const kept = await infer("simple", twoInputs(0));
+    expect(kept.status).toBe(200);
+    expect(kept.json.outputs![0]!.data).toEqual(sums);
+    const out = await infer("simple", { ...plain, outputs: [{ name: "OUTPUT0", parameters: shmParams("t", 64, 8064) }] });
+    expect(out.status).toBe(400);
+    expect(out.json).toEqual({ error: truncatedError("output 'OUTPUT0'", 4096, 8064) });
+    expect(statSync(`/dev/shm${T}`).size).toBe(4096); // refused, not grown back
+    const inside = await infer("simple", { ...plain, outputs: [{ name: "OUTPUT0", parameters: shmParams("t", 64, 64) }] });
+    expect(inside.status).toBe(200);
+    expect(ints(readFileSync(`/dev/shm${T}`).subarray(64, 128))).toEqual(sums);
+
+    truncateSharedMemory(T, 0);
+    const empty = await infer("simple", twoInputs(0));
+    expect(empty.status).toBe(400);
+    expect(empty.json).toEqual({ error: truncatedError("input 'INPUT0'", 0, 0) });
+    const good = await infer("simple", plain);
+    expect(good.status).toBe(200);
+    expect(good.json.outputs!.map((o) => o.data)).toEqual([sums, A.map((a) => a - 10)]);
+    expect((await post("/v2/systemsharedmemory/region/t/unregister")).status).toBe(200);
+    expect(await serverHolds(T)).toBe(false);
+  });
+
+  it("answers gRPC INVALID_ARGUMENT with the same message", async () => {
+    createSharedMemory(T, 128);
+    expect((await post("/v2/systemsharedmemory/region/t/register", { key: T, offset: 0, byte_size: 128 })).status).toBe(200);
+    truncateSharedMemory(T, 32);
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    await expect(
+      call("ModelInfer")({
+        model_name: "simple",
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: { string_param: "t" }, shared_memory_byte_size: { int64_param: 64 } } },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
+        raw_input_contents: [Buffer.from(i32(...B))],
+      }),
+    ).rejects.toMatchObject({ code: 3, details: truncatedError("input 'INPUT0'", 32, 0) });
+    const res = await call("ModelInfer")({
+      model_name: "simple",
+      inputs: [
+        { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+        { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+      ],
+      raw_input_contents: [Buffer.from(i32(...A)), Buffer.from(i32(...B))],
+    });
+    expect(ints(res.raw_output_contents[0])).toEqual(sums);
+    await call("SystemSharedMemoryUnregister")({ name: "t" });
+    client.close();
+  });
+});
+
+/** Whether the server process holds shared-memory object `key`: an open descriptor or a mapping. */
+async function serverHolds(key: string): Promise<boolean> {
+  const pid = await serverPid();
+  const path = `/dev/shm${key}`;
+  const fds = readdirSync(`/proc/${pid}/fd`).some((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`) === path;
+    } catch {
+      return false; // closed since the listing
+    }
+  });
+  return fds || readFileSync(`/proc/${pid}/maps`, "utf8").includes(path);
+}
 
 /** The server's pid, from its log prefix. */
 async function serverPid(): Promise<number> {
