@@ -14,7 +14,7 @@ import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
 import type { InferenceRequest, InferenceResponse, OutputTensor } from "./request.ts";
-import { SharedMemoryManager, shmRef } from "./shared-memory.ts";
+import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
@@ -172,7 +172,11 @@ export class InferenceServer {
     const mv = this.modelForInference(request.modelName, request.modelVersion, continuing);
     const start = nowNs();
     let reason: FailureReason = "OTHER";
+    let releaseRegions: (() => void) | undefined;
     try {
+      // Every region named is held until the request settles, so unregister cannot close it under us.
+      const regions = regionsNamed(request.inputs, request.outputs);
+      if (regions) releaseRegions = this.sharedMemory.acquire(regions);
       for (const input of request.inputs) {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
         if (ref) input.data = this.sharedMemory.read(ref, `input '${input.name}'`);
@@ -241,6 +245,8 @@ export class InferenceServer {
       if (mv.config.platform === "ensemble") reason = "OTHER"; // as Triton reports ensemble failures
       mv.stats.recordFailure(nowNs() - start, reason);
       throw e;
+    } finally {
+      releaseRegions?.();
     }
   }
 

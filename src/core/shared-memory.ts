@@ -11,15 +11,29 @@
  * into and out of the server's own buffers. A client that shrinks its object makes a
  * read come up short (an INVALID_ARG naming the region) where a mapping would have
  * faulted. CUDA regions are copied through host memory (ONNX Runtime here runs on the CPU).
+ *
+ * A request holds every region it names from the start of InferenceServer.inferAsync
+ * until it settles (acquire/release). Unregistering a region in use succeeds at once
+ * and closes it when its last user releases it; until then it stays listed and usable,
+ * as Triton does since 24.12 (server #7743, "deferred unregistering").
  */
 import { SharedMemoryFile } from "../../ffi/libc/shm.ts";
 import { CudaDriver, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
 import { ServerError, invalidArg, notFound } from "./errors.ts";
+import { getLogger } from "./logger.ts";
 import type { Parameters } from "./request.ts";
+
+const log = getLogger("shared_memory_manager.ts");
 
 export const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
 
-interface Region {
+/** How many requests hold a region, and whether unregister waits for them to finish. */
+interface Users {
+  users: number;
+  awaitingUnregister: boolean;
+}
+
+interface Region extends Users {
   kind: "system";
   name: string;
   key: string;
@@ -28,7 +42,7 @@ interface Region {
   file: SharedMemoryFile;
 }
 
-interface CudaRegion {
+interface CudaRegion extends Users {
   kind: "cuda";
   name: string;
   deviceId: number;
@@ -83,7 +97,7 @@ export class SharedMemoryManager {
     } catch (err) {
       throw new ServerError("INTERNAL", (err as Error).message, { cause: err });
     }
-    this.#regions.set(name, { kind: "system", name, key, offset, byteSize, file });
+    this.#regions.set(name, { kind: "system", name, key, offset, byteSize, file, users: 0, awaitingUnregister: false });
   }
 
   status(name?: string): RegionStatus[] {
@@ -93,11 +107,14 @@ export class SharedMemoryManager {
     return regions.map((r) => ({ name: r!.name, key: r!.key, offset: r!.offset, byte_size: r!.byteSize }));
   }
 
-  /** Unregisters `name`, or every system region; unknown names are not an error, as in Triton. */
+  /**
+   * Unregisters `name`, or every system region; unknown names are not an error, as in
+   * Triton. A region that requests still use is closed when the last of them settles.
+   */
   unregister(name?: string): void {
     this.#gate();
     for (const r of name === undefined ? [...this.#regions.values()] : [this.#regions.get(name)]) {
-      if (r) this.#drop(r);
+      if (r) this.#unregisterOrDefer(r);
     }
   }
 
@@ -110,7 +127,7 @@ export class SharedMemoryManager {
     try {
       context = CudaDriver.get().primaryContext(deviceId);
       const buffer = context.openIpc(rawHandle, byteSize);
-      this.#cuda.set(name, { kind: "cuda", name, deviceId, byteSize, context, buffer });
+      this.#cuda.set(name, { kind: "cuda", name, deviceId, byteSize, context, buffer, users: 0, awaitingUnregister: false });
     } catch (err) {
       context?.release();
       throw new ServerError("INTERNAL", `failed to register CUDA shared memory region '${name}': ${(err as Error).message.split("\n")[0]}`, { cause: err });
@@ -124,11 +141,18 @@ export class SharedMemoryManager {
     return regions.map((r) => ({ name: r!.name, device_id: r!.deviceId, byte_size: r!.byteSize }));
   }
 
+  /** As unregister(), for CUDA regions (the same deferral; untested here, without a GPU). */
   unregisterCuda(name?: string): void {
     this.#gate();
     for (const r of name === undefined ? [...this.#cuda.values()] : [this.#cuda.get(name)]) {
-      if (r) this.#drop(r);
+      if (r) this.#unregisterOrDefer(r);
     }
+  }
+
+  #unregisterOrDefer(r: Region | CudaRegion): void {
+    if (r.users === 0) return this.#drop(r);
+    r.awaitingUnregister = true;
+    log.verbose(1, `Shared memory region '${r.name}' will be unregistered after in-flight requests complete.`);
   }
 
   /** Forgets region `r` and frees what it holds; each region is dropped once (it leaves its map first). */
@@ -148,9 +172,47 @@ export class SharedMemoryManager {
     }
   }
 
-  /** Closes everything (shutdown); no gate. */
+  /** Closes everything, in use or not (shutdown; later reads and writes of those regions fail cleanly); no gate. */
   close(): void {
     for (const r of [...this.#regions.values(), ...this.#cuda.values()]) this.#drop(r);
+  }
+
+  /**
+   * Holds every region in `names` for one request (a name given twice is held twice), so
+   * that none is closed before the returned function releases them; call it when the
+   * request settles (a second call does nothing). An unknown name throws, holding nothing.
+   */
+  acquire(names: readonly string[]): () => void {
+    this.#gate();
+    const held: (Region | CudaRegion)[] = [];
+    for (const name of names) {
+      const r = this.#regions.get(name) ?? this.#cuda.get(name);
+      if (!r) {
+        this.#release(held);
+        throw invalidArg(`Unable to find shared memory region: '${name}'`);
+      }
+      r.users++;
+      held.push(r);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#release(held);
+    };
+  }
+
+  /** Never throws: it runs as a request settles, and a failure to free belongs in the log, not in that request's answer. */
+  #release(held: readonly (Region | CudaRegion)[]): void {
+    for (const r of held) {
+      r.users--;
+      if (r.users > 0 || !r.awaitingUnregister) continue;
+      try {
+        this.#drop(r);
+      } catch (err) {
+        log.error(`failed to unregister shared memory region '${r.name}': ${(err as Error).message}`);
+      }
+    }
   }
 
   /**
@@ -238,6 +300,18 @@ function truncated(r: Region, what: string, end: number, start: number, size: nu
   return invalidArg(
     `shared memory region '${r.name}' holds fewer bytes than ${what} needs: object '${r.key}' ends at byte ${end}, the tensor spans bytes ${start} to ${start + size} (the object was truncated?)`,
   );
+}
+
+/** The regions that a request's inputs and outputs name, in order (with repeats), or undefined when none does. */
+export function regionsNamed(inputs: readonly { parameters?: Parameters }[], outputs: readonly { parameters?: Parameters }[] = []): string[] | undefined {
+  let names: string[] | undefined;
+  for (const list of [inputs, outputs]) {
+    for (const t of list) {
+      const region = t.parameters?.shared_memory_region;
+      if (typeof region === "string") (names ??= []).push(region);
+    }
+  }
+  return names;
 }
 
 /** The shared-memory reference in a tensor's parameters, or undefined; both region and byte size are required. */

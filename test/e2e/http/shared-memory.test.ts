@@ -3,7 +3,8 @@
  * and gRPC: regions registered from POSIX shared-memory objects, inputs read from and
  * outputs written into them, mixed with regular tensors, BYTES in a region, the error
  * cases, and the object released by the server process after unregister. Issue #14: a
- * client truncating its object gets a clear error and never crashes the server.
+ * client truncating its object, and unregister while queued requests use a region
+ * (Triton's deferred unregister), answer clearly and never crash the server.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
@@ -40,6 +41,14 @@ async function infer(model: string, body: object) {
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
+  // `simple`, batched: a request waits in the queue until 4 are there (or a minute has passed).
+  repo.add(
+    "simple_queued/config.pbtxt",
+    readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8")
+      .replace('name: "simple"', 'name: "simple_queued"')
+      .concat("\ndynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 60000000 }\n"),
+  );
+  repo.add("simple_queued/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
   createSharedMemory(IN, 256);
   createSharedMemory(OUT, 256);
   input = SharedMemoryMapping.open(IN, 256);
@@ -282,6 +291,115 @@ describe("a client that truncates its object after registering it (#14)", () => 
     });
     expect(ints(res.raw_output_contents[0])).toEqual(sums);
     await call("SystemSharedMemoryUnregister")({ name: "t" });
+    client.close();
+  });
+});
+
+describe("unregister while queued requests use a region (#14; Triton's deferred unregister)", () => {
+  const Q = `/nereid-test-${process.pid}-queue`;
+  const R = `/nereid-test-${process.pid}-results`;
+  let q: SharedMemoryMapping;
+  let r: SharedMemoryMapping;
+  const input0 = (k: number) => A.map((a) => 100 * (k + 1) + a);
+  const input1 = (k: number) => Array(16).fill(k + 1) as number[];
+  /** Request k: INPUT0 from region q at 64k, INPUT1 as JSON, OUTPUT0 into region r at 64k, OUTPUT1 answered. */
+  const queued = (k: number) =>
+    infer("simple_queued", {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmParams("q", 64, 64 * k) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: input1(k) },
+      ],
+      outputs: [{ name: "OUTPUT0", parameters: shmParams("r", 64, 64 * k) }, { name: "OUTPUT1" }],
+    });
+  const pending = async () => {
+    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    return Number(/^nv_inference_pending_request_count\{model="simple_queued",version="1"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+  };
+  /** Waits (no deadline but the test's) until `n` requests wait in simple_queued's queue. */
+  const untilPending = async (n: number) => {
+    while ((await pending()) !== n) await new Promise((res) => setTimeout(res, 20));
+  };
+  const status = async () => (await (await fetch(`${server.url}/v2/systemsharedmemory/status`)).json()) as { name: string }[];
+
+  beforeAll(() => {
+    createSharedMemory(Q, 256);
+    createSharedMemory(R, 256);
+    q = SharedMemoryMapping.open(Q, 256);
+    r = SharedMemoryMapping.open(R, 256);
+    for (let k = 0; k < 4; k++) q.bytes.set(i32(...input0(k)), 64 * k);
+  });
+
+  afterAll(() => {
+    q?.unmap();
+    r?.unmap();
+    unlinkSharedMemory(Q);
+    unlinkSharedMemory(R);
+  });
+
+  it("over HTTP: unregister (one and all) succeeds at once, the regions stay usable until the last request settles, then they are gone", async () => {
+    expect(await status()).toEqual([]);
+    expect((await post("/v2/systemsharedmemory/region/q/register", { key: Q, offset: 0, byte_size: 256 })).status).toBe(200);
+    expect((await post("/v2/systemsharedmemory/region/r/register", { key: R, offset: 0, byte_size: 256 })).status).toBe(200);
+    const first = [queued(0), queued(1)];
+    await untilPending(2);
+    expect((await post("/v2/systemsharedmemory/region/q/unregister")).status).toBe(200);
+    expect((await post("/v2/systemsharedmemory/unregister")).status).toBe(200);
+    expect(await status()).toEqual([
+      { name: "q", key: Q, offset: 0, byte_size: 256 },
+      { name: "r", key: R, offset: 0, byte_size: 256 },
+    ]);
+    const again = await post("/v2/systemsharedmemory/region/q/register", { key: Q, offset: 0, byte_size: 256 });
+    expect(await again.json()).toEqual({ error: "shared memory region 'q' already in manager" });
+    // As in Triton, a region awaiting unregister still serves new requests.
+    const third = queued(2);
+    await untilPending(3);
+    const plain = infer("simple_queued", { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] });
+    const results = await Promise.all([...first, third]);
+    results.forEach((res, k) => {
+      expect(res.status).toBe(200);
+      expect(res.json.outputs).toEqual([
+        { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: "r", shared_memory_byte_size: 64, shared_memory_offset: 64 * k || undefined } },
+        { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: input0(k).map((a) => a - (k + 1)) },
+      ]);
+      expect(ints(r.bytes.subarray(64 * k, 64 * k + 64))).toEqual(input0(k).map((a) => a + k + 1));
+    });
+    expect((await plain).json.outputs![0]!.data).toEqual(A.map((a) => 2 * a));
+    expect(await status()).toEqual([]);
+    const gone = await fetch(`${server.url}/v2/systemsharedmemory/region/q/status`);
+    expect(gone.status).toBe(404);
+    expect(await gone.json()).toEqual({ error: "Unable to find system shared memory region: 'q'" });
+    expect(await serverHolds(Q)).toBe(false);
+    expect(await serverHolds(R)).toBe(false);
+    expect((await post("/v2/systemsharedmemory/region/q/unregister")).status).toBe(200);
+  });
+
+  it("over gRPC: the same deferred unregister", async () => {
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    await call("SystemSharedMemoryRegister")({ name: "q", key: Q, offset: 0, byte_size: 256 });
+    const shm = (region: string, offset: number) => ({
+      shared_memory_region: { string_param: region },
+      shared_memory_byte_size: { int64_param: 64 },
+      shared_memory_offset: { int64_param: offset },
+    });
+    const inflight = call("ModelInfer")({
+      model_name: "simple_queued",
+      inputs: [
+        { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: shm("q", 192) },
+        { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+      ],
+      raw_input_contents: [Buffer.from(i32(...input1(3)))],
+      outputs: [{ name: "OUTPUT0" }],
+    });
+    await untilPending(1);
+    await call("SystemSharedMemoryUnregister")({ name: "q" });
+    expect(Object.keys((await call("SystemSharedMemoryStatus")({})).regions)).toEqual(["q"]);
+    const plain = { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] };
+    const others = await Promise.all([1, 2, 3].map(() => infer("simple_queued", plain)));
+    expect(others.map((o) => o.status)).toEqual([200, 200, 200]);
+    const res = await inflight;
+    expect(ints(res.raw_output_contents[0])).toEqual(input0(3).map((a) => a + 4));
+    await expect(call("SystemSharedMemoryStatus")({ name: "q" })).rejects.toMatchObject({ code: 5, details: "Unable to find system shared memory region: 'q'" });
+    expect(await serverHolds(Q)).toBe(false);
     client.close();
   });
 });

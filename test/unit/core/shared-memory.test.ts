@@ -1,7 +1,8 @@
 /**
- * SharedMemoryManager in process, over a real POSIX shared-memory object (#14): the
- * descriptor is closed exactly once, and reads and writes past the end of a shrunk
- * object fail with INVALID_ARG instead of faulting.
+ * SharedMemoryManager in process, over a real POSIX shared-memory object (#14): regions
+ * are held per request, unregister of a region in use is deferred until its last user
+ * releases it (Triton's rule), the descriptor is closed exactly once, and reads and
+ * writes past the end of a shrunk object fail with INVALID_ARG instead of faulting.
  */
 import { describe, it, expect, beforeEach, afterEach } from "vitest";
 import { readdirSync, readlinkSync } from "node:fs";
@@ -61,6 +62,39 @@ describe("SharedMemoryManager", () => {
     expect(openCount()).toBe(0);
     expect(failure(() => shm.read(ref(0), "input 'X'")).message).toBe("Unable to find shared memory region: 'r'");
     shm.close();
+  });
+
+  it("defers unregister (one and all) while a request holds the region, and closes it once when the last one releases", () => {
+    expect(openCount()).toBe(1);
+    const first = shm.acquire(["r"]);
+    const second = shm.acquire(["r", "r"]);
+    shm.unregister("r");
+    shm.unregister();
+    expect(shm.status().map((s) => s.name)).toEqual(["r"]);
+    expect(failure(() => shm.register("r", KEY, 0, 8)).message).toBe("shared memory region 'r' already in manager");
+    expect(shm.read(ref(0, 1), "input 'X'")).toHaveLength(1);
+    first();
+    first(); // a second release changes nothing
+    expect(shm.status().map((s) => s.name)).toEqual(["r"]);
+    second();
+    expect(shm.status()).toEqual([]);
+    expect(openCount()).toBe(0);
+    expect(failure(() => shm.acquire(["r"])).message).toBe("Unable to find shared memory region: 'r'");
+  });
+
+  it("unregisters at once when nothing holds the region; an unknown name in acquire holds nothing", () => {
+    expect(failure(() => shm.acquire(["r", "nope"])).message).toBe("Unable to find shared memory region: 'nope'");
+    shm.unregister("r");
+    expect(shm.status()).toEqual([]);
+    expect(openCount()).toBe(0);
+  });
+
+  it("closes regions in use at shutdown; their later release and use fail cleanly", () => {
+    const release = shm.acquire(["r"]);
+    shm.close();
+    expect(openCount()).toBe(0);
+    release();
+    expect(failure(() => shm.read(ref(0), "input 'X'")).message).toBe("Unable to find shared memory region: 'r'");
   });
 
   it("refuses reads and writes beyond a shrunk object with INVALID_ARG naming the region, and does not grow it back", () => {
