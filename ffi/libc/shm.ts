@@ -1,8 +1,13 @@
 /**
- * @module POSIX shared memory through libc (shm_open, mmap, munmap, lseek, close; and
- * for clients and tests ftruncate and shm_unlink), for Triton's system shared-memory
- * extension. A SharedMemoryMapping owns one mmap and unmaps it exactly once; its
- * `bytes` view reads and writes the shared pages directly (no copy).
+ * @module POSIX shared memory through libc, for Triton's system shared-memory extension.
+ * The server holds a region as a SharedMemoryFile (shm_open, lseek, pread, pwrite,
+ * close): it owns the descriptor and closes it exactly once, and moves bytes with
+ * pread/pwrite into and out of its own buffers, so that a client shrinking the object
+ * makes a read come up short instead of faulting (a MAP_SHARED page beyond the end of
+ * the object raises SIGBUS, which JavaScript cannot catch). Clients and tests map
+ * objects with SharedMemoryMapping (mmap, munmap; the `bytes` view reads and writes
+ * the shared pages directly) and create, resize and remove them with
+ * createSharedMemory, truncateSharedMemory and unlinkSharedMemory.
  */
 import { getKoffi, loadLibrary, type KoffiFunc } from "../load.ts";
 
@@ -12,12 +17,15 @@ const PROT_READ = 1;
 const PROT_WRITE = 2;
 const MAP_SHARED = 1;
 const SEEK_END = 2;
+const EINTR = 4;
 
 interface Libc {
   shm_open: KoffiFunc<(name: string, oflag: number, mode: number) => number>;
   shm_unlink: KoffiFunc<(name: string) => number>;
   ftruncate: KoffiFunc<(fd: number, length: number) => number>;
   lseek: KoffiFunc<(fd: number, offset: number, whence: number) => number | bigint>;
+  pread: KoffiFunc<(fd: number, buf: Uint8Array, count: number, offset: number) => number | bigint>;
+  pwrite: KoffiFunc<(fd: number, buf: Uint8Array, count: number, offset: number) => number | bigint>;
   mmap: KoffiFunc<(addr: null, length: number, prot: number, flags: number, fd: number, offset: number) => unknown>;
   munmap: KoffiFunc<(addr: unknown, length: number) => number>;
   close: KoffiFunc<(fd: number) => number>;
@@ -40,6 +48,8 @@ function load(): Libc {
     shm_unlink: rt.func("int shm_unlink(const char *name)"),
     ftruncate: lib.func("int ftruncate(int fd, int64_t length)"),
     lseek: lib.func("int64_t lseek(int fd, int64_t offset, int whence)"),
+    pread: lib.func("int64_t pread(int fd, void *buf, size_t count, int64_t offset)"),
+    pwrite: lib.func("int64_t pwrite(int fd, const void *buf, size_t count, int64_t offset)"),
     mmap: lib.func("void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)"),
     munmap: lib.func("int munmap(void *addr, size_t length)"),
     close: lib.func("int close(int fd)"),
@@ -48,6 +58,110 @@ function load(): Libc {
 }
 
 export class SharedMemoryError extends Error {}
+
+/** Opens object `key` read-write and checks that it holds at least `length` (> 0) bytes; the caller owns the descriptor. */
+function openChecked(c: Libc, key: string, length: number): number {
+  const fd = c.shm_open(key, O_RDWR, 0);
+  if (fd < 0) throw new SharedMemoryError(`Unable to open shared memory region: '${key}'`);
+  try {
+    const size = Number(c.lseek(fd, 0, SEEK_END));
+    if (size < length) {
+      throw new SharedMemoryError(`shared memory object '${key}' holds ${size} bytes, fewer than the ${length} requested`);
+    }
+    if (length === 0) throw new SharedMemoryError(`shared memory region of '${key}' must not be empty`);
+    return fd;
+  } catch (err) {
+    c.close(fd);
+    throw err;
+  }
+}
+
+/** errno of the libc call that just failed on this thread. */
+const errno = (): number => getKoffi().errno();
+
+/**
+ * An open POSIX shared-memory object, read and written with pread/pwrite at absolute
+ * positions (the descriptor's file offset is never used). Owns the descriptor; close()
+ * closes it once, and every later use throws instead of touching a number the kernel
+ * may have given to another file.
+ */
+export class SharedMemoryFile {
+  readonly key: string;
+  #fd: number | undefined;
+
+  private constructor(key: string, fd: number) {
+    this.key = key;
+    this.#fd = fd;
+  }
+
+  /** Opens object `key`; fails when it does not exist or holds fewer than `length` (> 0) bytes. */
+  static open(key: string, length: number): SharedMemoryFile {
+    return new SharedMemoryFile(key, openChecked(load(), key, length));
+  }
+
+  #open(): number {
+    if (this.#fd === undefined) throw new SharedMemoryError(`shared memory object '${this.key}' is closed`);
+    return this.#fd;
+  }
+
+  /** The object's size now (lseek to its end; a client may resize it at any time). */
+  size(): number {
+    const n = Number(load().lseek(this.#open(), 0, SEEK_END));
+    if (n < 0) throw new SharedMemoryError(`cannot get the size of shared memory object '${this.key}' (errno ${errno()})`);
+    return n;
+  }
+
+  /**
+   * Fills `dst` from the object's bytes at `position`; returns how many bytes there were,
+   * fewer than `dst.byteLength` when the object ends before (never a fault).
+   */
+  readAt(dst: Uint8Array, position: number): number {
+    const c = load();
+    const fd = this.#open();
+    let done = 0;
+    while (done < dst.byteLength) {
+      const rest = done === 0 ? dst : dst.subarray(done);
+      const n = Number(c.pread(fd, rest, rest.byteLength, position + done));
+      if (n === 0) break;
+      if (n < 0) {
+        const e = errno();
+        if (e === EINTR) continue;
+        throw new SharedMemoryError(`cannot read shared memory object '${this.key}' (errno ${e})`);
+      }
+      done += n;
+    }
+    return done;
+  }
+
+  /** Writes all of `src` at `position`. Past the object's end this grows it: check size() first. */
+  writeAt(src: Uint8Array, position: number): void {
+    const c = load();
+    const fd = this.#open();
+    let done = 0;
+    while (done < src.byteLength) {
+      const rest = done === 0 ? src : src.subarray(done);
+      const n = Number(c.pwrite(fd, rest, rest.byteLength, position + done));
+      if (n < 0) {
+        const e = errno();
+        if (e === EINTR) continue;
+        throw new SharedMemoryError(`cannot write shared memory object '${this.key}' (errno ${e})`);
+      }
+      done += n;
+    }
+  }
+
+  /** Closes the descriptor; safe to call twice. */
+  close(): void {
+    if (this.#fd === undefined) return;
+    const fd = this.#fd;
+    this.#fd = undefined;
+    load().close(fd);
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
 
 /** A read-write MAP_SHARED mapping of the first `length` bytes of a POSIX shared-memory object. */
 export class SharedMemoryMapping {
@@ -66,14 +180,8 @@ export class SharedMemoryMapping {
   /** Maps `length` bytes of object `key`; fails when the object does not exist or is smaller. */
   static open(key: string, length: number): SharedMemoryMapping {
     const c = load();
-    const fd = c.shm_open(key, O_RDWR, 0);
-    if (fd < 0) throw new SharedMemoryError(`Unable to open shared memory region: '${key}'`);
+    const fd = openChecked(c, key, length);
     try {
-      const size = Number(c.lseek(fd, 0, SEEK_END));
-      if (size < length) {
-        throw new SharedMemoryError(`shared memory object '${key}' holds ${size} bytes, fewer than the ${length} requested`);
-      }
-      if (length === 0) throw new SharedMemoryError(`shared memory region of '${key}' must not be empty`);
       const addr = c.mmap(null, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (addr === null || addr === -1n || addr === 0xffffffffffffffffn) {
         throw new SharedMemoryError(`unable to map shared memory object '${key}'`);
@@ -103,6 +211,18 @@ export class SharedMemoryMapping {
 export function createSharedMemory(key: string, size: number): void {
   const c = load();
   const fd = c.shm_open(key, O_RDWR | O_CREAT, 0o600);
+  if (fd < 0) throw new SharedMemoryError(`shm_open('${key}') failed`);
+  try {
+    if (c.ftruncate(fd, size) !== 0) throw new SharedMemoryError(`ftruncate('${key}', ${size}) failed`);
+  } finally {
+    c.close(fd);
+  }
+}
+
+/** Resizes existing object `key` to `size` bytes: what a misbehaving client does after registering it. */
+export function truncateSharedMemory(key: string, size: number): void {
+  const c = load();
+  const fd = c.shm_open(key, O_RDWR, 0);
   if (fd < 0) throw new SharedMemoryError(`shm_open('${key}') failed`);
   try {
     if (c.ftruncate(fd, size) !== 0) throw new SharedMemoryError(`ftruncate('${key}', ${size}) failed`);

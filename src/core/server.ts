@@ -14,7 +14,7 @@ import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
 import { DEFAULT_MAX_QUEUED_BYTES, type InferenceRequest, type InferenceResponse, type OutputTensor } from "./request.ts";
-import { SharedMemoryManager, shmRef } from "./shared-memory.ts";
+import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
@@ -194,7 +194,11 @@ export class InferenceServer {
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     let held = 0;
+    let releaseRegions: (() => void) | undefined;
     try {
+      // Every region named is held until the request settles, so unregister cannot close it under us.
+      const regions = regionsNamed(request.inputs, request.outputs);
+      if (regions) releaseRegions = this.sharedMemory.acquire(regions);
       for (const input of request.inputs) {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
         if (ref) input.data = this.sharedMemory.read(ref, `input '${input.name}'`);
@@ -266,6 +270,7 @@ export class InferenceServer {
       throw e;
     } finally {
       this.#queuedBytes -= held;
+      releaseRegions?.();
     }
   }
 
