@@ -209,20 +209,17 @@ export class SharedMemoryMapping {
 
 /** Creates (or resizes) shared-memory object `key` of `size` bytes: what a client does before registering. */
 export function createSharedMemory(key: string, size: number): void {
-  const c = load();
-  const fd = c.shm_open(key, O_RDWR | O_CREAT, 0o600);
-  if (fd < 0) throw new SharedMemoryError(`shm_open('${key}') failed`);
-  try {
-    if (c.ftruncate(fd, size) !== 0) throw new SharedMemoryError(`ftruncate('${key}', ${size}) failed`);
-  } finally {
-    c.close(fd);
-  }
+  resize(key, size, O_RDWR | O_CREAT);
 }
 
 /** Resizes existing object `key` to `size` bytes: what a misbehaving client does after registering it. */
 export function truncateSharedMemory(key: string, size: number): void {
+  resize(key, size, O_RDWR);
+}
+
+function resize(key: string, size: number, flags: number): void {
   const c = load();
-  const fd = c.shm_open(key, O_RDWR, 0);
+  const fd = c.shm_open(key, flags, 0o600);
   if (fd < 0) throw new SharedMemoryError(`shm_open('${key}') failed`);
   try {
     if (c.ftruncate(fd, size) !== 0) throw new SharedMemoryError(`ftruncate('${key}', ${size}) failed`);
