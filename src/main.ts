@@ -125,6 +125,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       http2MaxPingsWithoutData: options.grpcHttp2MaxPingsWithoutData,
       http2MinRecvPingIntervalWithoutDataMs: options.grpcHttp2MinRecvPingIntervalWithoutDataMs,
       http2MaxPingStrikes: options.grpcHttp2MaxPingStrikes,
+      maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
+      maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
+      maxConnections: options.grpcMaxConnections,
+      handshakeTimeoutMs: options.grpcHandshakeTimeoutSecs * 1000,
+      idleTimeoutMs: options.grpcIdleTimeoutSecs * 1000,
     });
     log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
   }

@@ -36,6 +36,15 @@ export interface ServerOptions {
   grpcHttp2MaxPingsWithoutData: number;
   grpcHttp2MinRecvPingIntervalWithoutDataMs: number;
   grpcHttp2MaxPingStrikes: number;
+  /** Triton's --grpc-max-connection-age / -grace, in ms; 0: unlimited. */
+  grpcMaxConnectionAgeMs: number;
+  grpcMaxConnectionAgeGraceMs: number;
+  /** Nereid's own: open gRPC connections beyond this are closed at once; 0: no limit. */
+  grpcMaxConnections: number;
+  /** Nereid's own: a connection must send the HTTP/2 client preface within this; 0: no limit. */
+  grpcHandshakeTimeoutSecs: number;
+  /** Nereid's own: a connection without calls for this long is closed (GOAWAY); 0: never. */
+  grpcIdleTimeoutSecs: number;
   allowMetrics: boolean;
   metricsPort: number;
   metricsAddress: string;
@@ -89,6 +98,11 @@ export function defaultOptions(): ServerOptions {
     grpcHttp2MaxPingsWithoutData: 2,
     grpcHttp2MinRecvPingIntervalWithoutDataMs: 300_000,
     grpcHttp2MaxPingStrikes: 2,
+    grpcMaxConnectionAgeMs: 0,
+    grpcMaxConnectionAgeGraceMs: 0,
+    grpcMaxConnections: 1024,
+    grpcHandshakeTimeoutSecs: 10,
+    grpcIdleTimeoutSecs: 300,
     allowMetrics: true,
     metricsPort: 8002,
     metricsAddress: "",
@@ -135,6 +149,10 @@ function parseInt10(flag: string, v: string, min = 0, max = Number.MAX_SAFE_INTE
 }
 
 const port = (flag: string, v: string) => parseInt10(flag, v, 0, 65535);
+
+/** The longest delay a JS timer takes, in ms and in whole seconds. */
+const INT32_MAX = 2 ** 31 - 1;
+const MAX_TIMER_SECS = Math.floor(INT32_MAX / 1000);
 
 function parseBackendConfig(o: ServerOptions, v: string): void {
   // <backend>,<key>=<value>  or  <key>=<value> (global)
@@ -241,6 +259,11 @@ const FLAGS: Record<string, FlagSpec> = {
   "grpc-http2-max-pings-without-data": { kind: "int", help: "Pings allowed without data (default 2).", apply: (o, v) => (o.grpcHttp2MaxPingsWithoutData = parseInt10("grpc-http2-max-pings-without-data", v)) },
   "grpc-http2-min-recv-ping-interval-without-data": { kind: "int", help: "Minimum ping interval without data in ms (default 300000).", apply: (o, v) => (o.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10("grpc-http2-min-recv-ping-interval-without-data", v)) },
   "grpc-http2-max-ping-strikes": { kind: "int", help: "Bad pings before the connection closes (default 2).", apply: (o, v) => (o.grpcHttp2MaxPingStrikes = parseInt10("grpc-http2-max-ping-strikes", v)) },
+  "grpc-max-connection-age": { kind: "int", help: "Close a connection (GOAWAY) this many ms after it opened (default 0: never).", apply: (o, v) => (o.grpcMaxConnectionAgeMs = parseInt10("grpc-max-connection-age", v, 0, INT32_MAX)) },
+  "grpc-max-connection-age-grace": { kind: "int", help: "Calls still running at the max age get this many ms more (default 0: unlimited).", apply: (o, v) => (o.grpcMaxConnectionAgeGraceMs = parseInt10("grpc-max-connection-age-grace", v, 0, INT32_MAX)) },
+  "grpc-max-connections": { kind: "int", help: "Open gRPC connections at most; more are closed at once (default 1024, 0: no limit).", apply: (o, v) => (o.grpcMaxConnections = parseInt10("grpc-max-connections", v)) },
+  "grpc-handshake-timeout-secs": { kind: "int", help: "Close a connection that has not sent the HTTP/2 preface within this (default 10, 0: never).", apply: (o, v) => (o.grpcHandshakeTimeoutSecs = parseInt10("grpc-handshake-timeout-secs", v, 0, MAX_TIMER_SECS)) },
+  "grpc-idle-timeout-secs": { kind: "int", help: "Close a connection with no call for this long (default 300, 0: never).", apply: (o, v) => (o.grpcIdleTimeoutSecs = parseInt10("grpc-idle-timeout-secs", v, 0, MAX_TIMER_SECS)) },
   "allow-metrics": { kind: "bool", help: "Serve Prometheus metrics (default true).", apply: (o, v) => (o.allowMetrics = parseBool("allow-metrics", v)) },
   "metrics-port": { kind: "int", help: "Metrics port (default 8002).", apply: (o, v) => (o.metricsPort = port("metrics-port", v)) },
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },

@@ -84,11 +84,12 @@ export class SharedMemoryManager {
     if (!this.allowed) throw new ServerError("UNAVAILABLE", SHM_DISABLED);
   }
 
-  register(name: string, key: string, offset: number, byteSize: number): void {
+  /** `offset` and `byteSize` may be bigint (a 64-bit value beyond 2^53), which is refused. */
+  register(name: string, key: string, offset: number | bigint, byteSize: number | bigint): void {
     this.#gate();
     if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
     if (name.startsWith("triton_python_backend_shm_region_")) throw invalidArg(`shared memory region name '${name}' is reserved`);
-    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(byteSize) || byteSize <= 0) {
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0) {
       throw invalidArg(`invalid offset ${offset} or byte_size ${byteSize} for shared memory region '${name}'`);
     }
     let file: SharedMemoryFile;
@@ -119,10 +120,10 @@ export class SharedMemoryManager {
   }
 
   /** Opens another process's GPU allocation from its 64-byte CUDA IPC handle. */
-  registerCuda(name: string, rawHandle: Uint8Array, deviceId: number, byteSize: number): void {
+  registerCuda(name: string, rawHandle: Uint8Array, deviceId: number, byteSize: number | bigint): void {
     this.#gate();
     if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
-    if (!Number.isSafeInteger(byteSize) || byteSize <= 0) throw invalidArg(`invalid byte_size ${byteSize} for CUDA shared memory region '${name}'`);
+    if (typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0) throw invalidArg(`invalid byte_size ${byteSize} for CUDA shared memory region '${name}'`);
     let context: PrimaryContext | undefined;
     try {
       context = CudaDriver.get().primaryContext(deviceId);

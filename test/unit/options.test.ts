@@ -55,6 +55,17 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["--model-repository=/m", "stray"])).toThrow("unexpected argument 'stray'");
   });
 
+  it("reads Triton's connection-age flags and Nereid's gRPC connection limits, with their defaults (issue #14)", () => {
+    expect(run("--model-repository=/m")).toMatchObject({
+      grpcMaxConnectionAgeMs: 0, grpcMaxConnectionAgeGraceMs: 0, grpcMaxConnections: 1024, grpcHandshakeTimeoutSecs: 10, grpcIdleTimeoutSecs: 300,
+    });
+    const o = run("--model-repository=/m", "--grpc-max-connection-age=60000", "--grpc-max-connection-age-grace=5000", "--grpc-max-connections=0",
+      "--grpc-handshake-timeout-secs=3", "--grpc-idle-timeout-secs=0");
+    expect(o).toMatchObject({ grpcMaxConnectionAgeMs: 60000, grpcMaxConnectionAgeGraceMs: 5000, grpcMaxConnections: 0, grpcHandshakeTimeoutSecs: 3, grpcIdleTimeoutSecs: 0 });
+    expect(() => run("--model-repository=/m", "--grpc-max-connections=-1")).toThrow("invalid value '-1' for --grpc-max-connections: expected 0..");
+    expect(() => run("--model-repository=/m", "--grpc-idle-timeout-secs=9999999")).toThrow("expected 0..2147483");
+  });
+
   it("recognises help and version", () => {
     expect(parseArgs(["--help"])).toEqual({ kind: "help" });
     expect(parseArgs(["--version"])).toEqual({ kind: "version" });

@@ -3,25 +3,18 @@
  * core's InferenceRequest / InferenceResponse. Wire-format checks only.
  */
 import { invalidArg } from "../../core/errors.ts";
-import { isDataType, joinBytes, type DataType } from "../../core/tensor.ts";
+import { ELEMENT_SIZE, isDataType, joinBytes, splitBytes, type DataType } from "../../core/tensor.ts";
 import { valuesToBytes } from "../../core/tensor-values.ts";
-import type { InferenceRequest, InferenceResponse, InputTensor, Parameters, ParameterValue, RequestedOutput } from "../../core/request.ts";
+import type { InferenceRequest, InferenceResponse, InputTensor, Parameters, RequestedOutput } from "../../core/request.ts";
+import { requestParameters, tensorParameters, wireParameters, type WireParameters } from "./parameters.ts";
 
-export interface WireParameter {
-  parameter_choice?: string;
-  bool_param?: boolean;
-  int64_param?: number;
-  string_param?: string;
-  double_param?: number;
-  uint64_param?: number;
-}
-
+/** Typed contents; 64-bit values are bigint as decoded (protos.ts REQUEST_DECODE). */
 export interface WireContents {
   bool_contents?: boolean[];
   int_contents?: number[];
-  int64_contents?: number[];
+  int64_contents?: (bigint | number)[];
   uint_contents?: number[];
-  uint64_contents?: number[];
+  uint64_contents?: (bigint | number)[];
   fp32_contents?: number[];
   fp64_contents?: number[];
   bytes_contents?: Uint8Array[];
@@ -31,36 +24,10 @@ export interface WireInferRequest {
   model_name?: string;
   model_version?: string;
   id?: string;
-  parameters?: Record<string, WireParameter>;
-  inputs?: { name?: string; datatype?: string; shape?: number[]; parameters?: Record<string, WireParameter>; contents?: WireContents }[];
-  outputs?: { name?: string; parameters?: Record<string, WireParameter> }[];
+  parameters?: WireParameters;
+  inputs?: { name?: string; datatype?: string; shape?: (bigint | number)[]; parameters?: WireParameters; contents?: WireContents }[];
+  outputs?: { name?: string; parameters?: WireParameters }[];
   raw_input_contents?: Uint8Array[];
-}
-
-function parameter(p: WireParameter): ParameterValue | undefined {
-  switch (p.parameter_choice) {
-    case "bool_param":
-      return p.bool_param ?? false;
-    case "int64_param":
-      return p.int64_param ?? 0;
-    case "string_param":
-      return p.string_param ?? "";
-    case "double_param":
-      return p.double_param ?? 0;
-    case "uint64_param":
-      return p.uint64_param ?? 0;
-    default:
-      return undefined;
-  }
-}
-
-export function parameters(map: Record<string, WireParameter> | undefined): Parameters {
-  const out: Parameters = {};
-  for (const [k, v] of Object.entries(map ?? {})) {
-    const value = parameter(v);
-    if (value !== undefined) out[k] = value;
-  }
-  return out;
 }
 
 /** Typed `contents` → tensor bytes, by the datatype's repeated field. */
@@ -93,8 +60,46 @@ function contentsToBytes(datatype: DataType, c: WireContents, name: string): Uin
   }
 }
 
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MAX_TEXT = "9223372036854775807";
+
+/**
+ * A dims list with a dim beyond ±(2^53 − 1), which no request can carry data for: refused
+ * with the error Triton's core gives that shape (its GetElementCount and GetByteSize,
+ * then the byte size or string count check), the numbers exact. `got` is the data's size.
+ */
+function unsafeShapeError(dims: bigint[], name: string, datatype: DataType, modelName: string, got: () => number) {
+  const strings = datatype === "BYTES";
+  let count = 1n;
+  for (const d of dims) {
+    if (d < 0n) return invalidArg(`tensor '${name}' contains an invalid dimension${strings ? " in shape" : ""} [${dims.join(",")}]`);
+    count *= d;
+    if (count > INT64_MAX) {
+      return invalidArg(`${strings ? "element count" : "byte size"} for tensor '${name}' exceeds maximum size of ${INT64_MAX_TEXT}`);
+    }
+  }
+  const size = BigInt(strings ? 4 : ELEMENT_SIZE[datatype]);
+  if (count > INT64_MAX / size) return invalidArg(`byte size for tensor '${name}' exceeds maximum size of ${INT64_MAX_TEXT}`);
+  if (strings) return invalidArg(`expected ${count} string elements for inference input '${name}' for model '${modelName}', got ${got()}`);
+  return invalidArg(`input byte size mismatch for input '${name}' for model '${modelName}'. Expected ${count * size}, got ${got()}`);
+}
+
+/** Wire dims (bigint as decoded) → numbers; see unsafeShapeError for dims that do not fit. */
+function shapeOf(dims: readonly (bigint | number)[], fail: (dims: bigint[]) => Error): number[] {
+  const shape = new Array<number>(dims.length);
+  for (let i = 0; i < dims.length; i++) {
+    const d = dims[i]!;
+    const n = Number(d); // exact when safe; see exactInteger
+    if (typeof d === "number" || Number.isSafeInteger(n)) shape[i] = n;
+    else throw fail(dims.map((x) => BigInt(x)));
+  }
+  return shape;
+}
+
 export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
   const modelName = msg.model_name ?? "";
+  // Request parameters first, as Triton checks them before the inputs.
+  const parameters = requestParameters(msg.parameters);
   const raw = msg.raw_input_contents ?? [];
   const wireInputs = msg.inputs ?? [];
   // Inputs in shared memory take no raw_input_contents entry, as in Triton.
@@ -108,7 +113,7 @@ export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
     const name = w.name ?? "";
     const datatype = w.datatype ?? "";
     if (!isDataType(datatype)) throw invalidArg(`input '${name}': unsupported datatype '${datatype}'`);
-    const shape = (w.shape ?? []).map(Number);
+    const tensorParams = tensorParameters(w.parameters, name, false);
     let data: Uint8Array;
     if (inShm(w)) {
       data = new Uint8Array(0); // read from the region by the core
@@ -120,31 +125,26 @@ export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
     } else {
       data = contentsToBytes(datatype, w.contents ?? {}, name);
     }
+    const shape = shapeOf(w.shape ?? [], (dims) =>
+      unsafeShapeError(dims, name, datatype, modelName, () => {
+        if (inShm(w)) return Number(tensorParams?.shared_memory_byte_size ?? 0);
+        return datatype === "BYTES" ? splitBytes(data).length : data.byteLength;
+      }),
+    );
     const input: InputTensor = { name, datatype, shape, data };
-    if (w.parameters && Object.keys(w.parameters).length > 0) input.parameters = parameters(w.parameters);
+    if (tensorParams) input.parameters = tensorParams;
     return input;
   });
-  const request: InferenceRequest = {
-    modelName,
-    modelVersion: msg.model_version || undefined,
-    parameters: parameters(msg.parameters),
-    inputs,
-  };
+  const request: InferenceRequest = { modelName, modelVersion: msg.model_version || undefined, parameters, inputs };
   if (msg.id) request.id = msg.id;
   if (msg.outputs && msg.outputs.length > 0) {
     request.outputs = msg.outputs.map((o): RequestedOutput => {
-      const p = parameters(o.parameters);
-      return Object.keys(p).length > 0 ? { name: o.name ?? "", parameters: p } : { name: o.name ?? "" };
+      const name = o.name ?? "";
+      const p = tensorParameters(o.parameters, name, true);
+      return p ? { name, parameters: p } : { name };
     });
   }
   return request;
-}
-
-function wireParameter(v: ParameterValue): WireParameter {
-  if (typeof v === "boolean") return { bool_param: v };
-  if (typeof v === "string") return { string_param: v };
-  if (typeof v === "bigint") return { int64_param: Number(v) };
-  return Number.isInteger(v) ? { int64_param: v } : { double_param: v };
 }
 
 /** The response with every output in raw_output_contents, as Triton always does. */
@@ -154,7 +154,7 @@ export function fromInferenceResponse(r: InferenceResponse, extra?: Parameters) 
     model_name: r.modelName,
     model_version: r.modelVersion,
     id: r.id ?? "",
-    parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, wireParameter(v)])),
+    parameters: wireParameters(params),
     outputs: r.outputs.map((t) =>
       t.sharedMemory
         ? {

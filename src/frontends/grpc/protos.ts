@@ -30,6 +30,16 @@ export function messageType(name: string): protobuf.Type {
 /** Plain-object view of a decoded message: 64-bit integers as numbers, enums as names, oneof names set. */
 export const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: String, oneofs: true, defaults: false, arrays: true };
 
+/**
+ * How the server reads requests: like TO_OBJECT, but every 64-bit integer is a bigint, so
+ * that sequence ids, int64 contents and shapes arrive exact; convert.ts and the handlers
+ * turn each into a number where it is safe to.
+ */
+export const REQUEST_DECODE: protobuf.IConversionOptions = { ...TO_OBJECT, longs: BigInt };
+
+// Without long.js protobufjs decodes 64-bit fields into doubles before toObject sees them.
+if (!protobuf.util.Long) throw new Error("protobufjs has no 64-bit integer support (the 'long' package is missing)");
+
 /** A grpc-js ServiceDefinition for `serviceName` whose handlers take and return plain objects. */
 export function serviceDefinition(serviceName: string): ServiceDefinition {
   const service = grpcRoot().lookupService(serviceName);
@@ -43,7 +53,7 @@ export function serviceDefinition(serviceName: string): ServiceDefinition {
       requestStream: !!method.requestStream,
       responseStream: !!method.responseStream,
       requestSerialize: (obj: object) => Buffer.from(req.encode(req.fromObject(obj)).finish()),
-      requestDeserialize: (buf: Buffer) => req.toObject(req.decode(buf), TO_OBJECT),
+      requestDeserialize: (buf: Buffer) => req.toObject(req.decode(buf), REQUEST_DECODE),
       responseSerialize: (obj: object) => {
         const bytes = res.encode(res.fromObject(obj)).finish();
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -1,10 +1,11 @@
 /**
- * @module The gRPC listener (@grpc/grpc-js): GRPCInferenceService and the health
- * service on --grpc-address:--grpc-port, with Triton's message limits and keepalive
- * settings.
+ * @module The gRPC server (@grpc/grpc-js): GRPCInferenceService and the health service
+ * on --grpc-address:--grpc-port, with Triton's message limits, keepalive and connection
+ * age settings, an idle timeout, and the connection limits of listener.ts.
  */
-import { Server, ServerCredentials } from "@grpc/grpc-js";
+import { Server, ServerCredentials, type ServerOptions } from "@grpc/grpc-js";
 import { serviceDefinition } from "./protos.ts";
+import { listenTcp } from "./listener.ts";
 import { inferenceService, healthService, restrict, type GrpcServiceOptions } from "./service.ts";
 import type { InferenceServer } from "../../core/server.ts";
 
@@ -17,6 +18,14 @@ export interface GrpcListenOptions extends GrpcServiceOptions {
   http2MaxPingsWithoutData: number;
   http2MinRecvPingIntervalWithoutDataMs: number;
   http2MaxPingStrikes: number;
+  /** 0: unlimited. */
+  maxConnectionAgeMs: number;
+  maxConnectionAgeGraceMs: number;
+  /** 0: no limit. */
+  maxConnections: number;
+  handshakeTimeoutMs: number;
+  /** Close connections with no call for this long; 0: never. */
+  idleTimeoutMs: number;
 }
 
 export interface GrpcListener {
@@ -27,7 +36,7 @@ export interface GrpcListener {
 const INT32_MAX = 2 ** 31 - 1;
 
 export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
-  const server = new Server({
+  const options: ServerOptions = {
     "grpc.max_receive_message_length": INT32_MAX,
     "grpc.max_send_message_length": INT32_MAX,
     "grpc.keepalive_time_ms": opts.keepaliveTimeMs,
@@ -36,17 +45,21 @@ export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions)
     "grpc.http2.max_pings_without_data": opts.http2MaxPingsWithoutData,
     "grpc.http2.min_ping_interval_without_data_ms": opts.http2MinRecvPingIntervalWithoutDataMs,
     "grpc.http2.max_ping_strikes": opts.http2MaxPingStrikes,
-  });
+  };
+  if (opts.maxConnectionAgeMs > 0) options["grpc.max_connection_age_ms"] = opts.maxConnectionAgeMs;
+  if (opts.maxConnectionAgeGraceMs > 0) options["grpc.max_connection_age_grace_ms"] = opts.maxConnectionAgeGraceMs;
+  if (opts.idleTimeoutMs > 0) options["grpc.max_connection_idle_ms"] = opts.idleTimeoutMs;
+  const server = new Server(options);
   server.addService(serviceDefinition("inference.GRPCInferenceService"), restrict(inferenceService(core, opts), opts.restricted));
   server.addService(serviceDefinition("grpc.health.v1.Health"), restrict(healthService(core), opts.restricted));
-  const host = opts.address.includes(":") && !opts.address.startsWith("[") ? `[${opts.address}]` : opts.address;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
+  // We own the TCP listener (listener.ts) and hand grpc-js each connection past its handshake.
+  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, handshakeTimeoutMs: opts.handshakeTimeoutMs }, injector);
   return {
-    port,
+    port: tcp.port,
     close: () =>
       new Promise<void>((resolve) => {
+        tcp.close();
         server.tryShutdown(() => resolve());
         setTimeout(() => {
           server.forceShutdown();

@@ -9,6 +9,7 @@ import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { grpcStatus } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
+import { exactInteger } from "./parameters.ts";
 import type { InferenceServer } from "../../core/server.ts";
 
 const log = getLogger("grpc_server.ts");
@@ -55,15 +56,16 @@ function toGrpcError(err: unknown) {
 interface RepositoryControlRequest {
   repository_name?: string;
   model_name?: string;
-  parameters?: Record<string, { parameter_choice?: string; bool_param?: boolean; int64_param?: number | bigint; string_param?: string; bytes_param?: Uint8Array }>;
+  parameters?: Record<string, { parameter_choice?: string; bool_param?: boolean; int64_param?: bigint; string_param?: string; bytes_param?: Uint8Array }>;
 }
 
-/** ModelRepositoryParameter map → plain values (bytes stay bytes). */
+/** ModelRepositoryParameter map → plain values (bytes stay bytes, int64 exact). */
 function repositoryParameters(map: RepositoryControlRequest["parameters"]): Record<string, string | number | boolean | bigint | Uint8Array> {
   const out: Record<string, string | number | boolean | bigint | Uint8Array> = {};
   for (const [k, p] of Object.entries(map ?? {})) {
     const v = p.parameter_choice ? p[p.parameter_choice as keyof typeof p] : undefined;
-    if ((v !== undefined && typeof v !== "object") || v instanceof Uint8Array) out[k] = v as string | number | boolean | bigint | Uint8Array;
+    if (typeof v === "bigint") out[k] = exactInteger(v);
+    else if ((v !== undefined && typeof v !== "object") || v instanceof Uint8Array) out[k] = v as string | boolean | Uint8Array;
   }
   return out;
 }
@@ -117,8 +119,8 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     SystemSharedMemoryStatus: unary((r: { name?: string }) => ({
       regions: Object.fromEntries(server.sharedMemory.status(r.name || undefined).map((x) => [x.name, x])),
     })),
-    SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: number | string; byte_size?: number | string }) => {
-      server.sharedMemory.register(r.name ?? "", r.key ?? "", Number(r.offset ?? 0), Number(r.byte_size ?? 0));
+    SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: bigint; byte_size?: bigint }) => {
+      server.sharedMemory.register(r.name ?? "", r.key ?? "", exactInteger(r.offset ?? 0n), exactInteger(r.byte_size ?? 0n));
       return {};
     }),
     SystemSharedMemoryUnregister: unary((r: { name?: string }) => {
@@ -128,8 +130,8 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     CudaSharedMemoryStatus: unary((r: { name?: string }) => ({
       regions: Object.fromEntries(server.sharedMemory.cudaStatus(r.name || undefined).map((x) => [x.name, x])),
     })),
-    CudaSharedMemoryRegister: unary((r: { name?: string; raw_handle?: Uint8Array; device_id?: number | string; byte_size?: number | string }) => {
-      server.sharedMemory.registerCuda(r.name ?? "", r.raw_handle ?? new Uint8Array(0), Number(r.device_id ?? 0), Number(r.byte_size ?? 0));
+    CudaSharedMemoryRegister: unary((r: { name?: string; raw_handle?: Uint8Array; device_id?: bigint; byte_size?: bigint }) => {
+      server.sharedMemory.registerCuda(r.name ?? "", r.raw_handle ?? new Uint8Array(0), Number(r.device_id ?? 0n), exactInteger(r.byte_size ?? 0n));
       return {};
     }),
     CudaSharedMemoryUnregister: unary((r: { name?: string }) => {

@@ -47,12 +47,16 @@ function checkExact(v: JsonValue, d: Decoding): void {
   if (!d.exact && typeof v === "number" && Number.isInteger(v) && !Number.isSafeInteger(v)) throw NEEDS_EXACT;
 }
 
-/** rapidjson IsUint64, as far as JSON.parse lets us tell (1.0 counts as an integer). */
+/**
+ * rapidjson IsUint64, as far as JSON.parse lets us tell (1.0 counts as an integer). The
+ * exact parse gives a bigint for every integer up to 2^64 − 1, so an integer beyond 2^53
+ * still a number there is beyond uint64: a double to rapidjson, not a uint.
+ */
 function asUint(v: JsonValue | undefined, d: Decoding): number | bigint | undefined {
   if (typeof v === "bigint") return v >= 0n ? v : undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0) return undefined;
   checkExact(v, d);
-  return v;
+  return Number.isSafeInteger(v) ? v : undefined;
 }
 
 function scalar(v: JsonValue | undefined, d: Decoding): ParameterValue | undefined {
