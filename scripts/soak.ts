@@ -196,6 +196,7 @@ async function hostileGrpc(): Promise<void> {
   const bad = [
     { parameters: { priority: { int64_param: -5 } } },
     { parameters: { timeout: { int64_param: -1 } } },
+    { parameters: { triton_x: { bool_param: true } } },
     { inputs: [{ name: "INPUT0", datatype: "INT32", shape: Array(20_000).fill(1) }] },
     { raw_input_contents: [Buffer.alloc(3)] },
   ];
