@@ -2,7 +2,8 @@
  * @module Request JSON parsing as Triton does it (rapidjson, iterative, NaN/Inf allowed):
  * a JSON.parse fast path, and a byte-level parser that accepts NaN / Inf / Infinity, keeps
  * integers beyond 2^53 exact as bigint, and reports errors in rapidjson's words with the
- * byte offset ("failed to parse the request JSON buffer: Invalid value. at 12").
+ * byte offset ("failed to parse the request JSON buffer: Invalid value. at 12"). Both sit
+ * behind a nesting-depth check that refuses a body of `[[[[…` before anything is built.
  */
 import { invalidArg } from "../../core/errors.ts";
 
@@ -10,6 +11,59 @@ export type JsonValue = null | boolean | number | bigint | string | JsonValue[] 
 
 // Drops a leading BOM, as rapidjson's UTF-8 memory stream does.
 const utf8 = new TextDecoder();
+
+/**
+ * Most arrays and objects open at once in a request JSON document. rapidjson's iterative
+ * parser has no limit, but both JSON.parse and the byte parser below spend about 100 ns and
+ * 100+ bytes per open container, so 64 MiB of `[` would cost seconds and gigabytes. Triton's
+ * own limit of 100 for `data` (request-json.ts) stays the one clients meet in practice; this
+ * one is far enough above it that deep values Triton ignores (unknown keys) still parse.
+ * Go's encoding/json uses the same number.
+ */
+export const MAX_JSON_DEPTH = 10_000;
+
+const depthMessage = (limit: number, offset: number) =>
+  `failed to parse the request JSON buffer: JSON nesting depth exceeds maximum allowed limit (${limit}) at ${offset}`;
+
+const OPENERS = [0x5b, 0x7b];
+
+/**
+ * The byte offset of the first `[` or `{` (outside strings) that opens more than `limit`
+ * containers at once, or -1. Reading stops at a NUL byte, where rapidjson stops. When the
+ * body holds at most `limit` opening brackets in all (found with indexOf, i.e. memchr) the
+ * answer is -1 without a byte-by-byte pass; otherwise one pass of about 2 ns a byte.
+ */
+export function nestingOverflow(bytes: Uint8Array, limit = MAX_JSON_DEPTH): number {
+  const nul = bytes.indexOf(0);
+  const n = nul < 0 ? bytes.length : nul;
+  let openers = 0;
+  for (const c of OPENERS) {
+    for (let i = bytes.indexOf(c); i >= 0 && i < n && openers <= limit; i = bytes.indexOf(c, i + 1)) openers++;
+  }
+  if (openers <= limit) return -1;
+  let depth = 0;
+  for (let i = 0; i < n; i++) {
+    const c = bytes[i]!;
+    if (c === 0x22) {
+      for (i++; i < n; i++) {
+        const d = bytes[i]!;
+        if (d === 0x22) break;
+        if (d === 0x5c) i++;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return i;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return -1;
+}
+
+/** Throws INVALID_ARG when the body nests deeper than MAX_JSON_DEPTH (see nestingOverflow). */
+export function checkJsonDepth(bytes: Uint8Array): void {
+  const at = nestingOverflow(bytes);
+  if (at >= 0) throw invalidArg(depthMessage(MAX_JSON_DEPTH, at));
+}
 
 /** JSON.parse of the bytes, or undefined when JSON.parse refuses them. */
 export function parseJsonFast(bytes: Uint8Array): JsonValue | undefined {
@@ -46,6 +100,9 @@ class ParseError extends Error {
   }
 }
 
+/** Nesting beyond MAX_JSON_DEPTH; its message is whole, not rapidjson's reason. */
+class DepthError extends Error {}
+
 const ESCAPES: Record<number, string> = { 0x22: '"', 0x5c: "\\", 0x2f: "/", 0x62: "\b", 0x66: "\f", 0x6e: "\n", 0x72: "\r", 0x74: "\t" };
 const INT64_MIN = -(2n ** 63n);
 const UINT64_MAX = 2n ** 64n - 1n;
@@ -55,12 +112,14 @@ type Container = { array: JsonValue[] } | { object: Record<string, JsonValue>; k
 /**
  * Parses like rapidjson with kParseNanAndInfFlag | kParseIterativeFlag. Integer literals
  * that are not safe JS integers but fit int64/uint64 become bigint. A NUL byte ends the
- * input, as in rapidjson. Throws INVALID_ARG with Triton's message on a syntax error.
+ * input, as in rapidjson. Throws INVALID_ARG with Triton's message on a syntax error, and
+ * on nesting beyond `maxDepth` before allocating the container past the limit.
  */
-export function parseJsonExact(bytes: Uint8Array): JsonValue {
+export function parseJsonExact(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonValue {
   try {
-    return new Parser(bytes).parse();
+    return new Parser(bytes, maxDepth).parse();
   } catch (err) {
+    if (err instanceof DepthError) throw invalidArg(err.message);
     if (!(err instanceof ParseError)) throw err;
     throw invalidArg(`failed to parse the request JSON buffer: ${err.reason} at ${err.offset}`);
   }
@@ -69,8 +128,10 @@ export function parseJsonExact(bytes: Uint8Array): JsonValue {
 class Parser {
   #b: Uint8Array;
   #p = 0;
-  constructor(bytes: Uint8Array) {
+  #maxDepth: number;
+  constructor(bytes: Uint8Array, maxDepth: number) {
     this.#b = bytes;
+    this.#maxDepth = maxDepth;
     // rapidjson's EncodedInputStream<UTF8, MemoryStream> skips each BOM byte that is there;
     // error offsets still count them.
     for (const bom of [0xef, 0xbb, 0xbf]) if (this.#peek() === bom) this.#p++;
@@ -143,6 +204,7 @@ class Parser {
             this.#p++;
             state = close();
           } else if (c === 0x7b || c === 0x5b) {
+            if (stack.length >= this.#maxDepth) throw new DepthError(depthMessage(this.#maxDepth, this.#p));
             this.#p++;
             stack.push(c === 0x7b ? { object: {}, key: "" } : { array: [] });
             state = c === 0x7b ? S.ObjectInitial : S.ArrayInitial;

@@ -6,7 +6,7 @@
 import { invalidArg } from "../../core/errors.ts";
 import type { DataType } from "../../core/tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
-import { parseJsonExact, parseJsonFast } from "./json-parse.ts";
+import { checkJsonDepth, parseJsonExact, parseJsonFast } from "./json-parse.ts";
 import { parametersJson, tensorDataJson } from "./json-write.ts";
 import { NEEDS_EXACT, requestFromJson } from "./request-json.ts";
 
@@ -62,6 +62,7 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
   const jsonEnd = headerLength ?? body.byteLength;
   const json = body.subarray(0, jsonEnd);
   const binary = body.subarray(jsonEnd);
+  checkJsonDepth(json);
   const doc = parseJsonFast(json);
   if (doc === undefined) return requestFromJson(parseJsonExact(json), binary, ctx, true);
   try {

@@ -232,6 +232,20 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     expect(decodeInferRequest(enc.encode('{"inputs":[],"x":' + "[".repeat(5000) + "]".repeat(5000) + "}"), undefined, ctx).inputs).toEqual([]);
   });
 
+  it("data nesting between Triton's 100 and the structural 10000 gets Triton's message; beyond, the body is refused unparsed", () => {
+    const nested = (levels: number) =>
+      enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1],"data":' + "[".repeat(levels) + "1" + "]".repeat(levels) + "}]}");
+    expect(decodeError(nested(9000), undefined).message).toBe("Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)");
+    // '{', '[', '{' are 3 levels, so the data array's 9998th '[' (at byte 61 + 9997) opens the 10001st.
+    expect(decodeError(nested(9997), undefined).message).toBe("Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)");
+    expect(decodeError(nested(9998), undefined).message).toBe(
+      `failed to parse the request JSON buffer: JSON nesting depth exceeds maximum allowed limit (10000) at ${61 + 9997}`,
+    );
+    // Also when JSON.parse would refuse the body (NaN) and the byte parser is used.
+    const withNaN = enc.encode('{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"data":' + "[".repeat(9998) + "NaN" + "]".repeat(9998) + "}]}");
+    expect(decodeError(withNaN, undefined).message).toContain("JSON nesting depth exceeds maximum allowed limit (10000)");
+  });
+
   const A = (extra: Record<string, unknown>, datatype = "INT32", shape: unknown = [1]) => ({ inputs: [input("A", datatype, shape, extra)] });
   const B = { name: "B", datatype: "INT32", shape: [1], parameters: { binary_data_size: 4 } };
   const ONE_OF = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But";
