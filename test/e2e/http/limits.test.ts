@@ -116,3 +116,86 @@ describe("malformed % escapes in the path → 400", () => {
     expect(res.status).toBe(200);
   });
 });
+
+describe("element counts are bounded before data is decoded", () => {
+  const strings = (n: number) => JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], data: Array(n).fill("a") }] });
+
+  it("8M one-byte BYTES elements in JSON → 400 naming the limit, a good request beside it is answered", async () => {
+    const r = await withConcurrentGood(() => infer("simple_identity", strings(8_000_000)));
+    expect(r.status).toBe(400);
+    expect(r.error).toBe("input 'INPUT0' has 8000000 BYTES elements (shape [1,8000000]), more than the 1048576 one BYTES input may have");
+    expect(r.ms).toBeLessThan(5000); // sanity only: it was 17.6 s
+  });
+
+  it("8M BYTES elements as binary data → the same 400", async () => {
+    const n = 8_000_000;
+    const data = Buffer.alloc(n * 4); // 8M empty strings
+    const header = JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: data.byteLength } }] });
+    const res = await infer("simple_identity", Buffer.concat([Buffer.from(header), data]), { "inference-header-content-length": String(Buffer.byteLength(header)) });
+    expect(res.status).toBe(400);
+    expect(await errorOf(res)).toContain("8000000 BYTES elements");
+  });
+
+  it("2^20 BYTES elements are served, and a good request beside them is answered", async () => {
+    const n = 2 ** 20;
+    const t = performance.now();
+    const big = infer("simple_identity", strings(n)).then(async (res) => ({ status: res.status, body: (await res.json()) as { outputs: { shape: number[]; data: string[] }[] } }));
+    await new Promise((r) => setTimeout(r, 20));
+    const good = await infer("simple", GOOD);
+    expect(good.status).toBe(200);
+    const r = await big;
+    expect(r.status).toBe(200);
+    expect(r.body.outputs[0]!.shape).toEqual([1, n]);
+    expect(r.body.outputs[0]!.data.length).toBe(n);
+    expect(r.body.outputs[0]!.data.every((s) => s === "a")).toBe(true);
+    expect(performance.now() - t).toBeLessThan(10_000); // sanity only
+  });
+
+  it("a JSON input whose shape needs more than --http-max-input-size → Triton's 400", async () => {
+    const res = await infer("simple", JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 2 ** 24 + 1], data: [1] }] }));
+    expect(res.status).toBe(400);
+    expect(await errorOf(res)).toBe(
+      `JSON input 'INPUT0' has a byte_size (${4 * (2 ** 24 + 1)} bytes) that exceeds the maximum allowed value of ${64 * 1024 * 1024} bytes. Use --http-max-input-size to increase the limit.`,
+    );
+  });
+});
+
+describe("shape dims written as doubles → Triton's 400 (rapidjson IsUint64)", () => {
+  it.each(["1.0", "1e0", "1E0", "16.00", "1.6e1"])("dim %s", async (dim) => {
+    const body = GOOD.replace('"shape":[1,16]', `"shape":[1,${dim}]`);
+    expect(body).not.toBe(GOOD);
+    const res = await infer("simple", body);
+    expect(res.status).toBe(400);
+    expect(await errorOf(res)).toBe("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+  });
+
+  it("'.' and 'e' elsewhere in the body do not disturb integer dims", async () => {
+    const res = await infer("simple", GOOD.replace('"inputs"', '"parameters":{"x":1.5e0,"shape":"1.0"},"inputs"'));
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("error messages quote long shapes cut short", () => {
+  it("a 20,000-dim shape in a shape error → a message of bounded length", async () => {
+    const dims = Array(20_000).fill(1);
+    const body = JSON.stringify({
+      inputs: [
+        { name: "INPUT0", shape: dims, datatype: "INT32", data: [1] },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
+    });
+    const res = await infer("simple", body);
+    expect(res.status).toBe(400);
+    const error = await errorOf(res);
+    expect(error).toMatch(/^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,\.\.\.\] \(20000 dims\)/);
+    expect(error.length).toBeLessThan(1000);
+  });
+
+  it("a 20,000-dim shape in an element-count error → a message of bounded length", async () => {
+    const res = await infer("simple", JSON.stringify({ inputs: [{ name: "INPUT0", shape: Array(20_000).fill(2), datatype: "INT32", data: [1] }] }));
+    expect(res.status).toBe(400);
+    const error = await errorOf(res);
+    expect(error.length).toBeLessThan(1000);
+    expect(error).toContain("[2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,...] (20000 dims)");
+  });
+});
