@@ -4,7 +4,7 @@
  * assume what leaves here is valid. Messages follow Triton's wording.
  */
 import { invalidArg } from "./errors.ts";
-import { elementCount, ELEMENT_SIZE, splitBytes, type Tensor } from "./tensor.ts";
+import { countBytesElements, elementCount, ELEMENT_SIZE, shapeToString, type Tensor } from "./tensor.ts";
 import type { InferenceRequest } from "./request.ts";
 import type { ModelInput } from "../model-config/types.ts";
 import type { ModelSignature } from "./signature.ts";
@@ -20,8 +20,6 @@ export interface PreparedRequest {
   /** output name → top-k count, for the classification extension. */
   classification: ReadonlyMap<string, number>;
 }
-
-const dimsToString = (dims: readonly number[]) => `[${dims.join(",")}]`;
 
 function shapeMatches(expected: readonly number[], actual: readonly number[]): boolean {
   if (expected.length !== actual.length) return false;
@@ -118,7 +116,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     const itemShape = maxBatch > 0 ? input.shape.slice(1) : input.shape;
     if (!shapeMatches(dims, itemShape) || input.shape.some((d) => d < 0)) {
       const expected = maxBatch > 0 ? [-1, ...dims] : dims;
-      let msg = `unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expected)}, got ${dimsToString(input.shape)}`;
+      let msg = `unexpected shape for input '${input.name}' for model '${model}'. Expected ${shapeToString(expected)}, got ${shapeToString(input.shape)}`;
       if (maxBatch > 0) {
         msg +=
           ". NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. " +
@@ -129,7 +127,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     }
     const count = elementCount(input.shape);
     if (input.datatype === "BYTES") {
-      const elements = splitBytes(input.data, `input '${input.name}' for model '${model}'`).length;
+      const elements = countBytesElements(input.data, `input '${input.name}' for model '${model}'`);
       if (elements !== count) {
         throw invalidArg(
           `expected ${count} string elements for inference input '${input.name}' for model '${model}', got ${elements}`,

@@ -51,6 +51,18 @@ export function elementCount(shape: readonly number[]): number {
   return n;
 }
 
+/** Dims quoted in an error message; longer shapes are cut (a 20k-dim shape overflows gRPC trailers). */
+const QUOTED_DIMS = 16;
+
+/**
+ * A shape as Triton's ShapeToString writes it, `[1,16]`, but with at most 16 dims:
+ * `[1,1,...] (20000 dims)` beyond that.
+ */
+export function shapeToString(shape: readonly (number | bigint)[]): string {
+  if (shape.length <= QUOTED_DIMS) return `[${shape.join(",")}]`;
+  return `[${shape.slice(0, QUOTED_DIMS).join(",")},...] (${shape.length} dims)`;
+}
+
 /** Splits serialized BYTES into its elements; throws INVALID_ARG on bad framing. */
 export function splitBytes(data: Uint8Array, context = "BYTES tensor"): Uint8Array[] {
   const out: Uint8Array[] = [];
@@ -69,6 +81,25 @@ export function splitBytes(data: Uint8Array, context = "BYTES tensor"): Uint8Arr
     off += len;
   }
   return out;
+}
+
+/**
+ * How many elements serialized BYTES hold, with splitBytes's framing checks and errors,
+ * without making a view per element (8M elements: 8M objects).
+ */
+export function countBytesElements(data: Uint8Array, context = "BYTES tensor"): number {
+  let count = 0;
+  let off = 0;
+  const n = data.byteLength;
+  while (off < n) {
+    if (off + 4 > n) throw invalidArg(`${context}: incomplete string length prefix at byte ${off}`);
+    const len = (data[off]! | (data[off + 1]! << 8) | (data[off + 2]! << 16) | (data[off + 3]! << 24)) >>> 0;
+    off += 4;
+    if (off + len > n) throw invalidArg(`${context}: string element of length ${len} at byte ${off - 4} runs past the end of the data`);
+    off += len;
+    count++;
+  }
+  return count;
 }
 
 /** Serializes BYTES elements with 4-byte little-endian length prefixes. */

@@ -4,7 +4,7 @@
  */
 import { invalidArg } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
-import { decodeInferRequest, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
+import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
 import type { InferenceServer } from "../../core/server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
@@ -21,9 +21,10 @@ export async function handleInfer(
   if (server.state !== "EXITING") server.repository.getModel(model, version);
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
-  const request = decodeInferRequest(body, headerLength, {
+  const request = await decodeInferRequestAsync(body, headerLength, {
     modelName: model,
     modelVersion: version,
+    maxInputSize,
     rawInput: (byteLength) => rawInputShape(server, model, version, byteLength),
   });
   const response = await server.inferAsync(request);

@@ -4,7 +4,7 @@
  * flattened row-major and encoded, binary_data_size inputs cut from the binary part as views.
  */
 import { invalidArg } from "../../core/errors.ts";
-import { isDataType } from "../../core/tensor.ts";
+import { ELEMENT_SIZE, isDataType, shapeToString } from "../../core/tensor.ts";
 import { valuesToBytes } from "../../core/tensor-values.ts";
 import type { InferenceRequest, InputTensor, Parameters, ParameterValue, RequestedOutput } from "../../core/request.ts";
 import type { JsonValue } from "./json-parse.ts";
@@ -29,7 +29,24 @@ interface Decoding {
   modelName: string;
   binary: Uint8Array;
   offset: number;
+  /** --http-max-input-size: the most bytes one JSON `data` input may decode to. */
+  maxInputSize: number;
 }
+
+/**
+ * Most elements one BYTES input may declare, whether its data comes as JSON, binary or
+ * shared memory. Triton has no such limit; here each element costs about 500 ns in the
+ * ONNX Runtime binding (a view, a C string, a pointer, and the same back), so 8M one-byte
+ * elements, well inside 64 MiB, held every other client for seconds. 2^20 elements take
+ * about 0.7 s in all, in steps of at most 0.4 s.
+ */
+export const MAX_BYTES_ELEMENTS = 1 << 20;
+
+/** Triton's message for a JSON input whose decoded size is over --http-max-input-size. */
+const inputTooLarge = (name: string, size: string, limit: number) =>
+  invalidArg(
+    `JSON input '${name}' has a byte_size (${size} bytes) that exceeds the maximum allowed value of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
+  );
 
 function isObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -126,6 +143,8 @@ function shapeOf(raw: JsonObject, name: string): number[] {
   if (!Array.isArray(dims)) throw invalidArg(`Unable to parse 'shape': ${NON_ARRAY}`);
   const shape: number[] = [];
   let count = 1;
+  // A whole number written 1.0 or 1e0 reaches here as a DoubleLiteral from the exact parser
+  // (decodeInferRequest sends such bodies there), and is refused as rapidjson's IsUint64 does.
   for (const x of dims) {
     const isUint = (typeof x === "number" && Number.isInteger(x) && x >= 0) || (typeof x === "bigint" && x >= 0n);
     if (!isUint) throw invalidArg(`Unable to parse 'shape': ${NON_UINT}`);
@@ -134,7 +153,7 @@ function shapeOf(raw: JsonObject, name: string): number[] {
   }
   if (count > Number.MAX_SAFE_INTEGER || !shape.every(Number.isSafeInteger)) {
     throw invalidArg(
-      `invalid shape for input '${name}': shape [${dims.join(",")}] causes total element count to exceed maximum size of 9223372036854775807`,
+      `invalid shape for input '${name}': shape ${shapeToString(dims as (number | bigint)[])} causes total element count to exceed maximum size of 9223372036854775807`,
     );
   }
   return shape;
@@ -172,6 +191,12 @@ function decodeInput(raw: JsonValue, d: Decoding): InputTensor {
   const datatype = stringMember(input, "datatype");
   if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
   const shape = shapeOf(input, name);
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (datatype === "BYTES" && count > MAX_BYTES_ELEMENTS) {
+    throw invalidArg(
+      `input '${name}' has ${count} BYTES elements (shape ${shapeToString(shape)}), more than the ${MAX_BYTES_ELEMENTS} one BYTES input may have`,
+    );
+  }
   const tensor: InputTensor = { name, datatype, shape, data: new Uint8Array(0) };
   if (params !== undefined) tensor.parameters = flatParameters(params, `input '${name}'`, d);
 
@@ -189,10 +214,15 @@ function decodeInput(raw: JsonValue, d: Decoding): InputTensor {
     return tensor;
   }
 
-  const count = shape.reduce((a, b) => a * b, 1);
   if (count === 0) return tensor; // Triton reads no data for an empty tensor.
   const data = input.data;
   if (!Array.isArray(data)) throw invalidArg(`Unable to parse 'data': ${NON_ARRAY}`);
+  // Triton's size check, before `data` is read: element count × size, and for BYTES at
+  // least the 4-byte length prefix per element (the exact size is checked once encoded).
+  if (datatype === "BYTES" ? count * 4 > d.maxInputSize : count * ELEMENT_SIZE[datatype] > d.maxInputSize) {
+    const size = datatype === "BYTES" ? `at least ${count * 4}` : String(count * ELEMENT_SIZE[datatype]);
+    throw inputTooLarge(name, size, d.maxInputSize);
+  }
   if (datatype === "FP16" || datatype === "BF16") {
     throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
@@ -200,11 +230,12 @@ function decodeInput(raw: JsonValue, d: Decoding): InputTensor {
   if (flat.length !== count) {
     throw invalidArg(
       `Unable to parse 'data': shape does not match true shape of 'data' field for input '${name}': ` +
-        `shape [${shape.join(",")}] has ${count} elements, 'data' has ${flat.length}`,
+        `shape ${shapeToString(shape)} has ${count} elements, 'data' has ${flat.length}`,
     );
   }
   if (datatype === "INT64" || datatype === "UINT64") for (const v of flat) checkExact(v, d);
   tensor.data = valuesToBytes(datatype, flat, `input '${name}'`);
+  if (tensor.data.byteLength > d.maxInputSize) throw inputTooLarge(name, String(tensor.data.byteLength), d.maxInputSize);
   return tensor;
 }
 
@@ -240,10 +271,10 @@ function decodeOutput(raw: JsonValue, d: Decoding): RequestedOutput {
 export function requestFromJson(
   doc: JsonValue,
   binary: Uint8Array,
-  ctx: { modelName: string; modelVersion?: string },
+  ctx: { modelName: string; modelVersion?: string; maxInputSize?: number },
   exact: boolean,
 ): InferenceRequest {
-  const d: Decoding = { exact, modelName: ctx.modelName, binary, offset: 0 };
+  const d: Decoding = { exact, modelName: ctx.modelName, binary, offset: 0, maxInputSize: ctx.maxInputSize ?? Infinity };
   const request: InferenceRequest = { modelName: ctx.modelName, modelVersion: ctx.modelVersion, parameters: {}, inputs: [] };
   if (has(doc, "id")) {
     const id = (doc as JsonObject).id;

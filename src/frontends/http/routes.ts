@@ -9,6 +9,7 @@ import { currentLogSettings, updateLogSettings } from "../../core/log-settings.t
 import { httpCategory, type Restrictions } from "../restricted.ts";
 import { handleInfer } from "./infer.ts";
 import { readBody } from "./body.ts";
+import { checkJsonDepth } from "./json-parse.ts";
 import type { InferenceServer } from "../../core/server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
@@ -31,12 +32,26 @@ export const errorResponse = (status: number, message: string, headers: Record<s
 const METHOD_NOT_ALLOWED = () => errorResponse(405, "Method Not Allowed");
 const NOT_FOUND = () => errorResponse(404, "Not Found");
 
+/**
+ * A path segment with its %-escapes decoded (model, region and repository names); a `%`
+ * not followed by two hex digits, or escapes that are not UTF-8, are INVALID_ARG (400).
+ */
 function decodeSegment(s: string): string {
   if (!s.includes("%")) return s;
   try {
     return decodeURIComponent(s);
   } catch {
-    return s;
+    throw new ServerError("INVALID_ARG", `malformed percent-encoding in URL path segment '${s.length > 64 ? `${s.slice(0, 64)}...` : s}': '%' must be followed by two hex digits and encode UTF-8`);
+  }
+}
+
+/** A JSON body (not infer) parsed with JSON.parse, after the nesting-depth check. */
+function parseJsonText(body: Uint8Array): unknown {
+  checkJsonDepth(body);
+  try {
+    return JSON.parse(new TextDecoder().decode(body));
+  } catch (err) {
+    throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
   }
 }
 
@@ -45,6 +60,8 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
   async function route(req: HttpRequest): Promise<HttpResponse> {
     const parts = req.path.split("/").filter((p) => p.length > 0);
     if (parts[0] !== "v2") return NOT_FOUND();
+    // A bad escape is refused wherever it is, not only in the segments read as names.
+    if (req.path.includes("%")) for (const p of parts) decodeSegment(p);
     const method = req.method;
     if (opts.restricted?.size) {
       const category = httpCategory(parts, method);
@@ -86,7 +103,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
    */
   async function sharedMemoryRoute(req: HttpRequest, rest: string[], kind: "system" | "cuda"): Promise<HttpResponse> {
     let region: string | undefined;
-    if (rest[0] === "region" && rest.length === 3) region = decodeURIComponent(rest[1]!);
+    if (rest[0] === "region" && rest.length === 3) region = decodeSegment(rest[1]!);
     else if (rest.length !== 1) return NOT_FOUND();
     const action = rest[rest.length - 1];
     const shm = server.sharedMemory;
@@ -128,13 +145,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
   /** The request body as a JSON object; `what` names it in the error. */
   async function jsonObjectBody(req: HttpRequest, what: string): Promise<Record<string, unknown>> {
-    const body = await readBody(req, opts.maxInputSize);
-    let doc: unknown;
-    try {
-      doc = JSON.parse(new TextDecoder().decode(body));
-    } catch (err) {
-      throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
-    }
+    const doc = parseJsonText(await readBody(req, opts.maxInputSize));
     if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new ServerError("INVALID_ARG", `${what} must be a JSON object`);
     return doc as Record<string, unknown>;
   }
@@ -194,12 +205,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       const body = await readBody(req, opts.maxInputSize);
       let readyOnly = false;
       if (body.byteLength > 0) {
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(new TextDecoder().decode(body));
-        } catch (err) {
-          throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
-        }
+        const parsed = parseJsonText(body);
         const ready = (parsed as { ready?: unknown } | null)?.ready;
         if (ready !== undefined && typeof ready !== "boolean") throw new ServerError("INVALID_ARG", "'ready' must be a boolean");
         readyOnly = ready === true;
@@ -211,8 +217,9 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
       }
       const params = repositoryParameters(await readBody(req, opts.maxInputSize));
-      if (rest[2] === "unload") await server.repositoryUnload(decodeURIComponent(rest[1]!), params);
-      else await server.repositoryLoad(decodeURIComponent(rest[1]!), params);
+      const model = decodeSegment(rest[1]!);
+      if (rest[2] === "unload") await server.repositoryUnload(model, params);
+      else await server.repositoryLoad(model, params);
       return EMPTY_OK;
     }
     if (rest.length === 4 && rest[1] === "models") {
@@ -239,12 +246,7 @@ export type HttpHandler = ReturnType<typeof createHttpHandler>;
 /** The `parameters` object of a load/unload body (an empty body means none). */
 function repositoryParameters(body: Uint8Array): Record<string, string | number | boolean> {
   if (body.byteLength === 0) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder().decode(body));
-  } catch (err) {
-    throw new ServerError("INVALID_ARG", `failed to parse the request JSON buffer: ${(err as Error).message}`);
-  }
+  const parsed = parseJsonText(body);
   const params = (parsed as { parameters?: unknown } | null)?.parameters;
   if (params === undefined) return {};
   if (typeof params !== "object" || params === null || Array.isArray(params)) throw new ServerError("INVALID_ARG", "'parameters' must be a JSON object");

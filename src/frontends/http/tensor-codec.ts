@@ -6,13 +6,15 @@
 import { invalidArg } from "../../core/errors.ts";
 import type { DataType } from "../../core/tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
-import { parseJsonExact, parseJsonFast } from "./json-parse.ts";
+import { checkJsonDepth, jsonText, parseJsonExact, parseJsonExactAsync, parseJsonFast, shapeMayHoldDouble } from "./json-parse.ts";
 import { parametersJson, tensorDataJson } from "./json-write.ts";
 import { NEEDS_EXACT, requestFromJson } from "./request-json.ts";
 
 export interface DecodeContext {
   modelName: string;
   modelVersion?: string;
+  /** --http-max-input-size: the most bytes one JSON `data` input may decode to (no limit when absent). */
+  maxInputSize?: number;
   /**
    * For a raw binary body (Inference-Header-Content-Length: 0): the model's single input's
    * name, type and shape for a body of `byteLength` bytes; throws if the model can't take one.
@@ -45,6 +47,24 @@ export function parseInferenceHeaderLength(value: string | undefined): number | 
  * views into `body`, not copies. Throws INVALID_ARG with Triton's messages.
  */
 export function decodeInferRequest(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): InferenceRequest {
+  const parts = splitBody(body, headerLength, ctx);
+  if (!("json" in parts)) return parts;
+  return decodeFast(parts, ctx) ?? requestFromJson(parseJsonExact(parts.json), parts.binary, ctx, true);
+}
+
+/**
+ * decodeInferRequest for the server: when the byte-level parser is needed (JSON.parse
+ * refused the body, an integer may have been rounded, or a shape may hold `1.0`), it runs
+ * in slices that let other requests through.
+ */
+export async function decodeInferRequestAsync(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): Promise<InferenceRequest> {
+  const parts = splitBody(body, headerLength, ctx);
+  if (!("json" in parts)) return parts;
+  return decodeFast(parts, ctx) ?? requestFromJson(await parseJsonExactAsync(parts.json), parts.binary, ctx, true);
+}
+
+/** The JSON and binary parts of a body, or the whole request when it is a raw binary one. */
+function splitBody(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): { json: Uint8Array; binary: Uint8Array } | InferenceRequest {
   if (headerLength !== undefined && !(Number.isInteger(headerLength) && headerLength >= 0 && headerLength <= body.byteLength)) {
     throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerLength}`);
   }
@@ -61,14 +81,20 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
   }
   const jsonEnd = headerLength ?? body.byteLength;
   const json = body.subarray(0, jsonEnd);
-  const binary = body.subarray(jsonEnd);
-  const doc = parseJsonFast(json);
-  if (doc === undefined) return requestFromJson(parseJsonExact(json), binary, ctx, true);
+  checkJsonDepth(json);
+  return { json, binary: body.subarray(jsonEnd) };
+}
+
+/** The request from JSON.parse's document, or undefined when the exact parser must decide. */
+function decodeFast(parts: { json: Uint8Array; binary: Uint8Array }, ctx: DecodeContext): InferenceRequest | undefined {
+  const text = jsonText(parts.json);
+  const doc = parseJsonFast(text);
+  if (doc === undefined || shapeMayHoldDouble(text)) return undefined;
   try {
-    return requestFromJson(doc, binary, ctx, false);
+    return requestFromJson(doc, parts.binary, ctx, false);
   } catch (err) {
     if (err !== NEEDS_EXACT) throw err;
-    return requestFromJson(parseJsonExact(json), binary, ctx, true);
+    return undefined;
   }
 }
 

@@ -4,7 +4,7 @@
  * Tencent/rapidjson@24b5e7a8 with those flags.
  */
 import { describe, it, expect } from "vitest";
-import { parseJsonExact, parseJsonFast } from "../../../src/frontends/http/json-parse.ts";
+import { checkJsonDepth, DoubleLiteral, MAX_JSON_DEPTH, nestingOverflow, parseJsonExact, parseJsonExactAsync, parseJsonFast, shapeMayHoldDouble } from "../../../src/frontends/http/json-parse.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 
 const enc = new TextEncoder();
@@ -64,9 +64,9 @@ describe("parseJsonExact: values", () => {
     expect(Object.keys(v)).toEqual(["__proto__"]);
   });
 
-  it("handles deep nesting without recursion", () => {
+  it("handles deep nesting without recursion (with the depth limit raised)", () => {
     const depth = 100_000;
-    let v: unknown = exact("[".repeat(depth) + "]".repeat(depth));
+    let v: unknown = parseJsonExact(enc.encode("[".repeat(depth) + "]".repeat(depth)), depth);
     for (let i = 1; i < depth; i++) v = (v as unknown[])[0]!;
     expect(v).toEqual([]);
   });
@@ -119,5 +119,77 @@ describe("parseJsonFast", () => {
   it("returns JSON.parse's value, or undefined where JSON.parse refuses", () => {
     expect(parseJsonFast(enc.encode('{"a":[1]}'))).toEqual({ a: [1] });
     expect(parseJsonFast(enc.encode("[NaN]"))).toBeUndefined();
+  });
+});
+
+describe("nesting depth (P-10): refused before anything deep is built", () => {
+  const DEPTH = `JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_DEPTH})`;
+
+  it("the byte parser takes MAX_JSON_DEPTH levels and refuses the next at its offset", () => {
+    const ok = "[".repeat(MAX_JSON_DEPTH) + "]".repeat(MAX_JSON_DEPTH);
+    expect(exact(ok)).toBeInstanceOf(Array);
+    expect(parseError(`{"a":${"[".repeat(MAX_JSON_DEPTH)}`).message).toBe(`failed to parse the request JSON buffer: ${DEPTH} at ${5 + MAX_JSON_DEPTH - 1}`);
+  });
+
+  it("a syntax error before the limit is still rapidjson's", () => {
+    expect(parseError("[1 " + "[".repeat(MAX_JSON_DEPTH + 5)).message).toBe("failed to parse the request JSON buffer: Missing a comma or ']' after an array element. at 3");
+  });
+
+  it("16 MiB of '[' is refused by the byte parser and by the pre-check within milliseconds", () => {
+    const deep = new Uint8Array(16 * 1024 * 1024).fill(0x5b);
+    let t = performance.now();
+    expect(parseError(deep).message).toContain(DEPTH);
+    expect(performance.now() - t).toBeLessThan(500);
+    t = performance.now();
+    expect(nestingOverflow(deep)).toBe(MAX_JSON_DEPTH);
+    expect(() => checkJsonDepth(deep)).toThrow(`${DEPTH} at ${MAX_JSON_DEPTH}`);
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
+  it("the pre-check counts brackets outside strings only, mixes [ and {, and stops at NUL", () => {
+    const nest = (n: number) => '{"a":'.repeat(n) + "[" + "1" + "]" + "}".repeat(n);
+    expect(nestingOverflow(enc.encode(nest(MAX_JSON_DEPTH - 1)))).toBe(-1);
+    expect(nestingOverflow(enc.encode(nest(MAX_JSON_DEPTH)))).toBe(5 * MAX_JSON_DEPTH);
+    const inString = '["' + "[".repeat(MAX_JSON_DEPTH * 2) + '\\"' + "{".repeat(10) + '"]';
+    expect(nestingOverflow(enc.encode(inString))).toBe(-1);
+    // Many brackets, shallow: the byte pass runs and finds nothing.
+    expect(nestingOverflow(enc.encode("[" + "[1],".repeat(MAX_JSON_DEPTH * 3) + "[1]]"))).toBe(-1);
+    expect(nestingOverflow(new Uint8Array([0x5b, 0x5d, 0, ...new Uint8Array(MAX_JSON_DEPTH + 1).fill(0x5b)]))).toBe(-1);
+    expect(nestingOverflow(enc.encode("[[[["), 3)).toBe(3);
+  });
+});
+
+describe("shape dims written as doubles (rapidjson IsUint64 refuses 1.0 and 1e0)", () => {
+  it("the exact parser returns numbers with a fraction or exponent in arrays under a \"shape\" key as DoubleLiteral, elsewhere as numbers", () => {
+    const v = exact('{"shape":[1,1.0,1e0,2E+1,9007199254740993],"data":[1.0],"o":{"shape":{"a":1.0}},"s":[[1.0]]}') as Record<string, unknown>;
+    expect(v.shape).toEqual([1, new DoubleLiteral(1), new DoubleLiteral(1), new DoubleLiteral(20), 9007199254740993n]);
+    expect(v.data).toEqual([1]);
+    expect(v.o).toEqual({ shape: { a: 1 } });
+    expect(v.s).toEqual([[1]]);
+    expect(JSON.stringify([new DoubleLiteral(1), new DoubleLiteral(2.5)])).toBe("[1,2.5]");
+  });
+
+  it("shapeMayHoldDouble looks only inside arrays that follow a \"shape\" key", () => {
+    expect(shapeMayHoldDouble('{"shape":[1,16],"data":[1.5e3],"name":"e"}')).toBe(false);
+    expect(shapeMayHoldDouble('{"shape" :\n[ 1, 1.0 ]}')).toBe(true);
+    expect(shapeMayHoldDouble('{"shape":[1e0]}')).toBe(true);
+    expect(shapeMayHoldDouble('{"shape":[2E1]}')).toBe(true);
+    expect(shapeMayHoldDouble('{"data":["shape", 1.0],"x":"shape"}')).toBe(false);
+    expect(shapeMayHoldDouble('{"shape":"1.0"}')).toBe(false);
+    expect(shapeMayHoldDouble('{"shape":[1')).toBe(false);
+  });
+});
+
+describe("parseJsonExactAsync", () => {
+  it("gives parseJsonExact's value and errors, letting the event loop run between 1 MiB slices", async () => {
+    const text = '{"a":[' + Array.from({ length: 400_000 }, (_, i) => `${i},NaN,"s${i}"`).join(",") + '],"b":{"c":9007199254740993}}';
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    const v = await parseJsonExactAsync(enc.encode(text));
+    clearInterval(ticker);
+    expect(v).toEqual(exact(text));
+    expect(turns).toBeGreaterThan(0);
+    await expect(parseJsonExactAsync(enc.encode(text + "x"))).rejects.toThrow(`failed to parse the request JSON buffer: The document root must not be followed by other values. at ${text.length}`);
+    await expect(parseJsonExactAsync(new Uint8Array(3 << 20).fill(0x5b))).rejects.toThrow("JSON nesting depth exceeds maximum allowed limit (10000) at 10000");
   });
 });

@@ -78,6 +78,16 @@ describe("tensorDataJson", () => {
     expect(tensorDataJson(tensor("BYTES", data, [2, 2]))).toBe('["hi","","q\\"\\\\é\\n\\u0001","\uFFFD"]');
   });
 
+  it("writes BYTES exactly as JSON.stringify of each element decoded alone: every byte value, broken UTF-8 at element edges, escapes past the estimate", () => {
+    const elements = [
+      Uint8Array.from({ length: 256 }, (_, i) => i),
+      bytes(0xe2, 0x82), bytes(0xac, 0x22), bytes(0xf0, 0x9f, 0x98), bytes(0x80, 0x5c, 0xc3),
+      new Uint8Array(5000), utf8("€😀\u2028\"\\"), new Uint8Array(0),
+    ];
+    const reference = "[" + elements.map((e) => JSON.stringify(new TextDecoder().decode(e))).join(",") + "]";
+    expect(tensorDataJson(tensor("BYTES", joinBytes(elements), [elements.length]))).toBe(reference);
+  });
+
   it("writes BYTES elements up to the shape's count, ignoring bytes after them", () => {
     expect(tensorDataJson(tensor("BYTES", joinBytes([utf8("a"), utf8("b")]), [1]))).toBe('["a"]');
   });

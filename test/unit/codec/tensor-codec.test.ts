@@ -1,6 +1,6 @@
 /** P-06, P-07, P-11, P-12, P-13, §1.2, §2.1: HTTP JSON and binary tensor codec, Triton's words. */
 import { describe, it, expect } from "vitest";
-import { decodeInferRequest, encodeInferResponse, parseInferenceHeaderLength, type DecodeContext } from "../../../src/frontends/http/tensor-codec.ts";
+import { decodeInferRequest, decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength, type DecodeContext } from "../../../src/frontends/http/tensor-codec.ts";
 import type { InferenceRequest, InferenceResponse } from "../../../src/core/request.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import type { DataType } from "../../../src/core/tensor.ts";
@@ -232,6 +232,20 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     expect(decodeInferRequest(enc.encode('{"inputs":[],"x":' + "[".repeat(5000) + "]".repeat(5000) + "}"), undefined, ctx).inputs).toEqual([]);
   });
 
+  it("data nesting between Triton's 100 and the structural 10000 gets Triton's message; beyond, the body is refused unparsed", () => {
+    const nested = (levels: number) =>
+      enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1],"data":' + "[".repeat(levels) + "1" + "]".repeat(levels) + "}]}");
+    expect(decodeError(nested(9000), undefined).message).toBe("Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)");
+    // '{', '[', '{' are 3 levels, so the data array's 9998th '[' (at byte 61 + 9997) opens the 10001st.
+    expect(decodeError(nested(9997), undefined).message).toBe("Unable to parse 'data': JSON nesting depth exceeds maximum allowed limit (100)");
+    expect(decodeError(nested(9998), undefined).message).toBe(
+      `failed to parse the request JSON buffer: JSON nesting depth exceeds maximum allowed limit (10000) at ${61 + 9997}`,
+    );
+    // Also when JSON.parse would refuse the body (NaN) and the byte parser is used.
+    const withNaN = enc.encode('{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"data":' + "[".repeat(9998) + "NaN" + "]".repeat(9998) + "}]}");
+    expect(decodeError(withNaN, undefined).message).toContain("JSON nesting depth exceeds maximum allowed limit (10000)");
+  });
+
   const A = (extra: Record<string, unknown>, datatype = "INT32", shape: unknown = [1]) => ({ inputs: [input("A", datatype, shape, extra)] });
   const B = { name: "B", datatype: "INT32", shape: [1], parameters: { binary_data_size: 4 } };
   const ONE_OF = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But";
@@ -267,6 +281,18 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     ["shape not an array", () => ({ body: json(A({ data: [1] }, "INT32", 1)) }), "Unable to parse 'shape': attempt to access JSON non-array as array"],
     ["a fractional dim", () => ({ body: json(A({ data: [1] }, "INT32", [1.5])) }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
     ["a negative dim", () => ({ body: json(A({ data: [1] }, "INT32", [-1])) }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ["a dim written 1.0", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1.0],"data":[1]}]}') }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ["a dim written 1e0", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape" : [ 2, 1e0 ],"data":[1,2]}]}') }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ["a dim written 1E+0 next to NaN data (the exact parser's path anyway)", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"FP32","shape":[1E+0],"data":[NaN]}]}') }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ["a 20k-dim shape whose count overflows, quoted cut short", () => ({ body: json(A({ data: [1] }, "INT32", Array(20_000).fill(2))) }), "invalid shape for input 'A': shape [2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,...] (20000 dims) causes total element count to exceed maximum size of 9223372036854775807"],
+    ["a 20k-dim shape in a count mismatch, quoted cut short", () => ({ body: json(A({ data: [1, 2] }, "INT32", Array(20_000).fill(1))) }), "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,...] (20000 dims) has 1 elements, 'data' has 2"],
+    ["more BYTES elements than one input may have (JSON)", () => ({ body: json(A({ data: ["a"] }, "BYTES", [1, 2 ** 20 + 1])) }), "input 'A' has 1048577 BYTES elements (shape [1,1048577]), more than the 1048576 one BYTES input may have"],
+    ["more BYTES elements than one input may have (binary)", () => withBinary(A({ parameters: { binary_data_size: 4 } }, "BYTES", [8_000_000]), i32(0)), "input 'A' has 8000000 BYTES elements (shape [8000000]), more than the 1048576 one BYTES input may have"],
+    ["more BYTES elements than one input may have (shared memory)", () => ({ body: json(A({ parameters: { shared_memory_region: "r", shared_memory_byte_size: 4 } }, "BYTES", [2 ** 21])) }), "input 'A' has 2097152 BYTES elements (shape [2097152]), more than the 1048576 one BYTES input may have"],
+    ["a JSON input over --http-max-input-size whose data is no array: Triton's array check comes first", () => ({ body: json(A({ data: "not read" }, "FP64", [3, 5])), ctx: { ...ctx, maxInputSize: 100 } }), "Unable to parse 'data': attempt to access JSON non-array as array"],
+    ["a JSON input over --http-max-input-size by its shape", () => ({ body: json(A({ data: [] }, "FP64", [3, 5])), ctx: { ...ctx, maxInputSize: 100 } }), "JSON input 'A' has a byte_size (120 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit."],
+    ["a BYTES JSON input over --http-max-input-size by its length prefixes", () => ({ body: json(A({ data: [] }, "BYTES", [26])), ctx: { ...ctx, maxInputSize: 100 } }), "JSON input 'A' has a byte_size (at least 104 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit."],
+    ["a BYTES JSON input over --http-max-input-size once encoded", () => ({ body: json(A({ data: ["x".repeat(50), "y".repeat(50)] }, "BYTES", [2])), ctx: { ...ctx, maxInputSize: 100 } }), "JSON input 'A' has a byte_size (108 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit."],
     ["an element count past 2^53", () => ({ body: json(A({ data: [1] }, "INT32", [2 ** 30, 2 ** 30, 2 ** 30])) }), "invalid shape for input 'A': shape [1073741824,1073741824,1073741824] causes total element count to exceed maximum size of 9223372036854775807"],
     ["input parameters not an object", () => ({ body: json(A({ data: [1], parameters: 3 })) }), "Unable to parse 'parameters' for input 'A': attempt to access JSON non-object as object"],
     ["an object input parameter", () => ({ body: json(A({ data: [1], parameters: { x: [1] } })) }), "parameter 'x' of input 'A' has invalid type. It should be either 'int', 'bool', or 'string'."],
@@ -306,6 +332,30 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     const err = decodeError(body, headerLength, c);
     expect(err.message).toBe(message);
     expect(err.code).toBe("INVALID_ARG");
+  });
+
+  it("whole dims and integers elsewhere pass where '.', 'e' or 'E' appear outside shapes, or in shapes of unknown keys", () => {
+    const body = enc.encode(
+      '{"shape":[1.0],"parameters":{"x":1.5e0,"shape":"1.0"},"inputs":[{"name":"A","datatype":"FP32","shape":[1, 2] ,"data":[1.0,2e0]}]}',
+    );
+    const req = decodeInferRequest(body, undefined, { ...ctx, maxInputSize: 8 });
+    expect(req.parameters).toEqual({ x: 1.5, shape: "1.0" });
+    expect(req.inputs[0]!.shape).toEqual([1, 2]);
+    expect(req.inputs[0]!.data).toEqual(f32(1, 2));
+  });
+
+  it("decodeInferRequestAsync gives what decodeInferRequest gives, on the JSON.parse path and the exact one", async () => {
+    const bodies = [
+      json({ id: "x", inputs: [input("A", "INT32", [2, 2], { data: [[1, 2], [3, 4]] })] }),
+      enc.encode('{"inputs":[{"name":"F","datatype":"FP32","shape":[3],"data":[NaN,Infinity,-Inf]}],"parameters":{"big":9007199254740993}}'),
+      // Over 1 MiB on the exact path (the big integer sends it there), so it is parsed in slices.
+      enc.encode('{"parameters":{"big":9007199254740993},"inputs":[{"name":"B","datatype":"BYTES","shape":[2],"data":["' + "x".repeat(3_000_000) + '","y"]}]}'),
+    ];
+    // Tensor bytes compared as base64: toEqual walks a Uint8Array element by element.
+    const comparable = (r: InferenceRequest) => ({ ...r, inputs: r.inputs.map((i) => ({ ...i, data: Buffer.from(i.data).toString("base64") })) });
+    for (const body of bodies) expect(comparable(await decodeInferRequestAsync(body, undefined, ctx))).toEqual(comparable(decodeInferRequest(body, undefined, ctx)));
+    const bad = enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1.0],"data":[1]}]}');
+    await expect(decodeInferRequestAsync(bad, undefined, ctx)).rejects.toThrow("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
   });
 
   it("passes shared-memory inputs and outputs through with their parameters (the core reads and writes the regions)", () => {

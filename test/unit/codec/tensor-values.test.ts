@@ -166,6 +166,18 @@ describe("valuesToBytes", () => {
     expect([...out]).toEqual([...expected]);
   });
 
+  it("BYTES: the same bytes as TextEncoder per element, for surrogates, long strings and growth past the ASCII estimate", () => {
+    const strings = [
+      "", "a", "é", "€", "😀", "\ud800", "a\udc00b", "\ud83d", "x\ud83d\ude00y", "\ud83d\ude00".repeat(32), "€".repeat(64),
+      "€".repeat(65), "\ud83d".repeat(70), "x".repeat(10_000), "漢字".repeat(5_000) + "\ud83d", "é".repeat(100_000),
+    ];
+    const values = [...strings, bytes(0, 0xff), ...strings.map((x) => x + "tail")];
+    const reference = joinBytes(values.map((v) => (typeof v === "string" ? utf8(v) : v)));
+    expect(Buffer.from(valuesToBytes("BYTES", values, "input 'X'")).equals(Buffer.from(reference))).toBe(true);
+    const many = Array.from({ length: 10_000 }, (_, i) => (i % 7 === 0 ? "ü" : "a").repeat(i % 5));
+    expect(Buffer.from(valuesToBytes("BYTES", many, "input 'X'")).equals(Buffer.from(joinBytes(many.map(utf8))))).toBe(true);
+  });
+
   it.each([...DATA_TYPES])("%s: no values give no bytes", (dt) => {
     expect(valuesToBytes(dt, [], "input 'X'").byteLength).toBe(0);
   });
