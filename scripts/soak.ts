@@ -175,7 +175,7 @@ const hostile: [string, () => Promise<{ status: number; text: string }>][] = [
   ["gzip bomb", () => post("/v2/models/simple/infer", gzipSync(Buffer.alloc(MAX_INPUT - 1, "[")), { "content-encoding": "gzip" })],
   ["over max input", () => post("/v2/models/simple/infer", new Uint8Array(MAX_INPUT + 1))],
   ["huge shape", () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1e9, 16], datatype: "INT32", data: [1] }] }))],
-  ["many BYTES", () => post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[200000],"datatype":"BYTES","data":[${'"a",'.repeat(199_999)}"a"]}]}`)],
+  ["many BYTES", () => post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[1,200000],"datatype":"BYTES","data":[${'"a",'.repeat(199_999)}"a"]}]}`)],
   ["float dims", () => post("/v2/models/simple/infer", '{"inputs":[{"name":"INPUT0","shape":[1.0,16],"datatype":"INT32","data":[1]}]}')],
   ["bad escape", () => post("/v2/repository/models/%zz/load", "")],
   ["trace file", () => post("/v2/trace/setting", JSON.stringify({ trace_file: "/tmp/nereid-soak-trace" }))],
@@ -218,7 +218,7 @@ async function hostileGrpc(): Promise<void> {
 async function lifecycle(): Promise<void> {
   const user = (async () => {
     while (running()) {
-      const r = await post("/v2/models/simple_identity/infer", '{"inputs":[{"name":"INPUT0","shape":[2],"datatype":"BYTES","data":["soak","ok"]}]}');
+      const r = await post("/v2/models/simple_identity/infer", '{"inputs":[{"name":"INPUT0","shape":[1,2],"datatype":"BYTES","data":["soak","ok"]}]}');
       if (r.status === 200) {
         count("lifecycle infer: 200");
         const out = (JSON.parse(r.text) as { outputs: { data: string[] }[] }).outputs[0]!.data;
