@@ -7,7 +7,7 @@
  */
 import protobuf from "protobufjs";
 import { invalidArg } from "../core/errors.ts";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey } from "./schema.ts";
+import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey, fieldNamed, enumHasName } from "./schema.ts";
 import type { ModelConfig } from "./types.ts";
 
 type Obj = Record<string, unknown>;
@@ -56,7 +56,7 @@ const camelToSnake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase
 /** A JSON scalar of proto type `type` (or of enum `e`), checked as protobuf's JSON parser does. */
 function checkScalar(type: string, e: protobuf.Enum | undefined, v: unknown, path: string): unknown {
   if (e) {
-    if (typeof v === "string" && v in e.values) return v;
+    if (typeof v === "string" && enumHasName(e, v)) return v;
     if (typeof v === "number" && e.valuesById[v] !== undefined) return e.valuesById[v];
     throw invalidArg(`${path}: unknown value ${JSON.stringify(v)} for enum ${e.name}`);
   }
@@ -100,7 +100,7 @@ function fromJson(type: protobuf.Type, obj: unknown, path: string): Obj {
   const out: Obj = {};
   const oneofs = new Map<string, string>();
   for (const [rawKey, v] of Object.entries(obj)) {
-    const field = type.fields[rawKey] ?? type.fields[camelToSnake(rawKey)];
+    const field = fieldNamed(type, rawKey) ?? fieldNamed(type, camelToSnake(rawKey));
     if (!field) throw invalidArg(`${path}: unknown field '${rawKey}' in ${type.name}`);
     const p = `${path}.${field.name}`;
     if (v === null) continue;

@@ -294,6 +294,14 @@ describe("configFromJson", () => {
     expect(config).toEqual({ sequence_batching: { direct: { minimum_slot_utilization: 0.5 } }, model_metrics: { metric_control: [{ histogram_options: { buckets: [0.001, 2] } }] } });
   });
 
+  // Found by the fuzz suite (#14): a load override with such a key was answered 500.
+  it("treats Object.prototype member names as unknown fields and enum values", () => {
+    expect(errorOf({ constructor: 1 }).message).toBe("config: unknown field 'constructor' in ModelConfig");
+    expect(errorOf(JSON.parse('{"output":[{"name":"y","__proto__":"x"}]}')).message).toBe("config.output[0]: unknown field '__proto__' in ModelOutput");
+    expect(errorOf({ input: [{ toString: "x" }] }).message).toBe("config.input[0]: unknown field 'toString' in ModelInput");
+    expect(errorOf({ input: [{ data_type: "valueOf" }] }).message).toBe('config.input[0].data_type: unknown value "valueOf" for enum DataType');
+  });
+
   it("writes integer map keys in canonical decimal form", () => {
     expect(configFromJson({ dynamic_batching: { priority_queue_policy: { "02": {} } } })).toEqual({ dynamic_batching: { priority_queue_policy: { "2": {} } } });
   });
