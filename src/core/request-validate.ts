@@ -88,13 +88,16 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
   // Batch size.
   let batchSize = 1;
   if (maxBatch > 0) {
-    batchSize = 0;
+    // The first input sets it, even to 0 (which then mismatches a later 1), as in Triton.
+    let first = true;
     for (const input of request.inputs) {
       if (input.shape.length === 0) {
         throw invalidArg(`input '${input.name}' has no shape but model requires batch dimension for '${model}'`);
       }
-      if (batchSize === 0) batchSize = input.shape[0]!;
-      else if (input.shape[0] !== batchSize) {
+      if (first) {
+        batchSize = input.shape[0]!;
+        first = false;
+      } else if (input.shape[0] !== batchSize) {
         throw invalidArg(`input '${input.name}' batch size does not match other inputs for '${model}'`);
       }
     }

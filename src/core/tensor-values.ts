@@ -77,10 +77,19 @@ const BIG_RANGE = { INT64: [-(2n ** 63n), 2n ** 63n - 1n], UINT64: [0n, 2n ** 64
 
 const encoder = new TextEncoder();
 
+const SHOW_MAX = 100;
+
+/**
+ * An element as an error message shows it: JSON, with the bigints the exact parser gives
+ * for integers beyond 2^53 inside an array or object written as their digits, cut at
+ * SHOW_MAX characters so that a client's long string or deep object is not echoed whole.
+ */
 function show(v: unknown): string {
   if (typeof v === "number" || typeof v === "bigint") return String(v);
   if (v instanceof Uint8Array) return `<${v.byteLength} bytes>`;
-  return v === undefined ? "undefined" : JSON.stringify(v);
+  if (v === undefined) return "undefined";
+  const text = JSON.stringify(v, (_, x: unknown) => (typeof x === "bigint" ? `\0bigint:${x}` : x)).replace(/"\\u0000bigint:(-?\d+)"/g, "$1");
+  return text.length > SHOW_MAX ? `${text.slice(0, SHOW_MAX)}…` : text;
 }
 
 /** An integer-valued number or bigint as a bigint; undefined for anything else. */

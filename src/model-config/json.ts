@@ -7,7 +7,7 @@
  */
 import protobuf from "protobufjs";
 import { invalidArg } from "../core/errors.ts";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey } from "./schema.ts";
+import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey, fieldNamed, enumHasName } from "./schema.ts";
 import type { ModelConfig } from "./types.ts";
 
 type Obj = Record<string, unknown>;
@@ -53,12 +53,24 @@ export function configToJson(config: ModelConfig): Obj {
 
 const camelToSnake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
+const SHOWN_MAX = 100;
+
+/** Text from a client as an error quotes it: at most SHOWN_MAX characters. */
+const clip = (s: string) => (s.length > SHOWN_MAX ? `${s.slice(0, SHOWN_MAX)}…` : s);
+
+/** A client's value as an error shows it: a scalar as JSON (clipped), an array or object by its kind, never whole. */
+function shown(v: unknown): string {
+  if (Array.isArray(v)) return "an array";
+  if (typeof v === "object" && v !== null) return "an object";
+  return clip(JSON.stringify(v) ?? String(v));
+}
+
 /** A JSON scalar of proto type `type` (or of enum `e`), checked as protobuf's JSON parser does. */
 function checkScalar(type: string, e: protobuf.Enum | undefined, v: unknown, path: string): unknown {
   if (e) {
-    if (typeof v === "string" && v in e.values) return v;
+    if (typeof v === "string" && enumHasName(e, v)) return v;
     if (typeof v === "number" && e.valuesById[v] !== undefined) return e.valuesById[v];
-    throw invalidArg(`${path}: unknown value ${JSON.stringify(v)} for enum ${e.name}`);
+    throw invalidArg(`${path}: unknown value ${shown(v)} for enum ${e.name}`);
   }
   const kind = scalarKind(type);
   switch (kind) {
@@ -100,8 +112,8 @@ function fromJson(type: protobuf.Type, obj: unknown, path: string): Obj {
   const out: Obj = {};
   const oneofs = new Map<string, string>();
   for (const [rawKey, v] of Object.entries(obj)) {
-    const field = type.fields[rawKey] ?? type.fields[camelToSnake(rawKey)];
-    if (!field) throw invalidArg(`${path}: unknown field '${rawKey}' in ${type.name}`);
+    const field = fieldNamed(type, rawKey) ?? fieldNamed(type, camelToSnake(rawKey));
+    if (!field) throw invalidArg(`${path}: unknown field '${clip(rawKey)}' in ${type.name}`);
     const p = `${path}.${field.name}`;
     if (v === null) continue;
     const oneof = realOneof(field);
@@ -116,8 +128,9 @@ function fromJson(type: protobuf.Type, obj: unknown, path: string): Obj {
       const map: Obj = {};
       for (const [k, x] of Object.entries(v as Obj)) {
         // Integer keys arrive as JSON strings; keep them in their canonical decimal form.
-        const key = scalarKind(keyType) === "string" ? k : String(checkScalar(keyType, undefined, k, `${p}[${k}]`));
-        setKey(map, key, fieldValue(field, x, `${p}[${k}]`));
+        const at = `${p}[${clip(k)}]`;
+        const key = scalarKind(keyType) === "string" ? k : String(checkScalar(keyType, undefined, k, at));
+        setKey(map, key, fieldValue(field, x, at));
       }
       out[field.name] = map;
     } else if (field.repeated) {

@@ -4,7 +4,7 @@
  * model_config.proto round-trips. Unknown fields are errors, as in Triton's parser.
  */
 import protobuf from "protobufjs";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, typeName, setKey, type FieldKind } from "./schema.ts";
+import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, typeName, setKey, fieldNamed, enumHasName, type FieldKind } from "./schema.ts";
 import { tokenize, syntaxError, type Token } from "./pbtxt-lexer.ts";
 import type { ModelConfig } from "./types.ts";
 
@@ -25,7 +25,7 @@ function integerValue(text: string): number {
   const neg = text.startsWith("-");
   const body = neg ? text.slice(1) : text;
   const v = /^0[0-7]+$/.test(body) ? parseInt(body, 8) : Number(body);
-  return neg ? -v : v;
+  return neg && v !== 0 ? -v : v; // "-0" is 0: integers have no negative zero
 }
 
 class Parser {
@@ -75,7 +75,7 @@ class Parser {
       if (t.kind === "eof") this.#fail(t, `expected '${close}' before end of input`);
       if (t.kind !== "ident") this.#fail(t, `expected a field name, found ${describe(t)}`);
       this.#next();
-      const field = type.fields[t.text];
+      const field = fieldNamed(type, t.text);
       if (!field) this.#fail(t, `unknown field '${t.text}' in ${typeName(type)}`);
       const oneof = realOneof(field);
       if (oneof) {
@@ -166,7 +166,7 @@ class Parser {
   #parseEnum(e: protobuf.Enum): string {
     const t = this.#next();
     if (t.kind === "ident") {
-      if (!(t.text in e.values)) this.#fail(t, `unknown value '${t.text}' for enum ${typeName(e)}`);
+      if (!enumHasName(e, t.text)) this.#fail(t, `unknown value '${t.text}' for enum ${typeName(e)}`);
       return t.text;
     }
     if (t.kind === "number" && /^-?\d+$/.test(t.text)) {
@@ -250,6 +250,7 @@ function scalarText(kind: FieldKind, v: unknown): string {
   if (kind === "string" || kind === "bytes") return quote(String(v));
   if (kind === "float") {
     const n = Number(v);
+    if (Object.is(n, -0)) return "-0"; // String(-0) is "0"
     return Number.isNaN(n) ? "nan" : n === Infinity ? "inf" : n === -Infinity ? "-inf" : String(n);
   }
   return String(v);

@@ -69,6 +69,19 @@ export function integerBounds(type: string): readonly [number, number] {
   }
 }
 
+/**
+ * The field of `type` called `name`, or undefined: own fields only, so that a name such
+ * as "constructor" or "__proto__" (an Object.prototype member) is an unknown field.
+ */
+export function fieldNamed(type: protobuf.Type, name: string): protobuf.Field | undefined {
+  return Object.hasOwn(type.fields, name) ? type.fields[name] : undefined;
+}
+
+/** Whether enum `e` has a value called `name` (own values only, as fieldNamed). */
+export function enumHasName(e: protobuf.Enum, name: string): boolean {
+  return Object.hasOwn(e.values, name);
+}
+
 /** The zero value protobuf gives an unset scalar or enum field. */
 export function defaultScalar(field: protobuf.Field): unknown {
   const kind = fieldKind(field);

@@ -539,8 +539,13 @@ function checkModelName(name: string): void {
 function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
   const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
   const dir = join(root, name);
+  const code = (err: unknown) => (err as { code?: string }).code ?? "error";
   try {
-    mkdirSync(dir);
+    try {
+      mkdirSync(dir);
+    } catch (err) {
+      throw invalidArg(`cannot make a folder for the file overrides of model '${name}' (${code(err)})`); // e.g. ENAMETOOLONG
+    }
     for (const [rel, bytes] of Object.entries(files)) {
       const full = resolve(dir, rel);
       if (rel.includes("\0") || !full.startsWith(dir + sep)) throw invalidArg(`file override path '${rel}' of model '${name}' leaves the model folder`);
@@ -548,8 +553,8 @@ function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): st
         mkdirSync(dirname(full), { recursive: true });
         writeFileSync(full, bytes);
       } catch (err) {
-        const code = (err as { code?: string }).code ?? "error";
-        throw invalidArg(`cannot write file override '${rel}' of model '${name}' (${code}): the override paths conflict`);
+        const conflict = ["EEXIST", "ENOTDIR", "EISDIR"].includes(code(err));
+        throw invalidArg(`cannot write file override '${rel}' of model '${name}' (${code(err)})${conflict ? ": the override paths conflict" : ""}`);
       }
     }
   } catch (err) {

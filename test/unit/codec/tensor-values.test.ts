@@ -201,6 +201,9 @@ describe("valuesToBytes", () => {
     ["INT32", ["1"], "input 'X': element 0 of 'data' is \"1\", expected an integer in -2147483648..2147483647 for datatype INT32"],
     ["INT32", [true], "input 'X': element 0 of 'data' is true, expected an integer in -2147483648..2147483647 for datatype INT32"],
     ["INT32", [[1]], "input 'X': element 0 of 'data' is [1], expected an integer in -2147483648..2147483647 for datatype INT32"],
+    // Found by the fuzz suite (#14): a bigint inside an object element made the message itself throw (HTTP 500), and a long element was echoed whole.
+    ["INT32", [{ a: [9223372036854775807n, -1n] }], "input 'X': element 0 of 'data' is {\"a\":[9223372036854775807,-1]}, expected an integer in -2147483648..2147483647 for datatype INT32"],
+    ["INT32", ["x".repeat(5000)], `input 'X': element 0 of 'data' is "${"x".repeat(99)}…, expected an integer in -2147483648..2147483647 for datatype INT32`],
     ["INT64", [0.5], "input 'X': element 0 of 'data' is 0.5, expected an integer for datatype INT64"],
     ["INT64", ["1"], "input 'X': element 0 of 'data' is \"1\", expected an integer for datatype INT64"],
     ["INT64", [Infinity], "input 'X': element 0 of 'data' is Infinity, expected an integer for datatype INT64"],

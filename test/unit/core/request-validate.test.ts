@@ -51,6 +51,8 @@ describe("prepareForInference", () => {
     ["duplicate output", () => request(good(), { outputs: [{ name: "Y" }, { name: "Y" }] }), "output 'Y' already requested"],
     ["missing input", () => request(good().slice(0, 2)), "expected 3 inputs but got 2 inputs for model 'm'. Got input(s) ['A','S'], but missing required input(s) ['R']. Please provide all required input(s)."],
     ["batch mismatch", () => request([good(2)[0]!, good(3)[1]!, good(2)[2]!]), "input 'S' batch size does not match other inputs for 'm'"],
+    // Found by the fuzz suite (#14): a first input of batch 0 let a later batch 1 through, and the backend refused the tensor.
+    ["batch 0 then 2", () => request([good(0)[0]!, good(2)[1]!, good(2)[2]!]), "input 'S' batch size does not match other inputs for 'm'"],
     ["batch too large", () => request(good(5)), "inference request batch-size must be <= 4 for 'm'"],
     ["batch zero", () => request(good(0)), "inference request batch-size must be >= 1 for 'm'"],
     ["no shape", () => request([{ ...good()[0]!, shape: [] }, ...good().slice(1)]), "input 'A' has no shape but model requires batch dimension for 'm'"],

@@ -294,6 +294,24 @@ describe("configFromJson", () => {
     expect(config).toEqual({ sequence_batching: { direct: { minimum_slot_utilization: 0.5 } }, model_metrics: { metric_control: [{ histogram_options: { buckets: [0.001, 2] } }] } });
   });
 
+  // Found by the fuzz suite (#14): a load override with such a key was answered 500.
+  it("treats Object.prototype member names as unknown fields and enum values", () => {
+    expect(errorOf({ constructor: 1 }).message).toBe("config: unknown field 'constructor' in ModelConfig");
+    expect(errorOf(JSON.parse('{"output":[{"name":"y","__proto__":"x"}]}')).message).toBe("config.output[0]: unknown field '__proto__' in ModelOutput");
+    expect(errorOf({ input: [{ toString: "x" }] }).message).toBe("config.input[0]: unknown field 'toString' in ModelInput");
+    expect(errorOf({ input: [{ data_type: "valueOf" }] }).message).toBe('config.input[0].data_type: unknown value "valueOf" for enum DataType');
+  });
+
+  // Found by the fuzz suite (#14): a deeply nested value made the error text itself throw (HTTP 500 on a load), and long ones were echoed whole.
+  it("shows a client's bad value or key in an error briefly: containers by kind, text clipped at 100 characters", () => {
+    const deep = JSON.parse(`${"[".repeat(100_000)}${"]".repeat(100_000)}`);
+    expect(errorOf({ input: [{ data_type: deep }] }).message).toBe("config.input[0].data_type: unknown value an array for enum DataType");
+    expect(errorOf({ input: [{ data_type: { a: 1 } }] }).message).toBe("config.input[0].data_type: unknown value an object for enum DataType");
+    expect(errorOf({ input: [{ data_type: "T".repeat(5000) }] }).message).toBe(`config.input[0].data_type: unknown value "${"T".repeat(99)}… for enum DataType`);
+    expect(errorOf({ ["k".repeat(5000)]: 1 }).message).toBe(`config: unknown field '${"k".repeat(100)}…' in ModelConfig`);
+    expect(errorOf({ dynamic_batching: { priority_queue_policy: { ["9".repeat(5000)]: {} } } }).message.length).toBeLessThan(300);
+  });
+
   it("writes integer map keys in canonical decimal form", () => {
     expect(configFromJson({ dynamic_batching: { priority_queue_policy: { "02": {} } } })).toEqual({ dynamic_batching: { priority_queue_policy: { "2": {} } } });
   });

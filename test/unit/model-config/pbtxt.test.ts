@@ -110,6 +110,16 @@ describe("protobuf text syntax as Triton configs use it", () => {
     expect(c.max_batch_size).toBe(8);
   });
 
+  // Found by the fuzz suite (#14): -0 read back as 0 after printing.
+  it("reads -0 as 0 in integer fields, and keeps -0 in float fields through print → parse", () => {
+    const c = parsePbtxt("max_batch_size: -0 dynamic_batching { max_queue_delay_microseconds: -0 } model_metrics { metric_control { histogram_options { buckets: [ -0, -0.0 ] } } }");
+    expect(Object.is(c.max_batch_size, 0)).toBe(true);
+    expect(Object.is(c.dynamic_batching!.max_queue_delay_microseconds, 0)).toBe(true);
+    expect(bucketsOf(c).map((b) => Object.is(b, -0))).toEqual([true, true]);
+    expect(printPbtxt(c)).toContain("buckets: [ -0, -0 ]");
+    expect(parsePbtxt(printPbtxt(c))).toStrictEqual(c);
+  });
+
   it("reads floats with exponents, suffixes, infinities and NaN", () => {
     const c = parsePbtxt(
       "model_metrics { metric_control { histogram_options { buckets: [ 1e-3, .5, 2.5E1, 1.5f, 2F, 7, -2, -0.25, inf, infinity, -Infinity, INF ] } } }",
@@ -505,6 +515,14 @@ describe("syntax errors carry file, line and column", () => {
     expect(errorOf('name: "x"\r\n\tbogus: 1').message).toBe("config.pbtxt:2:2: unknown field 'bogus' in inference.ModelConfig");
     expect(errorOf('name: "é" bogus: 1').message).toBe("config.pbtxt:1:11: unknown field 'bogus' in inference.ModelConfig");
     expect(errorOf("# c\n\n   # c\n  nope: 1").message).toBe("config.pbtxt:4:3: unknown field 'nope' in inference.ModelConfig");
+  });
+
+  // Found by the fuzz suite (#14): these names reached Object.prototype and threw a TypeError-like Error, not a ServerError.
+  it("treats Object.prototype member names as unknown fields and enum values", () => {
+    expect(errorOf("constructor: 1").message).toBe("config.pbtxt:1:1: unknown field 'constructor' in inference.ModelConfig");
+    expect(errorOf("__proto__ { }").message).toBe("config.pbtxt:1:1: unknown field '__proto__' in inference.ModelConfig");
+    expect(errorOf('input { name: "x" toString: 1 }').message).toBe("config.pbtxt:1:19: unknown field 'toString' in inference.ModelInput");
+    expect(errorOf("input { data_type: hasOwnProperty }").message).toBe("config.pbtxt:1:20: unknown value 'hasOwnProperty' for enum inference.DataType");
   });
 
   it("names the file it was given", () => {

@@ -1,0 +1,90 @@
+/**
+ * #14: the fuzz suite of test/fuzz with fixed seeds and bounded counts, through the compiled
+ * binary: generated and mutated HTTP infer requests and routes (P-06..P-14, P-27..P-29),
+ * explicit-mode loads with JSON config overrides (P-18), gRPC messages mutated on the wire
+ * (G-02, G-09), and the corpus of known cases. The oracles are in test/fuzz/run.ts: no 500
+ * or INTERNAL, Triton's error shape, errors of at most 4 KiB, no drop, hang or death, and
+ * the known-good request keeps its exact answer. Findings of bugs still open on this branch
+ * are listed in test/fuzz/known-open.ts and do not fail the suite. For longer runs:
+ * `bun scripts/fuzz.ts --seconds=300`.
+ */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { fuzzHttp, fuzzLoad, fuzzGrpc, summary, type TargetStats } from "../fuzz/run.ts";
+import { startFuzzFixture, startFuzzServer, type FuzzFixture } from "../fuzz/servers.ts";
+import { CORPUS } from "../fuzz/corpus.ts";
+import { isKnownOpen } from "../fuzz/known-open.ts";
+
+let fx: FuzzFixture;
+
+beforeAll(async () => {
+  fx = await startFuzzFixture();
+});
+
+afterAll(async () => {
+  await fx?.close();
+});
+
+/** The findings that are not known-open bugs, one paragraph each (empty when none). */
+function newFindings(s: TargetStats): string {
+  return s.findings
+    .filter((f) => !f.known)
+    .map((f) => `${f.target} case ${f.index} (seed ${f.seed}): ${f.problem}\n  ${f.request.replace(/\n/g, "\n  ")}\n  answer: ${f.answer ?? "-"}`)
+    .join("\n");
+}
+
+const rate = (s: TargetStats, ...keys: string[]) => keys.reduce((n, k) => n + (s.outcomes.get(k) ?? 0), 0) / s.cases;
+
+describe("fuzzed input (#14)", () => {
+  it("HTTP: 5000 generated infer requests and /v2 routes get a Triton answer, never a 500; the known-good request keeps its answer", async () => {
+    const s = await fuzzHttp(fx.server, { seed: 20261122, count: 5000, checkEvery: 100 });
+    console.log(summary(s));
+    expect(newFindings(s)).toBe("");
+    // Every 500 is a known-open bug; most cases are refused, as client errors; enough run through.
+    expect(s.outcomes.get("500") ?? 0).toBe(s.findings.filter((f) => f.problem.startsWith("HTTP 500")).length);
+    expect(rate(s, "400")).toBeGreaterThan(0.5);
+    expect(rate(s, "200")).toBeGreaterThan(0.1);
+    expect(fx.server.alive()).toBe(true);
+  });
+
+  it("HTTP: 600 explicit-mode loads with generated and mutated JSON config overrides", async () => {
+    const s = await fuzzLoad(fx.server, { modelBase64: fx.modelBase64 }, { seed: 7, count: 600, checkEvery: 50 });
+    console.log(summary(s));
+    expect(newFindings(s)).toBe("");
+    expect(rate(s, "200")).toBeGreaterThan(0.05); // some configs load
+    expect(fx.server.alive()).toBe(true);
+  });
+
+  it("gRPC: 3000 generated and wire-mutated messages get OK or a client-side status, never INTERNAL or UNKNOWN; the known-good call keeps its answer", async () => {
+    const s = await fuzzGrpc(fx.server, { seed: 7, count: 3000, checkEvery: 100 });
+    console.log(summary(s));
+    expect(newFindings(s)).toBe("");
+    // Most messages decode and reach the server (grpc-js answers undecodable ones itself).
+    expect(rate(s, "0", "3", "5")).toBeGreaterThan(0.5);
+    expect(fx.server.alive()).toBe(true);
+  });
+});
+
+describe("fuzz corpus (#14)", () => {
+  for (const c of CORPUS) {
+    // Known-open cases (test/fuzz/known-open.ts) wait for their fixes on other branches.
+    it.skipIf(isKnownOpen(c.id))(`${c.id}: ${c.item}`, async () => {
+      const extra: { stop(): Promise<void> }[] = [];
+      try {
+        const problem = await c.run({
+          server: fx.server,
+          scratch: fx.scratch,
+          base64Model: fx.modelBase64,
+          startServer: async (args) => {
+            const s = await startFuzzServer([`--model-repository=${fx.repoDir}`, ...args]);
+            extra.push(s);
+            return s;
+          },
+        });
+        expect(problem).toBeUndefined();
+        expect(fx.server.alive()).toBe(true);
+      } finally {
+        await Promise.all(extra.map((s) => s.stop()));
+      }
+    });
+  }
+});

@@ -1,0 +1,69 @@
+/**
+ * The server the fuzz targets run against: the compiled binary (test/helpers/server-process.ts)
+ * on the fuzz repository, in explicit mode with every model loaded and tracing configured,
+ * so that infer, load/unload and trace routes are all reachable. Client shared memory
+ * stays off: a fuzzer must not map other processes' objects.
+ */
+import { readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import { makeFuzzRepository } from "./models.ts";
+import type { FuzzServer } from "./run.ts";
+
+export interface FuzzFixture {
+  server: ManagedServer;
+  repoDir: string;
+  /** Base64 of the `simple` model file, for load overrides. */
+  modelBase64: string;
+  /** A folder of the fixture's own (trace file, scratch). */
+  scratch: string;
+  close(): Promise<void>;
+}
+
+export type ManagedServer = FuzzServer & { process: ServerProcess; stop(): Promise<void>; restart(): Promise<ManagedServer> };
+
+/** Starts the binary with `args`; restart() replaces a dead process in place (same object). */
+export async function startFuzzServer(args: string[], opts: { env?: Record<string, string> } = {}): Promise<ManagedServer> {
+  const s = {} as ManagedServer;
+  const launch = async () => {
+    const p = await startServerProcess(args, { env: opts.env });
+    let dead = false;
+    void p.exited.then(() => (dead = true));
+    Object.assign(s, { process: p, url: p.url, grpcTarget: p.grpcTarget!, alive: () => !dead });
+  };
+  await launch();
+  s.stop = async () => void (await s.process.stop());
+  s.restart = async () => {
+    await s.process.stop("SIGKILL");
+    await launch();
+    return s;
+  };
+  return s;
+}
+
+/** The fuzz repository and a server on it; `close()` stops the server and removes both folders. */
+export async function startFuzzFixture(extraArgs: string[] = []): Promise<FuzzFixture> {
+  const repo = makeFuzzRepository();
+  const scratch = mkdtempSync(join(tmpdir(), "nereid-fuzz-"));
+  const args = [
+    `--model-repository=${repo.dir}`,
+    "--model-control-mode=explicit",
+    "--load-model=*",
+    `--trace-config=triton,file=${join(scratch, "trace.json")}`,
+    "--trace-config=level=OFF",
+    ...extraArgs,
+  ];
+  const server = await startFuzzServer(args, { env: { TMPDIR: scratch } });
+  return {
+    server,
+    repoDir: repo.dir,
+    modelBase64: readFileSync(join(repo.dir, "simple", "1", "model.onnx")).toString("base64"),
+    scratch,
+    close: async () => {
+      await server.stop();
+      repo.remove();
+      rmSync(scratch, { recursive: true, force: true });
+    },
+  };
+}
