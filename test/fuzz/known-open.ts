@@ -1,7 +1,7 @@
 /**
- * Issue #14 findings that other branches are fixing and this one is not: the corpus cases
- * the suite skips, and the signatures of random findings that are the same bugs (counted
- * as known, not failed). Remove an entry once its fix is merged; the suite then holds it.
+ * Findings known to be open (a corpus case id, or the signature of random findings that are
+ * the same bug): the suite skips or counts them as known instead of failing. Add an entry
+ * only while a fix is on its way, naming its issue; remove it when the fix lands.
  */
 import type { Finding } from "./run.ts";
 
@@ -14,30 +14,8 @@ export interface KnownOpen {
   matches?: (f: Omit<Finding, "known">) => boolean;
 }
 
-const GRPC_64 = "#14 gRPC 64-bit integers (src/frontends/grpc/*)";
-const GRPC_SIGN = "#14 gRPC priority/timeout (src/frontends/grpc/*)";
-const HTTP_JSON = "#14 HTTP JSON integers and shape literals (src/frontends/http/request-json.ts)";
-const HTTP_ERRTEXT = "#14 HTTP error-text caps";
-const HTTP_PCT = "#14 HTTP % escapes in paths (src/frontends/http/routes.ts)";
-const SHM = "#14 shared memory (src/core/shared-memory.ts, ffi/libc/shm.ts)";
-
-export const KNOWN_OPEN: readonly KnownOpen[] = [
-  // Corpus cases (corpus.ts ids).
-  { id: "sequence-id-64bit-grpc", item: GRPC_64 },
-  { id: "int64-exact-grpc", item: GRPC_64 },
-  { id: "grpc-priority-negative", item: GRPC_SIGN },
-  { id: "grpc-timeout-negative", item: GRPC_SIGN },
-  { id: "sequence-id-above-u64-http", item: HTTP_JSON },
-  { id: "shape-float-literal-1e0", item: HTTP_JSON },
-  { id: "shape-float-literal-1.0", item: HTTP_JSON },
-  { id: "shape-20k-dims", item: HTTP_ERRTEXT },
-  { id: "pct-escape-shm-status", item: HTTP_PCT },
-  { id: "pct-escape-load", item: HTTP_PCT },
-  { id: "shm-ftruncate", item: SHM },
-  // The same bugs as random findings.
-  { id: "pct-escape", item: HTTP_PCT, matches: (f) => f.problem.startsWith("HTTP 500") && /URI error/.test(f.problem) && f.request.includes("%") },
-  { id: "error-text-cap", item: HTTP_ERRTEXT, matches: (f) => /(message|details) of \d+ characters/.test(f.problem) },
-];
+/** Empty: every #14 finding is fixed on main, and the suite holds each one. */
+export const KNOWN_OPEN: readonly KnownOpen[] = [];
 
 export function knownOpen(f: Omit<Finding, "known">): string | undefined {
   return KNOWN_OPEN.find((k) => k.matches?.(f))?.id;
