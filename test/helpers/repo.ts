@@ -41,3 +41,21 @@ export const SIMPLE_METADATA = {
     { name: "OUTPUT1", datatype: "INT32", shape: [-1, 16] },
   ],
 };
+
+/** `simple`'s config in Triton's JSON form with `patch` applied: a repository load's `config` override. */
+export function simpleConfigJson(patch: object = {}): string {
+  return JSON.stringify({
+    name: "simple",
+    platform: "onnxruntime_onnx",
+    max_batch_size: 8,
+    input: [
+      { name: "INPUT0", data_type: "TYPE_INT32", dims: [16] },
+      { name: "INPUT1", data_type: "TYPE_INT32", dims: [16] },
+    ],
+    output: [
+      { name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16] },
+      { name: "OUTPUT1", data_type: "TYPE_INT32", dims: [16] },
+    ],
+    ...patch,
+  });
+}

@@ -8,7 +8,7 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
-import { makeRepository } from "../../helpers/repo.ts";
+import { makeRepository, simpleConfigJson } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
 
 let server: ServerProcess;
@@ -38,23 +38,6 @@ const expectSum = (r: Awaited<ReturnType<typeof inferSimple>>, batch: number, ba
   expect(r.json.outputs!.find((o) => o.name === "OUTPUT0")!.data).toEqual(Array.from({ length: 16 * batch }, (_, i) => base + i + 1));
 };
 
-/** `simple`'s config in Triton's JSON form, with `patch` applied. */
-function simpleConfig(patch: object = {}) {
-  return JSON.stringify({
-    name: "simple",
-    platform: "onnxruntime_onnx",
-    max_batch_size: 8,
-    input: [
-      { name: "INPUT0", data_type: "TYPE_INT32", dims: [16] },
-      { name: "INPUT1", data_type: "TYPE_INT32", dims: [16] },
-    ],
-    output: [
-      { name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16] },
-      { name: "OUTPUT1", data_type: "TYPE_INT32", dims: [16] },
-    ],
-    ...patch,
-  });
-}
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
@@ -98,7 +81,7 @@ describe("explicit model control", () => {
   });
 
   it("reloads with a config override, and keeps the old version serving when a reload fails", async () => {
-    const ok = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfig({ max_batch_size: 4 }) } });
+    const ok = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfigJson({ max_batch_size: 4 }) } });
     expect(ok.status).toBe(200);
     const cfg = (await (await fetch(`${server.url}/v2/models/simple/config`)).json()) as { max_batch_size: number };
     expect(cfg.max_batch_size).toBe(4);
@@ -106,7 +89,7 @@ describe("explicit model control", () => {
     expect(tooBig.status).toBe(400);
     expect(tooBig.json.error).toBe("inference request batch-size must be <= 4 for 'simple'");
 
-    const bad = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfig({ backend: "tensorflow", platform: "" }) } });
+    const bad = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfigJson({ backend: "tensorflow", platform: "" }) } });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toContain("failed to load 'simple'");
     expectSum(await inferSimple("simple", 4, 10), 4, 10);
@@ -123,11 +106,11 @@ describe("explicit model control", () => {
   it("loads a model built from file overrides, under a name the repository does not have", async () => {
     const model = readFileSync(join(repo.dir, "simple", "1", "model.onnx")).toString("base64");
     const r = await post("/v2/repository/models/simple_from_files/load", {
-      parameters: { config: simpleConfig({ name: "simple_from_files" }), "file:1/model.onnx": model },
+      parameters: { config: simpleConfigJson({ name: "simple_from_files" }), "file:1/model.onnx": model },
     });
     expect(r.status).toBe(200);
     expectSum(await inferSimple("simple_from_files", 2, 100), 2, 100);
-    const escape = await post("/v2/repository/models/x/load", { parameters: { config: simpleConfig({ name: "x" }), "file:../evil": model } });
+    const escape = await post("/v2/repository/models/x/load", { parameters: { config: simpleConfigJson({ name: "x" }), "file:../evil": model } });
     expect(escape.status).toBe(400);
     expect(((await escape.json()) as { error: string }).error).toBe("file override path '../evil' of model 'x' leaves the model folder");
   });
@@ -164,7 +147,7 @@ describe("explicit model control", () => {
     for (let i = 0; i < 10; i++) {
       await new Promise((res) => setTimeout(res, 300));
       marks.push(sent);
-      const cfg = simpleConfig({ instance_group: [{ count: 1 + (i % 2), kind: "KIND_CPU" }] });
+      const cfg = simpleConfigJson({ instance_group: [{ count: 1 + (i % 2), kind: "KIND_CPU" }] });
       expect((await post("/v2/repository/models/simple/load", { parameters: { config: cfg } })).status).toBe(200);
     }
     await new Promise((res) => setTimeout(res, 300));

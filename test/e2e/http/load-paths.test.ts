@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
-import { makeRepository } from "../../helpers/repo.ts";
+import { makeRepository, simpleConfigJson } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
 
 let server: ServerProcess;
@@ -24,22 +24,6 @@ const overrideFolders = () => readdirSync(serverTmp).filter((f) => f.startsWith(
 const post = (path: string, body?: object) => fetch(`${server.url}${path}`, { method: "POST", body: body ? JSON.stringify(body) : undefined });
 const error = async (r: Response) => ((await r.json()) as { error: string }).error;
 
-function simpleConfig(patch: object = {}) {
-  return JSON.stringify({
-    name: "m",
-    platform: "onnxruntime_onnx",
-    max_batch_size: 8,
-    input: [
-      { name: "INPUT0", data_type: "TYPE_INT32", dims: [16] },
-      { name: "INPUT1", data_type: "TYPE_INT32", dims: [16] },
-    ],
-    output: [
-      { name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16] },
-      { name: "OUTPUT1", data_type: "TYPE_INT32", dims: [16] },
-    ],
-    ...patch,
-  });
-}
 
 let model: string;
 
@@ -62,7 +46,7 @@ describe("repository load paths (#14)", () => {
     // ('.' and '..' as a path segment are resolved by URL parsing before any server sees them.)
     for (const name of [`../../nereid-escape-${process.pid}`, "a/b", "a\\b"]) {
       const r = await post(`/v2/repository/models/${encodeURIComponent(name)}/load`, {
-        parameters: { config: simpleConfig({ name }), "file:1/model.onnx": model },
+        parameters: { config: simpleConfigJson({ name }), "file:1/model.onnx": model },
       });
       expect(r.status).toBe(400);
       expect(await error(r)).toBe(message(name));
@@ -73,7 +57,7 @@ describe("repository load paths (#14)", () => {
         await expect(
           call("RepositoryModelLoad")({
             model_name: name,
-            parameters: { config: { string_param: simpleConfig() }, "file:1/model.onnx": { bytes_param: Buffer.from(model, "base64") } },
+            parameters: { config: { string_param: simpleConfigJson() }, "file:1/model.onnx": { bytes_param: Buffer.from(model, "base64") } },
           }),
         ).rejects.toMatchObject({ code: 3, details: message(name) });
       }
@@ -88,7 +72,7 @@ describe("repository load paths (#14)", () => {
     const existing = join(repo.dir, "simple", "1", "model.onnx");
     const answers: string[] = [];
     for (const file of [`../../../../../../../..${existing}`, "../../../../../../../../no/such/file.onnx", existing]) {
-      const r = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfig({ name: "simple", default_model_filename: file }) } });
+      const r = await post("/v2/repository/models/simple/load", { parameters: { config: simpleConfigJson({ name: "simple", default_model_filename: file }) } });
       expect(r.status).toBe(400);
       answers.push(await error(r));
     }
@@ -96,7 +80,7 @@ describe("repository load paths (#14)", () => {
       new Set(["failed to load 'simple': model 'simple' field 'default_model_filename': must be a relative path inside the model's folder (the loaded versions keep serving)"]),
     );
     const label = await post("/v2/repository/models/simple/load", {
-      parameters: { config: simpleConfig({ name: "simple", output: [{ name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16], label_filename: "../../../etc/passwd" }] }) },
+      parameters: { config: simpleConfigJson({ name: "simple", output: [{ name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16], label_filename: "../../../etc/passwd" }] }) },
     });
     expect(await error(label)).toContain("model 'simple' field 'output[0].label_filename': must be a relative path inside the model's folder");
     // The repository's own simple still serves.
@@ -105,7 +89,7 @@ describe("repository load paths (#14)", () => {
 
   it("answers conflicting override paths without the server's paths and leaves no folder behind", async () => {
     const r = await post("/v2/repository/models/clash/load", {
-      parameters: { config: simpleConfig({ name: "clash" }), "file:1/model.onnx": model, "file:1/model.onnx/inner": model },
+      parameters: { config: simpleConfigJson({ name: "clash" }), "file:1/model.onnx": model, "file:1/model.onnx/inner": model },
     });
     expect(r.status).toBe(400);
     const message = await error(r);
@@ -115,7 +99,7 @@ describe("repository load paths (#14)", () => {
   });
 
   it("removes an override model's temporary folder when it is reloaded, and at shutdown", async () => {
-    const load = () => post("/v2/repository/models/from_files/load", { parameters: { config: simpleConfig({ name: "from_files" }), "file:1/model.onnx": model } });
+    const load = () => post("/v2/repository/models/from_files/load", { parameters: { config: simpleConfigJson({ name: "from_files" }), "file:1/model.onnx": model } });
     expect((await load()).status).toBe(200);
     const first = overrideFolders();
     expect(first).toHaveLength(1);
