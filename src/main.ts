@@ -23,7 +23,7 @@ import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 
-const log = getLogger("main.ts");
+const log = getLogger("src/main.ts");
 
 /** Extensions this build serves end to end; server metadata lists exactly these. */
 export const EXTENSIONS = [

@@ -31,7 +31,7 @@ import { getLogger } from "../../src/core/logger.ts";
 import { ILOGGER_SLOT, SEVERITY } from "./abi.ts";
 import { protoType } from "./symbols.ts";
 
-const log = getLogger("tensorrt");
+const log = getLogger("ffi/tensorrt/logger.ts");
 const POINTER_SIZE = 8;
 const VTABLE_OFFSET = 3 * POINTER_SIZE;
 /** The mangled name of `nereid::TrtLogger`, what std::type_info::name() returns. */

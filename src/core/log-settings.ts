@@ -59,6 +59,6 @@ export function updateLogSettings(update: Record<string, unknown>): TritonLogSet
   }
   configureLog(next);
   const now = currentLogSettings();
-  getLogger("logging.cc").info(`log settings updated: ${JSON.stringify(now)}`);
+  getLogger("src/core/log-settings.ts").info(`log settings updated: ${JSON.stringify(now)}`);
   return now;
 }

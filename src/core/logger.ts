@@ -1,6 +1,13 @@
 /**
  * @module Server log in Triton's default line format:
- * `I1122 11:22:33.123456 1234 model.ts] message` (levels I, W, E; verbose lines are I).
+ * `I1122 11:22:33.123456 1234 src/repository/manager.ts] message` (levels I, W, E;
+ * verbose lines are I).
+ *
+ * Where Triton prints its C++ file and line, a line here carries its logger's tag, and
+ * the tag is the path, from the repository root, of the file that creates the logger:
+ * `getLogger("src/frontends/http/routes.ts")` in src/frontends/http/routes.ts,
+ * `getLogger("ffi/tensorrt/logger.ts")` for what TensorRT itself logs. Every tag is a
+ * string literal naming its own file; test/unit/core/logger-tags.test.ts checks them.
  */
 
 export type LogLevel = "I" | "W" | "E";
@@ -40,7 +47,7 @@ function write(level: LogLevel, where: string, msg: string): void {
   sink(`${stamp(level)} ${process.pid} ${where}] ${msg}`);
 }
 
-/** A logger tagged with the module it speaks for (shown where Triton shows file:line). */
+/** A logger tagged with the path of the file that creates it (see the module comment). */
 export function getLogger(where: string) {
   return {
     info: (msg: string) => settings.info && write("I", where, msg),

@@ -23,7 +23,7 @@ import { ServerError, invalidArg, notFound } from "./errors.ts";
 import { getLogger } from "./logger.ts";
 import type { Parameters } from "./request.ts";
 
-const log = getLogger("shared_memory_manager.ts");
+const log = getLogger("src/core/shared-memory.ts");
 
 export const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
 

@@ -16,7 +16,7 @@ import { appendFileSync, writeFileSync } from "node:fs";
 import { invalidArg, ServerError } from "./errors.ts";
 import { getLogger } from "./logger.ts";
 
-const log = getLogger("trace.ts");
+const log = getLogger("src/core/trace.ts");
 
 /** Traces held in memory per file before they are appended to it (log_frequency 0). */
 export const FLUSH_TRACES = 1000;

@@ -10,7 +10,7 @@ import { GpuSampler } from "./gpu.ts";
 import { getLogger } from "../core/logger.ts";
 import type { GpuSample } from "../../ffi/nvml/nvml.ts";
 
-const log = getLogger("metrics.cc");
+const log = getLogger("src/metrics/model-metrics.ts");
 import type { ModelVersion } from "../core/model.ts";
 
 export interface MetricsSource {

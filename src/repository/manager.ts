@@ -25,7 +25,7 @@ import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
 import type { ModelConfig } from "../model-config/types.ts";
 
-const log = getLogger("model_repository_manager.ts");
+const log = getLogger("src/repository/manager.ts");
 
 export interface RepositoryOptions {
   repositories: string[];

@@ -7,7 +7,7 @@
 import { watch, type FSWatcher } from "chokidar";
 import { getLogger } from "../core/logger.ts";
 
-const log = getLogger("model_repository_manager.ts");
+const log = getLogger("src/repository/poller.ts");
 
 export interface PollerOptions {
   repositories: readonly string[];

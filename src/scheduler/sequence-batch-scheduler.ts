@@ -27,7 +27,7 @@ import type { ModelSignature } from "../core/signature.ts";
 import type { ModelStats } from "../core/stats.ts";
 import type { Scheduler, ScheduledResult } from "./scheduler.ts";
 
-const log = getLogger("sequence_batch_scheduler.ts");
+const log = getLogger("src/scheduler/sequence-batch-scheduler.ts");
 
 interface SeqRequest extends RowFlags {
   readonly prepared: PreparedRequest;

@@ -269,7 +269,7 @@ describe.skipIf(!hasCompilers)("with the test doubles (fake_nvinfer.cpp, fake_cu
       configureLog(before, (line) => process.stderr.write(line + "\n"));
     }
     // TensorRT's severities reach the server log as Triton's tensorrt backend maps them.
-    expect(lines.find((l) => l.includes("fake TensorRT runtime created"))).toMatch(/^I\d{4} .* tensorrt\] fake TensorRT runtime created$/);
+    expect(lines.find((l) => l.includes("fake TensorRT runtime created"))).toMatch(/^I\d{4} .* ffi\/tensorrt\/logger\.ts\] fake TensorRT runtime created$/);
     expect(lines.find((l) => l.includes("this is a test double"))).toMatch(/^W\d{4} /);
     expect(lines.find((l) => l.includes("verbose detail"))).toMatch(/^I\d{4} /);
     expect(probeTensorRt(trt).supported).toBe(true);

@@ -8,7 +8,7 @@ import { createServer, type Socket } from "node:net";
 import type { ConnectionInjector } from "@grpc/grpc-js";
 import { getLogger } from "../../core/logger.ts";
 
-const log = getLogger("grpc_server.ts");
+const log = getLogger("src/frontends/grpc/listener.ts");
 
 /** Length of the HTTP/2 client connection preface, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n". */
 const PREFACE_BYTES = 24;

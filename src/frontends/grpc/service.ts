@@ -12,7 +12,7 @@ import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from
 import { exactInteger } from "./parameters.ts";
 import type { InferenceServer } from "../../core/server.ts";
 
-const log = getLogger("grpc_server.ts");
+const log = getLogger("src/frontends/grpc/service.ts");
 
 export interface GrpcServiceOptions {
   modelControlMode: "none" | "poll" | "explicit";

@@ -13,7 +13,7 @@ import { checkJsonDepth } from "./json-parse.ts";
 import type { InferenceServer } from "../../core/server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
-const log = getLogger("http_server.ts");
+const log = getLogger("src/frontends/http/routes.ts");
 
 export interface HttpFrontendOptions {
   maxInputSize: number;

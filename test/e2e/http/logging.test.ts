@@ -27,7 +27,7 @@ describe("logging extension", () => {
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ log_file: "", log_info: true, log_warning: true, log_error: true, log_verbose_level: 2, log_format: "ISO8601" });
     await new Promise((res) => setTimeout(res, 50));
-    expect(server.log()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ I \d+ logging\.cc\] log settings updated: /m);
+    expect(server.log()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ I \d+ src\/core\/log-settings\.ts\] log settings updated: /m);
   });
 
   it("refuses a log file change (501), wrong types and unknown keys (400), changing nothing", async () => {

@@ -81,7 +81,7 @@ describe.skipIf(!hasCompilers)("the tensorrt backend over HTTP (with test double
     it("loads trt_double and describes it", async () => {
       expect(server.log()).toMatch(/successfully loaded 'trt_double' version 1/);
       // TensorRT's log reaches the server log through the ILogger the binding built.
-      expect(server.log()).toMatch(/tensorrt\] Loaded engine size: 0 MiB \(fake\)/);
+      expect(server.log()).toMatch(/ffi\/tensorrt\/logger\.ts\] Loaded engine size: 0 MiB \(fake\)/);
       expect((await fetch(`${server.url}/v2/models/trt_double/ready`)).status).toBe(200);
       const meta = (await (await fetch(`${server.url}/v2/models/trt_double`)).json()) as any;
       expect(meta.platform).toBe("tensorrt_plan");
