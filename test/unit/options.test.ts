@@ -1,4 +1,4 @@
-/** CLI flags with tritonserver's names and defaults (L-01..L-05, L-07, L-10). */
+/** CLI flags with tritonserver's names and defaults (L-01..L-03, L-05, L-07, L-10). */
 import { describe, it, expect } from "vitest";
 import { parseArgs, UsageError } from "../../src/options.ts";
 
@@ -27,7 +27,7 @@ describe("parseArgs", () => {
     expect(o.id).toBe("nereid");
   });
 
-  it("reads --cache-config local,size=N, the deprecated --response-cache-byte-size, and --metrics-config (S-17, M-06)", () => {
+  it("reads --cache-config local,size=N, the deprecated --response-cache-byte-size, and --metrics-config (S-17, M-04, M-05)", () => {
     expect(run("--model-repository=/m").cacheSizeBytes).toBeUndefined();
     expect(run("--model-repository=/m", "--cache-config=local,size=1048576").cacheSizeBytes).toBe(1048576);
     expect(run("--model-repository=/m", "--response-cache-byte-size=4096").cacheSizeBytes).toBe(4096);

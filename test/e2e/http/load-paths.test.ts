@@ -1,5 +1,5 @@
 /**
- * R-06 / #14: a repository load never lets a client name a path the server writes or reads.
+ * P-18 / #14: a repository load never lets a client name a path the server writes or reads.
  * Model names are one folder name; file overrides stay inside their temporary model folder,
  * which goes away with the model; file names in a config override stay inside the model
  * folder; and no error tells the client whether some path exists.
