@@ -13,14 +13,13 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, type InferenceRequest, type InferenceResponse, type OutputTensor } from "./request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, logPrefix, type InferenceRequest, type InferenceResponse, type OutputTensor } from "./request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "./model.ts";
 import type { Tensor } from "./tensor.ts";
 import type { FailureReason } from "./stats.ts";
-import { logPrefix } from "../scheduler/priority-queue.ts";
 
 export type ServerState = "STARTING" | "READY" | "EXITING";
 
