@@ -8,7 +8,7 @@
  * own until close(). Callers close every instance before the model, each exactly once.
  */
 import type { Tensor, DataType } from "../core/tensor.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 /** One tensor as the model file declares it; -1 marks a dynamic dimension. */
 export interface TensorSpec {

@@ -5,7 +5,7 @@
 import { internal } from "./errors.ts";
 import { signatureOf, type ModelSignature } from "./signature.ts";
 import { ModelStats } from "./stats.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { ModelConfig } from "./model-config-types.ts";
 import type { BackendInstance, BackendModel } from "../backends/backend.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 

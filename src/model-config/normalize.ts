@@ -5,7 +5,7 @@
  */
 import { invalidArg } from "../core/errors.ts";
 import { toConfigType } from "../core/tensor.ts";
-import type { ConfigDataType, ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from "./types.ts";
+import type { ConfigDataType, ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from "../core/model-config-types.ts";
 import type { ModelFileIO, TensorSpec } from "../backends/backend.ts";
 
 /** Triton's SEQUENCE_IDLE_DEFAULT_MICROSECONDS. */

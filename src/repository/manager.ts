@@ -23,7 +23,7 @@ import { EnsembleScheduler, checkEnsembleFlow, ensembleSteps, type ModelRunner }
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 const log = getLogger("model_repository_manager.ts");
 

@@ -18,7 +18,7 @@ import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { ModelSignature } from "../core/signature.ts";
 import type { ModelStats } from "../core/stats.ts";
-import type { ModelDynamicBatching } from "../model-config/types.ts";
+import type { ModelDynamicBatching } from "../core/model-config-types.ts";
 import type { Scheduler, ScheduledResult } from "./scheduler.ts";
 
 interface Entry extends Queued {

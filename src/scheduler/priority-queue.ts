@@ -5,7 +5,7 @@
  * level's delayed queue, behind every unexpired request of that level.
  */
 import { ServerError } from "../core/errors.ts";
-import type { ModelDynamicBatching, ModelQueuePolicy } from "../model-config/types.ts";
+import type { ModelDynamicBatching, ModelQueuePolicy } from "../core/model-config-types.ts";
 import { logPrefix, type Parameters } from "../core/request.ts";
 
 export interface Queued {
