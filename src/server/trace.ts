@@ -13,8 +13,8 @@
  * cannot be written costs those traces and one logged error, never a request.
  */
 import { appendFileSync, writeFileSync } from "node:fs";
-import { invalidArg, ServerError } from "./errors.ts";
-import { getLogger } from "./logger.ts";
+import { invalidArg, ServerError } from "../core/errors.ts";
+import { getLogger } from "../core/logger.ts";
 
 const log = getLogger("trace.ts");
 

@@ -19,9 +19,9 @@
  */
 import { SharedMemoryFile } from "../../ffi/libc/shm.ts";
 import { CudaDriver, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
-import { ServerError, invalidArg, notFound } from "./errors.ts";
-import { getLogger } from "./logger.ts";
-import type { Parameters } from "./request.ts";
+import { ServerError, invalidArg, notFound } from "../core/errors.ts";
+import { getLogger } from "../core/logger.ts";
+import type { Parameters } from "../core/request.ts";
 
 const log = getLogger("shared_memory_manager.ts");
 
