@@ -19,7 +19,7 @@ import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normal
 import { createScheduler } from "../scheduler/create.ts";
 import { warmUp } from "./warmup.ts";
 import { CudaDriver } from "../../ffi/cuda/driver.ts";
-import { EnsembleScheduler, checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
+import { checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance } from "../backends/backend.ts";
@@ -439,7 +439,7 @@ export class ModelRepositoryManager {
         log.error(`failed to load '${name}' version ${version}: ${mv.reason}`);
         return;
       }
-      mv.attach(undefined, [], new EnsembleScheduler(config, this.#runner));
+      mv.attach(undefined, [], createScheduler(mv, [], this.#runner));
       mv.transition("READY");
       log.info(`successfully loaded '${name}' version ${version}`);
       return;
@@ -481,7 +481,7 @@ export class ModelRepositoryManager {
         log.info(`warming up '${name}' version ${version} (${config.model_warmup.length} sample(s) on ${instances.length} instance(s))`);
         await warmUp(config.model_warmup, mv.signature, dir, instances);
       }
-      mv.attach(backendModel, instances, createScheduler(mv, instances));
+      mv.attach(backendModel, instances, createScheduler(mv, instances, undefined));
       mv.transition("READY");
       mv.loadDurationSecs = (performance.now() - started) / 1000;
       log.info(`successfully loaded '${name}' version ${version} in ${Math.round(performance.now() - started)} ms`);
