@@ -11,7 +11,7 @@ import { getLogger } from "../core/logger.ts";
 import type { GpuSample } from "../../ffi/nvml/nvml.ts";
 
 const log = getLogger("metrics.cc");
-import type { ModelVersion } from "../core/model.ts";
+import type { ModelVersion } from "../repository/model-version.ts";
 
 export interface MetricsSource {
   /** Every loaded (ready) model version. */

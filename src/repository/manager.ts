@@ -9,7 +9,7 @@ import { readFileSync, existsSync, rmSync, mkdtempSync, mkdirSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, dirname, resolve, sep } from "node:path";
 import { ServerError, notFound, unavailable, unsupported, invalidArg } from "../core/errors.ts";
-import { ModelVersion, type ModelState } from "../core/model.ts";
+import { ModelVersion, type ModelState } from "./model-version.ts";
 import { getLogger } from "../core/logger.ts";
 import { scanRepositories, listVersions, configPath, type ModelLocation } from "./layout.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_QUEUED_BYTES, logPrefix, type InferenceRequest, type Infere
 import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
-import type { ModelVersion } from "../core/model.ts";
+import type { ModelVersion } from "../repository/model-version.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { FailureReason } from "../core/stats.ts";
 
