@@ -6,13 +6,12 @@
  * the served ones and swaps them in only once they have settled; replaced versions
  * drain before they are freed.
  */
-import { rmSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname, resolve, sep } from "node:path";
+import { join } from "node:path";
 import { ServerError, notFound, unavailable, invalidArg } from "../core/errors.ts";
 import { ModelVersion, type ModelState } from "./model-version.ts";
 import { getLogger } from "../core/logger.ts";
-import { scanRepositories, listVersions, type ModelLocation } from "./layout.ts";
+import { scanRepositories, listVersions, fingerprint, type ModelLocation } from "./layout.ts";
+import { checkModelName, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
 import { ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
@@ -357,73 +356,4 @@ export class ModelRepositoryManager {
     }
     return errors;
   }
-}
-
-/** Files, sizes and modification times under a version folder: a reload of an unchanged folder keeps its version. */
-function fingerprint(dir: string): string {
-  const parts: string[] = [];
-  const walk = (d: string) => {
-    let names: string[];
-    try {
-      names = readdirSync(d).sort();
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      const p = join(d, n);
-      const st = statSync(p, { throwIfNoEntry: false });
-      if (!st) continue;
-      if (st.isDirectory()) walk(p);
-      else parts.push(`${p}:${st.size}:${st.mtimeMs}`);
-    }
-  };
-  walk(dir);
-  return parts.join("|");
-}
-
-/**
- * A model name from a client must be one folder name, as in a repository: it becomes a
- * folder of the override files and must not lead anywhere else.
- */
-function checkModelName(name: string): void {
-  if (name === "" || name === "." || name === ".." || /[/\\\0]/.test(name)) {
-    throw invalidArg(`invalid model name ${JSON.stringify(name)}: a model name is a single folder name (no '/', '\\', NUL, '.' or '..')`);
-  }
-}
-
-/**
- * Writes a load's `file:<path>` overrides into a fresh model folder `<tmp>/nereid-override-XXXX/<name>`;
- * paths may not leave it. Errors name the override, never a path of this machine.
- */
-function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
-  const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
-  const dir = join(root, name);
-  const code = (err: unknown) => (err as { code?: string }).code ?? "error";
-  try {
-    try {
-      mkdirSync(dir);
-    } catch (err) {
-      throw invalidArg(`cannot make a folder for the file overrides of model '${name}' (${code(err)})`); // e.g. ENAMETOOLONG
-    }
-    for (const [rel, bytes] of Object.entries(files)) {
-      const full = resolve(dir, rel);
-      if (rel.includes("\0") || !full.startsWith(dir + sep)) throw invalidArg(`file override path '${rel}' of model '${name}' leaves the model folder`);
-      try {
-        mkdirSync(dirname(full), { recursive: true });
-        writeFileSync(full, bytes);
-      } catch (err) {
-        const conflict = ["EEXIST", "ENOTDIR", "EISDIR"].includes(code(err));
-        throw invalidArg(`cannot write file override '${rel}' of model '${name}' (${code(err)})${conflict ? ": the override paths conflict" : ""}`);
-      }
-    }
-  } catch (err) {
-    rmSync(root, { recursive: true, force: true });
-    throw err;
-  }
-  return dir;
-}
-
-/** Removes an override model folder and the temporary folder made for it. */
-function removeOverrideFiles(dir: string): void {
-  rmSync(dirname(dir), { recursive: true, force: true });
 }
