@@ -60,7 +60,7 @@ writeFileSync(join(work, "bare.ts"), `Bun.serve({ port: Number(process.argv[2]),
 writeFileSync(join(work, "bare-body.ts"), `Bun.serve({ port: Number(process.argv[2]), async fetch(req) { await req.bytes(); return new Response(${REPLY}); } });\n`);
 writeFileSync(
   join(work, "stub-core.ts"),
-  `import { InferenceServer } from ${JSON.stringify(join(root, "src/core/server.ts"))};
+  `import { InferenceServer } from ${JSON.stringify(join(root, "src/server/server.ts"))};
 const out = (name: string) => ({ name, datatype: "INT32" as const, shape: [1, 16], data: new Uint8Array(64) });
 InferenceServer.prototype.inferAsync = async function (request) {
   return { modelName: request.modelName, modelVersion: "1", outputs: [out("OUTPUT0"), out("OUTPUT1")] };
@@ -80,7 +80,7 @@ OrtSession.prototype.run = async function (inputs, outputNames) {
 // still in the CPU's caches.
 writeFileSync(
   join(work, "core-twice.ts"),
-  `import { InferenceServer } from ${JSON.stringify(join(root, "src/core/server.ts"))};
+  `import { InferenceServer } from ${JSON.stringify(join(root, "src/server/server.ts"))};
 const once = InferenceServer.prototype.inferAsync;
 InferenceServer.prototype.inferAsync = async function (request) {
   const copy = { ...request, parameters: { ...request.parameters }, inputs: request.inputs.map((i) => ({ ...i, parameters: { ...i.parameters } })) };

@@ -4,7 +4,7 @@
  */
 import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, type ServerOptions } from "./options.ts";
 import { configureLog, getLogger } from "./core/logger.ts";
-import { InferenceServer } from "./core/server.ts";
+import { InferenceServer } from "./server/server.ts";
 import { BackendRegistry } from "./backends/registry.ts";
 import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
@@ -17,8 +17,8 @@ import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
-import { SharedMemoryManager } from "./core/shared-memory.ts";
-import { TraceManager } from "./core/trace.ts";
+import { SharedMemoryManager } from "./server/shared-memory.ts";
+import { TraceManager } from "./server/trace.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";

@@ -7,20 +7,11 @@
  * Ownership: a BackendModel owns its native resources until close(); an instance owns its
  * own until close(). Callers close every instance before the model, each exactly once.
  */
-import type { Tensor, DataType } from "../core/tensor.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { Tensor } from "../core/tensor.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
+import type { ModelFileIO } from "../model-config/model-file-io.ts";
 
-/** One tensor as the model file declares it; -1 marks a dynamic dimension. */
-export interface TensorSpec {
-  name: string;
-  datatype: DataType;
-  shape: number[];
-}
-
-export interface ModelFileIO {
-  inputs: TensorSpec[];
-  outputs: TensorSpec[];
-}
+export type { ModelFileIO, TensorSpec } from "../model-config/model-file-io.ts";
 
 export interface BackendLoadContext {
   /** Config after auto-complete and normalization. */

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Backend } from "./backend.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 export class BackendRegistry {
   readonly #backends: Backend[] = [];

@@ -6,7 +6,7 @@
 import { invalidArg } from "./errors.ts";
 import { countBytesElements, elementCount, ELEMENT_SIZE, shapeToString, type Tensor } from "./tensor.ts";
 import type { InferenceRequest } from "./request.ts";
-import type { ModelInput } from "../model-config/types.ts";
+import type { ModelInput } from "./model-config-types.ts";
 import type { ModelSignature } from "./signature.ts";
 
 export interface PreparedRequest {

@@ -44,3 +44,8 @@ export interface InferenceResponse {
   parameters?: Parameters;
   outputs: OutputTensor[];
 }
+
+/** Triton's InferenceRequest::LogRequest(): "[request id: <id>] " when the request has an id. */
+export function logPrefix(id: string | undefined): string {
+  return id ? `[request id: ${id}] ` : "";
+}

@@ -4,7 +4,7 @@
  */
 import { fromConfigType, type DataType } from "./tensor.ts";
 import { internal } from "./errors.ts";
-import type { ModelConfig, ModelInput, ModelOutput } from "../model-config/types.ts";
+import type { ModelConfig, ModelInput, ModelOutput } from "./model-config-types.ts";
 
 export interface ModelSignature {
   name: string;

@@ -10,8 +10,9 @@ import { GpuSampler } from "./gpu.ts";
 import { getLogger } from "../core/logger.ts";
 import type { GpuSample } from "../../ffi/nvml/nvml.ts";
 
+import type { ModelVersion } from "../repository/model-version.ts";
+
 const log = getLogger("src/metrics/model-metrics.ts");
-import type { ModelVersion } from "../core/model.ts";
 
 export interface MetricsSource {
   /** Every loaded (ready) model version. */

@@ -8,7 +8,7 @@
 import protobuf from "protobufjs";
 import { invalidArg } from "../core/errors.ts";
 import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey, fieldNamed, enumHasName } from "./schema.ts";
-import type { ModelConfig } from "./types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 type Obj = Record<string, unknown>;
 

@@ -5,8 +5,8 @@
  */
 import { invalidArg } from "../core/errors.ts";
 import { toConfigType } from "../core/tensor.ts";
-import type { ConfigDataType, ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from "./types.ts";
-import type { ModelFileIO, TensorSpec } from "../backends/backend.ts";
+import type { ConfigDataType, ModelConfig, ModelInput, ModelInstanceGroup, ModelOutput } from "../core/model-config-types.ts";
+import type { ModelFileIO, TensorSpec } from "./model-file-io.ts";
 
 /** Triton's SEQUENCE_IDLE_DEFAULT_MICROSECONDS. */
 export const SEQUENCE_IDLE_DEFAULT_MICROSECONDS = 1_000_000;

@@ -6,7 +6,7 @@
 import protobuf from "protobufjs";
 import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, typeName, setKey, fieldNamed, enumHasName, type FieldKind } from "./schema.ts";
 import { tokenize, syntaxError, type Token } from "./pbtxt-lexer.ts";
-import type { ModelConfig } from "./types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 type Obj = Record<string, unknown>;
 

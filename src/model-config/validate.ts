@@ -6,7 +6,7 @@
  */
 import * as v from "valibot";
 import { invalidArg } from "../core/errors.ts";
-import type { ModelConfig } from "./types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 import { sequenceBatchingSchema } from "./validate-sequence.ts";
 import { rule } from "./validate-rule.ts";
 

@@ -75,3 +75,25 @@ export function configPath(modelDir: string, modelConfigName: string): string | 
   const p = join(modelDir, "config.pbtxt");
   return existsSync(p) ? p : undefined;
 }
+
+/** Files, sizes and modification times under a version folder: a reload of an unchanged folder keeps its version. */
+export function fingerprint(dir: string): string {
+  const parts: string[] = [];
+  const walk = (d: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(d).sort();
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = join(d, n);
+      const st = statSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
+      if (st.isDirectory()) walk(p);
+      else parts.push(`${p}:${st.size}:${st.mtimeMs}`);
+    }
+  };
+  walk(dir);
+  return parts.join("|");
+}

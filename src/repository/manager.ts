@@ -1,39 +1,28 @@
 /**
- * @module ModelRepositoryManager: reads the repositories, turns each model folder into a
- * validated config and loaded versions, answers lookups by name and version, and lists
- * the repository index, and (re)loads and unloads models for the explicit and poll
- * control modes. A reload builds the new versions beside the served ones and swaps
- * them in only once they have settled; replaced versions drain before they are freed.
+ * @module ModelRepositoryManager: scans the repositories, answers lookups by name and
+ * version, lists the repository index, and (re)loads and unloads models for the
+ * explicit and poll control modes, one model at a time. The ModelLoader turns a folder
+ * into a config and versions into served ones; a reload builds the new versions beside
+ * the served ones and swaps them in only once they have settled; replaced versions
+ * drain before they are freed.
  */
-import { readFileSync, existsSync, rmSync, mkdtempSync, mkdirSync, writeFileSync, readdirSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname, resolve, sep } from "node:path";
-import { ServerError, notFound, unavailable, unsupported, invalidArg } from "../core/errors.ts";
-import { ModelVersion, type ModelState } from "../core/model.ts";
+import { join } from "node:path";
+import { ServerError, notFound, unavailable, invalidArg } from "../core/errors.ts";
+import { ModelVersion, type ModelState } from "./model-version.ts";
 import { getLogger } from "../core/logger.ts";
-import { scanRepositories, listVersions, configPath, type ModelLocation } from "./layout.ts";
+import { scanRepositories, listVersions, fingerprint, type ModelLocation } from "./layout.ts";
+import { checkModelName, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
-import { parsePbtxt } from "../model-config/pbtxt.ts";
-import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
-import { normalizeModelConfig, autoCompleteConfig } from "../model-config/normalize.ts";
-import { createScheduler } from "../scheduler/create.ts";
-import { warmUp } from "./warmup.ts";
-import { CudaDriver } from "../../ffi/cuda/driver.ts";
-import { EnsembleScheduler, checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
+import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
+import { ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
-import type { Backend, BackendInstance } from "../backends/backend.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 const log = getLogger("src/repository/manager.ts");
 
-export interface RepositoryOptions {
+export interface RepositoryOptions extends LoaderOptions {
   repositories: string[];
-  modelConfigName: string;
-  disableAutoCompleteConfig: boolean;
-  backendConfig: Record<string, Record<string, string>>;
-  /** GPUs visible to the server; 0 on CPU-only hosts. */
-  gpuCount: number;
   /** none and poll load everything at start; explicit loads only `startupModels`. */
   controlMode?: "none" | "poll" | "explicit";
   /** `--load-model` names; `*` means every model. */
@@ -68,7 +57,7 @@ interface ModelEntry {
 
 export class ModelRepositoryManager {
   readonly #opts: RepositoryOptions;
-  readonly #backends: BackendRegistry;
+  readonly #loader: ModelLoader;
   readonly #models = new Map<string, ModelEntry>();
   #known = new Map<string, ModelLocation>();
   /** Versions being loaded, shown by the index as LOADING until the reload settles. */
@@ -81,7 +70,7 @@ export class ModelRepositoryManager {
 
   constructor(opts: RepositoryOptions, backends: BackendRegistry) {
     this.#opts = opts;
-    this.#backends = backends;
+    this.#loader = new ModelLoader(opts, backends);
   }
 
   /** The server's inference entry, for ensembles to call their composing models. */
@@ -297,16 +286,16 @@ export class ModelRepositoryManager {
     if (!location) return [`failed to load '${name}': model not found in any model repository`];
     const hasReady = old !== undefined && [...old.versions.values()].some((v) => v.ready);
 
-    let config: ModelConfig;
-    let backend: Backend | undefined;
+    let resolved: ResolvedModel;
     try {
-      ({ config, backend } = await this.#resolveConfig(location, override?.config));
+      resolved = await this.#loader.resolveConfig(location, override?.config);
     } catch (err) {
       const failure = ServerError.from(err).message;
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
       if (!hasReady) this.#models.set(name, { location, versions: old?.versions ?? new Map(), failure });
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
+    const { config } = resolved;
     const available = listVersions(location.dir);
     const selected = selectVersions(available, config.version_policy);
     if (selected.length === 0) {
@@ -331,7 +320,8 @@ export class ModelRepositoryManager {
       fresh.push(mv);
     }
     this.#loading.set(name, fresh);
-    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, config, backend)));
+    const context = { runner: this.#runner, knows: (m: string) => this.#known.has(m) || this.#models.has(m) };
+    await Promise.all(fresh.map((mv) => this.#loader.loadVersion(mv, resolved, context)));
     this.#loading.delete(name);
 
     const errors: string[] = [];
@@ -366,205 +356,4 @@ export class ModelRepositoryManager {
     }
     return errors;
   }
-
-  async #resolveConfig(location: ModelLocation, override?: ModelConfig): Promise<{ config: ModelConfig; backend: Backend | undefined }> {
-    const { name, dir } = location;
-    const cfgFile = override ? undefined : configPath(dir, this.#opts.modelConfigName);
-    let config: ModelConfig = override ? structuredClone(override) : {};
-    if (cfgFile) {
-      const text = readFileSync(cfgFile, "utf8");
-      try {
-        config = parsePbtxt(text);
-      } catch (err) {
-        throw invalidArg(`failed to parse ${cfgFile}: ${ServerError.from(err).message}`, err);
-      }
-    } else if (!override && this.#opts.disableAutoCompleteConfig) {
-      throw invalidArg(`model '${name}' has no config.pbtxt and auto-complete is disabled (--disable-auto-complete-config)`);
-    }
-    validateConfigFileNames(config, name);
-    const versions = listVersions(dir);
-    const latestDir = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : undefined;
-    if (isEnsemble(config)) {
-      // Ensembles have no backend: their steps call other models.
-      config = validateModelConfig(normalizeModelConfig(config, { modelName: name, gpuCount: this.#opts.gpuCount }), name);
-      checkEnsembleFlow(config);
-      return { config, backend: undefined };
-    }
-    const backend = this.#backends.resolve(config, latestDir);
-    if (!backend) {
-      const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : undefined;
-      throw what
-        ? unsupported(`model '${name}': ${what} is not supported by this server`)
-        : invalidArg(`unable to determine the backend of model '${name}': set 'backend' or 'platform' in config.pbtxt, or put a model file (e.g. model.onnx) in a version folder`);
-    }
-    config.backend ||= backend.name;
-    if (!config.platform && backend.platform) config.platform = backend.platform;
-
-    const backendConfig = this.#backendConfig(backend.name);
-    if (!this.#opts.disableAutoCompleteConfig && backend.describe && latestDir && needsAutoComplete(config)) {
-      const file = join(latestDir, config.default_model_filename || backend.defaultModelFilename);
-      if (!existsSync(file)) throw invalidArg(`unable to find '${file}' for model '${name}'`);
-      const io = await backend.describe(file, backendConfig);
-      const defaultMaxBatchSize = Number(backendConfig["default-max-batch-size"] ?? 4);
-      config = autoCompleteConfig(config, io, { defaultMaxBatchSize });
-    }
-    // KIND_AUTO resolves against the configured GPU count (CPU for onnxruntime, whose
-    // embedded build has no CUDA), except for a GPU-only backend: the CUDA driver's count.
-    const gpuCount = backend.gpuOnly ? this.#gpus().count : this.#opts.gpuCount;
-    config = normalizeModelConfig(config, { modelName: name, gpuCount });
-    config = validateModelConfig(config, name);
-    return { config, backend };
-  }
-
-  /** The configured GPU count when set, else what the CUDA driver sees (0 with the reason without one). */
-  #gpus(): { count: number; reason?: string } {
-    return this.#opts.gpuCount > 0 ? { count: this.#opts.gpuCount } : CudaDriver.probeDevices();
-  }
-
-    #backendConfig(backend: string): Record<string, string> {
-    return { ...this.#opts.backendConfig[""], ...this.#opts.backendConfig[backend] };
-  }
-
-  async #loadVersion(mv: ModelVersion, config: ModelConfig, backend: Backend | undefined): Promise<void> {
-    const { name, version, modelDir: dir } = mv;
-    mv.transition("LOADING");
-    if (!backend) {
-      if (!this.#runner) {
-        mv.transition("UNAVAILABLE", `ensemble '${name}' cannot run: the server gave the repository no model runner`);
-        return;
-      }
-      const missing = ensembleSteps(config).map((s) => s.model_name!).filter((m) => !this.#known.has(m) && !this.#models.has(m));
-      if (missing.length > 0) {
-        mv.transition("UNAVAILABLE", `ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
-        log.error(`failed to load '${name}' version ${version}: ${mv.reason}`);
-        return;
-      }
-      mv.attach(undefined, [], new EnsembleScheduler(config, this.#runner));
-      mv.transition("READY");
-      log.info(`successfully loaded '${name}' version ${version}`);
-      return;
-    }
-    const started = performance.now();
-    const instances: BackendInstance[] = [];
-    let backendModel;
-    try {
-      const modelPath = join(dir, String(version), config.default_model_filename || backend.defaultModelFilename);
-      if (!existsSync(modelPath)) throw invalidArg(`unable to find '${modelPath}' for model '${name}'`);
-      backendModel = await backend.load({
-        config,
-        modelName: name,
-        version,
-        modelDir: dir,
-        modelPath,
-        backendConfig: this.#backendConfig(backend.name),
-      });
-      for (const group of config.instance_group ?? []) {
-        const kind = group.kind ?? "KIND_CPU";
-        if (kind === "KIND_AUTO") throw invalidArg(`instance group '${group.name}' of model '${name}' was not normalized`);
-        let devices = [0];
-        if (kind === "KIND_GPU") {
-          // A backend with its own GPUs (OpenVINO's GPU plugin) checks the device itself.
-          const gpus = backend.gpus === "own" ? { count: 1 } : this.#gpus();
-          if (gpus.count === 0) {
-            throw invalidArg(`instance group '${group.name}' of model '${name}' specifies KIND_GPU, but no GPU is available on this host${gpus.reason ? ` (${gpus.reason})` : ""}`);
-          }
-          devices = group.gpus?.length ? group.gpus : Array.from({ length: gpus.count }, (_, i) => i);
-        }
-        for (const device of devices) {
-          for (let i = 0; i < (group.count ?? 1); i++) {
-            instances.push(await backendModel.createInstance(`${group.name}_${instances.length}`, kind, device));
-          }
-        }
-      }
-      if (instances.length === 0) throw invalidArg(`model '${name}' has no instances`);
-      if (config.model_warmup?.length) {
-        log.info(`warming up '${name}' version ${version} (${config.model_warmup.length} sample(s) on ${instances.length} instance(s))`);
-        await warmUp(config.model_warmup, mv.signature, dir, instances);
-      }
-      mv.attach(backendModel, instances, createScheduler(mv, instances));
-      mv.transition("READY");
-      mv.loadDurationSecs = (performance.now() - started) / 1000;
-      log.info(`successfully loaded '${name}' version ${version} in ${Math.round(performance.now() - started)} ms`);
-    } catch (err) {
-      for (const inst of instances) inst.close();
-      backendModel?.close();
-      const reason = ServerError.from(err).message;
-      mv.transition("UNAVAILABLE", reason);
-      log.error(`failed to load '${name}' version ${version}: ${reason}`);
-    }
-  }
-}
-
-function needsAutoComplete(config: ModelConfig): boolean {
-  if (!config.input?.length || !config.output?.length) return true;
-  return [...config.input, ...config.output].some((t) => !t.data_type || !t.dims);
-}
-
-/** Files, sizes and modification times under a version folder: a reload of an unchanged folder keeps its version. */
-function fingerprint(dir: string): string {
-  const parts: string[] = [];
-  const walk = (d: string) => {
-    let names: string[];
-    try {
-      names = readdirSync(d).sort();
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      const p = join(d, n);
-      const st = statSync(p, { throwIfNoEntry: false });
-      if (!st) continue;
-      if (st.isDirectory()) walk(p);
-      else parts.push(`${p}:${st.size}:${st.mtimeMs}`);
-    }
-  };
-  walk(dir);
-  return parts.join("|");
-}
-
-/**
- * A model name from a client must be one folder name, as in a repository: it becomes a
- * folder of the override files and must not lead anywhere else.
- */
-function checkModelName(name: string): void {
-  if (name === "" || name === "." || name === ".." || /[/\\\0]/.test(name)) {
-    throw invalidArg(`invalid model name ${JSON.stringify(name)}: a model name is a single folder name (no '/', '\\', NUL, '.' or '..')`);
-  }
-}
-
-/**
- * Writes a load's `file:<path>` overrides into a fresh model folder `<tmp>/nereid-override-XXXX/<name>`;
- * paths may not leave it. Errors name the override, never a path of this machine.
- */
-function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
-  const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
-  const dir = join(root, name);
-  const code = (err: unknown) => (err as { code?: string }).code ?? "error";
-  try {
-    try {
-      mkdirSync(dir);
-    } catch (err) {
-      throw invalidArg(`cannot make a folder for the file overrides of model '${name}' (${code(err)})`); // e.g. ENAMETOOLONG
-    }
-    for (const [rel, bytes] of Object.entries(files)) {
-      const full = resolve(dir, rel);
-      if (rel.includes("\0") || !full.startsWith(dir + sep)) throw invalidArg(`file override path '${rel}' of model '${name}' leaves the model folder`);
-      try {
-        mkdirSync(dirname(full), { recursive: true });
-        writeFileSync(full, bytes);
-      } catch (err) {
-        const conflict = ["EEXIST", "ENOTDIR", "EISDIR"].includes(code(err));
-        throw invalidArg(`cannot write file override '${rel}' of model '${name}' (${code(err)})${conflict ? ": the override paths conflict" : ""}`);
-      }
-    }
-  } catch (err) {
-    rmSync(root, { recursive: true, force: true });
-    throw err;
-  }
-  return dir;
-}
-
-/** Removes an override model folder and the temporary folder made for it. */
-function removeOverrideFiles(dir: string): void {
-  rmSync(dirname(dir), { recursive: true, force: true });
 }

@@ -1,7 +1,7 @@
 /**
  * @module version_policy: which of the version folders on disk are served.
  */
-import type { ModelVersionPolicy } from "../model-config/types.ts";
+import type { ModelVersionPolicy } from "../core/model-config-types.ts";
 
 export function selectVersions(available: readonly number[], policy: ModelVersionPolicy | undefined): number[] {
   const sorted = [...available].sort((a, b) => a - b);

@@ -1,31 +1,54 @@
 /**
- * @module Picks a model version's scheduler from its config, as Triton's
- * TritonModel::SetConfiguredScheduler does: the sequence batcher for
- * `sequence_batching`, the dynamic batcher for `dynamic_batching`, otherwise the default
- * scheduler.
+ * @module Picks a model version's scheduler from its config, the one place that does, as
+ * Triton's TritonModel::SetConfiguredScheduler does: the ensemble scheduler for an
+ * ensemble, the sequence batcher for `sequence_batching`, the dynamic batcher for
+ * `dynamic_batching`, otherwise the default scheduler.
  */
+import { internal } from "../core/errors.ts";
+import { isEnsemble } from "../model-config/normalize.ts";
 import { DefaultScheduler } from "./default-scheduler.ts";
 import { DynamicBatchScheduler } from "./dynamic-batch-scheduler.ts";
+import { EnsembleScheduler, type ModelRunner } from "./ensemble-scheduler.ts";
 import { SequenceBatchScheduler } from "./sequence-batch-scheduler.ts";
 import { sequenceSettings } from "./sequence/config.ts";
 import type { BackendInstance } from "../backends/backend.ts";
-import type { ModelVersion } from "../core/model.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
+import type { ModelSignature } from "../core/signature.ts";
+import type { ModelStats } from "../core/stats.ts";
 import type { Scheduler } from "./scheduler.ts";
 
-export function createScheduler(mv: ModelVersion, instances: readonly BackendInstance[]): Scheduler {
-  if (mv.config.sequence_batching) {
+/** The model version a scheduler serves (the repository's ModelVersion is one). */
+export interface ScheduledModel {
+  readonly name: string;
+  /** `<repo>/<model>`, for files the config names. */
+  readonly modelDir: string;
+  readonly config: ModelConfig;
+  readonly signature: ModelSignature;
+  readonly stats: ModelStats;
+}
+
+/**
+ * The scheduler over `instances` (none for an ensemble, whose steps call other models
+ * through `runner`, the server's inference path).
+ */
+export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner | undefined): Scheduler {
+  if (isEnsemble(model.config)) {
+    if (!runner) throw internal(`ensemble '${model.name}' has no model runner to call its steps with`);
+    return new EnsembleScheduler(model.config, runner);
+  }
+  if (model.config.sequence_batching) {
     return new SequenceBatchScheduler({
-      modelName: mv.name,
-      modelDir: mv.modelDir,
+      modelName: model.name,
+      modelDir: model.modelDir,
       instances,
-      signature: mv.signature,
-      settings: sequenceSettings(mv.config),
-      stats: mv.stats,
+      signature: model.signature,
+      settings: sequenceSettings(model.config),
+      stats: model.stats,
     });
   }
-  const dynamic = mv.config.dynamic_batching;
+  const dynamic = model.config.dynamic_batching;
   if (dynamic) {
-    return new DynamicBatchScheduler({ modelName: mv.name, instances, signature: mv.signature, config: dynamic, stats: mv.stats });
+    return new DynamicBatchScheduler({ modelName: model.name, instances, signature: model.signature, config: dynamic, stats: model.stats });
   }
-  return new DefaultScheduler(mv.name, instances, mv.stats);
+  return new DefaultScheduler(model.name, instances, model.stats);
 }

@@ -11,13 +11,14 @@
  */
 import { ServerError, unavailable } from "../core/errors.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
-import { logPrefix, PriorityQueue, uintParameter, type Queued } from "./priority-queue.ts";
+import { PriorityQueue, uintParameter, type Queued } from "./priority-queue.ts";
+import { logPrefix } from "../core/request.ts";
 import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { ModelSignature } from "../core/signature.ts";
 import type { ModelStats } from "../core/stats.ts";
-import type { ModelDynamicBatching } from "../model-config/types.ts";
+import type { ModelDynamicBatching } from "../core/model-config-types.ts";
 import type { Scheduler, ScheduledResult } from "./scheduler.ts";
 
 interface Entry extends Queued {

@@ -11,7 +11,7 @@ import { invalidArg, unavailable, ServerError } from "../core/errors.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 import type { Scheduler, ScheduledResult } from "./scheduler.ts";
 
 export interface EnsembleStep {

@@ -5,8 +5,8 @@
  * level's delayed queue, behind every unexpired request of that level.
  */
 import { ServerError } from "../core/errors.ts";
-import type { ModelDynamicBatching, ModelQueuePolicy } from "../model-config/types.ts";
-import type { Parameters } from "../core/request.ts";
+import type { ModelDynamicBatching, ModelQueuePolicy } from "../core/model-config-types.ts";
+import { logPrefix, type Parameters } from "../core/request.ts";
 
 export interface Queued {
   /** Batch size the request carries (1 for non-batching models). */
@@ -154,11 +154,6 @@ export class PriorityQueue<T extends Queued> {
     this.#size -= out.length;
     return out;
   }
-}
-
-/** Triton's InferenceRequest::LogRequest(): "[request id: <id>] " when the request has an id. */
-export function logPrefix(id: string | undefined): string {
-  return id ? `[request id: ${id}] ` : "";
 }
 
 /** Reads a request's `priority` or `timeout` parameter: a non-negative integer, 0 when absent. */

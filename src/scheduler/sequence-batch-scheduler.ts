@@ -17,7 +17,7 @@
 import { getLogger } from "../core/logger.ts";
 import { invalidArg, unavailable } from "../core/errors.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
-import { logPrefix } from "./priority-queue.ts";
+import { logPrefix } from "../core/request.ts";
 import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
 import { checkCorrelationId, controlTensor, initialState, stateTensor, type CorrelationId, type RowFlags } from "./sequence/tensors.ts";
 import type { SequenceSettings } from "./sequence/config.ts";

@@ -14,7 +14,7 @@ import { bindOrtApi } from "../../ffi/onnxruntime/symbols.ts";
 import { LibraryLoadError } from "../../ffi/load.ts";
 import { ServerError } from "../../src/core/errors.ts";
 import { joinBytes, splitBytes, type DataType, type Tensor } from "../../src/core/tensor.ts";
-import type { ModelConfig } from "../../src/model-config/types.ts";
+import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import {
   ModelDir, backend, params, loadModel, instanceFor, rejection, bytesOf, int32s, float32s, i32Tensor, addSubSpec, addSubInputs,
 } from "./ort-helpers.ts";

@@ -23,7 +23,7 @@ import { OvCore } from "../../ffi/openvino/core.ts";
 import { OpenVinoBackend } from "../../src/backends/openvino/backend.ts";
 import { openVinoReport } from "../../src/devices.ts";
 import { ServerError } from "../../src/core/errors.ts";
-import type { ModelConfig } from "../../src/model-config/types.ts";
+import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
 
 const DOUBLE_SOURCE = join(import.meta.dirname, "doubles", "fake_openvino_c.c");

@@ -10,7 +10,7 @@ import { ElemType, valueInfo, node, initializer, encodeModel, type GraphSpec } f
 import { OnnxRuntimeBackend } from "../../src/backends/onnxruntime/backend.ts";
 import { ServerError } from "../../src/core/errors.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
-import type { ModelConfig } from "../../src/model-config/types.ts";
+import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import type { BackendInstance, BackendModel } from "../../src/backends/backend.ts";
 
 export const backend = new OnnxRuntimeBackend();

@@ -32,7 +32,7 @@ import { tritonDataType } from "../../src/backends/tensorrt/io.ts";
 import { tensorRtReport } from "../../src/devices.ts";
 import { ServerError } from "../../src/core/errors.ts";
 import { configureLog, logSettings } from "../../src/core/logger.ts";
-import type { ModelConfig } from "../../src/model-config/types.ts";
+import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import type { BackendLoadContext } from "../../src/backends/backend.ts";
 
 const DOUBLES = join(import.meta.dirname, "doubles");

@@ -31,7 +31,7 @@ import { parsePbtxt, printPbtxt } from "../../src/model-config/pbtxt.ts";
 import { normalizeModelConfig } from "../../src/model-config/normalize.ts";
 import { validateModelConfig, validateConfigFileNames } from "../../src/model-config/validate.ts";
 import { configFromJson, configToJson } from "../../src/model-config/json.ts";
-import type { ModelConfig } from "../../src/model-config/types.ts";
+import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import { messageType } from "../../src/frontends/grpc/protos.ts";
 
 export type Target = "http" | "load" | "grpc" | "pbtxt";

@@ -8,7 +8,7 @@ import { normalizeModelConfig } from "../../src/model-config/normalize.ts";
 import type { BackendInstance, ExecuteResult } from "../../src/backends/backend.ts";
 import type { SchedulerClock } from "../../src/scheduler/timer.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
-import type { ModelConfig } from "../../src/model-config/types.ts";
+import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import type { Parameters } from "../../src/core/request.ts";
 
 export class ManualClock implements SchedulerClock {

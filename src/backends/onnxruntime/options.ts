@@ -8,7 +8,7 @@ import { availableParallelism } from "node:os";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import type { ExecutionProvider, SessionConfig } from "../../../ffi/onnxruntime/handles.ts";
 import { invalidArg } from "../../core/errors.ts";
-import type { ModelConfig } from "../../model-config/types.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
 
 /** How a run is dispatched: koffi's worker thread (async), the calling thread (sync), or measured (auto). */
 export type RunMode = "auto" | "async" | "sync";

@@ -5,7 +5,7 @@
  */
 import { ServerError, invalidArg, unsupported } from "../../core/errors.ts";
 import { ELEMENT_SIZE, fromConfigType, type DataType, type Tensor } from "../../core/tensor.ts";
-import type { ModelConfig } from "../../model-config/types.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { TensorSpec } from "../backend.ts";
 import type { ElementTypes } from "../../../ffi/openvino/types.ts";
 import type { OvPortInfo } from "../../../ffi/openvino/model.ts";

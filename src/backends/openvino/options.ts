@@ -12,7 +12,7 @@
  */
 import { existsSync } from "node:fs";
 import { invalidArg } from "../../core/errors.ts";
-import type { ModelConfig } from "../../model-config/types.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
 
 export function deviceFor(config: ModelConfig, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL", deviceId: number): string {
   const param = config.parameters?.device?.string_value;

@@ -9,7 +9,7 @@ import { invalidArg, unsupported } from "../../core/errors.ts";
 import { fromConfigType, type DataType } from "../../core/tensor.ts";
 import { OPT_PROFILE_SELECTOR, TENSOR_FORMAT_LINEAR, TENSOR_LOCATION, TRT_DATA_TYPE } from "../../../ffi/tensorrt/abi.ts";
 import type { TrtTensorInfo } from "../../../ffi/tensorrt/engine.ts";
-import type { ModelConfig, ModelInput, ModelOutput } from "../../model-config/types.ts";
+import type { ModelConfig, ModelInput, ModelOutput } from "../../core/model-config-types.ts";
 import type { TensorSpec } from "../backend.ts";
 
 /** nvinfer1::DataType → Triton datatype; the others (kFP8, kINT4, kFP4, kE8M0) have none. */

@@ -7,7 +7,7 @@ import { Server, ServerCredentials, type ServerOptions } from "@grpc/grpc-js";
 import { serviceDefinition } from "./protos.ts";
 import { listenTcp } from "./listener.ts";
 import { inferenceService, healthService, restrict, type GrpcServiceOptions } from "./service.ts";
-import type { InferenceServer } from "../../core/server.ts";
+import type { InferenceServer } from "../../server/server.ts";
 
 export interface GrpcListenOptions extends GrpcServiceOptions {
   address: string;

@@ -10,7 +10,7 @@ import { getLogger } from "../../core/logger.ts";
 import { grpcStatus } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import { exactInteger } from "./parameters.ts";
-import type { InferenceServer } from "../../core/server.ts";
+import type { InferenceServer } from "../../server/server.ts";
 
 const log = getLogger("src/frontends/grpc/service.ts");
 

@@ -6,7 +6,7 @@ import { invalidArg } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
-import type { InferenceServer } from "../../core/server.ts";
+import type { InferenceServer } from "../../server/server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
 export async function handleInfer(

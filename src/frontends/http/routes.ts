@@ -10,7 +10,7 @@ import { httpCategory, type Restrictions } from "../restricted.ts";
 import { handleInfer } from "./infer.ts";
 import { readBody } from "./body.ts";
 import { checkJsonDepth } from "./json-parse.ts";
-import type { InferenceServer } from "../../core/server.ts";
+import type { InferenceServer } from "../../server/server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
 const log = getLogger("src/frontends/http/routes.ts");

@@ -4,7 +4,7 @@
  * implicit state.
  */
 import { fromConfigType, type DataType } from "../../core/tensor.ts";
-import type { ModelConfig } from "../../model-config/types.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
 
 export type ControlKind = "CONTROL_SEQUENCE_START" | "CONTROL_SEQUENCE_END" | "CONTROL_SEQUENCE_READY" | "CONTROL_SEQUENCE_CORRID";
 

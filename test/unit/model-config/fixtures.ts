@@ -6,7 +6,7 @@
  */
 import protobuf from "protobufjs";
 import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
-import type { ModelConfig } from "../../../src/model-config/types.ts";
+import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 
 type Obj = Record<string, unknown>;
 

@@ -8,7 +8,7 @@ import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
 import { configToJson, configFromJson } from "../../../src/model-config/json.ts";
 import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
 import { ServerError } from "../../../src/core/errors.ts";
-import type { ModelConfig } from "../../../src/model-config/types.ts";
+import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 import { FIXTURES as SHARED_FIXTURES, TRITON_EXAMPLES } from "./fixtures.ts";
 
 type Obj = Record<string, unknown>;

@@ -5,8 +5,8 @@
 import { describe, it, expect } from "vitest";
 import { normalizeModelConfig, autoCompleteConfig } from "../../../src/model-config/normalize.ts";
 import { ServerError } from "../../../src/core/errors.ts";
-import type { ModelConfig } from "../../../src/model-config/types.ts";
-import type { ModelFileIO } from "../../../src/backends/backend.ts";
+import type { ModelConfig } from "../../../src/core/model-config-types.ts";
+import type { ModelFileIO } from "../../../src/model-config/model-file-io.ts";
 
 const cpu = { modelName: "m", gpuCount: 0 };
 const twoGpus = { modelName: "m", gpuCount: 2 };

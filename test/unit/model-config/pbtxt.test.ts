@@ -10,7 +10,7 @@ import { describe, it, expect } from "vitest";
 import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
 import { modelConfigType } from "../../../src/model-config/schema.ts";
 import { ServerError } from "../../../src/core/errors.ts";
-import type { ModelConfig } from "../../../src/model-config/types.ts";
+import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 import { FIXTURES, TRITON_EXAMPLES, schemaFields, setFields } from "./fixtures.ts";
 
 type Obj = Record<string, unknown>;

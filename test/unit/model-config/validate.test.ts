@@ -7,7 +7,7 @@ import { validateModelConfig } from "../../../src/model-config/validate.ts";
 import { normalizeModelConfig } from "../../../src/model-config/normalize.ts";
 import { parsePbtxt } from "../../../src/model-config/pbtxt.ts";
 import { ServerError } from "../../../src/core/errors.ts";
-import type { ModelConfig, ModelInput, ModelOutput } from "../../../src/model-config/types.ts";
+import type { ModelConfig, ModelInput, ModelOutput } from "../../../src/core/model-config-types.ts";
 import { TRITON_EXAMPLES } from "./fixtures.ts";
 
 const IN: ModelInput = { name: "a", data_type: "TYPE_FP32", dims: [1] };

@@ -4,7 +4,7 @@ import { DynamicBatchScheduler } from "../../../src/scheduler/dynamic-batch-sche
 import { ModelStats } from "../../../src/core/stats.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import { ManualBackend, ManualClock, floats, testModel, request, settle } from "../../helpers/scheduler-fakes.ts";
-import type { ModelConfig, ModelDynamicBatching } from "../../../src/model-config/types.ts";
+import type { ModelConfig, ModelDynamicBatching } from "../../../src/core/model-config-types.ts";
 import type { ScheduledResult } from "../../../src/scheduler/scheduler.ts";
 
 const US = 1000;

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { EnsembleScheduler, checkEnsembleFlow } from "../../../src/scheduler/ensemble-scheduler.ts";
 import { request, settle, testModel } from "../../helpers/scheduler-fakes.ts";
 import type { InferenceRequest, InferenceResponse } from "../../../src/core/request.ts";
-import type { ModelConfig } from "../../../src/model-config/types.ts";
+import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 
 function ensemble(extra: object = {}) {
   const { sig, config } = testModel({

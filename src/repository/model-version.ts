@@ -2,10 +2,10 @@
  * @module One loaded (or failed) version of a model: its config, signature, lifecycle
  * state, backend instances, scheduler and statistics.
  */
-import { internal } from "./errors.ts";
-import { signatureOf, type ModelSignature } from "./signature.ts";
-import { ModelStats } from "./stats.ts";
-import type { ModelConfig } from "../model-config/types.ts";
+import { internal } from "../core/errors.ts";
+import { signatureOf, type ModelSignature } from "../core/signature.ts";
+import { ModelStats } from "../core/stats.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 import type { BackendInstance, BackendModel } from "../backends/backend.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 

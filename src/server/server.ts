@@ -3,24 +3,23 @@
  * the frontends ask (live, ready, metadata, config, statistics). inferAsync() is the
  * only way an inference enters the server.
  */
-import { nowNs } from "./clock.ts";
+import { nowNs } from "../core/clock.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ServerError, invalidArg, unavailable } from "./errors.ts";
-import { prepareForInference } from "./request-validate.ts";
-import { metadataShape } from "./signature.ts";
+import { ServerError, invalidArg, unavailable } from "../core/errors.ts";
+import { prepareForInference } from "../core/request-validate.ts";
+import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, type InferenceRequest, type InferenceResponse, type OutputTensor } from "./request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, logPrefix, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
-import type { ModelVersion } from "./model.ts";
-import type { Tensor } from "./tensor.ts";
-import type { FailureReason } from "./stats.ts";
-import { logPrefix } from "../scheduler/priority-queue.ts";
+import type { ModelVersion } from "../repository/model-version.ts";
+import type { Tensor } from "../core/tensor.ts";
+import type { FailureReason } from "../core/stats.ts";
 
 export type ServerState = "STARTING" | "READY" | "EXITING";
 

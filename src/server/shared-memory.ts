@@ -19,11 +19,11 @@
  */
 import { SharedMemoryFile } from "../../ffi/libc/shm.ts";
 import { CudaDriver, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
-import { ServerError, invalidArg, notFound } from "./errors.ts";
-import { getLogger } from "./logger.ts";
-import type { Parameters } from "./request.ts";
+import { ServerError, invalidArg, notFound } from "../core/errors.ts";
+import { getLogger } from "../core/logger.ts";
+import type { Parameters } from "../core/request.ts";
 
-const log = getLogger("src/core/shared-memory.ts");
+const log = getLogger("src/server/shared-memory.ts");
 
 export const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
 

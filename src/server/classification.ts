@@ -3,8 +3,8 @@
  * top-k "value:index[:label]" strings per batch item, values printed as C++'s
  * std::to_string does (six decimals for floating point).
  */
-import { readAsNumbers } from "./tensor-values.ts";
-import { joinBytes, type Tensor } from "./tensor.ts";
+import { readAsNumbers } from "../core/tensor-values.ts";
+import { joinBytes, type Tensor } from "../core/tensor.ts";
 
 const encoder = new TextEncoder();
 

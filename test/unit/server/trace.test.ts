@@ -3,7 +3,7 @@ import { describe, it, expect, afterAll } from "vitest";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TraceManager, FLUSH_TRACES } from "../../../src/core/trace.ts";
+import { TraceManager, FLUSH_TRACES } from "../../../src/server/trace.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-trace-unit-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

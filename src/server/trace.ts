@@ -13,10 +13,10 @@
  * cannot be written costs those traces and one logged error, never a request.
  */
 import { appendFileSync, writeFileSync } from "node:fs";
-import { invalidArg, ServerError } from "./errors.ts";
-import { getLogger } from "./logger.ts";
+import { invalidArg, ServerError } from "../core/errors.ts";
+import { getLogger } from "../core/logger.ts";
 
-const log = getLogger("src/core/trace.ts");
+const log = getLogger("src/server/trace.ts");
 
 /** Traces held in memory per file before they are appended to it (log_frequency 0). */
 export const FLUSH_TRACES = 1000;

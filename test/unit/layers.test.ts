@@ -1,0 +1,104 @@
+/**
+ * Layers: imports run one way, from the entry point down. A module may import its own
+ * layer and any layer below it, never one above. Type-only imports count too.
+ *
+ *   entry         src/main.ts, src/options.ts, src/devices.ts: options, start-up, signals
+ *   frontends     src/frontends/: HTTP and gRPC adapters (parse, call the server, serialize)
+ *   metrics       src/metrics/: Prometheus families, CPU and GPU sampling
+ *   server        src/server/: the data plane (inferAsync, shared memory, trace, classification)
+ *   repository    src/repository/: manager (scan, locks, swap, polling), model loader, ModelVersion
+ *   scheduler     src/scheduler/: default, dynamic batch, sequence batch, ensemble; createScheduler
+ *   backends      src/backends/: the Backend seam and the ONNX Runtime, TensorRT, OpenVINO backends
+ *   cache         src/cache/: the response cache and its key
+ *   ffi           ffi/: koffi bindings, the only place koffi is imported
+ *   model-config  src/model-config/: config.pbtxt parsing, JSON form, normalization, validation
+ *   core          src/core/: value types (tensors, requests, ModelConfig), errors, request validation, stats, logging
+ *
+ * README.md's "Layout" section lists the same order.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+/** Highest first; a path belongs to the first layer with a matching prefix. */
+const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] = [
+  ["entry", ["src/main.ts", "src/options.ts", "src/devices.ts"]],
+  ["frontends", ["src/frontends/"]],
+  ["metrics", ["src/metrics/"]],
+  ["server", ["src/server/"]],
+  ["repository", ["src/repository/"]],
+  ["scheduler", ["src/scheduler/"]],
+  ["backends", ["src/backends/"]],
+  ["cache", ["src/cache/"]],
+  ["ffi", ["ffi/"]],
+  ["model-config", ["src/model-config/"]],
+  ["core", ["src/core/"]],
+];
+
+/** `import … from "x"`, `export … from "x"` (type-only ones too), `import "x"` and `import("x")`. */
+const IMPORT = /\b(?:import|export)\s+(?:type\s+)?[\w$\s{},*]*?\bfrom\s*["']([^"']+)["']|\bimport\s*\(\s*["']([^"']+)["']\s*\)|\bimport\s+["']([^"']+)["']/g;
+
+function rank(path: string): number {
+  return LAYERS.findIndex(([, prefixes]) => prefixes.some((p) => (p.endsWith("/") ? path.startsWith(p) : path === p)));
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => join(dir, f).split("\\").join("/"))
+    .sort();
+}
+
+function specifiers(text: string): string[] {
+  return [...text.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3]!);
+}
+
+/** Relative imports of one file, as repository paths. */
+function importsOf(file: string): string[] {
+  return specifiers(readFileSync(join(ROOT, file), "utf8"))
+    .filter((spec) => spec.startsWith("."))
+    .map((spec) => relative(ROOT, resolve(ROOT, dirname(file), spec)).split("\\").join("/"));
+}
+
+const FILES = [...sources("src"), ...sources("ffi")];
+
+describe("layers", () => {
+  it("reads every form of import", () => {
+    const text = [
+      'import { a } from "./a.ts";',
+      "import type { B } from '../b.ts';",
+      'import {\n  c,\n  type D,\n} from "./c.ts";',
+      'import * as e from "./e.ts";',
+      'export { f } from "./f.ts";',
+      'export type { G } from "./g.ts";',
+      'export * from "./h.ts";',
+      'import "./i.ts";',
+      'const j = await import("./j.ts");',
+      'const k = "import x from nowhere";',
+    ].join("\n");
+    expect(specifiers(text)).toEqual(["./a.ts", "../b.ts", "./c.ts", "./e.ts", "./f.ts", "./g.ts", "./h.ts", "./i.ts", "./j.ts"]);
+  });
+
+  it("finds the sources and their imports", () => {
+    expect(FILES.length).toBeGreaterThan(50);
+    expect(importsOf("src/main.ts").length).toBeGreaterThan(5);
+  });
+
+  it("puts every source file in a layer", () => {
+    expect(FILES.filter((f) => rank(f) < 0)).toEqual([]);
+  });
+
+  it("has no module importing a layer above its own", () => {
+    const upward: string[] = [];
+    for (const file of FILES) {
+      const own = rank(file);
+      for (const target of importsOf(file)) {
+        const theirs = rank(target);
+        if (theirs >= 0 && theirs < own) upward.push(`${file} (${LAYERS[own]![0]}) → ${target} (${LAYERS[theirs]![0]})`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+});
