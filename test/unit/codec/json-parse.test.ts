@@ -135,15 +135,12 @@ describe("nesting depth (P-10): refused before anything deep is built", () => {
     expect(parseError("[1 " + "[".repeat(MAX_JSON_DEPTH + 5)).message).toBe("failed to parse the request JSON buffer: Missing a comma or ']' after an array element. at 3");
   });
 
-  it("16 MiB of '[' is refused by the byte parser and by the pre-check within milliseconds", () => {
+  it("16 MiB of '[' is refused by the byte parser and by the pre-check where the limit is crossed, without reading further", () => {
     const deep = new Uint8Array(16 * 1024 * 1024).fill(0x5b);
-    let t = performance.now();
-    expect(parseError(deep).message).toContain(DEPTH);
-    expect(performance.now() - t).toBeLessThan(500);
-    t = performance.now();
+    // The offsets say where each stopped: at the limit, not at the end of the 16 MiB.
+    expect(parseError(deep).message).toBe(`failed to parse the request JSON buffer: ${DEPTH} at ${MAX_JSON_DEPTH}`);
     expect(nestingOverflow(deep)).toBe(MAX_JSON_DEPTH);
     expect(() => checkJsonDepth(deep)).toThrow(`${DEPTH} at ${MAX_JSON_DEPTH}`);
-    expect(performance.now() - t).toBeLessThan(500);
   });
 
   it("the pre-check counts brackets outside strings only, mixes [ and {, and stops at NUL", () => {
