@@ -1,10 +1,14 @@
 /**
  * @module The only place that imports koffi. getKoffi() finds koffi's native module (an
  * embedded copy in the compiled binary, else the `koffi` package); loadLibrary() opens a
- * shared library, trying candidate paths in order and reporting every failure in one error.
+ * shared library, trying candidate paths in order and reporting every failure in one
+ * LibraryLoadError (UNAVAILABLE, ffi/errors.ts).
  */
 import { createRequire } from "node:module";
 import type * as KoffiModule from "koffi";
+import { LibraryLoadError } from "./errors.ts";
+
+export { LibraryLoadError };
 
 export type { KoffiFunc, TypeObject as KoffiType } from "koffi";
 export type Koffi = typeof KoffiModule;
@@ -31,12 +35,10 @@ export function getKoffi(): Koffi {
     // A .node path goes through process.dlopen (Node) or Bun's native-module loader.
     koffi = (path ? require(path) : require("koffi")) as Koffi;
   } catch (err) {
-    throw new Error(`cannot load koffi's native module from ${path ?? "the koffi package"}: ${(err as Error).message}`, { cause: err });
+    throw new LibraryLoadError(`cannot load koffi's native module from ${path ?? "the koffi package"}: ${(err as Error).message}`, { library: "koffi", call: "require", cause: err });
   }
   return koffi;
 }
-
-export class LibraryLoadError extends Error {}
 
 /** A place that was looked at but cannot hold the library, with the reason (reported, not tried). */
 export interface Unusable {
@@ -62,5 +64,5 @@ export function loadLibrary(what: string, candidates: readonly (string | Unusabl
       failures.push(`  ${c}: ${(err as Error).message}`);
     }
   }
-  throw new LibraryLoadError(`cannot load ${what}; tried:\n${failures.join("\n") || "  (no candidates)"}`);
+  throw new LibraryLoadError(`cannot load ${what}; tried:\n${failures.join("\n") || "  (no candidates)"}`, { library: what });
 }

@@ -1,13 +1,16 @@
 /**
  * @module The CUDA driver API (libcuda.so.1, cuda.h), declared from the published
  * header: the versioned symbols (`_v2`) are the ones cuda.h maps the plain names to.
- * Every CUresult other than CUDA_SUCCESS becomes a CudaError with cuGetErrorName /
- * cuGetErrorString. Handles: CudaDriver is a process-wide singleton (cuInit once);
+ * Every CUresult other than CUDA_SUCCESS becomes a CudaError (a ServerError, ffi/errors.ts)
+ * reading "CUDA driver: <call> failed: <cuGetErrorName> (<CUresult>): <cuGetErrorString>",
+ * with Triton's code for it (cudaError below). Handles: CudaDriver is a process-wide singleton (cuInit once);
  * a DeviceBuffer owns one cuMemAlloc and frees it exactly once; a PrimaryContext
  * retains and releases a device's primary context. `NEREID_CUDA_LIBRARY` names the
  * library to load instead of searching (a test points it at a double).
  */
 import { getKoffi, loadLibrary, type KoffiFunc, type KoffiLibrary } from "../load.ts";
+import type { ErrorCode } from "../../src/core/errors.ts";
+import { NativeError } from "../errors.ts";
 
 /** cuda.h CUdevice_attribute values used here. */
 export const CU_DEVICE_ATTRIBUTE = {
@@ -21,15 +24,48 @@ export const CU_IPC_HANDLE_SIZE = 64;
 export const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
 /** cuda.h CUresult values referred to by name. */
 export const CUDA_SUCCESS = 0;
+export const CUDA_ERROR_INVALID_VALUE = 1;
 export const CUDA_ERROR_NO_DEVICE = 100;
+export const CUDA_ERROR_INVALID_DEVICE = 101;
 export const CUDA_ERROR_INVALID_CONTEXT = 201;
+export const CUDA_ERROR_INVALID_HANDLE = 400;
 export const CUDA_ERROR_NOT_READY = 600;
+export const CUDA_ERROR_NOT_SUPPORTED = 801;
 
-export class CudaError extends Error {
-  readonly code: number;
-  constructor(call: string, code: number, name: string, text: string) {
-    super(`${call} failed: ${name} (${code}): ${text}`);
-    this.code = code;
+/**
+ * A failed driver call (`result` is its CUresult) or a misuse the binding refuses before
+ * calling (no `result`). `code` is Triton's: INVALID_ARG for a value, device or handle the
+ * driver refuses (a client's CUDA IPC handle or device id; Triton answers INVALID_ARG when
+ * it cannot open one), UNAVAILABLE when there is no device, UNSUPPORTED for
+ * CUDA_ERROR_NOT_SUPPORTED, else INTERNAL (as Triton's RETURN_IF_CUDA_ERR).
+ */
+export class CudaError extends NativeError {
+  readonly result: number | undefined;
+  constructor(code: ErrorCode, call: string | undefined, message: string, result?: number) {
+    const where = call === undefined ? "" : result === undefined ? `${call}: ` : `${call} failed: `;
+    super(code, "CUDA driver", `CUDA driver: ${where}${message}`, { call });
+    this.name = "CudaError";
+    this.result = result;
+  }
+
+  /** `call` answered `result`; `name` and `text` are cuGetErrorName / cuGetErrorString of it. */
+  static failed(call: string, result: number, name: string, text: string): CudaError {
+    return new CudaError(cudaErrorCode(result), call, `${name} (${result}): ${text}`, result);
+  }
+}
+
+export function cudaErrorCode(result: number): ErrorCode {
+  switch (result) {
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_INVALID_DEVICE:
+    case CUDA_ERROR_INVALID_HANDLE:
+      return "INVALID_ARG";
+    case CUDA_ERROR_NO_DEVICE:
+      return "UNAVAILABLE";
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return "UNSUPPORTED";
+    default:
+      return "INTERNAL";
   }
 }
 
@@ -117,7 +153,7 @@ function check(call: string, code: CUresult): void {
   const a = api!;
   const n = a.cuGetErrorName(code, name) === CUDA_SUCCESS ? String(name[0]) : "CUDA_ERROR_UNKNOWN";
   const t = a.cuGetErrorString(code, text) === CUDA_SUCCESS ? String(text[0]) : "unrecognized error code";
-  throw new CudaError(call, code, n, t);
+  throw CudaError.failed(call, code, n, t);
 }
 
 export interface CudaDeviceInfo {
@@ -228,7 +264,7 @@ export class PrimaryContext {
 
   /** cuCtxSetCurrent on the calling thread (the JS thread): before any call that uses this device. */
   makeCurrent(): void {
-    if (this.#ctx === undefined) throw new Error(`primary context of device ${this.ordinal} already released`);
+    if (this.#ctx === undefined) throw new CudaError("INTERNAL", "cuCtxSetCurrent", `primary context of device ${this.ordinal} already released`);
     check("cuCtxSetCurrent", this.#api.cuCtxSetCurrent(this.#ctx));
   }
 
@@ -246,7 +282,9 @@ export class PrimaryContext {
 
   /** Maps another process's allocation (CUDA shared memory extension). */
   openIpc(handle: Uint8Array, bytes: number): DeviceBuffer {
-    if (handle.byteLength !== CU_IPC_HANDLE_SIZE) throw new Error(`a CUDA IPC handle is ${CU_IPC_HANDLE_SIZE} bytes, got ${handle.byteLength}`);
+    if (handle.byteLength !== CU_IPC_HANDLE_SIZE) {
+      throw new CudaError("INVALID_ARG", "cuIpcOpenMemHandle_v2", `a CUDA IPC handle is ${CU_IPC_HANDLE_SIZE} bytes, got ${handle.byteLength}`);
+    }
     const p: unknown[] = [0n];
     const reserved = Array.from(new Int8Array(handle.buffer, handle.byteOffset, CU_IPC_HANDLE_SIZE));
     check("cuIpcOpenMemHandle_v2", this.#api.cuIpcOpenMemHandle_v2(p, { reserved }, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
@@ -285,10 +323,10 @@ export class CudaStream {
    */
   async synchronizeAsync(): Promise<void> {
     const h = this.handle;
-    if (h === undefined) throw new Error("stream already destroyed");
+    if (h === undefined) throw new CudaError("INTERNAL", "cuStreamSynchronize", "stream already destroyed");
     if (!pollStreams) {
       const code = await new Promise<CUresult>((resolve, reject) =>
-        this.#api.cuStreamSynchronize.async(h, (err: unknown, res: CUresult) => (err ? reject(err) : resolve(res))),
+        this.#api.cuStreamSynchronize.async(h, (err: unknown, res: CUresult) => (err ? reject(NativeError.fromKoffi("CUDA driver", "cuStreamSynchronize", err)) : resolve(res))),
       );
       if (code !== CUDA_ERROR_INVALID_CONTEXT) return check("cuStreamSynchronize", code);
       pollStreams = true;
@@ -325,19 +363,23 @@ export class DeviceBuffer {
   }
 
   get pointer(): bigint {
-    if (this.#ptr === undefined) throw new Error("device buffer already freed");
+    if (this.#ptr === undefined) throw new CudaError("INTERNAL", undefined, "device buffer already freed");
     return this.#ptr;
   }
 
   write(src: Uint8Array, stream?: CudaStream, offset = 0): void {
-    if (offset + src.byteLength > this.bytes) throw new Error(`copy of ${src.byteLength} bytes at offset ${offset} into a ${this.bytes}-byte device buffer`);
+    if (offset + src.byteLength > this.bytes) {
+      throw new CudaError("INTERNAL", "cuMemcpyHtoD_v2", `copy of ${src.byteLength} bytes at offset ${offset} into a ${this.bytes}-byte device buffer`);
+    }
     const dst = this.pointer + BigInt(offset);
     if (stream) check("cuMemcpyHtoDAsync_v2", this.#api.cuMemcpyHtoDAsync_v2(dst, src, src.byteLength, stream.handle));
     else check("cuMemcpyHtoD_v2", this.#api.cuMemcpyHtoD_v2(dst, src, src.byteLength));
   }
 
   read(dst: Uint8Array, stream?: CudaStream, offset = 0): void {
-    if (offset + dst.byteLength > this.bytes) throw new Error(`copy of ${dst.byteLength} bytes at offset ${offset} out of a ${this.bytes}-byte device buffer`);
+    if (offset + dst.byteLength > this.bytes) {
+      throw new CudaError("INTERNAL", "cuMemcpyDtoH_v2", `copy of ${dst.byteLength} bytes at offset ${offset} out of a ${this.bytes}-byte device buffer`);
+    }
     const src = this.pointer + BigInt(offset);
     if (stream) check("cuMemcpyDtoHAsync_v2", this.#api.cuMemcpyDtoHAsync_v2(dst, src, dst.byteLength, stream.handle));
     else check("cuMemcpyDtoH_v2", this.#api.cuMemcpyDtoH_v2(dst, src, dst.byteLength));

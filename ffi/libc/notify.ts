@@ -5,6 +5,7 @@
  * non-blocking receiver, which tests use to play systemd's part.
  */
 import { loadLibrary, type KoffiFunc, type KoffiLibrary } from "../load.ts";
+import { NativeError } from "../errors.ts";
 
 const AF_UNIX = 1;
 const SOCK_DGRAM = 2;
@@ -41,7 +42,7 @@ function load(): Libc {
 /** struct sockaddr_un for `path`; a leading '@' names an abstract socket (leading NUL). */
 function sockaddrUn(path: string): { addr: Buffer; len: number } {
   const name = Buffer.from(path.startsWith("@") ? `\0${path.slice(1)}` : path);
-  if (name.length >= SUN_PATH_MAX) throw new Error(`socket path is too long: ${path}`);
+  if (name.length >= SUN_PATH_MAX) throw new NativeError("INVALID_ARG", "libc", `socket path is too long for sockaddr_un: ${path}`);
   const addr = Buffer.alloc(2 + SUN_PATH_MAX);
   addr.writeUInt16LE(AF_UNIX, 0);
   name.copy(addr, 2);
@@ -57,12 +58,12 @@ export function sdNotify(state: string, socketPath = process.env.NOTIFY_SOCKET):
   if (!socketPath) return false;
   const c = load();
   const fd = c.socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw new Error("sd_notify: socket(AF_UNIX, SOCK_DGRAM) failed");
+  if (fd < 0) throw new NativeError("INTERNAL", "libc", "sd_notify: socket(AF_UNIX, SOCK_DGRAM) failed", { call: "socket" });
   try {
     const { addr, len } = sockaddrUn(socketPath);
     const msg = Buffer.from(state);
     const sent = Number(c.sendto(fd, msg, msg.length, MSG_NOSIGNAL, addr, len));
-    if (sent !== msg.length) throw new Error(`sd_notify: sendto ${socketPath} failed`);
+    if (sent !== msg.length) throw new NativeError("INTERNAL", "libc", `sd_notify: sendto ${socketPath} failed`, { call: "sendto" });
     return true;
   } finally {
     c.close(fd);
@@ -78,11 +79,11 @@ export class NotifyReceiver {
     const c = load();
     this.path = path;
     this.#fd = c.socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (this.#fd < 0) throw new Error("socket(AF_UNIX, SOCK_DGRAM) failed");
+    if (this.#fd < 0) throw new NativeError("INTERNAL", "libc", "socket(AF_UNIX, SOCK_DGRAM) failed", { call: "socket" });
     const { addr, len } = sockaddrUn(path);
     if (c.bind(this.#fd, addr, len) !== 0) {
       c.close(this.#fd);
-      throw new Error(`bind ${path} failed`);
+      throw new NativeError("INTERNAL", "libc", `bind ${path} failed`, { call: "bind" });
     }
   }
 

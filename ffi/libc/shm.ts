@@ -8,7 +8,15 @@
  * objects with SharedMemoryMapping (mmap, munmap; the `bytes` view reads and writes
  * the shared pages directly) and create, resize and remove them with
  * createSharedMemory, truncateSharedMemory and unlinkSharedMemory.
+ *
+ * Failures are SharedMemoryErrors (NativeErrors, so ServerErrors, ffi/errors.ts) with
+ * Triton's codes: an object that cannot be opened is INTERNAL with Triton's own text
+ * ("Unable to open shared memory region: '<key>'"), one smaller than the range asked for
+ * is INVALID_ARG (Triton: "invalid args"), a failed lseek/pread/pwrite/mmap is INTERNAL
+ * naming the call and errno.
  */
+import type { ErrorCode } from "../../src/core/errors.ts";
+import { NativeError } from "../errors.ts";
 import { getKoffi, loadLibrary, type KoffiFunc } from "../load.ts";
 
 const O_RDWR = 0o2;
@@ -57,18 +65,23 @@ function load(): Libc {
   return libc;
 }
 
-export class SharedMemoryError extends Error {}
+export class SharedMemoryError extends NativeError {
+  constructor(code: ErrorCode, call: string | undefined, message: string) {
+    super(code, "libc", message, { call });
+    this.name = "SharedMemoryError";
+  }
+}
 
 /** Opens object `key` read-write and checks that it holds at least `length` (> 0) bytes; the caller owns the descriptor. */
 function openChecked(c: Libc, key: string, length: number): number {
   const fd = c.shm_open(key, O_RDWR, 0);
-  if (fd < 0) throw new SharedMemoryError(`Unable to open shared memory region: '${key}'`);
+  if (fd < 0) throw new SharedMemoryError("INTERNAL", "shm_open", `Unable to open shared memory region: '${key}'`);
   try {
     const size = Number(c.lseek(fd, 0, SEEK_END));
     if (size < length) {
-      throw new SharedMemoryError(`shared memory object '${key}' holds ${size} bytes, fewer than the ${length} requested`);
+      throw new SharedMemoryError("INVALID_ARG", "lseek", `shared memory object '${key}' holds ${size} bytes, fewer than the ${length} requested`);
     }
-    if (length === 0) throw new SharedMemoryError(`shared memory region of '${key}' must not be empty`);
+    if (length === 0) throw new SharedMemoryError("INVALID_ARG", undefined, `shared memory region of '${key}' must not be empty`);
     return fd;
   } catch (err) {
     c.close(fd);
@@ -100,14 +113,14 @@ export class SharedMemoryFile {
   }
 
   #open(): number {
-    if (this.#fd === undefined) throw new SharedMemoryError(`shared memory object '${this.key}' is closed`);
+    if (this.#fd === undefined) throw new SharedMemoryError("INTERNAL", undefined, `shared memory object '${this.key}' is closed`);
     return this.#fd;
   }
 
   /** The object's size now (lseek to its end; a client may resize it at any time). */
   size(): number {
     const n = Number(load().lseek(this.#open(), 0, SEEK_END));
-    if (n < 0) throw new SharedMemoryError(`cannot get the size of shared memory object '${this.key}' (errno ${errno()})`);
+    if (n < 0) throw new SharedMemoryError("INTERNAL", "lseek", `cannot get the size of shared memory object '${this.key}': lseek failed (errno ${errno()})`);
     return n;
   }
 
@@ -126,7 +139,7 @@ export class SharedMemoryFile {
       if (n < 0) {
         const e = errno();
         if (e === EINTR) continue;
-        throw new SharedMemoryError(`cannot read shared memory object '${this.key}' (errno ${e})`);
+        throw new SharedMemoryError("INTERNAL", "pread", `cannot read shared memory object '${this.key}': pread failed (errno ${e})`);
       }
       done += n;
     }
@@ -144,7 +157,7 @@ export class SharedMemoryFile {
       if (n < 0) {
         const e = errno();
         if (e === EINTR) continue;
-        throw new SharedMemoryError(`cannot write shared memory object '${this.key}' (errno ${e})`);
+        throw new SharedMemoryError("INTERNAL", "pwrite", `cannot write shared memory object '${this.key}': pwrite failed (errno ${e})`);
       }
       done += n;
     }
@@ -184,7 +197,7 @@ export class SharedMemoryMapping {
     try {
       const addr = c.mmap(null, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (addr === null || addr === -1n || addr === 0xffffffffffffffffn) {
-        throw new SharedMemoryError(`unable to map shared memory object '${key}'`);
+        throw new SharedMemoryError("INTERNAL", "mmap", `unable to map shared memory object '${key}': mmap failed`);
       }
       return new SharedMemoryMapping(key, length, addr);
     } finally {
@@ -194,7 +207,7 @@ export class SharedMemoryMapping {
 
   /** The mapped bytes; throws after unmap(). */
   get bytes(): Uint8Array {
-    if (!this.#bytes) throw new SharedMemoryError(`shared memory '${this.key}' is no longer mapped`);
+    if (!this.#bytes) throw new SharedMemoryError("INTERNAL", undefined, `shared memory '${this.key}' is no longer mapped`);
     return this.#bytes;
   }
 
@@ -220,9 +233,9 @@ export function truncateSharedMemory(key: string, size: number): void {
 function resize(key: string, size: number, flags: number): void {
   const c = load();
   const fd = c.shm_open(key, flags, 0o600);
-  if (fd < 0) throw new SharedMemoryError(`shm_open('${key}') failed`);
+  if (fd < 0) throw new SharedMemoryError("INTERNAL", "shm_open", `shm_open('${key}') failed`);
   try {
-    if (c.ftruncate(fd, size) !== 0) throw new SharedMemoryError(`ftruncate('${key}', ${size}) failed`);
+    if (c.ftruncate(fd, size) !== 0) throw new SharedMemoryError("INTERNAL", "ftruncate", `ftruncate('${key}', ${size}) failed`);
   } finally {
     c.close(fd);
   }

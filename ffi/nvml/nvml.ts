@@ -5,6 +5,7 @@
  * process-wide singleton: initialised once, shut down by close().
  */
 import { getKoffi, loadLibrary, type KoffiFunc } from "../load.ts";
+import { NativeError } from "../errors.ts";
 
 export const NVML_SUCCESS = 0;
 /** nvml.h: NVML_DEVICE_UUID_V2_BUFFER_SIZE. */
@@ -76,7 +77,7 @@ export class Nvml {
       nvmlDeviceGetEnforcedPowerLimit: lib.func("int nvmlDeviceGetEnforcedPowerLimit(void *device, _Out_ unsigned int *limit)"),
     } as unknown as Api;
     const check = (call: string, r: Ret) => {
-      if (r !== NVML_SUCCESS) throw new Error(`${call} failed: ${api.nvmlErrorString(r)} (${r})`);
+      if (r !== NVML_SUCCESS) throw new NativeError("INTERNAL", "NVML", `NVML: ${call} failed: ${api.nvmlErrorString(r)} (${r})`, { call });
     };
     check("nvmlInit_v2", api.nvmlInit_v2());
     const n: unknown[] = [0];

@@ -7,6 +7,7 @@
 import { getKoffi, type Pointer } from "../load.ts";
 import { ONNX_TYPE, ONNX_VALUE_TYPE_TENSOR } from "./symbols.ts";
 import { check } from "./status.ts";
+import { NativeError } from "../errors.ts";
 import { copyBytes } from "../../src/core/bytes.ts";
 import { OrtValue, elementSize, hasFixedSize, readTypeAndShape, type OrtInput, type OrtOutput } from "./value.ts";
 import type { OrtEnvironment, OrtSessionOptions } from "./handles.ts";
@@ -68,7 +69,9 @@ export class OrtSession {
     const api = env.api;
     const out = offHeapPointers(1);
     const status = await new Promise<Pointer>((resolve, reject) =>
-      api.CreateSession.async(env.handle, modelPath, options.handle, out, (err: unknown, res: Pointer) => (err ? reject(err) : resolve(res))),
+      api.CreateSession.async(env.handle, modelPath, options.handle, out, (err: unknown, res: Pointer) =>
+        err ? reject(NativeError.fromKoffi("onnxruntime", "CreateSession", err)) : resolve(res),
+      ),
     );
     check(api, status, `CreateSession(${modelPath})`);
     return new OrtSession(env, modelPath, options, out[0] || null);
@@ -113,7 +116,7 @@ export class OrtSession {
    * dimension preallocated in JS memory.
    */
   async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean, batched = false): Promise<OrtOutput[]> {
-    if (!this.#handle || this.#closeWhenIdle) throw new Error("onnxruntime: session is closed");
+    if (!this.#handle || this.#closeWhenIdle) throw new NativeError("INTERNAL", "onnxruntime", "onnxruntime: session is closed");
     if (!async) {
       const bound = this.#boundRun(inputs, outputNames, batched);
       if (bound) return this.#runBound(bound, inputs);
@@ -152,7 +155,9 @@ export class OrtSession {
       const m = outputNames.length;
       const status: Pointer = async
         ? await new Promise<Pointer>((resolve, reject) =>
-            api.Run.async(h, null, inNames, inValues, n, outNames, m, outValues, (err: unknown, res: Pointer) => (err ? reject(err) : resolve(res))),
+            api.Run.async(h, null, inNames, inValues, n, outNames, m, outValues, (err: unknown, res: Pointer) =>
+              err ? reject(NativeError.fromKoffi("onnxruntime", "Run", err)) : resolve(res),
+            ),
           )
         : api.Run(h, null, inNames, inValues, n, outNames, m, outValues);
       // Values ORT created for the other outputs are ours from here, even when Run failed.
@@ -345,5 +350,5 @@ const BOUND_MAX_LAYOUTS = 16;
 
 /** ORT sets every output it was asked for; this is the error should it not. */
 function unset(name: string): never {
-  throw new Error(`onnxruntime: Run succeeded but left output '${name}' unset`);
+  throw new NativeError("INTERNAL", "onnxruntime", `onnxruntime: Run succeeded but left output '${name}' unset`, { call: "Run" });
 }

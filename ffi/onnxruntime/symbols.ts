@@ -5,7 +5,7 @@
  * = position in `struct OrtApi` of onnxruntime_c_api.h. Every OrtStatus* result goes
  * through status.ts.
  */
-import { getKoffi, loadLibrary, type KoffiFunc, type KoffiType, type Pointer, type Unusable } from "../load.ts";
+import { getKoffi, loadLibrary, LibraryLoadError, type KoffiFunc, type KoffiType, type Pointer, type Unusable } from "../load.ts";
 
 /**
  * The API version asked for. Every table from 1.17 on has each entry used here, and later
@@ -182,7 +182,7 @@ export const GRAPH_OPTIMIZATION_LEVEL = { DISABLE_ALL: 0, ENABLE_BASIC: 1, ENABL
 export const ORT_ARENA_ALLOCATOR = 1;
 export const ORT_MEM_TYPE_DEFAULT = 0;
 
-/** Loads the library and binds the table. Throws LibraryLoadError or Error with the reason. */
+/** Loads the library and binds the table. Throws LibraryLoadError (UNAVAILABLE) with the reason. */
 export function bindOrtApi(candidates: readonly (string | Unusable)[]): OrtApi {
   const koffi = getKoffi();
   const { lib, path } = loadLibrary("ONNX Runtime (libonnxruntime.so.1)", candidates);
@@ -190,18 +190,20 @@ export function bindOrtApi(candidates: readonly (string | Unusable)[]): OrtApi {
   try {
     base = lib.func("void *OrtGetApiBase()")();
   } catch (err) {
-    throw new Error(`${path} does not export OrtGetApiBase: ${(err as Error).message}`);
+    throw new LibraryLoadError(`${path} does not export OrtGetApiBase: ${(err as Error).message}`, { library: "ONNX Runtime", call: "OrtGetApiBase", cause: err });
   }
   // struct OrtApiBase { const OrtApi* (*GetApi)(uint32_t version); const char* (*GetVersionString)(void); }
   const [getApi, getVersion] = koffi.decode(base, "void *", 2) as [Pointer, Pointer];
   const version = koffi.call(getVersion, protoType("const char *OrtGetVersionString()")) as string;
   const table = koffi.call(getApi, protoType("void *OrtGetApi(uint32_t version)"), ORT_API_VERSION) as Pointer;
-  if (!table) throw new Error(`ONNX Runtime ${version} at ${path} does not provide C API version ${ORT_API_VERSION}`);
+  if (!table) throw new LibraryLoadError(`ONNX Runtime ${version} at ${path} does not provide C API version ${ORT_API_VERSION}`, { library: "ONNX Runtime", call: "OrtApiBase::GetApi" });
   const maxIndex = Math.max(...Object.values(PROTOTYPES).map(([i]) => i));
   const entries = koffi.decode(table, "void *", maxIndex + 1) as Pointer[];
   const api = { version, libraryPath: path, library: lib } as OrtApi;
   for (const [name, [index, proto]] of Object.entries(PROTOTYPES)) {
-    if (!entries[index]) throw new Error(`ONNX Runtime ${version} at ${path} has no entry ${index} (${name}) in its C API table`);
+    if (!entries[index]) {
+      throw new LibraryLoadError(`ONNX Runtime ${version} at ${path} has no entry ${index} (${name}) in its C API table`, { library: "ONNX Runtime", call: "OrtApiBase::GetApi" });
+    }
     (api as unknown as Record<string, unknown>)[name] = koffi.decode(entries[index], protoType(proto));
   }
   return api;

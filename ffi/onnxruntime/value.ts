@@ -7,6 +7,7 @@
 import { getKoffi, type Pointer } from "../load.ts";
 import { ONNX_TYPE, type OrtApi } from "./symbols.ts";
 import { check } from "./status.ts";
+import { NativeError } from "../errors.ts";
 import { copyBytes } from "../../src/core/bytes.ts";
 import type { OrtEnvironment } from "./handles.ts";
 
@@ -196,6 +197,6 @@ export function hasFixedSize(elementType: number): boolean {
 
 export function elementSize(elementType: number): number {
   const s = SIZES[elementType];
-  if (s === undefined) throw new Error(`onnxruntime: unsupported tensor element type ${elementType}`);
+  if (s === undefined) throw new NativeError("UNSUPPORTED", "onnxruntime", `onnxruntime: unsupported tensor element type ${elementType}`);
   return s;
 }

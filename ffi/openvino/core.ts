@@ -7,6 +7,7 @@
 import type { Pointer } from "../load.ts";
 import { outPointer } from "./symbols.ts";
 import { check } from "./status.ts";
+import { NativeError } from "../errors.ts";
 import { OvModel, OvCompiledModel } from "./model.ts";
 import type { OpenVinoRuntime } from "./runtime.ts";
 
@@ -60,7 +61,7 @@ export class OvCoreLease {
   }
 
   #live(): OvCore {
-    if (!this.#core) throw new Error("openvino: the core lease is closed");
+    if (!this.#core) throw new NativeError("INTERNAL", "openvino", "openvino: the core lease is closed");
     return this.#core;
   }
 
@@ -74,7 +75,9 @@ export class OvCoreLease {
     const api = core.runtime.api;
     const out = outPointer();
     const status = await new Promise<number>((resolve, reject) =>
-      api.ov_core_read_model.async(core.handle, modelPath, weightsPath, out, (err: unknown, res: number) => (err ? reject(err) : resolve(res))),
+      api.ov_core_read_model.async(core.handle, modelPath, weightsPath, out, (err: unknown, res: number) =>
+        err ? reject(NativeError.fromKoffi("openvino", "ov_core_read_model", err)) : resolve(res),
+      ),
     );
     check(api, status, `ov_core_read_model(${modelPath})`);
     return OvModel.adopt(core.runtime, out[0] || null);

@@ -9,6 +9,7 @@ import { nowNs } from "../../src/core/clock.ts";
 import type { Pointer } from "../load.ts";
 import { outPointer } from "./symbols.ts";
 import { check } from "./status.ts";
+import { NativeError } from "../errors.ts";
 import { OvTensor, type OvTensorData } from "./tensor.ts";
 import type { OpenVinoRuntime } from "./runtime.ts";
 
@@ -53,8 +54,8 @@ export class OvInferRequest {
    * at a time per request: the caller (one model instance) never overlaps them.
    */
   async run(inputs: readonly OvRunInput[], outputs: readonly { index: number; name: string }[]): Promise<OvRunResult> {
-    if (!this.#handle || this.#closeWhenIdle) throw new Error("openvino: the infer request is closed");
-    if (this.#running) throw new Error("openvino: the infer request is already running");
+    if (!this.#handle || this.#closeWhenIdle) throw new NativeError("INTERNAL", "openvino", "openvino: the infer request is closed");
+    if (this.#running) throw new NativeError("INTERNAL", "openvino", "openvino: the infer request is already running", { call: "ov_infer_request_infer" });
     const api = this.#runtime.api;
     const h = this.#handle;
     this.#running = true;
@@ -71,7 +72,7 @@ export class OvInferRequest {
       this.#held = held;
       const t1 = nowNs();
       const status = await new Promise<number>((resolve, reject) =>
-        api.ov_infer_request_infer.async(h, (err: unknown, res: number) => (err ? reject(err) : resolve(res))),
+        api.ov_infer_request_infer.async(h, (err: unknown, res: number) => (err ? reject(NativeError.fromKoffi("openvino", "ov_infer_request_infer", err)) : resolve(res))),
       );
       check(api, status, "ov_infer_request_infer");
       const t2 = nowNs();

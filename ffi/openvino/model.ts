@@ -7,6 +7,7 @@
 import { getKoffi, type Pointer } from "../load.ts";
 import { outPointer, outUint32, type OvDimension, type OvPartialShapeStruct } from "./symbols.ts";
 import { check } from "./status.ts";
+import { NativeError } from "../errors.ts";
 import { ovStructTypes } from "./types.ts";
 import { OvInferRequest } from "./infer-request.ts";
 import type { OpenVinoRuntime } from "./runtime.ts";
@@ -127,7 +128,7 @@ export class OvCompiledModel {
   }
 
   createInferRequest(): OvInferRequest {
-    if (!this.#handle) throw new Error("openvino: the compiled model is closed");
+    if (!this.#handle) throw new NativeError("INTERNAL", "openvino", "openvino: the compiled model is closed");
     const api = this.#runtime.api;
     const out = outPointer();
     check(api, api.ov_compiled_model_create_infer_request(this.#handle, out), "ov_compiled_model_create_infer_request");

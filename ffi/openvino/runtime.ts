@@ -44,17 +44,12 @@ export class OpenVinoRuntime {
   /** Loads the first candidate that opens, declares the API and reads the version (uncached). */
   static load(candidates: readonly (string | Unusable)[]): OpenVinoRuntime {
     const { lib, path } = loadLibrary("OpenVINO's C library (libopenvino_c.so)", candidates);
-    let api: OvApi;
-    try {
-      api = declareOpenVino(lib, path);
-    } catch (err) {
-      throw new LibraryLoadError((err as Error).message, { cause: err });
-    }
+    const api = declareOpenVino(lib, path);
     const version = readVersion(api);
     try {
       return new OpenVinoRuntime(api, path, version, new ElementTypes(elementTypeTableFor(version)));
     } catch (err) {
-      throw new LibraryLoadError(`${path}: ${(err as Error).message}`, { cause: err });
+      throw new LibraryLoadError(`${path}: ${(err as Error).message}`, { library: "OpenVINO", call: "ov_get_openvino_version", cause: err });
     }
   }
 }

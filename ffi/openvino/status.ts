@@ -1,6 +1,6 @@
 /**
  * @module check(): every ov_status_e goes through here. OK is success; otherwise a
- * ServerError is thrown whose message reads `openvino: <call>: <STATUS>: <text>`, where
+ * NativeError (a ServerError, ffi/errors.ts) is thrown whose message reads `openvino: <call>: <STATUS>: <text>`, where
  * the text is the library's last error message when the status came from an OpenVINO
  * exception and the library has ov_get_last_err_msg, else ov_get_error_info's phrase.
  *
@@ -14,7 +14,8 @@
  * wrong free would crash the server, where a missed one leaks one short string per error.
  */
 import { getKoffi, type Pointer } from "../load.ts";
-import { ServerError, type ErrorCode } from "../../src/core/errors.ts";
+import type { ErrorCode } from "../../src/core/errors.ts";
+import { NativeError } from "../errors.ts";
 import { OV_STATUS, statusName } from "./types.ts";
 import type { OvApi } from "./symbols.ts";
 
@@ -47,8 +48,8 @@ export function errorText(api: OvApi, status: number): string {
   return api.ov_get_error_info(status);
 }
 
-export function statusError(api: OvApi, status: number, what: string): ServerError {
-  return new ServerError(code(status), `openvino: ${what}: ${statusName(status)}: ${errorText(api, status)}`);
+export function statusError(api: OvApi, status: number, what: string): NativeError {
+  return new NativeError(code(status), "openvino", `openvino: ${what}: ${statusName(status)}: ${errorText(api, status)}`, { call: what });
 }
 
 /** Throws if `status` is not OK; `what` names the call for the message. */

@@ -9,7 +9,7 @@
  * (ov_core_read_model, ov_infer_request_infer) must not write into movable JS memory.
  * Struct out-parameters use koffi's _Out_ struct conversion.
  */
-import type { KoffiFunc, KoffiLibrary, Pointer } from "../load.ts";
+import { LibraryLoadError, type KoffiFunc, type KoffiLibrary, type Pointer } from "../load.ts";
 import { ovStructTypes } from "./types.ts";
 
 type Status = number;
@@ -160,7 +160,11 @@ export function declareOpenVino(lib: KoffiLibrary, path: string): OvApi {
     try {
       api[name] = lib.func(bare(proto));
     } catch (err) {
-      throw new Error(`${path} does not export ${name}, so it is not OpenVINO's C library (libopenvino_c): ${(err as Error).message}`, { cause: err });
+      throw new LibraryLoadError(`${path} does not export ${name}, so it is not OpenVINO's C library (libopenvino_c): ${(err as Error).message}`, {
+        library: "OpenVINO",
+        call: name,
+        cause: err,
+      });
     }
   }
   try {

@@ -16,7 +16,7 @@
  * - 2025.1 on: DYNAMIC folded into UNDEFINED (both 0; 2026.x names it DYNAMIC), so every
  *   later value drops by one: BOOLEAN 1, F32 4, U8 16.
  */
-import { getKoffi, type KoffiType } from "../load.ts";
+import { getKoffi, LibraryLoadError, type KoffiType } from "../load.ts";
 import type { DataType } from "../../src/core/tensor.ts";
 
 /** ov_status_e (ov_common.h), by value. Unchanged from 2022.1 to 2026.x. */
@@ -96,11 +96,19 @@ export function parseRelease(buildNumber: string): [number, number] | undefined 
  */
 export function elementTypeTableFor(buildNumber: string): ElementTypeTable {
   const release = parseRelease(buildNumber);
-  if (!release) throw new Error(`cannot tell the OpenVINO release from its version string '${buildNumber}', so not which ov_element_type_e values it uses`);
+  if (!release) {
+    throw new LibraryLoadError(`cannot tell the OpenVINO release from its version string '${buildNumber}', so not which ov_element_type_e values it uses`, {
+      library: "OpenVINO",
+      call: "ov_get_openvino_version",
+    });
+  }
   const [year, minor] = release;
   const table = ELEMENT_TYPE_TABLES.find((t) => year > t.since[0] || (year === t.since[0] && minor >= t.since[1]));
   if (!table) {
-    throw new Error(`OpenVINO ${buildNumber} is older than ${OLDEST_SUPPORTED.join(".")}, the oldest release whose C API this server knows`);
+    throw new LibraryLoadError(`OpenVINO ${buildNumber} is older than ${OLDEST_SUPPORTED.join(".")}, the oldest release whose C API this server knows`, {
+      library: "OpenVINO",
+      call: "ov_get_openvino_version",
+    });
   }
   return table;
 }

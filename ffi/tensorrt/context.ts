@@ -39,7 +39,8 @@ export class TrtExecutionContext {
   setInputShape(name: string, shape: readonly number[]): void {
     const self = this.#self();
     const { value: ok, errors } = this.#logger.capture(() => this.#m.setInputShape(self, name, toDims(shape)));
-    if (!ok) throw TensorRtError.failed(`IExecutionContext::setInputShape('${name}', [${shape.join(",")}])`, errors);
+    // A shape TensorRT refuses lies outside the optimization profile: the request's fault.
+    if (!ok) throw TensorRtError.failed(`IExecutionContext::setInputShape('${name}', [${shape.join(",")}])`, errors, { code: "INVALID_ARG" });
   }
 
   /** IExecutionContext::getTensorShape: after the inputs' shapes are set, an output's resolved shape. */

@@ -58,14 +58,17 @@ export interface TensorRtVersion {
   text: string;
 }
 
-/** Loads the library and reads getInferLibVersion(); no version check. Throws LibraryLoadError or TensorRtError. */
+/** Loads the library and reads getInferLibVersion(); no version check. Throws LibraryLoadError or TensorRtError (both UNAVAILABLE). */
 function open(explicit?: string): { lib: KoffiLibrary; path: string; version: TensorRtVersion } {
   const { lib, path } = loadLibrary(`TensorRT (${TENSORRT_LIBRARY})`, tensorRtLibraryCandidates(explicit));
   let getVersion: KoffiFunc<() => number>;
   try {
     getVersion = lib.func(ENTRY_POINTS.getInferLibVersion);
   } catch (err) {
-    throw new TensorRtError(`${path} is not a TensorRT runtime library: it does not export getInferLibVersion (${(err as Error).message})`);
+    throw new TensorRtError(`${path} is not a TensorRT runtime library: it does not export getInferLibVersion (${(err as Error).message})`, {
+      call: "getInferLibVersion",
+      code: "UNAVAILABLE",
+    });
   }
   const number = getVersion();
   const v = decodeTrtVersion(number);
@@ -98,7 +101,7 @@ export class TensorRtLibrary {
     this.#create = create;
   }
 
-  /** Throws LibraryLoadError (not found) or TensorRtError (not usable), each with the reason. */
+  /** Throws LibraryLoadError (not found) or TensorRtError (not usable), each UNAVAILABLE with the reason. */
   static get(explicit?: string): TensorRtLibrary {
     if (TensorRtLibrary.#instance) return TensorRtLibrary.#instance;
     const { lib, path, version } = open(explicit);
@@ -107,13 +110,14 @@ export class TensorRtLibrary {
         `TensorRT ${version.text} at ${path} (getInferLibVersion() = ${version.number}) is not supported: Nereid reaches ` +
           `TensorRT's C++ interface through virtual-table slots taken from the TensorRT ${TRT_MAJOR} headers ` +
           `(${TRT_HEADER_RELEASE}), and other major versions lay them out differently; install TensorRT ${TRT_MAJOR}.x`,
+        { call: "getInferLibVersion", code: "UNAVAILABLE" },
       );
     }
     let create: CreateRuntime;
     try {
       create = lib.func(ENTRY_POINTS.createInferRuntime_INTERNAL);
     } catch (err) {
-      throw new TensorRtError(`${path} does not export createInferRuntime_INTERNAL (${(err as Error).message})`);
+      throw new TensorRtError(`${path} does not export createInferRuntime_INTERNAL (${(err as Error).message})`, { call: "createInferRuntime_INTERNAL", code: "UNAVAILABLE" });
     }
     TensorRtLibrary.#instance = new TensorRtLibrary(path, version, TrtLogger.get(lib), create);
     return TensorRtLibrary.#instance;

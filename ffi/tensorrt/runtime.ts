@@ -54,7 +54,7 @@ export class TrtRuntime {
   deserialize(plan: Uint8Array): TrtEngine {
     const self = this.#self();
     const { value: obj, errors } = this.#logger.capture(() => this.#m.deserializeCudaEngine(self, plan, plan.byteLength));
-    if (!obj) throw TensorRtError.failed("IRuntime::deserializeCudaEngine", errors, "the plan was refused and TensorRT logged no reason");
+    if (!obj) throw TensorRtError.failed("IRuntime::deserializeCudaEngine", errors, { detail: "the plan was refused and TensorRT logged no reason" });
     const engine = TrtEngine.adopt(obj, this.#logger, () => this.#engines.delete(engine));
     this.#engines.add(engine);
     return engine;

@@ -7,6 +7,7 @@
  */
 import { getKoffi, type KoffiType, type Pointer } from "../load.ts";
 import { DIMS64, IMPL_OFFSET, PUBLIC_SLOT } from "./abi.ts";
+import { TensorRtError } from "./errors.ts";
 
 /** Dims64 as koffi hands it over: `d` always has MAX_DIMS entries. */
 export interface Dims64 {
@@ -131,7 +132,7 @@ function readPointer(address: bigint, offset = 0): Pointer {
 /** `obj->mImpl` of a public TensorRT object. */
 export function implOf(obj: bigint): bigint {
   const impl = readPointer(obj, IMPL_OFFSET);
-  if (!impl) throw new Error("TensorRT object has a null mImpl");
+  if (!impl) throw new TensorRtError("TensorRT object has a null mImpl");
   return impl;
 }
 
@@ -139,13 +140,13 @@ export function implOf(obj: bigint): bigint {
 export function bindVirtuals<T>(self: bigint, slots: Readonly<Record<string, number>>, prototypes: Readonly<Record<string, string>>): T {
   const k = getKoffi();
   const vtable = readPointer(self);
-  if (!vtable) throw new Error("TensorRT object has a null vtable pointer");
+  if (!vtable) throw new TensorRtError("TensorRT object has a null vtable pointer");
   const out: Record<string, unknown> = {};
   for (const [name, decl] of Object.entries(prototypes)) {
     const slot = slots[name];
-    if (slot === undefined) throw new Error(`no vtable slot recorded for ${name}`);
+    if (slot === undefined) throw new TensorRtError(`TensorRT: no vtable slot recorded for ${name}`, { call: name });
     const fn = readPointer(vtable, slot * POINTER_SIZE);
-    if (!fn) throw new Error(`TensorRT vtable slot ${slot} (${name}) is empty`);
+    if (!fn) throw new TensorRtError(`TensorRT vtable slot ${slot} (${name}) is empty`, { call: name });
     out[name] = k.decode(fn, protoType(decl));
   }
   return out as T;
@@ -173,7 +174,7 @@ export function deletePublicObject(obj: bigint): void {
 
 /** A shape as Dims64 (at most MAX_DIMS dimensions). */
 export function toDims(shape: readonly number[]): Dims64 {
-  if (shape.length > DIMS64.MAX_DIMS) throw new Error(`a TensorRT shape has at most ${DIMS64.MAX_DIMS} dimensions, got ${shape.length}`);
+  if (shape.length > DIMS64.MAX_DIMS) throw new TensorRtError(`a TensorRT shape has at most ${DIMS64.MAX_DIMS} dimensions, got ${shape.length}`, { code: "INVALID_ARG" });
   const d = new Array<number>(DIMS64.MAX_DIMS).fill(0);
   shape.forEach((v, i) => (d[i] = v));
   return { nbDims: shape.length, d };

@@ -18,7 +18,7 @@
  * as Triton does since 24.12 (server #7743, "deferred unregistering").
  */
 import { SharedMemoryFile } from "../../ffi/libc/shm.ts";
-import { CudaDriver, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
+import { CudaDriver, CudaError, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
 import { ServerError, invalidArg, notFound } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
 import type { Parameters } from "../core/request.ts";
@@ -92,12 +92,8 @@ export class SharedMemoryManager {
     if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0) {
       throw invalidArg(`invalid offset ${offset} or byte_size ${byteSize} for shared memory region '${name}'`);
     }
-    let file: SharedMemoryFile;
-    try {
-      file = SharedMemoryFile.open(key, offset + byteSize);
-    } catch (err) {
-      throw new ServerError("INTERNAL", (err as Error).message, { cause: err });
-    }
+    // A SharedMemoryError keeps Triton's code: INTERNAL when the object cannot be opened, INVALID_ARG when it is too small.
+    const file = SharedMemoryFile.open(key, offset + byteSize);
     this.#regions.set(name, { kind: "system", name, key, offset, byteSize, file, users: 0, awaitingUnregister: false });
   }
 
@@ -131,7 +127,10 @@ export class SharedMemoryManager {
       this.#cuda.set(name, { kind: "cuda", name, deviceId, byteSize, context, buffer, users: 0, awaitingUnregister: false });
     } catch (err) {
       context?.release();
-      throw new ServerError("INTERNAL", `failed to register CUDA shared memory region '${name}': ${(err as Error).message.split("\n")[0]}`, { cause: err });
+      // The driver's refusal keeps its code (a bad handle or device is INVALID_ARG, as in Triton);
+      // a host without a usable driver stays INTERNAL, with the first line of the load error.
+      const code = err instanceof CudaError ? err.code : "INTERNAL";
+      throw new ServerError(code, `failed to register CUDA shared memory region '${name}': ${(err as Error).message.split("\n")[0]}`, { cause: err });
     }
   }
 
@@ -235,7 +234,7 @@ export class SharedMemoryManager {
     try {
       n = r.file.readAt(out, start);
     } catch (err) {
-      throw new ServerError("INTERNAL", `cannot read shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, { cause: err });
+      throw new ServerError(ServerError.from(err).code, `cannot read shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, { cause: err });
     }
     if (n < ref.byteSize) throw truncated(r, what, n > 0 ? start + n : endOf(r.file, start), start, ref.byteSize);
     return out;
@@ -260,7 +259,7 @@ export class SharedMemoryManager {
       r.file.writeAt(data, start);
     } catch (err) {
       if (err instanceof ServerError) throw err;
-      throw new ServerError("INTERNAL", `cannot write shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, { cause: err });
+      throw new ServerError(ServerError.from(err).code, `cannot write shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, { cause: err });
     }
   }
 

@@ -14,7 +14,6 @@
 import { nowNs } from "../../core/clock.ts";
 import { ServerError, internal, unsupported } from "../../core/errors.ts";
 import { ELEMENT_SIZE, elementCount, type Tensor } from "../../core/tensor.ts";
-import { TensorRtError } from "../../../ffi/tensorrt/errors.ts";
 import type { CudaStream, DeviceBuffer, PrimaryContext } from "../../../ffi/cuda/driver.ts";
 import type { TrtExecutionContext } from "../../../ffi/tensorrt/context.ts";
 import type { BackendInstance, ExecuteResult } from "../backend.ts";
@@ -50,7 +49,7 @@ export class TrtInstance implements BackendInstance {
     try {
       return await this.#run(inputs, outputNames.length > 0 ? outputNames : [...this.#binding.outputs.keys()]);
     } catch (err) {
-      if (err instanceof TensorRtError && err.call?.startsWith("IExecutionContext::setInputShape")) throw new ServerError("INVALID_ARG", err.message, { cause: err });
+      // Native failures keep their code: a shape TensorRT refuses is INVALID_ARG (ffi/tensorrt/context.ts).
       throw ServerError.from(err);
     } finally {
       this.#running = false;
