@@ -16,7 +16,7 @@
  *   npm run build && bun scripts/soak.ts [--minutes=30] [--out=scripts/results/soak.md]
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -35,6 +35,10 @@ const MAX_INPUT = 4 * 1024 * 1024;
 
 const repo = mkdtempSync(join(tmpdir(), "nereid-soak-"));
 Bun.spawnSync([join(root, "node_modules", ".bin", "bun"), join(root, "scripts", "make-models.ts"), repo, "--only=simple,simple_identity,simple_sequence"]);
+// A loaded 2-core machine can stall a client loop for seconds: give sequences a minute of
+// idle time, so that only a wrong answer fails the run, not the idle reaper doing its job.
+const seqConfig = join(repo, "simple_sequence", "config.pbtxt");
+writeFileSync(seqConfig, readFileSync(seqConfig, "utf8").replace(/max_sequence_idle_microseconds: \d+/, "max_sequence_idle_microseconds: 60000000"));
 const httpPort = 18890;
 const grpcPort = 18891;
 const server = spawn(
@@ -149,6 +153,7 @@ async function sequences(): Promise<void> {
         if (j === 0) {
           const r = await post("/v2/models/simple_sequence/infer", `{"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${last}},"inputs":[{"name":"INPUT","shape":[1,1],"datatype":"INT32","data":[${v}]}]}`);
           count(`sequence http: ${r.status}`);
+          if (r.status !== 200) problem(`sequence ${id}: step ${step}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
           got = r.status === 200 ? (JSON.parse(r.text) as { outputs: { data: number[] }[] }).outputs[0]!.data[0] : undefined;
         } else {
           try {
@@ -162,6 +167,7 @@ async function sequences(): Promise<void> {
             got = fromI32(r.raw_output_contents[0])[0];
           } catch (e) {
             count(`sequence grpc: ${(e as ServiceError).code}`);
+            problem(`sequence ${id}: step ${step}: gRPC ${(e as ServiceError).code} ${(e as ServiceError).details}`);
           }
         }
         if (got !== sums[j]) problem(`sequence ${id}: step ${step} got ${got}, expected ${sums[j]}`);
