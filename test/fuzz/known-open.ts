@@ -4,6 +4,7 @@
  * as known, not failed). Remove an entry once its fix is merged; the suite then holds it.
  */
 import type { Finding } from "./run.ts";
+import { messageType } from "../../src/frontends/grpc/protos.ts";
 
 export interface KnownOpen {
   /** A corpus case id (corpus.ts), or a signature's name. */
@@ -36,8 +37,22 @@ export const KNOWN_OPEN: readonly KnownOpen[] = [
   { id: "shm-ftruncate", item: SHM },
   // The same bugs as random findings.
   { id: "pct-escape", item: HTTP_PCT, matches: (f) => f.problem.startsWith("HTTP 500") && /URI error/.test(f.problem) && f.request.includes("%") },
-  { id: "error-text-cap", item: HTTP_ERRTEXT, matches: (f) => /(message|details) of \d+ characters/.test(f.problem) },
+  { id: "error-text-cap", item: HTTP_ERRTEXT, matches: (f) => /(message|details|error_message) of \d+ characters/.test(f.problem) },
+  // A shape of tens of thousands of dims echoed in the status details overflows the
+  // HTTP/2 trailer: the call ends in RST_STREAM without a status and the connection drops.
+  { id: "error-text-cap-grpc-trailer", item: HTTP_ERRTEXT, matches: (f) => f.target === "grpc" && /RST_STREAM|connection dropped/i.test(f.problem) && longestShape(f.input) > 10_000 },
 ];
+
+/** The most dims any input of a ModelInferRequest has (0 when the bytes are not one). */
+function longestShape(bytes: Uint8Array): number {
+  try {
+    const t = messageType("inference.ModelInferRequest");
+    const m = t.toObject(t.decode(bytes), { longs: String }) as { inputs?: { shape?: unknown[] }[] };
+    return Math.max(0, ...(m.inputs ?? []).map((i) => i.shape?.length ?? 0));
+  } catch {
+    return 0;
+  }
+}
 
 export function knownOpen(f: Omit<Finding, "known">): string | undefined {
   return KNOWN_OPEN.find((k) => k.matches?.(f))?.id;
