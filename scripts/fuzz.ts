@@ -8,7 +8,8 @@
  *   npm run build && bun scripts/fuzz.ts [--seconds=60] [--seed=1] [--target=all|http|load|grpc|pbtxt|corpus] [--out=fuzz-findings]
  *   bun scripts/fuzz.ts --target=http --seed=7 --case=1234     # replays one case
  *
- * --seconds is per target. A finding's folder is <target>-<seed>-<case>: input.bin and finding.txt.
+ * --seconds is per target. A finding's folder is <target>-<seed>-<case>: input.bin and finding.txt
+ * (the first 20 of each kind; the summary counts all).
  */
 import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -35,7 +36,15 @@ for (const t of targets) if (t !== "corpus" && !TARGETS.includes(t)) throw new E
 if (!Number.isFinite(seconds) || seconds <= 0 || !Number.isInteger(seed)) throw new Error("--seconds must be > 0 and --seed an integer");
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
 
+/** Findings of one kind (known id, or the problem with its numbers blanked) written so far. */
+const written = new Map<string, number>();
+const WRITE_MAX = 20;
+const kindOf = (f: Finding) => f.known ?? f.problem.replace(/\d+/g, "N").slice(0, 120);
+
 function write(f: Finding) {
+  const n = (written.get(kindOf(f)) ?? 0) + 1;
+  written.set(kindOf(f), n);
+  if (n > WRITE_MAX) return; // the summary counts them all
   const dir = join(out, `${f.target}-${f.seed}-${f.index}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "input.bin"), f.input);
@@ -43,7 +52,7 @@ function write(f: Finding) {
     join(dir, "finding.txt"),
     `${f.problem}\n\nknown open: ${f.known ?? "no"}\nrequest: ${f.request}\nanswer: ${f.answer ?? "-"}\nreplay: bun scripts/fuzz.ts --target=${f.target} --seed=${f.seed} --case=${f.index}\n`,
   );
-  console.log(`  finding ${f.target}#${f.index}${f.known ? ` (known: ${f.known})` : ""}: ${f.problem.slice(0, 200)}`);
+  console.log(`  finding ${f.target}#${f.index}${f.known ? ` (known: ${f.known})` : ""}: ${f.problem.slice(0, 200)}${n === WRITE_MAX ? ` (further ones of this kind are counted, not written)` : ""}`);
 }
 
 const opts = (target: string): RunOptions => ({
@@ -93,7 +102,7 @@ for (const s of results) {
   console.log(`  ${summary(s)}`);
   const kinds = new Map<string, number>();
   for (const f of s.findings) {
-    const key = `${f.known ? `[known ${f.known}] ` : ""}${f.problem.replace(/\d+/g, "N").slice(0, 120)}`;
+    const key = f.known ? `[known open] ${f.known}` : kindOf(f);
     kinds.set(key, (kinds.get(key) ?? 0) + 1);
   }
   for (const [k, n] of kinds) console.log(`    ${n}× ${k}`);

@@ -316,7 +316,8 @@ export const CORPUS: readonly CorpusCase[] = [
         if (!s.alive()) return `server died (answer: ${a?.status})`;
         return problem ?? (a.status === 200 ? "answered 200 from a region whose object is gone" : undefined);
       } catch (err) {
-        return s.alive() ? `request failed: ${(err as Error).message}` : "server died";
+        await new Promise((r) => setTimeout(r, 500)); // let the exit of a killed server be seen
+        return s.alive() ? `request failed: ${(err as Error).message}` : `server died (${(err as Error).message})`;
       } finally {
         await s.stop();
         unlinkSharedMemory(key);

@@ -15,6 +15,8 @@ export interface GrpcCase {
   /** The RPC's name in inference.GRPCInferenceService. */
   method: string;
   body: Uint8Array;
+  /** ModelStreamInfer only: the further messages sent on the stream after `body`. */
+  more?: Uint8Array[];
 }
 
 const SIZE: Record<string, number> = { BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8 };
@@ -155,19 +157,28 @@ function otherRequest(r: Rng): GrpcCase {
   return { method, body: enc(`inference.${type}`, obj) };
 }
 
-/** One gRPC case: mostly ModelInfer, then (half the time) mutated on the wire. */
-export function genGrpcCase(r: Rng): GrpcCase {
-  const c = r.chance(0.8) ? { method: "ModelInfer", body: inferRequest(r) } : otherRequest(r);
-  let body = c.body;
+function mutated(body: Uint8Array, r: Rng): Uint8Array {
   for (let i = r.chance(0.5) ? r.range(1, 3) : 0; i > 0; i--) body = mutateWire(body, r);
-  return { method: c.method, body };
+  return body;
+}
+
+/** One gRPC case: mostly ModelInfer, some ModelStreamInfer streams of 1–3 requests, other RPCs; half of them mutated on the wire. */
+export function genGrpcCase(r: Rng): GrpcCase {
+  const kind = r.weighted([[70, "infer"], [10, "stream"], [20, "other"]] as const);
+  if (kind === "stream") {
+    const n = r.range(1, 3);
+    return { method: "ModelStreamInfer", body: mutated(inferRequest(r), r), more: Array.from({ length: n - 1 }, () => mutated(inferRequest(r), r)) };
+  }
+  const c = kind === "infer" ? { method: "ModelInfer", body: inferRequest(r) } : otherRequest(r);
+  return { method: c.method, body: mutated(c.body, r) };
 }
 
 export interface GrpcAnswer {
   code: number;
   details: string;
-  /** The response message bytes on OK. */
+  /** The response message bytes on OK (a stream's: each response, in order). */
   body?: Uint8Array;
+  stream?: Uint8Array[];
 }
 
 /** A grpc-js client that sends and receives message bytes as they are. */
@@ -186,6 +197,18 @@ export function rawGrpcClient(target: string) {
           { deadline: Date.now() + timeoutMs },
           (err: ServiceError | null, res?: Buffer) => resolve(err ? { code: err.code, details: err.details ?? "" } : { code: 0, details: "", body: res }),
         );
+      });
+    },
+    /** A ModelStreamInfer stream: writes `bodies`, half-closes, and collects the responses and the final status. */
+    stream(bodies: Uint8Array[], timeoutMs: number): Promise<GrpcAnswer> {
+      return new Promise((resolve) => {
+        const call = client.makeBidiStreamRequest("/inference.GRPCInferenceService/ModelStreamInfer", id, id, new Metadata(), { deadline: Date.now() + timeoutMs });
+        const responses: Uint8Array[] = [];
+        call.on("data", (b: Buffer) => responses.push(b));
+        call.on("error", () => {}); // the status below carries it
+        call.on("status", (st: { code: number; details: string }) => resolve({ code: st.code, details: st.details ?? "", stream: responses }));
+        for (const b of bodies) call.write(Buffer.from(b));
+        call.end();
       });
     },
     close: () => client.close(),

@@ -59,7 +59,7 @@ function nestData(flat: Doc[], shape: number[]): Doc[] {
   if (shape.length <= 1 || shape.length > 8) return flat;
   const [, ...rest] = shape;
   const inner = rest.reduce((a, b) => a * b, 1);
-  if (inner === 0) return flat;
+  if (!(inner >= 1 && Number.isSafeInteger(inner))) return flat; // 0, -1 or huge dims: no nesting to follow
   const out: Doc[] = [];
   for (let i = 0; i < flat.length; i += inner) out.push(nestData(flat.slice(i, i + inner), rest));
   return out;

@@ -249,6 +249,7 @@ const DESERIALIZE = "Error deserializing request";
 /** OK and the codes Triton's status map gives client errors: CANCELLED, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, UNIMPLEMENTED, UNAVAILABLE. */
 const ALLOWED_GRPC = new Set([0, 1, 3, 5, 6, 12, 14]);
 const DROPPED = /Connection dropped|No connection established|ECONNRESET|ECONNREFUSED|socket|Stream refused/i;
+const RESET = /RST_STREAM|connection dropped|server died/i;
 
 /** What is wrong with a gRPC answer, if anything. */
 export function grpcProblem(c: GrpcCase, a: GrpcAnswer, ms: number, timeoutMs: number): string | undefined {
@@ -265,6 +266,17 @@ export function grpcProblem(c: GrpcCase, a: GrpcAnswer, ms: number, timeoutMs: n
     } catch (err) {
       return `OK answer that is not a ModelInferResponse: ${(err as Error).message}`;
     }
+  }
+  for (const b of a.stream ?? []) {
+    let res: { error_message?: string };
+    try {
+      res = messageType("inference.ModelStreamInferResponse").decode(b) as { error_message?: string };
+    } catch (err) {
+      return `stream response that is not a ModelStreamInferResponse: ${(err as Error).message}`;
+    }
+    const error = res.error_message ?? "";
+    if (error.length > MAX_ERROR) return `stream error_message of ${error.length} characters (over ${MAX_ERROR})`;
+    if (BACKEND_REFUSED.test(error)) return `the backend, not request validation, refused it: ${error.slice(0, 300)}`;
   }
   return undefined;
 }
@@ -303,16 +315,19 @@ export async function fuzzGrpc(server: FuzzServer, o: RunOptions): Promise<Targe
       const c = genGrpcCase(Rng.forCase(o.seed, "grpc", i));
       s.cases++;
       const t = performance.now();
-      const a = await client.call(c.method, c.body, timeoutMs);
+      const a = c.more ? await client.stream([c.body, ...c.more], timeoutMs) : await client.call(c.method, c.body, timeoutMs);
       const ms = performance.now() - t;
-      count(s, a.code === 13 && a.details === DESERIALIZE ? "13 (undecodable)" : String(a.code));
+      count(s, `${c.more ? "stream " : ""}${a.code === 13 && a.details === DESERIALIZE ? "13 (undecodable)" : String(a.code)}`);
       let problem = grpcProblem(c, a, ms, timeoutMs);
       if (!server.alive()) problem = `server died${problem ? ` (${problem})` : ""}`;
-      const base = { target: "grpc" as const, seed: o.seed, index: i, request: c.method, input: c.body };
+      const base = { target: "grpc" as const, seed: o.seed, index: i, request: c.more ? `${c.method} (${c.more.length + 1} messages; input.bin is the first)` : c.method, input: c.body };
       if (problem) record(s, o, { ...base, problem, answer: `${a.code} ${a.details.slice(0, 500)}` });
       if (!server.alive()) {
         if (!server.restart) break;
         server = await server.restart();
+      }
+      if (problem && (!server.alive() || RESET.test(problem))) {
+        // A fresh connection, so that the next case is not answered by this one's broken one.
         client.close();
         client = rawGrpcClient(server.grpcTarget);
       }

@@ -8,13 +8,13 @@ import { describe, it, expect } from "vitest";
 import { fuzzPbtxt, summary } from "../../fuzz/run.ts";
 
 describe("fuzzed model configs (#14)", () => {
-  it("12000 config.pbtxt texts and JSON configs: only ServerErrors, fast, and round trips hold", () => {
-    const s = fuzzPbtxt({ seed: 20261124, count: 12_000 });
+  it("8000 config.pbtxt texts and JSON configs: only ServerErrors, fast, and round trips hold", () => {
+    const s = fuzzPbtxt({ seed: 20261124, count: 8_000 });
     console.log(summary(s));
     expect(s.findings.map((f) => `case ${f.index}: ${f.problem}\n${new TextDecoder().decode(f.input).slice(0, 2000)}`).join("\n\n")).toBe("");
     // The generators reach every stage: syntax errors, validation errors and valid configs.
     for (const outcome of ["pbtxt syntax", "pbtxt invalid", "pbtxt valid", "json syntax", "json invalid", "json valid"]) {
-      expect(s.outcomes.get(outcome) ?? 0).toBeGreaterThan(150);
+      expect(s.outcomes.get(outcome) ?? 0).toBeGreaterThan(100);
     }
   });
 });
