@@ -13,7 +13,7 @@
  * never dies, no answer is wrong, no 500/INTERNAL is seen, and the final RSS is within 10%
  * of the RSS after warm-up. Appends its figures to scripts/results/soak.md.
  *
- *   npm run build && bun scripts/soak.ts [--minutes=30] [--out=scripts/results/soak.md]
+ *   npm run build && bun scripts/soak.ts [--minutes=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -29,7 +29,7 @@ const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
 const MINUTES = Number(arg("minutes", "30"));
 const OUT = resolve(root, arg("out", "scripts/results/soak.md"));
-const BINARY = join(root, "dist", "nereid");
+const BINARY = resolve(root, arg("binary", "dist/nereid"));
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
 const MAX_INPUT = 4 * 1024 * 1024;
 
@@ -307,7 +307,7 @@ const total = [...counts.entries()].filter(([k]) => k !== "PROBLEM").reduce((n, 
 const lines = [
   machineHeading(),
   "",
-  `${MINUTES} min of mixed traffic against dist/nereid (8 client loops, one process): ${total} requests and actions; ` +
+  `${MINUTES} min of mixed traffic against ${arg("binary", "dist/nereid")} at commit ${Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim()} (8 client loops, one process): ${total} requests and actions; ` +
     `problems: ${counts.get("PROBLEM") ?? 0}; RSS ${warm.mib.toFixed(0)} MiB after warm-up (${warm.minute.toFixed(1)} min), ` +
     `${last.mib.toFixed(0)} MiB at the end (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}%), peak ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
   "",
