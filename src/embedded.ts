@@ -4,7 +4,7 @@
  * to the core (InferenceServer) with typed tensors, no socket and no JSON. The HTTP,
  * gRPC and metrics listeners are optional (`listen()`); they serve the same core.
  */
-import { startServer, type RunningServer } from "./main.ts";
+import { startServer, type RunningServer, type ListenPlaces } from "./main.ts";
 import { defaultOptions, type ServerOptions } from "./options.ts";
 import { configureLog, type LogSettings } from "./core/logger.ts";
 import { ServerError, invalidArg } from "./core/errors.ts";
@@ -233,28 +233,27 @@ export class Nereid {
    * for an HTTP listener on a free port. One already running is left as it is.
    */
   async listen(which: { http?: ListenerSpec; grpc?: ListenerSpec; metrics?: ListenerSpec }): Promise<Endpoints> {
-    const overrides: Partial<ServerOptions> = {};
+    const places: ListenPlaces = {};
     const place = (spec: ListenerSpec | undefined, port: "httpPort" | "grpcPort" | "metricsPort", address: "httpAddress" | "grpcAddress" | "metricsAddress") => {
       if (typeof spec !== "object") return;
-      if (spec.port !== undefined) overrides[port] = spec.port;
-      if (spec.address !== undefined) overrides[address] = spec.address;
+      if (spec.port !== undefined) places[port] = spec.port;
+      if (spec.address !== undefined) places[address] = spec.address;
     };
     place(which.http, "httpPort", "httpAddress");
     place(which.grpc, "grpcPort", "grpcAddress");
     place(which.metrics, "metricsPort", "metricsAddress");
-    await this.#running.listen({ http: !!which.http, grpc: !!which.grpc, metrics: !!which.metrics }, overrides);
+    await this.#running.listen({ http: !!which.http, grpc: !!which.grpc, metrics: !!which.metrics }, places);
     return this.endpoints;
   }
 
   /** The listeners running now. A wildcard address is reported as 127.0.0.1. */
   get endpoints(): Endpoints {
     const r = this.#running;
-    const o = r.options;
-    const host = (address: string) => (address === "" || address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address.includes(":") ? `[${address}]` : address);
+    const host = (address = "") => (address === "" || address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address.includes(":") ? `[${address}]` : address);
     const out: Endpoints = {};
-    if (r.http) out.http = `http://${host(o.httpAddress)}:${r.http.port}`;
-    if (r.grpc) out.grpc = `${host(o.grpcAddress)}:${r.grpc.port}`;
-    if (r.metrics) out.metrics = `http://${host(o.metricsAddress)}:${r.metrics.port}`;
+    if (r.http) out.http = `http://${host(r.addresses.http)}:${r.http.port}`;
+    if (r.grpc) out.grpc = `${host(r.addresses.grpc)}:${r.grpc.port}`;
+    if (r.metrics) out.metrics = `http://${host(r.addresses.metrics)}:${r.metrics.port}`;
     return out;
   }
 

@@ -50,6 +50,9 @@ export interface ListenRequest {
   metrics?: boolean;
 }
 
+/** Ports and addresses `listen()` may take instead of the server's options. */
+export type ListenPlaces = Partial<Pick<ServerOptions, "httpPort" | "httpAddress" | "grpcPort" | "grpcAddress" | "metricsPort" | "metricsAddress">>;
+
 export interface RunningServer {
   server: InferenceServer;
   /** The options the server runs with; `listen()` reads the frontends' settings from here. */
@@ -57,8 +60,10 @@ export interface RunningServer {
   http?: HttpListener;
   grpc?: GrpcListener;
   metrics?: HttpListener;
+  /** The address each running listener was bound to. */
+  readonly addresses: { http?: string; grpc?: string; metrics?: string };
   /** Starts the listeners asked for that are not running yet (metrics, then gRPC, then HTTP). */
-  listen(which: ListenRequest, overrides?: Partial<ServerOptions>): Promise<void>;
+  listen(which: ListenRequest, places?: ListenPlaces): Promise<void>;
   shutdown(): Promise<number>;
 }
 
@@ -129,6 +134,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       );
       server.onSuccess = metricsRegistry.observe;
       running.metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), o.metricsAddress, o.metricsPort, 1024 * 1024);
+      running.addresses.metrics = o.metricsAddress;
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
     }
     if (which.grpc && !running.grpc) {
@@ -149,6 +155,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         handshakeTimeoutMs: o.grpcHandshakeTimeoutSecs * 1000,
         idleTimeoutMs: o.grpcIdleTimeoutSecs * 1000,
       });
+      running.addresses.grpc = o.grpcAddress;
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
     }
     if (which.http && !running.http) {
@@ -158,6 +165,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         restricted: restrictionMap(o.httpRestrictedApi),
       });
       running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);
+      running.addresses.http = o.httpAddress;
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);
     }
   };
@@ -194,11 +202,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const running: RunningServer = {
     server,
     options,
+    addresses: {},
     shutdown,
-    listen(which, overrides = {}) {
+    listen(which, places = {}) {
       if (exiting) return Promise.reject(unavailable("Server is stopping"));
       // One start at a time, so that two calls cannot both open the same listener.
-      const o = { ...options, ...overrides };
+      const o = { ...options, ...places };
       const next = listening.catch(() => undefined).then(() => startListeners(which, o));
       listening = next;
       return next;

@@ -132,6 +132,9 @@ describe("in-process API under Node", () => {
     expect(endpoints.http).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(endpoints.grpc).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(await nereid.listen({ http: true })).toEqual(endpoints); // already running: unchanged
+    const { metrics } = await nereid.listen({ metrics: { port: 0, address: "127.0.0.2" } });
+    expect(metrics).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
+    expect(await (await fetch(`${metrics}/metrics`)).text()).toContain('nv_inference_request_success{model="simple",version="1"}');
     const res = await fetch(`${endpoints.http}/v2/models/simple/infer`, {
       method: "POST",
       body: JSON.stringify({ inputs: simple().inputs.map((t) => ({ ...t, data: [...t.data] })) }),
