@@ -5,6 +5,7 @@
 import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, type ServerOptions } from "./options.ts";
 import { configureLog, getLogger } from "./core/logger.ts";
 import { InferenceServer } from "./server/server.ts";
+import { unavailable } from "./core/errors.ts";
 import { BackendRegistry } from "./backends/registry.ts";
 import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
@@ -42,14 +43,35 @@ export const EXTENSIONS = [
   "trace",
 ] as const;
 
+/** Which listeners `listen()` starts; each uses the port and address its options name. */
+export interface ListenRequest {
+  http?: boolean;
+  grpc?: boolean;
+  metrics?: boolean;
+}
+
+/** Ports and addresses `listen()` may take instead of the server's options. */
+export type ListenPlaces = Partial<Pick<ServerOptions, "httpPort" | "httpAddress" | "grpcPort" | "grpcAddress" | "metricsPort" | "metricsAddress">>;
+
 export interface RunningServer {
   server: InferenceServer;
+  /** The options the server runs with; `listen()` reads the frontends' settings from here. */
+  readonly options: ServerOptions;
   http?: HttpListener;
   grpc?: GrpcListener;
   metrics?: HttpListener;
+  /** The address each running listener was bound to. */
+  readonly addresses: { http?: string; grpc?: string; metrics?: string };
+  /** Starts the listeners asked for that are not running yet (metrics, then gRPC, then HTTP). */
+  listen(which: ListenRequest, places?: ListenPlaces): Promise<void>;
   shutdown(): Promise<number>;
 }
 
+/**
+ * Builds the core on `options`, loads the repository, and starts the listeners the
+ * options allow (`allowHttp`, `allowGrpc`, `allowMetrics`); with all three off the
+ * server runs with no socket, as the in-process API (src/embedded.ts) uses it.
+ */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const backends = new BackendRegistry();
   backends.register(new OnnxRuntimeBackend());
@@ -92,60 +114,62 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await poller.start();
   }
 
-  // Metrics and gRPC start first so that "Started HTTPService" is the last line of a good start.
-  let metrics: HttpListener | undefined;
   let metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
-  if (options.allowMetrics) {
-    metricsRegistry = createMetricsRegistry(
-      { versions: () => repository.allVersions().filter((v) => v.ready) },
-      {
-        cpu: options.allowCpuMetrics,
-        gpu: options.allowGpuMetrics,
-        intervalMs: options.metricsIntervalMs,
-        cacheEnabled: (v) => server.cacheEnabled(v),
-        counterLatencies: options.metricsConfig.counter_latencies?.toLowerCase() !== "false",
-        summaryQuantiles:
-          options.metricsConfig.summary_latencies?.toLowerCase() === "true" ? parseSummaryQuantiles(options.metricsConfig.summary_quantiles) : undefined,
-      },
-    );
-    server.onSuccess = metricsRegistry.observe;
-    metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), options.metricsAddress, options.metricsPort, 1024 * 1024);
-    log.info(`Started Metrics Service at ${options.metricsAddress}:${metrics.port}`);
-  }
-  let grpc: GrpcListener | undefined;
-  if (options.allowGrpc) {
-    grpc = await listenGrpc(server, {
-      modelControlMode: options.modelControlMode,
-      restricted: restrictionMap(options.grpcRestrictedProtocol),
-      address: options.grpcAddress,
-      port: options.grpcPort,
-      keepaliveTimeMs: options.grpcKeepaliveTimeMs,
-      keepaliveTimeoutMs: options.grpcKeepaliveTimeoutMs,
-      keepalivePermitWithoutCalls: options.grpcKeepalivePermitWithoutCalls,
-      http2MaxPingsWithoutData: options.grpcHttp2MaxPingsWithoutData,
-      http2MinRecvPingIntervalWithoutDataMs: options.grpcHttp2MinRecvPingIntervalWithoutDataMs,
-      http2MaxPingStrikes: options.grpcHttp2MaxPingStrikes,
-      maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
-      maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
-      maxConnections: options.grpcMaxConnections,
-      handshakeTimeoutMs: options.grpcHandshakeTimeoutSecs * 1000,
-      idleTimeoutMs: options.grpcIdleTimeoutSecs * 1000,
-    });
-    log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpc.port}`);
-  }
-  let http: HttpListener | undefined;
-  if (options.allowHttp) {
-    const handler = createHttpHandler(server, {
-      maxInputSize: options.httpMaxInputSize,
-      modelControlMode: options.modelControlMode,
-      restricted: restrictionMap(options.httpRestrictedApi),
-    });
-    http = await listenHttp(handler, options.httpAddress, options.httpPort, options.httpMaxInputSize);
-    log.info(`Started HTTPService at ${options.httpAddress}:${http.port}`);
-  }
-  server.state = "READY";
-
   let exiting: Promise<number> | undefined;
+  let listening: Promise<void> = Promise.resolve();
+
+  const startListeners = async (which: ListenRequest, o: ServerOptions): Promise<void> => {
+    // Metrics and gRPC start first so that "Started HTTPService" is the last line of a good start.
+    if (which.metrics && !running.metrics) {
+      metricsRegistry ??= createMetricsRegistry(
+        { versions: () => repository.allVersions().filter((v) => v.ready) },
+        {
+          cpu: o.allowCpuMetrics,
+          gpu: o.allowGpuMetrics,
+          intervalMs: o.metricsIntervalMs,
+          cacheEnabled: (v) => server.cacheEnabled(v),
+          counterLatencies: o.metricsConfig.counter_latencies?.toLowerCase() !== "false",
+          summaryQuantiles: o.metricsConfig.summary_latencies?.toLowerCase() === "true" ? parseSummaryQuantiles(o.metricsConfig.summary_quantiles) : undefined,
+        },
+      );
+      server.onSuccess = metricsRegistry.observe;
+      running.metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), o.metricsAddress, o.metricsPort, 1024 * 1024);
+      running.addresses.metrics = o.metricsAddress;
+      log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
+    }
+    if (which.grpc && !running.grpc) {
+      running.grpc = await listenGrpc(server, {
+        modelControlMode: o.modelControlMode,
+        restricted: restrictionMap(o.grpcRestrictedProtocol),
+        address: o.grpcAddress,
+        port: o.grpcPort,
+        keepaliveTimeMs: o.grpcKeepaliveTimeMs,
+        keepaliveTimeoutMs: o.grpcKeepaliveTimeoutMs,
+        keepalivePermitWithoutCalls: o.grpcKeepalivePermitWithoutCalls,
+        http2MaxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
+        http2MinRecvPingIntervalWithoutDataMs: o.grpcHttp2MinRecvPingIntervalWithoutDataMs,
+        http2MaxPingStrikes: o.grpcHttp2MaxPingStrikes,
+        maxConnectionAgeMs: o.grpcMaxConnectionAgeMs,
+        maxConnectionAgeGraceMs: o.grpcMaxConnectionAgeGraceMs,
+        maxConnections: o.grpcMaxConnections,
+        handshakeTimeoutMs: o.grpcHandshakeTimeoutSecs * 1000,
+        idleTimeoutMs: o.grpcIdleTimeoutSecs * 1000,
+      });
+      running.addresses.grpc = o.grpcAddress;
+      log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
+    }
+    if (which.http && !running.http) {
+      const handler = createHttpHandler(server, {
+        maxInputSize: o.httpMaxInputSize,
+        modelControlMode: o.modelControlMode,
+        restricted: restrictionMap(o.httpRestrictedApi),
+      });
+      running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);
+      running.addresses.http = o.httpAddress;
+      log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);
+    }
+  };
+
   /**
    * Triton's graceful shutdown: new inference is refused and live/ready answer 503 while
    * the listeners stay up; in-flight requests drain for up to --exit-timeout-secs; then
@@ -155,6 +179,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (exiting ??= (async () => {
       server.state = "EXITING";
       log.info("Waiting for in-flight requests to complete.");
+      await listening.catch(() => undefined);
       await poller?.close();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), options.exitTimeoutSecs * 1000)));
@@ -162,7 +187,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearTimeout(timer);
       if (!drained) log.error("Exit timeout expired. Exiting immediately.");
       else log.info("All models are stopped, unloading models");
-      const closing = Promise.all([http?.close(), grpc?.close(), metrics?.close()]);
+      const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
       server.sharedMemory.close();
@@ -173,7 +198,29 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       }
       return drained ? 0 : 1;
     })());
-  return { server, http, grpc, metrics, shutdown };
+
+  const running: RunningServer = {
+    server,
+    options,
+    addresses: {},
+    shutdown,
+    listen(which, places = {}) {
+      if (exiting) return Promise.reject(unavailable("Server is stopping"));
+      // One start at a time, so that two calls cannot both open the same listener.
+      const o = { ...options, ...places };
+      const next = listening.catch(() => undefined).then(() => startListeners(which, o));
+      listening = next;
+      return next;
+    },
+  };
+  try {
+    await running.listen({ http: options.allowHttp, grpc: options.allowGrpc, metrics: options.allowMetrics });
+  } catch (err) {
+    await shutdown();
+    throw err;
+  }
+  server.state = "READY";
+  return running;
 }
 
 export async function main(argv: readonly string[]): Promise<number> {

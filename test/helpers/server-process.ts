@@ -1,11 +1,13 @@
 /**
  * Starts Nereid as a separate process for end-to-end tests: the compiled binary
- * (dist/nereid) when it exists, else `bun src/main.ts`. The HTTP port is chosen by the
- * OS (--http-port=0) and read back from the startup log.
+ * (dist/nereid) when it exists, else `bun src/main.ts`; NEREID_TEST_RUNTIME=deno runs
+ * `deno run ... src/main.ts` instead (NEREID_TEST_USE_BUN=1 forces Bun). The HTTP port is
+ * chosen by the OS (--http-port=0) and read back from the startup log.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { denoRun } from "./deno.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const BINARY = join(ROOT, "dist", "nereid");
@@ -23,7 +25,11 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function serverCommand(): { cmd: string; args: string[]; kind: "binary" | "bun" } {
+export function serverCommand(): { cmd: string; args: string[]; kind: "binary" | "bun" | "deno" } {
+  if (process.env.NEREID_TEST_RUNTIME === "deno") {
+    const [cmd, ...args] = denoRun("src/main.ts");
+    return { cmd: cmd!, args, kind: "deno" };
+  }
   if (process.env.NEREID_TEST_USE_BUN !== "1" && existsSync(BINARY)) return { cmd: BINARY, args: [], kind: "binary" };
   return { cmd: BUN, args: [join(ROOT, "src", "main.ts")], kind: "bun" };
 }
@@ -31,9 +37,10 @@ export function serverCommand(): { cmd: string; args: string[]; kind: "binary" |
 /** Runs the server with `args`, waiting for it to listen (or to exit). */
 export async function startServerProcess(
   args: string[],
-  opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; command?: string; cleanEnv?: boolean } = {},
+  opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; command?: string | readonly string[]; cleanEnv?: boolean } = {},
 ): Promise<ServerProcess> {
-  const { cmd, args: pre } = opts.command ? { cmd: opts.command, args: [] } : serverCommand();
+  const { cmd, args: pre } =
+    typeof opts.command === "string" ? { cmd: opts.command, args: [] } : opts.command ? { cmd: opts.command[0]!, args: opts.command.slice(1) } : serverCommand();
   const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1", "--metrics-port=0", "--metrics-address=127.0.0.1", ...args], {
     cwd: opts.cwd ?? ROOT,
     env: opts.cleanEnv ? opts.env : { ...process.env, ...opts.env },

@@ -98,7 +98,10 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
     };
     handler(req).then(
       (r) => {
-        res.writeHead(r.status, r.headers);
+        // A body left unread (refused by its Content-Length) closes the connection: Node
+        // would discard the rest, but under Deno the next request on it would hang.
+        const headers = msg.complete ? r.headers : { ...r.headers, connection: "close" };
+        res.writeHead(r.status, headers);
         res.end(r.body ?? undefined);
       },
       (err: Error) => {
