@@ -50,7 +50,23 @@ type Handler = (request: any) => unknown | Promise<unknown>;
 function toGrpcError(err: unknown) {
   const e = ServerError.from(err);
   if (e.code === "INTERNAL") log.error(e.message);
-  return { code: grpcStatus(e.code), details: e.message, metadata: new Metadata() };
+  return { code: grpcStatus(e.code), details: statusDetails(e.message), metadata: new Metadata() };
+}
+
+/** Percent-encoded bytes the status message may take in its trailer (grpc-js clients accept 8 KiB of metadata). */
+const MAX_DETAILS = 4096;
+
+/**
+ * The status message as it can travel: one that echoes a long client string (a model name
+ * of 40,000 characters) would overflow the trailer, and the call would end in RST_STREAM
+ * with no status at all. Percent-encoding takes at most 3 characters a UTF-8 byte.
+ */
+export function statusDetails(message: string): string {
+  if (Buffer.byteLength(message) * 3 <= MAX_DETAILS) return message;
+  const suffix = `... (${message.length} characters)`;
+  let cut = Math.floor((MAX_DETAILS - suffix.length * 3) / 3);
+  while (Buffer.byteLength(message.slice(0, cut)) * 3 > MAX_DETAILS - suffix.length * 3) cut = Math.floor(cut * 0.75);
+  return message.slice(0, cut) + suffix;
 }
 
 interface RepositoryControlRequest {

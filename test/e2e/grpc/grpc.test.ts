@@ -256,3 +256,16 @@ describe("wire fixture from Triton's field numbers", () => {
     expect(reply.includes(Buffer.from(lenDelim(6, expectedOut)))).toBe(true);
   });
 });
+
+describe("long client strings in status messages (#14)", () => {
+  it("an unknown model named with 40,000 characters gets NOT_FOUND with a message cut to fit its trailer", async () => {
+    const name = "m".repeat(40_000);
+    const err = await call("ModelInfer")({ model_name: name, inputs: [] }).catch((e: { code: number; details: string }) => e);
+    expect(err.code).toBe(5);
+    expect(err.details.startsWith("Request for unknown model: 'mmm")).toBe(true);
+    expect(err.details.endsWith(`... (${"Request for unknown model: '' is not found".length + 40_000} characters)`)).toBe(true);
+    expect(Buffer.byteLength(err.details) * 3).toBeLessThanOrEqual(4096);
+    // The connection survived: the next call on it is answered.
+    expect((await call("ServerLive")({})).live).toBe(true);
+  });
+});
