@@ -1,8 +1,12 @@
-// The shared scheduler suite (test/suites/scheduler.ts) against every scheduler, each over a scripted backend.
+// The shared scheduler suite (test/suites/scheduler.ts) against every scheduler, each over
+// a scripted backend. They are built directly (to give them a manual clock); the last test
+// checks createScheduler picks the same class from each config.
+import { describe, expect, it } from "vitest";
 import { DefaultScheduler } from "../../../src/scheduler/default-scheduler.ts";
 import { DynamicBatchScheduler } from "../../../src/scheduler/dynamic-batch-scheduler.ts";
 import { SequenceBatchScheduler } from "../../../src/scheduler/sequence-batch-scheduler.ts";
 import { EnsembleScheduler } from "../../../src/scheduler/ensemble-scheduler.ts";
+import { createScheduler } from "../../../src/scheduler/create.ts";
 import { sequenceSettings } from "../../../src/scheduler/sequence/config.ts";
 import { prepareForInference } from "../../../src/core/request-validate.ts";
 import { ModelStats } from "../../../src/core/stats.ts";
@@ -97,4 +101,20 @@ schedulerSuite("ensemble (two steps over a default-scheduled composing model)", 
     return { modelName: req.modelName, modelVersion: "1", outputs: r.outputs };
   });
   return { scheduler, backend, stats, executionsPerRequest: 2, request: (v) => request(sig, 1, v), finish: finishIdentity, rows: inRows };
+});
+
+describe("createScheduler picks the scheduler the suite ran for each config", () => {
+  const ensembleConfig = { platform: "ensemble", ensemble_scheduling: { step: [{ model_name: "first", input_map: { IN: "IN" }, output_map: { OUT: "OUT" } }] } };
+  it.each([
+    ["no batching settings", {}, DefaultScheduler],
+    ["dynamic_batching", { dynamic_batching: { max_queue_delay_microseconds: 100 } }, DynamicBatchScheduler],
+    ["sequence_batching", { max_batch_size: 4, sequence_batching: { direct: {}, control_input: CONTROLS, state: STATE } }, SequenceBatchScheduler],
+    ["ensemble_scheduling", ensembleConfig, EnsembleScheduler],
+  ] as const)("%s", (_, extra, kind) => {
+    const { sig, config } = testModel(extra as Partial<ModelConfig>);
+    const backend = new ManualBackend();
+    const model = { name: "m", modelDir: "/nonexistent", config, signature: sig, stats: new ModelStats() };
+    const runner = () => Promise.reject(new Error("not called"));
+    expect(createScheduler(model, [backend.instance("i0")], runner)).toBeInstanceOf(kind);
+  });
 });
