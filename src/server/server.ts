@@ -13,7 +13,7 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, logPrefix, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
 import type { TraceManager } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
@@ -187,9 +187,8 @@ export class InferenceServer {
   }
 
   async #infer(request: InferenceRequest, admit: boolean): Promise<InferenceResponse> {
-    const p = request.parameters;
-    const continuing = p.sequence_id !== undefined && p.sequence_id !== 0 && p.sequence_id !== "" && p.sequence_start !== true;
-    const mv = this.modelForInference(request.modelName, request.modelVersion, continuing);
+    const control = parseControl(request.parameters);
+    const mv = this.modelForInference(request.modelName, request.modelVersion, continuesSequence(control));
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     let held = 0;
@@ -202,7 +201,7 @@ export class InferenceServer {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
         if (ref) input.data = this.sharedMemory.read(ref, `input '${input.name}'`);
       }
-      const prepared = prepareForInference(request, mv.signature);
+      const prepared = prepareForInference(request, mv.signature, control);
       reason = "BACKEND";
       if (admit) held = this.#admit(request);
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
