@@ -15,7 +15,6 @@ import type { InferenceServer } from "../../server/server.ts";
 const log = getLogger("src/frontends/grpc/service.ts");
 
 export interface GrpcServiceOptions {
-  modelControlMode: "none" | "poll" | "explicit";
   /** --grpc-restricted-protocol groups. */
   restricted?: Restrictions;
 }
@@ -87,10 +86,8 @@ function unary(fn: Handler) {
 /** Handlers for inference.GRPCInferenceService. */
 export function inferenceService(server: InferenceServer, opts: GrpcServiceOptions): UntypedServiceImplementation {
   const repositoryControl = (action: "load" | "unload") => async (req: RepositoryControlRequest) => {
-    if (req.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
-    if (opts.modelControlMode !== "explicit") throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
-    if (action === "unload") await server.repositoryUnload(req.model_name ?? "", repositoryParameters(req.parameters));
-    else await server.repositoryLoad(req.model_name ?? "", repositoryParameters(req.parameters));
+    if (action === "unload") await server.repositoryUnload(req.model_name ?? "", repositoryParameters(req.parameters), req.repository_name);
+    else await server.repositoryLoad(req.model_name ?? "", repositoryParameters(req.parameters), req.repository_name);
     return {};
   };
   return {
@@ -111,8 +108,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
     ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
     RepositoryIndex: unary((r: { repository_name?: string; ready?: boolean }) => {
-      if (r.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
-      return { models: server.repositoryIndex(r.ready === true).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
+      return { models: server.repositoryIndex(r.ready === true, r.repository_name).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
     }),
     RepositoryModelLoad: unary(repositoryControl("load")),
     RepositoryModelUnload: unary(repositoryControl("unload")),
@@ -120,7 +116,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       regions: Object.fromEntries(server.sharedMemory.status(r.name || undefined).map((x) => [x.name, x])),
     })),
     SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: bigint; byte_size?: bigint }) => {
-      server.sharedMemory.register(r.name ?? "", r.key ?? "", exactInteger(r.offset ?? 0n), exactInteger(r.byte_size ?? 0n));
+      server.registerSharedMemory("system", r.name ?? "", { key: r.key ?? "", offset: exactInteger(r.offset ?? 0n), byteSize: exactInteger(r.byte_size ?? 0n) });
       return {};
     }),
     SystemSharedMemoryUnregister: unary((r: { name?: string }) => {
@@ -131,7 +127,11 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       regions: Object.fromEntries(server.sharedMemory.cudaStatus(r.name || undefined).map((x) => [x.name, x])),
     })),
     CudaSharedMemoryRegister: unary((r: { name?: string; raw_handle?: Uint8Array; device_id?: bigint; byte_size?: bigint }) => {
-      server.sharedMemory.registerCuda(r.name ?? "", r.raw_handle ?? new Uint8Array(0), Number(r.device_id ?? 0n), exactInteger(r.byte_size ?? 0n));
+      server.registerSharedMemory("cuda", r.name ?? "", {
+        rawHandle: r.raw_handle ?? new Uint8Array(0),
+        deviceId: exactInteger(r.device_id ?? 0n),
+        byteSize: exactInteger(r.byte_size ?? 0n),
+      });
       return {};
     }),
     CudaSharedMemoryUnregister: unary((r: { name?: string }) => {
@@ -139,15 +139,12 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       return {};
     }),
     TraceSetting: unary((r: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
-      const trace = server.trace;
-      if (!trace) throw new ServerError("UNSUPPORTED", "trace is not enabled");
       const model = r.model_name || undefined;
-      if (model) server.repository.getModel(model);
       // An entry with no values clears a model's override, as JSON null does over HTTP.
       const update = Object.fromEntries(
         Object.entries(r.settings ?? {}).map(([k, v]) => [k, !v.value?.length ? null : k === "trace_level" ? v.value : v.value[0]]),
       );
-      const current = Object.keys(update).length > 0 ? trace.update(update, model) : trace.settings(model);
+      const current = server.traceSetting(model, Object.keys(update).length > 0 ? update : undefined);
       return { settings: Object.fromEntries(Object.entries(current).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [v] }])) };
     }),
     LogSettings: unary((r: { settings?: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }> }) => {
