@@ -197,7 +197,8 @@ export class InferenceServer {
    */
   modelForInference(name: string, version?: string, continuing = false, resolved?: ModelVersion): ModelVersion {
     if (this.state === "EXITING" && !continuing) throw unavailable("Server is stopping");
-    return resolved ?? this.repository.getModel(name, version);
+    // A version resolved earlier (modelForRequest) that has since begun to unload is looked up again.
+    return resolved?.ready ? resolved : this.repository.getModel(name, version);
   }
 
   /**

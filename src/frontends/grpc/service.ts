@@ -11,6 +11,7 @@ import { grpcStatus } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import { exactInteger } from "./parameters.ts";
 import type { InferenceServer } from "../../server/server.ts";
+import type { InferenceResponse } from "../../core/request.ts";
 
 const log = getLogger("src/frontends/grpc/service.ts");
 
@@ -103,7 +104,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     }),
     ServerMetadata: unary(() => server.serverMetadata()),
     ModelMetadata: unary((r: { name?: string; version?: string }) => server.modelMetadata(r.name ?? "", r.version || undefined)),
-    ModelInfer: unary(async (r: WireInferRequest) => fromInferenceResponse(await server.inferAsync(toInferenceRequest(r)))),
+    ModelInfer: unary(async (r: WireInferRequest) => fromInferenceResponse(await infer(server, r))),
     ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call),
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
     ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
@@ -161,6 +162,12 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
   };
 }
 
+/** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
+function infer(server: InferenceServer, msg: WireInferRequest): Promise<InferenceResponse> {
+  const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
+  return server.inferAsync(toInferenceRequest(msg), model);
+}
+
 /**
  * Bidirectional streaming: every request gets exactly one response, written in request
  * order; errors travel in-band (error_message) and the stream stays open.
@@ -171,7 +178,7 @@ function streamInfer(server: InferenceServer, call: ServerDuplexStream<WireInfer
   call.on("data", (msg: WireInferRequest) => {
     const result = (async () => {
       try {
-        return { error_message: "", infer_response: fromInferenceResponse(await server.inferAsync(toInferenceRequest(msg)), { triton_final_response: true }) };
+        return { error_message: "", infer_response: fromInferenceResponse(await infer(server, msg), { triton_final_response: true }) };
       } catch (err) {
         return {
           error_message: ServerError.from(err).message,

@@ -193,7 +193,8 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
   async function repositoryRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
     if (req.method !== "POST") return METHOD_NOT_ALLOWED();
-    if (rest.length === 1 && rest[0] === "index") {
+    if ((rest.length === 1 || rest.length === 2) && rest[rest.length - 1] === "index") {
+      const repositoryName = rest.length === 2 ? decodeSegment(rest[0]!) : undefined;
       const body = await readBody(req, opts.maxInputSize);
       let readyOnly = false;
       if (body.byteLength > 0) {
@@ -202,7 +203,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         if (ready !== undefined && typeof ready !== "boolean") throw new ServerError("INVALID_ARG", "'ready' must be a boolean");
         readyOnly = ready === true;
       }
-      return json(200, server.repositoryIndex(readyOnly));
+      return json(200, server.repositoryIndex(readyOnly, repositoryName));
     }
     if (rest.length === 3 && rest[0] === "models" && (rest[2] === "load" || rest[2] === "unload")) {
       server.checkRepositoryControl(); // before the body is read
