@@ -215,7 +215,6 @@ export class Nereid {
    * folder (`"1/model.onnx"`) that replace what the repository holds.
    */
   async load(model: string, overrides: { config?: string | object; files?: Record<string, Uint8Array> } = {}): Promise<void> {
-    this.#explicitOnly();
     const params: Record<string, string | Uint8Array> = {};
     if (overrides.config !== undefined) params.config = typeof overrides.config === "string" ? overrides.config : JSON.stringify(overrides.config);
     for (const [path, bytes] of Object.entries(overrides.files ?? {})) params[`file:${path}`] = bytes;
@@ -224,7 +223,6 @@ export class Nereid {
 
   /** The repository extension's unload (explicit model control only); with `unloadDependents`, the ensembles using it go too. */
   async unload(model: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
-    this.#explicitOnly();
     await this.#running.server.repositoryUnload(model, options.unloadDependents === undefined ? {} : { unload_dependents: options.unloadDependents });
   }
 
@@ -263,12 +261,6 @@ export class Nereid {
    */
   stop(): Promise<number> {
     return this.#running.shutdown();
-  }
-
-  #explicitOnly(): void {
-    if (this.#running.options.modelControlMode !== "explicit") {
-      throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
-    }
   }
 }
 

@@ -139,7 +139,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     if (which.grpc && !running.grpc) {
       running.grpc = await listenGrpc(server, {
-        modelControlMode: o.modelControlMode,
         restricted: restrictionMap(o.grpcRestrictedProtocol),
         address: o.grpcAddress,
         port: o.grpcPort,
@@ -161,7 +160,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (which.http && !running.http) {
       const handler = createHttpHandler(server, {
         maxInputSize: o.httpMaxInputSize,
-        modelControlMode: o.modelControlMode,
         restricted: restrictionMap(o.httpRestrictedApi),
       });
       running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);

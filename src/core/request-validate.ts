@@ -5,12 +5,14 @@
  */
 import { invalidArg } from "./errors.ts";
 import { countBytesElements, elementCount, ELEMENT_SIZE, shapeToString, type Tensor } from "./tensor.ts";
-import type { InferenceRequest } from "./request.ts";
+import { parseControl, type InferenceRequest, type RequestControl } from "./request.ts";
 import type { ModelInput } from "./model-config-types.ts";
 import type { ModelSignature } from "./signature.ts";
 
 export interface PreparedRequest {
   request: InferenceRequest;
+  /** The request's control fields (sequence, priority, timeout), parsed once. */
+  control: RequestControl;
   /** 1 for models without batching. */
   batchSize: number;
   /** Inputs in the model's own shapes (batch dim kept, reshape applied). */
@@ -43,8 +45,12 @@ function positiveInt(v: unknown): number | undefined {
 
 const NO_CLASSIFICATION: ReadonlyMap<string, number> = new Map();
 
-/** Validates `request` for `sig` and returns what the scheduler needs; throws INVALID_ARG. */
-export function prepareForInference(request: InferenceRequest, sig: ModelSignature): PreparedRequest {
+/**
+ * Validates `request` for `sig` and returns what the scheduler needs; throws INVALID_ARG.
+ * `control` is the request's parsed control fields when the caller has them already.
+ */
+export function prepareForInference(request: InferenceRequest, sig: ModelSignature, control?: RequestControl): PreparedRequest {
+  control ??= parseControl(request.parameters);
   const model = sig.name;
   const maxBatch = sig.maxBatchSize;
 
@@ -153,5 +159,5 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     });
   }
 
-  return { request, batchSize, inputs, outputNames, classification: classification ?? NO_CLASSIFICATION };
+  return { request, control, batchSize, inputs, outputNames, classification: classification ?? NO_CLASSIFICATION };
 }

@@ -2,6 +2,7 @@
  * @module The inference request and response as the core sees them, independent of the
  * wire. Frontends decode into InferenceRequest and encode InferenceResponse.
  */
+import { invalidArg, ServerError } from "./errors.ts";
 import type { Tensor } from "./tensor.ts";
 
 /** The default `--max-queued-bytes`: input bytes that unanswered client requests may hold together (1 GiB). */
@@ -48,4 +49,66 @@ export interface InferenceResponse {
 /** Triton's InferenceRequest::LogRequest(): "[request id: <id>] " when the request has an id. */
 export function logPrefix(id: string | undefined): string {
   return id ? `[request id: ${id}] ` : "";
+}
+
+/** A sequence's correlation ID: a non-zero unsigned integer (exact, bigint past 2^53) or a non-empty string. */
+export type CorrelationId = number | bigint | string;
+
+/**
+ * A request's control fields, read from its parameters once, at the server's boundary
+ * (parseControl). Schedulers read these and never the parameters.
+ */
+export interface RequestControl {
+  /** The correlation ID; undefined when absent, 0 or "" (Triton's "no ID"). */
+  readonly sequenceId?: CorrelationId;
+  readonly sequenceStart: boolean;
+  readonly sequenceEnd: boolean;
+  /** Priority level asked for; 0 (the default level) when absent. */
+  readonly priority: number;
+  /** Queue timeout asked for, in microseconds; 0 (none) when absent. */
+  readonly timeoutUs: number;
+}
+
+/**
+ * Reads the control fields of `params`. The frontends have already checked the wire
+ * types (with each protocol's own wording); this refuses what no protocol can mean, for
+ * the in-process API too: a negative or fractional ID, priority or timeout.
+ */
+export function parseControl(params: Parameters): RequestControl {
+  return {
+    sequenceId: correlationId(params.sequence_id),
+    sequenceStart: params.sequence_start === true,
+    sequenceEnd: params.sequence_end === true,
+    priority: uintParameter(params, "priority"),
+    timeoutUs: uintParameter(params, "timeout"),
+  };
+}
+
+/** The continuation of a sequence already running (an ID without START): it may reach a model being unloaded. */
+export function continuesSequence(control: RequestControl): boolean {
+  return control.sequenceId !== undefined && !control.sequenceStart;
+}
+
+function correlationId(v: ParameterValue | undefined): CorrelationId | undefined {
+  if (typeof v === "string") return v === "" ? undefined : v;
+  if (typeof v === "bigint") {
+    if (v < 0n) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
+    return v === 0n ? undefined : v;
+  }
+  if (typeof v === "number") {
+    if (!Number.isInteger(v) || v < 0) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
+    return v === 0 ? undefined : v;
+  }
+  return undefined;
+}
+
+/** A `priority` or `timeout`: a non-negative integer, 0 when absent; one past 2^53 saturates (it only compares). */
+function uintParameter(params: Parameters, key: "priority" | "timeout"): number {
+  const v = params[key];
+  if (v === undefined) return 0;
+  const n = typeof v === "bigint" ? Number(v) : v;
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
+    throw new ServerError("INVALID_ARG", `invalid value for '${key}' parameter: expected a non-negative integer`, { reason: "OTHER" });
+  }
+  return n;
 }

@@ -178,6 +178,11 @@ export class ModelRepositoryManager {
    * The version to serve: the named one, or the highest READY version.
    * Throws NOT_FOUND for unknown models and versions, UNAVAILABLE for ones not ready.
    */
+  /** The model control mode (`--model-control-mode`); only explicit allows load and unload requests. */
+  get controlMode(): "none" | "poll" | "explicit" {
+    return this.#opts.controlMode ?? "none";
+  }
+
   getModel(name: string, version?: string): ModelVersion {
     const entry = this.#models.get(name);
     if (!entry) throw notFound(`Request for unknown model: '${name}' is not found`);

@@ -11,7 +11,7 @@
  */
 import { ServerError, unavailable } from "../core/errors.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
-import { PriorityQueue, uintParameter, type Queued } from "./priority-queue.ts";
+import { PriorityQueue, type Queued } from "./priority-queue.ts";
 import { logPrefix } from "../core/request.ts";
 import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
 import type { BackendInstance } from "../backends/backend.ts";
@@ -84,9 +84,9 @@ export class DynamicBatchScheduler implements Scheduler {
       );
     }
     return new Promise<ScheduledResult>((resolve, reject) => {
-      const params = prepared.request.parameters;
+      const { priority, timeoutUs } = prepared.control;
       const now = this.#clock.now();
-      this.#queue.enqueue(uintParameter(params, "priority"), uintParameter(params, "timeout"), now, id, (deadline) => ({
+      this.#queue.enqueue(priority, timeoutUs, now, id, (deadline) => ({
         prepared,
         key: batchKey(prepared.inputs, this.#rules),
         batchSize: prepared.batchSize,

@@ -6,7 +6,7 @@
  */
 import { ServerError } from "../core/errors.ts";
 import type { ModelDynamicBatching, ModelQueuePolicy } from "../core/model-config-types.ts";
-import { logPrefix, type Parameters } from "../core/request.ts";
+import { logPrefix } from "../core/request.ts";
 
 export interface Queued {
   /** Batch size the request carries (1 for non-batching models). */
@@ -154,15 +154,4 @@ export class PriorityQueue<T extends Queued> {
     this.#size -= out.length;
     return out;
   }
-}
-
-/** Reads a request's `priority` or `timeout` parameter: a non-negative integer, 0 when absent. */
-export function uintParameter(params: Parameters, key: "priority" | "timeout"): number {
-  const v = params[key];
-  if (v === undefined) return 0;
-  const n = typeof v === "bigint" ? Number(v) : v;
-  if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
-    throw new ServerError("INVALID_ARG", `invalid value for '${key}' parameter: expected a non-negative integer`, { reason: "OTHER" });
-  }
-  return n;
 }

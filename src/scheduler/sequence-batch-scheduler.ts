@@ -17,9 +17,9 @@
 import { getLogger } from "../core/logger.ts";
 import { invalidArg, unavailable } from "../core/errors.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
-import { logPrefix } from "../core/request.ts";
+import { logPrefix, type CorrelationId } from "../core/request.ts";
 import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
-import { checkCorrelationId, controlTensor, initialState, stateTensor, type CorrelationId, type RowFlags } from "./sequence/tensors.ts";
+import { checkCorrelationId, controlTensor, initialState, stateTensor, type RowFlags } from "./sequence/tensors.ts";
 import type { SequenceSettings } from "./sequence/config.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
@@ -101,10 +101,7 @@ export class SequenceBatchScheduler implements Scheduler {
 
   enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {
     return new Promise<ScheduledResult>((resolve, reject) => {
-      const p = prepared.request.parameters;
-      const id = correlationId(p.sequence_id);
-      const start = p.sequence_start === true;
-      const end = p.sequence_end === true;
+      const { sequenceId: id, sequenceStart: start, sequenceEnd: end } = prepared.control;
       const prefix = logPrefix(prepared.request.id);
       if (prepared.batchSize !== 1) {
         throw invalidArg(`${prefix}inference request to model '${this.#model}' must specify batch-size 1 due to requirements of sequence batcher`);
@@ -339,15 +336,3 @@ export class SequenceBatchScheduler implements Scheduler {
     return next;
   }
 }
-
-/** The request's correlation ID: a non-zero integer or a non-empty string; undefined when absent. */
-function correlationId(v: unknown): CorrelationId | undefined {
-  if (typeof v === "string") return v === "" ? undefined : v;
-  if (typeof v === "bigint") return v === 0n ? undefined : v;
-  if (typeof v === "number") {
-    if (!Number.isInteger(v) || v < 0) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
-    return v === 0 ? undefined : v;
-  }
-  return undefined;
-}
-

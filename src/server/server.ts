@@ -13,9 +13,9 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, logPrefix, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
-import type { TraceManager } from "./trace.ts";
+import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { Tensor } from "../core/tensor.ts";
@@ -42,6 +42,24 @@ export interface ModelMetadata {
   platform: string;
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
+}
+
+/** A shared-memory register request's arguments as a frontend decoded them, not yet checked. */
+export interface SharedMemoryRegisterArgs {
+  key?: unknown;
+  offset?: unknown;
+  byteSize?: unknown;
+  deviceId?: unknown;
+  rawHandle?: unknown;
+}
+
+/** A non-negative integer, exact (a bigint past 2^53). */
+function isUint(v: unknown): v is number | bigint {
+  return typeof v === "bigint" ? v >= 0n : typeof v === "number" && Number.isInteger(v) && v >= 0;
+}
+
+function refuseRepositoryName(repositoryName: string | undefined): void {
+  if (repositoryName) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
 }
 
 export class InferenceServer {
@@ -120,15 +138,28 @@ export class InferenceServer {
     return { model_stats: versions.map((v) => v.stats.toJSON(v.name, String(v.version))) };
   }
 
-  repositoryIndex(readyOnly = false): IndexEntry[] {
+  /** The repository extension's index; naming a repository is refused as in Triton. */
+  repositoryIndex(readyOnly = false, repositoryName?: string): IndexEntry[] {
+    refuseRepositoryName(repositoryName);
     return this.repository.index(readyOnly);
+  }
+
+  /**
+   * Whether a load or unload request may go on: a named repository is UNSUPPORTED, and
+   * only explicit model control takes them (UNAVAILABLE otherwise, Triton's wording).
+   * repositoryLoad/Unload check it; a frontend may call it before reading the body.
+   */
+  checkRepositoryControl(repositoryName?: string): void {
+    refuseRepositoryName(repositoryName);
+    if (this.repository.controlMode !== "explicit") throw unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
 
   /**
    * The repository extension's load. `params` as both frontends decode them: `config`
    * (a JSON ModelConfig) and `file:<version>/<path>` entries (bytes; base64 text over HTTP).
    */
-  async repositoryLoad(name: string, params: Record<string, string | number | boolean | bigint | Uint8Array>): Promise<void> {
+  async repositoryLoad(name: string, params: Record<string, string | number | boolean | bigint | Uint8Array>, repositoryName?: string): Promise<void> {
+    this.checkRepositoryControl(repositoryName);
     if (this.state === "EXITING") throw unavailable("Server is stopping");
     const override: LoadOverride = {};
     for (const [key, value] of Object.entries(params)) {
@@ -151,7 +182,8 @@ export class InferenceServer {
   }
 
   /** The repository extension's unload; with `unload_dependents`, the ensembles that use the model go too. */
-  async repositoryUnload(name: string, params: Record<string, unknown> = {}): Promise<void> {
+  async repositoryUnload(name: string, params: Record<string, unknown> = {}, repositoryName?: string): Promise<void> {
+    this.checkRepositoryControl(repositoryName);
     const v = params.unload_dependents;
     if (v !== undefined && typeof v !== "boolean") throw invalidArg("'unload_dependents' must be a boolean");
     await this.repository.unloadModel(name);
@@ -163,17 +195,57 @@ export class InferenceServer {
    * that continue an open sequence are let through (`continuing`; the sequence batcher
    * refuses new sequences itself).
    */
-  modelForInference(name: string, version?: string, continuing = false): ModelVersion {
+  modelForInference(name: string, version?: string, continuing = false, resolved?: ModelVersion): ModelVersion {
     if (this.state === "EXITING" && !continuing) throw unavailable("Server is stopping");
-    return this.repository.getModel(name, version);
+    // A version resolved earlier (modelForRequest) that has since begun to unload is looked up again.
+    return resolved?.ready ? resolved : this.repository.getModel(name, version);
+  }
+
+  /**
+   * The model an inference request names, resolved before its body is read, as Triton's
+   * HTTP frontend does (an unknown or unavailable model is reported first). Undefined while
+   * the server is stopping: whether the request is let in then depends on its sequence
+   * parameters, which inferAsync reads. Pass the result to inferAsync to look up once.
+   */
+  modelForRequest(name: string, version?: string): ModelVersion | undefined {
+    return this.state === "EXITING" ? undefined : this.repository.getModel(name, version);
+  }
+
+  /** The trace extension's settings, global or `model`'s (which must exist); `update` changes them first. */
+  traceSetting(model: string | undefined, update?: Record<string, unknown>): TraceSettings {
+    const trace = this.trace;
+    if (!trace) throw new ServerError("UNSUPPORTED", "trace is not enabled");
+    if (model !== undefined) this.repository.getModel(model);
+    return update === undefined ? trace.settings(model) : trace.update(update, model);
+  }
+
+  /**
+   * The shared-memory extension's register, for both frontends: the arguments as decoded
+   * from the wire (JSON values or protobuf fields) are checked here, once, so a bad value
+   * gets the same answer over HTTP and gRPC. 64-bit sizes stay exact (bigint).
+   */
+  registerSharedMemory(kind: "system" | "cuda", name: string, args: SharedMemoryRegisterArgs): void {
+    const byteSize = args.byteSize;
+    if (!isUint(byteSize)) throw invalidArg("Shared memory register request needs a numeric 'byte_size'");
+    if (kind === "cuda") {
+      if (!(args.rawHandle instanceof Uint8Array)) throw invalidArg("CUDA shared memory register request needs 'raw_handle': {'b64': <base64 handle>}");
+      const device = args.deviceId ?? 0;
+      if (!isUint(device) || device > 0x7fffffff) throw invalidArg("'device_id' must be a non-negative 32-bit integer");
+      this.sharedMemory.registerCuda(name, args.rawHandle, Number(device), byteSize);
+      return;
+    }
+    if (typeof args.key !== "string") throw invalidArg("Shared memory register request has no 'key' field or it is not a string");
+    const offset = args.offset ?? 0;
+    if (!isUint(offset)) throw invalidArg("'offset' must be a number");
+    this.sharedMemory.register(name, args.key, offset, byteSize);
   }
 
   /**
    * Runs one client's inference request through validation, the model's scheduler and
    * post-processing. Its input bytes count against `maxQueuedBytes` until it is answered.
    */
-  inferAsync(request: InferenceRequest): Promise<InferenceResponse> {
-    return this.#infer(request, true);
+  inferAsync(request: InferenceRequest, model?: ModelVersion): Promise<InferenceResponse> {
+    return this.#infer(request, true, model);
   }
 
   /** An ensemble step or other request made inside the server: its caller already holds the bytes. */
@@ -186,10 +258,9 @@ export class InferenceServer {
     return this.#queuedBytes;
   }
 
-  async #infer(request: InferenceRequest, admit: boolean): Promise<InferenceResponse> {
-    const p = request.parameters;
-    const continuing = p.sequence_id !== undefined && p.sequence_id !== 0 && p.sequence_id !== "" && p.sequence_start !== true;
-    const mv = this.modelForInference(request.modelName, request.modelVersion, continuing);
+  async #infer(request: InferenceRequest, admit: boolean, model?: ModelVersion): Promise<InferenceResponse> {
+    const control = parseControl(request.parameters);
+    const mv = this.modelForInference(request.modelName, request.modelVersion, continuesSequence(control), model);
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     let held = 0;
@@ -202,7 +273,7 @@ export class InferenceServer {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
         if (ref) input.data = this.sharedMemory.read(ref, `input '${input.name}'`);
       }
-      const prepared = prepareForInference(request, mv.signature);
+      const prepared = prepareForInference(request, mv.signature, control);
       reason = "BACKEND";
       if (admit) held = this.#admit(request);
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.

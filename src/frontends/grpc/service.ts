@@ -11,11 +11,11 @@ import { grpcStatus } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import { exactInteger } from "./parameters.ts";
 import type { InferenceServer } from "../../server/server.ts";
+import type { InferenceResponse } from "../../core/request.ts";
 
 const log = getLogger("src/frontends/grpc/service.ts");
 
 export interface GrpcServiceOptions {
-  modelControlMode: "none" | "poll" | "explicit";
   /** --grpc-restricted-protocol groups. */
   restricted?: Restrictions;
 }
@@ -103,10 +103,8 @@ function unary(fn: Handler) {
 /** Handlers for inference.GRPCInferenceService. */
 export function inferenceService(server: InferenceServer, opts: GrpcServiceOptions): UntypedServiceImplementation {
   const repositoryControl = (action: "load" | "unload") => async (req: RepositoryControlRequest) => {
-    if (req.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
-    if (opts.modelControlMode !== "explicit") throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
-    if (action === "unload") await server.repositoryUnload(req.model_name ?? "", repositoryParameters(req.parameters));
-    else await server.repositoryLoad(req.model_name ?? "", repositoryParameters(req.parameters));
+    if (action === "unload") await server.repositoryUnload(req.model_name ?? "", repositoryParameters(req.parameters), req.repository_name);
+    else await server.repositoryLoad(req.model_name ?? "", repositoryParameters(req.parameters), req.repository_name);
     return {};
   };
   return {
@@ -122,13 +120,12 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     }),
     ServerMetadata: unary(() => server.serverMetadata()),
     ModelMetadata: unary((r: { name?: string; version?: string }) => server.modelMetadata(r.name ?? "", r.version || undefined)),
-    ModelInfer: unary(async (r: WireInferRequest) => fromInferenceResponse(await server.inferAsync(toInferenceRequest(r)))),
+    ModelInfer: unary(async (r: WireInferRequest) => fromInferenceResponse(await infer(server, r))),
     ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call),
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
     ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
     RepositoryIndex: unary((r: { repository_name?: string; ready?: boolean }) => {
-      if (r.repository_name) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
-      return { models: server.repositoryIndex(r.ready === true).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
+      return { models: server.repositoryIndex(r.ready === true, r.repository_name).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
     }),
     RepositoryModelLoad: unary(repositoryControl("load")),
     RepositoryModelUnload: unary(repositoryControl("unload")),
@@ -136,7 +133,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       regions: Object.fromEntries(server.sharedMemory.status(r.name || undefined).map((x) => [x.name, x])),
     })),
     SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: bigint; byte_size?: bigint }) => {
-      server.sharedMemory.register(r.name ?? "", r.key ?? "", exactInteger(r.offset ?? 0n), exactInteger(r.byte_size ?? 0n));
+      server.registerSharedMemory("system", r.name ?? "", { key: r.key ?? "", offset: exactInteger(r.offset ?? 0n), byteSize: exactInteger(r.byte_size ?? 0n) });
       return {};
     }),
     SystemSharedMemoryUnregister: unary((r: { name?: string }) => {
@@ -147,7 +144,11 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       regions: Object.fromEntries(server.sharedMemory.cudaStatus(r.name || undefined).map((x) => [x.name, x])),
     })),
     CudaSharedMemoryRegister: unary((r: { name?: string; raw_handle?: Uint8Array; device_id?: bigint; byte_size?: bigint }) => {
-      server.sharedMemory.registerCuda(r.name ?? "", r.raw_handle ?? new Uint8Array(0), Number(r.device_id ?? 0n), exactInteger(r.byte_size ?? 0n));
+      server.registerSharedMemory("cuda", r.name ?? "", {
+        rawHandle: r.raw_handle ?? new Uint8Array(0),
+        deviceId: exactInteger(r.device_id ?? 0n),
+        byteSize: exactInteger(r.byte_size ?? 0n),
+      });
       return {};
     }),
     CudaSharedMemoryUnregister: unary((r: { name?: string }) => {
@@ -155,15 +156,12 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       return {};
     }),
     TraceSetting: unary((r: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {
-      const trace = server.trace;
-      if (!trace) throw new ServerError("UNSUPPORTED", "trace is not enabled");
       const model = r.model_name || undefined;
-      if (model) server.repository.getModel(model);
       // An entry with no values clears a model's override, as JSON null does over HTTP.
       const update = Object.fromEntries(
         Object.entries(r.settings ?? {}).map(([k, v]) => [k, !v.value?.length ? null : k === "trace_level" ? v.value : v.value[0]]),
       );
-      const current = Object.keys(update).length > 0 ? trace.update(update, model) : trace.settings(model);
+      const current = server.traceSetting(model, Object.keys(update).length > 0 ? update : undefined);
       return { settings: Object.fromEntries(Object.entries(current).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [v] }])) };
     }),
     LogSettings: unary((r: { settings?: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }> }) => {
@@ -180,6 +178,12 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
   };
 }
 
+/** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
+function infer(server: InferenceServer, msg: WireInferRequest): Promise<InferenceResponse> {
+  const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
+  return server.inferAsync(toInferenceRequest(msg), model);
+}
+
 /**
  * Bidirectional streaming: every request gets exactly one response, written in request
  * order; errors travel in-band (error_message) and the stream stays open.
@@ -190,7 +194,7 @@ function streamInfer(server: InferenceServer, call: ServerDuplexStream<WireInfer
   call.on("data", (msg: WireInferRequest) => {
     const result = (async () => {
       try {
-        return { error_message: "", infer_response: fromInferenceResponse(await server.inferAsync(toInferenceRequest(msg)), { triton_final_response: true }) };
+        return { error_message: "", infer_response: fromInferenceResponse(await infer(server, msg), { triton_final_response: true }) };
       } catch (err) {
         return {
           error_message: ServerError.from(err).message,

@@ -7,6 +7,7 @@ import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
+import type { ModelSignature } from "../../core/signature.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
 export async function handleInfer(
@@ -18,16 +19,16 @@ export async function handleInfer(
 ): Promise<HttpResponse> {
   // As in Triton, an unknown or unavailable model is reported before the body is parsed
   // (whether a stopping server still takes the request depends on its sequence parameters).
-  if (server.state !== "EXITING") server.repository.getModel(model, version);
+  const resolved = server.modelForRequest(model, version);
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
   const request = await decodeInferRequestAsync(body, headerLength, {
     modelName: model,
     modelVersion: version,
     maxInputSize,
-    rawInput: (byteLength) => rawInputShape(server, model, version, byteLength),
+    rawInput: (byteLength) => rawInputShape((resolved ?? server.modelForInference(model, version, true)).signature, model, byteLength),
   });
-  const response = await server.inferAsync(request);
+  const response = await server.inferAsync(request, resolved);
   const encoded = encodeInferResponse(response, request);
   const headers: Record<string, string> = { "content-type": encoded.contentType };
   if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
@@ -37,8 +38,7 @@ export async function handleInfer(
 }
 
 /** Triton's raw binary request: the whole body is the single input's data. */
-function rawInputShape(server: InferenceServer, model: string, version: string | undefined, byteLength: number) {
-  const sig = server.repository.getModel(model, version).signature;
+function rawInputShape(sig: ModelSignature, model: string, byteLength: number) {
   if (sig.inputs.size !== 1) {
     throw invalidArg(
       `Raw binary request (Inference-Header-Content-Length: 0) requires model '${model}' to have exactly 1 input, it has ${sig.inputs.size}`,

@@ -17,7 +17,6 @@ const log = getLogger("src/frontends/http/routes.ts");
 
 export interface HttpFrontendOptions {
   maxInputSize: number;
-  modelControlMode: "none" | "poll" | "explicit";
   /** --http-restricted-api groups. */
   restricted?: Restrictions;
 }
@@ -125,19 +124,14 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         device_id?: unknown;
         raw_handle?: { b64?: unknown };
       };
-      if (typeof doc.byte_size !== "number") throw new ServerError("INVALID_ARG", "Shared memory register request needs a numeric 'byte_size'");
-      if (kind === "cuda") {
-        const b64 = doc.raw_handle?.b64;
-        if (typeof b64 !== "string") throw new ServerError("INVALID_ARG", "CUDA shared memory register request needs 'raw_handle': {'b64': <base64 handle>}");
-        const device = doc.device_id ?? 0;
-        if (typeof device !== "number") throw new ServerError("INVALID_ARG", "'device_id' must be a number");
-        shm.registerCuda(region, Buffer.from(b64, "base64"), device, doc.byte_size);
-        return EMPTY_OK;
-      }
-      if (typeof doc.key !== "string") throw new ServerError("INVALID_ARG", "Shared memory register request has no 'key' field or it is not a string");
-      const offset = doc.offset ?? 0;
-      if (typeof offset !== "number") throw new ServerError("INVALID_ARG", "'offset' must be a number");
-      shm.register(region, doc.key, offset, doc.byte_size);
+      const b64 = doc.raw_handle?.b64;
+      server.registerSharedMemory(kind, region, {
+        key: doc.key,
+        offset: doc.offset,
+        byteSize: doc.byte_size,
+        deviceId: doc.device_id,
+        rawHandle: typeof b64 === "string" ? Buffer.from(b64, "base64") : undefined,
+      });
       return EMPTY_OK;
     }
     return NOT_FOUND();
@@ -152,12 +146,10 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
   /** GET|POST /v2/trace/setting and /v2/models/<m>/trace/setting. */
   async function traceRoute(req: HttpRequest, model: string | undefined): Promise<HttpResponse> {
-    const trace = server.trace;
-    if (!trace) throw new ServerError("UNSUPPORTED", "trace is not enabled");
-    if (model !== undefined) server.repository.getModel(model);
-    if (req.method === "GET") return json(200, trace.settings(model));
+    if (req.method === "GET") return json(200, server.traceSetting(model));
     if (req.method !== "POST") return METHOD_NOT_ALLOWED();
-    return json(200, trace.update(await jsonObjectBody(req, "the trace settings"), model));
+    server.traceSetting(model); // trace enabled and the model known, before the body is read
+    return json(200, server.traceSetting(model, await jsonObjectBody(req, "the trace settings")));
   }
 
   async function modelRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
@@ -201,7 +193,8 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
   async function repositoryRoute(req: HttpRequest, rest: string[]): Promise<HttpResponse> {
     if (req.method !== "POST") return METHOD_NOT_ALLOWED();
-    if (rest.length === 1 && rest[0] === "index") {
+    if ((rest.length === 1 || rest.length === 2) && rest[rest.length - 1] === "index") {
+      const repositoryName = rest.length === 2 ? decodeSegment(rest[0]!) : undefined;
       const body = await readBody(req, opts.maxInputSize);
       let readyOnly = false;
       if (body.byteLength > 0) {
@@ -210,12 +203,10 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         if (ready !== undefined && typeof ready !== "boolean") throw new ServerError("INVALID_ARG", "'ready' must be a boolean");
         readyOnly = ready === true;
       }
-      return json(200, server.repositoryIndex(readyOnly));
+      return json(200, server.repositoryIndex(readyOnly, repositoryName));
     }
     if (rest.length === 3 && rest[0] === "models" && (rest[2] === "load" || rest[2] === "unload")) {
-      if (opts.modelControlMode !== "explicit") {
-        throw new ServerError("UNAVAILABLE", "explicit model load / unload is not allowed if polling is enabled");
-      }
+      server.checkRepositoryControl(); // before the body is read
       const params = repositoryParameters(await readBody(req, opts.maxInputSize));
       const model = decodeSegment(rest[1]!);
       if (rest[2] === "unload") await server.repositoryUnload(model, params);
@@ -223,7 +214,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       return EMPTY_OK;
     }
     if (rest.length === 4 && rest[1] === "models") {
-      throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
+      server.checkRepositoryControl(decodeSegment(rest[0]!));
     }
     return NOT_FOUND();
   }

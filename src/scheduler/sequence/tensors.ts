@@ -7,9 +7,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { invalidArg } from "../../core/errors.ts";
 import { elementCount, ELEMENT_SIZE, joinBytes, type Tensor } from "../../core/tensor.ts";
+import type { CorrelationId } from "../../core/request.ts";
 import type { ControlInput, StateSpec } from "./config.ts";
-
-export type CorrelationId = number | bigint | string;
 
 export interface RowFlags {
   start: boolean;

@@ -37,13 +37,13 @@ const failingServer = (err: unknown) =>
   }) as unknown as InferenceServer;
 
 async function overHttp(err: unknown): Promise<{ status: number; contentType: string | undefined; body: unknown }> {
-  const handle = createHttpHandler(failingServer(err), { maxInputSize: 1 << 20, modelControlMode: "none" });
+  const handle = createHttpHandler(failingServer(err), { maxInputSize: 1 << 20 });
   const res = await handle({ method: "GET", path: "/v2", header: () => undefined, body: async () => new Uint8Array(0) });
   return { status: res.status, contentType: res.headers["content-type"], body: JSON.parse(String(res.body)) };
 }
 
 function overGrpc(err: unknown): Promise<{ code: number; details: string }> {
-  const service = inferenceService(failingServer(err), { modelControlMode: "none" });
+  const service = inferenceService(failingServer(err), {});
   const handler = service.ServerMetadata as (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void;
   return new Promise((resolve, reject) =>
     handler({ request: {} } as ServerUnaryCall<unknown, unknown>, (e, value) => (e ? resolve(e as { code: number; details: string }) : reject(new Error(`answered ${JSON.stringify(value)}`)))),
