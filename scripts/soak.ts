@@ -16,7 +16,7 @@
  *   npm run build && bun scripts/soak.ts [--minutes=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -279,11 +279,12 @@ async function sharedMemory(): Promise<void> {
 }
 
 // ---------------------------------------------------------------- run
-const rss: { minute: number; mib: number }[] = [];
+const rss: { minute: number; mib: number; fds: number }[] = [];
+const fds = () => readdirSync(`/proc/${server.pid}/fd`).length;
 const t0 = Date.now();
 const sampler = (async () => {
   while (running()) {
-    rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024 });
+    rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024, fds: fds() });
     await sleep(10_000);
   }
 })();
@@ -291,7 +292,7 @@ const loops = [httpValid(1), httpValid(2), grpcValid(), sequences(), hostileHttp
 const results = await Promise.allSettled(loops);
 for (const r of results) if (r.status === "rejected") problem(`client loop failed: ${(r.reason as Error).stack ?? r.reason}`);
 await sampler;
-if (died === undefined) rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024 });
+if (died === undefined) rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024, fds: fds() });
 client.close();
 
 const warm = rss.find((s) => s.minute >= MINUTES / 6) ?? rss[0]!;
@@ -314,6 +315,8 @@ const lines = [
   "| what: answer | count |",
   "| --- | --- |",
   ...[...counts.entries()].filter(([k]) => k !== "PROBLEM").sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `| ${k} | ${v} |`),
+  "",
+  `RSS (MiB) and open descriptors, one sample a minute: ${rss.filter((_, i) => i % 6 === 0 || i === rss.length - 1).map((x) => `${x.minute.toFixed(0)}m ${x.mib.toFixed(0)}/${x.fds}`).join(", ")}.`,
   "",
   ...(problems.length > 0 ? ["Problems:", "", ...problems.map((p) => `- ${p.replace(/\n/g, " ")}`), ""] : []),
 ];
