@@ -9,7 +9,7 @@
  * wrk (Debian package `wrk`) generates the load. Results are appended to
  * scripts/results/batching.md with the date and machine.
  *
- *   npm run build && bun scripts/bench-batching.ts [--duration=10] [--out=scripts/results/batching.md]
+ *   npm run build && bun scripts/bench-batching.ts [--binary=dist/nereid] [--duration=10] [--out=scripts/results/batching.md]
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, cpSync, openSync } from "node:fs";
@@ -26,11 +26,11 @@ const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
 const DURATION = Number(arg("duration", "10"));
 const OUT = resolve(root, arg("out", "scripts/results/batching.md"));
-const BINARY = join(root, "dist", "nereid");
+const BINARY = resolve(arg("binary", join(root, "dist", "nereid")));
 const MLP = join(root, "model_repository", "simple_fp32_mlp");
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-batching-"));
 
-if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: npm run build`);
 if (!existsSync(join(MLP, "1", "model.onnx"))) throw new Error("model_repository is not generated: npm run models");
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
 
@@ -150,6 +150,8 @@ const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
 const cs = cacheStats.model_stats[0]!.inference_stats;
 const rows = [
   machineHeading(),
+  "",
+  `Binary: \`${BINARY}\`.`,
   "",
   `wrk, ${DURATION} s per cell, one run. simple_fp32_mlp: FP32 [n,512] → 2048 → 2048 → 2048 → 512 with ReLU, ~21 MFLOP per item (generated), binary HTTP, one CPU instance; example config \`${(/dynamic_batching \{[^}]*\}/.exec(mlpConfig)?.[0] ?? "").replace(/\s+/g, " ")}\`.`,
   "",

@@ -10,7 +10,7 @@
  * RSS is soaked twice: on the whole example repository (its MLP alone holds 41 MB of
  * weights) and on a repository holding only `simple`, the model under load.
  *
- *   npm run build && bun scripts/bench-http.ts [--duration=10] [--soak=60] [--out=scripts/results/http.md]
+ *   npm run build && bun scripts/bench-http.ts [--binary=dist/nereid] [--duration=10] [--soak=60] [--out=scripts/results/http.md]
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync, openSync } from "node:fs";
@@ -24,10 +24,10 @@ const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith
 const DURATION = Number(arg("duration", "10"));
 const SOAK = Number(arg("soak", "60"));
 const OUT = resolve(root, arg("out", "scripts/results/http.md"));
-const BINARY = join(root, "dist", "nereid");
+const BINARY = resolve(arg("binary", join(root, "dist", "nereid")));
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-"));
 
-if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: npm run build`);
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
 
 
@@ -145,7 +145,7 @@ const loneAfterLoad = procStat(lone.pid!);
 lone.kill("SIGTERM");
 
 const fmt = (r: WrkResult) => `${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}`;
-rows.push(machineHeading());
+rows.push(machineHeading(), "", `Binary: \`${BINARY}\`.`);
 rows.push("", `wrk, ${DURATION} s per cell, one run; \`simple\` (INT32 [1,16] + [1,16]).`, "", "| server | c | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- |");
 for (const c of [1, 16, 64]) {
   rows.push(`| bare Bun.serve (ceiling) | ${c} | ${fmt(results[`bare-${c}`]!)} |`);
