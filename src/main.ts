@@ -188,7 +188,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
-      server.sharedMemory.close();
+      server.closeSharedMemory();
       try {
         server.trace?.flush();
       } catch (err) {

@@ -14,7 +14,7 @@ import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
 import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
-import { SharedMemoryManager, regionsNamed, shmRef } from "./shared-memory.ts";
+import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
@@ -74,8 +74,8 @@ export class InferenceServer {
   onSuccess: ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number }) => void) | undefined;
   readonly #labels = new Map<string, string[]>();
 
-  /** System shared-memory regions (`--allow-client-shm`). */
-  readonly sharedMemory: SharedMemoryManager;
+  /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
+  readonly #sharedMemory: SharedMemoryManager;
   /** `--max-queued-bytes`: input bytes that client requests not yet answered may hold together (0: no bound). */
   maxQueuedBytes = DEFAULT_MAX_QUEUED_BYTES;
   #queuedBytes = 0;
@@ -84,7 +84,7 @@ export class InferenceServer {
     this.info = info;
     this.repository = repository;
     this.responseCache = responseCache;
-    this.sharedMemory = sharedMemory;
+    this.#sharedMemory = sharedMemory;
   }
 
   /** Both the server (--cache-config) and the model (response_cache.enable) must ask for the cache. */
@@ -231,13 +231,38 @@ export class InferenceServer {
       if (!(args.rawHandle instanceof Uint8Array)) throw invalidArg("CUDA shared memory register request needs 'raw_handle': {'b64': <base64 handle>}");
       const device = args.deviceId ?? 0;
       if (!isUint(device) || device > 0x7fffffff) throw invalidArg("'device_id' must be a non-negative 32-bit integer");
-      this.sharedMemory.registerCuda(name, args.rawHandle, Number(device), byteSize);
+      this.#sharedMemory.registerCuda(name, args.rawHandle, Number(device), byteSize);
       return;
     }
     if (typeof args.key !== "string") throw invalidArg("Shared memory register request has no 'key' field or it is not a string");
     const offset = args.offset ?? 0;
     if (!isUint(offset)) throw invalidArg("'offset' must be a number");
-    this.sharedMemory.register(name, args.key, offset, byteSize);
+    this.#sharedMemory.register(name, args.key, offset, byteSize);
+  }
+
+  /**
+   * The shared-memory extension's status: every region of `kind`, or region `name`
+   * (NOT_FOUND when it is not registered as that kind).
+   */
+  sharedMemoryStatus(kind: "system", name?: string): RegionStatus[];
+  sharedMemoryStatus(kind: "cuda", name?: string): CudaRegionStatus[];
+  sharedMemoryStatus(kind: "system" | "cuda", name?: string): RegionStatus[] | CudaRegionStatus[];
+  sharedMemoryStatus(kind: "system" | "cuda", name?: string): RegionStatus[] | CudaRegionStatus[] {
+    return kind === "system" ? this.#sharedMemory.status(name) : this.#sharedMemory.cudaStatus(name);
+  }
+
+  /**
+   * The shared-memory extension's unregister: region `name` of `kind`, or every region of
+   * `kind`; an unknown name is not an error (Triton). A region in use goes when its last request settles.
+   */
+  unregisterSharedMemory(kind: "system" | "cuda", name?: string): void {
+    if (kind === "system") this.#sharedMemory.unregister(name);
+    else this.#sharedMemory.unregisterCuda(name);
+  }
+
+  /** Frees every shared-memory region, in use or not (shutdown: later requests naming them fail cleanly). */
+  closeSharedMemory(): void {
+    this.#sharedMemory.close();
   }
 
   /**
@@ -268,10 +293,10 @@ export class InferenceServer {
     try {
       // Every region named is held until the request settles, so unregister cannot close it under us.
       const regions = regionsNamed(request.inputs, request.outputs);
-      if (regions) releaseRegions = this.sharedMemory.acquire(regions);
+      if (regions) releaseRegions = this.#sharedMemory.acquire(regions);
       for (const input of request.inputs) {
         const ref = shmRef(input.parameters, `input '${input.name}'`);
-        if (ref) input.data = this.sharedMemory.read(ref, `input '${input.name}'`);
+        if (ref) input.data = this.#sharedMemory.read(ref, `input '${input.name}'`);
       }
       const prepared = prepareForInference(request, mv.signature, control);
       reason = "BACKEND";
@@ -373,7 +398,7 @@ export class InferenceServer {
           `shared memory size specified with the request for output '${t.name}' (${ref.byteSize} bytes) should be at least ${t.data.byteLength} bytes to hold the results`,
         );
       }
-      this.sharedMemory.write(ref, t.data, `output '${t.name}'`);
+      this.#sharedMemory.write(ref, t.data, `output '${t.name}'`);
       return { name: t.name, datatype: t.datatype, shape: t.shape, data: new Uint8Array(0), sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength } };
     });
   }

@@ -130,18 +130,18 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     RepositoryModelLoad: unary(repositoryControl("load")),
     RepositoryModelUnload: unary(repositoryControl("unload")),
     SystemSharedMemoryStatus: unary((r: { name?: string }) => ({
-      regions: Object.fromEntries(server.sharedMemory.status(r.name || undefined).map((x) => [x.name, x])),
+      regions: Object.fromEntries(server.sharedMemoryStatus("system", r.name || undefined).map((x) => [x.name, x])),
     })),
     SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: bigint; byte_size?: bigint }) => {
       server.registerSharedMemory("system", r.name ?? "", { key: r.key ?? "", offset: exactInteger(r.offset ?? 0n), byteSize: exactInteger(r.byte_size ?? 0n) });
       return {};
     }),
     SystemSharedMemoryUnregister: unary((r: { name?: string }) => {
-      server.sharedMemory.unregister(r.name || undefined);
+      server.unregisterSharedMemory("system", r.name || undefined);
       return {};
     }),
     CudaSharedMemoryStatus: unary((r: { name?: string }) => ({
-      regions: Object.fromEntries(server.sharedMemory.cudaStatus(r.name || undefined).map((x) => [x.name, x])),
+      regions: Object.fromEntries(server.sharedMemoryStatus("cuda", r.name || undefined).map((x) => [x.name, x])),
     })),
     CudaSharedMemoryRegister: unary((r: { name?: string; raw_handle?: Uint8Array; device_id?: bigint; byte_size?: bigint }) => {
       server.registerSharedMemory("cuda", r.name ?? "", {
@@ -152,7 +152,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       return {};
     }),
     CudaSharedMemoryUnregister: unary((r: { name?: string }) => {
-      server.sharedMemory.unregisterCuda(r.name || undefined);
+      server.unregisterSharedMemory("cuda", r.name || undefined);
       return {};
     }),
     TraceSetting: unary((r: { settings?: Record<string, { value?: string[] }>; model_name?: string }) => {

@@ -105,15 +105,13 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     if (rest[0] === "region" && rest.length === 3) region = decodeSegment(rest[1]!);
     else if (rest.length !== 1) return NOT_FOUND();
     const action = rest[rest.length - 1];
-    const shm = server.sharedMemory;
     if (action === "status") {
       if (req.method !== "GET") return METHOD_NOT_ALLOWED();
-      return json(200, kind === "system" ? shm.status(region) : shm.cudaStatus(region));
+      return json(200, server.sharedMemoryStatus(kind, region));
     }
     if (req.method !== "POST") return METHOD_NOT_ALLOWED();
     if (action === "unregister") {
-      if (kind === "system") shm.unregister(region);
-      else shm.unregisterCuda(region);
+      server.unregisterSharedMemory(kind, region);
       return EMPTY_OK;
     }
     if (action === "register" && region !== undefined) {
