@@ -2,9 +2,12 @@
  * @module The in-process API, as Triton's C API is for applications that embed the
  * server: createServer() loads a repository and returns a Nereid whose calls go straight
  * to the core (InferenceServer) with typed tensors, no socket and no JSON. The HTTP,
- * gRPC and metrics listeners are optional (`listen()`); they serve the same core.
+ * gRPC and metrics listeners are optional (`listen()`); they serve the same core, and
+ * `fetch()` answers an HTTP request as the HTTP listener would, without one.
  */
-import { startServer, type RunningServer, type ListenPlaces } from "./main.ts";
+import { startServer, httpFrontendOptions, type RunningServer, type ListenPlaces } from "./main.ts";
+import { createHttpHandler } from "./frontends/http/routes.ts";
+import { fetchHandler } from "./frontends/http/fetch.ts";
 import { defaultOptions, type ServerOptions } from "./options.ts";
 import { configureLog, type LogSettings } from "./core/logger.ts";
 import { ServerError, invalidArg } from "./core/errors.ts";
@@ -139,11 +142,26 @@ export async function createServer(options: CreateServerOptions): Promise<Nereid
 /** A running server in this process. Every call throws ServerError (with Triton's `code`) on failure. */
 export class Nereid {
   readonly #running: RunningServer;
+  #fetch: ((request: Request) => Promise<Response>) | undefined;
 
   /** Use createServer(). */
   constructor(running: RunningServer) {
     this.#running = running;
   }
+
+  /**
+   * Answers one HTTP request of the KServe v2 / Triton protocol as the HTTP listener
+   * would (the same routes, --http-max-input-size and --http-restricted-api), with no
+   * socket: `await nereid.fetch("/v2/health/ready")`, or a web `Request`. A path is taken
+   * relative to http://localhost. Bound to this server, so it can also be handed to an
+   * application's own Bun.serve or Deno.serve as its `fetch`. Errors come back as
+   * responses with Triton's status and `{"error": ...}` body; it never throws for them.
+   */
+  readonly fetch = (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
+    const request = input instanceof Request ? (init ? new Request(input, init) : input) : new Request(new URL(input, "http://localhost").href, init);
+    this.#fetch ??= fetchHandler(createHttpHandler(this.#running.server, httpFrontendOptions(this.#running.options)));
+    return this.#fetch(request);
+  };
 
   get live(): boolean {
     return this.#running.server.isLive();

@@ -12,7 +12,7 @@ import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
-import { createHttpHandler } from "./frontends/http/routes.ts";
+import { createHttpHandler, type HttpFrontendOptions } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
@@ -65,6 +65,11 @@ export interface RunningServer {
   /** Starts the listeners asked for that are not running yet (metrics, then gRPC, then HTTP). */
   listen(which: ListenRequest, places?: ListenPlaces): Promise<void>;
   shutdown(): Promise<number>;
+}
+
+/** The HTTP frontend's settings from the server's options: the listener's and the in-process `fetch`'s. */
+export function httpFrontendOptions(o: ServerOptions): HttpFrontendOptions {
+  return { maxInputSize: o.httpMaxInputSize, restricted: restrictionMap(o.httpRestrictedApi) };
 }
 
 /**
@@ -158,10 +163,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
     }
     if (which.http && !running.http) {
-      const handler = createHttpHandler(server, {
-        maxInputSize: o.httpMaxInputSize,
-        restricted: restrictionMap(o.httpRestrictedApi),
-      });
+      const handler = createHttpHandler(server, httpFrontendOptions(o));
       running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);
       running.addresses.http = o.httpAddress;
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);

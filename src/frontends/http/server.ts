@@ -1,11 +1,12 @@
 /**
- * @module Listens for HTTP with Bun.serve under Bun and node:http elsewhere; both feed
- * the same handler (routes.ts).
+ * @module Listens for HTTP with Bun.serve under Bun (the handler in its fetch form,
+ * fetch.ts) and node:http elsewhere; both feed the same handler (routes.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { tooLarge } from "./body.ts";
 import { errorResponse, type HttpHandler } from "./routes.ts";
-import type { HttpRequest, HttpResponse } from "./types.ts";
+import { fetchHandler, toWebResponse } from "./fetch.ts";
+import type { HttpRequest } from "./types.ts";
 
 export interface HttpListener {
   readonly port: number;
@@ -21,32 +22,13 @@ export async function listenHttp(handler: HttpHandler, address: string, port: nu
   return listenNode(handler, address, port);
 }
 
-function toWebResponse(r: HttpResponse): Response {
-  return new Response(r.body ?? null, { status: r.status, headers: r.headers });
-}
-
 function listenBun(handler: HttpHandler, address: string, port: number, maxInputSize: number): HttpListener {
   const server = Bun!.serve({
     hostname: address,
     port,
     // Bun refuses larger bodies itself; keep its limit above ours so ours answers first.
     maxRequestBodySize: maxInputSize + 1024 * 1024,
-    async fetch(request: Request): Promise<Response> {
-      const url = request.url;
-      const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-      const q = url.indexOf("?", pathStart);
-      const req: HttpRequest = {
-        method: request.method,
-        path: q < 0 ? url.slice(pathStart) : url.slice(pathStart, q),
-        header: (name) => request.headers.get(name) ?? undefined,
-        body: async (limit) => {
-          const buf = new Uint8Array(await request.arrayBuffer());
-          if (buf.byteLength > limit) throw tooLarge(buf.byteLength, limit);
-          return buf;
-        },
-      };
-      return toWebResponse(await handler(req));
-    },
+    fetch: fetchHandler(handler),
     error(err: Error): Response {
       return toWebResponse(errorResponse(500, err.message));
     },

@@ -110,14 +110,6 @@ describe("health and metadata (P-01..P-05, P-16)", () => {
     expect(cfg.version_policy).toEqual({ latest: { num_versions: 1 } });
     expect(cfg.instance_group[0]).toMatchObject({ kind: "KIND_CPU", count: 1 });
   });
-
-  it("unknown model, version and paths", async () => {
-    await expectError(await fetch(server.url + "/v2/models/nope"), 404, "Request for unknown model: 'nope' is not found");
-    await expectError(await fetch(server.url + "/v2/models/simple/versions/7"), 404, "Request for unknown model: 'simple' version 7 is not found");
-    await expectError(await fetch(server.url + "/v2/models/nope/ready"), 404, "Request for unknown model: 'nope' is not found");
-    await expectError(await fetch(server.url + "/v2/nothing"), 404, "Not Found");
-    await expectError(await fetch(server.url + "/v2/health/live", { method: "POST" }), 405, "Method Not Allowed");
-  });
 });
 
 describe("inference (P-06..P-09, P-11..P-15)", () => {
@@ -257,75 +249,11 @@ describe("PP-OCRv4 text detection (real model, dynamic image size; sides must be
 });
 
 describe("bad requests get Triton's errors and the server keeps serving (S-01, P-08, P-10)", () => {
-  const cases: [string, () => Promise<Response>, number, string | RegExp][] = [
-    ["malformed JSON", () => post("/v2/models/simple/infer", "{ not json"), 400, /failed to parse the request JSON buffer/],
-    [
-      "wrong datatype",
-      () => post("/v2/models/simple/infer", { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] }),
-      400,
-      "inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'",
-    ],
-    [
-      "wrong shape",
-      () => post("/v2/models/simple/infer", { inputs: [{ name: "INPUT0", shape: [1, 8], datatype: "INT32", data: A.slice(0, 8) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] }),
-      400,
-      /^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,8\]/,
-    ],
-    [
-      "element count not matching the shape",
-      () => post("/v2/models/simple/infer", { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A.slice(0, 15) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] }),
-      400,
-      /INPUT0/,
-    ],
-    ["unknown model", () => post("/v2/models/nope/infer", simpleJson()), 404, "Request for unknown model: 'nope' is not found"],
-    ["unknown version", () => post("/v2/models/simple/versions/3/infer", simpleJson()), 404, "Request for unknown model: 'simple' version 3 is not found"],
-    [
-      "unknown input",
-      () => post("/v2/models/simple/infer", { inputs: [...simpleJson().inputs, { name: "EXTRA", shape: [1], datatype: "INT32", data: [1] }] }),
-      400,
-      "unexpected inference input 'EXTRA' for model 'simple'",
-    ],
-    ["unknown output", () => post("/v2/models/simple/infer", simpleJson({ outputs: [{ name: "NOPE" }] })), 400, "unexpected inference output 'NOPE' for model 'simple'"],
-    [
-      "missing input",
-      () => post("/v2/models/simple/infer", { inputs: [simpleJson().inputs[0]] }),
-      400,
-      /^expected 2 inputs but got 1 inputs for model 'simple'/,
-    ],
-    [
-      "batch above max_batch_size",
-      () => post("/v2/models/simple/infer", { inputs: [{ name: "INPUT0", shape: [9, 16], datatype: "INT32", data: Array(144).fill(1) }, { name: "INPUT1", shape: [9, 16], datatype: "INT32", data: Array(144).fill(1) }] }),
-      400,
-      "inference request batch-size must be <= 8 for 'simple'",
-    ],
-    ["oversized body", () => post("/v2/models/simple/infer", "x".repeat(1048577)), 400, /exceeds the maximum allowed value of 1048576/],
-    [
-      "Inference-Header-Content-Length larger than the body",
-      () => post("/v2/models/simple/infer", JSON.stringify(simpleJson()), { "Inference-Header-Content-Length": "100000" }),
-      400,
-      /inference header size should be in range/,
-    ],
-    [
-      "binary byte size mismatch",
-      () => {
-        const header = new TextEncoder().encode(JSON.stringify({ inputs: [
-          { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 60 } },
-          { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-        ] }));
-        const body = new Uint8Array([...header, ...int32Bytes(A).subarray(0, 60), ...int32Bytes(B)]);
-        return post("/v2/models/simple/infer", body, { "Inference-Header-Content-Length": String(header.byteLength) });
-      },
-      400,
-      "input byte size mismatch for input 'INPUT0' for model 'simple'. Expected 64, got 60",
-    ],
-  ];
-
-  for (const [name, send, status, message] of cases) {
-    it(`${name} → ${status}, then a good request succeeds`, async () => {
-      await expectError(await send(), status, message);
-      const ok = await post("/v2/models/simple/infer", simpleJson());
-      expect(ok.status).toBe(200);
-      expect(((await ok.json()) as any).outputs[0].data).toEqual(SUM);
-    });
-  }
+  // The other bad requests run with no socket in handler.test.ts; the body limit is the listener's too.
+  it("oversized body → 400, then a good request succeeds", async () => {
+    await expectError(await post("/v2/models/simple/infer", "x".repeat(1048577)), 400, /exceeds the maximum allowed value of 1048576/);
+    const ok = await post("/v2/models/simple/infer", simpleJson());
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as any).outputs[0].data).toEqual(SUM);
+  });
 });
