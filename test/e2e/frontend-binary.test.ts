@@ -13,7 +13,7 @@ let repo: ReturnType<typeof makeRepository>;
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*"]);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true"]);
 });
 
 afterAll(async () => {

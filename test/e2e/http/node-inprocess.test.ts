@@ -9,7 +9,7 @@ import { frontendSuite } from "../../suites/frontend.ts";
 let s: InProcessServer;
 
 beforeAll(async () => {
-  s = await startInProcess(["simple", "simple_identity"]);
+  s = await startInProcess(["simple", "simple_identity"], { server: { allowClientShm: true } });
 });
 
 afterAll(async () => {
