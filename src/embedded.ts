@@ -152,13 +152,14 @@ export class Nereid {
   /**
    * Answers one HTTP request of the KServe v2 / Triton protocol as the HTTP listener
    * would (the same routes, --http-max-input-size and --http-restricted-api), with no
-   * socket: `await nereid.fetch("/v2/health/ready")`, or a web `Request`. A path is taken
-   * relative to http://localhost. Bound to this server, so it can also be handed to an
-   * application's own Bun.serve or Deno.serve as its `fetch`. Errors come back as
+   * socket: `await nereid.fetch("/v2/health/ready")` (a path is taken relative to
+   * http://localhost; `init` as for the global fetch), or a web `Request`. Bound to this
+   * server, so it can also be handed to an application's own Bun.serve or Deno.serve as its handler. Errors come back as
    * responses with Triton's status and `{"error": ...}` body; it never throws for them.
    */
   readonly fetch = (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
-    const request = input instanceof Request ? (init ? new Request(input, init) : input) : new Request(new URL(input, "http://localhost").href, init);
+    // With a Request, the second argument is not read: Bun.serve and Deno.serve pass their server or connection info there.
+    const request = input instanceof Request ? input : new Request(new URL(input, "http://localhost").href, init);
     this.#fetch ??= fetchHandler(createHttpHandler(this.#running.server, httpFrontendOptions(this.#running.options)));
     return this.#fetch(request);
   };

@@ -87,6 +87,9 @@ describe("health, metadata and the route table with no socket", () => {
   it("takes a web Request as well as a path, and ignores the query string", async () => {
     const res = await s.nereid.fetch(new Request("http://nereid.invalid/v2/models/simple?verbose=1"));
     expect(await statusAndJson(res)).toEqual({ status: 200, json: SIMPLE_METADATA });
+    // As a Bun.serve or Deno.serve handler: what they pass after the Request is not read.
+    const served = await s.nereid.fetch(new Request("http://nereid.invalid/v2/health/ready"), { port: 8000, hostname: "0.0.0.0" } as RequestInit);
+    expect(served.status).toBe(200);
   });
 });
 
