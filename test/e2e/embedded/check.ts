@@ -42,17 +42,18 @@ check(!nereid.modelReady("simple_identity"), "unloaded");
 await nereid.load("simple_identity");
 check(nereid.modelReady("simple_identity"), "loaded again");
 
-const { http } = await nereid.listen({ http: { port: 0, address: "127.0.0.1" } });
-const res = await fetch(`${http}/v2/models/simple/infer`, {
-  method: "POST",
-  body: JSON.stringify({
-    inputs: [
-      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: [...a] },
-      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: [...b] },
-    ],
-  }),
+const inferBody = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: [...a] },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: [...b] },
+  ],
 });
-const overHttp = ((await res.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data;
+const firstOutput = async (res: Response) => ((await res.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data;
+// The HTTP handler with no listener (Nereid.fetch), then through a listener.
+const noSocket = await firstOutput(await nereid.fetch("/v2/models/simple/infer", { method: "POST", body: inferBody }));
+check(JSON.stringify(noSocket) === JSON.stringify(sum), "fetch() answers as infer() did");
+const { http } = await nereid.listen({ http: { port: 0, address: "127.0.0.1" } });
+const overHttp = await firstOutput(await fetch(`${http}/v2/models/simple/infer`, { method: "POST", body: inferBody }));
 check(JSON.stringify(overHttp) === JSON.stringify(sum), "HTTP answers as infer() did");
 
 const stats = nereid.statistics("simple")[0]!;
