@@ -7,7 +7,7 @@
  * (v / 255 − 0.5) / 0.5 in BGR order and padded with zeros on the right.
  */
 import type { RgbImage } from "../../ocr_pre/1/image.ts";
-import { normalizeToBgrPlanes, resizeBilinear } from "../../ocr_pre/1/resize.ts";
+import { resizeToBgrPlanes } from "../../ocr_pre/1/resize.ts";
 import type { Point, Quad } from "./db-postprocess.ts";
 
 /** An RGB image with float samples (0..255), row-major [height, width, 3]. */
@@ -143,8 +143,7 @@ export function lineTensor(lines: readonly FloatImage[], width: number, rows = l
   lines.forEach((line, i) => {
     const w = scaledWidth(line, width);
     widths[i] = w;
-    const resized = resizeBilinear(line.data, line.width, line.height, 3, w, LINE_HEIGHT);
-    normalizeToBgrPlanes(resized, w, LINE_HEIGHT, HALF, HALF, data, i * per, width, LINE_HEIGHT);
+    resizeToBgrPlanes(line.data, line.width, line.height, w, LINE_HEIGHT, HALF, HALF, data, i * per, width, LINE_HEIGHT);
   });
   return { data, widths };
 }

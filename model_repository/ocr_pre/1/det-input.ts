@@ -5,7 +5,7 @@
  * normalised with ImageNet's mean and standard deviation.
  */
 import type { RgbImage } from "./image.ts";
-import { normalizeToBgrPlanes, resizeBilinear } from "./resize.ts";
+import { resizeToBgrPlanes } from "./resize.ts";
 
 /** ImageNet statistics in the BGR order the tensor's planes have. */
 export const DET_MEAN = [0.485, 0.456, 0.406] as const;
@@ -39,8 +39,7 @@ export interface DetInput {
 
 export function detInput(img: RgbImage, limitSide: number): DetInput {
   const { width, height } = detInputSize(img.width, img.height, limitSide);
-  const resized = resizeBilinear(img.data, img.width, img.height, 3, width, height);
   const data = new Float32Array(3 * width * height);
-  normalizeToBgrPlanes(resized, width, height, DET_MEAN, DET_STD, data);
+  resizeToBgrPlanes(img.data, img.width, img.height, width, height, DET_MEAN, DET_STD, data);
   return { data, width, height, ratioH: height / img.height, ratioW: width / img.width };
 }

@@ -142,6 +142,12 @@ function decodePngRgb(bytes: Uint8Array): RgbImage {
   const scale = 255 / max;
   const hasAlpha = channels === 2 || channels === 4;
   const colour = channels >= 3;
+  if (max === 255 && !hasAlpha && samples instanceof Uint8Array) {
+    // 8-bit RGB or grey, the common cases: copy.
+    if (colour) out.set(samples.subarray(0, n * 3));
+    else for (let p = 0; p < n; p++) out[p * 3] = out[p * 3 + 1] = out[p * 3 + 2] = samples[p]!;
+    return { width, height, data: out };
+  }
   for (let p = 0; p < n; p++) {
     const s = p * channels;
     let r = samples[s]! * scale;

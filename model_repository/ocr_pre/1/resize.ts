@@ -88,3 +88,55 @@ export function normalizeToBgrPlanes(
     }
   }
 }
+
+/**
+ * resizeBilinear then normalizeToBgrPlanes in one pass, for 3-channel RGB input (bytes or
+ * floats): the same values without the intermediate image. The detector and line tensors
+ * are built with this.
+ */
+export function resizeToBgrPlanes(
+  src: Uint8Array | Float32Array,
+  sw: number,
+  sh: number,
+  dw: number,
+  dh: number,
+  mean: readonly [number, number, number],
+  std: readonly [number, number, number],
+  out: Float32Array,
+  offset = 0,
+  stride = dw,
+  rows = dh,
+): void {
+  if (sw <= 0 || sh <= 0 || dw <= 0 || dh <= 0) throw new RangeError(`resize ${sw}x${sh} → ${dw}x${dh}: sizes must be positive`);
+  const { i0: xi0, i1: xi1, w: xw } = axis(sw, dw);
+  const { i0: yi0, i1: yi1, w: yw } = axis(sh, dh);
+  const plane = stride * rows;
+  // (v / 255 − mean) / std as v · k − o, per output plane (B, G, R).
+  const kb = 1 / (255 * std[0]), ob = mean[0] / std[0];
+  const kg = 1 / (255 * std[1]), og = mean[1] / std[1];
+  const kr = 1 / (255 * std[2]), or = mean[2] / std[2];
+  for (let y = 0; y < dh; y++) {
+    const r0 = yi0[y]! * sw * 3;
+    const r1 = yi1[y]! * sw * 3;
+    const fy = yw[y]!;
+    const gy = 1 - fy;
+    const bRow = offset + y * stride;
+    const gRow = bRow + plane;
+    const rRow = gRow + plane;
+    for (let x = 0; x < dw; x++) {
+      const fx = xw[x]!;
+      const gx = 1 - fx;
+      const a = r0 + xi0[x]! * 3;
+      const b = r0 + xi1[x]! * 3;
+      const p = r1 + xi0[x]! * 3;
+      const q = r1 + xi1[x]! * 3;
+      const wa = gx * gy, wb = fx * gy, wp = gx * fy, wq = fx * fy;
+      const red = src[a]! * wa + src[b]! * wb + src[p]! * wp + src[q]! * wq;
+      const green = src[a + 1]! * wa + src[b + 1]! * wb + src[p + 1]! * wp + src[q + 1]! * wq;
+      const blue = src[a + 2]! * wa + src[b + 2]! * wb + src[p + 2]! * wp + src[q + 2]! * wq;
+      out[bRow + x] = blue * kb - ob;
+      out[gRow + x] = green * kg - og;
+      out[rRow + x] = red * kr - or;
+    }
+  }
+}

@@ -5,7 +5,7 @@
  */
 import { describe, it, expect } from "vitest";
 import { detInput, detInputSize, roundHalfEven } from "../../../model_repository/ocr_pre/1/det-input.ts";
-import { normalizeToBgrPlanes, resizeBilinear } from "../../../model_repository/ocr_pre/1/resize.ts";
+import { normalizeToBgrPlanes, resizeBilinear, resizeToBgrPlanes } from "../../../model_repository/ocr_pre/1/resize.ts";
 
 describe("detInputSize", () => {
   it("scales the longer side down to the limit and rounds both sides to multiples of 32", () => {
@@ -60,5 +60,28 @@ describe("normalisation", () => {
     expect(det.data[2 * 32 * 32]).toBeCloseTo((1 - 0.406) / 0.225, 6);
     // Bottom-right is the second pixel, black.
     expect(det.data[32 * 32 - 1]).toBeCloseTo(-0.485 / 0.229, 6);
+  });
+});
+
+describe("resizeToBgrPlanes", () => {
+  it("equals resizeBilinear then normalizeToBgrPlanes, into a wider padded row", () => {
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 255;
+    const src = Uint8Array.from({ length: 7 * 5 * 3 }, rnd);
+    const mean = [0.485, 0.456, 0.406] as const;
+    const std = [0.229, 0.224, 0.225] as const;
+    const want = new Float32Array(3 * 11 * 9);
+    normalizeToBgrPlanes(resizeBilinear(src, 7, 5, 3, 11, 9), 11, 9, mean, std, want);
+    const got = new Float32Array(3 * 9 * 13).fill(42);
+    resizeToBgrPlanes(src, 7, 5, 11, 9, mean, std, got, 0, 13, 9);
+    for (let c = 0; c < 3; c++) {
+      for (let y = 0; y < 9; y++) {
+        for (let x = 0; x < 13; x++) {
+          const v = got[(c * 9 + y) * 13 + x]!;
+          if (x < 11) expect(v).toBeCloseTo(want[(c * 9 + y) * 11 + x]!, 5);
+          else expect(v).toBe(42); // beyond the line's width: untouched
+        }
+      }
+    }
   });
 });
