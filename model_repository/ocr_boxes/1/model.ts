@@ -42,6 +42,9 @@ export default class OcrBoxes implements TritonModel {
       if (prob.shape.length !== 4 || prob.shape[0] !== 1 || prob.shape[1] !== 1) {
         return { error: { message: `ocr_boxes: 'prob' must be [1, 1, H, W], got [${prob.shape.join(", ")}]`, code: "INVALID_ARG" } };
       }
+      if (width === 0 || height === 0 || mapW === 0 || mapH === 0) {
+        return { error: { message: `ocr_boxes: empty image [${rgb.shape.join(", ")}] or map [${prob.shape.join(", ")}]`, code: "INVALID_ARG" } };
+      }
       const image = { width, height, data: rgb.data as Uint8Array };
       const quads = detectBoxes(prob.data as Float32Array, mapW, mapH, width, height, this.#db);
       const lines = lineImages(image, quads);
