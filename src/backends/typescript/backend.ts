@@ -208,10 +208,14 @@ class TsInstance implements BackendInstance {
     if (this.#closed) return;
     this.#closed = true;
     if (!this.#model.finalize) return;
-    // close() is synchronous; finalize runs once, and its failure is logged.
-    void Promise.resolve()
-      .then(() => this.#model.finalize!())
-      .catch((err) => log.error(`model '${this.#modelName}' instance ${this.name}: finalize failed: ${(err as Error)?.stack ?? String(err)}`));
+    // close() is synchronous: finalize starts now (its synchronous part runs before close
+    // returns), runs once, and its failure is logged.
+    const failed = (err: unknown) => log.error(`model '${this.#modelName}' instance ${this.name}: finalize failed: ${(err as Error)?.stack ?? String(err)}`);
+    try {
+      void Promise.resolve(this.#model.finalize()).catch(failed);
+    } catch (err) {
+      failed(err);
+    }
   }
 }
 
