@@ -224,7 +224,7 @@ afterAll(async () => {
   repo?.remove();
 });
 
-const stats = async (model: string) => (await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()).model_stats[0];
+const stats = async (model: string): Promise<any> => ((await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as any).model_stats[0];
 const blsCall = (hops: string[], parameters: object = {}) =>
   inferJson(server, "ts_bls", {
     parameters,
@@ -279,7 +279,7 @@ describe("typescript backend", () => {
       { name: "OUT", datatype: "BYTES", shape: [2], data: ["ABC", "ÜNÏ"] },
       { name: "META", datatype: "BYTES", shape: [2], data: ["req-7", JSON.stringify({ lang: "en", beams: 3, fast: true })] },
     ]);
-    const cfg = await (await fetch(`${server.url}/v2/models/ts_echo/config`)).json();
+    const cfg = (await (await fetch(`${server.url}/v2/models/ts_echo/config`)).json()) as any;
     expect(cfg.backend).toBe("typescript");
   });
 
@@ -323,7 +323,7 @@ describe("typescript backend", () => {
   });
 
   it("an import failure or a throwing initialize leaves that model UNAVAILABLE with the reason; others serve", async () => {
-    const index = await (await fetch(`${server.url}/v2/repository/index`, { method: "POST", body: "{}" })).json();
+    const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST", body: "{}" })).json()) as any;
     const entry = (n: string) => index.find((e: { name: string }) => e.name === n);
     expect(entry("ts_import_fail").state).toBe("UNAVAILABLE");
     expect(entry("ts_import_fail").reason).toContain("boom at import");
