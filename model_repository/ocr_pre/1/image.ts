@@ -1,13 +1,21 @@
 /**
  * @module Image bytes → RGB pixels for the OCR pipeline: recognises PNG and JPEG by their
  * signatures, reads the size from the header before decoding (so a huge image is refused
- * without allocating it), and decodes with fast-png / jpeg-js into 8-bit RGB, row-major
+ * without allocating it), and decodes with pngjs / jpeg-js into 8-bit RGB, row-major
  * [height, width, 3]. Alpha is composited over white (text on a transparent background
- * reads as dark on light); 16-bit samples keep their high byte; grey, grey+alpha and
- * palette images become RGB.
+ * reads as dark on light); pngjs turns every PNG colour type and depth into 8-bit RGBA.
  */
-import { decode as decodePng, convertIndexedToRgb } from "fast-png";
-import { decode as decodeJpeg } from "jpeg-js";
+import { createRequire } from "node:module";
+import type * as PngJs from "pngjs";
+import type * as JpegJs from "jpeg-js";
+
+// The compiled binary (Bun 1.4.4) does not resolve bare package names in a module it
+// loads at run time ("Cannot find package 'pngjs'"), so both libraries are loaded by path
+// from the project's node_modules, which model_repository/ sits in. Both are CommonJS
+// with no dependencies (fast-png was ruled out: it needs fflate, found only by name).
+const require = createRequire(import.meta.url);
+const { PNG } = require("../../../node_modules/pngjs/lib/png.js") as typeof PngJs;
+const { decode: decodeJpeg } = require("../../../node_modules/jpeg-js/index.js") as typeof JpegJs;
 
 export type ImageFormat = "png" | "jpeg";
 
@@ -122,62 +130,22 @@ function decodeJpegRgb(bytes: Uint8Array, maxPixels: number): RgbImage {
 }
 
 function decodePngRgb(bytes: Uint8Array): RgbImage {
-  const png = decodePng(bytes);
-  const { width, height } = png;
+  const png = PNG.sync.read(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  const { width, height, data } = png; // RGBA, 8 bits
   const n = width * height;
-  let channels = png.channels;
-  let samples: ArrayLike<number>;
-  let max = 255;
-  if (png.palette) {
-    samples = convertIndexedToRgb(png);
-    channels = png.palette[0]!.length; // 3, or 4 with a tRNS chunk
-  } else if (png.depth < 8) {
-    samples = unpackBits(png.data as Uint8Array, width, height, channels, png.depth);
-    max = 2 ** png.depth - 1;
-  } else {
-    samples = png.data;
-    if (png.depth === 16) max = 65535;
-  }
   const out = new Uint8Array(n * 3);
-  const scale = 255 / max;
-  const hasAlpha = channels === 2 || channels === 4;
-  const colour = channels >= 3;
-  if (max === 255 && !hasAlpha && samples instanceof Uint8Array) {
-    // 8-bit RGB or grey, the common cases: copy.
-    if (colour) out.set(samples.subarray(0, n * 3));
-    else for (let p = 0; p < n; p++) out[p * 3] = out[p * 3 + 1] = out[p * 3 + 2] = samples[p]!;
-    return { width, height, data: out };
-  }
   for (let p = 0; p < n; p++) {
-    const s = p * channels;
-    let r = samples[s]! * scale;
-    let g = colour ? samples[s + 1]! * scale : r;
-    let b = colour ? samples[s + 2]! * scale : r;
-    if (hasAlpha) {
-      const a = samples[s + channels - 1]! / max;
-      r = r * a + 255 * (1 - a);
-      g = g * a + 255 * (1 - a);
-      b = b * a + 255 * (1 - a);
+    const a = data[p * 4 + 3]!;
+    if (a === 255) {
+      out[p * 3] = data[p * 4]!;
+      out[p * 3 + 1] = data[p * 4 + 1]!;
+      out[p * 3 + 2] = data[p * 4 + 2]!;
+    } else {
+      const k = a / 255;
+      out[p * 3] = Math.round(data[p * 4]! * k + 255 * (1 - k));
+      out[p * 3 + 1] = Math.round(data[p * 4 + 1]! * k + 255 * (1 - k));
+      out[p * 3 + 2] = Math.round(data[p * 4 + 2]! * k + 255 * (1 - k));
     }
-    out[p * 3] = Math.round(r);
-    out[p * 3 + 1] = Math.round(g);
-    out[p * 3 + 2] = Math.round(b);
   }
   return { width, height, data: out };
-}
-
-/** Samples of 1, 2 or 4 bits (rows padded to whole bytes) → one number per sample. */
-function unpackBits(packed: Uint8Array, width: number, height: number, channels: number, depth: number): Uint8Array {
-  const perRow = width * channels;
-  const rowBytes = Math.ceil((perRow * depth) / 8);
-  const out = new Uint8Array(perRow * height);
-  const mask = (1 << depth) - 1;
-  for (let y = 0; y < height; y++) {
-    for (let i = 0; i < perRow; i++) {
-      const bit = i * depth;
-      const byte = packed[y * rowBytes + (bit >> 3)]!;
-      out[y * perRow + i] = (byte >> (8 - depth - (bit & 7))) & mask;
-    }
-  }
-  return out;
 }

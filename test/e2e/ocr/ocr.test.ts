@@ -49,24 +49,54 @@ function fromJson(outputs: JsonOutput[]): OcrResult {
   return { text: by.text!.data as string[], boxes: by.boxes!.data as number[], boxesShape: by.boxes!.shape, scores: by.scores!.data as number[] };
 }
 
-/** Triton's raw binary request: the body is the image, the answer JSON. */
-async function inferRaw(model: string, body: Uint8Array): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": "0" }, body });
-  return { status: res.status, json: await res.json() };
+/** A BYTES element in binary form: a 4-byte little-endian length, then the bytes. */
+function element(image: Uint8Array): Uint8Array {
+  const out = new Uint8Array(4 + image.length);
+  new DataView(out.buffer).setUint32(0, image.length, true);
+  out.set(image, 4);
+  return out;
+}
+
+/**
+ * Triton's raw binary request: the body is the single input's data (one serialized BYTES
+ * element); the outputs come back in the binary part, decoded here.
+ */
+async function inferRaw(model: string, image: Uint8Array): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": "0" }, body: element(image) });
+  const body = new Uint8Array(await res.arrayBuffer());
+  const headerLength = Number(res.headers.get("inference-header-content-length") ?? body.length);
+  const json = JSON.parse(new TextDecoder().decode(body.subarray(0, headerLength)));
+  let at = headerLength;
+  for (const o of (json.outputs ?? []) as (JsonOutput & { parameters?: { binary_data_size?: number } })[]) {
+    const size = o.parameters?.binary_data_size;
+    if (size === undefined) continue;
+    const part = body.slice(at, at + size);
+    at += size;
+    if (o.datatype === "BYTES") {
+      const text: string[] = [];
+      for (let i = 0; i < part.length; ) {
+        const len = new DataView(part.buffer, i).getUint32(0, true);
+        text.push(new TextDecoder().decode(part.subarray(i + 4, i + 4 + len)));
+        i += 4 + len;
+      }
+      o.data = text;
+    } else o.data = [...new Float32Array(part.buffer)];
+  }
+  return { status: res.status, json };
 }
 
 /** The binary tensor extension: a JSON header naming the input, the image bytes after it. */
 async function inferBinary(model: string, image: Uint8Array): Promise<{ status: number; json: any }> {
-  // A BYTES element in the binary part is a 4-byte little-endian length and the bytes.
-  const element = new Uint8Array(4 + image.length);
-  new DataView(element.buffer).setUint32(0, image.length, true);
-  element.set(image, 4);
+  const bytes = element(image);
   const header = new TextEncoder().encode(
-    JSON.stringify({ inputs: [{ name: "image", shape: [1], datatype: "BYTES", parameters: { binary_data_size: element.length } }] }),
+    JSON.stringify({
+      inputs: [{ name: "image", shape: [1], datatype: "BYTES", parameters: { binary_data_size: bytes.length } }],
+      parameters: { binary_data_output: false },
+    }),
   );
-  const body = new Uint8Array(header.length + element.length);
+  const body = new Uint8Array(header.length + bytes.length);
   body.set(header);
-  body.set(element, header.length);
+  body.set(bytes, header.length);
   const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(header.length) }, body });
   return { status: res.status, json: await res.json() };
 }
@@ -112,7 +142,9 @@ describe.each(MODELS)("%s", (model) => {
     const raw = fromJson((await inferRaw(model, png)).json.outputs);
     const { status: code, json } = await inferBinary(model, png);
     expect(code, JSON.stringify(json)).toBe(200);
-    expect(fromJson(json.outputs)).toEqual(raw);
+    const viaJson = fromJson(json.outputs);
+    expect([viaJson.text, viaJson.boxes, viaJson.boxesShape]).toEqual([raw.text, raw.boxes, raw.boxesShape]);
+    viaJson.scores.forEach((s, i) => expect(s).toBeCloseTo(raw.scores[i]!, 6));
     const g = await inferGrpc(model, png);
     expect(g.text).toEqual(LINES);
     expect(g.boxesShape).toEqual([2, 4, 2]);
