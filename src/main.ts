@@ -10,6 +10,7 @@ import { BackendRegistry } from "./backends/registry.ts";
 import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
+import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler, type HttpFrontendOptions } from "./frontends/http/routes.ts";
@@ -82,6 +83,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   backends.register(new OnnxRuntimeBackend());
   backends.register(new TensorRtBackend());
   backends.register(new OpenVinoBackend());
+  const typescript = new TypeScriptBackend();
+  backends.register(typescript);
   const repository = new ModelRepositoryManager(
     {
       repositories: options.modelRepositories,
@@ -107,6 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   server.maxQueuedBytes = options.maxQueuedBytes;
   repository.setModelRunner((request) => server.inferStep(request));
+  typescript.setRunner((request) => server.inferStep(request));
   await repository.loadAll();
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {

@@ -10,6 +10,8 @@
 import type { Tensor } from "../core/tensor.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { ModelFileIO } from "../model-config/model-file-io.ts";
+import type { PreparedRequest } from "../core/request-validate.ts";
+import type { ServerError } from "../core/errors.ts";
 
 export type { ModelFileIO, TensorSpec } from "../model-config/model-file-io.ts";
 
@@ -34,6 +36,17 @@ export interface ExecuteResult {
   computeOutputNs?: number;
 }
 
+/** One request's result from a per-request execution: its outputs, or the error that fails it alone. */
+export type RequestOutcome = { outputs: Tensor[]; error?: undefined } | { error: ServerError; outputs?: undefined };
+
+export interface RequestsResult {
+  /** One per request, in order. */
+  outcomes: RequestOutcome[];
+  computeInputNs?: number;
+  computeInferNs?: number;
+  computeOutputNs?: number;
+}
+
 export interface BackendInstance {
   readonly name: string;
   /**
@@ -42,6 +55,12 @@ export interface BackendInstance {
    * Must not block the event loop for long.
    */
   execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult>;
+  /**
+   * Optional per-request execution (the `typescript` backend): the schedulers hand the
+   * requests of one batch over unmerged, and each gets its own outcome. When present the
+   * schedulers call it instead of concatenating inputs and splitting outputs.
+   */
+  executeRequests?(requests: readonly PreparedRequest[]): Promise<RequestsResult>;
   close(): void;
 }
 
@@ -65,6 +84,10 @@ export interface Backend {
   readonly gpus?: "cuda" | "own";
   /** Runs only on GPUs (TensorRT): KIND_AUTO becomes KIND_GPU on every CUDA device when there are any. */
   readonly gpuOnly?: boolean;
+  /** Other file names auto-detection looks for when the config names none ("model.js"). */
+  readonly otherModelFilenames?: readonly string[];
+  /** Completes a config in Triton's JSON form from the model file itself (the TypeScript model's static autoCompleteConfig). */
+  autoComplete?(config: ModelConfig, modelPath: string): Promise<ModelConfig>;
   /** Reads the model file's declared inputs and outputs, for auto-complete. */
   describe?(modelPath: string, backendConfig: Record<string, string>): Promise<ModelFileIO>;
   load(ctx: BackendLoadContext): Promise<BackendModel>;

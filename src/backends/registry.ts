@@ -27,6 +27,17 @@ export class BackendRegistry {
     if (config.backend) return this.byName(config.backend);
     if (config.platform) return this.byPlatform(config.platform);
     if (!versionDir) return undefined;
-    return this.#backends.find((b) => existsSync(join(versionDir, config.default_model_filename || b.defaultModelFilename)));
+    return this.#backends.find((b) => modelFileCandidates(config, b).some((f) => existsSync(join(versionDir, f))));
   }
+}
+
+function modelFileCandidates(config: ModelConfig, b: Backend): string[] {
+  if (config.default_model_filename) return [config.default_model_filename];
+  return [b.defaultModelFilename, ...(b.otherModelFilenames ?? [])];
+}
+
+/** The model file of `backend` in `versionDir`: the config's default_model_filename, else the first of the backend's names that exists (its default when none does). */
+export function modelFileIn(versionDir: string, config: ModelConfig, backend: Backend): string {
+  const names = modelFileCandidates(config, backend);
+  return join(versionDir, names.find((f) => existsSync(join(versionDir, f))) ?? names[0]!);
 }

@@ -18,7 +18,7 @@ import { createScheduler } from "../scheduler/create.ts";
 import { checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { CudaDriver } from "../../ffi/cuda/driver.ts";
 import type { ModelVersion } from "./model-version.ts";
-import type { BackendRegistry } from "../backends/registry.ts";
+import { modelFileIn, type BackendRegistry } from "../backends/registry.ts";
 import type { Backend, BackendInstance, BackendModel } from "../backends/backend.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
@@ -90,8 +90,13 @@ export class ModelLoader {
     if (!config.platform && backend.platform) config.platform = backend.platform;
 
     const backendConfig = this.#backendConfig(backend.name);
+    if (!this.#opts.disableAutoCompleteConfig && backend.autoComplete && latestDir) {
+      const file = modelFileIn(latestDir, config, backend);
+      if (!existsSync(file)) throw invalidArg(`unable to find '${file}' for model '${name}'`);
+      config = await backend.autoComplete(config, file);
+    }
     if (!this.#opts.disableAutoCompleteConfig && backend.describe && latestDir && needsAutoComplete(config)) {
-      const file = join(latestDir, config.default_model_filename || backend.defaultModelFilename);
+      const file = modelFileIn(latestDir, config, backend);
       if (!existsSync(file)) throw invalidArg(`unable to find '${file}' for model '${name}'`);
       const io = await backend.describe(file, backendConfig);
       const defaultMaxBatchSize = Number(backendConfig["default-max-batch-size"] ?? 4);
@@ -147,7 +152,7 @@ export class ModelLoader {
   /** Loads the backend model and creates its instances into `instances` (the caller closes them on failure), then warms them up. */
   async #instantiate(mv: ModelVersion, config: ModelConfig, backend: Backend, instances: BackendInstance[]): Promise<BackendModel> {
     const { name, version, modelDir: dir } = mv;
-    const modelPath = join(dir, String(version), config.default_model_filename || backend.defaultModelFilename);
+    const modelPath = modelFileIn(join(dir, String(version)), config, backend);
     if (!existsSync(modelPath)) throw invalidArg(`unable to find '${modelPath}' for model '${name}'`);
     const backendModel = await backend.load({
       config,

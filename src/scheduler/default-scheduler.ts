@@ -58,6 +58,16 @@ export class DefaultScheduler implements Scheduler {
 
   async #run(instance: BackendInstance, request: PreparedRequest, enqueuedAt: number, start: number): Promise<ScheduledResult> {
     try {
+      if (instance.executeRequests) {
+        const rr = await instance.executeRequests([request]);
+        const outcome = rr.outcomes[0]!;
+        const computeInputNs = rr.computeInputNs ?? 0;
+        const computeOutputNs = rr.computeOutputNs ?? 0;
+        const computeInferNs = rr.computeInferNs ?? Math.max(0, nowNs() - start - computeInputNs - computeOutputNs);
+        this.#stats.recordExecution(request.batchSize, computeInputNs, computeInferNs, computeOutputNs);
+        if (outcome.error) throw outcome.error;
+        return { outputs: outcome.outputs, queueNs: start - enqueuedAt, computeInputNs, computeInferNs, computeOutputNs };
+      }
       const r = await instance.execute(request.inputs, request.outputNames);
       const computeInputNs = r.computeInputNs ?? 0;
       const computeOutputNs = r.computeOutputNs ?? 0;

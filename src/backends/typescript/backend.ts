@@ -1,0 +1,283 @@
+/**
+ * @module The `typescript` backend (issue #15): a version folder's `model.ts` / `model.js`
+ * is imported (a fresh import per load), its default-export class instantiated once per
+ * instance, and its `execute` given the requests of a batch unmerged. BLS calls go back
+ * into the server through the runner the server hands over (`setRunner`), so the backend
+ * layer never imports the server.
+ */
+import { pathToFileURL } from "node:url";
+import { nowNs } from "../../core/clock.ts";
+import { ServerError, internal, invalidArg, unavailable } from "../../core/errors.ts";
+import { getLogger } from "../../core/logger.ts";
+import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse } from "../../core/request.ts";
+import type { PreparedRequest } from "../../core/request-validate.ts";
+import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
+import type { Tensor } from "../../core/tensor.ts";
+import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
+import { TRITON_CODES, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
+import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
+
+const log = getLogger("src/backends/typescript/backend.ts");
+
+/** The server's own inference entry (validation, scheduler, cache, statistics). */
+export type InferRunner = (request: CoreRequest) => Promise<CoreResponse>;
+
+/** BLS depth cap: a chain of this many models refuses a further call. */
+export const MAX_BLS_DEPTH = 16;
+
+/** The BLS call chain of a request made by a TypeScript model (models before the callee). */
+const chains = new WeakMap<CoreRequest, readonly string[]>();
+
+let importCount = 0;
+
+async function importModelClass(modelPath: string): Promise<TritonModelClass> {
+  // A query makes each load a fresh module, so a reload picks up an edited file. Bun
+  // (1.4) ignores the query on a file: URL but honours it on a plain absolute path.
+  const v = `?v=${++importCount}`;
+  const url = "Bun" in globalThis && modelPath.startsWith("/") ? modelPath + v : pathToFileURL(modelPath).href + v;
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(url)) as { default?: unknown };
+  } catch (err) {
+    const e = err as Error;
+    throw unavailable(`failed to import '${modelPath}': ${e?.stack ?? String(err)}`, err);
+  }
+  if (typeof mod.default !== "function") throw invalidArg(`'${modelPath}' has no default export class (export default class { execute(requests) {...} })`);
+  return mod.default as TritonModelClass;
+}
+
+function stringParameters(config: ModelConfig): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config.parameters ?? {})) out[k] = String((v as { string_value?: string }).string_value ?? "");
+  return out;
+}
+
+function modelLogger(model: string): ModelLogger {
+  const p = `model '${model}': `;
+  return {
+    info: (m) => log.info(p + m),
+    warn: (m) => log.warn(p + m),
+    error: (m) => log.error(p + m),
+    verbose: (m) => log.verbose(1, p + m),
+  };
+}
+
+function blsResponse(r: CoreResponse): BlsResponse {
+  const outputs = r.outputs.map(toModelTensor);
+  return { model: r.modelName, version: Number(r.modelVersion), outputs, output: (n) => outputs.find((t) => t.name === n) };
+}
+
+class TsInstance implements BackendInstance {
+  readonly name: string;
+  readonly #model: TritonModel;
+  readonly #modelName: string;
+  readonly #outputs: Map<string, ModelOutput>;
+  readonly #batched: boolean;
+  readonly #runner: () => InferRunner | undefined;
+  #closed = false;
+
+  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => InferRunner | undefined) {
+    this.name = name;
+    this.#model = model;
+    this.#modelName = ctx.modelName;
+    this.#outputs = new Map((ctx.config.output ?? []).map((o) => [o.name!, o]));
+    this.#batched = (ctx.config.max_batch_size ?? 0) > 0;
+    this.#runner = runner;
+  }
+
+  /** One batch as one request (warmup calls this). */
+  async execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult> {
+    const prepared: PreparedRequest = {
+      request: { modelName: this.#modelName, parameters: {}, inputs },
+      control: { sequenceStart: false, sequenceEnd: false, priority: 0, timeoutUs: 0 },
+      batchSize: this.#batched ? (inputs[0]?.shape[0] ?? 1) : 1,
+      inputs,
+      outputNames: [...outputNames],
+      classification: new Map(),
+    };
+    const r = await this.executeRequests([prepared]);
+    const o = r.outcomes[0]!;
+    if (o.error) throw o.error;
+    return { outputs: o.outputs, computeInputNs: r.computeInputNs, computeInferNs: r.computeInferNs, computeOutputNs: r.computeOutputNs };
+  }
+
+  async executeRequests(requests: readonly PreparedRequest[]): Promise<RequestsResult> {
+    const t0 = nowNs();
+    const modelRequests = requests.map((p) => this.#modelRequest(p));
+    const t1 = nowNs();
+    let responses: InferenceResponse[];
+    try {
+      responses = await this.#model.execute(modelRequests);
+    } catch (err) {
+      const error = modelError(this.#modelName, err, TRITON_CODES);
+      return { outcomes: requests.map(() => ({ error })), computeInputNs: t1 - t0, computeInferNs: nowNs() - t1, computeOutputNs: 0 };
+    }
+    const t2 = nowNs();
+    let outcomes: RequestOutcome[];
+    if (!Array.isArray(responses) || responses.length !== requests.length) {
+      const got = Array.isArray(responses) ? `${responses.length} responses` : `${typeof responses} instead of an array of responses`;
+      const error = internal(`model '${this.#modelName}' execute() returned ${got} for ${requests.length} request(s)`);
+      outcomes = requests.map(() => ({ error }));
+    } else {
+      outcomes = requests.map((p, i) => this.#outcome(p, responses[i]));
+    }
+    return { outcomes, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: nowNs() - t2 };
+  }
+
+  #outcome(p: PreparedRequest, r: InferenceResponse | undefined): RequestOutcome {
+    const model = this.#modelName;
+    if (!r || typeof r !== "object") return { error: internal(`model '${model}' returned no response object for a request`) };
+    if ("error" in r && r.error !== undefined) {
+      const e = r.error;
+      return { error: modelError(model, typeof e === "string" ? new Error(e) : Object.assign(new Error(e.message), { code: e.code }), TRITON_CODES) };
+    }
+    const list = (r as { outputs?: ModelTensor[] }).outputs;
+    if (!Array.isArray(list)) return { error: internal(`model '${model}' returned a response without 'outputs'`) };
+    try {
+      const wanted = new Set(p.outputNames);
+      const outputs: Tensor[] = [];
+      for (const mt of list) {
+        let t: Tensor;
+        try {
+          t = fromModelTensor(mt, "output");
+        } catch (err) {
+          throw internal(`model '${model}' returned a bad ${(err as Error).message}`);
+        }
+        const spec = this.#outputs.get(t.name);
+        // An implicit-state output the sequence batcher asked for is not in the config's outputs.
+        if (spec || !wanted.has(t.name)) checkOutput(model, t, spec, this.#batched ? p.batchSize : undefined);
+        if (wanted.size === 0 || wanted.has(t.name)) outputs.push(t);
+      }
+      const asked = p.request.outputs?.map((o) => o.name) ?? [];
+      for (const n of asked) if (!outputs.some((t) => t.name === n)) throw internal(`model '${model}' returned no output '${n}', which the request asked for`);
+      // Outputs in the order the request expects them.
+      outputs.sort((a, b) => p.outputNames.indexOf(a.name) - p.outputNames.indexOf(b.name));
+      return { outputs };
+    } catch (err) {
+      return { error: ServerError.from(err) };
+    }
+  }
+
+  #modelRequest(p: PreparedRequest): InferenceRequest {
+    const inputs = p.inputs.map(toModelTensor);
+    const parameters: Record<string, string | number | boolean> = {};
+    for (const [k, v] of Object.entries(p.request.parameters ?? {})) parameters[k] = typeof v === "bigint" ? Number(v) : v;
+    const sid = p.control.sequenceId;
+    const chain = [...(chains.get(p.request) ?? []), this.#modelName];
+    return {
+      id: p.request.id ?? "",
+      inputs,
+      input: (n) => inputs.find((t) => t.name === n),
+      requestedOutputNames: p.request.outputs?.length ? p.request.outputs.map((o) => o.name) : [],
+      parameters,
+      correlationId: sid === undefined ? undefined : typeof sid === "number" ? BigInt(sid) : sid,
+      flags: { sequenceStart: p.control.sequenceStart, sequenceEnd: p.control.sequenceEnd },
+      infer: (call) => this.#bls(call, chain),
+    };
+  }
+
+  async #bls(call: BlsRequest, chain: readonly string[]): Promise<BlsResponse> {
+    const runner = this.#runner();
+    if (!runner) throw unavailable(`model '${this.#modelName}': BLS is not available (the server gave the backend no runner)`);
+    if (!call || typeof call.model !== "string") throw invalidArg(`model '${this.#modelName}': BLS call needs a 'model' name`);
+    if (chain.includes(call.model)) {
+      throw invalidArg(`BLS call refused: model '${call.model}' is already in the call chain ${[...chain, call.model].join(" -> ")}`);
+    }
+    if (chain.length >= MAX_BLS_DEPTH) {
+      throw invalidArg(`BLS call refused: call chain ${[...chain, call.model].join(" -> ")} exceeds the depth limit of ${MAX_BLS_DEPTH}`);
+    }
+    let inputs: Tensor[];
+    try {
+      inputs = (call.inputs ?? []).map((t) => fromModelTensor(t, "BLS input"));
+    } catch (err) {
+      throw invalidArg(`model '${this.#modelName}': ${(err as Error).message}`);
+    }
+    const request: CoreRequest = {
+      modelName: call.model,
+      modelVersion: call.version === undefined ? "" : String(call.version),
+      id: call.id,
+      parameters: { ...(call.parameters ?? {}) },
+      inputs,
+      outputs: call.outputs?.map((name) => ({ name })),
+    };
+    chains.set(request, chain);
+    return blsResponse(await runner(request));
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (!this.#model.finalize) return;
+    // close() is synchronous: finalize starts now (its synchronous part runs before close
+    // returns), runs once, and its failure is logged.
+    const failed = (err: unknown) => log.error(`model '${this.#modelName}' instance ${this.name}: finalize failed: ${(err as Error)?.stack ?? String(err)}`);
+    try {
+      void Promise.resolve(this.#model.finalize()).catch(failed);
+    } catch (err) {
+      failed(err);
+    }
+  }
+}
+
+class TsModel implements BackendModel {
+  readonly #ctx: BackendLoadContext;
+  readonly #cls: TritonModelClass;
+  readonly #runner: () => InferRunner | undefined;
+
+  constructor(ctx: BackendLoadContext, cls: TritonModelClass, runner: () => InferRunner | undefined) {
+    this.#ctx = ctx;
+    this.#cls = cls;
+    this.#runner = runner;
+  }
+
+  async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL", deviceId: number): Promise<BackendInstance> {
+    const ctx = this.#ctx;
+    let model: TritonModel;
+    try {
+      model = new this.#cls();
+      if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
+      await model.initialize?.({
+        modelConfig: structuredClone(ctx.config),
+        modelName: ctx.modelName,
+        modelVersion: ctx.version,
+        instanceName: name,
+        instanceKind: kind,
+        deviceId,
+        repositoryPath: ctx.modelDir,
+        parameters: stringParameters(ctx.config),
+        logger: modelLogger(ctx.modelName),
+      });
+    } catch (err) {
+      const e = err as Error;
+      throw unavailable(`model '${ctx.modelName}' instance ${name}: initialize failed: ${e?.stack ?? String(err)}`, err);
+    }
+    return new TsInstance(name, model, ctx, this.#runner);
+  }
+
+  close(): void {}
+}
+
+export class TypeScriptBackend implements Backend {
+  readonly name = "typescript";
+  readonly defaultModelFilename = "model.ts";
+  readonly otherModelFilenames = ["model.js"];
+  #runner: InferRunner | undefined;
+
+  /** The server's inference entry, for BLS calls. */
+  setRunner(runner: InferRunner): void {
+    this.#runner = runner;
+  }
+
+  async autoComplete(config: ModelConfig, modelPath: string): Promise<ModelConfig> {
+    const cls = await importModelClass(modelPath);
+    if (typeof cls.autoCompleteConfig !== "function") return config;
+    const out = await cls.autoCompleteConfig(structuredClone(config));
+    if (!out || typeof out !== "object") throw invalidArg(`'${modelPath}': autoCompleteConfig returned no config`);
+    return out as ModelConfig;
+  }
+
+  async load(ctx: BackendLoadContext): Promise<BackendModel> {
+    const cls = await importModelClass(ctx.modelPath);
+    return new TsModel(ctx, cls, () => this.#runner);
+  }
+}
