@@ -379,3 +379,32 @@ describe("typescript backend", () => {
     expect(existsSync(file)).toBe(true);
   });
 });
+
+describe("typescript model that never answers", () => {
+  it("a queued request still times out, and shutdown's drain gives up after --exit-timeout-secs", async () => {
+    const hangRepo = makeRepository([]);
+    hangRepo.add(
+      "ts_hang/config.pbtxt",
+      `backend: "typescript"
+max_batch_size: 1
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+dynamic_batching { default_queue_policy { default_timeout_microseconds: 200000 } }
+`,
+    );
+    hangRepo.add("ts_hang/1/model.ts", `export default class Hang { execute() { return new Promise(() => {}); } }\n`);
+    const s = await startServerProcess([`--model-repository=${hangRepo.dir}`, "--exit-timeout-secs=1"]);
+    try {
+      const body = { inputs: [{ name: "IN", datatype: "INT32", shape: [1, 1], data: [1] }] };
+      // One of the two runs forever; the other waits in the queue until its timeout.
+      const first = await Promise.race([inferJson(s, "ts_hang", body), inferJson(s, "ts_hang", body)]);
+      expect([first.status, first.json.error]).toEqual([503, "Request timeout expired"]);
+      const code = await s.stop("SIGTERM");
+      expect(code).toBe(1);
+      expect(s.log()).toContain("Exit timeout expired. Exiting immediately.");
+    } finally {
+      await s.stop("SIGKILL");
+      hangRepo.remove();
+    }
+  });
+});
