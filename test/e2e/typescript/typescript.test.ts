@@ -38,14 +38,15 @@ export default class Ident {
 /** A model may \`import type\` the API; a relative type-only import is erased. */
 const API_TYPES = `export type { InferenceRequest, InferenceResponse } from ${JSON.stringify(join(process.cwd(), "src/backends/typescript/api.ts"))};\n`;
 
-/** ts_echo (model.js, no backend in its config): upper-cases BYTES, reports the request's id and parameters. */
+/** ts_echo (model.js, no backend in its config): upper-cases BYTES with a package from <repo>/node_modules, reports the request's id and parameters. */
 const ECHO = `
+import shout from "shout";
 const dec = new TextDecoder();
 export default class Echo {
   execute(requests) {
     return requests.map((r) => ({
       outputs: [
-        { name: "OUT", datatype: "BYTES", shape: r.input("IN").shape, data: r.input("IN").data.map((b) => dec.decode(b).toUpperCase()) },
+        { name: "OUT", datatype: "BYTES", shape: r.input("IN").shape, data: r.input("IN").data.map((b) => shout(dec.decode(b))) },
         { name: "META", datatype: "BYTES", shape: [2], data: [r.id, JSON.stringify(r.parameters)] },
       ],
     }));
@@ -160,6 +161,9 @@ output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] }, { name: "META" dat
 `,
   );
   repo.add("ts_echo/1/model.js", ECHO);
+  // A bare import resolves from <repo>/node_modules, which the repository scan skips.
+  repo.add("node_modules/shout/package.json", JSON.stringify({ name: "shout", version: "1.0.0", main: "index.js" }));
+  repo.add("node_modules/shout/index.js", "module.exports = (s) => s.toUpperCase();\n");
   repo.add("ts_bls/config.pbtxt", BLS_CONFIG("ts_bls"));
   repo.add("ts_bls/1/model.js", BLS);
   repo.add("ts_hop/config.pbtxt", BLS_CONFIG("ts_hop"));
@@ -281,6 +285,8 @@ describe("typescript backend", () => {
     ]);
     const cfg = (await (await fetch(`${server.url}/v2/models/ts_echo/config`)).json()) as any;
     expect(cfg.backend).toBe("typescript");
+    const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST", body: "{}" })).json()) as any;
+    expect(index.some((e: { name: string }) => e.name === "node_modules")).toBe(false);
   });
 
   it("BLS runs the ONNX model through the server (concurrent calls), and its statistics count them", async () => {
