@@ -201,6 +201,17 @@ parameters { key: "marker" value: { string_value: "${join(markers, "final.txt")}
     `backend: "typescript"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]\n`,
   );
   repo.add("ts_double/1/model.ts", DOUBLE);
+  // No config.pbtxt: the class's static autoCompleteConfig fills it in.
+  repo.add(
+    "ts_auto/1/model.ts",
+    `export default class Auto {
+  static autoCompleteConfig(config: any) {
+    return { ...config, max_batch_size: 2, input: [{ name: "X", data_type: "TYPE_INT32", dims: [16] }], output: [{ name: "Y", data_type: "TYPE_INT32", dims: [16] }] };
+  }
+${DOUBLE.split("\n").slice(2, -2).join("\n")}
+}
+`,
+  );
   repo.add(
     "ts_ens/config.pbtxt",
     `platform: "ensemble"
@@ -365,6 +376,13 @@ describe("typescript backend", () => {
     expect((await call(2)).json.outputs[0].data).toEqual([3]);
     const s = await stats("ts_counter");
     expect(s.inference_stats.cache_hit.count).toBe(1);
+  });
+
+  it("a static autoCompleteConfig completes a model with no config.pbtxt", async () => {
+    const cfg = (await (await fetch(`${server.url}/v2/models/ts_auto/config`)).json()) as any;
+    expect([cfg.backend, cfg.max_batch_size, cfg.input[0].name, cfg.output[0].dims]).toEqual(["typescript", 2, "X", [16]]);
+    const r = await inferJson(server, "ts_auto", { inputs: [{ name: "X", datatype: "INT32", shape: [1, 16], data: A }] });
+    expect(r.json.outputs[0].data).toEqual(A.map((v) => 2 * v));
   });
 
   it("runs as an ensemble step", async () => {
