@@ -201,6 +201,36 @@ parameters { key: "marker" value: { string_value: "${join(markers, "final.txt")}
     `backend: "typescript"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]\n`,
   );
   repo.add("ts_double/1/model.ts", DOUBLE);
+  // Sequence batcher: START as a control input, the running sum in implicit state.
+  repo.add(
+    "ts_seq/config.pbtxt",
+    `backend: "typescript"
+max_batch_size: 4
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "INFO" data_type: TYPE_STRING dims: [ 1 ] } ]
+sequence_batching {
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+`,
+  );
+  repo.add(
+    "ts_seq/1/model.ts",
+    `export default class Seq {
+  execute(requests: any[]) {
+    return requests.map((r) => {
+      const sum = r.input("ACC_IN").data[0] + r.input("X").data[0];
+      const info = [r.correlationId, r.input("START").data[0], r.flags.sequenceStart, r.flags.sequenceEnd].join(" ");
+      return { outputs: [
+        { name: "SUM", datatype: "INT32", shape: [1, 1], data: [sum] },
+        { name: "INFO", datatype: "BYTES", shape: [1, 1], data: [info] },
+        { name: "ACC_OUT", datatype: "INT32", shape: [1, 1], data: [sum] },
+      ] };
+    });
+  }
+}
+`,
+  );
   // No config.pbtxt: the class's static autoCompleteConfig fills it in.
   repo.add(
     "ts_auto/1/model.ts",
@@ -383,6 +413,17 @@ describe("typescript backend", () => {
     expect([cfg.backend, cfg.max_batch_size, cfg.input[0].name, cfg.output[0].dims]).toEqual(["typescript", 2, "X", [16]]);
     const r = await inferJson(server, "ts_auto", { inputs: [{ name: "X", datatype: "INT32", shape: [1, 16], data: A }] });
     expect(r.json.outputs[0].data).toEqual(A.map((v) => 2 * v));
+  });
+
+  it("under the sequence batcher: correlation id, flags, control and state inputs per request", async () => {
+    const step = async (x: number, start: boolean, end: boolean) =>
+      (await inferJson(server, "ts_seq", { parameters: { sequence_id: 42, sequence_start: start, sequence_end: end }, inputs: [{ name: "X", datatype: "INT32", shape: [1, 1], data: [x] }] })).json;
+    const a = await step(5, true, false);
+    const b = await step(7, false, false);
+    const c = await step(1, false, true);
+    expect([a.outputs[0].data, b.outputs[0].data, c.outputs[0].data]).toEqual([[5], [12], [13]]);
+    expect([a.outputs[1].data, b.outputs[1].data, c.outputs[1].data]).toEqual([["42 1 true false"], ["42 0 false false"], ["42 0 false true"]]);
+    expect(a.outputs.map((o: { name: string }) => o.name)).toEqual(["SUM", "INFO"]);
   });
 
   it("runs as an ensemble step", async () => {
