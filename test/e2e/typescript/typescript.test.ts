@@ -7,7 +7,7 @@
  * once on unload, warmup, response cache and an ensemble step.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, inferJson, type ServerProcess } from "../../helpers/server-process.ts";
@@ -201,6 +201,34 @@ parameters { key: "marker" value: { string_value: "${join(markers, "final.txt")}
     `backend: "typescript"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]\n`,
   );
   repo.add("ts_double/1/model.ts", DOUBLE);
+  // Worker thread: burns CPU until the release file exists, then BLS-calls simple.
+  repo.add(
+    "ts_burn/config.pbtxt",
+    `backend: "typescript"
+input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "SPINS" data_type: TYPE_INT32 dims: [ 1 ] } ]
+parameters { key: "execution_thread" value: { string_value: "worker" } }
+parameters { key: "release" value: { string_value: "${join(markers, "release")}" } }
+`,
+  );
+  repo.add(
+    "ts_burn/1/model.ts",
+    `import { existsSync } from "node:fs";
+export default class Burn {
+  initialize(args: any) { this.release = args.parameters.release; args.logger.info("burn ready in a worker"); }
+  release = "";
+  async execute(requests: any[]) {
+    let spins = 0;
+    const end = Date.now() + 30000;
+    while (!existsSync(this.release) && Date.now() < end) spins++;
+    const r = requests[0];
+    const a = r.input("A");
+    const res = await r.infer({ model: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16], data: a.data }, { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: a.data }] });
+    return [{ outputs: [{ name: "SUM", datatype: "INT32", shape: [16], data: res.output("OUTPUT0").data }, { name: "SPINS", datatype: "INT32", shape: [1], data: [spins > 0 ? 1 : 0] }] }];
+  }
+}
+`,
+  );
   // Sequence batcher: START as a control input, the running sum in implicit state.
   repo.add(
     "ts_seq/config.pbtxt",
@@ -424,6 +452,28 @@ describe("typescript backend", () => {
     expect([a.outputs[0].data, b.outputs[0].data, c.outputs[0].data]).toEqual([[5], [12], [13]]);
     expect([a.outputs[1].data, b.outputs[1].data, c.outputs[1].data]).toEqual([["42 1 true false"], ["42 0 false false"], ["42 0 false true"]]);
     expect(a.outputs.map((o: { name: string }) => o.name)).toEqual(["SUM", "INFO"]);
+  });
+
+  it("a worker-thread instance burning CPU leaves the server answering; its BLS call goes through the main thread", async () => {
+    let burnDone = false;
+    const burn = inferJson(server, "ts_burn", { inputs: [{ name: "A", datatype: "INT32", shape: [16], data: A }] }).then((r) => {
+      burnDone = true;
+      return r;
+    });
+    // Answers while ts_burn spins (it spins until the release file exists).
+    for (let i = 0; i < 3; i++) {
+      const r = await inferJson(server, "ts_double", { inputs: [{ name: "X", datatype: "INT32", shape: [1, 16], data: A }] });
+      expect(r.json.outputs[0].data).toEqual(A.map((v) => 2 * v));
+    }
+    expect(burnDone).toBe(false);
+    writeFileSync(join(markers, "release"), "");
+    const r = await burn;
+    expect(r.status).toBe(200);
+    expect(r.json.outputs).toEqual([
+      { name: "SUM", datatype: "INT32", shape: [16], data: A.map((v) => 2 * v) },
+      { name: "SPINS", datatype: "INT32", shape: [1], data: [1] },
+    ]);
+    expect(server.log()).toContain("model 'ts_burn': burn ready in a worker");
   });
 
   it("runs as an ensemble step", async () => {
