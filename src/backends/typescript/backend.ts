@@ -285,8 +285,12 @@ export class TypeScriptBackend implements Backend {
     this.#runner = runner;
   }
 
+  /** The class auto-complete imported, handed to the load that follows (one import per load). */
+  readonly #imported = new Map<string, TritonModelClass>();
+
   async autoComplete(config: ModelConfig, modelPath: string): Promise<ModelConfig> {
     const cls = await importModelClass(modelPath);
+    this.#imported.set(modelPath, cls);
     if (typeof cls.autoCompleteConfig !== "function") return config;
     const out = await cls.autoCompleteConfig(structuredClone(config));
     if (!out || typeof out !== "object") throw invalidArg(`'${modelPath}': autoCompleteConfig returned no config`);
@@ -296,7 +300,9 @@ export class TypeScriptBackend implements Backend {
   async load(ctx: BackendLoadContext): Promise<BackendModel> {
     // Worker instances import the module in their worker; the main thread does not run it.
     const inWorker = stringParameters(ctx.config)["execution_thread"] === "worker";
-    const cls = inWorker ? undefined : await importModelClass(ctx.modelPath);
+    const imported = this.#imported.get(ctx.modelPath);
+    this.#imported.delete(ctx.modelPath);
+    const cls = inWorker ? undefined : (imported ?? (await importModelClass(ctx.modelPath)));
     return new TsModel(ctx, cls, () => this.#runner);
   }
 }
