@@ -68,6 +68,8 @@ self.onmessage = async (e) => {
 
 let sourceUrl: string | undefined;
 
+const FINALIZE_LIMIT_MS = 10_000;
+
 interface Pending {
   requests: InferenceRequest[];
   resolve: (r: InferenceResponse[]) => void;
@@ -126,11 +128,18 @@ export class WorkerModel implements TritonModel {
     });
   }
 
+  /** Runs the model's finalize in the worker, then ends the worker (after 10 s at most, for a worker stuck in execute). */
   finalize(): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
     return new Promise<void>((resolve) => {
       this.#finalized = resolve;
+      timer = setTimeout(resolve, FINALIZE_LIMIT_MS);
+      (timer as { unref?: () => void }).unref?.();
       this.#worker.postMessage({ type: "finalize" });
-    }).finally(() => this.#worker.terminate());
+    }).finally(() => {
+      clearTimeout(timer);
+      this.#worker.terminate();
+    });
   }
 
   #onMessage(m: any): void {
