@@ -37,7 +37,8 @@ export function scanRepositories(repositories: readonly string[]): RepositorySca
       throw new Error(`failed to read model repository '${repo}': ${(err as Error).message}`);
     }
     for (const name of entries.sort()) {
-      if (name.startsWith(".")) continue;
+      // node_modules holds packages TypeScript models import, not a model (a Nereid difference).
+      if (name.startsWith(".") || name === "node_modules") continue;
       const dir = join(repo, name);
       if (!isDir(dir)) continue;
       const prev = models.get(name);

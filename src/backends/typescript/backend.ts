@@ -16,6 +16,7 @@ import type { Tensor } from "../../core/tensor.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
 import { TRITON_CODES, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
 import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
+import { WorkerModel, workerUnavailable } from "./worker.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
 
@@ -30,11 +31,16 @@ const chains = new WeakMap<CoreRequest, readonly string[]>();
 
 let importCount = 0;
 
-async function importModelClass(modelPath: string): Promise<TritonModelClass> {
+/** The specifier that imports `modelPath` afresh. */
+function moduleUrl(modelPath: string): string {
   // A query makes each load a fresh module, so a reload picks up an edited file. Bun
   // (1.4) ignores the query on a file: URL but honours it on a plain absolute path.
   const v = `?v=${++importCount}`;
-  const url = "Bun" in globalThis && modelPath.startsWith("/") ? modelPath + v : pathToFileURL(modelPath).href + v;
+  return "Bun" in globalThis && modelPath.startsWith("/") ? modelPath + v : pathToFileURL(modelPath).href + v;
+}
+
+async function importModelClass(modelPath: string): Promise<TritonModelClass> {
+  const url = moduleUrl(modelPath);
   let mod: { default?: unknown };
   try {
     mod = (await import(url)) as { default?: unknown };
@@ -221,10 +227,10 @@ class TsInstance implements BackendInstance {
 
 class TsModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
-  readonly #cls: TritonModelClass;
+  readonly #cls: TritonModelClass | undefined;
   readonly #runner: () => InferRunner | undefined;
 
-  constructor(ctx: BackendLoadContext, cls: TritonModelClass, runner: () => InferRunner | undefined) {
+  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, runner: () => InferRunner | undefined) {
     this.#ctx = ctx;
     this.#cls = cls;
     this.#runner = runner;
@@ -232,21 +238,32 @@ class TsModel implements BackendModel {
 
   async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL", deviceId: number): Promise<BackendInstance> {
     const ctx = this.#ctx;
+    const parameters = stringParameters(ctx.config);
+    const args = {
+      modelConfig: structuredClone(ctx.config),
+      modelName: ctx.modelName,
+      modelVersion: ctx.version,
+      instanceName: name,
+      instanceKind: kind,
+      deviceId,
+      repositoryPath: ctx.modelDir,
+      parameters,
+      logger: modelLogger(ctx.modelName),
+    };
+    const thread = parameters["execution_thread"] ?? "main";
+    if (thread === "worker") {
+      try {
+        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args), ctx, this.#runner);
+      } catch (err) {
+        throw workerUnavailable(ctx.modelName, name, err);
+      }
+    }
+    if (thread !== "main") throw invalidArg(`model '${ctx.modelName}': parameter execution_thread must be "main" or "worker", not '${thread}'`);
     let model: TritonModel;
     try {
-      model = new this.#cls();
+      model = new this.#cls!();
       if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
-      await model.initialize?.({
-        modelConfig: structuredClone(ctx.config),
-        modelName: ctx.modelName,
-        modelVersion: ctx.version,
-        instanceName: name,
-        instanceKind: kind,
-        deviceId,
-        repositoryPath: ctx.modelDir,
-        parameters: stringParameters(ctx.config),
-        logger: modelLogger(ctx.modelName),
-      });
+      await model.initialize?.(args);
     } catch (err) {
       const e = err as Error;
       throw unavailable(`model '${ctx.modelName}' instance ${name}: initialize failed: ${e?.stack ?? String(err)}`, err);
@@ -268,8 +285,12 @@ export class TypeScriptBackend implements Backend {
     this.#runner = runner;
   }
 
+  /** The class auto-complete imported, handed to the load that follows (one import per load). */
+  readonly #imported = new Map<string, TritonModelClass>();
+
   async autoComplete(config: ModelConfig, modelPath: string): Promise<ModelConfig> {
     const cls = await importModelClass(modelPath);
+    this.#imported.set(modelPath, cls);
     if (typeof cls.autoCompleteConfig !== "function") return config;
     const out = await cls.autoCompleteConfig(structuredClone(config));
     if (!out || typeof out !== "object") throw invalidArg(`'${modelPath}': autoCompleteConfig returned no config`);
@@ -277,7 +298,11 @@ export class TypeScriptBackend implements Backend {
   }
 
   async load(ctx: BackendLoadContext): Promise<BackendModel> {
-    const cls = await importModelClass(ctx.modelPath);
+    // Worker instances import the module in their worker; the main thread does not run it.
+    const inWorker = stringParameters(ctx.config)["execution_thread"] === "worker";
+    const imported = this.#imported.get(ctx.modelPath);
+    this.#imported.delete(ctx.modelPath);
+    const cls = inWorker ? undefined : (imported ?? (await importModelClass(ctx.modelPath)));
     return new TsModel(ctx, cls, () => this.#runner);
   }
 }

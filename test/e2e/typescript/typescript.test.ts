@@ -7,7 +7,7 @@
  * once on unload, warmup, response cache and an ensemble step.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, inferJson, type ServerProcess } from "../../helpers/server-process.ts";
@@ -38,14 +38,15 @@ export default class Ident {
 /** A model may \`import type\` the API; a relative type-only import is erased. */
 const API_TYPES = `export type { InferenceRequest, InferenceResponse } from ${JSON.stringify(join(process.cwd(), "src/backends/typescript/api.ts"))};\n`;
 
-/** ts_echo (model.js, no backend in its config): upper-cases BYTES, reports the request's id and parameters. */
+/** ts_echo (model.js, no backend in its config): upper-cases BYTES with a package from <repo>/node_modules, reports the request's id and parameters. */
 const ECHO = `
+import shout from "shout";
 const dec = new TextDecoder();
 export default class Echo {
   execute(requests) {
     return requests.map((r) => ({
       outputs: [
-        { name: "OUT", datatype: "BYTES", shape: r.input("IN").shape, data: r.input("IN").data.map((b) => dec.decode(b).toUpperCase()) },
+        { name: "OUT", datatype: "BYTES", shape: r.input("IN").shape, data: r.input("IN").data.map((b) => shout(dec.decode(b))) },
         { name: "META", datatype: "BYTES", shape: [2], data: [r.id, JSON.stringify(r.parameters)] },
       ],
     }));
@@ -160,6 +161,9 @@ output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] }, { name: "META" dat
 `,
   );
   repo.add("ts_echo/1/model.js", ECHO);
+  // A bare import resolves from <repo>/node_modules, which the repository scan skips.
+  repo.add("node_modules/shout/package.json", JSON.stringify({ name: "shout", version: "1.0.0", main: "index.js" }));
+  repo.add("node_modules/shout/index.js", "module.exports = (s) => s.toUpperCase();\n");
   repo.add("ts_bls/config.pbtxt", BLS_CONFIG("ts_bls"));
   repo.add("ts_bls/1/model.js", BLS);
   repo.add("ts_hop/config.pbtxt", BLS_CONFIG("ts_hop"));
@@ -171,6 +175,10 @@ output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] }, { name: "META" dat
   repo.add("ts_import_fail/1/model.ts", `throw new Error("boom at import");\nexport default class X { execute() { return []; } }\n`);
   repo.add("ts_init_fail/config.pbtxt", faultyIo);
   repo.add("ts_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("init exploded"); }\n  execute() { return []; }\n}\n`);
+  repo.add("ts_worker_init_fail/config.pbtxt", faultyIo + `parameters { key: "execution_thread" value: { string_value: "worker" } }\n`);
+  repo.add("ts_worker_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("worker init exploded"); }\n  execute() { return []; }\n}\n`);
+  repo.add("py_model/config.pbtxt", `backend: "python"\n${faultyIo.split("\n").slice(1).join("\n")}`);
+  repo.add("py_model/1/model.py", "class TritonPythonModel: pass\n");
   repo.add(
     "ts_counter/config.pbtxt",
     `backend: "typescript"
@@ -197,6 +205,75 @@ parameters { key: "marker" value: { string_value: "${join(markers, "final.txt")}
     `backend: "typescript"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]\n`,
   );
   repo.add("ts_double/1/model.ts", DOUBLE);
+  // Worker thread: burns CPU until the release file exists, then BLS-calls simple.
+  repo.add(
+    "ts_burn/config.pbtxt",
+    `backend: "typescript"
+input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "SPINS" data_type: TYPE_INT32 dims: [ 1 ] } ]
+parameters { key: "execution_thread" value: { string_value: "worker" } }
+parameters { key: "release" value: { string_value: "${join(markers, "release")}" } }
+`,
+  );
+  repo.add(
+    "ts_burn/1/model.ts",
+    `import { existsSync } from "node:fs";
+export default class Burn {
+  initialize(args: any) { this.release = args.parameters.release; args.logger.info("burn ready in a worker"); }
+  release = "";
+  async execute(requests: any[]) {
+    let spins = 0;
+    const end = Date.now() + 30000;
+    while (!existsSync(this.release) && Date.now() < end) spins++;
+    const r = requests[0];
+    const a = r.input("A");
+    const res = await r.infer({ model: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16], data: a.data }, { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: a.data }] });
+    return [{ outputs: [{ name: "SUM", datatype: "INT32", shape: [16], data: res.output("OUTPUT0").data }, { name: "SPINS", datatype: "INT32", shape: [1], data: [spins > 0 ? 1 : 0] }] }];
+  }
+}
+`,
+  );
+  // Sequence batcher: START as a control input, the running sum in implicit state.
+  repo.add(
+    "ts_seq/config.pbtxt",
+    `backend: "typescript"
+max_batch_size: 4
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "INFO" data_type: TYPE_STRING dims: [ 1 ] } ]
+sequence_batching {
+  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+`,
+  );
+  repo.add(
+    "ts_seq/1/model.ts",
+    `export default class Seq {
+  execute(requests: any[]) {
+    return requests.map((r) => {
+      const sum = r.input("ACC_IN").data[0] + r.input("X").data[0];
+      const info = [r.correlationId, r.input("START").data[0], r.flags.sequenceStart, r.flags.sequenceEnd].join(" ");
+      return { outputs: [
+        { name: "SUM", datatype: "INT32", shape: [1, 1], data: [sum] },
+        { name: "INFO", datatype: "BYTES", shape: [1, 1], data: [info] },
+        { name: "ACC_OUT", datatype: "INT32", shape: [1, 1], data: [sum] },
+      ] };
+    });
+  }
+}
+`,
+  );
+  // No config.pbtxt: the class's static autoCompleteConfig fills it in.
+  repo.add(
+    "ts_auto/1/model.ts",
+    `export default class Auto {
+  static autoCompleteConfig(config: any) {
+    return { ...config, max_batch_size: 2, input: [{ name: "X", data_type: "TYPE_INT32", dims: [16] }], output: [{ name: "Y", data_type: "TYPE_INT32", dims: [16] }] };
+  }
+${DOUBLE.split("\n").slice(2, -2).join("\n")}
+}
+`,
+  );
   repo.add(
     "ts_ens/config.pbtxt",
     `platform: "ensemble"
@@ -281,6 +358,8 @@ describe("typescript backend", () => {
     ]);
     const cfg = (await (await fetch(`${server.url}/v2/models/ts_echo/config`)).json()) as any;
     expect(cfg.backend).toBe("typescript");
+    const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST", body: "{}" })).json()) as any;
+    expect(index.some((e: { name: string }) => e.name === "node_modules")).toBe(false);
   });
 
   it("BLS runs the ONNX model through the server (concurrent calls), and its statistics count them", async () => {
@@ -331,6 +410,10 @@ describe("typescript backend", () => {
     expect(entry("ts_init_fail").state).toBe("UNAVAILABLE");
     expect(entry("ts_init_fail").reason).toContain("initialize failed: Error: init exploded");
     expect(entry("ts_init_fail").reason).toMatch(/\n\s+at /); // the stack
+    expect(entry("ts_worker_init_fail").state).toBe("UNAVAILABLE");
+    expect(entry("ts_worker_init_fail").reason).toContain("initialize failed (worker): Error: worker init exploded");
+    expect(entry("py_model").state).toBe("UNAVAILABLE");
+    expect(entry("py_model").reason).toBe("model 'py_model': backend 'python' is not supported by this server");
     expect(entry("ts_faulty").state).toBe("READY");
   });
 
@@ -361,6 +444,46 @@ describe("typescript backend", () => {
     expect(s.inference_stats.cache_hit.count).toBe(1);
   });
 
+  it("a static autoCompleteConfig completes a model with no config.pbtxt", async () => {
+    const cfg = (await (await fetch(`${server.url}/v2/models/ts_auto/config`)).json()) as any;
+    expect([cfg.backend, cfg.max_batch_size, cfg.input[0].name, cfg.output[0].dims]).toEqual(["typescript", 2, "X", [16]]);
+    const r = await inferJson(server, "ts_auto", { inputs: [{ name: "X", datatype: "INT32", shape: [1, 16], data: A }] });
+    expect(r.json.outputs[0].data).toEqual(A.map((v) => 2 * v));
+  });
+
+  it("under the sequence batcher: correlation id, flags, control and state inputs per request", async () => {
+    const step = async (x: number, start: boolean, end: boolean) =>
+      (await inferJson(server, "ts_seq", { parameters: { sequence_id: 42, sequence_start: start, sequence_end: end }, inputs: [{ name: "X", datatype: "INT32", shape: [1, 1], data: [x] }] })).json;
+    const a = await step(5, true, false);
+    const b = await step(7, false, false);
+    const c = await step(1, false, true);
+    expect([a.outputs[0].data, b.outputs[0].data, c.outputs[0].data]).toEqual([[5], [12], [13]]);
+    expect([a.outputs[1].data, b.outputs[1].data, c.outputs[1].data]).toEqual([["42 1 true false"], ["42 0 false false"], ["42 0 false true"]]);
+    expect(a.outputs.map((o: { name: string }) => o.name)).toEqual(["SUM", "INFO"]);
+  });
+
+  it("a worker-thread instance burning CPU leaves the server answering; its BLS call goes through the main thread", async () => {
+    let burnDone = false;
+    const burn = inferJson(server, "ts_burn", { inputs: [{ name: "A", datatype: "INT32", shape: [16], data: A }] }).then((r) => {
+      burnDone = true;
+      return r;
+    });
+    // Answers while ts_burn spins (it spins until the release file exists).
+    for (let i = 0; i < 3; i++) {
+      const r = await inferJson(server, "ts_double", { inputs: [{ name: "X", datatype: "INT32", shape: [1, 16], data: A }] });
+      expect(r.json.outputs[0].data).toEqual(A.map((v) => 2 * v));
+    }
+    expect(burnDone).toBe(false);
+    writeFileSync(join(markers, "release"), "");
+    const r = await burn;
+    expect(r.status).toBe(200);
+    expect(r.json.outputs).toEqual([
+      { name: "SUM", datatype: "INT32", shape: [16], data: A.map((v) => 2 * v) },
+      { name: "SPINS", datatype: "INT32", shape: [1], data: [1] },
+    ]);
+    expect(server.log()).toContain("model 'ts_burn': burn ready in a worker");
+  });
+
   it("runs as an ensemble step", async () => {
     const r = await inferJson(server, "ts_ens", { inputs: [{ name: "IN", datatype: "INT32", shape: [1, 16], data: A }] });
     expect(r.status).toBe(200);
@@ -377,5 +500,34 @@ describe("typescript backend", () => {
     const lines = readFileSync(file, "utf8").trim().split("\n").sort();
     expect(lines).toEqual(["finalize ts_final_0_0", "finalize ts_final_0_1", "initialize ts_final_0_0 ts_final v1", "initialize ts_final_0_1 ts_final v1"]);
     expect(existsSync(file)).toBe(true);
+  });
+});
+
+describe("typescript model that never answers", () => {
+  it("a queued request still times out, and shutdown's drain gives up after --exit-timeout-secs", async () => {
+    const hangRepo = makeRepository([]);
+    hangRepo.add(
+      "ts_hang/config.pbtxt",
+      `backend: "typescript"
+max_batch_size: 1
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+dynamic_batching { default_queue_policy { default_timeout_microseconds: 200000 } }
+`,
+    );
+    hangRepo.add("ts_hang/1/model.ts", `export default class Hang { execute() { return new Promise(() => {}); } }\n`);
+    const s = await startServerProcess([`--model-repository=${hangRepo.dir}`, "--exit-timeout-secs=1"]);
+    try {
+      const body = { inputs: [{ name: "IN", datatype: "INT32", shape: [1, 1], data: [1] }] };
+      // One of the two runs forever; the other waits in the queue until its timeout.
+      const first = await Promise.race([inferJson(s, "ts_hang", body), inferJson(s, "ts_hang", body)]);
+      expect([first.status, first.json.error]).toEqual([503, "Request timeout expired"]);
+      const code = await s.stop("SIGTERM");
+      expect(code).toBe(1);
+      expect(s.log()).toContain("Exit timeout expired. Exiting immediately.");
+    } finally {
+      await s.stop("SIGKILL");
+      hangRepo.remove();
+    }
   });
 });
