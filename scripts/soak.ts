@@ -9,11 +9,13 @@
  *   - explicit unload and load of `simple_identity` while requests use it;
  *   - system shared memory: register, infer from and into regions, truncate the object
  *     under the server, unregister while requests are in flight.
- * RSS is sampled every 10 s; the first sixth of the run is warm-up. Passes when the server
- * never dies, no answer is wrong, no 500/INTERNAL is seen, and the final RSS is within 10%
- * of the RSS after warm-up. Appends its figures to scripts/results/soak.md.
+ * RSS is sampled every 10 s under load. The first sixth of the run is warm-up; then traffic
+ * pauses for a settled reading (`--settle` seconds without traffic, then the lowest of three
+ * readings) and resumes; the run ends with another settled reading. Passes when the server
+ * never dies, no answer is wrong, no 500/INTERNAL is seen, and the settled RSS at the end is
+ * within 10% of the settled RSS after warm-up. Appends its figures to scripts/results/soak.md.
  *
- *   npm run build && bun scripts/soak.ts [--minutes=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
+ *   npm run build && bun scripts/soak.ts [--minutes=30] [--settle=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -64,8 +66,14 @@ function problem(what: string): void {
   count("PROBLEM");
   if (problems.length < 50) problems.push(what);
 }
-const end = Date.now() + MINUTES * 60_000;
+let end = Date.now() + MINUTES * 60_000;
 const running = () => Date.now() < end && died === undefined;
+/** Set while traffic is paused for a settled RSS reading; loops wait on it between requests. */
+let paused: Promise<void> | undefined;
+async function go(): Promise<boolean> {
+  while (paused) await paused;
+  return running();
+}
 
 const ints = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
 function simpleBody(a: number[], b: number[], extra: object = {}) {
@@ -108,7 +116,7 @@ const fromI32 = (b: Uint8Array) => Array.from(new Int32Array(Uint8Array.from(b).
 
 // ---------------------------------------------------------------- workloads
 async function httpValid(seed: number): Promise<void> {
-  for (let k = 0; running(); k++) {
+  for (let k = 0; await go(); k++) {
     const a = ints(16, (i) => seed * 1000 + k + i);
     const b = ints(16, (i) => i * 3 - k);
     const r = await post("/v2/models/simple/infer", JSON.stringify(simpleBody(a, b)));
@@ -119,7 +127,7 @@ async function httpValid(seed: number): Promise<void> {
 }
 
 async function grpcValid(): Promise<void> {
-  for (let k = 0; running(); k++) {
+  for (let k = 0; await go(); k++) {
     const a = ints(16, (i) => k + i);
     const b = ints(16, (i) => 7 * i);
     try {
@@ -139,7 +147,7 @@ async function grpcValid(): Promise<void> {
 /** Sequences with ids above 2^53 that differ in their last digit: each keeps its own sum. */
 async function sequences(): Promise<void> {
   let n = 0n;
-  while (running()) {
+  while (await go()) {
     const ids = [1234567890123456000n + n * 2n, 1234567890123456001n + n * 2n];
     n++;
     const sums = [0, 0];
@@ -192,7 +200,7 @@ const hostile: [string, () => Promise<{ status: number; text: string }>][] = [
 ];
 
 async function hostileHttp(): Promise<void> {
-  for (let k = 0; running(); k++) {
+  for (let k = 0; await go(); k++) {
     const [what, send] = hostile[k % hostile.length]!;
     expectRefusal(what, await send(), what === "many BYTES");
   }
@@ -206,7 +214,7 @@ async function hostileGrpc(): Promise<void> {
     { inputs: [{ name: "INPUT0", datatype: "INT32", shape: Array(20_000).fill(1) }] },
     { raw_input_contents: [Buffer.alloc(3)] },
   ];
-  for (let k = 0; running(); k++) {
+  for (let k = 0; await go(); k++) {
     const req = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [i32(ints(16, (i) => i)), i32(ints(16, (i) => i))], ...bad[k % bad.length] };
     try {
       await call("ModelInfer", req);
@@ -223,7 +231,7 @@ async function hostileGrpc(): Promise<void> {
 /** Unloads and loads simple_identity while another loop uses it: each answer exact or refused. */
 async function lifecycle(): Promise<void> {
   const user = (async () => {
-    while (running()) {
+    while (await go()) {
       const r = await post("/v2/models/simple_identity/infer", '{"inputs":[{"name":"INPUT0","shape":[1,2],"datatype":"BYTES","data":["soak","ok"]}]}');
       if (r.status === 200) {
         count("lifecycle infer: 200");
@@ -232,7 +240,7 @@ async function lifecycle(): Promise<void> {
       } else expectRefusal("lifecycle infer", r);
     }
   })();
-  while (running()) {
+  while (await go()) {
     for (const action of ["unload", "load"]) {
       const r = await post(`/v2/repository/models/simple_identity/${action}`, "");
       count(`lifecycle ${action}: ${r.status}`);
@@ -245,7 +253,7 @@ async function lifecycle(): Promise<void> {
 
 /** Shared memory: exact answers through regions, truncated objects, unregister under load. */
 async function sharedMemory(): Promise<void> {
-  for (let k = 0; running(); k++) {
+  for (let k = 0; await go(); k++) {
     const key = `/nereid-soak-${process.pid}-${k}`;
     const region = `soak${k}`;
     createSharedMemory(key, 256);
@@ -282,24 +290,53 @@ async function sharedMemory(): Promise<void> {
 const rss: { minute: number; mib: number; fds: number }[] = [];
 const fds = () => readdirSync(`/proc/${server.pid}/fd`).length;
 const t0 = Date.now();
+const rssNow = () => procStat(server.pid!).rssKiB / 1024;
 const sampler = (async () => {
   while (running()) {
-    rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024, fds: fds() });
+    if (!paused) rss.push({ minute: (Date.now() - t0) / 60_000, mib: rssNow(), fds: fds() });
     await sleep(10_000);
   }
 })();
+const SETTLE_S = Number(arg("settle", "30"));
+/**
+ * RSS with no traffic: the loops finish the requests they have out and wait; after
+ * SETTLE_S seconds of quiet, three readings 5 s apart. A collected runtime's RSS under
+ * load swings with whatever its heap holds at that instant (±40% here); what a leak
+ * shows is the memory still held once the server is idle.
+ */
+async function settledRss(): Promise<number[]> {
+  await sleep(SETTLE_S * 1000);
+  const readings: number[] = [];
+  for (let i = 0; i < 3 && died === undefined; i++) {
+    if (i > 0) await sleep(5000);
+    readings.push(rssNow());
+  }
+  return readings;
+}
 const loops = [httpValid(1), httpValid(2), grpcValid(), sequences(), hostileHttp(), hostileGrpc(), lifecycle(), sharedMemory()];
+// Warm-up: the first sixth of the run; then traffic pauses for a settled reading and resumes
+// (the pause does not count against the run's minutes).
+while (died === undefined && Date.now() - t0 < (MINUTES / 6) * 60_000) await sleep(1000);
+let release!: () => void;
+paused = new Promise((r) => (release = r));
+const pauseStart = Date.now();
+const warmReadings = await settledRss();
+end += Date.now() - pauseStart;
+paused = undefined;
+release();
+const warmAt = (pauseStart - t0) / 60_000;
 const results = await Promise.allSettled(loops);
 for (const r of results) if (r.status === "rejected") problem(`client loop failed: ${(r.reason as Error).stack ?? r.reason}`);
 await sampler;
-if (died === undefined) rss.push({ minute: (Date.now() - t0) / 60_000, mib: procStat(server.pid!).rssKiB / 1024, fds: fds() });
+if (died === undefined) rss.push({ minute: (Date.now() - t0) / 60_000, mib: rssNow(), fds: fds() });
+const endReadings = died === undefined ? await settledRss() : [];
 client.close();
 
-const warm = rss.find((s) => s.minute >= MINUTES / 6) ?? rss[0]!;
-const last = rss[rss.length - 1]!;
-const growth = (last.mib - warm.mib) / warm.mib;
+const warm = Math.min(...warmReadings);
+const last = Math.min(...endReadings);
+const growth = (last - warm) / warm;
 if (died) problem(`server ${died}: ${serverErr.slice(-2000)}`);
-if (growth > 0.1) problem(`RSS grew ${(growth * 100).toFixed(1)}% after warm-up (${warm.mib.toFixed(0)} → ${last.mib.toFixed(0)} MiB)`);
+if (!(growth <= 0.1)) problem(`settled RSS grew ${(growth * 100).toFixed(1)}% after warm-up (${warm.toFixed(0)} → ${last.toFixed(0)} MiB)`);
 server.kill("SIGTERM");
 await new Promise((r) => server.once("exit", r).once("error", r));
 rmSync(repo, { recursive: true, force: true });
@@ -309,8 +346,11 @@ const lines = [
   machineHeading(),
   "",
   `${MINUTES} min of mixed traffic against ${arg("binary", "dist/nereid")} at commit ${Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim()} (8 client loops, one process): ${total} requests and actions; ` +
-    `problems: ${counts.get("PROBLEM") ?? 0}; RSS ${warm.mib.toFixed(0)} MiB after warm-up (${warm.minute.toFixed(1)} min), ` +
-    `${last.mib.toFixed(0)} MiB at the end (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}%), peak ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
+    `problems: ${counts.get("PROBLEM") ?? 0}; settled RSS (${SETTLE_S} s without traffic) ${warm.toFixed(0)} MiB after warm-up (${warmAt.toFixed(1)} min), ` +
+    `${last.toFixed(0)} MiB at the end (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}%); under load between ` +
+    `${Math.min(...rss.map((s) => s.mib)).toFixed(0)} and ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
+  "",
+  `Settled readings 5 s apart (MiB): after warm-up ${warmReadings.map((x) => x.toFixed(0)).join(", ")}; at the end ${endReadings.map((x) => x.toFixed(0)).join(", ")}.`,
   "",
   "| what: answer | count |",
   "| --- | --- |",
