@@ -125,7 +125,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 }
 
 async function stats(model: string) {
-  const r = await (await fetch(`${server.url}/v2/models/${model}/stats`)).json();
+  const r = (await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as any;
   return r.model_stats[0].inference_stats;
 }
 
