@@ -77,6 +77,26 @@ export default class Outer {
 }
 `;
 
+/**
+ * ts_outer_worker: ts_outer in a worker thread; the cancel reaches the worker by message,
+ * and its BLS call's signal comes back the same way.
+ */
+const OUTER_WORKER = `
+export default class OuterWorker {
+  async execute(requests) {
+    return Promise.all(requests.map(async (r) => {
+      try {
+        await r.infer({ model: "ts_wait", inputs: [{ name: "IN", datatype: "INT32", shape: [1, 1], data: [7] }], parameters: { hold: true }, signal: r.signal });
+      } catch (e) {
+        if (!r.isCancelled() || !r.signal.aborted) return { error: { message: "not told of the cancel: " + e.message, code: "INTERNAL" } };
+        return { error: { message: "cancelled in the worker: " + e.message, code: e.code } };
+      }
+      return { error: { message: "the held call was not cancelled", code: "INTERNAL" } };
+    }));
+  }
+}
+`;
+
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 let grpc: ReturnType<typeof inferenceClient>;
@@ -139,6 +159,11 @@ beforeAll(async () => {
   repo.add("ts_probe/1/model.js", PROBE);
   repo.add("ts_outer/config.pbtxt", `name: "ts_outer"\nbackend: "typescript"\n${io("IN", "OUT", "[1]")}`);
   repo.add("ts_outer/1/model.js", OUTER);
+  repo.add(
+    "ts_outer_worker/config.pbtxt",
+    `name: "ts_outer_worker"\nbackend: "typescript"\nparameters { key: "execution_thread" value: { string_value: "worker" } }\n${io("IN", "OUT", "[1]")}`,
+  );
+  repo.add("ts_outer_worker/1/model.js", OUTER_WORKER);
   server = await startServerProcess([`--model-repository=${repo.dir}`]);
   grpc = inferenceClient(server.grpcTarget!);
 });
@@ -228,6 +253,16 @@ describe("cancellation through the binary (S-20, M-02)", () => {
     await until(async () => (await canceled()) === before.inner + 1 && (await canceled("ts_outer")) === before.outer + 1);
     expect((await probe())[0]).toBe(0);
     expect(await pending()).toBe(0);
+  });
+
+  it("a worker-thread instance hears of the cancel and its BLS call is cancelled with it", async () => {
+    const before = { inner: await canceled(), outer: await canceled("ts_outer_worker"), other: await metric("nv_inference_request_failure", "ts_outer_worker", `,reason="BACKEND"`) };
+    const outer = startInfer({ ...waitRequest(false), model_name: "ts_outer_worker", inputs: [{ name: "IN", datatype: "INT32", shape: [1] }] });
+    await until(async () => (await probe())[0] === 1);
+    outer.call.cancel();
+    await until(async () => (await canceled()) === before.inner + 1 && (await canceled("ts_outer_worker")) === before.outer + 1);
+    expect(await metric("nv_inference_request_failure", "ts_outer_worker", `,reason="BACKEND"`)).toBe(before.other);
+    expect((await probe())[0]).toBe(0);
   });
 
   it("1,000 cancels after a warm-up of 2,000 leave nothing queued or held: RSS within 5%", async () => {
