@@ -28,7 +28,6 @@ export default class Wait {
     return Promise.all(requests.map(async (r) => {
       gate.started++;
       const t = r.input("IN")!;
-      const data = Int32Array.from(t.data as Int32Array);
       if (r.parameters.hold === true) {
         await new Promise<void>((resolve) => {
           const done = () => { gate.waiting.delete(done); resolve(); };
@@ -41,7 +40,7 @@ export default class Wait {
         gate.cancelSeen++;
         return { error: { message: "stopped: the client cancelled", code: "CANCELLED" as const } };
       }
-      return { outputs: [{ name: "OUT", datatype: "INT32", shape: t.shape, data }] };
+      return { outputs: [{ name: "OUT", datatype: "INT32", shape: t.shape, data: t.data }] };
     }));
   }
 }
@@ -191,6 +190,7 @@ describe("cancellation through the binary (S-20, M-02)", () => {
     await probe(true);
     const done = await blocker.result;
     expect(done.res.outputs).toEqual([{ name: "OUT", datatype: "INT32", shape: [1, 1] }]);
+    expect(Array.from(new Int32Array(new Uint8Array(done.res.raw_output_contents[0]).buffer))).toEqual([5]);
     expect((await probe())[1]).toBe(before.started + 1); // the cancelled request never started
     expect(await canceled()).toBe(before.canceled + 1);
   });
