@@ -42,3 +42,6 @@ export const notFound = (message: string) => new ServerError("NOT_FOUND", messag
 export const unavailable = (message: string, cause?: unknown) => new ServerError("UNAVAILABLE", message, { cause });
 export const unsupported = (message: string) => new ServerError("UNSUPPORTED", message);
 export const internal = (message: string, cause?: unknown) => new ServerError("INTERNAL", message, { cause });
+/** A cancelled request's answer: CANCELLED, counted as nv_inference_request_failure{reason="CANCELED"} (S-20). */
+export const cancelled = (requestId?: string) =>
+  new ServerError("CANCELLED", `${requestId ? `[request id: ${requestId}] ` : ""}Request was cancelled`, { reason: "CANCELED" });

@@ -31,6 +31,12 @@ export interface InferenceRequest {
   inputs: InputTensor[];
   /** Requested outputs; undefined or empty means all of the model's outputs. */
   outputs?: RequestedOutput[];
+  /**
+   * Aborted when the request is cancelled: its gRPC call was cancelled or ran past its
+   * deadline, or its HTTP client went away (S-20). The frontend owns it; the server,
+   * schedulers, ensembles and TypeScript models honour it (request-cancel.ts).
+   */
+  signal?: AbortSignal;
 }
 
 /** A response output; one written into shared memory carries its parameters and no data. */

@@ -1,10 +1,11 @@
 /**
  * @module Triton's default scheduler: no batching across requests; each request runs on
  * the next free instance, so at most `instances.length` run at once and the rest wait in
- * arrival order.
+ * arrival order. A waiting request that is cancelled leaves the queue at once (S-20).
  */
 import { nowNs } from "../core/clock.ts";
-import { unavailable } from "../core/errors.ts";
+import { cancelled, unavailable } from "../core/errors.ts";
+import { whenCancelled } from "./cancel.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { ModelStats } from "../core/stats.ts";
@@ -15,6 +16,8 @@ interface Waiting {
   enqueuedAt: number;
   resolve: (r: ScheduledResult) => void;
   reject: (e: unknown) => void;
+  /** Stops listening for the request's cancellation. */
+  forget: () => void;
 }
 
 export class DefaultScheduler implements Scheduler {
@@ -38,20 +41,35 @@ export class DefaultScheduler implements Scheduler {
         unavailable(`Server is stopping, scheduler for model '${this.#modelName}' has stopped accepting new inference requests`),
       );
     }
+    const signal = request.request.signal;
+    if (signal?.aborted) return Promise.reject(cancelled(request.request.id));
     this.#inflight++;
     const enqueuedAt = nowNs();
     // A free instance and nobody waiting: run now, without a queue entry.
     if (this.#queue.length === 0 && this.#free.length > 0) return this.#run(this.#free.pop()!, request, enqueuedAt, nowNs());
     return new Promise<ScheduledResult>((resolve, reject) => {
-      this.#queue.push({ request, enqueuedAt, resolve, reject });
+      const job: Waiting = { request, enqueuedAt, resolve, reject, forget: () => {} };
+      job.forget = whenCancelled(signal, () => this.#cancel(job));
+      this.#queue.push(job);
       this.#dispatch();
     });
+  }
+
+  /** A waiting request was cancelled: out of the queue, answered CANCELLED. */
+  #cancel(job: Waiting): void {
+    const i = this.#queue.indexOf(job);
+    if (i < 0) return;
+    this.#queue.splice(i, 1);
+    this.#inflight--;
+    job.reject(cancelled(job.request.request.id));
+    if (this.#inflight === 0) this.#drained?.();
   }
 
   #dispatch(): void {
     while (this.#free.length > 0 && this.#queue.length > 0) {
       const instance = this.#free.pop()!;
       const job = this.#queue.shift()!;
+      job.forget();
       this.#run(instance, job.request, job.enqueuedAt, nowNs()).then(job.resolve, job.reject);
     }
   }

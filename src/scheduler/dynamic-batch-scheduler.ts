@@ -8,8 +8,11 @@
  * Differences from Triton's threads: one event loop does the work; a timer wakes it for
  * the queue delay and for request deadlines, so a queue timeout is answered when it
  * expires even while every instance is busy (Triton answers it once an instance frees).
+ * A queued request that is cancelled leaves the queue at once, answered CANCELLED (S-20;
+ * Triton finds it at the next batch formation).
  */
-import { ServerError, unavailable } from "../core/errors.ts";
+import { ServerError, cancelled, unavailable } from "../core/errors.ts";
+import { whenCancelled } from "./cancel.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
 import { PriorityQueue, type Queued } from "./priority-queue.ts";
 import { logPrefix } from "../core/request.ts";
@@ -26,6 +29,8 @@ interface Entry extends Queued {
   readonly key: string;
   readonly resolve: (r: ScheduledResult) => void;
   readonly reject: (e: unknown) => void;
+  /** Stops listening for the request's cancellation (set once queued). */
+  forget: () => void;
   /** With preserve_ordering: the outcome, held until every earlier batch's is released. */
   outcome?: { ok: true; value: ScheduledResult } | { ok: false; error: unknown };
 }
@@ -83,10 +88,12 @@ export class DynamicBatchScheduler implements Scheduler {
         unavailable(`${logPrefix(id)}Server is stopping, scheduler for model has stopped accepting new inference requests`),
       );
     }
+    const signal = prepared.request.signal;
+    if (signal?.aborted) return Promise.reject(cancelled(id));
     return new Promise<ScheduledResult>((resolve, reject) => {
       const { priority, timeoutUs } = prepared.control;
       const now = this.#clock.now();
-      this.#queue.enqueue(priority, timeoutUs, now, id, (deadline) => ({
+      const entry = this.#queue.enqueue(priority, timeoutUs, now, id, (deadline) => ({
         prepared,
         key: batchKey(prepared.inputs, this.#rules),
         batchSize: prepared.batchSize,
@@ -94,10 +101,20 @@ export class DynamicBatchScheduler implements Scheduler {
         deadline,
         resolve,
         reject,
+        forget: () => {},
       }));
+      entry.forget = whenCancelled(signal, () => this.#cancel(entry));
       this.#inflight++;
       this.#schedule();
     });
+  }
+
+  /** A queued request was cancelled: out of its priority level, answered CANCELLED; the batch decision is made again. */
+  #cancel(entry: Entry): void {
+    if (!this.#queue.remove(entry)) return;
+    this.#settled(1);
+    entry.reject(cancelled(entry.prepared.request.id));
+    this.#schedule();
   }
 
   inflightCount(): number {
@@ -118,6 +135,7 @@ export class DynamicBatchScheduler implements Scheduler {
   #schedule(): void {
     const now = this.#clock.now();
     for (const e of this.#queue.expire(now)) {
+      e.forget();
       this.#settled(1);
       e.reject(new ServerError("UNAVAILABLE", TIMEOUT_EXPIRED, { reason: "REJECTED" }));
     }
@@ -128,7 +146,9 @@ export class DynamicBatchScheduler implements Scheduler {
         waitNs = next.waitNs;
         break;
       }
-      void this.#execute(this.#free.pop()!, this.#queue.take(next.count), now);
+      const batch = this.#queue.take(next.count);
+      for (const e of batch) e.forget();
+      void this.#execute(this.#free.pop()!, batch, now);
     }
     this.#arm(now, waitNs);
   }

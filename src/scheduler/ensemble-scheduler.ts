@@ -6,8 +6,11 @@
  * through the server like any request (their own schedulers, batching and statistics);
  * request parameters (priority, timeout, sequence flags) pass on to them.
  * `max_inflight_requests` bounds how many requests each step has in flight at once.
+ * A cancelled ensemble request (S-20) starts no further step: its step requests carry its
+ * signal, so those queued or running in composing models are cancelled there too.
  */
-import { invalidArg, unavailable, ServerError } from "../core/errors.ts";
+import { cancelled, invalidArg, unavailable, ServerError } from "../core/errors.ts";
+import { whenCancelled } from "./cancel.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
@@ -66,12 +69,24 @@ class StepGate {
     this.#limit = limit;
   }
 
-  async acquire(): Promise<void> {
+  /** Waits for a slot; gives up (rejecting CANCELLED, holding nothing) when `signal` aborts first. */
+  async acquire(signal: AbortSignal | undefined, requestId: string | undefined): Promise<void> {
     if (this.#held < this.#limit) {
       this.#held++;
       return;
     }
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    await new Promise<void>((resolve, reject) => {
+      const granted = () => {
+        forget();
+        resolve();
+      };
+      const forget = whenCancelled(signal, () => {
+        const i = this.#waiting.indexOf(granted);
+        if (i >= 0) this.#waiting.splice(i, 1);
+        reject(cancelled(requestId));
+      });
+      this.#waiting.push(granted);
+    });
   }
 
   release(): void {
@@ -105,7 +120,9 @@ export class EnsembleScheduler implements Scheduler {
     try {
       const tensors = new Map<string, Tensor>(prepared.inputs.map((t) => [t.name, t]));
       const pending = new Set(this.#steps);
+      const signal = prepared.request.signal;
       while (pending.size > 0) {
+        if (signal?.aborted) throw cancelled(prepared.request.id);
         const ready = [...pending].filter((s) => Object.values(s.input_map!).every((t) => tensors.has(t)));
         if (ready.length === 0) throw new ServerError("INTERNAL", `ensemble '${this.#name}': no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
         for (const s of ready) pending.delete(s);
@@ -127,15 +144,17 @@ export class EnsembleScheduler implements Scheduler {
     const inputs = Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensors.get(ensembleTensor)!, name: modelInput }));
     const outputNames = Object.keys(step.output_map!);
     const gate = this.#gates?.get(step);
-    await gate?.acquire();
+    await gate?.acquire(request.signal, request.id);
     let response: InferenceResponse;
     try {
+      if (request.signal?.aborted) throw cancelled(request.id);
       response = await this.#run({
         modelName: step.model_name!,
         modelVersion: version > 0 ? String(version) : undefined,
         parameters: { ...request.parameters },
         inputs,
         outputs: outputNames.map((name) => ({ name })),
+        signal: request.signal,
       });
     } finally {
       gate?.release();

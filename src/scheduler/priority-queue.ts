@@ -69,6 +69,18 @@ class PolicyQueue<T extends Queued> {
     return i < this.main.length ? this.main[i] : this.delayed[i - this.main.length];
   }
 
+  /** Removes `item` wherever it waits; false when it is not here. */
+  remove(item: T): boolean {
+    for (const list of [this.main, this.delayed]) {
+      const i = list.indexOf(item);
+      if (i >= 0) {
+        list.splice(i, 1);
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Removes the first `n` requests in queue order. */
   take(n: number): T[] {
     const fromMain = this.main.splice(0, Math.min(n, this.main.length));
@@ -142,6 +154,17 @@ export class PriorityQueue<T extends Queued> {
     for (const q of this.#levels) {
       for (let i = 0, item = q.at(0); item; item = q.at(++i)) yield item;
     }
+  }
+
+  /** Removes one request (a cancelled one, S-20) from whichever level holds it; false when none does. */
+  remove(item: T): boolean {
+    for (const q of this.#levels) {
+      if (q.remove(item)) {
+        this.#size--;
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Removes the first `n` requests in dequeue order. */

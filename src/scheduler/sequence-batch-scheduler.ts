@@ -13,9 +13,16 @@
  * CORRID) and implicit state are added to every batch; a sequence's state is reset at
  * START and dropped at END or when the sequence has been idle for
  * max_sequence_idle_microseconds.
+ *
+ * Cancellation (S-20), as Triton's sequence batcher has it: cancelling a queued request
+ * cancels its sequence. The request and every request of the sequence queued behind it
+ * are answered CANCELLED at once (a backlogged sequence: all of its requests); requests
+ * queued before it still run; then the sequence ends as after END: its slot goes to the
+ * backlog, its state is dropped, and a later request without START is refused.
  */
 import { getLogger } from "../core/logger.ts";
-import { invalidArg, unavailable } from "../core/errors.ts";
+import { cancelled, invalidArg, unavailable } from "../core/errors.ts";
+import { whenCancelled } from "./cancel.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
 import { logPrefix, type CorrelationId } from "../core/request.ts";
 import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";
@@ -35,6 +42,8 @@ interface SeqRequest extends RowFlags {
   readonly key: string;
   readonly resolve: (r: ScheduledResult) => void;
   readonly reject: (e: unknown) => void;
+  /** Stops listening for the request's cancellation (set once queued). */
+  forget: () => void;
 }
 
 interface Sequence {
@@ -51,6 +60,8 @@ interface Sequence {
   running: boolean;
   /** An END request is queued or running; further non-START requests are refused. */
   ending: boolean;
+  /** A request of it was cancelled: it ends once what was queued before that has run. */
+  cancelled: boolean;
 }
 
 interface InstanceSlotTable {
@@ -122,19 +133,55 @@ export class SequenceBatchScheduler implements Scheduler {
       }
       if (start && seq) {
         log.warn(`sequence ${id} for model '${this.#model}' has restarted: a new START arrived before END; the old sequence ends here`);
+        seq.cancelled = false;
       }
       const now = this.#clock.now();
       if (!seq) {
-        seq = { key, corrId: id, queue: [], state: undefined, lastActive: now, running: false, ending: false };
+        seq = { key, corrId: id, queue: [], state: undefined, lastActive: now, running: false, ending: false, cancelled: false };
         this.#sequences.set(key, seq);
         this.#assign(seq);
       }
       seq.ending = end;
-      seq.queue.push({ prepared, enqueuedAt: now, key: batchKey(prepared.inputs, this.#rules), start, end, corrId: id, resolve, reject });
+      const r: SeqRequest = { prepared, enqueuedAt: now, key: batchKey(prepared.inputs, this.#rules), start, end, corrId: id, resolve, reject, forget: () => {} };
+      seq.queue.push(r);
       this.#inflight++;
       this.#pending++;
+      const signal = prepared.request.signal;
+      const owner = seq;
+      if (signal?.aborted) {
+        this.#cancel(owner, r);
+        return;
+      }
+      r.forget = whenCancelled(signal, () => this.#cancel(owner, r));
       this.#schedule();
     });
+  }
+
+  /**
+   * A queued request was cancelled: it and the requests of its sequence queued behind it
+   * (in the backlog: all of them) are answered CANCELLED; the sequence ends once nothing
+   * of it runs, freeing its slot and state.
+   */
+  #cancel(seq: Sequence, r: SeqRequest): void {
+    const i = seq.queue.indexOf(r);
+    if (i < 0) return; // already running or answered
+    const dropped = seq.queue.splice(seq.instance === undefined ? 0 : i);
+    this.#pending -= dropped.length;
+    this.#inflight -= dropped.length;
+    seq.ending = true;
+    seq.cancelled = true;
+    log.verbose(1, `${logPrefix(r.prepared.request.id)}sequence ${seq.corrId} of model '${this.#model}' cancelled: ${dropped.length} queued request(s) answered CANCELLED`);
+    if (!seq.running && seq.queue.length === 0 && this.#sequences.get(seq.key) === seq) this.#release(seq);
+    for (const d of dropped) {
+      d.forget();
+      d.reject(cancelled(d.prepared.request.id));
+    }
+    if (this.#inflight === 0 && this.#stopping) {
+      this.#timer.cancel();
+      this.#drained?.();
+      return;
+    }
+    this.#schedule();
   }
 
   inflightCount(): number {
@@ -252,6 +299,7 @@ export class SequenceBatchScheduler implements Scheduler {
     table.busy = true;
     const rows = rowSeqs.map((s) => (s ? s.queue.shift()! : undefined));
     for (const s of rowSeqs) if (s) s.running = true;
+    for (const r of rows) r?.forget();
     const real = rows.filter((r): r is SeqRequest => r !== undefined);
     this.#pending -= real.length;
     try {
@@ -358,7 +406,7 @@ export class SequenceBatchScheduler implements Scheduler {
     seq.lastActive = now;
     this.#inflight--;
     // A START queued behind this END restarts the same correlation ID, so keep it.
-    if (r.end && seq.queue.length === 0) this.#release(seq);
+    if ((r.end || seq.cancelled) && seq.queue.length === 0 && this.#sequences.get(seq.key) === seq) this.#release(seq);
     if (this.#inflight === 0 && this.#stopping) {
       this.#timer.cancel();
       this.#drained?.();

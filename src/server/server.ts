@@ -6,7 +6,7 @@
 import { nowNs } from "../core/clock.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ServerError, invalidArg, unavailable } from "../core/errors.ts";
+import { ServerError, cancelled, invalidArg, unavailable } from "../core/errors.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
@@ -300,6 +300,8 @@ export class InferenceServer {
       }
       const prepared = prepareForInference(request, mv.signature, control);
       reason = "BACKEND";
+      // A request cancelled before it was queued (S-20) holds nothing and runs nothing.
+      if (request.signal?.aborted) throw cancelled(request.id);
       if (admit) held = this.#admit(request);
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
       const cache = this.cacheEnabled(mv) ? this.responseCache : undefined;
@@ -324,7 +326,8 @@ export class InferenceServer {
         const result = await mv.scheduler.enqueue(prepared);
         if (cache) {
           const insertStart = nowNs();
-          cache.insert(key, result.outputs);
+          // The response cache never stores what a cancelled request got (S-20).
+          if (!request.signal?.aborted) cache.insert(key, result.outputs);
           mv.stats.recordCacheMiss(lookupNs + (nowNs() - insertStart));
         }
         outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
@@ -358,8 +361,9 @@ export class InferenceServer {
       return response;
     } catch (err) {
       const e = ServerError.from(err);
-      // Validation failures count as OTHER; a scheduler's refusal (queue full, timeout, stopping) as REJECTED.
-      if (reason === "BACKEND") reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : "BACKEND");
+      // Validation failures count as OTHER; a scheduler's refusal (queue full, timeout, stopping) as
+      // REJECTED; a cancelled request (CANCELLED, from a scheduler or a model) as CANCELED.
+      if (reason === "BACKEND") reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : e.code === "CANCELLED" ? "CANCELED" : "BACKEND");
       if (mv.config.platform === "ensemble") reason = "OTHER"; // as Triton reports ensemble failures
       mv.stats.recordFailure(nowNs() - start, reason);
       throw e;

@@ -15,6 +15,8 @@ const BUN = join(ROOT, "node_modules", ".bin", "bun");
 
 export interface ServerProcess {
   url: string;
+  /** The server's process id (for reading its memory from /proc). */
+  pid: number | undefined;
   port: number;
   /** host:port of the gRPC listener, when the server started one. */
   grpcTarget: string | undefined;
@@ -69,6 +71,7 @@ export async function startServerProcess(
   const metricsPort = /Started Metrics Service at [^\s:]+:(\d+)/.exec(output)?.[1];
   return {
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     port,
     grpcTarget: grpcPort ? `127.0.0.1:${grpcPort}` : undefined,
     metricsUrl: metricsPort ? `http://127.0.0.1:${metricsPort}` : undefined,

@@ -2,7 +2,8 @@
  * The shared scheduler suite: what every scheduler owes the model in front of it, run
  * against each one (default, dynamic batch, sequence batch, ensemble) over a scripted
  * backend. Each request settles exactly once with its own outputs; a failed execution
- * fails exactly the requests in it; stop() drains; the execution statistics add up.
+ * fails exactly the requests in it; a cancelled request that has not started leaves at
+ * once (S-20); stop() drains; the execution statistics add up.
  *
  * A test file calls schedulerSuite() with a factory for a fresh scheduler. Requests carry
  * one row whose elements all hold a value unique to the request, so every execution's
@@ -224,6 +225,79 @@ export function schedulerSuite(label: string, make: () => ScriptedScheduler): vo
       expect(h.scheduler.inflightCount()).toBe(0);
       expect(h.scheduler.pendingCount()).toBe(0);
       expectStatsAddUp(h, driven, tracked.filter((x) => x.t.result).length);
+    });
+
+    it("S-20: a cancelled request that has not started leaves at once with CANCELLED, never runs, and the others succeed", async () => {
+      const h = make();
+      const values = Array.from({ length: 12 }, (_, i) => i + 1);
+      const controllers = new Map<number, AbortController>();
+      const tracked = values.map((v) => {
+        const prepared = h.request(v);
+        const c = new AbortController();
+        prepared.request.signal = c.signal;
+        controllers.set(v, c);
+        return track(v, h.scheduler.enqueue(prepared));
+      });
+      await settle();
+      const started = new Set(h.backend.executions.flatMap((e) => h.rows(e)));
+      const waiting = values.filter((v) => !started.has(v));
+      expect(waiting.length, "some requests wait behind busy instances").toBeGreaterThan(0);
+      const victim = waiting[waiting.length - 1]!;
+      const pendingBefore = h.scheduler.pendingCount();
+      const inflightBefore = h.scheduler.inflightCount();
+      controllers.get(victim)!.abort();
+      await settle();
+      const cancelledOne = tracked.find((x) => x.t.value === victim)!.t;
+      expect(cancelledOne.settlements, "answered before anything else finished").toBe(1);
+      expect(cancelledOne.error).toBeInstanceOf(ServerError);
+      expect((cancelledOne.error as ServerError).code).toBe("CANCELLED");
+      expect((cancelledOne.error as ServerError).reason).toBe("CANCELED");
+      expect(h.scheduler.inflightCount()).toBe(inflightBefore - 1);
+      // A scheduler that counts pending requests (the ensemble counts none of its own) has one fewer.
+      expect(h.scheduler.pendingCount()).toBe(Math.max(0, pendingBefore - 1));
+
+      // A request already running finishes its execution (the backend decides what to make
+      // of the abort); only an ensemble has more to skip: the steps it has not started.
+      const running = values.find((v) => started.has(v))!;
+      controllers.get(running)!.abort();
+
+      const driven: Driven = { finished: [], failed: [] };
+      await drive(h, tracked.map((x) => x.p), driven);
+      await settle();
+      expect(driven.finished.flat()).not.toContain(victim);
+      const per = h.executionsPerRequest ?? 1;
+      for (const { t } of tracked) {
+        expect(t.settlements).toBe(1);
+        if (t.value === victim) continue;
+        if (t.value === running && per > 1) {
+          expect((t.error as ServerError).code).toBe("CANCELLED");
+          expect(driven.finished.flat().filter((v) => v === running).length, "its later steps did not start").toBeLessThan(per);
+        } else {
+          expectOwnOutput(t);
+        }
+      }
+      expect(h.scheduler.inflightCount()).toBe(0);
+      expect(h.scheduler.pendingCount()).toBe(0);
+      const succeeded = tracked.filter((x) => x.t.result).length;
+      expect(succeeded).toBe(values.length - (per > 1 ? 2 : 1));
+      // Executions the cancelled ensemble request did run still count; the inference count is per execution row.
+      expect(h.stats.executionCount).toBe(driven.finished.length);
+      expect(h.stats.inferenceCount).toBe(driven.finished.reduce((a, r) => a + r.length, 0));
+    });
+
+    it("S-20: a request whose signal is already aborted is answered CANCELLED and never runs", async () => {
+      const h = make();
+      const prepared = h.request(7);
+      const c = new AbortController();
+      c.abort();
+      prepared.request.signal = c.signal;
+      const x = track(7, h.scheduler.enqueue(prepared));
+      await x.p;
+      await settle();
+      expect((x.t.error as ServerError).code).toBe("CANCELLED");
+      expect(h.backend.count).toBe(0);
+      expect(h.scheduler.inflightCount()).toBe(0);
+      expect(h.scheduler.pendingCount()).toBe(0);
     });
 
     it("stop() on an idle scheduler resolves at once, and a second stop() too", async () => {

@@ -53,6 +53,8 @@ export interface BlsRequest {
   outputs?: string[];
   parameters?: Record<string, string | number | boolean>;
   id?: string;
+  /** Cancels the call when it aborts (pass the calling request's `signal` to cancel with it). */
+  signal?: AbortSignal;
 }
 
 export interface BlsResponse {
@@ -73,6 +75,10 @@ export interface InferenceRequest {
   /** Sequence id, when any. */
   readonly correlationId: bigint | string | undefined;
   readonly flags: { sequenceStart: boolean; sequenceEnd: boolean };
+  /** True once the client has gone (cancelled gRPC call, deadline, closed HTTP connection): stop and answer CANCELLED. */
+  isCancelled(): boolean;
+  /** Aborts when the request is cancelled; pass it to BLS calls (`infer({ ..., signal })`) so they are cancelled too. */
+  readonly signal: AbortSignal;
   /**
    * BLS: runs another model through the server's own path (validation, scheduler,
    * batching, cache, statistics). Rejects with an Error carrying `code` (Triton's code

@@ -31,6 +31,9 @@ const chains = new WeakMap<CoreRequest, readonly string[]>();
 
 let importCount = 0;
 
+/** The signal of a request that cannot be cancelled (made inside the server, or by warmup). */
+const NEVER_CANCELLED = new AbortController().signal;
+
 /** The specifier that imports `modelPath` afresh. */
 function moduleUrl(modelPath: string): string {
   // A query makes each load a fresh module, so a reload picks up an edited file. Bun
@@ -170,6 +173,7 @@ class TsInstance implements BackendInstance {
     for (const [k, v] of Object.entries(p.request.parameters ?? {})) parameters[k] = typeof v === "bigint" ? Number(v) : v;
     const sid = p.control.sequenceId;
     const chain = [...(chains.get(p.request) ?? []), this.#modelName];
+    const signal = p.request.signal ?? NEVER_CANCELLED;
     return {
       id: p.request.id ?? "",
       inputs,
@@ -178,6 +182,8 @@ class TsInstance implements BackendInstance {
       parameters,
       correlationId: sid === undefined ? undefined : typeof sid === "number" ? BigInt(sid) : sid,
       flags: { sequenceStart: p.control.sequenceStart, sequenceEnd: p.control.sequenceEnd },
+      isCancelled: () => signal.aborted,
+      signal,
       infer: (call) => this.#bls(call, chain),
     };
   }
@@ -198,6 +204,9 @@ class TsInstance implements BackendInstance {
     } catch (err) {
       throw invalidArg(`model '${this.#modelName}': ${(err as Error).message}`);
     }
+    if (call.signal !== undefined && !(call.signal instanceof AbortSignal)) {
+      throw invalidArg(`model '${this.#modelName}': BLS call 'signal' must be an AbortSignal`);
+    }
     const request: CoreRequest = {
       modelName: call.model,
       modelVersion: call.version === undefined ? "" : String(call.version),
@@ -205,6 +214,7 @@ class TsInstance implements BackendInstance {
       parameters: { ...(call.parameters ?? {}) },
       inputs,
       outputs: call.outputs?.map((name) => ({ name })),
+      signal: call.signal,
     };
     chains.set(request, chain);
     return blsResponse(await runner(request));

@@ -16,6 +16,7 @@ import type { BlsRequest, InferenceRequest, InferenceResponse, InitializeArgs, M
 const WORKER_SOURCE = `
 let model;
 const calls = new Map();
+const executions = new Map();
 let nextCall = 0;
 const post = (m) => self.postMessage(m);
 const logger = {
@@ -39,13 +40,26 @@ self.onmessage = async (e) => {
       post({ type: "initError", error: errorOf(err) });
     }
   } else if (m.type === "execute") {
-    const requests = m.requests.map((r, index) => ({
+    const controllers = m.requests.map((r) => {
+      const c = new AbortController();
+      if (r.cancelled) c.abort();
+      return c;
+    });
+    executions.set(m.id, controllers);
+    const requests = m.requests.map(({ cancelled, ...r }, index) => ({
       ...r,
       input: (n) => r.inputs.find((t) => t.name === n),
-      infer: (call) => new Promise((resolve, reject) => {
+      isCancelled: () => controllers[index].signal.aborted,
+      signal: controllers[index].signal,
+      infer: ({ signal, ...call }) => new Promise((resolve, reject) => {
         const id = nextCall++;
         calls.set(id, { resolve, reject });
         post({ type: "bls", id, exec: m.id, index, call });
+        if (signal) {
+          const cancel = () => post({ type: "blsCancel", id });
+          if (signal.aborted) cancel();
+          else signal.addEventListener("abort", cancel, { once: true });
+        }
       }),
     }));
     try {
@@ -53,7 +67,11 @@ self.onmessage = async (e) => {
       post({ type: "done", id: m.id, responses });
     } catch (err) {
       post({ type: "done", id: m.id, thrown: errorOf(err) });
+    } finally {
+      executions.delete(m.id);
     }
+  } else if (m.type === "cancel") {
+    executions.get(m.id)?.[m.index]?.abort();
   } else if (m.type === "blsResult") {
     const c = calls.get(m.id);
     calls.delete(m.id);
@@ -74,6 +92,8 @@ interface Pending {
   requests: InferenceRequest[];
   resolve: (r: InferenceResponse[]) => void;
   reject: (e: unknown) => void;
+  /** Stops relaying the requests' cancellation to the worker. */
+  forget: () => void;
 }
 
 /** A TritonModel whose module lives in a Worker; `create` resolves once its initialize has. */
@@ -81,6 +101,8 @@ export class WorkerModel implements TritonModel {
   readonly #worker: Worker;
   readonly #logger: ModelLogger;
   readonly #pending = new Map<number, Pending>();
+  /** BLS calls the worker made that are still running, by the worker's call id. */
+  readonly #blsCalls = new Map<number, AbortController>();
   #next = 0;
   #ready: { resolve: () => void; reject: (e: unknown) => void } | undefined;
   #finalized: (() => void) | undefined;
@@ -94,7 +116,10 @@ export class WorkerModel implements TritonModel {
     this.#worker.onerror = (e: ErrorEvent) => {
       const err = new Error(`worker error: ${e.message}`);
       this.#ready?.reject(err);
-      for (const p of this.#pending.values()) p.reject(err);
+      for (const p of this.#pending.values()) {
+        p.forget();
+        p.reject(err);
+      }
       this.#pending.clear();
     };
   }
@@ -123,8 +148,16 @@ export class WorkerModel implements TritonModel {
       flags: r.flags,
     }));
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { requests, resolve, reject });
-      this.#worker.postMessage({ type: "execute", id, requests: plain });
+      // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
+      const listeners = requests.map((r, index) => {
+        if (r.signal.aborted) return undefined;
+        const cancel = () => this.#worker.postMessage({ type: "cancel", id, index });
+        r.signal.addEventListener("abort", cancel, { once: true });
+        return cancel;
+      });
+      const forget = () => listeners.forEach((l, i) => l && requests[i]!.signal.removeEventListener("abort", l));
+      this.#pending.set(id, { requests, resolve, reject, forget });
+      this.#worker.postMessage({ type: "execute", id, requests: plain.map((p, i) => ({ ...p, cancelled: requests[i]!.signal.aborted })) });
     });
   }
 
@@ -157,6 +190,7 @@ export class WorkerModel implements TritonModel {
         const p = this.#pending.get(m.id);
         this.#pending.delete(m.id);
         if (!p) return;
+        p.forget();
         if (m.thrown) p.reject(Object.assign(new Error(m.thrown.message), { code: m.thrown.code }));
         else p.resolve(m.responses);
         break;
@@ -165,12 +199,18 @@ export class WorkerModel implements TritonModel {
         const p = this.#pending.get(m.exec);
         const request = p?.requests[m.index];
         if (!request) return;
-        request.infer(m.call as BlsRequest).then(
+        // The worker's signal cannot cross; a blsCancel message aborts this one instead.
+        const controller = new AbortController();
+        this.#blsCalls.set(m.id, controller);
+        request.infer({ ...(m.call as BlsRequest), signal: controller.signal }).then(
           (r) => this.#worker.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
           (err) => this.#worker.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
-        );
+        ).finally(() => this.#blsCalls.delete(m.id));
         break;
       }
+      case "blsCancel":
+        this.#blsCalls.get(m.id)?.abort();
+        break;
       case "finalized":
         this.#finalized?.();
         break;

@@ -100,6 +100,27 @@ function unary(fn: Handler) {
   };
 }
 
+/**
+ * A unary handler whose work is cancelled with its call (S-20): grpc-js emits 'cancelled'
+ * when the client cancels, the connection drops or the deadline passes (then it has sent
+ * DEADLINE_EXCEEDED itself), as Triton's handler learns from IsCancelled(). It also emits it
+ * once the status is sent; by then the request has settled and the abort changes nothing.
+ */
+function cancellable(fn: (request: any, signal: AbortSignal) => Promise<unknown>) {
+  return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+    const controller = new AbortController();
+    call.once("cancelled", () => controller.abort());
+    let result: Promise<unknown>;
+    try {
+      result = fn(call.request, controller.signal);
+    } catch (err) {
+      callback(toGrpcError(err));
+      return;
+    }
+    result.then((r) => callback(null, r), (err) => callback(toGrpcError(err)));
+  };
+}
+
 /** Handlers for inference.GRPCInferenceService. */
 export function inferenceService(server: InferenceServer, opts: GrpcServiceOptions): UntypedServiceImplementation {
   const repositoryControl = (action: "load" | "unload") => async (req: RepositoryControlRequest) => {
@@ -120,7 +141,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     }),
     ServerMetadata: unary(() => server.serverMetadata()),
     ModelMetadata: unary((r: { name?: string; version?: string }) => server.modelMetadata(r.name ?? "", r.version || undefined)),
-    ModelInfer: unary(async (r: WireInferRequest) => fromInferenceResponse(await infer(server, r))),
+    ModelInfer: cancellable(async (r: WireInferRequest, signal) => fromInferenceResponse(await infer(server, r, signal))),
     ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call),
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
     ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
@@ -179,9 +200,11 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
 }
 
 /** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
-function infer(server: InferenceServer, msg: WireInferRequest): Promise<InferenceResponse> {
+function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal): Promise<InferenceResponse> {
   const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
-  return server.inferAsync(toInferenceRequest(msg), model);
+  const request = toInferenceRequest(msg);
+  if (signal) request.signal = signal;
+  return server.inferAsync(request, model);
 }
 
 /**

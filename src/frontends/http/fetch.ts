@@ -16,6 +16,8 @@ export function fromWebRequest(request: Request): HttpRequest {
     method: request.method,
     path: pathStart < 0 ? "/" : q < 0 ? url.slice(pathStart) : url.slice(pathStart, q),
     header: (name) => request.headers.get(name) ?? undefined,
+    // Bun.serve aborts it when the client disconnects.
+    signal: request.signal,
     body: async (limit) => {
       const buf = new Uint8Array(await request.arrayBuffer());
       if (buf.byteLength > limit) throw tooLarge(buf.byteLength, limit);

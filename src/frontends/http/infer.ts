@@ -28,6 +28,8 @@ export async function handleInfer(
     maxInputSize,
     rawInput: (byteLength) => rawInputShape((resolved ?? server.modelForInference(model, version, true)).signature, model, byteLength),
   });
+  // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
+  if (req.signal) request.signal = req.signal;
   const response = await server.inferAsync(request, resolved);
   const encoded = encodeInferResponse(response, request);
   const headers: Record<string, string> = { "content-type": encoded.contentType };

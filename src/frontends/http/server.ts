@@ -65,6 +65,15 @@ function readNodeBody(msg: IncomingMessage, limit: number): Promise<Uint8Array> 
   });
 }
 
+/** Aborts when the connection closes before `res` has been written out: the client went away. */
+function disconnectSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
 function listenNode(handler: HttpHandler, address: string, port: number): Promise<HttpListener> {
   const server = createServer((msg: IncomingMessage, res: ServerResponse) => {
     const url = msg.url ?? "/";
@@ -77,6 +86,7 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
         return Array.isArray(v) ? v.join(", ") : v;
       },
       body: (limit) => readNodeBody(msg, limit),
+      signal: disconnectSignal(res),
     };
     handler(req).then(
       (r) => {

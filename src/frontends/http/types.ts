@@ -11,6 +11,8 @@ export interface HttpRequest {
   header(name: string): string | undefined;
   /** The raw (possibly compressed) body; rejects if it exceeds `limit` bytes. */
   body(limit: number): Promise<Uint8Array>;
+  /** Aborts when the client goes away before its answer is written (S-20: the inference is cancelled). */
+  signal?: AbortSignal;
 }
 
 export interface HttpResponse {

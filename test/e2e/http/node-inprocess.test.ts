@@ -3,6 +3,9 @@
  * listeners on the node:http adapter and grpc-js, through the shared frontend suite.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { join } from "node:path";
 import { startInProcess, type InProcessServer } from "../../helpers/inprocess.ts";
 import { frontendSuite } from "../../suites/frontend.ts";
 
@@ -35,5 +38,45 @@ describe("under Node (node:http)", () => {
       }),
     );
     expect(results).toEqual(Array.from({ length: 64 }, (_, k) => k + 1));
+  });
+
+});
+
+describe("under Node (node:http): cancellation", () => {
+  let c: InProcessServer;
+
+  beforeAll(async () => {
+    c = await startInProcess(["simple"], {
+      // simple_slow: simple behind a dynamic batcher that holds a lone request for up to 10 s.
+      repo: (r) => {
+        const config = readFileSync(join(r.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "simple_slow"');
+        r.add("simple_slow/config.pbtxt", `${config}\ndynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 10000000 }\n`);
+        r.add("simple_slow/1/model.onnx", readFileSync(join(r.dir, "simple", "1", "model.onnx")));
+      },
+    });
+  });
+
+  afterAll(async () => {
+    if (c) expect(await c.stop()).toBe(0);
+  });
+
+  it("S-20: a client that disconnects while its request is queued cancels it (the node:http listener's 'close')", async () => {
+    const metric = async (prefix: string) =>
+      Number((await (await fetch(`${c.metricsUrl}/metrics`)).text()).split("\n").find((l) => l.startsWith(prefix))?.split(" ").pop() ?? NaN);
+    const pending = () => metric(`nv_inference_pending_request_count{model="simple_slow",version="1"}`);
+    const canceled = () => metric(`nv_inference_request_failure{model="simple_slow",version="1",reason="CANCELED"}`);
+    const until = async (check: () => Promise<boolean>) => {
+      while (!(await check())) await new Promise((r) => setTimeout(r, 10));
+    };
+    const req = httpRequest(`${c.url}/v2/models/simple_slow/infer`, { method: "POST" });
+    req.on("error", () => {});
+    req.end(JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) }));
+    await until(async () => (await pending()) === 1);
+    req.destroy();
+    await until(async () => (await canceled()) === 1);
+    expect(await pending()).toBe(0);
+    const stats = (await (await fetch(`${c.url}/v2/models/simple_slow/stats`)).json()) as any;
+    expect(stats.model_stats[0].inference_stats.fail.count).toBe(1);
+    expect(stats.model_stats[0].execution_count).toBe(0);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
@@ -66,6 +67,32 @@ describe("--max-queued-bytes", () => {
     expect(stats.inference_stats.fail.count).toBe(1);
     const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
     expect(metrics).toContain(`nv_inference_request_failure{model="simple",version="1",reason="REJECTED"} 1`);
+  });
+
+  it("S-20: cancelled requests give their bytes back at once: clients that disconnect while queued free the bound", async () => {
+    const metrics = async () => await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    const value = (text: string, prefix: string) => Number(text.split("\n").find((l) => l.startsWith(prefix))?.split(" ").pop() ?? NaN);
+    const pending = async () => value(await metrics(), `nv_inference_pending_request_count{model="slow_batch",version="1"}`);
+    const canceled = async () => value(await metrics(), `nv_inference_request_failure{model="slow_batch",version="1",reason="CANCELED"}`);
+    const until = async (check: () => Promise<boolean>) => {
+      while (!(await check())) await new Promise((r) => setTimeout(r, 10));
+    };
+    const before = await canceled();
+    // Two requests wait in the batcher (up to 1.5 s), holding 256 of the 300 bytes.
+    const clients = ["x", "y"].map((id, k) => {
+      const req = httpRequest(`${server.url}/v2/models/slow_batch/infer`, { method: "POST" });
+      req.on("error", () => {});
+      req.end(body(1, 50 + k, id));
+      return req;
+    });
+    await until(async () => (await pending()) === 2);
+    for (const c of clients) c.destroy();
+    await until(async () => (await canceled()) === before + 2);
+    expect(await pending()).toBe(0);
+    // Were their bytes still held, this would be refused (256 + 128 > 300).
+    const admitted = await infer("simple", 1, 60, "e");
+    expect(admitted.status).toBe(200);
+    expect(admitted.json.outputs![0]!.data).toEqual(sums(1, 60));
   });
 
   it("lets a request larger than the whole bound in when nothing else is held", async () => {

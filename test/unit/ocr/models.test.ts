@@ -45,6 +45,8 @@ function request(inputs: Tensor[], infer?: (call: BlsRequest) => Promise<BlsResp
     parameters: {},
     correlationId: undefined,
     flags: { sequenceStart: false, sequenceEnd: false },
+    isCancelled: () => false,
+    signal: new AbortController().signal,
     infer: infer ?? (() => Promise.reject(new Error("no BLS here"))),
   };
 }

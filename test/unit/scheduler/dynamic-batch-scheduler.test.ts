@@ -290,6 +290,42 @@ describe("DynamicBatchScheduler: priorities and queue policy (S-06..S-08)", () =
     expect(floats(a.value!.outputs[0]!)).toEqual([1, 1]);
   });
 
+  it("S-20: a cancelled request leaves its priority level or the delayed queue at once; its place in max_queue_size is free again", async () => {
+    const policy = { default_timeout_microseconds: 100, timeout_action: "DELAY" as const, max_queue_size: 2 };
+    const { sig, backend, scheduler, clock } = setup(
+      { ...one, priority_levels: 2, default_priority_level: 2, priority_queue_policy: { "2": policy } },
+      { extra: { max_batch_size: 1 } },
+    );
+    const cancellable = (v: number, priority: number) => {
+      const r = request(sig, 1, v, { parameters: { priority } });
+      const c = new AbortController();
+      r.request.signal = c.signal;
+      return { c, t: track(scheduler.enqueue(r)) };
+    };
+    scheduler.enqueue(request(sig, 1, 0)); // running
+    const delayed = cancellable(1, 2);
+    clock.advance(200 * US); // 1 expires and moves to level 2's delayed queue
+    const level2 = cancellable(2, 2);
+    const level1 = cancellable(3, 1);
+    expect(scheduler.pendingCount()).toBe(3);
+    expect((await scheduler.enqueue(request(sig, 1, 9, { parameters: { priority: 2 } })).catch((e: ServerError) => e.message))).toBe("Exceeds maximum queue size");
+    delayed.c.abort();
+    level1.c.abort();
+    await settle();
+    expect(delayed.t.error?.code).toBe("CANCELLED");
+    expect(level1.t.error?.code).toBe("CANCELLED");
+    expect(scheduler.pendingCount()).toBe(1);
+    const late = track(scheduler.enqueue(request(sig, 1, 4, { parameters: { priority: 2 } }))); // room again
+    for (let i = 0; i < 3; i++) {
+      backend.executions[i]!.finish();
+      await settle();
+    }
+    expect(backend.executions.map((e) => floats(e.inputs[0]!)[0])).toEqual([0, 2, 4]);
+    expect(level2.t.value && late.value).toBeTruthy();
+    expect(scheduler.pendingCount()).toBe(0);
+    expect(scheduler.inflightCount()).toBe(0);
+  });
+
 });
 
 describe("DynamicBatchScheduler: ordering and shutdown (S-05)", () => {

@@ -224,3 +224,98 @@ describe("SequenceBatchScheduler: errors and lifetime (S-11..S-14)", () => {
     expect(stopped).toBe(true);
   });
 });
+
+describe("cancellation (S-20), as Triton's sequence batcher has it", () => {
+  /** A request of sequence `id` whose signal the test aborts. */
+  function cancellable(sig: ReturnType<typeof setup>["sig"], value: number, params: ReturnType<typeof seqParams>) {
+    const prepared = request(sig, 1, value, { parameters: params });
+    const controller = new AbortController();
+    prepared.request.signal = controller.signal;
+    return { prepared, controller };
+  }
+  const outcome = (p: Promise<ScheduledResult>) => p.then(() => "ok", (e: ServerError) => e.code);
+
+  for (const [name, strategy] of [["direct", { direct: {} }], ["oldest", { oldest: { max_candidate_sequences: 1 } }]] as const) {
+    it(`${name}: cancelling a queued request cancels it and the sequence's requests behind it; the slot and state are freed`, async () => {
+      const s = setup(strategy, { maxBatch: 1 });
+      const first = s.scheduler.enqueue(request(s.sig, 1, 1, { parameters: seqParams(9, true) }));
+      await settle();
+      expect(s.backend.count).toBe(1); // running
+      const second = cancellable(s.sig, 2, seqParams(9));
+      const third = cancellable(s.sig, 3, seqParams(9));
+      const p2 = outcome(s.scheduler.enqueue(second.prepared));
+      const p3 = outcome(s.scheduler.enqueue(third.prepared));
+      // Another sequence waits in the backlog for the only slot.
+      const other = s.scheduler.enqueue(request(s.sig, 1, 10, { parameters: seqParams(4, true, true) }));
+      await settle();
+      expect(s.scheduler.pendingCount()).toBe(3);
+      expect(s.scheduler.backlogCount()).toBe(1);
+
+      second.controller.abort();
+      await settle();
+      expect(await p2).toBe("CANCELLED");
+      expect(await p3).toBe("CANCELLED");
+      expect(s.scheduler.pendingCount()).toBe(1);
+      expect(s.scheduler.inflightCount()).toBe(2);
+
+      // The running request finishes; then the cancelled sequence ends and its slot goes to the backlog.
+      accumulate(s.backend.executions[0]!);
+      expect(floats((await first).outputs[0]!)).toEqual([1, 1]);
+      await settle();
+      expect(s.backend.count).toBe(2);
+      expect(Array.from(input(s.backend.executions[1]!, "IN").data.slice(0, 4))).toEqual(Array.from(new Uint8Array(new Float32Array([10]).buffer)));
+      accumulate(s.backend.executions[1]!);
+      expect(floats((await other).outputs[0]!)).toEqual([10, 10]); // fresh state, not sequence 9's
+      await settle();
+      expect(s.scheduler.sequenceCount()).toBe(0);
+      expect(s.scheduler.pendingCount()).toBe(0);
+      expect(s.scheduler.inflightCount()).toBe(0);
+      await expect(s.scheduler.enqueue(request(s.sig, 1, 5, { parameters: seqParams(9) }))).rejects.toThrow(
+        "inference request for sequence 9 to model 'm' must specify the START flag on the first request of the sequence",
+      );
+      expect(s.backend.count).toBe(2); // 2 and 3 never ran
+    });
+  }
+
+  it("a backlogged sequence with one cancelled request has all of its requests cancelled and leaves the backlog", async () => {
+    const s = setup({ direct: {} }, { maxBatch: 1 });
+    const holder = s.scheduler.enqueue(request(s.sig, 1, 1, { parameters: seqParams(1, true, true) }));
+    await settle();
+    const a = cancellable(s.sig, 2, seqParams(2, true));
+    const b = cancellable(s.sig, 3, seqParams(2));
+    const pa = outcome(s.scheduler.enqueue(a.prepared));
+    const pb = outcome(s.scheduler.enqueue(b.prepared));
+    await settle();
+    expect(s.scheduler.backlogCount()).toBe(1);
+    expect(s.scheduler.pendingCount()).toBe(2);
+    b.controller.abort(); // the later one: the whole backlogged sequence goes
+    await settle();
+    expect(await pa).toBe("CANCELLED");
+    expect(await pb).toBe("CANCELLED");
+    expect(s.scheduler.backlogCount()).toBe(0);
+    expect(s.scheduler.pendingCount()).toBe(0);
+    expect(s.scheduler.sequenceCount()).toBe(1);
+    accumulate(s.backend.executions[0]!);
+    await holder;
+    await settle();
+    expect(s.backend.count).toBe(1);
+    expect(s.scheduler.sequenceCount()).toBe(0);
+    expect(s.scheduler.inflightCount()).toBe(0);
+  });
+
+  it("a new START for a cancelled sequence restarts it in the same slot", async () => {
+    const s = setup({ direct: {} }, { maxBatch: 1 });
+    const first = s.scheduler.enqueue(request(s.sig, 1, 1, { parameters: seqParams(3, true) }));
+    await settle();
+    const c = cancellable(s.sig, 2, seqParams(3));
+    const pc = outcome(s.scheduler.enqueue(c.prepared));
+    c.controller.abort();
+    expect(await pc).toBe("CANCELLED");
+    const restart = s.scheduler.enqueue(request(s.sig, 1, 5, { parameters: seqParams(3, true, true) }));
+    await drive(s.backend, [first, restart]);
+    expect(floats((await restart).outputs[0]!)).toEqual([5, 5]);
+    await settle();
+    expect(s.scheduler.sequenceCount()).toBe(0);
+    expect(s.scheduler.inflightCount()).toBe(0);
+  });
+});
