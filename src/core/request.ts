@@ -31,6 +31,30 @@ export interface InferenceRequest {
   inputs: InputTensor[];
   /** Requested outputs; undefined or empty means all of the model's outputs. */
   outputs?: RequestedOutput[];
+  /** Aborted by the frontend when the client goes away; a stream then stops sending. */
+  signal?: AbortSignal;
+  /**
+   * Where a decoupled model's responses go (set by the server's streaming entry): each
+   * call is one response, or a final flag with no response, or an error.
+   */
+  responseSink?: ResponseSink;
+}
+
+/** One response a decoupled model sent: outputs (absent for a flag-only final), the final flag, or an error. */
+export interface SentResponse {
+  outputs?: Tensor[];
+  parameters?: Parameters;
+  error?: ServerError;
+  final: boolean;
+}
+
+export type ResponseSink = (response: SentResponse) => void;
+
+/** One response of a stream as the frontends write it: a response (absent for an empty final), its final flag, or an error. */
+export interface StreamedResponse {
+  response?: InferenceResponse;
+  error?: ServerError;
+  final: boolean;
 }
 
 /** A response output; one written into shared memory carries its parameters and no data. */

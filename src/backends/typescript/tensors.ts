@@ -37,7 +37,8 @@ export function toModelTensor(t: Tensor): ModelTensor {
   const n = t.data.byteLength / size;
   let data: ArrayBufferView;
   if (t.data.byteOffset % size === 0) data = new Ctor(t.data.buffer, t.data.byteOffset, n);
-  else data = new Ctor(t.data.slice().buffer, 0, n);
+  // A copy: Buffer.prototype.slice (gRPC bytes) is a view, not a copy.
+  else data = new Ctor(new Uint8Array(t.data).buffer, 0, n);
   return { name: t.name, datatype: t.datatype as Datatype, shape: [...t.shape], data };
 }
 

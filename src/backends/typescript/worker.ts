@@ -47,6 +47,10 @@ self.onmessage = async (e) => {
         calls.set(id, { resolve, reject });
         post({ type: "bls", id, exec: m.id, index, call });
       }),
+      stream: () => { throw Object.assign(new Error("BLS streaming (request.stream) is not available with execution_thread 'worker'"), { code: "UNSUPPORTED" }); },
+      getResponseSender: () => ({
+        send: (response, options) => post({ type: "send", exec: m.id, index, response, final: !!(options && options.final) }),
+      }),
     }));
     try {
       const responses = await model.execute(requests);
@@ -72,7 +76,7 @@ const FINALIZE_LIMIT_MS = 10_000;
 
 interface Pending {
   requests: InferenceRequest[];
-  resolve: (r: InferenceResponse[]) => void;
+  resolve: (r: InferenceResponse[] | void) => void;
   reject: (e: unknown) => void;
 }
 
@@ -82,6 +86,9 @@ export class WorkerModel implements TritonModel {
   readonly #logger: ModelLogger;
   readonly #pending = new Map<number, Pending>();
   #next = 0;
+  /** Decoupled models: the main-thread requests whose senders the worker's sends go to, until their final. */
+  readonly #senders = new Map<string, InferenceRequest>();
+  #decoupled = false;
   #ready: { resolve: () => void; reject: (e: unknown) => void } | undefined;
   #finalized: (() => void) | undefined;
 
@@ -102,6 +109,7 @@ export class WorkerModel implements TritonModel {
   static async create(url: string, path: string, args: InitializeArgs): Promise<WorkerModel> {
     const { logger, ...plain } = args;
     const m = new WorkerModel(logger);
+    m.#decoupled = (plain.modelConfig as { model_transaction_policy?: { decoupled?: boolean } }).model_transaction_policy?.decoupled === true;
     await new Promise<void>((resolve, reject) => {
       m.#ready = { resolve, reject };
       m.#worker.postMessage({ type: "init", url, path, args: plain });
@@ -112,7 +120,7 @@ export class WorkerModel implements TritonModel {
     return m;
   }
 
-  execute(requests: InferenceRequest[]): Promise<InferenceResponse[]> {
+  execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
     const id = this.#next++;
     const plain = requests.map((r) => ({
       id: r.id,
@@ -122,6 +130,7 @@ export class WorkerModel implements TritonModel {
       correlationId: r.correlationId,
       flags: r.flags,
     }));
+    if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { requests, resolve, reject });
       this.#worker.postMessage({ type: "execute", id, requests: plain });
@@ -169,6 +178,18 @@ export class WorkerModel implements TritonModel {
           (r) => this.#worker.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
           (err) => this.#worker.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
         );
+        break;
+      }
+      case "send": {
+        const key = `${m.exec}:${m.index}`;
+        const request = this.#senders.get(key);
+        if (!request) return;
+        if (m.final) this.#senders.delete(key);
+        try {
+          request.getResponseSender().send(m.response ?? undefined, { final: m.final });
+        } catch (err) {
+          this.#logger.error(`response sender: ${(err as Error)?.message ?? String(err)}`);
+        }
         break;
       }
       case "finalized":

@@ -11,10 +11,14 @@ export interface HttpRequest {
   header(name: string): string | undefined;
   /** The raw (possibly compressed) body; rejects if it exceeds `limit` bytes. */
   body(limit: number): Promise<Uint8Array>;
+  /** Aborted when the client goes away before the response is written. */
+  signal?: AbortSignal;
 }
 
 export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body?: Uint8Array | string;
+  /** A streamed body (Server-Sent Events), written chunk by chunk; `body` is then unused. */
+  stream?: AsyncIterable<string>;
 }

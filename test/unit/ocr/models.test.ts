@@ -46,6 +46,12 @@ function request(inputs: Tensor[], infer?: (call: BlsRequest) => Promise<BlsResp
     correlationId: undefined,
     flags: { sequenceStart: false, sequenceEnd: false },
     infer: infer ?? (() => Promise.reject(new Error("no BLS here"))),
+    stream: () => {
+      throw new Error("no BLS streaming here");
+    },
+    getResponseSender: () => {
+      throw new Error("not decoupled");
+    },
   };
 }
 
