@@ -270,7 +270,7 @@ describe("generate and generate_stream (P-31)", () => {
     expect(missing.status).toBe(404);
     const bad = await post("/v2/models/ts_repeat/generate", "{not json");
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error).toMatch(/^failed to parse the request JSON buffer/);
+    expect(((await bad.json()) as any).error).toMatch(/^failed to parse the request JSON buffer/);
   });
 
   it("a compressed body is refused (400)", async () => {
@@ -303,7 +303,7 @@ describe("generate and generate_stream (P-31)", () => {
     expect(events(await s.text())).toEqual([expected]);
     const short = await post("/v2/models/simple/generate", { INPUT0: [1, 2], INPUT1: B });
     expect(short.status).toBe(400);
-    expect((await short.json()).error).toBe("generate: field 'INPUT0' has 2 element(s), which do not fit input 'INPUT0' with dims [16]");
+    expect(((await short.json()) as any).error).toBe("generate: field 'INPUT0' has 2 element(s), which do not fit input 'INPUT0' with dims [16]");
   });
 });
 
@@ -319,7 +319,7 @@ describe("BLS streaming", () => {
 describe("response_stats (P-21)", () => {
   it("counts each response index over HTTP and gRPC", async () => {
     await streamAll([repeatRequest("ts_repeat_stats", 2, { emptyFinal: true }), repeatRequest("ts_repeat_stats", 1)]);
-    const http = (await (await fetch(`${server.url}/v2/models/ts_repeat_stats/stats`)).json()).model_stats[0].response_stats;
+    const http = ((await (await fetch(`${server.url}/v2/models/ts_repeat_stats/stats`)).json()) as any).model_stats[0].response_stats;
     expect(Object.keys(http)).toEqual(["0", "1", "2"]);
     const counts = (r: any) => [r.compute_infer.count, r.compute_output.count, r.success.count, r.fail.count, r.empty_response.count, r.cancel.count];
     // index 0: both requests' first response; 1: the first request's second, the second's empty final; 2: the first's empty final.
