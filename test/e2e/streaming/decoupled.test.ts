@@ -75,8 +75,28 @@ export default class StreamSum {
 }
 `;
 
+/** ts_slow: response 0 at once, then after 2 s responses 1..9, the last final (a client that left by then makes them cancelled). */
+const SLOW = `
+export default class Slow {
+  execute(requests) {
+    for (const r of requests) {
+      const sender = r.getResponseSender();
+      const out = (i) => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i] }] });
+      sender.send(out(0));
+      setTimeout(() => {
+        for (let i = 1; i < 10; i++) sender.send(out(i), { final: i === 9 });
+      }, 2000);
+    }
+  }
+}
+`;
+
 beforeAll(async () => {
   repo = makeRepository(["simple"]);
+  for (const name of ["ts_slow_grpc", "ts_slow_sse"]) {
+    repo.add(`${name}/config.pbtxt`, REPEAT_CONFIG(name));
+    repo.add(`${name}/1/model.js`, SLOW);
+  }
   repo.add("ts_repeat/config.pbtxt", REPEAT_CONFIG("ts_repeat"));
   repo.add("ts_repeat/1/model.js", REPEAT);
   repo.add("ts_repeat_stats/config.pbtxt", REPEAT_CONFIG("ts_repeat_stats"));
@@ -336,4 +356,50 @@ describe("response_stats (P-21)", () => {
       client.close();
     }
   });
+});
+
+describe("a client that goes away stops its stream (the request's signal)", () => {
+  /** The model's response_stats once its tenth response has been counted. */
+  async function statsAfterAll(model: string): Promise<Record<string, any>> {
+    for (let tries = 0; tries < 200; tries++) {
+      const j = (await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as any;
+      const r = j.model_stats[0].response_stats;
+      if (r["9"]) return r;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    throw new Error(`${model}: the tenth response was never counted`);
+  }
+  const expected = Object.fromEntries(
+    Array.from({ length: 10 }, (_, i) => [String(i), i === 0 ? { success: 1, cancel: 0 } : { success: 0, cancel: 1 }]),
+  );
+  const counts = (r: Record<string, any>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { success: v.success.count, cancel: v.cancel.count }]));
+
+  it("a cancelled gRPC stream: the responses after it are counted as cancelled, not sent", async () => {
+    const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
+    const stream = c.ModelStreamInfer();
+    const got: number[] = [];
+    await new Promise<void>((resolve) => {
+      stream.on("data", (m) => {
+        got.push(outValue(m));
+        stream.cancel();
+        resolve();
+      });
+      stream.on("error", () => undefined);
+      stream.write(repeatRequest("ts_slow_grpc", 1));
+    });
+    expect(counts(await statsAfterAll("ts_slow_grpc"))).toEqual(expected);
+    expect(got).toEqual([0]);
+    c.close();
+  }, 30_000);
+
+  it("an SSE client that disconnects after the first event: the rest are counted as cancelled", async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${server.url}/v2/models/ts_slow_sse/generate_stream`, { method: "POST", body: JSON.stringify({ N: 1 }), signal: controller.signal });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(events(first)).toEqual([{ model_name: "ts_slow_sse", model_version: "1", OUT: 0 }]);
+    controller.abort();
+    expect(counts(await statsAfterAll("ts_slow_sse"))).toEqual(expected);
+  }, 30_000);
 });
