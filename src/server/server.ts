@@ -332,6 +332,9 @@ export class InferenceServer {
         await new Promise<void>((resolve) => (wake = resolve));
       }
     } finally {
+      // A consumer that stops early (a cancelled body, a broken loop): later sends are dropped, not queued.
+      finished = true;
+      queue.length = 0;
       signal?.removeEventListener("abort", notify);
     }
   }
