@@ -110,7 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   server.maxQueuedBytes = options.maxQueuedBytes;
   repository.setModelRunner((request) => server.inferStep(request));
-  typescript.setRunner((request) => server.inferStep(request));
+  typescript.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {

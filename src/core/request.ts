@@ -34,9 +34,32 @@ export interface InferenceRequest {
   /**
    * Aborted when the request is cancelled: its gRPC call was cancelled or ran past its
    * deadline, or its HTTP client went away (S-20). The frontend owns it; the server,
-   * schedulers, ensembles and TypeScript models honour it (request-cancel.ts).
+   * schedulers, ensembles and TypeScript models honour it (scheduler/cancel.ts), and a
+   * stream stops sending.
    */
   signal?: AbortSignal;
+  /**
+   * Where a decoupled model's responses go (set by the server's streaming entry): each
+   * call is one response, or a final flag with no response, or an error.
+   */
+  responseSink?: ResponseSink;
+}
+
+/** One response a decoupled model sent: outputs (absent for a flag-only final), the final flag, or an error. */
+export interface SentResponse {
+  outputs?: Tensor[];
+  parameters?: Parameters;
+  error?: ServerError;
+  final: boolean;
+}
+
+export type ResponseSink = (response: SentResponse) => void;
+
+/** One response of a stream as the frontends write it: a response (absent for an empty final), its final flag, or an error. */
+export interface StreamedResponse {
+  response?: InferenceResponse;
+  error?: ServerError;
+  final: boolean;
 }
 
 /** A response output; one written into shared memory carries its parameters and no data. */

@@ -13,6 +13,18 @@ export interface BatchStat { batch_size: number; compute_input: Duration; comput
 export type FailureReason = "REJECTED" | "CANCELED" | "BACKEND" | "OTHER";
 export const FAILURE_REASONS: readonly FailureReason[] = ["REJECTED", "CANCELED", "BACKEND", "OTHER"];
 
+/** A decoupled model's statistics for the responses at one index of their requests (Triton's InferResponseStatistics). */
+export interface ResponseStat {
+  compute_infer: Duration;
+  compute_output: Duration;
+  success: Duration;
+  fail: Duration;
+  empty_response: Duration;
+  cancel: Duration;
+}
+
+export type ResponseOutcomeKind = "success" | "fail" | "empty_response" | "cancel";
+
 export class ModelStats {
   success = zero();
   fail = zero();
@@ -27,6 +39,26 @@ export class ModelStats {
   lastInference = 0;
   readonly batch = new Map<number, BatchStat>();
   readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
+  /** Decoupled models: response index → its statistics. */
+  readonly responses = new Map<number, ResponseStat>();
+
+  /**
+   * The `index`-th response of a decoupled model's request: `inferNs` is the time the
+   * model took to produce it (since the request's execution began or its previous
+   * response), `outputNs` the server's time to convert it; `kind` says how it ended.
+   */
+  recordResponse(index: number, kind: ResponseOutcomeKind, inferNs: number, outputNs: number): void {
+    let r = this.responses.get(index);
+    if (!r) {
+      r = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
+      this.responses.set(index, r);
+    }
+    if (kind === "success") {
+      add(r.compute_infer, inferNs);
+      add(r.compute_output, outputNs);
+    }
+    add(r[kind], inferNs + outputNs);
+  }
 
   /** One successful request: its end-to-end, queue and (batch's) compute durations. */
   recordSuccess(requestNs: number, queueNs: number, inNs: number, inferNs: number, outNs: number): void {
@@ -90,6 +122,7 @@ export class ModelStats {
       },
       batch_stats: [...this.batch.values()].sort((a, b) => a.batch_size - b.batch_size),
       memory_usage: [],
+      response_stats: Object.fromEntries([...this.responses].sort((a, b) => a[0] - b[0]).map(([i, r]) => [String(i), r])),
     };
   }
 }

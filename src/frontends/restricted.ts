@@ -64,7 +64,7 @@ export function httpCategory(parts: readonly string[], method: string): ApiCateg
     case "models": {
       if (parts.length === 3 && parts[2] === "stats") return "statistics";
       const last = parts[parts.length - 1];
-      if (last === "infer") return "inference";
+      if (last === "infer" || last === "generate" || last === "generate_stream") return "inference";
       if (last === "ready") return "health";
       if (last === "config") return "model-config";
       if (last === "stats") return "statistics";

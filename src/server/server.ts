@@ -13,7 +13,7 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { LocalResponseCache } from "../cache/response-cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor } from "../core/request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor, type SentResponse, type StreamedResponse } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
@@ -270,12 +270,73 @@ export class InferenceServer {
    * post-processing. Its input bytes count against `maxQueuedBytes` until it is answered.
    */
   inferAsync(request: InferenceRequest, model?: ModelVersion): Promise<InferenceResponse> {
-    return this.#infer(request, true, model);
+    return this.#infer(request, true, model) as Promise<InferenceResponse>;
   }
 
   /** An ensemble step or other request made inside the server: its caller already holds the bytes. */
   inferStep(request: InferenceRequest): Promise<InferenceResponse> {
-    return this.#infer(request, false);
+    return this.#infer(request, false) as Promise<InferenceResponse>;
+  }
+
+  /** Whether `mv` is decoupled (0..N responses a request): only the streaming entry serves it. */
+  isDecoupled(mv: ModelVersion): boolean {
+    return mv.config.model_transaction_policy?.decoupled === true;
+  }
+
+  /**
+   * One client request's responses as they come: a decoupled model's 0..N responses (the
+   * last carries the final flag, or a response-less final follows it), an ordinary
+   * model's one response with the final flag, or an error (final). Ends after the final
+   * one, or as soon as `request.signal` aborts (what the model sends later is dropped).
+   */
+  inferStream(request: InferenceRequest, model?: ModelVersion): AsyncGenerator<StreamedResponse> {
+    return this.#stream(request, true, model);
+  }
+
+  /** inferStream for a request made inside the server (BLS). */
+  inferStepStream(request: InferenceRequest): AsyncGenerator<StreamedResponse> {
+    return this.#stream(request, false);
+  }
+
+  async *#stream(request: InferenceRequest, admit: boolean, model?: ModelVersion): AsyncGenerator<StreamedResponse> {
+    const queue: StreamedResponse[] = [];
+    let head = 0;
+    let finished = false;
+    let wake: (() => void) | undefined;
+    const notify = () => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
+    const push = (r: StreamedResponse) => {
+      if (finished) return;
+      if (r.final) finished = true;
+      queue.push(r);
+      notify();
+    };
+    const signal = request.signal;
+    signal?.addEventListener("abort", notify, { once: true });
+    this.#infer(request, admit, model, push).then(
+      (r) => r && push({ response: r, final: true }),
+      (err) => push({ error: ServerError.from(err), final: true }),
+    );
+    try {
+      for (;;) {
+        while (head < queue.length) {
+          const r = queue[head]!;
+          queue[head++] = undefined as never;
+          yield r;
+          if (r.final) return;
+        }
+        if (signal?.aborted) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      // A consumer that stops early (a cancelled body, a broken loop): later sends are dropped, not queued.
+      finished = true;
+      queue.length = 0;
+      signal?.removeEventListener("abort", notify);
+    }
   }
 
   /** Input bytes held by client requests not yet answered (see `maxQueuedBytes`). */
@@ -283,9 +344,13 @@ export class InferenceServer {
     return this.#queuedBytes;
   }
 
-  async #infer(request: InferenceRequest, admit: boolean, model?: ModelVersion): Promise<InferenceResponse> {
+  async #infer(request: InferenceRequest, admit: boolean, model?: ModelVersion, stream?: (r: StreamedResponse) => void): Promise<InferenceResponse | undefined> {
     const control = parseControl(request.parameters);
     const mv = this.modelForInference(request.modelName, request.modelVersion, continuesSequence(control), model);
+    const decoupled = this.isDecoupled(mv);
+    if (decoupled && !stream) {
+      throw new ServerError("UNSUPPORTED", `model '${mv.name}' is decoupled (model_transaction_policy): its responses are served by the streaming entry only`);
+    }
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     let held = 0;
@@ -303,6 +368,12 @@ export class InferenceServer {
       // A request cancelled before it was queued (S-20) holds nothing and runs nothing.
       if (request.signal?.aborted) throw cancelled(request.id);
       if (admit) held = this.#admit(request);
+      if (decoupled) {
+        prepared.request.responseSink = this.#decoupledSink(mv, request, prepared.outputNames, prepared.classification, stream!);
+        const result = await mv.scheduler.enqueue(prepared);
+        mv.stats.recordSuccess(nowNs() - start, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        return undefined;
+      }
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
       const cache = this.cacheEnabled(mv) ? this.responseCache : undefined;
       let key = "";
@@ -388,6 +459,45 @@ export class InferenceServer {
     }
     this.#queuedBytes += bytes;
     return bytes;
+  }
+
+  /**
+   * Where a decoupled model's sends go: each is post-processed (reshape, classification,
+   * shared memory) like a unary response, counted in `response_stats` by its index, and
+   * handed to the stream; after the client has gone (the request's signal) it is counted
+   * as cancelled and dropped.
+   */
+  #decoupledSink(mv: ModelVersion, request: InferenceRequest, names: string[], classification: ReadonlyMap<string, number>, stream: (r: StreamedResponse) => void) {
+    let index = 0;
+    let last = nowNs();
+    return (sent: SentResponse) => {
+      const t = nowNs();
+      const inferNs = t - last;
+      const i = index++;
+      if (request.signal?.aborted) {
+        mv.stats.recordResponse(i, "cancel", inferNs, 0);
+      } else if (sent.error) {
+        mv.stats.recordResponse(i, "fail", inferNs, 0);
+        stream({ error: sent.error, final: sent.final });
+      } else if (!sent.outputs) {
+        mv.stats.recordResponse(i, "empty_response", inferNs, 0);
+        stream({ final: sent.final });
+      } else {
+        try {
+          const present = names.filter((n) => sent.outputs!.some((o) => o.name === n));
+          const outputs = this.#toSharedMemory(request, this.#postprocess(mv, sent.outputs, present, classification));
+          const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs };
+          if (request.id) response.id = request.id;
+          if (sent.parameters) response.parameters = sent.parameters;
+          mv.stats.recordResponse(i, "success", inferNs, nowNs() - t);
+          stream({ response, final: sent.final });
+        } catch (err) {
+          mv.stats.recordResponse(i, "fail", inferNs, nowNs() - t);
+          stream({ error: ServerError.from(err), final: sent.final });
+        }
+      }
+      last = nowNs();
+    };
   }
 
   /** Writes outputs requested into shared memory there; they are answered without data. */

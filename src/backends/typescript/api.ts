@@ -85,6 +85,21 @@ export interface InferenceRequest {
    * name: "INVALID_ARG", "NOT_FOUND", "UNAVAILABLE", ...).
    */
   infer(call: BlsRequest): Promise<BlsResponse>;
+  /**
+   * BLS to a decoupled model (or any model): its responses as they come, ending after
+   * its final one. Throws (with `code`) on an error response. Main-thread models only.
+   */
+  stream(call: BlsRequest): AsyncIterable<BlsResponse>;
+  /**
+   * Decoupled models (`model_transaction_policy { decoupled: true }`) only: the sender
+   * of this request's responses, usable after `execute` returns. Each `send` delivers one
+   * response; `{ final: true }` marks the last (with or without a response).
+   */
+  getResponseSender(): ResponseSender;
+}
+
+export interface ResponseSender {
+  send(response?: InferenceResponse, options?: { final?: boolean }): void;
 }
 
 export type TritonCode = "INVALID_ARG" | "NOT_FOUND" | "UNAVAILABLE" | "UNSUPPORTED" | "INTERNAL" | "ALREADY_EXISTS" | "CANCELLED";
@@ -94,7 +109,8 @@ export type InferenceResponse = { outputs: Tensor[] } | { error: string | { mess
 
 export interface TritonModel {
   initialize?(args: InitializeArgs): void | Promise<void>;
-  execute(requests: InferenceRequest[]): InferenceResponse[] | Promise<InferenceResponse[]>;
+  /** A decoupled model returns nothing (undefined) and answers through each request's sender. */
+  execute(requests: InferenceRequest[]): InferenceResponse[] | void | Promise<InferenceResponse[] | void>;
   finalize?(): void | Promise<void>;
 }
 

@@ -7,14 +7,14 @@
  */
 import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
-import { ServerError, internal, invalidArg, unavailable } from "../../core/errors.ts";
+import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse } from "../../core/request.ts";
+import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, ResponseSink, StreamedResponse } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
-import { TRITON_CODES, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
+import { TRITON_CODES, type ResponseSender, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
 import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
 import { WorkerModel, workerUnavailable } from "./worker.ts";
 
@@ -22,6 +22,14 @@ const log = getLogger("src/backends/typescript/backend.ts");
 
 /** The server's own inference entry (validation, scheduler, cache, statistics). */
 export type InferRunner = (request: CoreRequest) => Promise<CoreResponse>;
+
+/** The server's streaming entry: one request's responses as they come (BLS to decoupled models). */
+export type StreamRunner = (request: CoreRequest) => AsyncIterable<StreamedResponse>;
+
+export interface Runners {
+  infer: InferRunner;
+  stream?: StreamRunner;
+}
 
 /** BLS depth cap: a chain of this many models refuses a further call. */
 export const MAX_BLS_DEPTH = 16;
@@ -76,21 +84,52 @@ function blsResponse(r: CoreResponse): BlsResponse {
   return { model: r.modelName, version: Number(r.modelVersion), outputs, output: (n) => outputs.find((t) => t.name === n) };
 }
 
+/**
+ * A decoupled request's response sender: each send is checked like a returned response
+ * and handed to the server's sink; nothing may follow the final flag. A request with no
+ * sink (warmup) drops its responses.
+ */
+class Sender implements ResponseSender {
+  #closed = false;
+  constructor(
+    readonly sink: ResponseSink | undefined,
+    readonly check: (r: InferenceResponse) => RequestOutcome,
+    readonly model: string,
+  ) {}
+
+  send(response?: InferenceResponse, options?: { final?: boolean }): void {
+    const final = options?.final === true;
+    if (this.#closed) throw unsupported(`model '${this.model}': Unable to send response. Response sender has been closed.`);
+    if (response === undefined || response === null) {
+      if (!final) throw invalidArg(`model '${this.model}': send() needs a response or { final: true }`);
+      this.#closed = true;
+      this.sink?.({ final: true });
+      return;
+    }
+    if (final) this.#closed = true;
+    const o = this.check(response);
+    if (o.error) this.sink?.({ error: o.error, final });
+    else this.sink?.({ outputs: o.outputs, final });
+  }
+}
+
 class TsInstance implements BackendInstance {
   readonly name: string;
   readonly #model: TritonModel;
   readonly #modelName: string;
   readonly #outputs: Map<string, ModelOutput>;
   readonly #batched: boolean;
-  readonly #runner: () => InferRunner | undefined;
+  readonly #decoupled: boolean;
+  readonly #runner: () => Runners | undefined;
   #closed = false;
 
-  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => InferRunner | undefined) {
+  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => Runners | undefined) {
     this.name = name;
     this.#model = model;
     this.#modelName = ctx.modelName;
     this.#outputs = new Map((ctx.config.output ?? []).map((o) => [o.name!, o]));
     this.#batched = (ctx.config.max_batch_size ?? 0) > 0;
+    this.#decoupled = ctx.config.model_transaction_policy?.decoupled === true;
     this.#runner = runner;
   }
 
@@ -112,9 +151,10 @@ class TsInstance implements BackendInstance {
 
   async executeRequests(requests: readonly PreparedRequest[]): Promise<RequestsResult> {
     const t0 = nowNs();
-    const modelRequests = requests.map((p) => this.#modelRequest(p));
+    const senders = this.#decoupled ? requests.map((p) => new Sender(p.request.responseSink, (r) => this.#outcome(p, r), this.#modelName)) : undefined;
+    const modelRequests = requests.map((p, i) => this.#modelRequest(p, senders?.[i]));
     const t1 = nowNs();
-    let responses: InferenceResponse[];
+    let responses: InferenceResponse[] | void;
     try {
       responses = await this.#model.execute(modelRequests);
     } catch (err) {
@@ -122,6 +162,14 @@ class TsInstance implements BackendInstance {
       return { outcomes: requests.map(() => ({ error })), computeInputNs: t1 - t0, computeInferNs: nowNs() - t1, computeOutputNs: 0 };
     }
     const t2 = nowNs();
+    if (senders) {
+      // Decoupled: the responses went (or will go) through the senders; execute returns nothing.
+      if (responses !== undefined && responses !== null) {
+        const error = internal(`model '${this.#modelName}' is decoupled: execute() must return nothing and answer through request.getResponseSender()`);
+        return { outcomes: requests.map(() => ({ error })), computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: 0 };
+      }
+      return { outcomes: requests.map(() => ({ outputs: [] })), computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: 0 };
+    }
     let outcomes: RequestOutcome[];
     if (!Array.isArray(responses) || responses.length !== requests.length) {
       const got = Array.isArray(responses) ? `${responses.length} responses` : `${typeof responses} instead of an array of responses`;
@@ -167,7 +215,7 @@ class TsInstance implements BackendInstance {
     }
   }
 
-  #modelRequest(p: PreparedRequest): InferenceRequest {
+  #modelRequest(p: PreparedRequest, sender: Sender | undefined): InferenceRequest {
     const inputs = p.inputs.map(toModelTensor);
     const parameters: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(p.request.parameters ?? {})) parameters[k] = typeof v === "bigint" ? Number(v) : v;
@@ -185,10 +233,31 @@ class TsInstance implements BackendInstance {
       isCancelled: () => signal.aborted,
       signal,
       infer: (call) => this.#bls(call, chain),
+      stream: (call) => this.#blsStream(call, chain),
+      getResponseSender: () => {
+        if (!sender) throw unsupported(`model '${this.#modelName}' is not decoupled: getResponseSender() needs model_transaction_policy { decoupled: true }`);
+        return sender;
+      },
     };
   }
 
   async #bls(call: BlsRequest, chain: readonly string[]): Promise<BlsResponse> {
+    const request = this.#blsRequest(call, chain);
+    return blsResponse(await this.#runner()!.infer(request));
+  }
+
+  async *#blsStream(call: BlsRequest, chain: readonly string[]): AsyncGenerator<BlsResponse> {
+    const request = this.#blsRequest(call, chain);
+    const stream = this.#runner()!.stream;
+    if (!stream) throw unavailable(`model '${this.#modelName}': BLS streaming is not available (the server gave the backend no stream runner)`);
+    for await (const r of stream(request)) {
+      if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code });
+      if (r.response) yield blsResponse(r.response);
+    }
+  }
+
+  /** The core request of a BLS call, after the chain and depth checks. */
+  #blsRequest(call: BlsRequest, chain: readonly string[]): CoreRequest {
     const runner = this.#runner();
     if (!runner) throw unavailable(`model '${this.#modelName}': BLS is not available (the server gave the backend no runner)`);
     if (!call || typeof call.model !== "string") throw invalidArg(`model '${this.#modelName}': BLS call needs a 'model' name`);
@@ -217,7 +286,7 @@ class TsInstance implements BackendInstance {
       signal: call.signal,
     };
     chains.set(request, chain);
-    return blsResponse(await runner(request));
+    return request;
   }
 
   close(): void {
@@ -238,9 +307,9 @@ class TsInstance implements BackendInstance {
 class TsModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
   readonly #cls: TritonModelClass | undefined;
-  readonly #runner: () => InferRunner | undefined;
+  readonly #runner: () => Runners | undefined;
 
-  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, runner: () => InferRunner | undefined) {
+  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, runner: () => Runners | undefined) {
     this.#ctx = ctx;
     this.#cls = cls;
     this.#runner = runner;
@@ -288,11 +357,11 @@ export class TypeScriptBackend implements Backend {
   readonly name = "typescript";
   readonly defaultModelFilename = "model.ts";
   readonly otherModelFilenames = ["model.js"];
-  #runner: InferRunner | undefined;
+  #runner: Runners | undefined;
 
   /** The server's inference entry, for BLS calls. */
-  setRunner(runner: InferRunner): void {
-    this.#runner = runner;
+  setRunner(runner: InferRunner, stream?: StreamRunner): void {
+    this.#runner = { infer: runner, stream };
   }
 
   /** The class auto-complete imported, handed to the load that follows (one import per load). */

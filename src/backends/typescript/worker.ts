@@ -61,6 +61,10 @@ self.onmessage = async (e) => {
           else signal.addEventListener("abort", cancel, { once: true });
         }
       }),
+      stream: () => { throw Object.assign(new Error("BLS streaming (request.stream) is not available with execution_thread 'worker'"), { code: "UNSUPPORTED" }); },
+      getResponseSender: () => ({
+        send: (response, options) => post({ type: "send", exec: m.id, index, response, final: !!(options && options.final) }),
+      }),
     }));
     try {
       const responses = await model.execute(requests);
@@ -90,7 +94,7 @@ const FINALIZE_LIMIT_MS = 10_000;
 
 interface Pending {
   requests: InferenceRequest[];
-  resolve: (r: InferenceResponse[]) => void;
+  resolve: (r: InferenceResponse[] | void) => void;
   reject: (e: unknown) => void;
   /** Stops relaying the requests' cancellation to the worker. */
   forget: () => void;
@@ -104,6 +108,9 @@ export class WorkerModel implements TritonModel {
   /** BLS calls the worker made that are still running, by the worker's call id. */
   readonly #blsCalls = new Map<number, AbortController>();
   #next = 0;
+  /** Decoupled models: the main-thread requests whose senders the worker's sends go to, until their final. */
+  readonly #senders = new Map<string, InferenceRequest>();
+  #decoupled = false;
   #ready: { resolve: () => void; reject: (e: unknown) => void } | undefined;
   #finalized: (() => void) | undefined;
 
@@ -127,6 +134,7 @@ export class WorkerModel implements TritonModel {
   static async create(url: string, path: string, args: InitializeArgs): Promise<WorkerModel> {
     const { logger, ...plain } = args;
     const m = new WorkerModel(logger);
+    m.#decoupled = (plain.modelConfig as { model_transaction_policy?: { decoupled?: boolean } }).model_transaction_policy?.decoupled === true;
     await new Promise<void>((resolve, reject) => {
       m.#ready = { resolve, reject };
       m.#worker.postMessage({ type: "init", url, path, args: plain });
@@ -137,7 +145,7 @@ export class WorkerModel implements TritonModel {
     return m;
   }
 
-  execute(requests: InferenceRequest[]): Promise<InferenceResponse[]> {
+  execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
     const id = this.#next++;
     const plain = requests.map((r) => ({
       id: r.id,
@@ -147,6 +155,7 @@ export class WorkerModel implements TritonModel {
       correlationId: r.correlationId,
       flags: r.flags,
     }));
+    if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
     return new Promise((resolve, reject) => {
       // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
       const listeners = requests.map((r, index) => {
@@ -211,6 +220,18 @@ export class WorkerModel implements TritonModel {
       case "blsCancel":
         this.#blsCalls.get(m.id)?.abort();
         break;
+      case "send": {
+        const key = `${m.exec}:${m.index}`;
+        const request = this.#senders.get(key);
+        if (!request) return;
+        if (m.final) this.#senders.delete(key);
+        try {
+          request.getResponseSender().send(m.response ?? undefined, { final: m.final });
+        } catch (err) {
+          this.#logger.error(`response sender: ${(err as Error)?.message ?? String(err)}`);
+        }
+        break;
+      }
       case "finalized":
         this.#finalized?.();
         break;

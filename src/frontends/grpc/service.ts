@@ -10,6 +10,7 @@ import { getLogger } from "../../core/logger.ts";
 import { grpcStatus } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import { exactInteger } from "./parameters.ts";
+import { streamInfer } from "./stream.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { InferenceResponse } from "../../core/request.ts";
 
@@ -202,41 +203,10 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
 /** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
 function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal): Promise<InferenceResponse> {
   const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
+  if (model && server.isDecoupled(model)) throw new ServerError("UNSUPPORTED", "ModelInfer RPC doesn't support models with decoupled transaction policy");
   const request = toInferenceRequest(msg);
   if (signal) request.signal = signal;
   return server.inferAsync(request, model);
-}
-
-/**
- * Bidirectional streaming: every request gets exactly one response, written in request
- * order; errors travel in-band (error_message) and the stream stays open.
- */
-function streamInfer(server: InferenceServer, call: ServerDuplexStream<WireInferRequest, unknown>): void {
-  let tail: Promise<void> = Promise.resolve();
-  let ended = false;
-  call.on("data", (msg: WireInferRequest) => {
-    const result = (async () => {
-      try {
-        return { error_message: "", infer_response: fromInferenceResponse(await infer(server, msg), { triton_final_response: true }) };
-      } catch (err) {
-        return {
-          error_message: ServerError.from(err).message,
-          infer_response: { id: msg.id ?? "", model_name: msg.model_name ?? "", model_version: msg.model_version ?? "" },
-        };
-      }
-    })();
-    tail = tail.then(async () => {
-      const response = await result;
-      if (!call.cancelled) call.write(response);
-    });
-  });
-  call.on("end", () => {
-    ended = true;
-    void tail.then(() => call.end());
-  });
-  call.on("error", () => {
-    if (!ended) ended = true;
-  });
 }
 
 /** grpc.health.v1.Health: SERVING iff the server is ready (Triton's rule). */

@@ -2,7 +2,7 @@
  * @module POST /v2/models/{m}[/versions/{v}]/infer: body → InferenceRequest (codec),
  * the core's inferAsync, InferenceResponse → body (codec).
  */
-import { invalidArg } from "../../core/errors.ts";
+import { invalidArg, unsupported } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
@@ -20,6 +20,7 @@ export async function handleInfer(
   // As in Triton, an unknown or unavailable model is reported before the body is parsed
   // (whether a stopping server still takes the request depends on its sequence parameters).
   const resolved = server.modelForRequest(model, version);
+  if (resolved && server.isDecoupled(resolved)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
   const request = await decodeInferRequestAsync(body, headerLength, {

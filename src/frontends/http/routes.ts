@@ -8,6 +8,7 @@ import { httpStatus } from "./status.ts";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { httpCategory, type Restrictions } from "../restricted.ts";
 import { handleInfer } from "./infer.ts";
+import { handleGenerate } from "./generate.ts";
 import { readBody } from "./body.ts";
 import { checkJsonDepth } from "./json-parse.ts";
 import type { InferenceServer } from "../../server/server.ts";
@@ -184,6 +185,10 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       case "infer":
         if (method !== "POST") return METHOD_NOT_ALLOWED();
         return handleInfer(server, req, model, version, opts.maxInputSize);
+      case "generate":
+      case "generate_stream":
+        if (method !== "POST") return METHOD_NOT_ALLOWED();
+        return handleGenerate(server, req, model, version, opts.maxInputSize, action === "generate_stream");
       default:
         return NOT_FOUND();
     }

@@ -65,19 +65,36 @@ function readNodeBody(msg: IncomingMessage, limit: number): Promise<Uint8Array> 
   });
 }
 
-/** Aborts when the connection closes before `res` has been written out: the client went away. */
-function disconnectSignal(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  return controller.signal;
+/** Writes a streamed body chunk by chunk, waiting for the socket to drain; stops when the client has gone. */
+async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, signal: AbortSignal): Promise<void> {
+  const it = stream[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      if (signal.aborted) return;
+      const next = await it.next();
+      if (next.done) break;
+      if (!res.write(next.value)) {
+        await new Promise<void>((resolve) => {
+          res.once("drain", resolve);
+          signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+      }
+    }
+    res.end();
+  } finally {
+    await it.return?.(undefined);
+  }
 }
 
 function listenNode(handler: HttpHandler, address: string, port: number): Promise<HttpListener> {
   const server = createServer((msg: IncomingMessage, res: ServerResponse) => {
     const url = msg.url ?? "/";
     const q = url.indexOf("?");
+    // Aborted when the client goes away before the response has been written whole.
+    const controller = new AbortController();
+    res.on("close", () => {
+      if (!res.writableFinished) controller.abort();
+    });
     const req: HttpRequest = {
       method: msg.method ?? "GET",
       path: q < 0 ? url : url.slice(0, q),
@@ -86,7 +103,7 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
         return Array.isArray(v) ? v.join(", ") : v;
       },
       body: (limit) => readNodeBody(msg, limit),
-      signal: disconnectSignal(res),
+      signal: controller.signal,
     };
     handler(req).then(
       (r) => {
@@ -94,7 +111,8 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
         // would discard the rest, but under Deno the next request on it would hang.
         const headers = msg.complete ? r.headers : { ...r.headers, connection: "close" };
         res.writeHead(r.status, headers);
-        res.end(r.body ?? undefined);
+        if (r.stream) void writeStream(res, r.stream, controller.signal);
+        else res.end(r.body ?? undefined);
       },
       (err: Error) => {
         const r = errorResponse(500, err.message);

@@ -19,4 +19,6 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body?: Uint8Array | string;
+  /** A streamed body (Server-Sent Events), written chunk by chunk; `body` is then unused. */
+  stream?: AsyncIterable<string>;
 }

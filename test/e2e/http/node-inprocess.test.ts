@@ -80,3 +80,17 @@ describe("under Node (node:http): cancellation", () => {
     expect(stats.model_stats[0].execution_count).toBe(0);
   });
 });
+
+describe("generate_stream under Node (node:http, #16, P-31)", () => {
+  it("writes an ordinary model's response as one SSE event, and generate as one JSON object", async () => {
+    const A = Array.from({ length: 16 }, (_, i) => i);
+    const body = JSON.stringify({ id: "n", INPUT0: A, INPUT1: A });
+    const expected = { id: "n", model_name: "simple", model_version: "1", OUTPUT0: A.map((v) => 2 * v), OUTPUT1: A.map(() => 0) };
+    const res = await fetch(`${s.url}/v2/models/simple/generate_stream`, { method: "POST", body });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(await res.text()).toBe(`data: ${JSON.stringify(expected)}\n\n`);
+    const one = await fetch(`${s.url}/v2/models/simple/generate`, { method: "POST", body });
+    expect(await one.json()).toEqual(expected);
+  });
+});

@@ -40,6 +40,18 @@ describe("--http-restricted-api", () => {
     expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
     expect((await fetch(`${server.url}/v2/models/simple`)).status).toBe(200);
   });
+
+  it("restricts generate and generate_stream as inference (#16, P-31)", async () => {
+    const gen = JSON.stringify({ INPUT0: Array(16).fill(1), INPUT1: Array(16).fill(1) });
+    for (const path of ["generate", "generate_stream"]) {
+      const denied = await fetch(`${server.url}/v2/models/simple/${path}`, { method: "POST", body: gen });
+      expect(denied.status).toBe(403);
+      expect(await denied.json()).toEqual({ error: "This API is restricted, expecting header 'infer-key'" });
+      const ok = await fetch(`${server.url}/v2/models/simple/${path}`, { method: "POST", body: gen, headers: { "infer-key": "s3cret" } });
+      expect(ok.status).toBe(200);
+      await ok.text();
+    }
+  });
 });
 
 describe("--grpc-restricted-protocol", () => {

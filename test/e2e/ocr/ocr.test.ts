@@ -5,9 +5,12 @@
  * HTTP (raw binary body, binary tensor extension) and gRPC; both give the same lines,
  * boxes and scores. Also: JPEG, an upside-down image (angle classifier), an image with
  * no text, and the errors for bytes that are not an image or an image that is too big.
+ * Issue #16: `ocr_stream` (decoupled) streams the same lines one response each, over
+ * generate_stream (the image as base64) and ModelStreamInfer.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { status } from "@grpc/grpc-js";
+import { status, Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from "@grpc/grpc-js";
+import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 import { startServerProcess, ROOT, type ServerProcess } from "../../helpers/server-process.ts";
 import { inferenceClient, type Call } from "../../helpers/grpc-client.ts";
 import { ensureImageMagick, renderText } from "../../helpers/render-text.ts";
@@ -206,5 +209,41 @@ describe("ocr and ocr_bls", () => {
     const jobs = Array.from({ length: 6 }, (_, i) => ({ model: MODELS[i % 2]!, image: i % 3 === 0 ? other : png, want: i % 3 === 0 ? ["HELLO WORLD"] : LINES }));
     const got = await Promise.all(jobs.map(async (j) => fromJson((await inferRaw(j.model, j.image)).json.outputs).text));
     expect(got).toEqual(jobs.map((j) => j.want));
+  });
+});
+
+describe("ocr_stream (#16: a decoupled model streaming each line)", () => {
+  it("streams the lines ocr_bls reads, one SSE event each, over generate_stream", async () => {
+    const whole = fromJson((await inferRaw("ocr_bls", png)).json.outputs);
+    const res = await fetch(`${server.url}/v2/models/ocr_stream/generate_stream`, { method: "POST", body: JSON.stringify({ image: Buffer.from(png).toString("base64") }) });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const events = text.split("\n\n").filter((e) => e).map((e) => JSON.parse(e.replace(/^data: /, "")));
+    expect(events.map((e) => [e.model_name, e.text])).toEqual(LINES.map((l) => ["ocr_stream", l]));
+    expect(events.flatMap((e) => e.box)).toEqual(whole.boxes);
+    events.forEach((e, i) => expect(e.score).toBeCloseTo(whole.scores[i]!, 5));
+  });
+
+  it("streams them over ModelStreamInfer, the raw PNG as the input; no text: no response", async () => {
+    const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
+    const stream = c.ModelStreamInfer();
+    const msgs: any[] = [];
+    await new Promise<void>((resolve, reject) => {
+      stream.on("data", (m) => msgs.push(m));
+      stream.on("end", () => resolve());
+      stream.on("error", reject);
+      const req = (id: string, image: Uint8Array) => ({ model_name: "ocr_stream", id, inputs: [{ name: "image", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from(image)] } }] });
+      stream.write(req("lines", png));
+      stream.write(req("blank", renderText([], { width: 400 })));
+      stream.end();
+    });
+    c.close();
+    const lines = msgs.filter((m) => m.infer_response.id === "lines");
+    const textOf = (m: any) => new TextDecoder().decode(new Uint8Array(m.infer_response.raw_output_contents[0]).subarray(4));
+    expect(lines.map(textOf)).toEqual(LINES);
+    expect(lines.map((m) => m.infer_response.parameters.triton_final_response.bool_param)).toEqual([false, false]);
+    expect(msgs.filter((m) => m.infer_response.id === "blank")).toEqual([]);
+    expect(msgs.length).toBe(2);
   });
 });

@@ -48,6 +48,12 @@ function request(inputs: Tensor[], infer?: (call: BlsRequest) => Promise<BlsResp
     isCancelled: () => false,
     signal: new AbortController().signal,
     infer: infer ?? (() => Promise.reject(new Error("no BLS here"))),
+    stream: () => {
+      throw new Error("no BLS streaming here");
+    },
+    getResponseSender: () => {
+      throw new Error("not decoupled");
+    },
   };
 }
 
