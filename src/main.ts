@@ -12,6 +12,7 @@ import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
+import { modelSummary } from "./repository/model-summary.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler, type HttpFrontendOptions } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
@@ -112,6 +113,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   repository.setModelRunner((request) => server.inferStep(request));
   typescript.setRunner((request) => server.inferStep(request));
   await repository.loadAll();
+  log.info(modelSummary(repository.index()));
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {
     await repository.unloadAll();
