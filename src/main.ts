@@ -22,6 +22,7 @@ import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
 import { SharedMemoryManager } from "./server/shared-memory.ts";
 import { TraceManager } from "./server/trace.ts";
+import { StatusBoard } from "./server/status-board.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
@@ -59,6 +60,8 @@ export interface RunningServer {
   server: InferenceServer;
   /** The options the server runs with; `listen()` reads the frontends' settings from here. */
   readonly options: ServerOptions;
+  /** The status page's data when --allow-status-page is on. */
+  readonly statusBoard?: StatusBoard;
   http?: HttpListener;
   grpc?: GrpcListener;
   metrics?: HttpListener;
@@ -70,8 +73,8 @@ export interface RunningServer {
 }
 
 /** The HTTP frontend's settings from the server's options: the listener's and the in-process `fetch`'s. */
-export function httpFrontendOptions(o: ServerOptions): HttpFrontendOptions {
-  return { maxInputSize: o.httpMaxInputSize, restricted: restrictionMap(o.httpRestrictedApi) };
+export function httpFrontendOptions(o: ServerOptions, statusBoard?: StatusBoard): HttpFrontendOptions {
+  return { maxInputSize: o.httpMaxInputSize, restricted: restrictionMap(o.httpRestrictedApi), statusBoard };
 }
 
 /**
@@ -125,6 +128,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await poller.start();
   }
 
+  const statusBoard = options.allowStatusPage ? new StatusBoard(server) : undefined;
+  statusBoard?.start();
   let metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
   let exiting: Promise<number> | undefined;
   let listening: Promise<void> = Promise.resolve();
@@ -169,9 +174,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
     }
     if (which.http && !running.http) {
-      const handler = createHttpHandler(server, httpFrontendOptions(o));
+      const handler = createHttpHandler(server, httpFrontendOptions(o, statusBoard));
       running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);
       running.addresses.http = o.httpAddress;
+      if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);
     }
   };
@@ -196,6 +202,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
+      statusBoard?.stop();
       server.closeSharedMemory();
       try {
         server.trace?.flush();
@@ -208,6 +215,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const running: RunningServer = {
     server,
     options,
+    statusBoard,
     addresses: {},
     shutdown,
     listen(which, places = {}) {
