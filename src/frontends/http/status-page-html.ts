@@ -68,7 +68,7 @@ function duration(s) {
 function render(d) {
   document.getElementById("server-id").textContent = d.server.id;
   document.getElementById("server-version").textContent = d.server.version;
-  document.getElementById("server-state").textContent = d.server.state + (d.server.ready ? ", ready" : ", not ready");
+  document.getElementById("server-state").textContent = d.server.state + " \u00b7 ready: " + (d.server.ready ? "yes" : "no");
   document.getElementById("uptime").textContent = duration(d.server.uptime_secs);
   const body = document.querySelector("#models tbody");
   const rows = [];
