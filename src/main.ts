@@ -26,6 +26,7 @@ import { StatusBoard } from "./server/status-board.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
+import { runPerf } from "./perf/perf.ts";
 
 const log = getLogger("src/main.ts");
 
@@ -253,6 +254,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (parsed.kind === "devices") return runDevices(parsed);
+  if (parsed.kind === "perf") return runPerf(parsed.argv);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;

@@ -309,7 +309,7 @@ const FLAGS: Record<string, FlagSpec> = {
 };
 
 export function usage(): string {
-  const lines = ["Usage: nereid [options]", "       nereid --version", "", "Options (tritonserver's names):"];
+  const lines = ["Usage: nereid [options]", "       nereid --version", "       nereid perf -m <model> [options]   (load generator, perf_analyzer's flags; nereid perf --help)", "", "Options (tritonserver's names):"];
   for (const [name, spec] of Object.entries(FLAGS)) {
     const arg = spec.kind === "flag" ? "" : spec.kind === "bool" ? "=<bool>" : spec.kind === "int" ? "=<int>" : "=<string>";
     lines.push(`  --${name}${arg}`.padEnd(44) + spec.help);
@@ -318,10 +318,12 @@ export function usage(): string {
   return lines.join("\n");
 }
 
-export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string };
+export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string } | { kind: "perf"; argv: string[] };
 
 /** Parses tritonserver-style arguments; throws UsageError on anything it does not accept. */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
+  // `nereid perf ...`: the load generator, with perf_analyzer's flags (src/perf/options.ts).
+  if (argv[0] === "perf") return { kind: "perf", argv: argv.slice(1) };
   // `nereid devices [--cuda-library=<path>]`: report the GPUs the CUDA driver sees.
   if (argv[0] === "devices") {
     const out: ParsedArgs & { kind: "devices" } = { kind: "devices" };

@@ -78,10 +78,10 @@ describe("status page in Chromium", () => {
   });
 
   it("shows the request rate rise under load and fall back to zero after it", async () => {
-    await page.waitForFunction(() => document.querySelector('#models tr[data-model="simple"] td.rate')?.textContent === "0.0");
+    await until(async () => (await cell("simple", "rate").textContent()) === "0.0", 30_000);
     const stop = load(4);
     try {
-      await page.waitForFunction(() => Number(document.querySelector('#models tr[data-model="simple"] td.rate')?.textContent) > 0, undefined, { timeout: 30_000 });
+      await until(async () => Number(await cell("simple", "rate").textContent()) > 0, 30_000);
       // Let the five-minute sparklines fill a little before the screenshot.
       await until(async () => {
         const d = (await (await fetch(`${server.url}/nereid/status.json`)).json()) as { models: { name: string; history: { rate: number }[] }[] };
@@ -93,12 +93,12 @@ describe("status page in Chromium", () => {
     } finally {
       await stop();
     }
-    await page.waitForFunction(() => document.querySelector('#models tr[data-model="simple"] td.rate')?.textContent === "0.0", undefined, { timeout: 30_000 });
+    await until(async () => (await cell("simple", "rate").textContent()) === "0.0", 30_000);
     // Once idle, the page's success count is the statistics extension's.
     const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
     const success = stats.model_stats[0]!.inference_stats.success.count;
     expect(success).toBeGreaterThan(0);
-    await page.waitForFunction((n) => document.querySelector('#models tr[data-model="simple"] td.success')?.textContent === String(n), success, { timeout: 10_000 });
+    await until(async () => (await cell("simple", "success").textContent()) === String(success), 10_000);
     expect(await cell("simple", "failures").textContent()).toBe("0");
     expect(await cell("simple", "pending").textContent()).toBe("0");
   });
