@@ -1,10 +1,12 @@
 /**
  * @module `nereid perf`'s connection to the server, over HTTP (the binary tensor
- * extension, as perf_analyzer sends) or gRPC (raw contents): model metadata and config,
+ * extension, as perf_analyzer sends, on keep-alive sockets of its own: http1.ts) or
+ * gRPC (raw contents): model metadata and config,
  * the statistics extension, and one inference with its client-side timings.
  */
 import { credentials, makeGenericClientConstructor, type Client, type ServiceError } from "@grpc/grpc-js";
 import { serviceDefinition } from "../frontends/grpc/protos.ts";
+import { Http1Pool } from "./http1.ts";
 import type { InputSpec, PerfTensor } from "./inputs.ts";
 
 /** Cumulative statistics of one model version, as the statistics extension reports them. */
@@ -42,7 +44,10 @@ function pickStats(body: { model_stats?: Record<string, unknown>[] }): ServerSta
 }
 
 export function httpClient(url: string, model: string, version: string): PerfClient {
-  const base = `${url.startsWith("http") ? url : `http://${url}`}/v2/models/${encodeURIComponent(model)}${version ? `/versions/${version}` : ""}`;
+  const origin = new URL(url.startsWith("http") ? url : `http://${url}`);
+  const path = `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${version}` : ""}`;
+  const base = `${origin.origin}${path}`;
+  const pool = new Http1Pool(origin.hostname, Number(origin.port || 80));
   const get = async (path: string) => {
     const res = await fetch(base + path);
     const body = (await res.json()) as Record<string, unknown>;
@@ -73,20 +78,19 @@ export function httpClient(url: string, model: string, version: string): PerfCli
         body.set(t.bytes, off);
         off += t.bytes.byteLength;
       }
-      const init = { method: "POST", body, headers: { "inference-header-content-length": String(header.byteLength), "content-type": "application/octet-stream" } };
-      const target = `${base}/infer`;
+      const bytes = Http1Pool.encode(origin.host, `${path}/infer`, { "Inference-Header-Content-Length": String(header.byteLength), "Content-Type": "application/octet-stream" }, body);
       return async () => {
-        const start = now();
-        const pending = fetch(target, init);
-        const sent = now();
-        const res = await pending;
-        const answered = now();
-        await res.arrayBuffer();
-        const done = now();
-        return { sendNs: Number(sent - start), waitNs: Number(answered - sent), recvNs: Number(done - answered), ok: res.ok };
+        try {
+          const r = await pool.send(bytes);
+          return { sendNs: r.sendNs, waitNs: r.waitNs, recvNs: r.recvNs, ok: r.status === 200 };
+        } catch {
+          return { sendNs: 0, waitNs: 0, recvNs: 0, ok: false }; // a broken connection counts as a failed request
+        }
       };
     },
-    close() {},
+    close() {
+      pool.close();
+    },
   };
 }
 
