@@ -118,7 +118,8 @@ export function rateLoad(send: () => () => Promise<Timing>, rate: number, sink: 
     while (running) {
       const due = start + sent * gapMs;
       const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      // Behind schedule, still yield to I/O between sends, so that answers are read.
+      await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
       if (!running) break;
       const fire = send();
       const t0 = performance.now();
