@@ -160,7 +160,7 @@ export class Nereid {
   readonly fetch = (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
     // With a Request, the second argument is not read: Bun.serve and Deno.serve pass their server or connection info there.
     const request = input instanceof Request ? input : new Request(new URL(input, "http://localhost").href, init);
-    this.#fetch ??= fetchHandler(createHttpHandler(this.#running.server, httpFrontendOptions(this.#running.options)));
+    this.#fetch ??= fetchHandler(createHttpHandler(this.#running.server, httpFrontendOptions(this.#running.options, this.#running.statusBoard)));
     return this.#fetch(request);
   };
 

@@ -12,6 +12,7 @@ import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
+import { modelSummary } from "./repository/model-summary.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler, type HttpFrontendOptions } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
@@ -21,9 +22,11 @@ import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
 import { SharedMemoryManager } from "./server/shared-memory.ts";
 import { TraceManager } from "./server/trace.ts";
+import { StatusBoard } from "./server/status-board.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
+import { runPerf } from "./perf/perf.ts";
 
 const log = getLogger("src/main.ts");
 
@@ -58,6 +61,8 @@ export interface RunningServer {
   server: InferenceServer;
   /** The options the server runs with; `listen()` reads the frontends' settings from here. */
   readonly options: ServerOptions;
+  /** The status page's data when --allow-status-page is on. */
+  readonly statusBoard?: StatusBoard;
   http?: HttpListener;
   grpc?: GrpcListener;
   metrics?: HttpListener;
@@ -69,8 +74,8 @@ export interface RunningServer {
 }
 
 /** The HTTP frontend's settings from the server's options: the listener's and the in-process `fetch`'s. */
-export function httpFrontendOptions(o: ServerOptions): HttpFrontendOptions {
-  return { maxInputSize: o.httpMaxInputSize, restricted: restrictionMap(o.httpRestrictedApi) };
+export function httpFrontendOptions(o: ServerOptions, statusBoard?: StatusBoard): HttpFrontendOptions {
+  return { maxInputSize: o.httpMaxInputSize, restricted: restrictionMap(o.httpRestrictedApi), statusBoard };
 }
 
 /**
@@ -112,6 +117,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   repository.setModelRunner((request) => server.inferStep(request));
   typescript.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
+  log.info(modelSummary(repository.index()));
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {
     await repository.unloadAll();
@@ -123,6 +129,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await poller.start();
   }
 
+  const statusBoard = options.allowStatusPage ? new StatusBoard(server) : undefined;
+  statusBoard?.start();
   let metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
   let exiting: Promise<number> | undefined;
   let listening: Promise<void> = Promise.resolve();
@@ -167,9 +175,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
     }
     if (which.http && !running.http) {
-      const handler = createHttpHandler(server, httpFrontendOptions(o));
+      const handler = createHttpHandler(server, httpFrontendOptions(o, statusBoard));
       running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);
       running.addresses.http = o.httpAddress;
+      if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);
     }
   };
@@ -194,6 +203,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
+      statusBoard?.stop();
       server.closeSharedMemory();
       try {
         server.trace?.flush();
@@ -206,6 +216,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const running: RunningServer = {
     server,
     options,
+    statusBoard,
     addresses: {},
     shutdown,
     listen(which, places = {}) {
@@ -243,6 +254,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (parsed.kind === "devices") return runDevices(parsed);
+  if (parsed.kind === "perf") return runPerf(parsed.argv);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;

@@ -60,6 +60,8 @@ export interface ServerOptions {
   traceConfig: Record<string, string | string[]>;
   /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
   allowClientShm: boolean;
+  /** `--allow-status-page`: the live status page at /nereid/status on the HTTP port (Nereid's own; off by default). */
+  allowStatusPage: boolean;
   /** `--max-queued-bytes`: input bytes all unanswered client requests may hold together (0: no bound). */
   maxQueuedBytes: number;
   /** `--cache-config local,size=N` (or the deprecated --response-cache-byte-size); undefined: no cache. */
@@ -110,6 +112,7 @@ export function defaultOptions(): ServerOptions {
     allowGpuMetrics: true,
     metricsConfig: {},
     allowClientShm: false,
+    allowStatusPage: false,
     maxQueuedBytes: DEFAULT_MAX_QUEUED_BYTES,
     traceConfig: {},
     httpRestrictedApi: [],
@@ -275,6 +278,11 @@ const FLAGS: Record<string, FlagSpec> = {
     apply: (o, v) => (o.maxQueuedBytes = parseInt10("max-queued-bytes", v)),
   },
   "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
+  "allow-status-page": {
+    kind: "bool",
+    help: "Serve the live status page at /nereid/status and its data at /nereid/status.json on the HTTP port (Nereid's own; default false).",
+    apply: (o, v) => (o.allowStatusPage = parseBool("allow-status-page", v)),
+  },
   "allow-gpu-metrics": { kind: "bool", help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).", apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)) },
   "http-restricted-api": { kind: "string", help: "<apis>:<key>=<value>: those APIs need HTTP header <key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.httpRestrictedApi, "http-restricted-api", v) },
   "grpc-restricted-protocol": { kind: "string", help: "<protocols>:<key>=<value>: those RPCs need metadata triton-grpc-protocol-<key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.grpcRestrictedProtocol, "grpc-restricted-protocol", v) },
@@ -301,7 +309,7 @@ const FLAGS: Record<string, FlagSpec> = {
 };
 
 export function usage(): string {
-  const lines = ["Usage: nereid [options]", "       nereid --version", "", "Options (tritonserver's names):"];
+  const lines = ["Usage: nereid [options]", "       nereid --version", "       nereid perf -m <model> [options]   (load generator, perf_analyzer's flags; nereid perf --help)", "", "Options (tritonserver's names):"];
   for (const [name, spec] of Object.entries(FLAGS)) {
     const arg = spec.kind === "flag" ? "" : spec.kind === "bool" ? "=<bool>" : spec.kind === "int" ? "=<int>" : "=<string>";
     lines.push(`  --${name}${arg}`.padEnd(44) + spec.help);
@@ -310,10 +318,12 @@ export function usage(): string {
   return lines.join("\n");
 }
 
-export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string };
+export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string } | { kind: "perf"; argv: string[] };
 
 /** Parses tritonserver-style arguments; throws UsageError on anything it does not accept. */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
+  // `nereid perf ...`: the load generator, with perf_analyzer's flags (src/perf/options.ts).
+  if (argv[0] === "perf") return { kind: "perf", argv: argv.slice(1) };
   // `nereid devices [--cuda-library=<path>]`: report the GPUs the CUDA driver sees.
   if (argv[0] === "devices") {
     const out: ParsedArgs & { kind: "devices" } = { kind: "devices" };

@@ -116,6 +116,7 @@ export class ModelLoader {
    */
   async loadVersion(mv: ModelVersion, { config, backend }: ResolvedModel, ctx: LoadContext): Promise<void> {
     const { name, version } = mv;
+    log.info(`loading: ${name}:${version}`);
     mv.transition("LOADING");
     if (!backend && !ctx.runner) {
       mv.transition("UNAVAILABLE", `ensemble '${name}' cannot run: the server gave the repository no model runner`);

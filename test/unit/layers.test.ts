@@ -3,7 +3,8 @@
  * layer and any layer below it, never one above. Type-only imports count too.
  *
  *   entry         src/main.ts, src/options.ts, src/devices.ts: options, start-up, signals;
- *                 src/embedded.ts, src/index.ts: the in-process API and the package entry
+ *                 src/embedded.ts, src/index.ts: the in-process API and the package entry;
+ *                 src/perf/: `nereid perf`, the perf_analyzer equivalent (a client)
  *   frontends     src/frontends/: HTTP and gRPC adapters (parse, call the server, serialize)
  *   metrics       src/metrics/: Prometheus families, CPU and GPU sampling
  *   server        src/server/: the data plane (inferAsync, shared memory, trace, classification)
@@ -25,7 +26,7 @@ const ROOT = resolve(import.meta.dirname, "../..");
 
 /** Highest first; a path belongs to the first layer with a matching prefix. */
 const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] = [
-  ["entry", ["src/main.ts", "src/options.ts", "src/devices.ts", "src/embedded.ts", "src/index.ts"]],
+  ["entry", ["src/main.ts", "src/options.ts", "src/devices.ts", "src/embedded.ts", "src/index.ts", "src/perf/"]],
   ["frontends", ["src/frontends/"]],
   ["metrics", ["src/metrics/"]],
   ["server", ["src/server/"]],

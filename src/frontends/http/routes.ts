@@ -11,7 +11,9 @@ import { handleInfer } from "./infer.ts";
 import { handleGenerate } from "./generate.ts";
 import { readBody } from "./body.ts";
 import { checkJsonDepth } from "./json-parse.ts";
+import { statusRoute } from "./status-page.ts";
 import type { InferenceServer } from "../../server/server.ts";
+import type { StatusBoard } from "../../server/status-board.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
 const log = getLogger("src/frontends/http/routes.ts");
@@ -20,6 +22,8 @@ export interface HttpFrontendOptions {
   maxInputSize: number;
   /** --http-restricted-api groups. */
   restricted?: Restrictions;
+  /** The status page's data; the page is served only with one (--allow-status-page). */
+  statusBoard?: StatusBoard;
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -59,6 +63,7 @@ function parseJsonText(body: Uint8Array): unknown {
 export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOptions) {
   async function route(req: HttpRequest): Promise<HttpResponse> {
     const parts = req.path.split("/").filter((p) => p.length > 0);
+    if (parts[0] === "nereid" && opts.statusBoard) return statusRoute(req, opts.statusBoard, opts.restricted) ?? NOT_FOUND();
     if (parts[0] !== "v2") return NOT_FOUND();
     // A bad escape is refused wherever it is, not only in the segments read as names.
     if (req.path.includes("%")) for (const p of parts) decodeSegment(p);

@@ -1,0 +1,78 @@
+/**
+ * `nereid perf` against wrk: the same `simple` request (binary tensor extension, the
+ * body nereid perf sends) at the same concurrency, each for about the same time, one
+ * after the other against one dist/nereid. The target (#18): perf's throughput within
+ * 10% of wrk's. Both load generators share the machine with the server, as they would
+ * in use.
+ *
+ *   npm run build && bun scripts/bench-perf.ts [--binary=dist/nereid] [--concurrency=1,4,16] [--window=3000] [--stability=10] [--out=scripts/results/perf.md]
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { machineHeading, waitReady, wrk } from "./lib/bench.ts";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const BINARY = resolve(arg("binary", join(root, "dist", "nereid")));
+const CONCURRENCY = arg("concurrency", "1,4,16").split(",").map(Number);
+const WINDOW_MS = Number(arg("window", "3000"));
+const STABILITY = arg("stability", "10");
+const OUT = resolve(root, arg("out", "scripts/results/perf.md"));
+const PORT = 18640;
+
+if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: npm run build`);
+if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
+
+const work = mkdtempSync(join(tmpdir(), "nereid-bench-perf-"));
+// The request nereid perf sends for `simple` (-b 1): a JSON header naming both inputs as
+// binary and both outputs as binary, then 2 × 16 INT32 values.
+const header = JSON.stringify({
+  inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } })),
+  outputs: ["OUTPUT0", "OUTPUT1"].map((name) => ({ name, parameters: { binary_data: true } })),
+});
+const values = new Int32Array(32).map((_, i) => (i * 7) % 100);
+const body = Buffer.concat([Buffer.from(header), Buffer.from(values.buffer)]);
+writeFileSync(join(work, "body.bin"), body);
+writeFileSync(
+  join(work, "infer.lua"),
+  `local f = io.open("${join(work, "body.bin")}", "rb")\nwrk.method = "POST"\nwrk.body = f:read("*all")\nf:close()\nwrk.headers["Inference-Header-Content-Length"] = "${Buffer.byteLength(header)}"\nwrk.headers["Content-Type"] = "application/octet-stream"\n`,
+);
+
+const server = spawn(BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${PORT}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+try {
+  await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`, 60_000);
+  const rows: string[] = [];
+  const ratios: string[] = [];
+  for (const c of CONCURRENCY) {
+    const r = spawnSync(BINARY, ["perf", "-m", "simple", "-u", `127.0.0.1:${PORT}`, "--concurrency-range", String(c), "-p", String(WINDOW_MS), "-s", STABILITY, "--max-trials", "20", "--input-data", "random"], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`nereid perf failed at c=${c}:\n${r.stdout}\n${r.stderr}`);
+    const tput = Number(/throughput: ([\d.]+) infer\/sec, latency/.exec(r.stdout)?.[1]);
+    const p50 = Number(/p50 latency: (\d+) usec/.exec(r.stdout)?.[1]) / 1000;
+    const p99 = Number(/p99 latency: (\d+) usec/.exec(r.stdout)?.[1]) / 1000;
+    const w = wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, c, Math.round((3 * WINDOW_MS) / 1000), join(work, "infer.lua"));
+    if (w.errors > 0) throw new Error(`wrk got ${w.errors} errors at c=${c}`);
+    const ratio = tput / w.rps;
+    rows.push(`| ${c} | ${Math.round(tput).toLocaleString("en-US")} | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${Math.round(w.rps).toLocaleString("en-US")} | ${w.p50.toFixed(2)} | ${w.p99.toFixed(2)} | ${(ratio * 100).toFixed(1)}% |`);
+    ratios.push(`c=${c}: ${(ratio * 100).toFixed(1)}%`);
+    console.log(rows.at(-1));
+  }
+  const md = [
+    machineHeading(),
+    "",
+    `\`simple\` over HTTP with the binary tensor extension (the same body for both), one dist/nereid; nereid perf with -p ${WINDOW_MS} (three stable windows, -s ${STABILITY}, up to 20 windows), then wrk for ${Math.round((3 * WINDOW_MS) / 1000)} s (-t ${"1 at c=1, 2 above"}). One run.`,
+    "",
+    "| c | nereid perf infer/s | perf p50 ms | perf p99 ms | wrk req/s | wrk p50 ms | wrk p99 ms | perf / wrk |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...rows,
+    "",
+    `- perf / wrk (target ≥ 90%): ${ratios.join(", ")}`,
+    "",
+  ].join("\n");
+  mkdirSync(dirname(OUT), { recursive: true });
+  appendFileSync(OUT, md + "\n");
+  console.log(md);
+} finally {
+  server.kill("SIGTERM");
+}

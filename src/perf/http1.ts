@@ -1,0 +1,128 @@
+/**
+ * @module A minimal HTTP/1.1 client for `nereid perf`'s inference requests, as wrk does
+ * it: keep-alive sockets from a pool, each request's bytes built once and written as
+ * they are, responses read by Content-Length (or chunked). The global fetch costs
+ * several times more CPU per request, which on a small machine is taken from the server
+ * being measured.
+ */
+import { connect, type Socket } from "node:net";
+
+export interface Http1Result { status: number; sendNs: number; waitNs: number; recvNs: number }
+
+const now = () => process.hrtime.bigint();
+const HEADER_END = Buffer.from("\r\n\r\n");
+
+class Connection {
+  readonly #socket: Socket;
+  #buf: Buffer = Buffer.alloc(0);
+  #pending: { resolve: (r: Http1Result) => void; reject: (e: Error) => void; start: bigint; sent: bigint; first?: bigint } | undefined;
+  broken = false;
+
+  constructor(host: string, port: number) {
+    this.#socket = connect({ host, port, noDelay: true });
+    this.#socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    const fail = (err: Error) => {
+      this.broken = true;
+      const p = this.#pending;
+      this.#pending = undefined;
+      p?.reject(err);
+    };
+    this.#socket.on("error", fail);
+    this.#socket.on("close", () => fail(new Error("the server closed the connection")));
+  }
+
+  request(bytes: Buffer): Promise<Http1Result> {
+    return new Promise((resolve, reject) => {
+      const start = now();
+      this.#pending = { resolve, reject, start, sent: start };
+      this.#socket.write(bytes);
+      this.#pending.sent = now();
+    });
+  }
+
+  #onData(chunk: Buffer): void {
+    const p = this.#pending;
+    if (!p) return;
+    p.first ??= now();
+    this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
+    const end = this.#buf.indexOf(HEADER_END);
+    if (end < 0) return;
+    const head = this.#buf.subarray(0, end).toString("latin1");
+    const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0);
+    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+    let total: number | undefined;
+    if (length) {
+      total = end + 4 + Number(length[1]);
+    } else if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
+      total = chunkedEnd(this.#buf, end + 4);
+    } else {
+      total = end + 4; // no body
+    }
+    if (total === undefined || this.#buf.length < total) return;
+    this.#buf = this.#buf.subarray(total);
+    this.#pending = undefined;
+    const done = now();
+    p.resolve({ status, sendNs: Number(p.sent - p.start), waitNs: Number(p.first - p.sent), recvNs: Number(done - p.first) });
+  }
+
+  close(): void {
+    this.#socket.destroy();
+  }
+}
+
+/** Where a chunked body that starts at `from` ends, or undefined while it is incomplete. */
+function chunkedEnd(buf: Buffer, from: number): number | undefined {
+  let at = from;
+  for (;;) {
+    const eol = buf.indexOf("\r\n", at);
+    if (eol < 0) return undefined;
+    const size = parseInt(buf.subarray(at, eol).toString("latin1"), 16);
+    if (!Number.isFinite(size)) throw new Error("malformed chunked response");
+    at = eol + 2 + size + 2;
+    if (size === 0) return at <= buf.length ? at : undefined;
+    if (at > buf.length) return undefined;
+  }
+}
+
+/** Keep-alive connections to one server, as many as requests in flight at once. */
+export class Http1Pool {
+  readonly #host: string;
+  readonly #port: number;
+  readonly #idle: Connection[] = [];
+  readonly #all = new Set<Connection>();
+
+  constructor(host: string, port: number) {
+    this.#host = host;
+    this.#port = port;
+  }
+
+  /** A request's bytes: request line, headers and body, built once and sent as often as wanted. */
+  static encode(host: string, path: string, headers: Record<string, string>, body: Uint8Array): Buffer {
+    const lines = [`POST ${path} HTTP/1.1`, `Host: ${host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.byteLength}`, "", ""];
+    return Buffer.concat([Buffer.from(lines.join("\r\n"), "latin1"), body]);
+  }
+
+  async send(bytes: Buffer): Promise<Http1Result> {
+    let conn = this.#idle.pop();
+    while (conn?.broken) conn = this.#idle.pop();
+    if (!conn) {
+      conn = new Connection(this.#host, this.#port);
+      this.#all.add(conn);
+    }
+    try {
+      const r = await conn.request(bytes);
+      this.#idle.push(conn);
+      return r;
+    } catch (err) {
+      conn.close();
+      this.#all.delete(conn);
+      throw err;
+    }
+  }
+
+  close(): void {
+    for (const c of this.#all) c.close();
+    this.#all.clear();
+    this.#idle.length = 0;
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * @module The model table Triton logs once start-up loading ends
+ * (`InferenceServer::PrintBackendAndModelSummary`): Model / Version / Status, one row
+ * per version the server tried to load, sorted by name then version; the status is
+ * the version's state, followed by `: <reason>` when it has one.
+ */
+import { printTable } from "../core/table-printer.ts";
+import type { IndexEntry } from "./manager.ts";
+
+/** The table's rows from the repository index: models never tried (explicit mode) are left out, as Triton does. */
+export function modelTableRows(index: readonly IndexEntry[]): string[][] {
+  const rows: string[][] = [];
+  for (const e of index) {
+    if (e.version === undefined) {
+      // A model that failed before any version was made (a config it cannot read).
+      if (e.state) rows.push([e.name, "-", `${e.state}${e.reason ? `: ${e.reason}` : ""}`]);
+      continue;
+    }
+    rows.push([e.name, e.version, `${e.state ?? "UNKNOWN"}${e.reason ? `: ${e.reason}` : ""}`]);
+  }
+  return rows;
+}
+
+/** The table as one log message (it starts with a newline, as Triton's does). */
+export function modelSummary(index: readonly IndexEntry[]): string {
+  return printTable(["Model", "Version", "Status"], modelTableRows(index));
+}
