@@ -19,6 +19,8 @@ import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
+import { RedisResponseCache } from "./cache/redis-cache.ts";
+import type { ResponseCache } from "./cache/cache.ts";
 import { SharedMemoryManager } from "./server/shared-memory.ts";
 import { TraceManager } from "./server/trace.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
@@ -97,10 +99,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     backends,
   );
+  const responseCache: ResponseCache | undefined = options.redisCacheConfig
+    ? await RedisResponseCache.connect(options.redisCacheConfig)
+    : options.cacheSizeBytes === undefined
+      ? undefined
+      : new LocalResponseCache(options.cacheSizeBytes);
   const server = new InferenceServer(
     { id: options.id, version: TRITON_PROTOCOL_VERSION, extensions: EXTENSIONS, strictReadiness: options.strictReadiness },
     repository,
-    options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes),
+    responseCache,
     new SharedMemoryManager(options.allowClientShm),
   );
   try {
@@ -115,6 +122,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {
     await repository.unloadAll();
+    await responseCache?.close?.();
     throw new Error(`failed to load all models (--exit-on-error=true):\n  ${failures.join("\n  ")}`);
   }
   let poller: RepositoryPoller | undefined;
@@ -195,6 +203,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
       server.closeSharedMemory();
+      await responseCache?.close?.();
       try {
         server.trace?.flush();
       } catch (err) {
