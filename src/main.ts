@@ -26,6 +26,7 @@ import { TraceManager } from "./server/trace.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
+import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
 
@@ -252,6 +253,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (parsed.kind === "devices") return runDevices(parsed);
+  if (parsed.kind === "health") return runHealthCheck(parsed.url ?? DEFAULT_HEALTH_URL);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;

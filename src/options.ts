@@ -336,7 +336,14 @@ const FLAGS: Record<string, FlagSpec> = {
 };
 
 export function usage(): string {
-  const lines = ["Usage: nereid [options]", "       nereid --version", "", "Options (tritonserver's names):"];
+  const lines = [
+    "Usage: nereid [options]",
+    "       nereid --version",
+    "       nereid devices [--self-test] [--cuda-library=<path>]",
+    "       nereid health [--url=http://127.0.0.1:8000]   exit 0 when the server is live and ready",
+    "",
+    "Options (tritonserver's names):",
+  ];
   for (const [name, spec] of Object.entries(FLAGS)) {
     const arg = spec.kind === "flag" ? "" : spec.kind === "bool" ? "=<bool>" : spec.kind === "int" ? "=<int>" : "=<string>";
     lines.push(`  --${name}${arg}`.padEnd(44) + spec.help);
@@ -345,10 +352,19 @@ export function usage(): string {
   return lines.join("\n");
 }
 
-export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string };
+export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string } | { kind: "health"; url?: string };
 
 /** Parses tritonserver-style arguments; throws UsageError on anything it does not accept. */
 export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): ParsedArgs {
+  // `nereid health [--url=<base>]`: exit 0 when a running server is live and ready.
+  if (argv[0] === "health") {
+    const out: ParsedArgs & { kind: "health" } = { kind: "health" };
+    for (const a of argv.slice(1)) {
+      if (a.startsWith("--url=")) out.url = a.slice("--url=".length);
+      else throw new UsageError(`unexpected argument '${a}' for 'health' (expected --url=<http://host:port>)`);
+    }
+    return out;
+  }
   // `nereid devices [--cuda-library=<path>]`: report the GPUs the CUDA driver sees.
   if (argv[0] === "devices") {
     const out: ParsedArgs & { kind: "devices" } = { kind: "devices" };

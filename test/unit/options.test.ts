@@ -67,6 +67,12 @@ describe("parseArgs", () => {
     );
   });
 
+  it("reads the health subcommand the container image's HEALTHCHECK runs", () => {
+    expect(parseArgs(["health"])).toEqual({ kind: "health" });
+    expect(parseArgs(["health", "--url=http://127.0.0.1:9000"])).toEqual({ kind: "health", url: "http://127.0.0.1:9000" });
+    expect(() => parseArgs(["health", "--port=9000"])).toThrow("unexpected argument '--port=9000' for 'health' (expected --url=<http://host:port>)");
+  });
+
   it("maps the deprecated --strict-model-config", () => {
     expect(run("--model-repository=/m", "--strict-model-config=true").disableAutoCompleteConfig).toBe(true);
     expect(run("--model-repository=/m", "--disable-auto-complete-config").disableAutoCompleteConfig).toBe(true);
