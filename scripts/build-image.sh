@@ -56,5 +56,5 @@ else
 fi
 IMAGE=nereid:$VERSION-$ARCH
 podman build --quiet --format docker --platform "$PLATFORM" -f deploy/Containerfile -t "$IMAGE" "$CTX" >/dev/null
-if [ -n "$SAVE" ]; then rm -f "$SAVE"; podman save --format docker-archive -o "$SAVE" "$IMAGE" >/dev/null; fi
+if [ -n "$SAVE" ]; then rm -f "$SAVE"; podman save --quiet --format docker-archive -o "$SAVE" "$IMAGE"; fi
 echo "$IMAGE $(podman image inspect --format '{{.Size}}' "$IMAGE") bytes"

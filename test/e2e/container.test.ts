@@ -5,12 +5,18 @@
  * uid 10001, and has a HEALTHCHECK on live and ready; run against model_repository/
  * mounted in, it answers inferences exactly and drains on `podman stop`.
  *
+ * The arm64 image is built too (its C and C++ libraries from Debian's arm64 packages) and
+ * its files, exported from the image, serve inferences under qemu-user through
+ * scripts/smoke-arm64.sh: arm64 containers cannot run here (no binfmt_misc).
+ *
  * Containers run as this machine allows: `--runtime runc --network=host` with explicit
  * ulimits, on free ports.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../helpers/server-process.ts";
 import { ensureDebianPackages } from "../helpers/apt.ts";
@@ -133,4 +139,56 @@ describe("container image (#21)", () => {
     const logs = spawnSync("podman", ["logs", container], { encoding: "utf8" });
     expect(logs.stdout + logs.stderr).toContain("received SIGTERM");
   });
+});
+
+/** `dpkg --add-architecture arm64` and apt-get update, once: build-image.sh downloads arm64 packages. */
+function ensureArm64Packages(): void {
+  const foreign = execFileSync("dpkg", ["--print-foreign-architectures"], { encoding: "utf8" });
+  if (foreign.split("\n").includes("arm64")) return;
+  const add = spawnSync("sh", ["-c", "dpkg --add-architecture arm64 && apt-get update -qq"], { encoding: "utf8", timeout: 600_000 });
+  if (add.status !== 0) throw new Error(`The arm64 image needs Debian's arm64 packages; 'dpkg --add-architecture arm64 && apt-get update' failed:\n${add.stderr}`);
+}
+
+describe("arm64 container image (#21)", () => {
+  it("builds for linux/arm64 with the arm64 libraries, and its files serve inferences under qemu-user", () => {
+    ensureDebianPackages(["qemu-aarch64-static"], ["qemu-user-static"], "The arm64 image is checked under qemu-user");
+    ensureArm64Packages();
+    execFileSync(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "scripts", "build.ts"), "--target=bun-linux-arm64"], { cwd: ROOT, stdio: "pipe", timeout: 600_000 });
+    const image = `nereid:${VERSION}-arm64`;
+    expect(execFileSync(join(ROOT, "scripts", "build-image.sh"), ["arm64"], { cwd: ROOT, encoding: "utf8", timeout: 600_000 })).toMatch(/^nereid:.*-arm64 \d+ bytes/);
+    expect(podman("image", "inspect", "--format", "{{.Os}}/{{.Architecture}} {{.Config.User}}", image)).toBe("linux/arm64 10001:10001");
+    const rootfs = mkdtempSync(join(tmpdir(), "nereid-arm64-rootfs-"));
+    const created = podman("create", "--platform", "linux/arm64", image).split("\n").pop()!;
+    try {
+      execFileSync("sh", ["-c", `podman export ${created} | tar -x -C ${rootfs}`]);
+      const files = execFileSync("find", [".", "-type", "f"], { cwd: rootfs, encoding: "utf8" }).split("\n").filter(Boolean).sort();
+      expect(files).toEqual([
+        "./etc/group",
+        "./etc/passwd",
+        "./lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
+        "./lib/aarch64-linux-gnu/libc.so.6",
+        "./lib/aarch64-linux-gnu/libdl.so.2",
+        "./lib/aarch64-linux-gnu/libgcc_s.so.1",
+        "./lib/aarch64-linux-gnu/libm.so.6",
+        "./lib/aarch64-linux-gnu/libpthread.so.0",
+        "./lib/aarch64-linux-gnu/librt.so.1",
+        "./lib/aarch64-linux-gnu/libstdc++.so.6",
+        "./lib/ld-linux-aarch64.so.1",
+        "./opt/nereid/libonnxruntime.so.1",
+        "./opt/nereid/nereid",
+      ]);
+      const out = execFileSync(join(ROOT, "scripts", "smoke-arm64.sh"), [], {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 500_000,
+        env: { ...process.env, BINARY: join(rootfs, "opt", "nereid", "nereid"), QEMU_LD_PREFIX: rootfs },
+      });
+      expect(out).toContain('"name":"OUTPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]');
+      expect(out).toContain('"name":"OUTPUT0","datatype":"BYTES","shape":[1,3],"data":["arm64","","hé"]');
+      expect(out).toMatch(/arm64 OK \(x86_64 host/);
+    } finally {
+      spawnSync("podman", ["rm", created], { stdio: "ignore" });
+      rmSync(rootfs, { recursive: true, force: true });
+    }
+  }, 900_000);
 });
