@@ -10,7 +10,7 @@
  * time ffi/ loads koffi from the embedded copy and extracts libonnxruntime to a cache
  * directory (unless a library is configured or sits beside the executable).
  */
-import { existsSync, mkdirSync, writeFileSync, readdirSync, readFileSync, renameSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, resolve, relative } from "node:path";
 import { spawnSync } from "node:child_process";
 
@@ -38,11 +38,20 @@ function koffiNative(): string {
   const dir = join(work, "koffi");
   const file = join(dir, "package", triplet, "koffi.node");
   if (!existsSync(file)) {
-    mkdirSync(dir, { recursive: true });
-    run("npm", ["pack", `@koromix/koffi-linux-${arch}@${version}`, "--pack-destination", dir, "--silent"]);
-    const tgz = readdirSync(dir).find((f) => f.endsWith(".tgz"));
+    // Fetched into a folder of this build's own, then renamed: two builds at once never share a half-extracted package.
+    const mine = `${dir}.${process.pid}`;
+    rmSync(mine, { recursive: true, force: true });
+    mkdirSync(mine, { recursive: true });
+    run("npm", ["pack", `@koromix/koffi-linux-${arch}@${version}`, "--pack-destination", mine, "--silent"]);
+    const tgz = readdirSync(mine).find((f) => f.endsWith(".tgz"));
     if (!tgz) throw new Error(`npm pack @koromix/koffi-linux-${arch} produced no archive`);
-    run("tar", ["-xzf", join(dir, tgz), "-C", dir]);
+    run("tar", ["-xzf", join(mine, tgz), "-C", mine]);
+    if (!existsSync(file)) {
+      rmSync(dir, { recursive: true, force: true });
+      renameSync(mine, dir);
+    } else {
+      rmSync(mine, { recursive: true, force: true });
+    }
   }
   return file;
 }
