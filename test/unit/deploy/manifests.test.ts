@@ -68,7 +68,7 @@ describe("deploy/kubernetes/nereid.yaml (#21)", () => {
     const c = pod.containers[0];
     const o = options(c.args);
     expect(o.modelRepositories).toEqual(["/models"]);
-    expect(o.redisCacheConfig).toEqual({ host: "redis", port: "6379" });
+    expect(o.exitTimeoutSecs).toBe(30);
     expect(c.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([o.httpPort, o.grpcPort, o.metricsPort]);
     expect(c.livenessProbe.httpGet.path).toBe("/v2/health/live");
     expect(c.readinessProbe.httpGet.path).toBe("/v2/health/ready");
