@@ -6,6 +6,9 @@
 #   scripts/smoke-arm64.sh              builds dist/nereid-linux-arm64, then checks it
 #   scripts/smoke-arm64.sh --no-infer   stops after the empty-repository check
 # On a real arm64 host (Jetson) run the binary directly: QEMU=env scripts/smoke-arm64.sh
+# The arm64 container image's files, without a container: BINARY=<rootfs>/opt/nereid/nereid
+# QEMU_LD_PREFIX=<rootfs> scripts/smoke-arm64.sh (its libonnxruntime beside it, its C and
+# C++ libraries from the rootfs instead of the host's).
 #
 # Under qemu-user, /proc/cpuinfo is the x86 host's, and ONNX Runtime's arm64 library
 # (its cpuinfo probe) crashes reading it at load. The inference step therefore runs the
@@ -16,10 +19,14 @@ NO_INFER=0; [ "${1:-}" = "--no-infer" ] && NO_INFER=1
 cd "$(dirname "$0")/.."
 QEMU=${QEMU:-$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)}
 [ -n "$QEMU" ] || { echo "qemu-aarch64 is not installed (apt-get install qemu-user-static)"; exit 2; }
-node_modules/.bin/bun scripts/build.ts --target=bun-linux-arm64 >/dev/null
+if [ -z "${BINARY:-}" ]; then
+  node_modules/.bin/bun scripts/build.ts --target=bun-linux-arm64 >/dev/null
+  BINARY=dist/nereid-linux-arm64
+fi
 work=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
-cp dist/nereid-linux-arm64 "$work/"
+cp "$BINARY" "$work/nereid-linux-arm64"
+if [ -f "$(dirname "$BINARY")/libonnxruntime.so.1" ]; then cp "$(dirname "$BINARY")/libonnxruntime.so.1" "$work/"; fi
 port=${PORT:-18777}
 pid=
 WRAP=()

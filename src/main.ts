@@ -20,6 +20,8 @@ import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
+import { RedisResponseCache } from "./cache/redis-cache.ts";
+import type { ResponseCache } from "./cache/cache.ts";
 import { SharedMemoryManager } from "./server/shared-memory.ts";
 import { TraceManager } from "./server/trace.ts";
 import { StatusBoard } from "./server/status-board.ts";
@@ -27,6 +29,7 @@ import { restrictionMap } from "./frontends/restricted.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 import { runPerf } from "./perf/perf.ts";
+import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
 
@@ -102,10 +105,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     backends,
   );
+  const responseCache: ResponseCache | undefined = options.redisCacheConfig
+    ? await RedisResponseCache.connect(options.redisCacheConfig)
+    : options.cacheSizeBytes === undefined
+      ? undefined
+      : new LocalResponseCache(options.cacheSizeBytes);
   const server = new InferenceServer(
     { id: options.id, version: TRITON_PROTOCOL_VERSION, extensions: EXTENSIONS, strictReadiness: options.strictReadiness },
     repository,
-    options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes),
+    responseCache,
     new SharedMemoryManager(options.allowClientShm),
   );
   try {
@@ -121,6 +129,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {
     await repository.unloadAll();
+    await responseCache?.close?.();
     throw new Error(`failed to load all models (--exit-on-error=true):\n  ${failures.join("\n  ")}`);
   }
   let poller: RepositoryPoller | undefined;
@@ -205,6 +214,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       metricsRegistry?.close();
       statusBoard?.stop();
       server.closeSharedMemory();
+      await responseCache?.close?.();
       try {
         server.trace?.flush();
       } catch (err) {
@@ -255,6 +265,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (parsed.kind === "devices") return runDevices(parsed);
   if (parsed.kind === "perf") return runPerf(parsed.argv);
+  if (parsed.kind === "health") return runHealthCheck(parsed.url ?? DEFAULT_HEALTH_URL);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;

@@ -66,6 +66,12 @@ export interface ServerOptions {
   maxQueuedBytes: number;
   /** `--cache-config local,size=N` (or the deprecated --response-cache-byte-size); undefined: no cache. */
   cacheSizeBytes: number | undefined;
+  /**
+   * `--cache-config redis,<key>=<value>` (repeatable), Triton's redis cache keys as given,
+   * with `user`/`password` filled from TRITONCACHE_REDIS_USERNAME/PASSWORD when absent;
+   * undefined: no redis cache.
+   */
+  redisCacheConfig: Record<string, string> | undefined;
   logVerbose: number;
   logInfo: boolean;
   logWarning: boolean;
@@ -118,6 +124,7 @@ export function defaultOptions(): ServerOptions {
     httpRestrictedApi: [],
     grpcRestrictedProtocol: [],
     cacheSizeBytes: undefined,
+    redisCacheConfig: undefined,
     allowCpuMetrics: true,
     logVerbose: 0,
     logInfo: true,
@@ -170,14 +177,42 @@ function parseBackendConfig(o: ServerOptions, v: string): void {
   (o.backendConfig[backend] ??= {})[k] = val;
 }
 
-/** `--cache-config <cache>,<key>=<value>`: only the local cache exists here. */
+/** The keys of Triton's redis cache (redis_cache src/redis_cache.cc, RedisCache::Create). */
+export const REDIS_CACHE_KEYS = [
+  "host", "port", "user", "password", "db", "connect_timeout", "socket_timeout", "pool_size", "wait_timeout",
+  "tls_enabled", "cert", "key", "cacert", "cacert_dir", "sni",
+] as const;
+
+/** `--cache-config <cache>,<key>=<value>` (repeatable): the `local` cache's size or one of the `redis` cache's keys. */
 function parseCacheConfig(o: ServerOptions, v: string): void {
   const m = /^([^,]+),([^=]+)=(.*)$/.exec(v);
   if (!m) throw new UsageError(`--cache-config must be <cache>,<key>=<value>, got '${v}'`);
   const [, cache, key, value] = m;
-  if (cache !== "local") throw new UsageError(`--cache-config: cache '${cache}' is not available; Nereid has the 'local' cache only`);
-  if (key !== "size") throw new UsageError(`--cache-config: unknown key '${key}' for the local cache (expected size)`);
-  o.cacheSizeBytes = parseInt10("cache-config size", value!, 1);
+  if (cache === "local") {
+    if (key !== "size") throw new UsageError(`--cache-config: unknown key '${key}' for the local cache (expected size)`);
+    o.cacheSizeBytes = parseInt10("cache-config size", value!, 1);
+  } else if (cache === "redis") {
+    if (!(REDIS_CACHE_KEYS as readonly string[]).includes(key!)) throw new UsageError(`--cache-config: unknown key '${key}' for the redis cache (expected one of ${REDIS_CACHE_KEYS.join(", ")})`);
+    (o.redisCacheConfig ??= {})[key!] = value!;
+  } else {
+    throw new UsageError(`--cache-config: cache '${cache}' is not available; Nereid has the 'local' and 'redis' caches`);
+  }
+}
+
+/** Checks the redis cache's settings once every flag is read and takes the credentials Triton reads from the environment. */
+function finishRedisCacheConfig(o: ServerOptions, env: Readonly<Record<string, string | undefined>>): void {
+  const c = o.redisCacheConfig;
+  if (!c) return;
+  if (o.cacheSizeBytes !== undefined) throw new UsageError("--cache-config: only one cache may be configured, got both 'local' and 'redis'");
+  if (c.host === undefined || c.port === undefined) {
+    throw new UsageError(
+      "Failed to initialize RedisCache, didn't specify address. Must at a minimum specify 'host' and 'port' in the configuration - e.g. --cache-config redis,host=redis --cache-config redis,port=6379",
+    );
+  }
+  parseInt10("cache-config redis port", c.port, 1);
+  for (const k of ["db", "connect_timeout", "socket_timeout", "pool_size", "wait_timeout"] as const) if (c[k] !== undefined) parseInt10(`cache-config redis ${k}`, c[k], 0);
+  if (c.user === undefined && env.TRITONCACHE_REDIS_USERNAME !== undefined) c.user = env.TRITONCACHE_REDIS_USERNAME;
+  if (c.password === undefined && env.TRITONCACHE_REDIS_PASSWORD !== undefined) c.password = env.TRITONCACHE_REDIS_PASSWORD;
 }
 
 function addRestriction(list: Restriction[], flag: string, v: string): void {
@@ -292,7 +327,7 @@ const FLAGS: Record<string, FlagSpec> = {
   "trace-rate": { kind: "string", help: "Deprecated: --trace-config rate=<n>.", apply: (o, v) => parseTraceConfig(o, `rate=${v}`) },
   "trace-count": { kind: "string", help: "Deprecated: --trace-config count=<n>.", apply: (o, v) => parseTraceConfig(o, `count=${v}`) },
   "metrics-config": { kind: "string", help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).", apply: parseMetricsConfig },
-  "cache-config": { kind: "string", help: "local,size=<bytes>: the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
+  "cache-config": { kind: "string", help: "local,size=<bytes> or redis,<key>=<value> (repeatable; host, port, user, password, db, tls_enabled, ...): the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
   "response-cache-byte-size": { kind: "int", help: "Deprecated: same as --cache-config local,size=<bytes>.", apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)) },
   "log-verbose": { kind: "int", help: "Verbose log level (default 0).", apply: (o, v) => (o.logVerbose = parseInt10("log-verbose", v)) },
   "log-info": { kind: "bool", help: "Log info messages (default true).", apply: (o, v) => (o.logInfo = parseBool("log-info", v)) },
@@ -309,7 +344,15 @@ const FLAGS: Record<string, FlagSpec> = {
 };
 
 export function usage(): string {
-  const lines = ["Usage: nereid [options]", "       nereid --version", "       nereid perf -m <model> [options]   (load generator, perf_analyzer's flags; nereid perf --help)", "", "Options (tritonserver's names):"];
+  const lines = [
+    "Usage: nereid [options]",
+    "       nereid --version",
+    "       nereid devices [--self-test] [--cuda-library=<path>]",
+    "       nereid health [--url=http://127.0.0.1:8000]   exit 0 when the server is live and ready",
+    "       nereid perf -m <model> [options]   (load generator, perf_analyzer's flags; nereid perf --help)",
+    "",
+    "Options (tritonserver's names):",
+  ];
   for (const [name, spec] of Object.entries(FLAGS)) {
     const arg = spec.kind === "flag" ? "" : spec.kind === "bool" ? "=<bool>" : spec.kind === "int" ? "=<int>" : "=<string>";
     lines.push(`  --${name}${arg}`.padEnd(44) + spec.help);
@@ -318,12 +361,27 @@ export function usage(): string {
   return lines.join("\n");
 }
 
-export type ParsedArgs = { kind: "run"; options: ServerOptions } | { kind: "help" } | { kind: "version" } | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string } | { kind: "perf"; argv: string[] };
+export type ParsedArgs =
+  | { kind: "run"; options: ServerOptions }
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "devices"; cudaLibrary?: string; selfTest?: boolean; ipcOpen?: string }
+  | { kind: "health"; url?: string }
+  | { kind: "perf"; argv: string[] };
 
 /** Parses tritonserver-style arguments; throws UsageError on anything it does not accept. */
-export function parseArgs(argv: readonly string[]): ParsedArgs {
+export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): ParsedArgs {
   // `nereid perf ...`: the load generator, with perf_analyzer's flags (src/perf/options.ts).
   if (argv[0] === "perf") return { kind: "perf", argv: argv.slice(1) };
+  // `nereid health [--url=<base>]`: exit 0 when a running server is live and ready.
+  if (argv[0] === "health") {
+    const out: ParsedArgs & { kind: "health" } = { kind: "health" };
+    for (const a of argv.slice(1)) {
+      if (a.startsWith("--url=")) out.url = a.slice("--url=".length);
+      else throw new UsageError(`unexpected argument '${a}' for 'health' (expected --url=<http://host:port>)`);
+    }
+    return out;
+  }
   // `nereid devices [--cuda-library=<path>]`: report the GPUs the CUDA driver sees.
   if (argv[0] === "devices") {
     const out: ParsedArgs & { kind: "devices" } = { kind: "devices" };
@@ -364,6 +422,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     spec.apply(o, value);
   }
   if (o.modelRepositories.length === 0) throw new UsageError("--model-repository must be specified");
+  finishRedisCacheConfig(o, env);
   if (o.loadModels.length > 0 && o.modelControlMode !== "explicit") {
     throw new UsageError("--load-model is only allowed with --model-control-mode=explicit");
   }

@@ -8,6 +8,7 @@
  * ~50 µs for a delete+set on a map of tens of thousands of keys, which a hit must not.
  */
 import type { Tensor } from "../core/tensor.ts";
+import type { ResponseCache } from "./cache.ts";
 
 /** Bytes charged per entry and per tensor on top of the data, for keys, names and shapes. */
 const ENTRY_OVERHEAD = 64;
@@ -32,7 +33,7 @@ export interface CacheCounters {
   evictions: number;
 }
 
-export class LocalResponseCache {
+export class LocalResponseCache implements ResponseCache {
   readonly capacity: number;
   readonly #entries = new Map<string, Entry>();
   #oldest: Entry | undefined;

@@ -12,7 +12,7 @@ import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
-import type { LocalResponseCache } from "../cache/response-cache.ts";
+import type { ResponseCache } from "../cache/cache.ts";
 import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor, type SentResponse, type StreamedResponse } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
@@ -67,7 +67,7 @@ export class InferenceServer {
   readonly repository: ModelRepositoryManager;
   state: ServerState = "STARTING";
   /** The `--cache-config` response cache, shared by the models that enable it. */
-  readonly responseCache: LocalResponseCache | undefined;
+  readonly responseCache: ResponseCache | undefined;
   /** The trace extension's settings and sampler, when tracing is available. */
   trace: TraceManager | undefined;
   /** Called with each successful request's durations (the metrics summaries), when set. */
@@ -80,7 +80,7 @@ export class InferenceServer {
   maxQueuedBytes = DEFAULT_MAX_QUEUED_BYTES;
   #queuedBytes = 0;
 
-  constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: LocalResponseCache, sharedMemory = new SharedMemoryManager(false)) {
+  constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: ResponseCache, sharedMemory = new SharedMemoryManager(false)) {
     this.info = info;
     this.repository = repository;
     this.responseCache = responseCache;
@@ -383,7 +383,9 @@ export class InferenceServer {
       if (cache) {
         const lookupStart = nowNs();
         key = cacheKey(mv.name, mv.version, prepared.inputs, prepared.outputNames);
-        hit = cache.lookup(key);
+        const found = cache.lookup(key);
+        // The local cache answers at once; only a remote one costs an await.
+        hit = found instanceof Promise ? await found : found;
         lookupNs = nowNs() - lookupStart;
       }
       if (hit) {

@@ -2,7 +2,7 @@
  * Layers: imports run one way, from the entry point down. A module may import its own
  * layer and any layer below it, never one above. Type-only imports count too.
  *
- *   entry         src/main.ts, src/options.ts, src/devices.ts: options, start-up, signals;
+ *   entry         src/main.ts, src/options.ts, src/devices.ts, src/health-check.ts: options, start-up, signals, CLI subcommands;
  *                 src/embedded.ts, src/index.ts: the in-process API and the package entry;
  *                 src/perf/: `nereid perf`, the perf_analyzer equivalent (a client)
  *   frontends     src/frontends/: HTTP and gRPC adapters (parse, call the server, serialize)
@@ -26,7 +26,7 @@ const ROOT = resolve(import.meta.dirname, "../..");
 
 /** Highest first; a path belongs to the first layer with a matching prefix. */
 const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] = [
-  ["entry", ["src/main.ts", "src/options.ts", "src/devices.ts", "src/embedded.ts", "src/index.ts", "src/perf/"]],
+  ["entry", ["src/main.ts", "src/options.ts", "src/devices.ts", "src/health-check.ts", "src/embedded.ts", "src/index.ts", "src/perf/"]],
   ["frontends", ["src/frontends/"]],
   ["metrics", ["src/metrics/"]],
   ["server", ["src/server/"]],

@@ -31,14 +31,46 @@ describe("parseArgs", () => {
     expect(run("--model-repository=/m").cacheSizeBytes).toBeUndefined();
     expect(run("--model-repository=/m", "--cache-config=local,size=1048576").cacheSizeBytes).toBe(1048576);
     expect(run("--model-repository=/m", "--response-cache-byte-size=4096").cacheSizeBytes).toBe(4096);
-    expect(() => run("--model-repository=/m", "--cache-config=redis,host=localhost")).toThrow(
-      "--cache-config: cache 'redis' is not available; Nereid has the 'local' cache only",
+    expect(() => run("--model-repository=/m", "--cache-config=memcached,host=localhost")).toThrow(
+      "--cache-config: cache 'memcached' is not available; Nereid has the 'local' and 'redis' caches",
     );
     expect(() => run("--model-repository=/m", "--cache-config=local,bytes=5")).toThrow("unknown key 'bytes' for the local cache");
     expect(() => run("--model-repository=/m", "--cache-config=local")).toThrow("--cache-config must be <cache>,<key>=<value>, got 'local'");
     const o = run("--model-repository=/m", "--metrics-config=counter_latencies=false", "--metrics-config=summary_latencies=true");
     expect(o.metricsConfig).toEqual({ counter_latencies: "false", summary_latencies: "true" });
     expect(() => run("--model-repository=/m", "--metrics-config=bogus=1")).toThrow("--metrics-config: unknown key 'bogus'");
+  });
+
+  it("reads Triton's redis cache keys, one per --cache-config, and its credentials from the environment (S-17)", () => {
+    const parse = (env: Record<string, string>, ...args: string[]) => {
+      const r = parseArgs(["--model-repository=/m", ...args], env);
+      if (r.kind !== "run") throw new Error("expected run");
+      return r.options;
+    };
+    const flags = ["--cache-config=redis,host=cache.local", "--cache-config", "redis,port=6380", "--cache-config=redis,db=2", "--cache-config=redis,tls_enabled=true", "--cache-config=redis,sni=cache"];
+    expect(parse({}, ...flags).redisCacheConfig).toEqual({ host: "cache.local", port: "6380", db: "2", tls_enabled: "true", sni: "cache" });
+    expect(parse({}, ...flags).cacheSizeBytes).toBeUndefined();
+    const env = { TRITONCACHE_REDIS_USERNAME: "envuser", TRITONCACHE_REDIS_PASSWORD: "envpass" };
+    expect(parse(env, ...flags.slice(0, 3)).redisCacheConfig).toEqual({ host: "cache.local", port: "6380", user: "envuser", password: "envpass" });
+    // The flags win over the environment, as in Triton.
+    expect(parse(env, ...flags.slice(0, 3), "--cache-config=redis,password=flagpass").redisCacheConfig!.password).toBe("flagpass");
+    expect(parse({}, "--cache-config=local,size=1024").redisCacheConfig).toBeUndefined();
+    expect(() => parse({}, "--cache-config=redis,host=h")).toThrow(
+      "Failed to initialize RedisCache, didn't specify address. Must at a minimum specify 'host' and 'port' in the configuration",
+    );
+    expect(() => parse({}, "--cache-config=redis,host=h", "--cache-config=redis,port=x")).toThrow("invalid value 'x' for --cache-config redis port: expected an integer");
+    expect(() => parse({}, "--cache-config=redis,host=h", "--cache-config=redis,username=u")).toThrow(
+      "--cache-config: unknown key 'username' for the redis cache (expected one of host, port, user, password, db, connect_timeout, socket_timeout, pool_size, wait_timeout, tls_enabled, cert, key, cacert, cacert_dir, sni)",
+    );
+    expect(() => parse({}, "--cache-config=redis,host=h", "--cache-config=redis,port=1", "--cache-config=local,size=10")).toThrow(
+      "--cache-config: only one cache may be configured, got both 'local' and 'redis'",
+    );
+  });
+
+  it("reads the health subcommand the container image's HEALTHCHECK runs", () => {
+    expect(parseArgs(["health"])).toEqual({ kind: "health" });
+    expect(parseArgs(["health", "--url=http://127.0.0.1:9000"])).toEqual({ kind: "health", url: "http://127.0.0.1:9000" });
+    expect(() => parseArgs(["health", "--port=9000"])).toThrow("unexpected argument '--port=9000' for 'health' (expected --url=<http://host:port>)");
   });
 
   it("maps the deprecated --strict-model-config", () => {

@@ -1,0 +1,19 @@
+/**
+ * @module The ResponseCache seam: Triton's `local` cache (response-cache.ts) and its
+ * `redis` cache (redis-cache.ts) behind one interface. The server computes the key
+ * (cache-key.ts) and calls lookup before scheduling and insert after a miss.
+ */
+import type { Tensor } from "../core/tensor.ts";
+
+export interface ResponseCache {
+  /**
+   * The outputs stored under `key`, or undefined for a miss. A remote cache answers
+   * later, and answers a miss (never an error) when it is slow or unreachable, so the
+   * request runs its model instead.
+   */
+  lookup(key: string): Tensor[] | undefined | Promise<Tensor[] | undefined>;
+  /** Stores `outputs` (copies, or their bytes) under `key`; a remote cache finishes later and never throws. */
+  insert(key: string, outputs: readonly Tensor[]): void;
+  /** Releases connections; the local cache has none. */
+  close?(): Promise<void>;
+}

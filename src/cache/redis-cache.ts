@@ -1,0 +1,144 @@
+/**
+ * @module Triton's `redis` response cache: entries live in a Redis server that several
+ * Nereid processes can share, through node-redis (`@redis/client`). Settings are Triton's
+ * redis_cache keys (host, port, user, password, db, connect_timeout, socket_timeout,
+ * tls_enabled, cert, key, cacert, cacert_dir, sni; pool_size and wait_timeout are
+ * accepted and unused: one pipelined connection serves every request).
+ *
+ * As in Triton, the server does not start when Redis cannot be reached. Once running,
+ * the cache never holds a request up or fails it: while Redis is gone, commands are
+ * refused at once (no offline queue) and a lookup is a miss, so the model runs; a lookup
+ * that Redis does not answer within `socket_timeout` ms (1000 when unset) is a miss too.
+ * Losing Redis logs one warning, its return one info line; the client reconnects by itself.
+ * Each entry is one Redis string (entry-codec.ts) with no expiry: bound the memory with
+ * Redis's own `maxmemory` and an `allkeys-lru` policy.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createClient, RESP_TYPES } from "@redis/client";
+import type { Tensor } from "../core/tensor.ts";
+import { getLogger } from "../core/logger.ts";
+import type { ResponseCache } from "./cache.ts";
+import { decodeEntry, encodeEntry } from "./entry-codec.ts";
+
+const log = getLogger("src/cache/redis-cache.ts");
+
+/** How long a lookup waits for Redis when `socket_timeout` is not set (Triton waits forever). */
+export const DEFAULT_LOOKUP_TIMEOUT_MS = 1000;
+/** The longest pause between reconnection attempts. */
+const MAX_RECONNECT_DELAY_MS = 1000;
+
+const AS_BUFFER = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
+
+type Client = ReturnType<typeof createClient>;
+
+function tlsOptions(c: Readonly<Record<string, string>>): Record<string, unknown> {
+  if (c.tls_enabled !== "true") return {};
+  const ca: Buffer[] = [];
+  if (c.cacert) ca.push(readFileSync(c.cacert));
+  if (c.cacert_dir) for (const f of readdirSync(c.cacert_dir).sort()) if (/\.(pem|crt)$/.test(f)) ca.push(readFileSync(join(c.cacert_dir, f)));
+  return {
+    tls: true,
+    ...(c.cert ? { cert: readFileSync(c.cert) } : {}),
+    ...(c.key ? { key: readFileSync(c.key) } : {}),
+    ...(ca.length > 0 ? { ca } : {}),
+    ...(c.sni ? { servername: c.sni } : {}),
+  };
+}
+
+export class RedisResponseCache implements ResponseCache {
+  readonly address: string;
+  readonly #client: Client;
+  readonly #lookupTimeoutMs: number;
+  /** Whether Redis answered last time we heard from it (the warning is logged on the change). */
+  #up = false;
+  #connectedOnce = false;
+  #closed = false;
+
+  private constructor(config: Readonly<Record<string, string>>) {
+    this.address = `${config.host}:${config.port}`;
+    const socketTimeout = Number(config.socket_timeout ?? 0);
+    this.#lookupTimeoutMs = socketTimeout > 0 ? socketTimeout : DEFAULT_LOOKUP_TIMEOUT_MS;
+    const connectTimeout = Number(config.connect_timeout ?? 0);
+    this.#client = createClient({
+      socket: {
+        host: config.host,
+        port: Number(config.port),
+        ...(connectTimeout > 0 ? { connectTimeout } : {}),
+        ...tlsOptions(config),
+        // The first connection is tried once (start-up fails as in Triton); later ones forever.
+        reconnectStrategy: (retries: number, cause: Error) => (this.#connectedOnce && !this.#closed ? Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) : cause),
+      } as never,
+      ...(config.user !== undefined ? { username: config.user } : {}),
+      ...(config.password !== undefined ? { password: config.password } : {}),
+      ...(config.db !== undefined ? { database: Number(config.db) } : {}),
+      disableOfflineQueue: true,
+    }) as Client;
+    this.#client.on("error", (err: Error) => this.#down(err));
+    this.#client.on("ready", () => {
+      if (this.#up || this.#closed) return;
+      this.#up = true;
+      if (this.#connectedOnce) log.info(`Redis response cache at ${this.address} is reachable again; lookups use it again`);
+      this.#connectedOnce = true;
+    });
+  }
+
+  /** Connects and pings, as Triton's RedisCache::Create does; rejects with Triton's message when it cannot. */
+  static async connect(config: Readonly<Record<string, string>>): Promise<RedisResponseCache> {
+    let cache: RedisResponseCache;
+    try {
+      cache = new RedisResponseCache(config);
+    } catch (err) {
+      throw new Error(`Failed to initialize RedisCache: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      await cache.#client.connect();
+      await cache.#client.ping();
+    } catch (err) {
+      cache.#closed = true;
+      cache.#client.destroy();
+      throw new Error(`Failed to initialize RedisCache: cannot reach Redis at ${cache.address}: ${(err as Error).message}`, { cause: err });
+    }
+    log.info(`Redis response cache at ${cache.address}`);
+    return cache;
+  }
+
+  #down(err: Error): void {
+    if (!this.#up || this.#closed) return;
+    this.#up = false;
+    log.warn(`Redis response cache at ${this.address} is unreachable (${err.message}): requests run their models until it returns`);
+  }
+
+  async lookup(key: string): Promise<Tensor[] | undefined> {
+    if (!this.#client.isReady) return undefined;
+    // node-redis's own command timeout does not cover a command already written to a Redis
+    // that stopped answering, so the wait is bounded here.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.#lookupTimeoutMs)));
+    const get = this.#client.sendCommand<Buffer | null>(["GET", key], { typeMapping: AS_BUFFER }).then(
+      (value) => (value ? decodeEntry(value) : undefined),
+      () => undefined,
+    );
+    try {
+      return await Promise.race([get, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  insert(key: string, outputs: readonly Tensor[]): void {
+    if (!this.#client.isReady) return;
+    this.#client.sendCommand(["SET", key, encodeEntry(outputs)]).catch((err: Error) => log.verbose(1, `Redis response cache: insert failed: ${err.message}`));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      if (this.#client.isReady) await this.#client.close();
+      else this.#client.destroy();
+    } catch {
+      this.#client.destroy();
+    }
+  }
+}

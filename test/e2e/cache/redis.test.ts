@@ -1,0 +1,179 @@
+/**
+ * S-17, S-18, M-07 with Triton's `redis` cache, through dist/nereid against a real
+ * redis-server: a miss then a hit with exact outputs, statistics and metrics; two Nereid
+ * processes sharing one cache; Redis killed in the middle of a load (every request still
+ * answered exactly, one warning) and hits again once Redis is back.
+ */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { runServerToExit, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { makeRepository } from "../../helpers/repo.ts";
+import { startRedis, type RedisProcess } from "../../helpers/redis-server.ts";
+
+const SIMPLE_IO = `
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]`;
+
+let redis: RedisProcess;
+let repo: ReturnType<typeof makeRepository>;
+let a: ServerProcess;
+let b: ServerProcess;
+
+const redisFlags = () => ["--cache-config=redis,host=127.0.0.1", `--cache-config=redis,port=${redis.port}`];
+
+/** `simple_cached` on inputs base+i and base: OUTPUT0 = 2*base + i, OUTPUT1 = i. */
+async function infer(server: ServerProcess, base: number) {
+  const res = await fetch(`${server.url}/v2/models/simple_cached/infer`, {
+    method: "POST",
+    body: JSON.stringify({
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => base + i) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(base) },
+      ],
+    }),
+  });
+  return { status: res.status, json: (await res.json()) as { error?: string; outputs?: { name: string; datatype: string; shape: number[]; data: number[] }[] } };
+}
+
+function expectAnswer(r: Awaited<ReturnType<typeof infer>>, base: number): void {
+  expect(r.status).toBe(200);
+  expect(r.json.outputs).toEqual([
+    { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => 2 * base + i) },
+    { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+  ]);
+}
+
+const stats = async (server: ServerProcess) =>
+  ((await (await fetch(`${server.url}/v2/models/simple_cached/stats`)).json()) as { model_stats: Record<string, any>[] }).model_stats[0]!;
+
+const metrics = async (server: ServerProcess) => (await fetch(`${server.metricsUrl}/metrics`)).text();
+
+const warnings = (server: ServerProcess) => server.log().split("\n").filter((l) => /^W.*Redis response cache at .* is unreachable/.test(l));
+
+async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  for (const end = Date.now() + ms; !cond(); ) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  repo = makeRepository(["simple"]);
+  repo.add("simple_cached/config.pbtxt", `name: "simple_cached"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${SIMPLE_IO}\ndynamic_batching { }\nresponse_cache { enable: true }\n`);
+  repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
+  a = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
+  b = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
+});
+
+afterAll(async () => {
+  await a?.stop();
+  await b?.stop();
+  await redis?.remove();
+  repo?.remove();
+});
+
+describe("redis response cache (S-17, S-18, M-07)", () => {
+  it("does not start when Redis cannot be reached, with Triton's message", async () => {
+    const { code, output } = await runServerToExit([`--model-repository=${repo.dir}`, "--cache-config=redis,host=127.0.0.1", "--cache-config=redis,port=1"]);
+    expect(code).toBe(1);
+    expect(output).toContain("Failed to initialize RedisCache: cannot reach Redis at 127.0.0.1:1");
+  });
+
+  it("misses, stores, then hits with the same outputs; statistics and metrics count both", async () => {
+    expect(a.log()).toContain(`Redis response cache at 127.0.0.1:${redis.port}`);
+    expectAnswer(await infer(a, 7), 7);
+    await until("the entry in Redis", () => redis.cli("DBSIZE") === "1");
+    expectAnswer(await infer(a, 7), 7);
+    const s = await stats(a);
+    expect(s.inference_stats.cache_miss.count).toBe(1);
+    expect(s.inference_stats.cache_hit.count).toBe(1);
+    expect(s.inference_stats.success.count).toBe(2);
+    expect(s.execution_count).toBe(1);
+    expect(s.inference_count).toBe(1);
+    const m = await metrics(a);
+    expect(m).toContain('nv_cache_num_hits_per_model{model="simple_cached",version="1"} 1');
+    expect(m).toContain('nv_cache_num_misses_per_model{model="simple_cached",version="1"} 1');
+  });
+
+  it("shares entries between two processes: a miss on one is a hit on the other", async () => {
+    expectAnswer(await infer(a, 100), 100);
+    await until("the entry in Redis", () => redis.cli("DBSIZE") === "2");
+    expectAnswer(await infer(b, 100), 100);
+    const s = await stats(b);
+    expect(s.inference_stats.cache_hit.count).toBe(1);
+    expect(s.inference_stats.cache_miss.count).toBe(0);
+    expect(s.execution_count).toBe(0);
+    expect(await metrics(b)).toContain('nv_cache_num_hits_per_model{model="simple_cached",version="1"} 1');
+  });
+
+  it("answers by running the model when Redis stops answering (socket_timeout), then hits again when it answers", async () => {
+    const c = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags(), "--cache-config=redis,socket_timeout=200"]);
+    try {
+      redis.pause();
+      try {
+        expectAnswer(await infer(c, 300), 300);
+        expectAnswer(await infer(c, 300), 300);
+      } finally {
+        redis.resume();
+      }
+      const s = await stats(c);
+      expect(s.inference_stats.cache_miss.count).toBe(2);
+      expect(s.inference_stats.cache_hit.count).toBe(0);
+      expect(s.execution_count).toBe(2);
+      expectAnswer(await infer(c, 7), 7); // stored by the first process before the pause
+      expect((await stats(c)).inference_stats.cache_hit.count).toBe(1);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it("answers every request by running the model when Redis dies mid-load, warns once, and hits again once Redis is back", async () => {
+    const before = await stats(a);
+    const total = 240;
+    let done = 0;
+    let killed: Promise<void> | undefined;
+    const failures: string[] = [];
+    // Four clients; bases repeat (0..29), so there are hits before Redis goes and misses after.
+    const client = async (c: number) => {
+      for (let k = c; k < total; k += 4) {
+        const base = 1000 + (k % 30);
+        const r = await infer(a, base);
+        try {
+          expectAnswer(r, base);
+        } catch {
+          failures.push(`request ${k}: ${r.status} ${JSON.stringify(r.json).slice(0, 200)}`);
+        }
+        if (++done === 80) killed = redis.kill();
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(client));
+    await killed;
+    expect(failures).toEqual([]);
+    expect(done).toBe(total);
+    const mid = await stats(a);
+    expect(mid.inference_stats.success.count - before.inference_stats.success.count).toBe(total);
+    expect(mid.inference_stats.fail.count).toBe(before.inference_stats.fail.count);
+    expect(warnings(a)).toHaveLength(1);
+    expect(warnings(a)[0]).toContain(`Redis response cache at 127.0.0.1:${redis.port} is unreachable`);
+
+    // Redis comes back empty (nothing persisted): the first request misses, the second hits.
+    await redis.start();
+    await until("the reconnection", () => a.log().includes("is reachable again"));
+    const again = await stats(a);
+    expectAnswer(await infer(a, 5000), 5000);
+    await until("the entry in Redis", () => redis.cli("DBSIZE") === "1");
+    expectAnswer(await infer(a, 5000), 5000);
+    const after = await stats(a);
+    expect(after.inference_stats.cache_hit.count - again.inference_stats.cache_hit.count).toBe(1);
+    expect(after.execution_count - again.execution_count).toBe(1);
+    expect(warnings(a)).toHaveLength(1);
+  }, 120_000);
+});
