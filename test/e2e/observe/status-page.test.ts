@@ -2,10 +2,14 @@
  * The status page from the compiled binary in headless Chromium (#18): Debian's
  * chromium (installed if missing) driven by playwright-core loads /nereid/status, sees
  * the models, the load error and a request rate that rises under load and falls back
- * to zero after it, and saves docs/status-page.png (the README's screenshot).
+ * to zero after it, and takes a screenshot: into the OS temporary folder, or over
+ * docs/status-page.png (the README's) when NEREID_UPDATE_SCREENSHOT=1, so a test run
+ * leaves the working tree as it was.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { ROOT, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
@@ -88,7 +92,9 @@ describe("status page in Chromium", () => {
         return d.models.find((m) => m.name === "simple")!.history.filter((p) => p.rate > 0).length >= 12;
       }, 60_000);
       await page.waitForTimeout(1100); // one more page refresh with the latest point
-      await page.screenshot({ path: join(ROOT, "docs", "status-page.png") });
+      const shot = process.env.NEREID_UPDATE_SCREENSHOT === "1" ? join(ROOT, "docs", "status-page.png") : join(tmpdir(), `nereid-status-page-${process.pid}.png`);
+      await page.screenshot({ path: shot });
+      expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
       expect(await cell("simple_identity", "rate").textContent()).toBe("0.0");
     } finally {
       await stop();
