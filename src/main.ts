@@ -33,6 +33,27 @@ import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
 
+/**
+ * tritonserver flags this build parses but does not serve yet. Refused at start rather
+ * than ignored: a deployment that asks for TLS, a rate limit or another frontend must not
+ * come up without it.
+ */
+function notYetServed(o: ServerOptions): string | undefined {
+  const asked: [boolean, string][] = [
+    [o.logFile !== "", "--log-file"],
+    [o.modelNamespacing, "--model-namespacing=true"],
+    [o.rateLimit !== "off", "--rate-limit=execution_count"],
+    [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
+    [o.grpcInferResponseCompressionLevel !== "none", "--grpc-infer-response-compression-level"],
+    [o.httpHeaderForwardPattern !== "" || o.grpcHeaderForwardPattern !== "", "--http-header-forward-pattern / --grpc-header-forward-pattern"],
+    [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
+    [o.allowSagemaker, "--allow-sagemaker=true"],
+    [o.allowVertexAi, "--allow-vertex-ai=true (or AIP_MODE=PREDICTION)"],
+  ];
+  const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
+  return missing.length ? `not served by this build yet: ${missing.join(", ")}` : undefined;
+}
+
 /** Extensions this build serves end to end; server metadata lists exactly these. */
 export const EXTENSIONS = [
   "classification",
@@ -272,6 +293,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const o = parsed.options;
   configureLog({ info: o.logInfo, warning: o.logWarning, error: o.logError, verbose: o.logVerbose, format: o.logFormat });
+  const refused = notYetServed(o);
+  if (refused) {
+    log.error(refused);
+    return 1;
+  }
+  for (const f of o.inertFlags) log.info(`--${f.flag}=${f.value} accepted; it has no effect here: ${f.meaning}`);
   // Signals are handled from the start: one that arrives while models load stops the
   // server as soon as it is up, instead of killing the process mid-load.
   let running: RunningServer | undefined;

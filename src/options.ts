@@ -79,6 +79,54 @@ export interface ServerOptions {
   logFormat: "default" | "ISO8601";
   /** backend name → key → value; "" holds global keys such as default-max-batch-size. */
   backendConfig: Record<string, Record<string, string>>;
+  /** `--log-file`: log lines go to this file instead of the console ("": the console). */
+  logFile: string;
+  /** `--model-load-thread-count` (4): versions loading at once. */
+  modelLoadThreadCount: number;
+  /** `--model-load-retry-count` (0): further tries of a load that failed. */
+  modelLoadRetryCount: number;
+  /** `--model-namespacing` (false): same-named models in different repositories serve side by side. */
+  modelNamespacing: boolean;
+  /** `--rate-limit` (off) and `--rate-limit-resource <name>:<count>[:<device>]` (repeatable). */
+  rateLimit: "off" | "execution_count";
+  rateLimitResources: RateLimitResource[];
+  /** `--http-thread-count` (8) and `--grpc-infer-thread-count` (2). */
+  httpThreadCount: number;
+  grpcInferThreadCount: number;
+  /** `--reuse-http-port` / `--reuse-grpc-port` (false): SO_REUSEPORT on the listening socket. */
+  reuseHttpPort: boolean;
+  reuseGrpcPort: boolean;
+  /** `--http-header-forward-pattern` / `--grpc-header-forward-pattern`: headers copied into request parameters ("": none). */
+  httpHeaderForwardPattern: string;
+  grpcHeaderForwardPattern: string;
+  /** gRPC TLS: `--grpc-use-ssl`, `--grpc-use-ssl-mutual` (preempts it), the PEM files. */
+  grpcUseSsl: boolean;
+  grpcUseSslMutual: boolean;
+  grpcServerCert: string;
+  grpcServerKey: string;
+  grpcRootCert: string;
+  /** `--grpc-infer-response-compression-level` (none). */
+  grpcInferResponseCompressionLevel: "none" | "low" | "medium" | "high";
+  /** `--allow-sagemaker` (false), `--sagemaker-port` (8080), `--sagemaker-safe-port-range <lo>-<hi>`. */
+  allowSagemaker: boolean;
+  sagemakerPort: number;
+  sagemakerSafePortRange: [number, number] | undefined;
+  /** `--allow-vertex-ai` (true iff AIP_MODE=PREDICTION), `--vertex-ai-port` (AIP_HTTP_PORT or 8080), `--vertex-ai-default-model`. */
+  allowVertexAi: boolean;
+  vertexAiPort: number;
+  vertexAiDefaultModel: string;
+  /**
+   * Flags accepted for tritonserver's command lines that change nothing here, each with
+   * what it means for this server; logged once at start.
+   */
+  inertFlags: { flag: string; value: string; meaning: string }[];
+}
+
+export interface RateLimitResource {
+  name: string;
+  count: number;
+  /** The device it applies to; undefined: every device. */
+  device?: number;
 }
 
 export function defaultOptions(): ServerOptions {
@@ -132,6 +180,31 @@ export function defaultOptions(): ServerOptions {
     logError: true,
     logFormat: "default",
     backendConfig: {},
+    logFile: "",
+    modelLoadThreadCount: 4,
+    modelLoadRetryCount: 0,
+    modelNamespacing: false,
+    rateLimit: "off",
+    rateLimitResources: [],
+    httpThreadCount: 8,
+    grpcInferThreadCount: 2,
+    reuseHttpPort: false,
+    reuseGrpcPort: false,
+    httpHeaderForwardPattern: "",
+    grpcHeaderForwardPattern: "",
+    grpcUseSsl: false,
+    grpcUseSslMutual: false,
+    grpcServerCert: "",
+    grpcServerKey: "",
+    grpcRootCert: "",
+    grpcInferResponseCompressionLevel: "none",
+    allowSagemaker: false,
+    sagemakerPort: 8080,
+    sagemakerSafePortRange: undefined,
+    allowVertexAi: false,
+    vertexAiPort: 8080,
+    vertexAiDefaultModel: "",
+    inertFlags: [],
   };
 }
 
@@ -142,6 +215,10 @@ interface FlagSpec {
   kind: Kind;
   help: string;
   apply: (o: ServerOptions, v: string) => void;
+  /** For a flag with nothing to act on here: what it means for this server (logged at start). */
+  inert?: string;
+  /** Validates an inert flag's value as Triton does. */
+  check?: (flag: string, v: string) => void;
 }
 
 function parseBool(flag: string, v: string): boolean {
@@ -265,6 +342,34 @@ function parseMetricsConfig(o: ServerOptions, v: string): void {
   o.metricsConfig[key!] = value!;
 }
 
+/** A flag accepted for compatibility whose setting has nothing to act on here; `check` validates its value as Triton does. */
+function inert(kind: Kind, help: string, meaning: string, check?: (flag: string, v: string) => void): FlagSpec {
+  return { kind, help, inert: meaning, apply: () => {}, check };
+}
+
+const NO_CUDA = "Nereid manages no CUDA memory of its own (ONNX Runtime, TensorRT and OpenVINO allocate their own)";
+
+/** `<integer>:<integer>` (a GPU and a value), as Triton's cuda flags take. */
+function gpuPair(flag: string, v: string): void {
+  const m = /^(\d+):(\d+)$/.exec(v);
+  if (!m) throw new UsageError(`invalid value '${v}' for --${flag}: expected <GPU device ID>:<integer>`);
+}
+
+/** Vertex AI's defaults come from its environment (AIP_MODE, AIP_HTTP_PORT) unless the flags say otherwise. */
+function finishVertexAi(o: ServerOptions, argv: readonly string[], env: Readonly<Record<string, string | undefined>>): void {
+  const given = (flag: string) => argv.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`));
+  if (!given("allow-vertex-ai")) o.allowVertexAi = env.AIP_MODE === "PREDICTION";
+  if (!given("vertex-ai-port") && env.AIP_HTTP_PORT !== undefined) o.vertexAiPort = port("vertex-ai-port (AIP_HTTP_PORT)", env.AIP_HTTP_PORT);
+}
+
+function parseRateLimitResource(o: ServerOptions, v: string): void {
+  const parts = v.split(":");
+  if (parts.length < 2 || parts.length > 3 || !parts[0]) throw new UsageError(`--rate-limit-resource must be <resource_name>:<count>[:<device>], got '${v}'`);
+  const r: RateLimitResource = { name: parts[0], count: parseInt10("rate-limit-resource count", parts[1]!) };
+  if (parts[2] !== undefined) r.device = parseInt10("rate-limit-resource device", parts[2]);
+  o.rateLimitResources.push(r);
+}
+
 const FLAGS: Record<string, FlagSpec> = {
   "model-repository": { kind: "string", help: "Path to a model repository (repeatable).", apply: (o, v) => o.modelRepositories.push(v) },
   "model-store": { kind: "string", help: "Alias of --model-repository.", apply: (o, v) => o.modelRepositories.push(v) },
@@ -341,6 +446,72 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   "backend-config": { kind: "string", help: "<backend>,<key>=<value> (repeatable), e.g. onnxruntime,library=/path/libonnxruntime.so.1", apply: parseBackendConfig },
+  "log-file": { kind: "string", help: "Write the log to this file instead of the console.", apply: (o, v) => (o.logFile = v) },
+  "trace-log-frequency": { kind: "string", help: "Deprecated: --trace-config triton,log-frequency=<n>.", apply: (o, v) => parseTraceConfig(o, `log-frequency=${v}`) },
+  "model-load-thread-count": { kind: "int", help: "Model versions loading at once (default 4).", apply: (o, v) => (o.modelLoadThreadCount = parseInt10("model-load-thread-count", v, 1)) },
+  "model-load-retry-count": { kind: "int", help: "Further tries of a model load that failed (default 0).", apply: (o, v) => (o.modelLoadRetryCount = parseInt10("model-load-retry-count", v)) },
+  "model-namespacing": { kind: "bool", help: "Same-named models in different repositories serve side by side (default false).", apply: (o, v) => (o.modelNamespacing = parseBool("model-namespacing", v)) },
+  "rate-limit": {
+    kind: "string", help: "off | execution_count (default off): instances run when their rate_limiter resources are free, by priority.",
+    apply: (o, v) => {
+      if (v !== "off" && v !== "execution_count") throw new UsageError(`invalid value '${v}' for --rate-limit: expected off or execution_count`);
+      o.rateLimit = v;
+    },
+  },
+  "rate-limit-resource": { kind: "string", help: "<name>:<count>[:<device>]: resources available to the rate limiter (repeatable).", apply: parseRateLimitResource },
+  "http-thread-count": { kind: "int", help: "Threads handling HTTP requests (default 8).", apply: (o, v) => (o.httpThreadCount = parseInt10("http-thread-count", v, 1)) },
+  "grpc-infer-thread-count": { kind: "int", help: "gRPC inference handler threads (default 2).", apply: (o, v) => (o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1)) },
+  "reuse-http-port": { kind: "bool", help: "Let several servers listen on the HTTP port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseHttpPort = parseBool("reuse-http-port", v)) },
+  "reuse-grpc-port": { kind: "bool", help: "Let several servers listen on the gRPC port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseGrpcPort = parseBool("reuse-grpc-port", v)) },
+  "http-header-forward-pattern": { kind: "string", help: "HTTP headers matching this regular expression become request parameters.", apply: (o, v) => (o.httpHeaderForwardPattern = v) },
+  "grpc-header-forward-pattern": { kind: "string", help: "gRPC metadata matching this regular expression becomes request parameters.", apply: (o, v) => (o.grpcHeaderForwardPattern = v) },
+  "grpc-use-ssl": { kind: "bool", help: "Serve gRPC over TLS (default false).", apply: (o, v) => (o.grpcUseSsl = parseBool("grpc-use-ssl", v)) },
+  "grpc-use-ssl-mutual": { kind: "bool", help: "Serve gRPC over mutual TLS; preempts --grpc-use-ssl (default false).", apply: (o, v) => (o.grpcUseSslMutual = parseBool("grpc-use-ssl-mutual", v)) },
+  "grpc-server-cert": { kind: "string", help: "PEM server certificate for gRPC TLS.", apply: (o, v) => (o.grpcServerCert = v) },
+  "grpc-server-key": { kind: "string", help: "PEM server key for gRPC TLS.", apply: (o, v) => (o.grpcServerKey = v) },
+  "grpc-root-cert": { kind: "string", help: "PEM root certificate clients are checked against (mutual TLS).", apply: (o, v) => (o.grpcRootCert = v) },
+  "grpc-infer-response-compression-level": {
+    kind: "string", help: "none | low | medium | high (default none).",
+    apply: (o, v) => {
+      if (v !== "none" && v !== "low" && v !== "medium" && v !== "high") throw new UsageError(`invalid value '${v}' for --grpc-infer-response-compression-level: expected none, low, medium or high`);
+      o.grpcInferResponseCompressionLevel = v;
+    },
+  },
+  "allow-sagemaker": { kind: "bool", help: "Serve SageMaker's /ping and /invocations (default false).", apply: (o, v) => (o.allowSagemaker = parseBool("allow-sagemaker", v)) },
+  "sagemaker-port": { kind: "int", help: "SageMaker port (default 8080).", apply: (o, v) => (o.sagemakerPort = port("sagemaker-port", v)) },
+  "sagemaker-safe-port-range": {
+    kind: "string", help: "<lo>-<hi>: the ports the other endpoints may use.",
+    apply: (o, v) => {
+      const m = /^(\d+)-(\d+)$/.exec(v);
+      if (!m) throw new UsageError(`invalid value '${v}' for --sagemaker-safe-port-range: expected <integer>-<integer>`);
+      o.sagemakerSafePortRange = [port("sagemaker-safe-port-range", m[1]!), port("sagemaker-safe-port-range", m[2]!)];
+    },
+  },
+  "allow-vertex-ai": { kind: "bool", help: "Serve Vertex AI's health and predict routes (default true iff AIP_MODE=PREDICTION).", apply: (o, v) => (o.allowVertexAi = parseBool("allow-vertex-ai", v)) },
+  "vertex-ai-port": { kind: "int", help: "Vertex AI port (default AIP_HTTP_PORT, else 8080).", apply: (o, v) => (o.vertexAiPort = port("vertex-ai-port", v)) },
+  "vertex-ai-default-model": { kind: "string", help: "The model a Vertex AI predict request goes to when it names none.", apply: (o, v) => (o.vertexAiDefaultModel = v) },
+  "sagemaker-thread-count": inert("int", "Threads handling SageMaker requests (default 8).", "the SageMaker routes share the HTTP frontend's event loop", (f, v) => parseInt10(f, v, 1)),
+  "vertex-ai-thread-count": inert("int", "Threads handling Vertex AI requests (default 8).", "the Vertex AI routes share the HTTP frontend's event loop", (f, v) => parseInt10(f, v, 1)),
+  "grpc-infer-allocation-pool-size": inert("int", "Request/response states kept for reuse (default 8).", "Nereid keeps no pool of gRPC request states", (f, v) => parseInt10(f, v)),
+  "grpc-max-response-pool-size": inert("int", "Response objects allocated at once (default unlimited).", "Nereid keeps no pool of gRPC responses", (f, v) => parseInt10(f, v, 1)),
+  "cache-directory": inert("string", "Where cache libraries are searched (default /opt/tritonserver/caches).", "the local and redis caches are built in; no cache library is loaded"),
+  "backend-directory": inert("string", "Where backend libraries are searched (default /opt/tritonserver/backends).", "the backends are built in; native runtimes are found as README 'GPUs and other native runtimes' says (--backend-config <backend>,library=<path>)"),
+  "repoagent-directory": inert("string", "Where repository agents are searched (default /opt/tritonserver/repoagents).", "Nereid runs no repository agents"),
+  "pinned-memory-pool-byte-size": inert("int", "Pinned host memory pool in bytes (default 268435456).", `${NO_CUDA}; no pinned pool is allocated`, (f, v) => parseInt10(f, v)),
+  "cuda-memory-pool-byte-size": inert("string", "<gpu>:<bytes>: CUDA memory pool per GPU (default 64 MiB; repeatable).", NO_CUDA, gpuPair),
+  "cuda-virtual-address-size": inert("string", "<gpu>:<bytes>: CUDA virtual address size for growable implicit state (repeatable).", `${NO_CUDA}; implicit state lives in host memory`, gpuPair),
+  "min-supported-compute-capability": inert("string", "GPUs below this CUDA compute capability are not used (default 6.0).", "GPU instances go to whatever device ONNX Runtime's or TensorRT's CUDA provider accepts", (f, v) => {
+    if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`invalid value '${v}' for --${f}: expected a number`);
+  }),
+  "buffer-manager-thread-count": inert("int", "Threads for tensor copies (default 0).", "tensor copies run on the request's own thread", (f, v) => parseInt10(f, v)),
+  "host-policy": inert("string", "<policy>,<setting>=<value>: numa-node, cpu-cores (repeatable).", "instances are not pinned to NUMA nodes or cores; use taskset or systemd's CPUAffinity", (f, v) => {
+    if (!/^[^,]+,[^=]+=.*$/.test(v)) throw new UsageError(`invalid value '${v}' for --${f}: expected <policy_name>,<setting>=<value>`);
+  }),
+  "model-load-gpu-limit": inert("string", "<gpu>:<fraction>: refuse loads past this share of GPU memory (repeatable).", "GPU memory is not checked before a load", (f, v) => {
+    const m = /^(\d+):([0-9.]+)$/.exec(v);
+    if (!m || !(Number(m[2]) >= 0 && Number(m[2]) <= 1)) throw new UsageError(`invalid value '${v}' for --${f}: expected <device_id>:<fraction between 0 and 1>`);
+  }),
+  "enable-peer-access": inert("bool", "Enable CUDA peer access between GPUs (default true).", "Nereid copies no tensors between GPUs itself", (f, v) => void parseBool(f, v)),
 };
 
 export function usage(): string {
@@ -419,10 +590,16 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
         i++;
       }
     }
-    spec.apply(o, value);
+    if (spec.inert !== undefined) {
+      spec.check?.(name, value);
+      o.inertFlags.push({ flag: name, value, meaning: spec.inert });
+    } else {
+      spec.apply(o, value);
+    }
   }
   if (o.modelRepositories.length === 0) throw new UsageError("--model-repository must be specified");
   finishRedisCacheConfig(o, env);
+  finishVertexAi(o, argv, env);
   if (o.loadModels.length > 0 && o.modelControlMode !== "explicit") {
     throw new UsageError("--load-model is only allowed with --model-control-mode=explicit");
   }

@@ -103,3 +103,51 @@ describe("parseArgs", () => {
     expect(parseArgs(["--version"])).toEqual({ kind: "version" });
   });
 });
+
+describe("every tritonserver flag is accepted (#17)", () => {
+  // The 40 flags the binary stopped at ("unknown option") before, each with a value in
+  // Triton's syntax; the others are covered above.
+  const values: [string, string][] = [
+    ["model-load-thread-count", "8"], ["model-load-retry-count", "2"], ["model-namespacing", "false"], ["enable-peer-access", "true"],
+    ["reuse-http-port", "false"], ["http-header-forward-pattern", ""], ["http-thread-count", "8"], ["reuse-grpc-port", "false"],
+    ["grpc-header-forward-pattern", ""], ["grpc-infer-thread-count", "2"], ["grpc-infer-allocation-pool-size", "8"], ["grpc-max-response-pool-size", "100"],
+    ["grpc-use-ssl", "false"], ["grpc-use-ssl-mutual", "false"], ["grpc-server-cert", "server.crt"], ["grpc-server-key", "server.key"], ["grpc-root-cert", "ca.crt"],
+    ["grpc-infer-response-compression-level", "none"], ["log-file", ""], ["allow-sagemaker", "false"], ["sagemaker-port", "8080"],
+    ["sagemaker-safe-port-range", "8000-9000"], ["sagemaker-thread-count", "8"], ["allow-vertex-ai", "false"], ["vertex-ai-port", "8080"],
+    ["vertex-ai-thread-count", "8"], ["vertex-ai-default-model", "simple"], ["cache-directory", "/opt/tritonserver/caches"], ["rate-limit", "off"],
+    ["rate-limit-resource", "R1:10:0"], ["pinned-memory-pool-byte-size", "268435456"], ["cuda-memory-pool-byte-size", "0:67108864"],
+    ["cuda-virtual-address-size", "0:1073741824"], ["min-supported-compute-capability", "6.0"], ["buffer-manager-thread-count", "0"],
+    ["host-policy", "gpu_0,numa-node=0"], ["model-load-gpu-limit", "0:0.8"], ["backend-directory", "/opt/tritonserver/backends"],
+    ["repoagent-directory", "/opt/tritonserver/repoagents"], ["trace-log-frequency", "100"],
+  ];
+  it.each(values)("--%s=%s", (flag, value) => {
+    const parsed = parseArgs(["--model-repository=/m", `--${flag}=${value}`], {});
+    expect(parsed.kind).toBe("run");
+  });
+
+  it("a flag with nothing to act on is recorded with what it means here", () => {
+    const parsed = parseArgs(["--model-repository=/m", "--pinned-memory-pool-byte-size=1024", "--host-policy=p,numa-node=0"], {});
+    if (parsed.kind !== "run") throw new Error(parsed.kind);
+    expect(parsed.options.inertFlags.map((f) => [f.flag, f.value])).toEqual([["pinned-memory-pool-byte-size", "1024"], ["host-policy", "p,numa-node=0"]]);
+    expect(parsed.options.inertFlags[0]!.meaning).toContain("no pinned pool");
+  });
+
+  it.each([
+    ["rate-limit", "sometimes", "invalid value 'sometimes' for --rate-limit: expected off or execution_count"],
+    ["rate-limit-resource", "R1", "--rate-limit-resource must be <resource_name>:<count>[:<device>], got 'R1'"],
+    ["cuda-memory-pool-byte-size", "64", "invalid value '64' for --cuda-memory-pool-byte-size: expected <GPU device ID>:<integer>"],
+    ["model-load-gpu-limit", "0:1.5", "invalid value '0:1.5' for --model-load-gpu-limit: expected <device_id>:<fraction between 0 and 1>"],
+    ["grpc-infer-response-compression-level", "max", "invalid value 'max' for --grpc-infer-response-compression-level: expected none, low, medium or high"],
+  ])("--%s=%s is refused", (flag, value, message) => {
+    expect(() => parseArgs(["--model-repository=/m", `--${flag}=${value}`], {})).toThrow(new UsageError(message));
+  });
+
+  it("Vertex AI's defaults come from AIP_MODE and AIP_HTTP_PORT unless the flags are given", () => {
+    const env = { AIP_MODE: "PREDICTION", AIP_HTTP_PORT: "9090" };
+    const a = parseArgs(["--model-repository=/m"], env);
+    const b = parseArgs(["--model-repository=/m", "--allow-vertex-ai=false", "--vertex-ai-port=7070"], env);
+    if (a.kind !== "run" || b.kind !== "run") throw new Error("run expected");
+    expect([a.options.allowVertexAi, a.options.vertexAiPort]).toEqual([true, 9090]);
+    expect([b.options.allowVertexAi, b.options.vertexAiPort]).toEqual([false, 7070]);
+  });
+});
