@@ -16,6 +16,9 @@
  * within 10% of the settled RSS after warm-up. Appends its figures to scripts/results/soak.md.
  *
  *   npm run build && bun scripts/soak.ts [--minutes=30] [--settle=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
+ *     [--settle-every=<minutes>] [--loops=httpValid,grpcValid,sequences,hostileHttp,hostileGrpc,lifecycle,sharedMemory] [--port=18890]
+ * (--loops runs only those client loops, to find which traffic a memory growth follows;
+ * --port is the HTTP port, gRPC the next one, so several runs can go at once.)
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -41,8 +44,8 @@ Bun.spawnSync([join(root, "node_modules", ".bin", "bun"), join(root, "scripts", 
 // idle time, so that only a wrong answer fails the run, not the idle reaper doing its job.
 const seqConfig = join(repo, "simple_sequence", "config.pbtxt");
 writeFileSync(seqConfig, readFileSync(seqConfig, "utf8").replace(/max_sequence_idle_microseconds: \d+/, "max_sequence_idle_microseconds: 60000000"));
-const httpPort = 18890;
-const grpcPort = 18891;
+const httpPort = Number(arg("port", "18890"));
+const grpcPort = httpPort + 1;
 const server = spawn(
   BINARY,
   [
@@ -313,7 +316,18 @@ async function settledRss(): Promise<number[]> {
   }
   return readings;
 }
-const loops = [httpValid(1), httpValid(2), grpcValid(), sequences(), hostileHttp(), hostileGrpc(), lifecycle(), sharedMemory()];
+const LOOPS: Record<string, () => Promise<void>[]> = {
+  httpValid: () => [httpValid(1), httpValid(2)],
+  grpcValid: () => [grpcValid()],
+  sequences: () => [sequences()],
+  hostileHttp: () => [hostileHttp()],
+  hostileGrpc: () => [hostileGrpc()],
+  lifecycle: () => [lifecycle()],
+  sharedMemory: () => [sharedMemory()],
+};
+const chosen = arg("loops", Object.keys(LOOPS).join(",")).split(",");
+for (const name of chosen) if (!LOOPS[name]) throw new Error(`--loops: unknown loop '${name}' (${Object.keys(LOOPS).join(", ")})`);
+const loops = chosen.flatMap((name) => LOOPS[name]!());
 // Warm-up: the first sixth of the run; then traffic pauses for a settled reading and resumes
 // (the pause does not count against the run's minutes).
 while (died === undefined && Date.now() - t0 < (MINUTES / 6) * 60_000) await sleep(1000);
@@ -325,11 +339,34 @@ end += Date.now() - pauseStart;
 paused = undefined;
 release();
 const warmAt = (pauseStart - t0) / 60_000;
+// --settle-every=M: a settled reading every M minutes of traffic as well, to show whether
+// the settled RSS keeps rising (a leak) or levels off (the heap reaching its working size).
+const curve: { minute: number; mib: number }[] = [{ minute: warmAt, mib: Math.min(...warmReadings) }];
+const SETTLE_EVERY = Number(arg("settle-every", "0"));
+const periodic = (async () => {
+  if (!(SETTLE_EVERY > 0)) return;
+  let next = Date.now() + SETTLE_EVERY * 60_000;
+  while (running()) {
+    await sleep(1000);
+    if (Date.now() < next || !running()) continue;
+    let resume!: () => void;
+    paused = new Promise((r) => (resume = r));
+    const start = Date.now();
+    const readings = await settledRss();
+    if (readings.length) curve.push({ minute: (start - t0) / 60_000, mib: Math.min(...readings) });
+    end += Date.now() - start;
+    paused = undefined;
+    resume();
+    next = Date.now() + SETTLE_EVERY * 60_000;
+  }
+})();
 const results = await Promise.allSettled(loops);
+await periodic;
 for (const r of results) if (r.status === "rejected") problem(`client loop failed: ${(r.reason as Error).stack ?? r.reason}`);
 await sampler;
 if (died === undefined) rss.push({ minute: (Date.now() - t0) / 60_000, mib: rssNow(), fds: fds() });
 const endReadings = died === undefined ? await settledRss() : [];
+if (endReadings.length) curve.push({ minute: (Date.now() - t0) / 60_000, mib: Math.min(...endReadings) });
 client.close();
 
 const warm = Math.min(...warmReadings);
@@ -345,12 +382,13 @@ const total = [...counts.entries()].filter(([k]) => k !== "PROBLEM").reduce((n, 
 const lines = [
   machineHeading(),
   "",
-  `${MINUTES} min of mixed traffic against ${arg("binary", "dist/nereid")} at commit ${Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim()} (8 client loops, one process): ${total} requests and actions; ` +
+  `${MINUTES} min of mixed traffic against ${arg("binary", "dist/nereid")} (checkout at commit ${Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim()}; ${loops.length} client loops: ${chosen.join(", ")}; one process): ${total} requests and actions; ` +
     `problems: ${counts.get("PROBLEM") ?? 0}; settled RSS (${SETTLE_S} s without traffic) ${warm.toFixed(0)} MiB after warm-up (${warmAt.toFixed(1)} min), ` +
     `${last.toFixed(0)} MiB at the end (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}%); under load between ` +
     `${Math.min(...rss.map((s) => s.mib)).toFixed(0)} and ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
   "",
   `Settled readings 5 s apart (MiB): after warm-up ${warmReadings.map((x) => x.toFixed(0)).join(", ")}; at the end ${endReadings.map((x) => x.toFixed(0)).join(", ")}.`,
+  ...(curve.length > 2 ? ["", `Settled RSS over the run (minute of the run: MiB): ${curve.map((c) => `${c.minute.toFixed(0)}: ${c.mib.toFixed(0)}`).join(", ")}.`] : []),
   "",
   "| what: answer | count |",
   "| --- | --- |",
