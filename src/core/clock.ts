@@ -3,5 +3,7 @@
  * reading), for request timing and statistics.
  */
 export function nowNs(): number {
-  return performance.now() * 1e6;
+  // Whole nanoseconds: statistics are uint64 on the wire (Triton writes integers), and the
+  // difference of two readings must be one too.
+  return Math.round(performance.now() * 1e6);
 }

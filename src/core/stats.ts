@@ -129,5 +129,5 @@ export class ModelStats {
 
 function add(d: Duration, ns: number): void {
   d.count += 1;
-  d.ns += ns;
+  d.ns += Math.round(ns); // a share of a batch's time may be fractional; the wire wants uint64
 }

@@ -425,6 +425,15 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       expect(metricSample(text, "nv_inference_request_success", 'model="simple",version="1"')).toBe(after.inference_stats.success.count);
     });
 
+    it("writes every duration as whole nanoseconds, as Triton's uint64 fields (#17 wire bug 1)", async () => {
+      expect((await httpInfer()).status).toBe(200);
+      const body = await (await get("/v2/models/stats")).text();
+      // The raw text: JSON.parse would hide nothing, but a strict uint64 client reads this.
+      const ns = [...body.matchAll(/"ns":([^,}]+)/g)].map((m) => m[1]!);
+      expect(ns.length).toBeGreaterThan(10);
+      expect(ns.filter((v) => !/^\d+$/.test(v))).toEqual([]);
+    });
+
     it("lists the repository index and unloads and loads a model, over HTTP and gRPC", async () => {
       const ready = (await (await post("/v2/repository/index", { ready: true })).json()) as any[];
       expect(ready).toEqual([
