@@ -3,7 +3,7 @@
  * frontends, handle signals and shut down in order (Triton's main.cc).
  */
 import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, type ServerOptions } from "./options.ts";
-import { configureLog, getLogger } from "./core/logger.ts";
+import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { InferenceServer } from "./server/server.ts";
 import { unavailable } from "./core/errors.ts";
 import { BackendRegistry } from "./backends/registry.ts";
@@ -40,7 +40,6 @@ const log = getLogger("src/main.ts");
  */
 function notYetServed(o: ServerOptions): string | undefined {
   const asked: [boolean, string][] = [
-    [o.logFile !== "", "--log-file"],
     [o.modelNamespacing, "--model-namespacing=true"],
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
     [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
@@ -293,6 +292,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const o = parsed.options;
   configureLog({ info: o.logInfo, warning: o.logWarning, error: o.logError, verbose: o.logVerbose, format: o.logFormat });
+  if (o.logFile) {
+    try {
+      setLogFile(o.logFile);
+    } catch (err) {
+      process.stderr.write(`error: failed to open log file '${o.logFile}': ${(err as Error).message}\n`);
+      return 1;
+    }
+  }
   const refused = notYetServed(o);
   if (refused) {
     log.error(refused);

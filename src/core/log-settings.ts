@@ -3,7 +3,7 @@
  * server log's settings under Triton's names, read and changed at run time. The log
  * file cannot be changed over the network, as in Triton.
  */
-import { configureLog, getLogger, logSettings } from "./logger.ts";
+import { configureLog, getLogger, logFile, logSettings } from "./logger.ts";
 import { invalidArg, ServerError } from "./errors.ts";
 
 export interface TritonLogSettings {
@@ -17,7 +17,7 @@ export interface TritonLogSettings {
 
 export function currentLogSettings(): TritonLogSettings {
   const s = logSettings();
-  return { log_file: "", log_info: s.info, log_warning: s.warning, log_error: s.error, log_verbose_level: s.verbose, log_format: s.format };
+  return { log_file: logFile(), log_info: s.info, log_warning: s.warning, log_error: s.error, log_verbose_level: s.verbose, log_format: s.format };
 }
 
 /** Applies the given settings (all checked before any is applied) and returns the result. */

@@ -10,6 +10,8 @@
  * string literal naming its own file; test/unit/core/logger-tags.test.ts checks them.
  */
 
+import { closeSync, openSync, writeSync } from "node:fs";
+
 export type LogLevel = "I" | "W" | "E";
 
 export interface LogSettings {
@@ -30,6 +32,27 @@ export function configureLog(s: Partial<LogSettings>, out?: (line: string) => vo
 
 export function logSettings(): Readonly<LogSettings> {
   return settings;
+}
+
+let filePath = "";
+let fileFd: number | undefined;
+
+/**
+ * `--log-file`: from now on every line is appended to `path` (opened for appending, as
+ * Triton does) instead of standard error; "" goes back to standard error. Throws when the
+ * file cannot be opened.
+ */
+export function setLogFile(path: string): void {
+  const fd = path ? openSync(path, "a") : undefined;
+  if (fileFd !== undefined) closeSync(fileFd);
+  fileFd = fd;
+  filePath = path;
+  sink = fd === undefined ? (line) => process.stderr.write(line + "\n") : (line) => void writeSync(fd, line + "\n");
+}
+
+/** The log file given by `--log-file`, or "" for standard error. */
+export function logFile(): string {
+  return filePath;
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0");
