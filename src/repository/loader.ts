@@ -6,7 +6,7 @@
  * to load and when, and swaps the results in.
  */
 import { readFileSync, existsSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { ServerError, unsupported, invalidArg } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
 import { listVersions, configPath, type ModelLocation } from "./layout.ts";
@@ -88,6 +88,10 @@ export class ModelLoader {
     }
     config.backend ||= backend.name;
     if (!config.platform && backend.platform) config.platform = backend.platform;
+    // As Triton's server side fills it for its known backends (AutoCompleteBackendFields),
+    // whether or not auto-complete is on: model.onnx, model.plan, model.xml; here also
+    // the TypeScript model's file (model.ts or model.js, whichever the version holds).
+    config.default_model_filename ||= latestDir ? basename(modelFileIn(latestDir, config, backend)) : backend.defaultModelFilename;
 
     const backendConfig = this.#backendConfig(backend.name);
     if (!this.#opts.disableAutoCompleteConfig && backend.autoComplete && latestDir) {

@@ -37,11 +37,17 @@ describe("auto-complete from the ONNX file", () => {
     expect(cfg.name).toBe("rowsum");
     expect(cfg.platform).toBe("onnxruntime_onnx");
     expect(cfg.backend).toBe("onnxruntime");
+    expect(cfg.default_model_filename).toBe("model.onnx"); // #17 wire bug 5: Triton fills it, it stayed ""
     expect(cfg.max_batch_size).toBe(4);
     expect(cfg.dynamic_batching).toMatchObject({ preferred_batch_size: [4] });
     expect(cfg.input).toEqual([expect.objectContaining({ name: "X", data_type: "TYPE_FP32", dims: [4] })]);
     expect(cfg.output).toEqual([expect.objectContaining({ name: "SUM", data_type: "TYPE_FP32", dims: [1], reshape: { shape: [] } })]);
     expect(cfg.instance_group).toEqual([expect.objectContaining({ name: "rowsum", kind: "KIND_CPU", count: 2 })]);
+  });
+
+  it("fills default_model_filename for a model with a config too, as Triton's server side does (#17)", async () => {
+    const cfg = (await (await fetch(`${server.url}/v2/models/simple/config`)).json()) as any;
+    expect(cfg.default_model_filename).toBe("model.onnx");
   });
 
   it("serves the reshaped output as [batch, 1]", async () => {
