@@ -263,11 +263,36 @@ export class ModelRepositoryManager {
   }
 
   /**
+   * Explicit mode: an ensemble's load loads its composing models that have no ready
+   * version first, as Triton's dependency graph does (nested ensembles too). Returns
+   * Triton's reason when a step model cannot be served, else undefined.
+   */
+  async #loadComposingModels(name: string, config: ModelConfig, scan: ReturnType<typeof scanRepositories>, chain: readonly string[]): Promise<string | undefined> {
+    if (this.controlMode !== "explicit" || !isEnsemble(config)) return undefined;
+    for (const step of ensembleSteps(config)) {
+      const model = step.model_name ?? "";
+      if (!model || chain.includes(model) || model === name) continue;
+      if (this.readyVersions(model).length === 0) {
+        const errors = await this.#serialized(model, () => this.#loadModel(model, undefined, scan, [...chain, name]));
+        if (this.readyVersions(model).length === 0) {
+          const why = errors.length > 0 ? ` Model '${model}' loading failed with error: ${errors.join("; ")}` : "";
+          return `ensemble '${name}' depends on '${model}' which has no loaded version.${why}`;
+        }
+      }
+      const required = Number(step.model_version ?? -1);
+      if (required !== -1 && !this.readyVersions(model).some((v) => v.version === required)) {
+        return `ensemble '${name}' depends on '${model}' whose required version ${required} is not loaded.`;
+      }
+    }
+    return undefined;
+  }
+
+  /**
    * Loads `name` beside whatever serves it now and swaps when the new versions have
    * settled: a version whose files and config are unchanged keeps serving as it is; a
    * version that fails to reload keeps its old instance. Returns the errors.
    */
-  async #loadModel(name: string, override?: LoadOverride, scan = scanRepositories(this.#opts.repositories)): Promise<string[]> {
+  async #loadModel(name: string, override?: LoadOverride, scan = scanRepositories(this.#opts.repositories), chain: readonly string[] = []): Promise<string[]> {
     this.#known = scan.models;
     const old = this.#models.get(name);
     const dup = scan.duplicates.get(name);
@@ -301,6 +326,12 @@ export class ModelRepositoryManager {
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const { config } = resolved;
+    const missing = await this.#loadComposingModels(name, config, scan, chain);
+    if (missing) {
+      if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
+      if (!hasReady) this.#models.set(name, { location, versions: old?.versions ?? new Map(), failure: missing });
+      return [`failed to load '${name}': ${missing}${hasReady ? " (the loaded versions keep serving)" : ""}`];
+    }
     const available = listVersions(location.dir);
     const selected = selectVersions(available, config.version_policy);
     if (selected.length === 0) {

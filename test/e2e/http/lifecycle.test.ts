@@ -5,7 +5,7 @@
  * reload under steady load that loses no request.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository, simpleConfigJson } from "../../helpers/repo.ts";
@@ -26,6 +26,19 @@ function simpleBody(batch: number, base: number) {
       { name: "INPUT1", shape: [batch, 16], datatype: "INT32", data: Array(16 * batch).fill(1) },
     ],
   });
+}
+
+/** The `chain` ensemble (A + B through `simple`): outputs S. */
+async function inferChain(batch: number) {
+  const body = JSON.stringify({
+    inputs: [
+      { name: "A", shape: [batch, 16], datatype: "INT32", data: Array.from({ length: 16 * batch }, (_, i) => 2 + i) },
+      { name: "B", shape: [batch, 16], datatype: "INT32", data: Array(16 * batch).fill(1) },
+    ],
+  });
+  const res = await fetch(`${server.url}/v2/models/chain/infer`, { method: "POST", body });
+  const json = (await res.json()) as { error?: string; outputs?: { name: string; data: number[] }[] };
+  return { status: res.status, json: { ...json, outputs: json.outputs?.map((o) => ({ ...o, name: o.name === "S" ? "OUTPUT0" : o.name })) } };
 }
 
 async function inferSimple(model: string, batch: number, base: number) {
@@ -182,6 +195,48 @@ describe("explicit model control", () => {
     expect((await post("/v2/repository/models/simple/unload", { parameters: { unload_dependents: true } })).status).toBe(200);
     expect(await state("simple")).toBe("UNAVAILABLE");
     expect(await state("chain")).toBe("UNAVAILABLE");
+  });
+
+  it("loading an ensemble loads its unloaded composing model first, over HTTP and gRPC (#17 wire bug 3)", async () => {
+    const state = async (name: string) => (await index()).find((e) => e.name === name)?.state;
+    // Left by the test above: simple and chain unloaded. Before, the load answered 200 and
+    // showed chain READY while every inference on it failed with 503.
+    expect(await state("simple")).toBe("UNAVAILABLE");
+    expect((await post("/v2/repository/models/chain/load")).status).toBe(200);
+    expect(await state("simple")).toBe("READY");
+    expect(await state("chain")).toBe("READY");
+    expectSum(await inferChain(3), 3, 2);
+
+    expect((await post("/v2/repository/models/simple/unload", { parameters: { unload_dependents: true } })).status).toBe(200);
+    expect(await state("simple")).toBe("UNAVAILABLE");
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    try {
+      await call("RepositoryModelLoad")({ model_name: "chain" });
+    } finally {
+      client.close();
+    }
+    expect(await state("simple")).toBe("READY");
+    expectSum(await inferChain(3), 3, 2);
+  });
+
+  it("an ensemble whose composing model cannot load fails with Triton's reason, and is not READY", async () => {
+    repo.add(
+      "chain_broken/config.pbtxt",
+      `name: "chain_broken"\nplatform: "ensemble"\nmax_batch_size: 8\n` +
+        `input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]\n` +
+        `output [ { name: "S" data_type: TYPE_INT32 dims: [ 16 ] } ]\n` +
+        `ensemble_scheduling { step [ { model_name: "nofile" input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "S" } } ] }\n`,
+    );
+    repo.add("chain_broken/1/.keep", "");
+    repo.add("nofile/config.pbtxt", 'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] } ]\n');
+    repo.add("nofile/1/README", "no model.onnx");
+    const res = await post("/v2/repository/models/chain_broken/load");
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: string };
+    expect(error).toMatch(/^failed to load 'chain_broken': ensemble 'chain_broken' depends on 'nofile' which has no loaded version\. Model 'nofile' loading failed with error: failed to load 'nofile'/);
+    expect((await index()).find((e) => e.name === "chain_broken")?.state).not.toBe("READY");
+    // The next test loads the whole repository: take the broken pair out again.
+    for (const m of ["chain_broken", "nofile"]) rmSync(join(repo.dir, m), { recursive: true, force: true });
   });
 });
 
