@@ -147,6 +147,8 @@ export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
   return request;
 }
 
+const EMPTY_CONTENTS = new Uint8Array(0);
+
 /** The response with every output in raw_output_contents, as Triton always does. */
 export function fromInferenceResponse(r: InferenceResponse, extra?: Parameters) {
   const params = { ...r.parameters, ...extra };
@@ -169,7 +171,8 @@ export function fromInferenceResponse(r: InferenceResponse, extra?: Parameters) 
           }
         : { name: t.name, datatype: t.datatype, shape: t.shape },
     ),
-    // Outputs written to shared memory have no raw_output_contents entry.
-    raw_output_contents: r.outputs.filter((t) => !t.sharedMemory).map((t) => t.data),
+    // One entry per output, as Triton's allocator adds one for every output: an output
+    // written to shared memory has an empty entry, so raw_output_contents[i] stays outputs[i].
+    raw_output_contents: r.outputs.map((t) => (t.sharedMemory ? EMPTY_CONTENTS : t.data)),
   };
 }

@@ -173,8 +173,12 @@ describe("system shared memory over gRPC", () => {
       outputs: [{ name: "OUTPUT0", parameters: shm("out", 64, 64) }, { name: "OUTPUT1" }],
     });
     expect(res.outputs[0].parameters.shared_memory_region.string_param).toBe("out");
-    expect(res.raw_output_contents).toHaveLength(1);
-    expect(ints(res.raw_output_contents[0])).toEqual(A.map((a) => a - 2));
+    // One entry per output, as Triton: empty for the one in shared memory, so a client
+    // reading raw_output_contents[i] for outputs[i] finds OUTPUT1's data (#17 wire bug 2).
+    expect(res.raw_output_contents).toHaveLength(2);
+    expect(res.raw_output_contents[0]).toHaveLength(0);
+    expect(res.outputs[1].name).toBe("OUTPUT1");
+    expect(ints(res.raw_output_contents[1])).toEqual(A.map((a) => a - 2));
     expect(ints(output.bytes.subarray(64, 128))).toEqual(A.map((a) => a + 2));
     await call("SystemSharedMemoryUnregister")({ name: "g" });
     await expect(call("SystemSharedMemoryStatus")({ name: "g" })).rejects.toMatchObject({ code: 5 });
