@@ -26,6 +26,7 @@ import { SharedMemoryManager } from "./server/shared-memory.ts";
 import { TraceManager } from "./server/trace.ts";
 import { StatusBoard } from "./server/status-board.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
+import { compileHeaderForwardPattern } from "./frontends/header-forward.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 import { runPerf } from "./perf/perf.ts";
@@ -44,7 +45,6 @@ function notYetServed(o: ServerOptions): string | undefined {
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
     [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
     [o.grpcInferResponseCompressionLevel !== "none", "--grpc-infer-response-compression-level"],
-    [o.httpHeaderForwardPattern !== "" || o.grpcHeaderForwardPattern !== "", "--http-header-forward-pattern / --grpc-header-forward-pattern"],
     [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
     [o.allowSagemaker, "--allow-sagemaker=true"],
     [o.allowVertexAi, "--allow-vertex-ai=true (or AIP_MODE=PREDICTION)"],
@@ -98,7 +98,12 @@ export interface RunningServer {
 
 /** The HTTP frontend's settings from the server's options: the listener's and the in-process `fetch`'s. */
 export function httpFrontendOptions(o: ServerOptions, statusBoard?: StatusBoard): HttpFrontendOptions {
-  return { maxInputSize: o.httpMaxInputSize, restricted: restrictionMap(o.httpRestrictedApi), statusBoard };
+  return {
+    maxInputSize: o.httpMaxInputSize,
+    restricted: restrictionMap(o.httpRestrictedApi),
+    statusBoard,
+    headerForward: compileHeaderForwardPattern("http-header-forward-pattern", o.httpHeaderForwardPattern),
+  };
 }
 
 /**
@@ -186,6 +191,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (which.grpc && !running.grpc) {
       running.grpc = await listenGrpc(server, {
         restricted: restrictionMap(o.grpcRestrictedProtocol),
+        headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),
         address: o.grpcAddress,
         port: o.grpcPort,
         keepaliveTimeMs: o.grpcKeepaliveTimeMs,

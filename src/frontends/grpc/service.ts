@@ -12,13 +12,21 @@ import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from
 import { exactInteger } from "./parameters.ts";
 import { streamInfer } from "./stream.ts";
 import type { InferenceServer } from "../../server/server.ts";
-import type { InferenceResponse } from "../../core/request.ts";
+import type { InferenceResponse, Parameters } from "../../core/request.ts";
+import { forwardHeaders } from "../header-forward.ts";
 
 const log = getLogger("src/frontends/grpc/service.ts");
 
 export interface GrpcServiceOptions {
   /** --grpc-restricted-protocol groups. */
   restricted?: Restrictions;
+  /** --grpc-header-forward-pattern: matching metadata becomes request parameters. */
+  headerForward?: RegExp;
+}
+
+/** The call's text metadata as [name, value] pairs (binary `-bin` entries are not forwarded). */
+export function metadataEntries(metadata: Metadata): [string, string][] {
+  return Object.entries(metadata.getMap()).flatMap(([k, v]) => (typeof v === "string" ? [[k, v] as [string, string]] : []));
 }
 
 /**
@@ -107,13 +115,13 @@ function unary(fn: Handler) {
  * DEADLINE_EXCEEDED itself), as Triton's handler learns from IsCancelled(). It also emits it
  * once the status is sent; by then the request has settled and the abort changes nothing.
  */
-function cancellable(fn: (request: any, signal: AbortSignal) => Promise<unknown>) {
+function cancellable(fn: (request: any, signal: AbortSignal, metadata: Metadata) => Promise<unknown>) {
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
     const controller = new AbortController();
     call.once("cancelled", () => controller.abort());
     let result: Promise<unknown>;
     try {
-      result = fn(call.request, controller.signal);
+      result = fn(call.request, controller.signal, call.metadata);
     } catch (err) {
       callback(toGrpcError(err));
       return;
@@ -142,8 +150,8 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     }),
     ServerMetadata: unary(() => server.serverMetadata()),
     ModelMetadata: unary((r: { name?: string; version?: string }) => server.modelMetadata(r.name ?? "", r.version || undefined)),
-    ModelInfer: cancellable(async (r: WireInferRequest, signal) => fromInferenceResponse(await infer(server, r, signal))),
-    ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call),
+    ModelInfer: cancellable(async (r: WireInferRequest, signal, metadata) => fromInferenceResponse(await infer(server, r, signal, forwarded(opts.headerForward, metadata)))),
+    ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call, forwarded(opts.headerForward, call.metadata)),
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
     ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
     RepositoryIndex: unary((r: { repository_name?: string; ready?: boolean }) => {
@@ -201,10 +209,20 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
 }
 
 /** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
-function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal): Promise<InferenceResponse> {
+/** What a call's metadata adds to each of its requests' parameters, by --grpc-header-forward-pattern. */
+export type HeaderForwarder = ((parameters: Parameters) => void) | undefined;
+
+function forwarded(pattern: RegExp | undefined, metadata: Metadata): HeaderForwarder {
+  if (!pattern) return undefined;
+  const entries = metadataEntries(metadata);
+  return (parameters) => forwardHeaders(pattern, entries, parameters);
+}
+
+function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal, forward?: HeaderForwarder): Promise<InferenceResponse> {
   const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
   if (model && server.isDecoupled(model)) throw new ServerError("UNSUPPORTED", "ModelInfer RPC doesn't support models with decoupled transaction policy");
   const request = toInferenceRequest(msg);
+  forward?.(request.parameters);
   if (signal) request.signal = signal;
   return server.inferAsync(request, model);
 }

@@ -12,15 +12,17 @@ import { ServerError } from "../../core/errors.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { StreamedResponse } from "../../core/request.ts";
+import type { HeaderForwarder } from "./service.ts";
 
 type Call = ServerDuplexStream<WireInferRequest, unknown>;
 
 /** One request's responses: its own errors (decoding, unknown model) as one final error. */
-async function* responsesOf(server: InferenceServer, msg: WireInferRequest, signal: AbortSignal): AsyncGenerator<StreamedResponse> {
+async function* responsesOf(server: InferenceServer, msg: WireInferRequest, signal: AbortSignal, forward: HeaderForwarder): AsyncGenerator<StreamedResponse> {
   let events: AsyncGenerator<StreamedResponse>;
   try {
     const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
     const request = toInferenceRequest(msg);
+    forward?.(request.parameters);
     request.signal = signal;
     events = server.inferStream(request, model);
   } catch (err) {
@@ -44,7 +46,7 @@ function emptyFinalAsked(msg: WireInferRequest): boolean {
   return p?.bool_param === true;
 }
 
-export function streamInfer(server: InferenceServer, call: Call): void {
+export function streamInfer(server: InferenceServer, call: Call, forward?: HeaderForwarder): void {
   let ordered: Promise<void> = Promise.resolve();
   const running = new Set<Promise<void>>();
   const controllers = new Set<AbortController>();
@@ -74,7 +76,7 @@ export function streamInfer(server: InferenceServer, call: Call): void {
   call.on("data", (msg: WireInferRequest) => {
     const controller = new AbortController();
     controllers.add(controller);
-    const events = responsesOf(server, msg, controller.signal);
+    const events = responsesOf(server, msg, controller.signal, forward);
     const emptyFinal = emptyFinalAsked(msg);
     let work: Promise<void>;
     if (isDecoupled(server, msg)) {

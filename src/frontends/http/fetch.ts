@@ -16,6 +16,7 @@ export function fromWebRequest(request: Request, signal?: AbortSignal): HttpRequ
     method: request.method,
     path: pathStart < 0 ? "/" : q < 0 ? url.slice(pathStart) : url.slice(pathStart, q),
     header: (name) => request.headers.get(name) ?? undefined,
+    headers: () => request.headers.entries(),
     body: async (limit) => {
       const buf = new Uint8Array(await request.arrayBuffer());
       if (buf.byteLength > limit) throw tooLarge(buf.byteLength, limit);

@@ -6,6 +6,7 @@ import { invalidArg, unsupported } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
+import { forwardHeaders } from "../header-forward.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { ModelSignature } from "../../core/signature.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
@@ -16,6 +17,7 @@ export async function handleInfer(
   model: string,
   version: string | undefined,
   maxInputSize: number,
+  headerForward?: RegExp,
 ): Promise<HttpResponse> {
   // As in Triton, an unknown or unavailable model is reported before the body is parsed
   // (whether a stopping server still takes the request depends on its sequence parameters).
@@ -29,6 +31,7 @@ export async function handleInfer(
     maxInputSize,
     rawInput: (byteLength) => rawInputShape((resolved ?? server.modelForInference(model, version, true)).signature, model, byteLength),
   });
+  if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
   if (req.signal) request.signal = req.signal;
   const response = await server.inferAsync(request, resolved);

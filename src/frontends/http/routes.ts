@@ -24,6 +24,8 @@ export interface HttpFrontendOptions {
   restricted?: Restrictions;
   /** The status page's data; the page is served only with one (--allow-status-page). */
   statusBoard?: StatusBoard;
+  /** --http-header-forward-pattern: matching headers become request parameters. */
+  headerForward?: RegExp;
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -189,7 +191,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         return json(200, server.modelStatistics(model, version));
       case "infer":
         if (method !== "POST") return METHOD_NOT_ALLOWED();
-        return handleInfer(server, req, model, version, opts.maxInputSize);
+        return handleInfer(server, req, model, version, opts.maxInputSize, opts.headerForward);
       case "generate":
       case "generate_stream":
         if (method !== "POST") return METHOD_NOT_ALLOWED();

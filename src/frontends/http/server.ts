@@ -102,6 +102,7 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
         const v = msg.headers[name];
         return Array.isArray(v) ? v.join(", ") : v;
       },
+      headers: () => Object.entries(msg.headers).flatMap(([k, v]) => (v === undefined ? [] : [[k, Array.isArray(v) ? v.join(", ") : v] as const])),
       body: (limit) => readNodeBody(msg, limit),
       signal: controller.signal,
     };

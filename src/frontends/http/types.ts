@@ -9,6 +9,8 @@ export interface HttpRequest {
   path: string;
   /** Lower-case header lookup. */
   header(name: string): string | undefined;
+  /** Every header, names in lower case (for header forwarding). */
+  headers?(): Iterable<readonly [string, string]>;
   /** The raw (possibly compressed) body; rejects if it exceeds `limit` bytes. */
   body(limit: number): Promise<Uint8Array>;
   /** Aborts when the client goes away before its answer is written (S-20: the inference is cancelled). */

@@ -1,0 +1,99 @@
+/**
+ * Header forwarding (P-30, #17) through the server binary: with
+ * --http-header-forward-pattern / --grpc-header-forward-pattern, matching request headers
+ * and gRPC metadata reach the model as string request parameters (a TypeScript model
+ * echoes its parameters); matching is case-insensitive unless the pattern starts with
+ * (?-i); a matching reserved or triton_ name fails the request with Triton's message.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Metadata, type ServiceError } from "@grpc/grpc-js";
+import { spawnSync } from "node:child_process";
+import { startServerProcess, serverCommand, type ServerProcess } from "../../helpers/server-process.ts";
+import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
+
+const PARAMS = `
+export default class Params {
+  execute(requests) {
+    return requests.map((r) => ({ outputs: [{ name: "PARAMS", datatype: "BYTES", shape: [1], data: [JSON.stringify(r.parameters)] }] }));
+  }
+}
+`;
+const CONFIG = `name: "params"
+backend: "typescript"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "PARAMS" data_type: TYPE_STRING dims: [ 1 ] } ]
+`;
+
+let repo: ReturnType<typeof makeRepository>;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  repo = makeRepository([]);
+  repo.add("params/config.pbtxt", CONFIG);
+  repo.add("params/1/model.js", PARAMS);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-header-forward-pattern=^x-fwd-", "--grpc-header-forward-pattern=(?-i)^x-grpc-|^triton_", "--allow-metrics=false"]);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  repo?.remove();
+});
+
+const body = (parameters: object = {}) => JSON.stringify({ parameters, inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] });
+
+async function httpParams(headers: Record<string, string>, parameters: object = {}) {
+  const res = await fetch(`${server.url}/v2/models/params/infer`, { method: "POST", headers, body: body(parameters) });
+  const json = (await res.json()) as { error?: string; outputs?: { data: string[] }[] };
+  return { status: res.status, error: json.error, params: json.outputs ? JSON.parse(json.outputs[0]!.data[0]!) : undefined };
+}
+
+function grpcParams(md: Record<string, string>): Promise<Record<string, unknown>> {
+  const { client } = inferenceClient(server.grpcTarget!);
+  const metadata = new Metadata();
+  for (const [k, v] of Object.entries(md)) metadata.set(k, v);
+  return new Promise((resolve, reject) =>
+    (client as any).ModelInfer(
+      { model_name: "params", inputs: [{ name: "X", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)] },
+      metadata,
+      (err: ServiceError | null, res: { raw_output_contents: Uint8Array[] }) => {
+        client.close();
+        if (err) return reject(err);
+        const bytes = Buffer.from(res.raw_output_contents[0]!);
+        resolve(JSON.parse(bytes.subarray(4, 4 + bytes.readUInt32LE(0)).toString()));
+      },
+    ),
+  );
+}
+
+describe("HTTP header forwarding", () => {
+  it("forwards matching headers (case-insensitively) as string parameters beside the request's own", async () => {
+    const r = await httpParams({ "X-Fwd-User": "alice", "x-fwd-trace": "t-1", "x-other": "no" }, { mine: 3 });
+    expect(r.status).toBe(200);
+    expect(r.params).toEqual({ mine: 3, "x-fwd-user": "alice", "x-fwd-trace": "t-1" });
+  });
+
+  it("forwards nothing without a matching header", async () => {
+    expect((await httpParams({ "x-other": "no" })).params).toEqual({});
+  });
+});
+
+describe("gRPC metadata forwarding", () => {
+  it("forwards matching metadata; (?-i) keeps the pattern case-sensitive", async () => {
+    expect(await grpcParams({ "x-grpc-user": "bob", "x-other": "no" })).toEqual({ "x-grpc-user": "bob" });
+  });
+
+  it("a matching triton_ name fails the request with Triton's message", async () => {
+    await expect(grpcParams({ triton_x: "1" })).rejects.toMatchObject({ code: 3, details: "Header 'triton_x' is reserved for Triton usage and cannot be forwarded." });
+  });
+});
+
+describe("a pattern that is not a regular expression", () => {
+  it("stops the start with exit 1 and the flag's name", () => {
+    const { cmd, args } = serverCommand();
+    const r = spawnSync(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--allow-grpc=false", "--allow-metrics=false", "--http-header-forward-pattern=x-(["], { encoding: "utf8", timeout: 60_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr + r.stdout).toContain("--http-header-forward-pattern: invalid regular expression 'x-(['");
+  });
+});
