@@ -44,7 +44,6 @@ function notYetServed(o: ServerOptions): string | undefined {
     [o.modelNamespacing, "--model-namespacing=true"],
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
     [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
-    [o.grpcInferResponseCompressionLevel !== "none", "--grpc-infer-response-compression-level"],
     [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
     [o.allowSagemaker, "--allow-sagemaker=true"],
     [o.allowVertexAi, "--allow-vertex-ai=true (or AIP_MODE=PREDICTION)"],

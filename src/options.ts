@@ -475,6 +475,7 @@ const FLAGS: Record<string, FlagSpec> = {
     apply: (o, v) => {
       if (v !== "none" && v !== "low" && v !== "medium" && v !== "high") throw new UsageError(`invalid value '${v}' for --grpc-infer-response-compression-level: expected none, low, medium or high`);
       o.grpcInferResponseCompressionLevel = v;
+      if (v !== "none") o.inertFlags.push({ flag: "grpc-infer-response-compression-level", value: v, meaning: "responses go out uncompressed: grpc-js, Nereid's gRPC server, does not compress what a server sends (requests compressed by the client are read)" });
     },
   },
   "allow-sagemaker": { kind: "bool", help: "Serve SageMaker's /ping and /invocations (default false).", apply: (o, v) => (o.allowSagemaker = parseBool("allow-sagemaker", v)) },

@@ -132,6 +132,13 @@ describe("every tritonserver flag is accepted (#17)", () => {
     expect(parsed.options.inertFlags[0]!.meaning).toContain("no pinned pool");
   });
 
+  it("a response compression level other than none is accepted and noted: grpc-js sends responses uncompressed", () => {
+    const parsed = parseArgs(["--model-repository=/m", "--grpc-infer-response-compression-level=high"], {});
+    if (parsed.kind !== "run") throw new Error(parsed.kind);
+    expect(parsed.options.grpcInferResponseCompressionLevel).toBe("high");
+    expect(parsed.options.inertFlags.map((f) => f.flag)).toEqual(["grpc-infer-response-compression-level"]);
+  });
+
   it.each([
     ["rate-limit", "sometimes", "invalid value 'sometimes' for --rate-limit: expected off or execution_count"],
     ["rate-limit-resource", "R1", "--rate-limit-resource must be <resource_name>:<count>[:<device>], got 'R1'"],
