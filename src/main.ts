@@ -27,12 +27,16 @@ import { TraceManager } from "./server/trace.ts";
 import { StatusBoard } from "./server/status-board.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "./frontends/header-forward.ts";
+import { createSagemakerHandler } from "./frontends/sagemaker.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 import { runPerf } from "./perf/perf.ts";
 import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
+
+/** Triton's SageMaker address (no flag sets it). */
+const SAGEMAKER_ADDRESS = "0.0.0.0";
 
 /**
  * tritonserver flags this build parses but does not serve yet. Refused at start rather
@@ -45,7 +49,6 @@ function notYetServed(o: ServerOptions): string | undefined {
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
     [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
     [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
-    [o.allowSagemaker, "--allow-sagemaker=true"],
     [o.allowVertexAi, "--allow-vertex-ai=true (or AIP_MODE=PREDICTION)"],
   ];
   const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
@@ -88,6 +91,8 @@ export interface RunningServer {
   http?: HttpListener;
   grpc?: GrpcListener;
   metrics?: HttpListener;
+  /** The SageMaker frontend (--allow-sagemaker), started with HTTP. */
+  sagemaker?: HttpListener;
   /** The address each running listener was bound to. */
   readonly addresses: { http?: string; grpc?: string; metrics?: string };
   /** Starts the listeners asked for that are not running yet (metrics, then gRPC, then HTTP). */
@@ -214,6 +219,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       running.addresses.http = o.httpAddress;
       if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);
+      if (o.allowSagemaker && !running.sagemaker) {
+        const sagemaker = createSagemakerHandler(handler, { model: o.sagemakerModel, pingMode: o.sagemakerPingMode, inferenceType: o.sagemakerInferenceType });
+        running.sagemaker = await listenHttp(sagemaker, SAGEMAKER_ADDRESS, o.sagemakerPort, o.httpMaxInputSize);
+        log.info(`Started Sagemaker HTTPService at ${SAGEMAKER_ADDRESS}:${running.sagemaker.port}`);
+      }
     }
   };
 
@@ -234,7 +244,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearTimeout(timer);
       if (!drained) log.error("Exit timeout expired. Exiting immediately.");
       else log.info("All models are stopped, unloading models");
-      const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close()]);
+      const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close(), running.sagemaker?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
       statusBoard?.stop();

@@ -111,6 +111,10 @@ export interface ServerOptions {
   allowSagemaker: boolean;
   sagemakerPort: number;
   sagemakerSafePortRange: [number, number] | undefined;
+  /** SAGEMAKER_TRITON_DEFAULT_MODEL_NAME, SAGEMAKER_TRITON_PING_MODE, SAGEMAKER_TRITON_INFERENCE_TYPE. */
+  sagemakerModel: string;
+  sagemakerPingMode: "ready" | "live";
+  sagemakerInferenceType: "infer" | "generate" | "generate_stream";
   /** `--allow-vertex-ai` (true iff AIP_MODE=PREDICTION), `--vertex-ai-port` (AIP_HTTP_PORT or 8080), `--vertex-ai-default-model`. */
   allowVertexAi: boolean;
   vertexAiPort: number;
@@ -201,6 +205,9 @@ export function defaultOptions(): ServerOptions {
     allowSagemaker: false,
     sagemakerPort: 8080,
     sagemakerSafePortRange: undefined,
+    sagemakerModel: "unspecified_SAGEMAKER_TRITON_DEFAULT_MODEL_NAME",
+    sagemakerPingMode: "ready",
+    sagemakerInferenceType: "infer",
     allowVertexAi: false,
     vertexAiPort: 8080,
     vertexAiDefaultModel: "",
@@ -353,6 +360,25 @@ const NO_CUDA = "Nereid manages no CUDA memory of its own (ONNX Runtime, TensorR
 function gpuPair(flag: string, v: string): void {
   const m = /^(\d+):(\d+)$/.exec(v);
   if (!m) throw new UsageError(`invalid value '${v}' for --${flag}: expected <GPU device ID>:<integer>`);
+}
+
+/** SageMaker's model, ping mode and inference type come from its environment, as Triton reads them. */
+function finishSagemaker(o: ServerOptions, env: Readonly<Record<string, string | undefined>>): void {
+  if (env.SAGEMAKER_TRITON_DEFAULT_MODEL_NAME) o.sagemakerModel = env.SAGEMAKER_TRITON_DEFAULT_MODEL_NAME;
+  const ping = env.SAGEMAKER_TRITON_PING_MODE ?? "ready";
+  const type = env.SAGEMAKER_TRITON_INFERENCE_TYPE ?? "infer";
+  if (!o.allowSagemaker) return;
+  if (ping !== "ready" && ping !== "live") throw new UsageError(`SAGEMAKER_TRITON_PING_MODE must be 'ready' or 'live', got '${ping}'`);
+  if (type !== "infer" && type !== "generate" && type !== "generate_stream") throw new UsageError(`Invalid SAGEMAKER_TRITON_INFERENCE_TYPE '${type}'. Must be one of: infer, generate, generate_stream.`);
+  o.sagemakerPingMode = ping;
+  o.sagemakerInferenceType = type;
+  const range = o.sagemakerSafePortRange;
+  if (range) {
+    const others = [o.allowHttp && ["HTTP", o.httpPort], o.allowGrpc && ["GRPC", o.grpcPort], o.allowMetrics && ["metrics", o.metricsPort]].filter((p): p is [string, number] => !!p && p[1] !== 0);
+    for (const [what, p] of others) {
+      if (p < range[0] || p > range[1]) throw new UsageError(`The server cannot listen to ${what} requests at port ${p}, allowed port range is [${range[0]}, ${range[1]}]`);
+    }
+  }
 }
 
 /** Vertex AI's defaults come from its environment (AIP_MODE, AIP_HTTP_PORT) unless the flags say otherwise. */
@@ -601,6 +627,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (o.modelRepositories.length === 0) throw new UsageError("--model-repository must be specified");
   finishRedisCacheConfig(o, env);
   finishVertexAi(o, argv, env);
+  finishSagemaker(o, env);
   if (o.loadModels.length > 0 && o.modelControlMode !== "explicit") {
     throw new UsageError("--load-model is only allowed with --model-control-mode=explicit");
   }
@@ -613,6 +640,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     o.allowHttp && ["http", o.httpPort],
     o.allowGrpc && ["grpc", o.grpcPort],
     o.allowMetrics && ["metrics", o.metricsPort],
+    o.allowSagemaker && ["SageMaker", o.sagemakerPort],
   ].filter((p): p is [string, number] => !!p && p[1] !== 0);
   for (let a = 0; a < ports.length; a++)
     for (let b = a + 1; b < ports.length; b++)
