@@ -14,7 +14,7 @@ import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { modelSummary } from "./repository/model-summary.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
-import { createHttpHandler, type HttpFrontendOptions } from "./frontends/http/routes.ts";
+import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
@@ -28,6 +28,7 @@ import { StatusBoard } from "./server/status-board.ts";
 import { restrictionMap } from "./frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "./frontends/header-forward.ts";
 import { createSagemakerHandler } from "./frontends/sagemaker.ts";
+import { createVertexAiHandler } from "./frontends/vertex-ai.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 import { runPerf } from "./perf/perf.ts";
@@ -35,8 +36,21 @@ import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
 
-/** Triton's SageMaker address (no flag sets it). */
+/** Triton's SageMaker and Vertex AI addresses (no flag sets them). */
 const SAGEMAKER_ADDRESS = "0.0.0.0";
+const VERTEX_AI_ADDRESS = "0.0.0.0";
+
+/** The model Vertex AI predicts with: the one named, which must be ready, or the repository's only ready model (Triton's rules and messages). */
+function vertexAiDefaultModel(server: InferenceServer, named: string): string {
+  const ready = server.repositoryIndex(true);
+  if (!named) {
+    const names = [...new Set(ready.map((m) => m.name))];
+    if (names.length !== 1) throw new Error("Expect the model repository contains only a single model if default model is not specified");
+    return names[0]!;
+  }
+  if (!ready.some((m) => m.name === named)) throw new Error(`Expect the default model '${named}' is loaded`);
+  return named;
+}
 
 /**
  * tritonserver flags this build parses but does not serve yet. Refused at start rather
@@ -49,7 +63,6 @@ function notYetServed(o: ServerOptions): string | undefined {
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
     [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
     [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
-    [o.allowVertexAi, "--allow-vertex-ai=true (or AIP_MODE=PREDICTION)"],
   ];
   const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
   return missing.length ? `not served by this build yet: ${missing.join(", ")}` : undefined;
@@ -93,6 +106,8 @@ export interface RunningServer {
   metrics?: HttpListener;
   /** The SageMaker frontend (--allow-sagemaker), started with HTTP. */
   sagemaker?: HttpListener;
+  /** The Vertex AI frontend (--allow-vertex-ai), started with the server's listeners. */
+  vertexAi?: HttpListener;
   /** The address each running listener was bound to. */
   readonly addresses: { http?: string; grpc?: string; metrics?: string };
   /** Starts the listeners asked for that are not running yet (metrics, then gRPC, then HTTP). */
@@ -169,6 +184,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const statusBoard = options.allowStatusPage ? new StatusBoard(server) : undefined;
   statusBoard?.start();
+  let metricsHandler: HttpHandler | undefined;
   let metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
   let exiting: Promise<number> | undefined;
   let listening: Promise<void> = Promise.resolve();
@@ -188,7 +204,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         },
       );
       server.onSuccess = metricsRegistry.observe;
-      running.metrics = await listenHttp(createMetricsHandler(metricsRegistry.registry), o.metricsAddress, o.metricsPort, 1024 * 1024);
+      metricsHandler = createMetricsHandler(metricsRegistry.registry);
+      running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort, 1024 * 1024);
       running.addresses.metrics = o.metricsAddress;
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
     }
@@ -244,7 +261,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearTimeout(timer);
       if (!drained) log.error("Exit timeout expired. Exiting immediately.");
       else log.info("All models are stopped, unloading models");
-      const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close(), running.sagemaker?.close()]);
+      const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close(), running.sagemaker?.close(), running.vertexAi?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
       statusBoard?.stop();
@@ -275,6 +292,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   try {
     await running.listen({ http: options.allowHttp, grpc: options.allowGrpc, metrics: options.allowMetrics });
+    if (options.allowVertexAi) {
+      const model = vertexAiDefaultModel(server, options.vertexAiDefaultModel);
+      const handler = createVertexAiHandler(createHttpHandler(server, httpFrontendOptions(options, statusBoard)), {
+        predictRoute: options.vertexAiPredictRoute,
+        healthRoute: options.vertexAiHealthRoute,
+        model,
+        metrics: metricsHandler,
+      });
+      running.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort, options.httpMaxInputSize);
+      log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${running.vertexAi.port}`);
+    }
   } catch (err) {
     await shutdown();
     throw err;

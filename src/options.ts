@@ -119,6 +119,9 @@ export interface ServerOptions {
   allowVertexAi: boolean;
   vertexAiPort: number;
   vertexAiDefaultModel: string;
+  /** AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE (required with Vertex AI). */
+  vertexAiPredictRoute: string;
+  vertexAiHealthRoute: string;
   /**
    * Flags accepted for tritonserver's command lines that change nothing here, each with
    * what it means for this server; logged once at start.
@@ -211,6 +214,8 @@ export function defaultOptions(): ServerOptions {
     allowVertexAi: false,
     vertexAiPort: 8080,
     vertexAiDefaultModel: "",
+    vertexAiPredictRoute: "",
+    vertexAiHealthRoute: "",
     inertFlags: [],
   };
 }
@@ -384,8 +389,26 @@ function finishSagemaker(o: ServerOptions, env: Readonly<Record<string, string |
 /** Vertex AI's defaults come from its environment (AIP_MODE, AIP_HTTP_PORT) unless the flags say otherwise. */
 function finishVertexAi(o: ServerOptions, argv: readonly string[], env: Readonly<Record<string, string | undefined>>): void {
   const given = (flag: string) => argv.some((a) => a === `--${flag}` || a.startsWith(`--${flag}=`));
-  if (!given("allow-vertex-ai")) o.allowVertexAi = env.AIP_MODE === "PREDICTION";
+  const prediction = env.AIP_MODE === "PREDICTION";
+  if (!given("allow-vertex-ai")) o.allowVertexAi = prediction;
   if (!given("vertex-ai-port") && env.AIP_HTTP_PORT !== undefined) o.vertexAiPort = port("vertex-ai-port (AIP_HTTP_PORT)", env.AIP_HTTP_PORT);
+  // In a Vertex AI container (AIP_MODE=PREDICTION) Triton serves only Vertex AI by default.
+  if (prediction && !given("allow-http")) o.allowHttp = false;
+  if (prediction && !given("allow-grpc")) o.allowGrpc = false;
+  if (!o.allowVertexAi) return;
+  if (o.modelRepositories.length === 0 && env.AIP_STORAGE_URI) o.modelRepositories.push(env.AIP_STORAGE_URI);
+  o.vertexAiPredictRoute = env.AIP_PREDICT_ROUTE ?? "";
+  o.vertexAiHealthRoute = env.AIP_HEALTH_ROUTE ?? "";
+  // Triton's messages, its "API_" typo included.
+  if (!o.vertexAiPredictRoute) throw new UsageError("API_PREDICT_ROUTE is not defined for Vertex AI endpoint");
+  if (!o.vertexAiHealthRoute) throw new UsageError("AIP_HEALTH_ROUTE is not defined for Vertex AI endpoint");
+  for (const [name, route] of [["AIP_PREDICT_ROUTE", o.vertexAiPredictRoute], ["AIP_HEALTH_ROUTE", o.vertexAiHealthRoute]] as const) {
+    try {
+      new RegExp(route);
+    } catch (err) {
+      throw new UsageError(`${name} '${route}' is not a regular expression: ${(err as Error).message}`);
+    }
+  }
 }
 
 function parseRateLimitResource(o: ServerOptions, v: string): void {
@@ -624,9 +647,9 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       spec.apply(o, value);
     }
   }
+  finishVertexAi(o, argv, env);
   if (o.modelRepositories.length === 0) throw new UsageError("--model-repository must be specified");
   finishRedisCacheConfig(o, env);
-  finishVertexAi(o, argv, env);
   finishSagemaker(o, env);
   if (o.loadModels.length > 0 && o.modelControlMode !== "explicit") {
     throw new UsageError("--load-model is only allowed with --model-control-mode=explicit");
@@ -641,6 +664,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     o.allowGrpc && ["grpc", o.grpcPort],
     o.allowMetrics && ["metrics", o.metricsPort],
     o.allowSagemaker && ["SageMaker", o.sagemakerPort],
+    o.allowVertexAi && ["Vertex AI", o.vertexAiPort],
   ].filter((p): p is [string, number] => !!p && p[1] !== 0);
   for (let a = 0; a < ports.length; a++)
     for (let b = a + 1; b < ports.length; b++)

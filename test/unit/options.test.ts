@@ -150,11 +150,13 @@ describe("every tritonserver flag is accepted (#17)", () => {
   });
 
   it("Vertex AI's defaults come from AIP_MODE and AIP_HTTP_PORT unless the flags are given", () => {
-    const env = { AIP_MODE: "PREDICTION", AIP_HTTP_PORT: "9090" };
-    const a = parseArgs(["--model-repository=/m"], env);
-    const b = parseArgs(["--model-repository=/m", "--allow-vertex-ai=false", "--vertex-ai-port=7070"], env);
+    const env = { AIP_MODE: "PREDICTION", AIP_HTTP_PORT: "9090", AIP_PREDICT_ROUTE: "/p", AIP_HEALTH_ROUTE: "/h", AIP_STORAGE_URI: "/models" };
+    const a = parseArgs([], env);
+    const b = parseArgs(["--model-repository=/m", "--allow-vertex-ai=false", "--vertex-ai-port=7070", "--allow-http=true"], env);
     if (a.kind !== "run" || b.kind !== "run") throw new Error("run expected");
-    expect([a.options.allowVertexAi, a.options.vertexAiPort]).toEqual([true, 9090]);
-    expect([b.options.allowVertexAi, b.options.vertexAiPort]).toEqual([false, 7070]);
+    // In a Vertex AI container Triton serves Vertex AI only, from AIP_STORAGE_URI.
+    expect([a.options.allowVertexAi, a.options.vertexAiPort, a.options.allowHttp, a.options.allowGrpc, a.options.modelRepositories]).toEqual([true, 9090, false, false, ["/models"]]);
+    expect([a.options.vertexAiPredictRoute, a.options.vertexAiHealthRoute]).toEqual(["/p", "/h"]);
+    expect([b.options.allowVertexAi, b.options.vertexAiPort, b.options.allowHttp, b.options.allowGrpc, b.options.modelRepositories]).toEqual([false, 7070, true, false, ["/m"]]);
   });
 });
