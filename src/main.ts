@@ -146,6 +146,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       gpuCount: 0,
       controlMode: options.modelControlMode,
       startupModels: options.loadModels,
+      loadThreadCount: options.modelLoadThreadCount,
+      loadRetryCount: options.modelLoadRetryCount,
     },
     backends,
   );

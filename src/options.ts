@@ -359,6 +359,8 @@ function inert(kind: Kind, help: string, meaning: string, check?: (flag: string,
   return { kind, help, inert: meaning, apply: () => {}, check };
 }
 
+const ONE_FRONTEND_THREAD =
+  "HTTP and gRPC requests are parsed and answered on the server's one JavaScript thread (models run on ONNX Runtime's threads and on TypeScript worker instances); frontends across threads are not built yet";
 const NO_CUDA = "Nereid manages no CUDA memory of its own (ONNX Runtime, TensorRT and OpenVINO allocate their own)";
 
 /** `<integer>:<integer>` (a GPU and a value), as Triton's cuda flags take. */
@@ -508,8 +510,20 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   "rate-limit-resource": { kind: "string", help: "<name>:<count>[:<device>]: resources available to the rate limiter (repeatable).", apply: parseRateLimitResource },
-  "http-thread-count": { kind: "int", help: "Threads handling HTTP requests (default 8).", apply: (o, v) => (o.httpThreadCount = parseInt10("http-thread-count", v, 1)) },
-  "grpc-infer-thread-count": { kind: "int", help: "gRPC inference handler threads (default 2).", apply: (o, v) => (o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1)) },
+  "http-thread-count": {
+    kind: "int", help: "Threads handling HTTP requests (default 8).",
+    apply: (o, v) => {
+      o.httpThreadCount = parseInt10("http-thread-count", v, 1);
+      o.inertFlags.push({ flag: "http-thread-count", value: v, meaning: ONE_FRONTEND_THREAD });
+    },
+  },
+  "grpc-infer-thread-count": {
+    kind: "int", help: "gRPC inference handler threads (default 2).",
+    apply: (o, v) => {
+      o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1);
+      o.inertFlags.push({ flag: "grpc-infer-thread-count", value: v, meaning: ONE_FRONTEND_THREAD });
+    },
+  },
   "reuse-http-port": { kind: "bool", help: "Let several servers listen on the HTTP port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseHttpPort = parseBool("reuse-http-port", v)) },
   "reuse-grpc-port": { kind: "bool", help: "Let several servers listen on the gRPC port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseGrpcPort = parseBool("reuse-grpc-port", v)) },
   "http-header-forward-pattern": { kind: "string", help: "HTTP headers matching this regular expression become request parameters.", apply: (o, v) => (o.httpHeaderForwardPattern = v) },

@@ -27,6 +27,30 @@ export interface RepositoryOptions extends LoaderOptions {
   controlMode?: "none" | "poll" | "explicit";
   /** `--load-model` names; `*` means every model. */
   startupModels?: string[];
+  /** `--model-load-thread-count`: model versions loading at once (default 4). */
+  loadThreadCount?: number;
+  /** `--model-load-retry-count`: further tries of a version whose load failed (default 0). */
+  loadRetryCount?: number;
+}
+
+/** At most `limit` tasks at once, the rest waiting in order (Triton's model load thread pool). */
+class LoadSlots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+  constructor(limit: number) {
+    this.#free = Math.max(1, limit);
+  }
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    }
+  }
 }
 
 /** How an ensemble calls its composing models (the server's inference path). */
@@ -66,10 +90,12 @@ export class ModelRepositoryManager {
   readonly #locks = new Map<string, Promise<unknown>>();
   /** Unloads of replaced versions still draining; shutdown waits for them. */
   readonly #retiring = new Set<Promise<void>>();
+  readonly #slots: LoadSlots;
   #runner: ModelRunner | undefined;
 
   constructor(opts: RepositoryOptions, backends: BackendRegistry) {
     this.#opts = opts;
+    this.#slots = new LoadSlots(opts.loadThreadCount ?? 4);
     this.#loader = new ModelLoader(opts, backends);
   }
 
@@ -262,6 +288,18 @@ export class ModelRepositoryManager {
     return run;
   }
 
+  /** One version's load in a load slot, tried again up to --model-load-retry-count times while it fails (Triton's ModelLifeCycle). */
+  async #loadVersion(mv: ModelVersion, resolved: ResolvedModel, context: Parameters<ModelLoader["loadVersion"]>[2]): Promise<void> {
+    const retries = this.#opts.loadRetryCount ?? 0;
+    await this.#slots.run(async () => {
+      for (let attempt = 0; ; attempt++) {
+        await this.#loader.loadVersion(mv, resolved, context);
+        if (mv.ready || attempt >= retries) return;
+        log.info(`retrying the load of '${mv.name}' version ${mv.version} (${attempt + 1} of ${retries}) after: ${mv.reason}`);
+      }
+    });
+  }
+
   /**
    * Explicit mode: an ensemble's load loads its composing models that have no ready
    * version first, as Triton's dependency graph does (nested ensembles too). Returns
@@ -357,7 +395,7 @@ export class ModelRepositoryManager {
     }
     this.#loading.set(name, fresh);
     const context = { runner: this.#runner, knows: (m: string) => this.#known.has(m) || this.#models.has(m) };
-    await Promise.all(fresh.map((mv) => this.#loader.loadVersion(mv, resolved, context)));
+    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, resolved, context)));
     this.#loading.delete(name);
 
     const errors: string[] = [];
