@@ -2,6 +2,7 @@
  * @module CLI entry: read options, build the server, load the repository, start the
  * frontends, handle signals and shut down in order (Triton's main.cc).
  */
+import { readFileSync } from "node:fs";
 import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, type ServerOptions } from "./options.ts";
 import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { InferenceServer } from "./server/server.ts";
@@ -40,6 +41,26 @@ const log = getLogger("src/main.ts");
 const SAGEMAKER_ADDRESS = "0.0.0.0";
 const VERTEX_AI_ADDRESS = "0.0.0.0";
 
+/** The certificate files of --grpc-use-ssl(-mutual), read once at start; a file that cannot be read stops the start. */
+function grpcTls(o: ServerOptions): { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean } | undefined {
+  if (!o.grpcUseSsl && !o.grpcUseSslMutual) return undefined;
+  const read = (flag: string, path: string): Buffer => {
+    if (!path) throw new Error(`--${flag} is required with --grpc-use-ssl${o.grpcUseSslMutual ? "-mutual" : ""}`);
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new Error(`failed to read --${flag} '${path}': ${(err as Error).message}`);
+    }
+  };
+  const mutual = o.grpcUseSslMutual;
+  return {
+    cert: read("grpc-server-cert", o.grpcServerCert),
+    key: read("grpc-server-key", o.grpcServerKey),
+    root: mutual || o.grpcRootCert ? read("grpc-root-cert", o.grpcRootCert) : null,
+    mutual,
+  };
+}
+
 /** The model Vertex AI predicts with: the one named, which must be ready, or the repository's only ready model (Triton's rules and messages). */
 function vertexAiDefaultModel(server: InferenceServer, named: string): string {
   const ready = server.repositoryIndex(true);
@@ -61,7 +82,6 @@ function notYetServed(o: ServerOptions): string | undefined {
   const asked: [boolean, string][] = [
     [o.modelNamespacing, "--model-namespacing=true"],
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
-    [o.grpcUseSsl || o.grpcUseSslMutual, "--grpc-use-ssl / --grpc-use-ssl-mutual"],
     [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
   ];
   const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
@@ -228,6 +248,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         maxConnections: o.grpcMaxConnections,
         handshakeTimeoutMs: o.grpcHandshakeTimeoutSecs * 1000,
         idleTimeoutMs: o.grpcIdleTimeoutSecs * 1000,
+        tls: grpcTls(o),
       });
       running.addresses.grpc = o.grpcAddress;
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);

@@ -1,7 +1,8 @@
 /**
  * @module The gRPC server (@grpc/grpc-js): GRPCInferenceService and the health service
  * on --grpc-address:--grpc-port, with Triton's message limits, keepalive and connection
- * age settings, an idle timeout, and the connection limits of listener.ts.
+ * age settings, an idle timeout, the connection limits of listener.ts, and TLS or mutual
+ * TLS from the certificate flags.
  */
 import { Server, ServerCredentials, type ServerOptions } from "@grpc/grpc-js";
 import { serviceDefinition } from "./protos.ts";
@@ -26,6 +27,8 @@ export interface GrpcListenOptions extends GrpcServiceOptions {
   handshakeTimeoutMs: number;
   /** Close connections with no call for this long; 0: never. */
   idleTimeoutMs: number;
+  /** TLS (--grpc-use-ssl): PEM server certificate and key, the root certificate clients are checked against, and whether a client certificate is required (--grpc-use-ssl-mutual). */
+  tls?: { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean };
 }
 
 export interface GrpcListener {
@@ -53,7 +56,11 @@ export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions)
   server.addService(serviceDefinition("inference.GRPCInferenceService"), restrict(inferenceService(core, opts), opts.restricted));
   server.addService(serviceDefinition("grpc.health.v1.Health"), restrict(healthService(core), opts.restricted));
   // We own the TCP listener (listener.ts) and hand grpc-js each connection past its handshake.
-  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  // With TLS, grpc-js's secure HTTP/2 server does the TLS handshake on each injected socket.
+  const credentials = opts.tls
+    ? ServerCredentials.createSsl(opts.tls.root, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], opts.tls.mutual)
+    : ServerCredentials.createInsecure();
+  const injector = server.createConnectionInjector(credentials);
   const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, handshakeTimeoutMs: opts.handshakeTimeoutMs }, injector);
   return {
     port: tcp.port,
