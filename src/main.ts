@@ -82,7 +82,6 @@ function notYetServed(o: ServerOptions): string | undefined {
   const asked: [boolean, string][] = [
     [o.modelNamespacing, "--model-namespacing=true"],
     [o.rateLimit !== "off", "--rate-limit=execution_count"],
-    [o.reuseHttpPort || o.reuseGrpcPort, "--reuse-http-port / --reuse-grpc-port"],
   ];
   const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
   return missing.length ? `not served by this build yet: ${missing.join(", ")}` : undefined;
@@ -249,13 +248,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         handshakeTimeoutMs: o.grpcHandshakeTimeoutSecs * 1000,
         idleTimeoutMs: o.grpcIdleTimeoutSecs * 1000,
         tls: grpcTls(o),
+        reusePort: o.reuseGrpcPort,
       });
       running.addresses.grpc = o.grpcAddress;
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
     }
     if (which.http && !running.http) {
       const handler = createHttpHandler(server, httpFrontendOptions(o, statusBoard));
-      running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize);
+      running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize, o.reuseHttpPort);
       running.addresses.http = o.httpAddress;
       if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);

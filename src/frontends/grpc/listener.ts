@@ -27,7 +27,7 @@ export interface TcpListener {
   close(): void;
 }
 
-export function listenTcp(address: string, port: number, limits: ConnectionLimits, injector: ConnectionInjector): Promise<TcpListener> {
+export function listenTcp(address: string, port: number, limits: ConnectionLimits, injector: ConnectionInjector, reusePort = false): Promise<TcpListener> {
   const open = new Set<Socket>();
   const handshaking = new Set<Socket>();
   let lastWarning = 0;
@@ -74,7 +74,7 @@ export function listenTcp(address: string, port: number, limits: ConnectionLimit
 
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, address.replace(/^\[(.*)\]$/, "$1"), () => {
+    server.listen({ port, host: address.replace(/^\[(.*)\]$/, "$1"), ...(reusePort ? { reusePort: true } : {}) }, () => {
       server.off("error", reject);
       const addr = server.address();
       resolve({

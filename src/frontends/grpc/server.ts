@@ -7,6 +7,7 @@
 import { Server, ServerCredentials, type ServerOptions } from "@grpc/grpc-js";
 import { serviceDefinition } from "./protos.ts";
 import { listenTcp } from "./listener.ts";
+import { nodeHasReusePort } from "../http/server.ts";
 import { inferenceService, healthService, restrict, type GrpcServiceOptions } from "./service.ts";
 import type { InferenceServer } from "../../server/server.ts";
 
@@ -29,6 +30,8 @@ export interface GrpcListenOptions extends GrpcServiceOptions {
   idleTimeoutMs: number;
   /** TLS (--grpc-use-ssl): PEM server certificate and key, the root certificate clients are checked against, and whether a client certificate is required (--grpc-use-ssl-mutual). */
   tls?: { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean };
+  /** --reuse-grpc-port: SO_REUSEPORT on the listening socket. */
+  reusePort?: boolean;
 }
 
 export interface GrpcListener {
@@ -61,7 +64,8 @@ export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions)
     ? ServerCredentials.createSsl(opts.tls.root, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], opts.tls.mutual)
     : ServerCredentials.createInsecure();
   const injector = server.createConnectionInjector(credentials);
-  const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, handshakeTimeoutMs: opts.handshakeTimeoutMs }, injector);
+  if (opts.reusePort && typeof Bun === "undefined" && !nodeHasReusePort()) throw new Error(`--reuse-grpc-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
+  const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, handshakeTimeoutMs: opts.handshakeTimeoutMs }, injector, opts.reusePort);
   return {
     port: tcp.port,
     close: () =>

@@ -17,15 +17,23 @@ const EMPTY = new Uint8Array(0);
 
 declare const Bun: typeof import("bun") | undefined;
 
-export async function listenHttp(handler: HttpHandler, address: string, port: number, maxInputSize: number): Promise<HttpListener> {
-  if (typeof Bun !== "undefined") return listenBun(handler, address, port, maxInputSize);
-  return listenNode(handler, address, port);
+/** `reusePort` (--reuse-http-port): SO_REUSEPORT, so that several servers can listen on one port. */
+export async function listenHttp(handler: HttpHandler, address: string, port: number, maxInputSize: number, reusePort = false): Promise<HttpListener> {
+  if (typeof Bun !== "undefined") return listenBun(handler, address, port, maxInputSize, reusePort);
+  return listenNode(handler, address, port, reusePort);
 }
 
-function listenBun(handler: HttpHandler, address: string, port: number, maxInputSize: number): HttpListener {
+/** Node has SO_REUSEPORT in listen() from 22.12 and 23.1; an older one would ignore the option silently. */
+export function nodeHasReusePort(): boolean {
+  const [major = 0, minor = 0] = (process.versions.node ?? "0.0").split(".").map(Number);
+  return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
+}
+
+function listenBun(handler: HttpHandler, address: string, port: number, maxInputSize: number, reusePort: boolean): HttpListener {
   const server = Bun!.serve({
     hostname: address,
     port,
+    reusePort,
     // Bun refuses larger bodies itself; keep its limit above ours so ours answers first.
     maxRequestBodySize: maxInputSize + 1024 * 1024,
     fetch: fetchHandler(handler),
@@ -86,7 +94,8 @@ async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, s
   }
 }
 
-function listenNode(handler: HttpHandler, address: string, port: number): Promise<HttpListener> {
+function listenNode(handler: HttpHandler, address: string, port: number, reusePort: boolean): Promise<HttpListener> {
+  if (reusePort && !nodeHasReusePort()) throw new Error(`--reuse-http-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
   const server = createServer((msg: IncomingMessage, res: ServerResponse) => {
     const url = msg.url ?? "/";
     const q = url.indexOf("?");
@@ -125,7 +134,7 @@ function listenNode(handler: HttpHandler, address: string, port: number): Promis
   server.keepAliveTimeout = 65_000;
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, address, () => {
+    server.listen({ port, host: address, ...(reusePort ? { reusePort: true } : {}) }, () => {
       const addr = server.address();
       resolve({
         port: typeof addr === "object" && addr ? addr.port : port,
