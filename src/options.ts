@@ -578,6 +578,11 @@ const FLAGS: Record<string, FlagSpec> = {
   "enable-peer-access": inert("bool", "Enable CUDA peer access between GPUs (default true).", "Nereid copies no tensors between GPUs itself", (f, v) => void parseBool(f, v)),
 };
 
+/** Every flag this parser takes, with its help text and whether it is accepted with no effect here. */
+export function flagTable(): { name: string; kind: string; help: string; inert?: string }[] {
+  return Object.entries(FLAGS).map(([name, spec]) => ({ name, kind: spec.kind, help: spec.help, ...(spec.inert ? { inert: spec.inert } : {}) }));
+}
+
 export function usage(): string {
   const lines = [
     "Usage: nereid [options]",

@@ -1,0 +1,179 @@
+/**
+ * Every command-line flag through the compiled binary (#17 acceptance): the server is
+ * started once per flag with a value in Triton's syntax (from its documentation and
+ * `tritonserver --help`), and must come up, or, for a feature not built yet, exit 1 with
+ * its reason. Where a flag's effect shows from outside, that is checked too: inert flags
+ * log what they mean here; --id names the server; --log-file writes the log; and so on.
+ * The table must cover every flag the parser knows (flagTable()).
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
+import { makeRepository } from "../helpers/repo.ts";
+import { flagTable } from "../../src/options.ts";
+
+const repo = makeRepository(["simple"]);
+const tmp = mkdtempSync(join(tmpdir(), "nereid-flags-"));
+afterAll(() => {
+  repo.remove();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+type Check = (s: ServerProcess) => Promise<void> | void;
+const inert = (flag: string, value: string): Check => (s) => expect(s.log()).toContain(`--${flag}=${value} accepted; it has no effect here: `);
+const get = async (s: ServerProcess, path: string) => fetch(`${s.url}${path}`);
+
+/** flag → [value, extra arguments, what to check once it is up]. */
+const STARTS: Record<string, [string, string[]?, Check?]> = {
+  "model-repository": [repo.dir],
+  "model-store": [repo.dir],
+  "model-control-mode": ["explicit", [], async (s) => expect((await get(s, "/v2/models/simple/ready")).status).not.toBe(200)],
+  "repository-poll-secs": ["5", ["--model-control-mode=poll"]],
+  "load-model": ["simple", ["--model-control-mode=explicit"], async (s) => expect((await get(s, "/v2/models/simple/ready")).status).toBe(200)],
+  "model-config-name": ["production"],
+  "disable-auto-complete-config": [""],
+  "strict-model-config": ["false"],
+  "exit-on-error": ["false"],
+  "strict-readiness": ["false"],
+  "exit-timeout-secs": ["30"],
+  id: ["my-nereid", [], async (s) => expect(((await (await get(s, "/v2")).json()) as { name: string }).name).toBe("my-nereid")],
+  "allow-http": ["true"],
+  "http-port": ["0"],
+  "http-address": ["127.0.0.1"],
+  "http-max-input-size": ["1048576"],
+  "allow-grpc": ["false", [], (s) => expect(s.grpcTarget).toBeUndefined()],
+  "grpc-port": ["0"],
+  "grpc-address": ["127.0.0.1"],
+  "grpc-keepalive-time": ["7200000"],
+  "grpc-keepalive-timeout": ["20000"],
+  "grpc-keepalive-permit-without-calls": ["true"],
+  "grpc-http2-max-pings-without-data": ["2"],
+  "grpc-http2-min-recv-ping-interval-without-data": ["300000"],
+  "grpc-http2-max-ping-strikes": ["2"],
+  "grpc-max-connection-age": ["60000"],
+  "grpc-max-connection-age-grace": ["5000"],
+  "grpc-max-connections": ["64"],
+  "grpc-handshake-timeout-secs": ["5"],
+  "grpc-idle-timeout-secs": ["60"],
+  "allow-metrics": ["true", [], async (s) => expect((await fetch(`${s.metricsUrl}/metrics`)).status).toBe(200)],
+  "metrics-port": ["0"],
+  "metrics-address": ["127.0.0.1"],
+  "metrics-interval-ms": ["1000"],
+  "allow-cpu-metrics": ["false"],
+  "max-queued-bytes": ["1048576"],
+  "allow-client-shm": ["true", [], async (s) => expect((await get(s, "/v2/systemsharedmemory/status")).status).toBe(200)],
+  "allow-status-page": ["true", [], async (s) => expect((await get(s, "/nereid/status.json")).status).toBe(200)],
+  "allow-gpu-metrics": ["false"],
+  "http-restricted-api": ["model-repository:admin-key=secret", [], async (s) => expect((await fetch(`${s.url}/v2/repository/index`, { method: "POST" })).status).toBe(403)],
+  "grpc-restricted-protocol": ["model-repository:admin-key=secret"],
+  "trace-config": ["rate=100"],
+  "trace-file": [join(tmp, "trace.json")],
+  "trace-level": ["TIMESTAMPS"],
+  "trace-rate": ["100"],
+  "trace-count": ["-1"],
+  "metrics-config": ["summary_latencies=true"],
+  "cache-config": ["local,size=1048576"],
+  "response-cache-byte-size": ["1048576"],
+  "log-verbose": ["1"],
+  "log-info": ["true"],
+  "log-warning": ["true"],
+  "log-error": ["true"],
+  "log-format": ["ISO8601", [], (s) => expect(s.log()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ I /m)],
+  "backend-config": ["onnxruntime,default-max-batch-size=8"],
+  "trace-log-frequency": ["100"],
+  "model-load-thread-count": ["2"],
+  "model-load-retry-count": ["1"],
+  "model-namespacing": ["false"],
+  "rate-limit": ["off"],
+  "rate-limit-resource": ["R1:10:0"],
+  "http-thread-count": ["8", [], inert("http-thread-count", "8")],
+  "grpc-infer-thread-count": ["2", [], inert("grpc-infer-thread-count", "2")],
+  "reuse-http-port": ["true"],
+  "reuse-grpc-port": ["true"],
+  "http-header-forward-pattern": ["^x-request-"],
+  "grpc-header-forward-pattern": ["^x-request-"],
+  "grpc-use-ssl": ["false"],
+  "grpc-use-ssl-mutual": ["false"],
+  "grpc-server-cert": ["server.crt"],
+  "grpc-server-key": ["server.key"],
+  "grpc-root-cert": ["ca.crt"],
+  "grpc-infer-response-compression-level": ["high", [], inert("grpc-infer-response-compression-level", "high")],
+  "allow-sagemaker": ["true", ["--sagemaker-port=0"]],
+  "sagemaker-port": ["8080"],
+  "sagemaker-safe-port-range": ["0-65535"],
+  "allow-vertex-ai": ["false"],
+  "vertex-ai-port": ["8080"],
+  "vertex-ai-default-model": ["simple"],
+  "sagemaker-thread-count": ["8", [], inert("sagemaker-thread-count", "8")],
+  "vertex-ai-thread-count": ["8", [], inert("vertex-ai-thread-count", "8")],
+  "grpc-infer-allocation-pool-size": ["8", [], inert("grpc-infer-allocation-pool-size", "8")],
+  "grpc-max-response-pool-size": ["1024", [], inert("grpc-max-response-pool-size", "1024")],
+  "cache-directory": ["/opt/tritonserver/caches", [], inert("cache-directory", "/opt/tritonserver/caches")],
+  "backend-directory": ["/opt/tritonserver/backends", [], inert("backend-directory", "/opt/tritonserver/backends")],
+  "repoagent-directory": ["/opt/tritonserver/repoagents", [], inert("repoagent-directory", "/opt/tritonserver/repoagents")],
+  "pinned-memory-pool-byte-size": ["268435456", [], inert("pinned-memory-pool-byte-size", "268435456")],
+  "cuda-memory-pool-byte-size": ["0:67108864", [], inert("cuda-memory-pool-byte-size", "0:67108864")],
+  "cuda-virtual-address-size": ["0:1073741824", [], inert("cuda-virtual-address-size", "0:1073741824")],
+  "min-supported-compute-capability": ["6.0", [], inert("min-supported-compute-capability", "6.0")],
+  "buffer-manager-thread-count": ["0", [], inert("buffer-manager-thread-count", "0")],
+  "host-policy": ["gpu_0,numa-node=0", [], inert("host-policy", "gpu_0,numa-node=0")],
+  "model-load-gpu-limit": ["0:0.8", [], inert("model-load-gpu-limit", "0:0.8")],
+  "enable-peer-access": ["true", [], inert("enable-peer-access", "true")],
+};
+
+/** flag=value whose feature is not built yet: exit 1 with the reason. */
+const REFUSED: [string, string][] = [
+  ["model-namespacing", "true"],
+  ["rate-limit", "execution_count"],
+];
+
+describe("the flag table covers every flag", () => {
+  it("names each flag the parser takes", () => {
+    // --log-file has a test of its own below: its log, "Started HTTPService" included, goes to the file.
+    expect([...Object.keys(STARTS), "log-file"].sort()).toEqual(flagTable().map((f) => f.name).sort());
+  });
+});
+
+describe.concurrent("each flag starts the binary", () => {
+  it.each(Object.entries(STARTS))("--%s", async (flag, [value, extra = [], check]) => {
+    const arg = value === "" ? `--${flag}` : `--${flag}=${value}`;
+    const repoArgs = flag === "model-repository" || flag === "model-store" ? [] : [`--model-repository=${repo.dir}`];
+    const server = await startServerProcess([...repoArgs, ...extra, arg]);
+    try {
+      await check?.(server);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("flags whose feature is not built yet", () => {
+  it.each(REFUSED)("--%s=%s exits 1 with the reason", (flag, value) => {
+    const { cmd, args } = serverCommand();
+    const r = spawnSync(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--grpc-port=0", "--metrics-port=0", `--${flag}=${value}`], { encoding: "utf8", timeout: 60_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr + r.stdout).toContain(`not served by this build yet: --${flag}=${value}`);
+  });
+});
+
+describe("--log-file", () => {
+  it("writes the log to the file instead of the console", async () => {
+    const file = join(tmp, "server.log");
+    const { cmd, args } = serverCommand();
+    const child = spawn(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--grpc-port=0", "--metrics-port=0", `--log-file=${file}`], { stdio: "ignore" });
+    try {
+      let text = "";
+      for (let i = 0; i < 300 && !text.includes("Started HTTPService"); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        text = existsSync(file) ? readFileSync(file, "utf8") : "";
+      }
+      expect(text).toContain("successfully loaded 'simple' version 1");
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
+  });
+});
