@@ -222,6 +222,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           cacheEnabled: (v) => server.cacheEnabled(v),
           counterLatencies: o.metricsConfig.counter_latencies?.toLowerCase() !== "false",
           summaryQuantiles: o.metricsConfig.summary_latencies?.toLowerCase() === "true" ? parseSummaryQuantiles(o.metricsConfig.summary_quantiles) : undefined,
+          histogramLatencies: o.metricsConfig.histogram_latencies?.toLowerCase() === "true",
         },
       );
       server.onSuccess = metricsRegistry.observe;

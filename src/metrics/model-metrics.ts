@@ -3,7 +3,7 @@
  * are read from each ready model version's statistics at scrape time, so the request
  * path pays nothing for metrics.
  */
-import { Counter, Gauge, Registry, Summary } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { CpuSampler } from "./cpu.ts";
 import { GpuSampler } from "./gpu.ts";
@@ -36,7 +36,12 @@ export interface MetricsOptions {
   counterLatencies?: boolean;
   /** `--metrics-config summary_latencies=true`: the *_summary_us families, with these quantiles. */
   summaryQuantiles?: number[];
+  /** `--metrics-config histogram_latencies=true`: nv_inference_first_response_histogram_ms. */
+  histogramLatencies?: boolean;
 }
+
+/** Triton's default buckets of nv_inference_first_response_histogram_ms (MetricReporterConfig), in ms. */
+export const FIRST_RESPONSE_BUCKETS_MS = [100, 500, 2000, 5000];
 
 /** Durations of one successful request, in ns; compute durations are absent for cache hits. */
 export interface RequestDurations {
@@ -152,11 +157,34 @@ export function createMetricsRegistry(source: MetricsSource, opts: MetricsOption
     gauge("nv_gpu_power_usage", "GPU power usage in watts", (s) => s.powerUsageW);
     gauge("nv_gpu_power_limit", "GPU power management limit in watts", (s) => s.powerLimitW);
   }
-  return { registry, observe: opts.summaryQuantiles ? summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false)) : undefined, close: () => {
+  const observers = [
+    opts.summaryQuantiles ? summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false)) : undefined,
+    opts.histogramLatencies ? firstResponseHistogram(registry) : undefined,
+  ].filter((o): o is LatencyObserver => o !== undefined);
+  const observe: LatencyObserver | undefined =
+    observers.length === 0 ? undefined : observers.length === 1 ? observers[0] : (v, d) => observers.forEach((o) => o(v, d));
+  return { registry, observe, close: () => {
       sampler?.close();
       gpu?.close();
     },
   };
+}
+
+/**
+ * nv_inference_first_response_histogram_ms: from a request's start to its response, in
+ * whole milliseconds as Triton's integer division gives them, with Triton's default
+ * buckets. A decoupled model's first response is not observed yet, nor are a model
+ * config's own buckets (model_metrics).
+ */
+function firstResponseHistogram(registry: Registry): LatencyObserver {
+  const h = new Histogram({
+    name: "nv_inference_first_response_histogram_ms",
+    help: "Duration from request to first response in milliseconds",
+    labelNames: ["model", "version"],
+    buckets: FIRST_RESPONSE_BUCKETS_MS,
+    registers: [registry],
+  });
+  return (v, d) => h.observe(labels(v), Math.floor(d.requestNs / 1e6));
 }
 
 /** The *_summary_us families, observed per request (Triton: request summary off for cache-enabled models). */

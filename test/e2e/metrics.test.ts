@@ -73,3 +73,27 @@ describe("metrics endpoint", () => {
     expect((await fetch(`${server.metricsUrl}/metrics`, { method: "POST" })).status).toBe(405);
   });
 });
+
+describe("--metrics-config histogram_latencies=true (M-06, #17)", () => {
+  it("exports nv_inference_first_response_histogram_ms with Triton's buckets, one observation per request", async () => {
+    expect(await (await fetch(`${server.metricsUrl}/metrics`)).text()).not.toContain("nv_inference_first_response_histogram_ms");
+    const s = await startServerProcess([`--model-repository=${repo.dir}`, "--metrics-config=histogram_latencies=true"]);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${s.url}/v2/models/simple/infer`, {
+          method: "POST",
+          body: JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) }),
+        });
+        expect(res.status).toBe(200);
+      }
+      const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+      expect(text).toContain("# TYPE nv_inference_first_response_histogram_ms histogram");
+      const buckets = text.split("\n").filter((l) => l.startsWith('nv_inference_first_response_histogram_ms_bucket{') && l.includes('model="simple"')).map((l) => /le="([^"]+)"/.exec(l)![1]);
+      expect(buckets).toEqual(["100", "500", "2000", "5000", "+Inf"]);
+      expect(sample(text, "nv_inference_first_response_histogram_ms_bucket", 'le="+Inf",model="simple",version="1"')).toBe(3);
+      expect(sample(text, "nv_inference_first_response_histogram_ms_count", 'model="simple",version="1"')).toBe(3);
+    } finally {
+      await s.stop();
+    }
+  });
+});
