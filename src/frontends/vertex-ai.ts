@@ -11,6 +11,7 @@
  */
 import type { HttpHandler } from "./http/routes.ts";
 import type { HttpRequest, HttpResponse } from "./http/types.ts";
+import { inferWithBinaryContentType } from "./binary-content-type.ts";
 
 export interface VertexAiOptions {
   /** AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE, regular expressions matched against the whole path. */
@@ -29,41 +30,14 @@ const HEALTH = /^\/v2\/health\/(?:live|ready)$/;
 const SHM = /^\/v2\/(?:system|cuda)sharedmemory(?:\/region\/[^/]+)?\/(status|register|unregister)$/;
 const REPOSITORY = /^\/v2\/repository(?:\/[^/]+)?\/(index|models\/[^/]+\/(?:load|unload))$/;
 
-const error = (status: number, message: string): HttpResponse => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: message }) });
 const bare = (status: number): HttpResponse => ({ status, headers: {} });
-
-function headerLength(contentType: string | undefined, contentLength: number): string | undefined {
-  if (!contentType) return undefined;
-  const at = contentType.indexOf(BINARY_MIME);
-  if (at < 0) return undefined;
-  if (at !== 0) throw error(400, `expect MIME type for binary data starts with '${BINARY_MIME}', got: ${contentType}`);
-  const raw = contentType.slice(BINARY_MIME.length);
-  if (!/^\s*[-+]?\d/.test(raw)) throw error(400, `Unable to parse inference header size, got: ${raw}`);
-  const n = Number.parseInt(raw, 10);
-  if (n < 0 || n > contentLength) throw error(400, `inference header size should be in range (0, ${contentLength}), got: ${raw}`);
-  return String(n);
-}
 
 export function createVertexAiHandler(http: HttpHandler, o: VertexAiOptions): HttpHandler {
   const predict = new RegExp(`^(?:${o.predictRoute})$`);
   const health = new RegExp(`^(?:${o.healthRoute})$`);
   const model = encodeURIComponent(o.model);
 
-  const infer = async (req: HttpRequest, path: string): Promise<HttpResponse> => {
-    let length: string | undefined;
-    try {
-      const declared = req.header("content-length");
-      length = headerLength(req.header("content-type"), declared === undefined ? Number.MAX_SAFE_INTEGER : Number(declared));
-    } catch (answer) {
-      return answer as HttpResponse;
-    }
-    const header = (name: string) => (name.toLowerCase() === "inference-header-content-length" ? length : req.header(name));
-    const r = await http({ ...req, path, header });
-    const binary = r.headers["inference-header-content-length"];
-    if (binary === undefined) return r;
-    const { "inference-header-content-length": _, ...headers } = r.headers;
-    return { ...r, headers: { ...headers, "content-type": BINARY_MIME + binary } };
-  };
+  const infer = (req: HttpRequest, path: string) => inferWithBinaryContentType(http, req, path, BINARY_MIME);
 
   return async (req: HttpRequest): Promise<HttpResponse> => {
     if (health.test(req.path)) return http({ ...req, path: "/v2/health/ready" });
