@@ -226,7 +226,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         },
       );
       server.onSuccess = metricsRegistry.observe;
-      metricsHandler = createMetricsHandler(metricsRegistry.registry);
+      metricsHandler = createMetricsHandler(metricsRegistry);
       running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort, 1024 * 1024);
       running.addresses.metrics = o.metricsAddress;
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);

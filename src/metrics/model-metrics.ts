@@ -25,6 +25,36 @@ function labels(v: ModelVersion): Record<string, string> {
   return { model: v.name, version: String(v.version) };
 }
 
+/** Prometheus label names; a metric_tags key that would make another name is left out. */
+const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+const warned = new Set<string>();
+
+/** The metric_tags keys of the loaded models, sorted, each usable as "_<key>". */
+function tagKeysOf(versions: ModelVersion[]): string[] {
+  const keys = new Set<string>();
+  for (const v of versions) {
+    for (const k of Object.keys(v.config.metric_tags ?? {})) {
+      if (LABEL.test(`_${k}`) && !k.startsWith("_")) keys.add(k);
+      else if (!warned.has(k)) {
+        warned.add(k);
+        log.warn(`metric_tags key '${k}' of model '${v.name}' does not make a Prometheus label name ('_${k}'); it is left out of the metrics`);
+      }
+    }
+  }
+  return [...keys].sort();
+}
+
+function tagsOf(v: ModelVersion, tagLabels: string[]): Record<string, string> {
+  const tags = v.config.metric_tags;
+  if (!tags || tagLabels.length === 0) return {};
+  const out: Record<string, string> = {};
+  for (const l of tagLabels) {
+    const value = tags[l.slice(1)];
+    if (value !== undefined) out[l] = value;
+  }
+  return out;
+}
+
 export interface MetricsOptions {
   cpu: boolean;
   /** --allow-gpu-metrics: NVML-backed nv_gpu_* families when a GPU driver is present. */
@@ -67,64 +97,87 @@ export function parseSummaryQuantiles(v: string | undefined): number[] {
   });
 }
 
-export function createMetricsRegistry(source: MetricsSource, opts: MetricsOptions): { registry: Registry; observe?: LatencyObserver; close(): void } {
+export function createMetricsRegistry(
+  source: MetricsSource,
+  opts: MetricsOptions,
+): { registry: Registry; metrics(): Promise<string>; observe?: LatencyObserver; close(): void } {
   const registry = new Registry();
-  const counter = (name: string, help: string, value: (v: ModelVersion) => number, only?: (v: ModelVersion) => boolean) =>
+  // The per-model families read at scrape time carry the config's metric_tags as
+  // "_<key>" labels, as Triton's MetricModelReporter adds them. prom-client fixes a family's
+  // label names when it is made, so these families are made again whenever the set of tag
+  // keys among the loaded models changes (their values come from the statistics, so
+  // nothing is lost). The families observed per request keep model and version only.
+  let tagKeys: string[] = [];
+  let perModel: string[] = [];
+  const build = (tagLabels: string[]) => {
+    const before = new Set(registry.getMetricsAsArray().map((m) => m.name));
+    const tagged = (v: ModelVersion) => ({ ...labels(v), ...tagsOf(v, tagLabels) });
+    const counter = (name: string, help: string, value: (v: ModelVersion) => number, only?: (v: ModelVersion) => boolean) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["model", "version", ...tagLabels],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const v of source.versions()) if (!only || only(v)) this.inc(tagged(v), value(v));
+        },
+      });
+    counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes", (v) => v.stats.success.count);
     new Counter({
-      name,
-      help,
-      labelNames: ["model", "version"],
+      name: "nv_inference_request_failure",
+      help: "Number of failed inference requests, all batch sizes",
+      labelNames: ["model", "version", "reason", ...tagLabels],
       registers: [registry],
       collect() {
         this.reset();
-        for (const v of source.versions()) if (!only || only(v)) this.inc(labels(v), value(v));
+        for (const v of source.versions()) for (const reason of FAILURE_REASONS) this.inc({ ...tagged(v), reason }, v.stats.failures[reason]);
       },
     });
-  counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes", (v) => v.stats.success.count);
-  new Counter({
-    name: "nv_inference_request_failure",
-    help: "Number of failed inference requests, all batch sizes",
-    labelNames: ["model", "version", "reason"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const v of source.versions()) for (const reason of FAILURE_REASONS) this.inc({ ...labels(v), reason }, v.stats.failures[reason]);
-    },
-  });
-  counter("nv_inference_count", "Number of inferences performed (does not include cached requests)", (v) => v.stats.inferenceCount);
-  counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", (v) => v.stats.executionCount);
-  if (opts.counterLatencies !== false) {
-    counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", (v) => v.stats.success.ns * US);
-    counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", (v) => v.stats.queue.ns * US);
-    counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", (v) => v.stats.computeInput.ns * US);
-    counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", (v) => v.stats.computeInfer.ns * US);
-    counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", (v) => v.stats.computeOutput.ns * US);
-  }
-  const cached = opts.cacheEnabled ?? (() => false);
-  counter("nv_cache_num_hits_per_model", "Number of cache hits per model", (v) => v.stats.cacheHit.count, cached);
-  counter("nv_cache_num_misses_per_model", "Number of cache misses per model", (v) => v.stats.cacheMiss.count, cached);
-  counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.cacheHit.ns * US, cached);
-  counter("nv_cache_miss_duration_per_model", "Total cache miss (insert+lookup) duration per model, in microseconds", (v) => v.stats.cacheMiss.ns * US, cached);
-  new Gauge({
-    name: "nv_model_load_duration_secs",
-    help: "Model load time in seconds",
-    labelNames: ["model", "version"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const v of source.versions()) this.set(labels(v), v.loadDurationSecs);
-    },
-  });
-  new Gauge({
-    name: "nv_inference_pending_request_count",
-    help: "Instantaneous number of pending requests awaiting execution per-model.",
-    labelNames: ["model", "version"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const v of source.versions()) this.set(labels(v), v.ready ? v.scheduler.pendingCount() : 0);
-    },
-  });
+    counter("nv_inference_count", "Number of inferences performed (does not include cached requests)", (v) => v.stats.inferenceCount);
+    counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", (v) => v.stats.executionCount);
+    if (opts.counterLatencies !== false) {
+      counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", (v) => v.stats.success.ns * US);
+      counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", (v) => v.stats.queue.ns * US);
+      counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", (v) => v.stats.computeInput.ns * US);
+      counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", (v) => v.stats.computeInfer.ns * US);
+      counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", (v) => v.stats.computeOutput.ns * US);
+    }
+    const cached = opts.cacheEnabled ?? (() => false);
+    counter("nv_cache_num_hits_per_model", "Number of cache hits per model", (v) => v.stats.cacheHit.count, cached);
+    counter("nv_cache_num_misses_per_model", "Number of cache misses per model", (v) => v.stats.cacheMiss.count, cached);
+    counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.cacheHit.ns * US, cached);
+    counter("nv_cache_miss_duration_per_model", "Total cache miss (insert+lookup) duration per model, in microseconds", (v) => v.stats.cacheMiss.ns * US, cached);
+    new Gauge({
+      name: "nv_model_load_duration_secs",
+      help: "Model load time in seconds",
+      labelNames: ["model", "version", ...tagLabels],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const v of source.versions()) this.set(tagged(v), v.loadDurationSecs);
+      },
+    });
+    new Gauge({
+      name: "nv_inference_pending_request_count",
+      help: "Instantaneous number of pending requests awaiting execution per-model.",
+      labelNames: ["model", "version", ...tagLabels],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const v of source.versions()) this.set(tagged(v), v.ready ? v.scheduler.pendingCount() : 0);
+      },
+    });
+    perModel = registry.getMetricsAsArray().map((m) => m.name).filter((n) => !before.has(n));
+  };
+  const refresh = () => {
+    const keys = tagKeysOf(source.versions());
+    if (keys.join("\0") === tagKeys.join("\0")) return;
+    tagKeys = keys;
+    for (const name of perModel) registry.removeSingleMetric(name);
+    build(keys.map((k) => `_${k}`));
+  };
+  build([]);
 
   let sampler: CpuSampler | undefined;
   if (opts.cpu) {
@@ -163,7 +216,7 @@ export function createMetricsRegistry(source: MetricsSource, opts: MetricsOption
   ].filter((o): o is LatencyObserver => o !== undefined);
   const observe: LatencyObserver | undefined =
     observers.length === 0 ? undefined : observers.length === 1 ? observers[0] : (v, d) => observers.forEach((o) => o(v, d));
-  return { registry, observe, close: () => {
+  return { registry, metrics: () => (refresh(), registry.metrics()), observe, close: () => {
       sampler?.close();
       gpu?.close();
     },

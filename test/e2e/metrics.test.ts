@@ -1,5 +1,7 @@
 /** M-01..M-04, M-08: Prometheus metrics with Triton's names, labels and exact counts. */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 
@@ -94,6 +96,50 @@ describe("--metrics-config histogram_latencies=true (M-06, #17)", () => {
       expect(sample(text, "nv_inference_first_response_histogram_ms_count", 'model="simple",version="1"')).toBe(3);
     } finally {
       await s.stop();
+    }
+  });
+});
+
+describe("metric_tags (M-01, #17)", () => {
+  /** name{labels} value lines of a family, each as its label map and value. */
+  function series(text: string, name: string): { labels: Record<string, string>; value: number }[] {
+    return text
+      .split("\n")
+      .filter((l) => l.startsWith(`${name}{`))
+      .map((l) => ({
+        labels: Object.fromEntries([...l.slice(l.indexOf("{") + 1, l.lastIndexOf("}")).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!])),
+        value: Number(l.slice(l.lastIndexOf(" ") + 1)),
+      }));
+  }
+
+  it("adds each tag as an _<key> label to the model's series, and a model loaded later with a new key gets its label too", async () => {
+    const config = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8");
+    const model = readFileSync(join(repo.dir, "simple", "1", "model.onnx"));
+    const tagged = (name: string, tags: string) => {
+      repo.add(`${name}/config.pbtxt`, config.replace(/name: "simple"/, `name: "${name}"`) + tags);
+      repo.add(`${name}/1/model.onnx`, model);
+    };
+    tagged("simple_tagged", 'metric_tags { key: "team" value: "ocr" }\nmetric_tags { key: "tier" value: "gold" }\n');
+    tagged("simple_site", 'metric_tags { key: "site" value: "eu" }\n');
+    const s = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple", "--load-model=simple_tagged"]);
+    try {
+      const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) });
+      for (const m of ["simple", "simple_tagged"]) expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
+      let text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+      expect(series(text, "nv_inference_request_success").sort((a, b) => a.labels.model!.localeCompare(b.labels.model!))).toEqual([
+        { labels: { model: "simple", version: "1" }, value: 1 },
+        { labels: { model: "simple_tagged", version: "1", _team: "ocr", _tier: "gold" }, value: 1 },
+      ]);
+      expect(series(text, "nv_inference_request_failure").filter((x) => x.labels.model === "simple_tagged").map((x) => x.labels._team)).toEqual(["ocr", "ocr", "ocr", "ocr"]);
+
+      expect((await fetch(`${s.url}/v2/repository/models/simple_site/load`, { method: "POST" })).status).toBe(200);
+      text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+      const site = series(text, "nv_inference_count").find((x) => x.labels.model === "simple_site");
+      expect(site).toEqual({ labels: { model: "simple_site", version: "1", _site: "eu" }, value: 0 });
+      expect(series(text, "nv_inference_count").find((x) => x.labels.model === "simple_tagged")!.value).toBe(1);
+    } finally {
+      await s.stop();
+      for (const m of ["simple_tagged", "simple_site"]) rmSync(join(repo.dir, m), { recursive: true, force: true });
     }
   });
 });
