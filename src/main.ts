@@ -13,6 +13,7 @@ import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
+import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
@@ -81,7 +82,6 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
 function notYetServed(o: ServerOptions): string | undefined {
   const asked: [boolean, string][] = [
     [o.modelNamespacing, "--model-namespacing=true"],
-    [o.rateLimit !== "off", "--rate-limit=execution_count"],
   ];
   const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
   return missing.length ? `not served by this build yet: ${missing.join(", ")}` : undefined;
@@ -166,6 +166,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       controlMode: options.modelControlMode,
       startupModels: options.loadModels,
       loadThreadCount: options.modelLoadThreadCount,
+      rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
       loadRetryCount: options.modelLoadRetryCount,
     },
     backends,

@@ -35,11 +35,18 @@ export interface ModelOutput {
   is_non_linear_format_io?: boolean;
 }
 
+/** What an instance needs from the rate limiter (`--rate-limit=execution_count`). */
+export interface ModelRateLimiter {
+  resources?: { name?: string; global?: boolean; count?: number }[];
+  /** Weight among waiting instances: 2 gets half the chances of 1; 0 counts as 1. */
+  priority?: number;
+}
+
 export interface ModelInstanceGroup {
   name?: string;
   kind?: "KIND_AUTO" | "KIND_GPU" | "KIND_CPU" | "KIND_MODEL";
   count?: number;
-  rate_limiter?: Record<string, unknown>;
+  rate_limiter?: ModelRateLimiter;
   gpus?: number[];
   secondary_devices?: Record<string, unknown>[];
   profile?: string[];

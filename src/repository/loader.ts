@@ -15,6 +15,7 @@ import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
+import type { RateLimiter, RateLimitClaim } from "../scheduler/rate-limiter.ts";
 import { checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 import { CudaDriver } from "../../ffi/cuda/driver.ts";
 import type { ModelVersion } from "./model-version.ts";
@@ -30,6 +31,26 @@ export interface LoaderOptions {
   backendConfig: Record<string, Record<string, string>>;
   /** GPUs visible to the server; 0 on CPU-only hosts. */
   gpuCount: number;
+  /** `--rate-limit=execution_count`: instances run when their rate_limiter resources are free. */
+  rateLimiter?: RateLimiter;
+}
+
+/** `instance`, running each batch only while the rate limiter has given it `claim`'s resources. */
+function rateLimited(instance: BackendInstance, limiter: RateLimiter, claim: RateLimitClaim): BackendInstance {
+  const held = async <T>(run: () => Promise<T>): Promise<T> => {
+    await limiter.acquire(claim);
+    try {
+      return await run();
+    } finally {
+      limiter.release(claim);
+    }
+  };
+  return {
+    name: instance.name,
+    execute: (inputs, names) => held(() => instance.execute(inputs, names)),
+    ...(instance.executeRequests ? { executeRequests: (requests: Parameters<NonNullable<BackendInstance["executeRequests"]>>[0]) => held(() => instance.executeRequests!(requests)) } : {}),
+    close: () => instance.close(),
+  };
 }
 
 /** A model's validated config and the backend that runs it; no backend for an ensemble. */
@@ -182,7 +203,9 @@ export class ModelLoader {
         }
         for (const device of devices) {
           for (let i = 0; i < (group.count ?? 1); i++) {
-            instances.push(await backendModel.createInstance(`${group.name}_${instances.length}`, kind, device));
+            const instance = await backendModel.createInstance(`${group.name}_${instances.length}`, kind, device);
+            const limiter = this.#opts.rateLimiter;
+            instances.push(limiter && group.rate_limiter?.resources?.length ? rateLimited(instance, limiter, limiter.register(name, group.rate_limiter, device)) : instance);
           }
         }
       }

@@ -87,7 +87,7 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "model-load-thread-count": ["2"],
   "model-load-retry-count": ["1"],
   "model-namespacing": ["false"],
-  "rate-limit": ["off"],
+  "rate-limit": ["execution_count"],
   "rate-limit-resource": ["R1:10:0"],
   "http-thread-count": ["8", [], inert("http-thread-count", "8")],
   "grpc-infer-thread-count": ["2", [], inert("grpc-infer-thread-count", "2")],
@@ -127,7 +127,6 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
 /** flag=value whose feature is not built yet: exit 1 with the reason. */
 const REFUSED: [string, string][] = [
   ["model-namespacing", "true"],
-  ["rate-limit", "execution_count"],
 ];
 
 describe("the flag table covers every flag", () => {
