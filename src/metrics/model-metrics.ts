@@ -179,6 +179,12 @@ export function createMetricsRegistry(
   };
   build([]);
 
+  // Triton reports its CUDA pinned host-memory pool; Nereid allocates none (tensors go to
+  // ONNX Runtime, TensorRT and OpenVINO, which pin what they need themselves), so both are 0,
+  // as on a Triton host without CUDA.
+  new Gauge({ name: "nv_pinned_memory_pool_total_bytes", help: "Pinned memory pool total memory size, in bytes", registers: [registry], collect() { this.set(0); } });
+  new Gauge({ name: "nv_pinned_memory_pool_used_bytes", help: "Pinned memory pool used memory size, in bytes", registers: [registry], collect() { this.set(0); } });
+
   let sampler: CpuSampler | undefined;
   if (opts.cpu) {
     sampler = new CpuSampler(opts.intervalMs);

@@ -76,6 +76,14 @@ describe("metrics endpoint", () => {
   });
 });
 
+describe("nv_pinned_memory_pool_* (M-08, #17)", () => {
+  it("reports a pinned pool of 0 bytes, used and total: Nereid allocates none", async () => {
+    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    expect(text).toContain("# TYPE nv_pinned_memory_pool_total_bytes gauge\nnv_pinned_memory_pool_total_bytes 0\n");
+    expect(text).toContain("# TYPE nv_pinned_memory_pool_used_bytes gauge\nnv_pinned_memory_pool_used_bytes 0\n");
+  });
+});
+
 describe("--metrics-config histogram_latencies=true (M-06, #17)", () => {
   it("exports nv_inference_first_response_histogram_ms with Triton's buckets, one observation per request", async () => {
     expect(await (await fetch(`${server.metricsUrl}/metrics`)).text()).not.toContain("nv_inference_first_response_histogram_ms");
