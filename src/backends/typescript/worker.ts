@@ -5,7 +5,8 @@
  * instance is a proxy TritonModel: requests go to the worker as plain data (structured
  * clone), responses come back the same way and are checked on the main thread like any
  * other model's, and BLS calls are posted back and run through the main thread's
- * `request.infer` (chain check, server path).
+ * `request.infer` or `request.stream` (chain check, server path), a stream's responses
+ * posted to the worker one by one.
  *
  * The worker's code is a string started from a Blob URL: it works from the compiled
  * binary (no separate entry file to bundle) under Bun and Deno; Node has no global Worker.
@@ -16,6 +17,7 @@ import type { BlsRequest, InferenceRequest, InferenceResponse, InitializeArgs, M
 const WORKER_SOURCE = `
 let model;
 const calls = new Map();
+const streams = new Map();
 const executions = new Map();
 let nextCall = 0;
 const post = (m) => self.postMessage(m);
@@ -61,7 +63,44 @@ self.onmessage = async (e) => {
           else signal.addEventListener("abort", cancel, { once: true });
         }
       }),
-      stream: () => { throw Object.assign(new Error("BLS streaming (request.stream) is not available with execution_thread 'worker'"), { code: "UNSUPPORTED" }); },
+      stream: ({ signal, ...call }) => {
+        // The main thread runs the stream and posts each response; an early return or the
+        // signal cancels it there.
+        const id = nextCall++;
+        const queue = [];
+        let ended = false, failed, wake;
+        const cancel = () => post({ type: "blsCancel", id });
+        streams.set(id, (msg) => {
+          if (msg.type === "blsStreamItem") queue.push({ ...msg.response, output: (n) => msg.response.outputs.find((t) => t.name === n) });
+          else {
+            ended = true;
+            if (msg.error) failed = Object.assign(new Error(msg.error.message), { code: msg.error.code });
+            streams.delete(id);
+          }
+          if (wake) { const w = wake; wake = undefined; w(); }
+        });
+        post({ type: "blsStream", id, exec: m.id, index, call });
+        if (signal) {
+          if (signal.aborted) cancel();
+          else signal.addEventListener("abort", cancel, { once: true });
+        }
+        return {
+          [Symbol.asyncIterator]() {
+            return {
+              next: async () => {
+                while (queue.length === 0 && !ended) await new Promise((r) => (wake = r));
+                if (queue.length > 0) return { value: queue.shift(), done: false };
+                if (failed) throw failed;
+                return { value: undefined, done: true };
+              },
+              return: async () => {
+                if (!ended) { ended = true; streams.delete(id); cancel(); }
+                return { value: undefined, done: true };
+              },
+            };
+          },
+        };
+      },
       getResponseSender: () => ({
         send: (response, options) => post({ type: "send", exec: m.id, index, response, final: !!(options && options.final) }),
       }),
@@ -76,6 +115,8 @@ self.onmessage = async (e) => {
     }
   } else if (m.type === "cancel") {
     executions.get(m.id)?.[m.index]?.abort();
+  } else if (m.type === "blsStreamItem" || m.type === "blsStreamEnd") {
+    streams.get(m.id)?.(m);
   } else if (m.type === "blsResult") {
     const c = calls.get(m.id);
     calls.delete(m.id);
@@ -215,6 +256,27 @@ export class WorkerModel implements TritonModel {
           (r) => this.#worker.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
           (err) => this.#worker.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
         ).finally(() => this.#blsCalls.delete(m.id));
+        break;
+      }
+      case "blsStream": {
+        const p = this.#pending.get(m.exec);
+        const request = p?.requests[m.index];
+        if (!request) return;
+        const controller = new AbortController();
+        this.#blsCalls.set(m.id, controller);
+        void (async () => {
+          try {
+            for await (const r of request.stream({ ...(m.call as BlsRequest), signal: controller.signal })) {
+              if (controller.signal.aborted) break;
+              this.#worker.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } });
+            }
+            this.#worker.postMessage({ type: "blsStreamEnd", id: m.id });
+          } catch (err) {
+            this.#worker.postMessage({ type: "blsStreamEnd", id: m.id, error: { message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code } });
+          } finally {
+            this.#blsCalls.delete(m.id);
+          }
+        })();
         break;
       }
       case "blsCancel":

@@ -75,6 +75,22 @@ export default class StreamSum {
 }
 `;
 
+/** ts_stream_first3: stops iterating after three responses (the stream behind is cancelled) and answers COUNT and SUM of those. */
+const STREAM_FIRST3 = `
+export default class StreamFirst3 {
+  async execute(requests) {
+    return Promise.all(requests.map(async (r) => {
+      let count = 0, sum = 0;
+      for await (const res of r.stream({ model: "ts_repeat", inputs: [{ name: "N", datatype: "INT32", shape: [1], data: r.input("N").data }] })) {
+        sum += res.output("OUT").data[0];
+        if (++count === 3) break;
+      }
+      return { outputs: [{ name: "COUNT", datatype: "INT32", shape: [1], data: [count] }, { name: "SUM", datatype: "INT32", shape: [1], data: [sum] }] };
+    }));
+  }
+}
+`;
+
 /** ts_slow: response 0 at once, then after 2 s responses 1..9, the last final (a client that left by then makes them cancelled). */
 const SLOW = `
 export default class Slow {
@@ -113,6 +129,17 @@ output [ { name: "COUNT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "SUM" data
 `,
   );
   repo.add("ts_stream_sum/1/model.js", STREAM_SUM);
+  const sumConfig = (name: string) => `name: "${name}"
+backend: "typescript"
+max_batch_size: 0
+input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "COUNT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "SUM" data_type: TYPE_INT32 dims: [ 1 ] } ]
+parameters { key: "execution_thread" value: { string_value: "worker" } }
+`;
+  repo.add("ts_stream_sum_worker/config.pbtxt", sumConfig("ts_stream_sum_worker"));
+  repo.add("ts_stream_sum_worker/1/model.js", STREAM_SUM);
+  repo.add("ts_stream_first3_worker/config.pbtxt", sumConfig("ts_stream_first3_worker"));
+  repo.add("ts_stream_first3_worker/1/model.js", STREAM_FIRST3);
   server = await startServerProcess([`--model-repository=${repo.dir}`], { timeoutMs: 60_000 });
 }, 120_000);
 
@@ -325,6 +352,22 @@ describe("generate and generate_stream (P-31)", () => {
     expect(short.status).toBe(400);
     expect(((await short.json()) as any).error).toBe("generate: field 'INPUT0' has 2 element(s), which do not fit input 'INPUT0' with dims [16]");
   });
+});
+
+describe("BLS streaming from a worker-thread instance (#16 item 3)", () => {
+  it("iterates a decoupled model's responses in order, relayed from the main thread", async () => {
+    for (const n of [0, 1, 1000]) {
+      const res = await post("/v2/models/ts_stream_sum_worker/generate", { N: n });
+      expect(await res.json()).toEqual({ model_name: "ts_stream_sum_worker", model_version: "1", COUNT: n, SUM: n === 0 ? 0 : (n * (n - 1)) / 2 });
+    }
+  }, 60_000);
+
+  it("stops after a break: the stream behind it is cancelled and the next call is served", async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await post("/v2/models/ts_stream_first3_worker/generate", { N: 1000 });
+      expect(await res.json()).toEqual({ model_name: "ts_stream_first3_worker", model_version: "1", COUNT: 3, SUM: 3 });
+    }
+  }, 60_000);
 });
 
 describe("BLS streaming", () => {
