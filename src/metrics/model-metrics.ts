@@ -80,6 +80,9 @@ export interface RequestDurations {
   computeInputNs?: number;
   computeInferNs?: number;
   computeOutputNs?: number;
+  /** Cache lookup of a hit; lookup and insert of a miss (models with the response cache). */
+  cacheHitNs?: number;
+  cacheMissNs?: number;
 }
 
 export type LatencyObserver = (v: ModelVersion, d: RequestDurations) => void;
@@ -254,6 +257,8 @@ function summaries(registry: Registry, percentiles: number[], cached: (v: ModelV
   const input = summary("nv_inference_compute_input_summary_us", "Summary of compute input duration in microseconds (does not include cached requests)");
   const infer = summary("nv_inference_compute_infer_summary_us", "Summary of compute inference duration in microseconds (does not include cached requests)");
   const output = summary("nv_inference_compute_output_summary_us", "Summary of compute output duration in microseconds (does not include cached requests)");
+  const cacheHit = summary("nv_cache_hit_summary_per_model", "Summary of cache hit counts/durations per model, in microseconds.");
+  const cacheMiss = summary("nv_cache_miss_summary_per_model", "Summary of cache miss counts/durations per model, in microseconds.");
   return (v, d) => {
     const l = labels(v);
     if (!cached(v)) request.observe(l, d.requestNs * US);
@@ -263,5 +268,7 @@ function summaries(registry: Registry, percentiles: number[], cached: (v: ModelV
       infer.observe(l, d.computeInferNs * US);
       output.observe(l, (d.computeOutputNs ?? 0) * US);
     }
+    if (d.cacheHitNs !== undefined) cacheHit.observe(l, d.cacheHitNs * US);
+    if (d.cacheMissNs !== undefined) cacheMiss.observe(l, d.cacheMissNs * US);
   };
 }

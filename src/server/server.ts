@@ -71,7 +71,9 @@ export class InferenceServer {
   /** The trace extension's settings and sampler, when tracing is available. */
   trace: TraceManager | undefined;
   /** Called with each successful request's durations (the metrics summaries), when set. */
-  onSuccess: ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number }) => void) | undefined;
+  onSuccess:
+    | ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number; cacheHitNs?: number; cacheMissNs?: number }) => void)
+    | undefined;
   readonly #labels = new Map<string, string[]>();
 
   /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
@@ -392,16 +394,18 @@ export class InferenceServer {
         outputs = this.#postprocess(mv, hit, prepared.outputNames, prepared.classification);
         const requestNs = nowNs() - start;
         mv.stats.recordCacheHit(requestNs, 0, lookupNs);
-        this.onSuccess?.(mv, { requestNs, queueNs: 0 });
+        this.onSuccess?.(mv, { requestNs, queueNs: 0, cacheHitNs: lookupNs });
       } else {
         const traced = this.trace?.sample(mv.name) === true;
         const queueStart = traced ? nowNs() : 0;
         const result = await mv.scheduler.enqueue(prepared);
+        let cacheMissNs: number | undefined;
         if (cache) {
           const insertStart = nowNs();
           // The response cache never stores what a cancelled request got (S-20).
           if (!request.signal?.aborted) cache.insert(key, result.outputs);
-          mv.stats.recordCacheMiss(lookupNs + (nowNs() - insertStart));
+          cacheMissNs = lookupNs + (nowNs() - insertStart);
+          mv.stats.recordCacheMiss(cacheMissNs);
         }
         outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
         const end = nowNs();
@@ -427,6 +431,7 @@ export class InferenceServer {
           computeInputNs: result.computeInputNs,
           computeInferNs: result.computeInferNs,
           computeOutputNs: result.computeOutputNs,
+          ...(cacheMissNs !== undefined ? { cacheMissNs } : {}),
         });
       }
       const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs: this.#toSharedMemory(request, outputs) };

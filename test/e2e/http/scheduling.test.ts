@@ -149,5 +149,9 @@ describe("latency summaries (--metrics-config summary_latencies=true)", () => {
     expect(text).not.toContain('nv_inference_request_summary_us_count{model="simple_cached"');
     expect(text).toContain('nv_inference_queue_summary_us_count{model="simple_cached",version="1"} 3');
     expect(text).toContain('nv_inference_compute_infer_summary_us_count{model="simple_cached",version="1"} 2');
+    // The cache's own summaries (#17), for the model with the cache only: one hit, two misses.
+    expect(text).toContain('nv_cache_hit_summary_per_model_count{model="simple_cached",version="1"} 1');
+    expect(text).toContain('nv_cache_miss_summary_per_model_count{model="simple_cached",version="1"} 2');
+    expect(text).not.toContain('nv_cache_hit_summary_per_model_count{model="simple"');
   });
 });
