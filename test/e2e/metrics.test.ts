@@ -1,6 +1,8 @@
 /** M-01..M-04, M-08: Prometheus metrics with Triton's names, labels and exact counts. */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { ensureDebianProgram } from "../helpers/debian.ts";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
@@ -148,6 +150,36 @@ describe("metric_tags (M-01, #17)", () => {
     } finally {
       await s.stop();
       for (const m of ["simple_tagged", "simple_site"]) rmSync(join(repo.dir, m), { recursive: true, force: true });
+    }
+  });
+});
+
+describe("promtool check metrics (#17)", () => {
+  /** The lints promtool makes of Triton's own names, which are kept for compatibility. */
+  const TRITON_NAME_LINT =
+    /^nv_\S+ (counter metrics should have "_total" suffix|metric names should not contain abbreviated units|metric name should not include type '(summary|histogram)'|non-histogram and non-summary metrics should not have "_count" suffix)$/;
+
+  it("finds nothing in the exposition but the lints of Triton's own metric names", async () => {
+    const promtool = ensureDebianProgram("/usr/bin/promtool", "prometheus", "The promtool check of the metrics");
+    const config = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8");
+    repo.add("simple_cached/config.pbtxt", config.replace(/name: "simple"/, 'name: "simple_cached"') + "response_cache { enable: true }\n");
+    repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
+    const s = await startServerProcess([
+      `--model-repository=${repo.dir}`, "--cache-config=local,size=1048576", "--metrics-config=summary_latencies=true", "--metrics-config=histogram_latencies=true",
+    ]);
+    try {
+      const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(2) })) });
+      for (const m of ["simple", "simple_cached", "simple_cached"]) expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
+      const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+      expect(text).toContain("nv_cache_hit_summary_per_model_count");
+      expect(text).toContain("nv_inference_first_response_histogram_ms_bucket");
+      const r = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
+      const findings = (r.stdout + r.stderr).split("\n").map((l) => l.trim()).filter(Boolean);
+      expect(findings.filter((l) => !TRITON_NAME_LINT.test(l))).toEqual([]);
+      expect([0, 3]).toContain(r.status); // 3: lint findings only; 1 would be a parse error
+    } finally {
+      await s.stop();
+      rmSync(join(repo.dir, "simple_cached"), { recursive: true, force: true });
     }
   });
 });
