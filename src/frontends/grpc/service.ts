@@ -7,7 +7,7 @@ import { currentLogSettings, updateLogSettings } from "../../core/log-settings.t
 import { GRPC_CATEGORY, type Restrictions } from "../restricted.ts";
 import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import { grpcStatus } from "./status.ts";
+import { grpcStatus, toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import { exactInteger } from "./parameters.ts";
 import { streamInfer } from "./stream.ts";
@@ -56,27 +56,6 @@ export function restrict(service: UntypedServiceImplementation, restricted: Rest
 
 type Handler = (request: any) => unknown | Promise<unknown>;
 
-function toGrpcError(err: unknown) {
-  const e = ServerError.from(err);
-  if (e.code === "INTERNAL") log.error(e.message);
-  return { code: grpcStatus(e.code), details: statusDetails(e.message), metadata: new Metadata() };
-}
-
-/** Percent-encoded bytes the status message may take in its trailer (grpc-js clients accept 8 KiB of metadata). */
-const MAX_DETAILS = 4096;
-
-/**
- * The status message as it can travel: one that echoes a long client string (a model name
- * of 40,000 characters) would overflow the trailer, and the call would end in RST_STREAM
- * with no status at all. Percent-encoding takes at most 3 characters a UTF-8 byte.
- */
-export function statusDetails(message: string): string {
-  if (Buffer.byteLength(message) * 3 <= MAX_DETAILS) return message;
-  const suffix = `... (${message.length} characters)`;
-  let cut = Math.floor((MAX_DETAILS - suffix.length * 3) / 3);
-  while (Buffer.byteLength(message.slice(0, cut)) * 3 > MAX_DETAILS - suffix.length * 3) cut = Math.floor(cut * 0.75);
-  return message.slice(0, cut) + suffix;
-}
 
 interface RepositoryControlRequest {
   repository_name?: string;

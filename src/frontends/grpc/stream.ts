@@ -9,6 +9,7 @@
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import { ServerError } from "../../core/errors.ts";
+import { toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { StreamedResponse } from "../../core/request.ts";
@@ -58,6 +59,16 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
   };
   call.on("cancelled", abortAll);
   call.on("error", abortAll);
+  // Triton's triton_grpc_error mode (client metadata `triton_grpc_error: true`): the first
+  // error ends the stream with its gRPC status instead of travelling in-band.
+  const grpcErrorMode = call.metadata.get("triton_grpc_error")[0] === "true";
+
+  /** In triton_grpc_error mode: ends the call with `error`'s status and stops every request on it. */
+  const fail = (error: ServerError) => {
+    if (gone) return;
+    abortAll();
+    call.emit("error", toGrpcError(error));
+  };
 
   /** Writes one message, waiting for the transport to drain when its buffer is full. */
   const write = async (message: unknown) => {
@@ -82,6 +93,7 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
     if (isDecoupled(server, msg)) {
       work = (async () => {
         for await (const r of events) {
+          if (r.error && grpcErrorMode) return fail(r.error);
           const m = message(msg, r, emptyFinal);
           if (m !== undefined) await write(m);
         }
@@ -94,6 +106,7 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
         const r = await first;
         await previous;
         if (!r.done) {
+          if (r.value.error && grpcErrorMode) return fail(r.value.error);
           const m = message(msg, r.value, emptyFinal);
           if (m !== undefined) await write(m);
         }

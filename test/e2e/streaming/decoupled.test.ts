@@ -6,7 +6,7 @@
  * HTTP and gRPC), and BLS streaming (a model iterating a decoupled model's responses).
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from "@grpc/grpc-js";
+import { Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream } from "@grpc/grpc-js";
 import { gzipSync } from "node:zlib";
 import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
@@ -236,6 +236,24 @@ describe("ModelStreamInfer with a decoupled model (S-16, G-05, G-06)", () => {
     expect(f[2].error_message).toBe("failed at response 2");
     expect(f.length).toBe(3);
     expect(msgs.filter((m) => m.infer_response.id === "g").map(outValue)).toEqual([0]);
+  });
+
+  it("triton_grpc_error mode: the first error ends the stream with its gRPC status (G-06)", async () => {
+    const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: (md: Metadata) => ClientDuplexStream<object, any> };
+    const md = new Metadata();
+    md.set("triton_grpc_error", "true");
+    const stream = c.ModelStreamInfer(md);
+    const got: number[] = [];
+    const err = await new Promise<any>((resolve) => {
+      stream.on("data", (m) => got.push(outValue(m)));
+      stream.on("error", resolve);
+      stream.on("end", () => resolve(undefined));
+      stream.write(repeatRequest("ts_repeat", 5, { failAt: 2 }));
+    });
+    c.close();
+    expect(got).toEqual([0, 1]);
+    expect(err).toMatchObject({ code: 3, details: "failed at response 2" });
   });
 
   it("a worker-thread decoupled model streams the same way", async () => {
