@@ -123,7 +123,7 @@ export interface RunningServer {
   http?: HttpListener;
   grpc?: GrpcListener;
   metrics?: HttpListener;
-  /** The SageMaker frontend (--allow-sagemaker), started with HTTP. */
+  /** The SageMaker frontend (--allow-sagemaker), started with the server's listeners, with or without HTTP. */
   sagemaker?: HttpListener;
   /** The Vertex AI frontend (--allow-vertex-ai), started with the server's listeners. */
   vertexAi?: HttpListener;
@@ -261,11 +261,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       running.addresses.http = o.httpAddress;
       if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);
-      if (o.allowSagemaker && !running.sagemaker) {
-        const sagemaker = createSagemakerHandler(handler, { model: o.sagemakerModel, pingMode: o.sagemakerPingMode, inferenceType: o.sagemakerInferenceType });
-        running.sagemaker = await listenHttp(sagemaker, SAGEMAKER_ADDRESS, o.sagemakerPort, o.httpMaxInputSize);
-        log.info(`Started Sagemaker HTTPService at ${SAGEMAKER_ADDRESS}:${running.sagemaker.port}`);
-      }
     }
   };
 
@@ -317,9 +312,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   try {
     await running.listen({ http: options.allowHttp, grpc: options.allowGrpc, metrics: options.allowMetrics });
+    // SageMaker and Vertex AI start whether or not HTTP does (Triton's SageMaker image runs
+    // --allow-http=false); as in Triton they take --http-max-input-size and
+    // --http-restricted-api, but forward no headers (#17).
+    const alternate = () => createHttpHandler(server, { ...httpFrontendOptions(options), headerForward: undefined });
+    if (options.allowSagemaker) {
+      const { sagemakerModel: model, sagemakerPingMode: pingMode, sagemakerInferenceType: inferenceType } = options;
+      const handler = createSagemakerHandler(alternate(), { model, pingMode, inferenceType });
+      running.sagemaker = await listenHttp(handler, SAGEMAKER_ADDRESS, options.sagemakerPort, options.httpMaxInputSize);
+      log.info(`Started Sagemaker HTTPService at ${SAGEMAKER_ADDRESS}:${running.sagemaker.port}`);
+    }
     if (options.allowVertexAi) {
       const model = vertexAiDefaultModel(server, options.vertexAiDefaultModel);
-      const handler = createVertexAiHandler(createHttpHandler(server, httpFrontendOptions(options, statusBoard)), {
+      const handler = createVertexAiHandler(alternate(), {
         predictRoute: options.vertexAiPredictRoute,
         healthRoute: options.vertexAiHealthRoute,
         model,

@@ -7,6 +7,9 @@
  * `application/vnd.sagemaker-triton.binary+json;json-header-size=<n>` instead of the
  * Inference-Header-Content-Length header, and a binary answer carries it back. Both go
  * through the HTTP frontend's own routes (restricted APIs and the size limit included).
+ * As Triton's SageMaker server fixes identity compression both ways, Content-Encoding and
+ * Accept-Encoding are not read: a compressed body is parsed as it is, and no answer is
+ * compressed.
  *
  * Not served: the multi-model routes under /models, whose load request names a path on
  * the server for it to read (a network client never names a path here); they answer 501.
@@ -29,9 +32,13 @@ const MODELS = /^\/models(?:\/)?([^/]+)?(\/invoke)?$/;
 
 const error = (status: number, message: string): HttpResponse => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: message }) });
 
+/** The headers Triton's SageMaker server does not read (its compression type is always identity). */
+const IGNORED = new Set(["content-encoding", "accept-encoding"]);
+
 export function createSagemakerHandler(http: HttpHandler, o: SagemakerOptions): HttpHandler {
   const model = encodeURIComponent(o.model);
-  return async (req: HttpRequest): Promise<HttpResponse> => {
+  return async (sent: HttpRequest): Promise<HttpResponse> => {
+    const req: HttpRequest = { ...sent, header: (name) => (IGNORED.has(name.toLowerCase()) ? undefined : sent.header(name)) };
     if (req.path === "/ping") return http({ ...req, path: `/v2/health/${o.pingMode}` });
     if (req.path === "/invocations") {
       const path = o.inferenceType === "infer" ? `/v2/models/${model}/infer` : `/v2/models/${model}/${o.inferenceType}`;

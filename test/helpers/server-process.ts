@@ -39,7 +39,15 @@ export function serverCommand(): { cmd: string; args: string[]; kind: "binary" |
 /** Runs the server with `args`, waiting for it to listen (or to exit). */
 export async function startServerProcess(
   args: string[],
-  opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; command?: string | readonly string[]; cleanEnv?: boolean } = {},
+  opts: {
+    cwd?: string;
+    env?: Record<string, string>;
+    timeoutMs?: number;
+    command?: string | readonly string[];
+    cleanEnv?: boolean;
+    /** The log line that says the server listens, its port in group 1 (default: the HTTP service's line); `url` and `port` are that listener's. */
+    started?: RegExp;
+  } = {},
 ): Promise<ServerProcess> {
   const { cmd, args: pre } =
     typeof opts.command === "string" ? { cmd: opts.command, args: [] } : opts.command ? { cmd: opts.command[0]!, args: opts.command.slice(1) } : serverCommand();
@@ -54,7 +62,7 @@ export async function startServerProcess(
     const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), opts.timeoutMs ?? 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const m = /Started HTTPService at [^\s:]+:(\d+)/.exec(output);
+      const m = (opts.started ?? /Started HTTPService at [^\s:]+:(\d+)/).exec(output);
       if (m) {
         clearTimeout(timer);
         resolvePort(Number(m[1]));
