@@ -3,7 +3,7 @@
  * frontends, handle signals and shut down in order (Triton's main.cc).
  */
 import { readFileSync } from "node:fs";
-import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, type ServerOptions } from "./options.ts";
+import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "./options.ts";
 import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { InferenceServer } from "./server/server.ts";
 import { unavailable } from "./core/errors.ts";
@@ -37,10 +37,6 @@ import { runPerf } from "./perf/perf.ts";
 import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
-
-/** Triton's SageMaker and Vertex AI addresses (no flag sets them). */
-const SAGEMAKER_ADDRESS = "0.0.0.0";
-const VERTEX_AI_ADDRESS = "0.0.0.0";
 
 /** The certificate files of --grpc-use-ssl(-mutual), read once at start; a file that cannot be read stops the start. */
 function grpcTls(o: ServerOptions): { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean } | undefined {

@@ -379,13 +379,36 @@ function finishSagemaker(o: ServerOptions, env: Readonly<Record<string, string |
   if (type !== "infer" && type !== "generate" && type !== "generate_stream") throw new UsageError(`Invalid SAGEMAKER_TRITON_INFERENCE_TYPE '${type}'. Must be one of: infer, generate, generate_stream.`);
   o.sagemakerPingMode = ping;
   o.sagemakerInferenceType = type;
-  const range = o.sagemakerSafePortRange;
-  if (range) {
-    const others = [o.allowHttp && ["HTTP", o.httpPort], o.allowGrpc && ["GRPC", o.grpcPort], o.allowMetrics && ["metrics", o.metricsPort]].filter((p): p is [string, number] => !!p && p[1] !== 0);
-    for (const [what, p] of others) {
-      if (p < range[0] || p > range[1]) throw new UsageError(`The server cannot listen to ${what} requests at port ${p}, allowed port range is [${range[0]}, ${range[1]}]`);
+}
+
+/** The addresses Triton's SageMaker and Vertex AI frontends listen on (no flag sets them). */
+export const SAGEMAKER_ADDRESS = "0.0.0.0";
+export const VERTEX_AI_ADDRESS = "0.0.0.0";
+
+/**
+ * Triton's CheckPortCollision: two enabled services on one address and port are refused,
+ * and with --sagemaker-safe-port-range so is any service on SageMaker's address outside
+ * the range, each with Triton's message, the first found in Triton's order. Port 0 (the
+ * system picks a free port) collides with nothing (beyond Triton, which has no port 0).
+ */
+function checkPortCollision(o: ServerOptions): void {
+  const services = [
+    o.allowHttp && { name: "HTTP", address: o.httpAddress, port: o.httpPort },
+    o.allowGrpc && { name: "GRPC", address: o.grpcAddress, port: o.grpcPort },
+    o.allowMetrics && { name: "metrics", address: o.metricsAddress, port: o.metricsPort },
+    o.allowSagemaker && { name: "SageMaker", address: SAGEMAKER_ADDRESS, port: o.sagemakerPort, range: o.sagemakerSafePortRange },
+    o.allowVertexAi && { name: "Vertex AI", address: VERTEX_AI_ADDRESS, port: o.vertexAiPort },
+  ].filter((s): s is { name: string; address: string; port: number; range?: [number, number] } => !!s && s.port !== 0);
+  services.forEach((a, i) => {
+    // A service with a safe range is compared with every other one, the rest only with those after them.
+    for (const b of a.range ? services : services.slice(i + 1)) {
+      if (b === a || b.address !== a.address) continue;
+      if (a.range && (b.port < a.range[0] || b.port > a.range[1])) {
+        throw new UsageError(`The server cannot listen to ${b.name} requests at port ${b.port}, allowed port range is [${a.range[0]}, ${a.range[1]}]`);
+      }
+      if (a.port === b.port) throw new UsageError(`The server cannot listen to ${a.name} requests and ${b.name} requests at the same address and port ${a.address}:${a.port}`);
     }
-  }
+  });
 }
 
 /** Vertex AI's defaults come from its environment (AIP_MODE, AIP_HTTP_PORT) unless the flags say otherwise. */
@@ -397,8 +420,9 @@ function finishVertexAi(o: ServerOptions, argv: readonly string[], env: Readonly
   // In a Vertex AI container (AIP_MODE=PREDICTION) Triton serves only Vertex AI by default.
   if (prediction && !given("allow-http")) o.allowHttp = false;
   if (prediction && !given("allow-grpc")) o.allowGrpc = false;
-  if (!o.allowVertexAi) return;
+  // Triton's code reads AIP_STORAGE_URI whenever no repository is named, Vertex AI on or not (its comment says only with Vertex AI).
   if (o.modelRepositories.length === 0 && env.AIP_STORAGE_URI) o.modelRepositories.push(env.AIP_STORAGE_URI);
+  if (!o.allowVertexAi) return;
   o.vertexAiPredictRoute = env.AIP_PREDICT_ROUTE ?? "";
   o.vertexAiHealthRoute = env.AIP_HEALTH_ROUTE ?? "";
   // Triton's messages, its "API_" typo included.
@@ -678,15 +702,6 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   }
   if (o.modelControlMode !== "poll") o.repositoryPollSecs = 0;
   if (!o.metricsAddress) o.metricsAddress = o.httpAddress;
-  const ports = [
-    o.allowHttp && ["http", o.httpPort],
-    o.allowGrpc && ["grpc", o.grpcPort],
-    o.allowMetrics && ["metrics", o.metricsPort],
-    o.allowSagemaker && ["SageMaker", o.sagemakerPort],
-    o.allowVertexAi && ["Vertex AI", o.vertexAiPort],
-  ].filter((p): p is [string, number] => !!p && p[1] !== 0);
-  for (let a = 0; a < ports.length; a++)
-    for (let b = a + 1; b < ports.length; b++)
-      if (ports[a]![1] === ports[b]![1]) throw new UsageError(`The server cannot listen to ${ports[a]![0]} requests and ${ports[b]![0]} requests at the same port ${ports[a]![1]}`);
+  checkPortCollision(o);
   return { kind: "run", options: o };
 }

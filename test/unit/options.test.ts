@@ -83,7 +83,7 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["--http-port=80"])).toThrow("--model-repository must be specified");
     expect(() => parseArgs(["--model-repository=/m", "--http-port=70000"])).toThrow("expected 0..65535");
     expect(() => parseArgs(["--model-repository=/m", "--load-model=a"])).toThrow("only allowed with --model-control-mode=explicit");
-    expect(() => parseArgs(["--model-repository=/m", "--grpc-port=8000"])).toThrow("at the same port 8000");
+    expect(() => parseArgs(["--model-repository=/m", "--grpc-port=8000"])).toThrow("The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000");
     expect(() => parseArgs(["--model-repository=/m", "stray"])).toThrow("unexpected argument 'stray'");
   });
 
@@ -158,5 +158,27 @@ describe("every tritonserver flag is accepted (#17)", () => {
     expect([a.options.allowVertexAi, a.options.vertexAiPort, a.options.allowHttp, a.options.allowGrpc, a.options.modelRepositories]).toEqual([true, 9090, false, false, ["/models"]]);
     expect([a.options.vertexAiPredictRoute, a.options.vertexAiHealthRoute]).toEqual(["/p", "/h"]);
     expect([b.options.allowVertexAi, b.options.vertexAiPort, b.options.allowHttp, b.options.allowGrpc, b.options.modelRepositories]).toEqual([false, 7070, true, false, ["/m"]]);
+  });
+
+  it("reads AIP_STORAGE_URI when no repository is named, with Vertex AI off too, as Triton's code does (#17)", () => {
+    const r = parseArgs([], { AIP_STORAGE_URI: "/models" });
+    if (r.kind !== "run") throw new Error("run expected");
+    expect([r.options.allowVertexAi, r.options.modelRepositories]).toEqual([false, ["/models"]]);
+  });
+
+  it.each([
+    [["--http-port=8080", "--allow-sagemaker=true"], "The server cannot listen to HTTP requests and SageMaker requests at the same address and port 0.0.0.0:8080"],
+    [["--grpc-port=9000", "--allow-vertex-ai=true", "--vertex-ai-port=9000"], "The server cannot listen to GRPC requests and Vertex AI requests at the same address and port 0.0.0.0:9000"],
+    [["--allow-sagemaker=true", "--allow-vertex-ai=true"], "The server cannot listen to SageMaker requests and Vertex AI requests at the same address and port 0.0.0.0:8080"],
+    [["--metrics-port=8000"], "The server cannot listen to HTTP requests and metrics requests at the same address and port 0.0.0.0:8000"],
+    [["--allow-sagemaker=true", "--sagemaker-safe-port-range=8000-8001"], "The server cannot listen to metrics requests at port 8002, allowed port range is [8000, 8001]"],
+    [["--allow-sagemaker=true", "--sagemaker-safe-port-range=8000-8002", "--allow-vertex-ai=true", "--vertex-ai-port=9000"], "The server cannot listen to Vertex AI requests at port 9000, allowed port range is [8000, 8002]"],
+  ])("refuses colliding ports as Triton's CheckPortCollision: %j (#17)", (args, message) => {
+    expect(() => parseArgs(["--model-repository=/m", ...args], { AIP_PREDICT_ROUTE: "/p", AIP_HEALTH_ROUTE: "/h" })).toThrow(new UsageError(message));
+  });
+
+  it("lets services on different addresses share a port, and the safe range bind only SageMaker's address, as Triton compares addresses (#17)", () => {
+    const o = run("--model-repository=/m", "--http-address=127.0.0.1", "--http-port=8080", "--metrics-address=127.0.0.1", "--allow-sagemaker=true", "--sagemaker-safe-port-range=8080-8081", "--grpc-port=8081");
+    expect([o.httpPort, o.sagemakerPort, o.metricsPort, o.grpcPort]).toEqual([8080, 8080, 8002, 8081]);
   });
 });
