@@ -25,7 +25,7 @@ export interface VertexAiOptions {
 
 const BINARY_MIME = "application/vnd.vertex-ai-triton.binary+json;json-header-size=";
 const REDIRECT = "x-vertex-ai-triton-redirect";
-const MODEL = /^\/v2\/models\/[^/]+(?:\/versions\/[^/]+)?(?:\/(ready|infer|config|stats))?$/;
+const MODEL = /^\/v2\/models\/[^/]+(?:\/versions\/[0-9]+)?(?:\/(ready|infer|config|stats))?$/;
 const HEALTH = /^\/v2\/health\/(?:live|ready)$/;
 const SHM = /^\/v2\/(?:system|cuda)sharedmemory(?:\/region\/[^/]+)?\/(status|register|unregister)$/;
 const REPOSITORY = /^\/v2\/repository(?:\/[^/]+)?\/(index|models\/[^/]+\/(?:load|unload))$/;

@@ -130,7 +130,10 @@ describe("SageMaker with --allow-http=false", () => {
     const res = await fetch(`${sagemaker}/invocations`, { method: "POST", body });
     expect(res.status).toBe(400);
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(((await res.json()) as { error: string }).error).toMatch(/^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,15\]\./);
+    expect(await res.json()).toEqual({
+      error:
+        "unexpected shape for input 'INPUT0' for model 'simple'. Expected [-1,16], got [1,15]. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.",
+    });
     const get = await fetch(`${sagemaker}/invocations`);
     expect(get.status).toBe(405);
     expect(await get.json()).toEqual({ error: "Method Not Allowed" });
