@@ -70,19 +70,6 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
   return named;
 }
 
-/**
- * tritonserver flags this build parses but does not serve yet. Refused at start rather
- * than ignored: a deployment that asks for TLS, a rate limit or another frontend must not
- * come up without it.
- */
-function notYetServed(o: ServerOptions): string | undefined {
-  const asked: [boolean, string][] = [
-    [o.modelNamespacing, "--model-namespacing=true"],
-  ];
-  const missing = asked.filter(([on]) => on).map(([, flag]) => flag);
-  return missing.length ? `not served by this build yet: ${missing.join(", ")}` : undefined;
-}
-
 /** Extensions this build serves end to end; server metadata lists exactly these. */
 export const EXTENSIONS = [
   "classification",
@@ -162,6 +149,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       controlMode: options.modelControlMode,
       startupModels: options.loadModels,
       loadThreadCount: options.modelLoadThreadCount,
+      namespacing: options.modelNamespacing,
       rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
       loadRetryCount: options.modelLoadRetryCount,
     },
@@ -220,9 +208,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           counterLatencies: o.metricsConfig.counter_latencies?.toLowerCase() !== "false",
           summaryQuantiles: o.metricsConfig.summary_latencies?.toLowerCase() === "true" ? parseSummaryQuantiles(o.metricsConfig.summary_quantiles) : undefined,
           histogramLatencies: o.metricsConfig.histogram_latencies?.toLowerCase() === "true",
+          namespacing: o.modelNamespacing,
         },
       );
       server.onSuccess = metricsRegistry.observe;
+      server.onFirstResponse = metricsRegistry.firstResponse;
       metricsHandler = createMetricsHandler(metricsRegistry);
       running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort, 1024 * 1024);
       running.addresses.metrics = o.metricsAddress;
@@ -368,11 +358,6 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`error: failed to open log file '${o.logFile}': ${(err as Error).message}\n`);
       return 1;
     }
-  }
-  const refused = notYetServed(o);
-  if (refused) {
-    log.error(refused);
-    return 1;
   }
   for (const f of o.inertFlags) log.info(`--${f.flag}=${f.value} accepted; it has no effect here: ${f.meaning}`);
   // Signals are handled from the start: one that arrives while models load stops the

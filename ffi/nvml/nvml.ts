@@ -23,6 +23,7 @@ interface Api {
   nvmlDeviceGetMemoryInfo: KoffiFunc<(h: unknown, m: { total: number; free: number; used: number }) => Ret>;
   nvmlDeviceGetPowerUsage: KoffiFunc<(h: unknown, mw: unknown[]) => Ret>;
   nvmlDeviceGetEnforcedPowerLimit: KoffiFunc<(h: unknown, mw: unknown[]) => Ret>;
+  nvmlDeviceGetTotalEnergyConsumption: KoffiFunc<(h: unknown, mj: unknown[]) => Ret>;
 }
 
 export interface GpuSample {
@@ -34,6 +35,8 @@ export interface GpuSample {
   /** Watts; undefined where the device does not report power. */
   powerUsageW?: number;
   powerLimitW?: number;
+  /** Millijoules used since the driver was loaded (Volta and newer); undefined elsewhere. */
+  energyMj?: number;
 }
 
 let types: { util: unknown; mem: unknown } | undefined;
@@ -75,6 +78,7 @@ export class Nvml {
       nvmlDeviceGetMemoryInfo: lib.func("int nvmlDeviceGetMemoryInfo(void *device, _Out_ nvmlMemory_t *memory)"),
       nvmlDeviceGetPowerUsage: lib.func("int nvmlDeviceGetPowerUsage(void *device, _Out_ unsigned int *power)"),
       nvmlDeviceGetEnforcedPowerLimit: lib.func("int nvmlDeviceGetEnforcedPowerLimit(void *device, _Out_ unsigned int *limit)"),
+      nvmlDeviceGetTotalEnergyConsumption: lib.func("int nvmlDeviceGetTotalEnergyConsumption(void *device, _Out_ unsigned long long *energy)"),
     } as unknown as Api;
     const check = (call: string, r: Ret) => {
       if (r !== NVML_SUCCESS) throw new NativeError("INTERNAL", "NVML", `NVML: ${call} failed: ${api.nvmlErrorString(r)} (${r})`, { call });
@@ -116,6 +120,8 @@ export class Nvml {
       };
       if (a.nvmlDeviceGetPowerUsage(h, power) === NVML_SUCCESS) s.powerUsageW = Number(power[0]) / 1000;
       if (a.nvmlDeviceGetEnforcedPowerLimit(h, limit) === NVML_SUCCESS) s.powerLimitW = Number(limit[0]) / 1000;
+      const energy: unknown[] = [0];
+      if (a.nvmlDeviceGetTotalEnergyConsumption(h, energy) === NVML_SUCCESS) s.energyMj = Number(energy[0]);
       return s;
     });
   }

@@ -105,6 +105,8 @@ export interface ModelConfig {
   model_transaction_policy?: { decoupled?: boolean };
   model_repository_agents?: Record<string, unknown>;
   response_cache?: { enable?: boolean };
-  model_metrics?: Record<string, unknown>;
+  model_metrics?: {
+    metric_control?: { metric_identifier?: { family?: string }; histogram_options?: { buckets?: (number | string)[] } }[];
+  };
   [field: string]: unknown;
 }

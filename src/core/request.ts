@@ -24,6 +24,12 @@ export interface RequestedOutput {
 
 export interface InferenceRequest {
   modelName: string;
+  /**
+   * Set only by an ensemble for its steps under --model-namespacing: the namespace whose
+   * model of `modelName` is preferred. No frontend sets it (Triton gives clients no way
+   * to name a namespace).
+   */
+  modelNamespace?: string;
   /** Requested version as given on the wire ("" or undefined: latest ready). */
   modelVersion?: string;
   id?: string;

@@ -21,8 +21,9 @@ export interface MetricsSource {
 
 const US = 1 / 1000; // ns → µs
 
+/** A version's identifying labels; `namespace` only under --model-namespacing, as Triton adds it. */
 function labels(v: ModelVersion): Record<string, string> {
-  return { model: v.name, version: String(v.version) };
+  return v.namespace ? { model: v.name, version: String(v.version), namespace: v.namespace } : { model: v.name, version: String(v.version) };
 }
 
 /** Prometheus label names; a metric_tags key that would make another name is left out. */
@@ -68,6 +69,8 @@ export interface MetricsOptions {
   summaryQuantiles?: number[];
   /** `--metrics-config histogram_latencies=true`: nv_inference_first_response_histogram_ms. */
   histogramLatencies?: boolean;
+  /** `--model-namespacing`: every per-model family carries a `namespace` label. */
+  namespacing?: boolean;
 }
 
 /** Triton's default buckets of nv_inference_first_response_histogram_ms (MetricReporterConfig), in ms. */
@@ -87,6 +90,9 @@ export interface RequestDurations {
 
 export type LatencyObserver = (v: ModelVersion, d: RequestDurations) => void;
 
+/** A decoupled request's first response, `ns` after the request started (nv_inference_first_response_histogram_ms). */
+export type FirstResponseObserver = (v: ModelVersion, ns: number) => void;
+
 /** Triton's default summary quantiles (`summary_quantiles=0.5:0.05,0.9:0.01,0.95:0.001,0.99:0.001,0.999:0.0001`). */
 export const DEFAULT_SUMMARY_QUANTILES = [0.5, 0.9, 0.95, 0.99, 0.999];
 
@@ -103,23 +109,30 @@ export function parseSummaryQuantiles(v: string | undefined): number[] {
 export function createMetricsRegistry(
   source: MetricsSource,
   opts: MetricsOptions,
-): { registry: Registry; metrics(): Promise<string>; observe?: LatencyObserver; close(): void } {
+): { registry: Registry; metrics(): Promise<string>; observe?: LatencyObserver; firstResponse?: FirstResponseObserver; close(): void } {
   const registry = new Registry();
   // The per-model families read at scrape time carry the config's metric_tags as
   // "_<key>" labels, as Triton's MetricModelReporter adds them. prom-client fixes a family's
   // label names when it is made, so these families are made again whenever the set of tag
   // keys among the loaded models changes (their values come from the statistics, so
   // nothing is lost). The families observed per request keep model and version only.
+  // The summaries, observed per request, are made again too; they start afresh then, as
+  // Triton's do whenever a model (re)loads.
   let tagKeys: string[] = [];
   let perModel: string[] = [];
+  const base = opts.namespacing ? ["model", "version", "namespace"] : ["model", "version"];
+  const histogram = opts.histogramLatencies ? new FirstResponseHistogram(source) : undefined;
+  if (histogram) registry.registerMetric(histogram as unknown as Parameters<Registry["registerMetric"]>[0]);
+  let observeSummaries: LatencyObserver | undefined;
   const build = (tagLabels: string[]) => {
     const before = new Set(registry.getMetricsAsArray().map((m) => m.name));
     const tagged = (v: ModelVersion) => ({ ...labels(v), ...tagsOf(v, tagLabels) });
+    if (histogram) histogram.tagLabels = tagLabels;
     const counter = (name: string, help: string, value: (v: ModelVersion) => number, only?: (v: ModelVersion) => boolean) =>
       new Counter({
         name,
         help,
-        labelNames: ["model", "version", ...tagLabels],
+        labelNames: [...base, ...tagLabels],
         registers: [registry],
         collect() {
           this.reset();
@@ -130,7 +143,7 @@ export function createMetricsRegistry(
     new Counter({
       name: "nv_inference_request_failure",
       help: "Number of failed inference requests, all batch sizes",
-      labelNames: ["model", "version", "reason", ...tagLabels],
+      labelNames: [...base, "reason", ...tagLabels],
       registers: [registry],
       collect() {
         this.reset();
@@ -154,7 +167,7 @@ export function createMetricsRegistry(
     new Gauge({
       name: "nv_model_load_duration_secs",
       help: "Model load time in seconds",
-      labelNames: ["model", "version", ...tagLabels],
+      labelNames: [...base, ...tagLabels],
       registers: [registry],
       collect() {
         this.reset();
@@ -164,13 +177,14 @@ export function createMetricsRegistry(
     new Gauge({
       name: "nv_inference_pending_request_count",
       help: "Instantaneous number of pending requests awaiting execution per-model.",
-      labelNames: ["model", "version", ...tagLabels],
+      labelNames: [...base, ...tagLabels],
       registers: [registry],
       collect() {
         this.reset();
         for (const v of source.versions()) this.set(tagged(v), v.ready ? v.scheduler.pendingCount() : 0);
       },
     });
+    if (opts.summaryQuantiles) observeSummaries = summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false), [...base, ...tagLabels], tagged);
     perModel = registry.getMetricsAsArray().map((m) => m.name).filter((n) => !before.has(n));
   };
   const refresh = () => {
@@ -218,40 +232,127 @@ export function createMetricsRegistry(
     gauge("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", (s) => s.memoryUsedBytes);
     gauge("nv_gpu_power_usage", "GPU power usage in watts", (s) => s.powerUsageW);
     gauge("nv_gpu_power_limit", "GPU power management limit in watts", (s) => s.powerLimitW);
+    new Counter({
+      name: "nv_energy_consumption",
+      help: "GPU energy consumption in joules since the Triton Server started",
+      labelNames: ["gpu_uuid"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of gpu!.samples) {
+          const joules = gpu!.energySinceStartJ(s);
+          if (joules !== undefined) this.inc({ gpu_uuid: s.uuid }, joules);
+        }
+      },
+    });
   }
-  const observers = [
-    opts.summaryQuantiles ? summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false)) : undefined,
-    opts.histogramLatencies ? firstResponseHistogram(registry) : undefined,
-  ].filter((o): o is LatencyObserver => o !== undefined);
-  const observe: LatencyObserver | undefined =
-    observers.length === 0 ? undefined : observers.length === 1 ? observers[0] : (v, d) => observers.forEach((o) => o(v, d));
-  return { registry, metrics: () => (refresh(), registry.metrics()), observe, close: () => {
+  let observe: LatencyObserver | undefined;
+  if (opts.summaryQuantiles || histogram) {
+    // A version's first observation makes sure its tag keys have their labels before it is observed.
+    const seen = new WeakSet<ModelVersion>();
+    observe = (v, d) => {
+      if (!seen.has(v)) {
+        seen.add(v);
+        refresh();
+      }
+      observeSummaries?.(v, d);
+      histogram?.observe(v, d.requestNs);
+    };
+  }
+  const firstResponse = histogram ? (v: ModelVersion, ns: number) => histogram.observe(v, ns) : undefined;
+  return { registry, metrics: () => (refresh(), registry.metrics()), observe, firstResponse, close: () => {
       sampler?.close();
       gpu?.close();
     },
   };
 }
 
+/** The family whose buckets a model config's model_metrics may set (Triton's MetricReporterConfig::metric_map_). */
+const FIRST_RESPONSE = "nv_inference_first_response_histogram_ms";
+
+/** A model's buckets of the first-response histogram: its config's model_metrics, else Triton's defaults. */
+export function firstResponseBuckets(v: ModelVersion): number[] {
+  for (const control of v.config.model_metrics?.metric_control ?? []) {
+    if (control.metric_identifier?.family !== FIRST_RESPONSE) continue;
+    const buckets = (control.histogram_options?.buckets ?? []).map(Number);
+    return [...new Set(buckets)].sort((a, b) => a - b);
+  }
+  return FIRST_RESPONSE_BUCKETS_MS;
+}
+
+interface HistogramSeries {
+  buckets: number[];
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
 /**
- * nv_inference_first_response_histogram_ms: from a request's start to its response, in
- * whole milliseconds as Triton's integer division gives them, with Triton's default
- * buckets. A decoupled model's first response is not observed yet, nor are a model
- * config's own buckets (model_metrics).
+ * nv_inference_first_response_histogram_ms: from a request's start to its first response
+ * (a decoupled model's first, any other model's only one), in whole milliseconds as
+ * Triton's integer division gives them. Each model version has its own buckets, from its
+ * config's model_metrics or Triton's defaults, which prom-client's Histogram (one set of
+ * buckets per family) cannot hold; so this family is registered as a collector of its own.
+ * A series lives as long as its version is loaded, as Triton's model reporter does.
  */
-function firstResponseHistogram(registry: Registry): LatencyObserver {
-  const h = new Histogram({
-    name: "nv_inference_first_response_histogram_ms",
-    help: "Duration from request to first response in milliseconds",
-    labelNames: ["model", "version"],
-    buckets: FIRST_RESPONSE_BUCKETS_MS,
-    registers: [registry],
-  });
-  return (v, d) => h.observe(labels(v), Math.floor(d.requestNs / 1e6));
+class FirstResponseHistogram {
+  readonly name = FIRST_RESPONSE;
+  readonly help = "Duration from request to first response in milliseconds";
+  readonly type = "histogram";
+  readonly aggregator = "sum";
+  /** The metric_tags labels of the moment, set when the per-model families are made. */
+  tagLabels: string[] = [];
+  readonly #series = new Map<ModelVersion, HistogramSeries>();
+  readonly #source: MetricsSource;
+
+  constructor(source: MetricsSource) {
+    this.#source = source;
+  }
+
+  observe(v: ModelVersion, ns: number): void {
+    let s = this.#series.get(v);
+    if (!s) {
+      const buckets = firstResponseBuckets(v);
+      s = { buckets, counts: buckets.map(() => 0), sum: 0, count: 0 };
+      this.#series.set(v, s);
+    }
+    const ms = Math.floor(ns / 1e6);
+    for (let i = 0; i < s.buckets.length; i++) if (ms <= s.buckets[i]!) s.counts[i]!++;
+    s.sum += ms;
+    s.count++;
+  }
+
+  get() {
+    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+    const loaded = new Set(this.#source.versions());
+    for (const [v, s] of this.#series) {
+      if (!loaded.has(v)) {
+        this.#series.delete(v);
+        continue;
+      }
+      const l = { ...labels(v), ...tagsOf(v, this.tagLabels) };
+      s.buckets.forEach((le, i) => values.push({ metricName: `${this.name}_bucket`, labels: { le, ...l }, value: s.counts[i]! }));
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: "+Inf", ...l }, value: s.count });
+      values.push({ metricName: `${this.name}_sum`, labels: l, value: s.sum });
+      values.push({ metricName: `${this.name}_count`, labels: l, value: s.count });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  reset(): void {
+    this.#series.clear();
+  }
 }
 
 /** The *_summary_us families, observed per request (Triton: request summary off for cache-enabled models). */
-function summaries(registry: Registry, percentiles: number[], cached: (v: ModelVersion) => boolean): LatencyObserver {
-  const summary = (name: string, help: string) => new Summary({ name, help, labelNames: ["model", "version"], percentiles, registers: [registry] });
+function summaries(
+  registry: Registry,
+  percentiles: number[],
+  cached: (v: ModelVersion) => boolean,
+  labelNames: string[],
+  tagged: (v: ModelVersion) => Record<string, string>,
+): LatencyObserver {
+  const summary = (name: string, help: string) => new Summary({ name, help, labelNames, percentiles, registers: [registry] });
   const request = summary("nv_inference_request_summary_us", "Summary of inference request duration in microseconds (includes cached requests)");
   const queue = summary("nv_inference_queue_summary_us", "Summary of inference queuing duration in microseconds (includes cached requests)");
   const input = summary("nv_inference_compute_input_summary_us", "Summary of compute input duration in microseconds (does not include cached requests)");
@@ -260,7 +361,7 @@ function summaries(registry: Registry, percentiles: number[], cached: (v: ModelV
   const cacheHit = summary("nv_cache_hit_summary_per_model", "Summary of cache hit counts/durations per model, in microseconds.");
   const cacheMiss = summary("nv_cache_miss_summary_per_model", "Summary of cache miss counts/durations per model, in microseconds.");
   return (v, d) => {
-    const l = labels(v);
+    const l = tagged(v);
     if (!cached(v)) request.observe(l, d.requestNs * US);
     queue.observe(l, d.queueNs * US);
     if (d.computeInferNs !== undefined) {

@@ -10,9 +10,20 @@ export interface ModelLocation {
   name: string;
   repository: string;
   dir: string;
+  /**
+   * With --model-namespacing, the repository the model came from (Triton's namespace is
+   * the repository path); "" otherwise.
+   */
+  namespace?: string;
+}
+
+/** A model's key in the repository manager: its name, or namespace and name under --model-namespacing. */
+export function modelKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}\0${name}` : name;
 }
 
 export interface RepositoryScan {
+  /** Keyed by modelKey(): the name alone unless namespacing is on. */
   models: Map<string, ModelLocation>;
   /** Names found in more than one repository: Triton makes them unavailable. */
   duplicates: Map<string, string[]>;
@@ -26,7 +37,11 @@ const isDir = (p: string) => {
   }
 };
 
-export function scanRepositories(repositories: readonly string[]): RepositoryScan {
+/**
+ * The model folders of every repository. A name in two repositories is a duplicate (Triton
+ * serves neither) unless `namespacing` is on, when each repository's copy is its own model.
+ */
+export function scanRepositories(repositories: readonly string[], namespacing = false): RepositoryScan {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Map<string, string[]>();
   for (const repo of repositories) {
@@ -41,6 +56,10 @@ export function scanRepositories(repositories: readonly string[]): RepositorySca
       if (name.startsWith(".") || name === "node_modules") continue;
       const dir = join(repo, name);
       if (!isDir(dir)) continue;
+      if (namespacing) {
+        models.set(modelKey(repo, name), { name, repository: repo, dir, namespace: repo });
+        continue;
+      }
       const prev = models.get(name);
       if (prev) {
         duplicates.set(name, [...(duplicates.get(name) ?? [prev.repository]), repo]);

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ServerError, notFound, unavailable, invalidArg } from "../core/errors.ts";
 import { ModelVersion, type ModelState } from "./model-version.ts";
 import { getLogger } from "../core/logger.ts";
-import { scanRepositories, listVersions, fingerprint, type ModelLocation } from "./layout.ts";
+import { scanRepositories as scanFolders, listVersions, fingerprint, modelKey, type ModelLocation } from "./layout.ts";
 import { checkModelName, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
@@ -20,6 +20,9 @@ import type { BackendRegistry } from "../backends/registry.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
 const log = getLogger("src/repository/manager.ts");
+
+/** The model name a key stands for (see modelKey). */
+const nameOf = (key: string): string => key.slice(key.indexOf("\0") + 1);
 
 export interface RepositoryOptions extends LoaderOptions {
   repositories: string[];
@@ -31,6 +34,12 @@ export interface RepositoryOptions extends LoaderOptions {
   loadThreadCount?: number;
   /** `--model-load-retry-count`: further tries of a version whose load failed (default 0). */
   loadRetryCount?: number;
+  /**
+   * `--model-namespacing`: a model's namespace is its repository, so same-named models in
+   * different repositories both load. A name shared by several is ambiguous to a request
+   * (INVALID_ARG, Triton's text); an ensemble's step prefers its own namespace.
+   */
+  namespacing?: boolean;
 }
 
 /** At most `limit` tasks at once, the rest waiting in order (Triton's model load thread pool). */
@@ -69,6 +78,10 @@ export interface LoadOverride {
   files?: Record<string, Uint8Array>;
 }
 
+/** Triton's answer to a name that more than one namespace serves (ModelRepositoryManager::FindModelIdentifier). */
+const ambiguous = (name: string, n: number) =>
+  invalidArg(`There are ${n} identifiers of model '${name}' in global map, model namespace must be provided to resolve ambiguity.`);
+
 interface ModelEntry {
   location: ModelLocation;
   /** The versions being served (or the failed ones); replaced as a whole by a reload. */
@@ -79,6 +92,10 @@ interface ModelEntry {
   overrideDir?: string;
 }
 
+/**
+ * The maps below are keyed by modelKey(): the model's name, or its namespace and name
+ * under --model-namespacing. The public methods take names, as requests carry them.
+ */
 export class ModelRepositoryManager {
   readonly #opts: RepositoryOptions;
   readonly #loader: ModelLoader;
@@ -104,55 +121,105 @@ export class ModelRepositoryManager {
     this.#runner = runner;
   }
 
+  #scan(): ReturnType<typeof scanFolders> {
+    return scanFolders(this.#opts.repositories, this.#opts.namespacing === true);
+  }
+
+  /** The keys among `keys` that stand for a model called `name`. */
+  #keysOf(name: string, keys: Iterable<string>): string[] {
+    const out: string[] = [];
+    for (const k of keys) if (nameOf(k) === name) out.push(k);
+    return out;
+  }
+
+  /**
+   * The tried model a request's `name` means: the only one of that name, or under
+   * namespacing the one in `namespace` (an ensemble's own) when there is one. Undefined
+   * when none has the name; INVALID_ARG when several do (Triton's FindModelIdentifier).
+   */
+  #resolve(name: string, namespace?: string): string | undefined {
+    if (!this.#opts.namespacing) return this.#models.has(name) ? name : undefined;
+    if (namespace && this.#models.has(modelKey(namespace, name))) return modelKey(namespace, name);
+    const keys = this.#keysOf(name, this.#models.keys());
+    if (keys.length > 1) throw ambiguous(name, keys.length);
+    return keys[0];
+  }
+
+  /** The model an ensemble step in `namespace` calls: its own namespace's, else the only one of that name (Triton's fuzzy match). */
+  #stepKey(namespace: string | undefined, name: string, scan: ReturnType<typeof scanFolders>): string {
+    if (!this.#opts.namespacing) return name;
+    const own = modelKey(namespace, name);
+    if (scan.models.has(own) || this.#models.has(own)) return own;
+    const keys = this.#keysOf(name, new Set([...scan.models.keys(), ...this.#models.keys()]));
+    return keys.length === 1 ? keys[0]! : own;
+  }
+
   /** Scans the repositories and loads the start-up models; resolves when all have settled. */
   async loadAll(): Promise<void> {
-    const scan = scanRepositories(this.#opts.repositories);
+    const scan = this.#scan();
     this.#known = scan.models;
-    let names = [...scan.models.keys()];
+    let keys = [...scan.models.keys()];
     if (this.#opts.controlMode === "explicit") {
       const wanted = this.#opts.startupModels ?? [];
-      if (!wanted.includes("*")) names = [...new Set(wanted)];
+      if (!wanted.includes("*")) keys = [...new Set(wanted.flatMap((n) => this.#keysOfOr(n, scan.models.keys())))];
     }
     await Promise.all(
-      names.map((name) =>
-        this.#serialized(name, async () => {
-          for (const e of await this.#loadModel(name, undefined, scan)) log.error(e);
+      keys.map((key) =>
+        this.#serialized(key, async () => {
+          for (const e of await this.#loadModel(key, undefined, scan)) log.error(e);
         }),
       ),
     );
   }
 
-  /** The repository extension's load: (re)loads `name`; throws when a requested version could not be served. */
-  loadModel(name: string, override?: LoadOverride): Promise<void> {
-    checkModelName(name);
-    return this.#serialized(name, async () => {
-      const errors = await this.#loadModel(name, override);
-      if (errors.length > 0) throw invalidArg(errors.join("; "));
-    });
+  /** The keys of `name` among `keys`, or the name alone when there are none (its load then reports it missing). */
+  #keysOfOr(name: string, keys: Iterable<string>): string[] {
+    const found = this.#keysOf(name, keys);
+    return found.length > 0 ? found : [name];
   }
 
-  /** The repository extension's unload: drains and frees every version of `name`. */
-  unloadModel(name: string): Promise<void> {
-    return this.#serialized(name, async () => {
-      const entry = this.#models.get(name);
-      if (!entry) {
-        if (this.#known.has(name)) return;
-        throw invalidArg(`failed to unload '${name}': model not found in any model repository`);
-      }
-      await Promise.all([...entry.versions.values()].map((v) => v.unload()));
-      delete entry.failure;
-      log.info(`successfully unloaded '${name}'`);
-    });
+  /**
+   * The repository extension's load: (re)loads `name` (under namespacing, every
+   * repository's model of that name, as Triton applies a load to all of them); throws when
+   * a requested version could not be served.
+   */
+  async loadModel(name: string, override?: LoadOverride): Promise<void> {
+    checkModelName(name);
+    const scan = this.#scan();
+    const files = override?.files !== undefined && Object.keys(override.files).length > 0;
+    // With file overrides the model is built from them alone, whatever the repositories hold.
+    const keys = files ? [name] : this.#keysOfOr(name, scan.models.keys());
+    const errors = await Promise.all(keys.map((key) => this.#serialized(key, () => this.#loadModel(key, override, scan))));
+    if (errors.flat().length > 0) throw invalidArg(errors.flat().join("; "));
+  }
+
+  /** The repository extension's unload: drains and frees every version of `name` (of every namespace). */
+  async unloadModel(name: string): Promise<void> {
+    const keys = this.#keysOfOr(name, new Set([...this.#models.keys(), ...this.#known.keys()]));
+    await Promise.all(
+      keys.map((key) =>
+        this.#serialized(key, async () => {
+          const entry = this.#models.get(key);
+          if (!entry) {
+            if (this.#known.has(key)) return;
+            throw invalidArg(`failed to unload '${name}': model not found in any model repository`);
+          }
+          await Promise.all([...entry.versions.values()].map((v) => v.unload()));
+          delete entry.failure;
+          log.info(`successfully unloaded '${name}'${entry.location.namespace ? ` (namespace '${entry.location.namespace}')` : ""}`);
+        }),
+      ),
+    );
   }
 
   /** Loaded ensembles with a step that calls `name` (for unload_dependents). */
   dependentsOf(name: string): string[] {
-    const out: string[] = [];
-    for (const [model, entry] of this.#models) {
+    const out = new Set<string>();
+    for (const [key, entry] of this.#models) {
       const uses = [...entry.versions.values()].some((v) => v.ready && isEnsemble(v.config) && ensembleSteps(v.config).some((s) => s.model_name === name));
-      if (uses) out.push(model);
+      if (uses) out.add(nameOf(key));
     }
-    return out;
+    return [...out];
   }
 
   /**
@@ -160,22 +227,22 @@ export class ModelRepositoryManager {
    * ones unloaded. Unchanged versions keep serving untouched.
    */
   async poll(): Promise<void> {
-    const scan = scanRepositories(this.#opts.repositories);
+    const scan = this.#scan();
     const removed = [...this.#models.keys()].filter((n) => !scan.models.has(n));
     this.#known = scan.models;
     await Promise.all([
-      ...[...scan.models.keys()].map((name) =>
-        this.#serialized(name, async () => {
-          for (const e of await this.#loadModel(name, undefined, scan)) log.error(e);
+      ...[...scan.models.keys()].map((key) =>
+        this.#serialized(key, async () => {
+          for (const e of await this.#loadModel(key, undefined, scan)) log.error(e);
         }),
       ),
-      ...removed.map((name) =>
-        this.#serialized(name, async () => {
-          const entry = this.#models.get(name);
+      ...removed.map((key) =>
+        this.#serialized(key, async () => {
+          const entry = this.#models.get(key);
           if (!entry) return;
-          this.#models.delete(name);
+          this.#models.delete(key);
           await Promise.all([...entry.versions.values()].map((v) => v.unload()));
-          log.info(`successfully unloaded '${name}' (removed from the repository)`);
+          log.info(`successfully unloaded '${nameOf(key)}' (removed from the repository)`);
         }),
       ),
     ]);
@@ -193,7 +260,8 @@ export class ModelRepositoryManager {
   /** Failures, for startup's --exit-on-error check. */
   failures(): string[] {
     const out: string[] = [];
-    for (const [name, entry] of this.#models) {
+    for (const [key, entry] of this.#models) {
+      const name = nameOf(key);
       if (entry.failure) out.push(`${name}: ${entry.failure}`);
       for (const v of entry.versions.values()) if (v.state === "UNAVAILABLE" && !v.unloaded) out.push(`${name} version ${v.version}: ${v.reason}`);
     }
@@ -209,8 +277,10 @@ export class ModelRepositoryManager {
     return this.#opts.controlMode ?? "none";
   }
 
-  getModel(name: string, version?: string): ModelVersion {
-    const entry = this.#models.get(name);
+  /** `namespace`: an ensemble step's own namespace, preferred under --model-namespacing. */
+  getModel(name: string, version?: string, namespace?: string): ModelVersion {
+    const key = this.#resolve(name, namespace);
+    const entry = key === undefined ? undefined : this.#models.get(key);
     if (!entry) throw notFound(`Request for unknown model: '${name}' is not found`);
     if (version) {
       if (!/^[0-9]+$/.test(version)) throw invalidArg(`Request for unknown model: '${name}' version '${version}' is not a valid version`);
@@ -235,7 +305,12 @@ export class ModelRepositoryManager {
 
   /** Ready versions of a model, ascending. */
   readyVersions(name: string): ModelVersion[] {
-    const entry = this.#models.get(name);
+    const key = this.#resolve(name);
+    return key === undefined ? [] : this.#ready(key);
+  }
+
+  #ready(key: string): ModelVersion[] {
+    const entry = this.#models.get(key);
     return entry ? [...entry.versions.values()].filter((v) => v.ready).sort((a, b) => a.version - b.version) : [];
   }
 
@@ -247,11 +322,13 @@ export class ModelRepositoryManager {
   /** The repository index extension's entries. */
   index(readyOnly = false): IndexEntry[] {
     const out: IndexEntry[] = [];
-    const names = new Set([...this.#known.keys(), ...this.#models.keys(), ...this.#loading.keys()]);
-    for (const name of [...names].sort()) {
-      const entry = this.#models.get(name);
+    const keys = new Set([...this.#known.keys(), ...this.#models.keys(), ...this.#loading.keys()]);
+    const byName = (a: string, b: string) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : a < b ? -1 : a > b ? 1 : 0);
+    for (const key of [...keys].sort(byName)) {
+      const name = nameOf(key);
+      const entry = this.#models.get(key);
       const served = entry ? [...entry.versions.values()] : [];
-      const loading = (this.#loading.get(name) ?? []).filter((l) => !entry?.versions.get(l.version)?.ready);
+      const loading = (this.#loading.get(key) ?? []).filter((l) => !entry?.versions.get(l.version)?.ready);
       const shown = [...served.filter((v) => !loading.some((l) => l.version === v.version)), ...loading];
       if (shown.length === 0) {
         if (entry?.failure) {
@@ -305,20 +382,22 @@ export class ModelRepositoryManager {
    * version first, as Triton's dependency graph does (nested ensembles too). Returns
    * Triton's reason when a step model cannot be served, else undefined.
    */
-  async #loadComposingModels(name: string, config: ModelConfig, scan: ReturnType<typeof scanRepositories>, chain: readonly string[]): Promise<string | undefined> {
+  async #loadComposingModels(key: string, namespace: string | undefined, config: ModelConfig, scan: ReturnType<typeof scanFolders>, chain: readonly string[]): Promise<string | undefined> {
     if (this.controlMode !== "explicit" || !isEnsemble(config)) return undefined;
+    const name = nameOf(key);
     for (const step of ensembleSteps(config)) {
       const model = step.model_name ?? "";
-      if (!model || chain.includes(model) || model === name) continue;
-      if (this.readyVersions(model).length === 0) {
-        const errors = await this.#serialized(model, () => this.#loadModel(model, undefined, scan, [...chain, name]));
-        if (this.readyVersions(model).length === 0) {
+      const stepKey = this.#stepKey(namespace, model, scan);
+      if (!model || chain.includes(stepKey) || stepKey === key) continue;
+      if (this.#ready(stepKey).length === 0) {
+        const errors = await this.#serialized(stepKey, () => this.#loadModel(stepKey, undefined, scan, [...chain, key]));
+        if (this.#ready(stepKey).length === 0) {
           const why = errors.length > 0 ? ` Model '${model}' loading failed with error: ${errors.join("; ")}` : "";
           return `ensemble '${name}' depends on '${model}' which has no loaded version.${why}`;
         }
       }
       const required = Number(step.model_version ?? -1);
-      if (required !== -1 && !this.readyVersions(model).some((v) => v.version === required)) {
+      if (required !== -1 && !this.#ready(stepKey).some((v) => v.version === required)) {
         return `ensemble '${name}' depends on '${model}' whose required version ${required} is not loaded.`;
       }
     }
@@ -330,16 +409,17 @@ export class ModelRepositoryManager {
    * settled: a version whose files and config are unchanged keeps serving as it is; a
    * version that fails to reload keeps its old instance. Returns the errors.
    */
-  async #loadModel(name: string, override?: LoadOverride, scan = scanRepositories(this.#opts.repositories), chain: readonly string[] = []): Promise<string[]> {
+  async #loadModel(key: string, override?: LoadOverride, scan = this.#scan(), chain: readonly string[] = []): Promise<string[]> {
     this.#known = scan.models;
-    const old = this.#models.get(name);
-    const dup = scan.duplicates.get(name);
+    const name = nameOf(key);
+    const old = this.#models.get(key);
+    const dup = scan.duplicates.get(key);
     if (dup) {
       const failure = `model '${name}' appears in multiple repositories: ${dup.join(", ")}`;
-      if (!old) this.#models.set(name, { location: { name, dir: "", repository: "" }, versions: new Map(), failure });
+      if (!old) this.#models.set(key, { location: { name, dir: "", repository: "" }, versions: new Map(), failure });
       return [`failed to load '${name}': ${failure}`];
     }
-    const found = scan.models.get(name);
+    const found = scan.models.get(key);
     let location: ModelLocation | undefined = found;
     let overrideDir: string | undefined;
     if (override?.files && Object.keys(override.files).length > 0) {
@@ -360,21 +440,21 @@ export class ModelRepositoryManager {
     } catch (err) {
       const failure = ServerError.from(err).message;
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
-      if (!hasReady) this.#models.set(name, { location, versions: old?.versions ?? new Map(), failure });
+      if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure });
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const { config } = resolved;
-    const missing = await this.#loadComposingModels(name, config, scan, chain);
+    const missing = await this.#loadComposingModels(key, location.namespace, config, scan, chain);
     if (missing) {
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
-      if (!hasReady) this.#models.set(name, { location, versions: old?.versions ?? new Map(), failure: missing });
+      if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure: missing });
       return [`failed to load '${name}': ${missing}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const available = listVersions(location.dir);
     const selected = selectVersions(available, config.version_policy);
     if (selected.length === 0) {
       const failure = `at least one version must be available under the version policy of model '${name}'`;
-      if (!hasReady) this.#models.set(name, { location, versions: new Map(), failure });
+      if (!hasReady) this.#models.set(key, { location, versions: new Map(), failure });
       return [`failed to load '${name}': ${failure}`];
     }
 
@@ -388,15 +468,17 @@ export class ModelRepositoryManager {
         versions.set(v, prev);
         continue;
       }
-      const mv = new ModelVersion(name, v, location.dir, config);
+      const mv = new ModelVersion(name, v, location.dir, config, location.namespace);
       mv.configKey = configKey;
       mv.fingerprint = fp;
       fresh.push(mv);
     }
-    this.#loading.set(name, fresh);
-    const context = { runner: this.#runner, knows: (m: string) => this.#known.has(m) || this.#models.has(m) };
-    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, resolved, context)));
-    this.#loading.delete(name);
+    this.#loading.set(key, fresh);
+    const knows = this.#opts.namespacing
+      ? (m: string) => this.#keysOf(m, this.#known.keys()).length > 0 || this.#keysOf(m, this.#models.keys()).length > 0
+      : (m: string) => this.#known.has(m) || this.#models.has(m);
+    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, resolved, { runner: this.#runner, knows })));
+    this.#loading.delete(key);
 
     const errors: string[] = [];
     for (const mv of fresh) {
@@ -411,11 +493,11 @@ export class ModelRepositoryManager {
       versions.set(mv.version, mv);
     }
     for (const v of missingSpecificVersions(available, config.version_policy)) {
-      const mv = new ModelVersion(name, v, location.dir, config);
+      const mv = new ModelVersion(name, v, location.dir, config, location.namespace);
       mv.transition("UNAVAILABLE", `version ${v} of model '${name}' is not in the model repository`);
       versions.set(v, mv);
     }
-    this.#models.set(name, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
+    this.#models.set(key, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
 
     // Retire what is no longer served: in-flight requests finish on it first.
     const kept = new Set(versions.values());

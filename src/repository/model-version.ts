@@ -22,6 +22,8 @@ const ALLOWED: Record<ModelState, readonly ModelState[]> = {
 export class ModelVersion {
   readonly name: string;
   readonly version: number;
+  /** The repository it came from under --model-namespacing (Triton's namespace), else "". */
+  readonly namespace: string;
   /** `<repo>/<model>`, for files the config names (labels, warmup data). */
   readonly modelDir: string;
   config: ModelConfig;
@@ -38,8 +40,9 @@ export class ModelVersion {
   #instances: BackendInstance[] = [];
   #scheduler: Scheduler | undefined;
 
-  constructor(name: string, version: number, modelDir: string, config: ModelConfig) {
+  constructor(name: string, version: number, modelDir: string, config: ModelConfig, namespace = "") {
     this.name = name;
+    this.namespace = namespace;
     this.modelDir = modelDir;
     this.version = version;
     this.config = config;

@@ -20,6 +20,8 @@ import type { Scheduler } from "./scheduler.ts";
 /** The model version a scheduler serves (the repository's ModelVersion is one). */
 export interface ScheduledModel {
   readonly name: string;
+  /** Its namespace under --model-namespacing ("" otherwise): an ensemble's steps prefer it. */
+  readonly namespace?: string;
   /** `<repo>/<model>`, for files the config names. */
   readonly modelDir: string;
   readonly config: ModelConfig;
@@ -34,7 +36,7 @@ export interface ScheduledModel {
 export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner | undefined): Scheduler {
   if (isEnsemble(model.config)) {
     if (!runner) throw internal(`ensemble '${model.name}' has no model runner to call its steps with`);
-    return new EnsembleScheduler(model.config, runner);
+    return new EnsembleScheduler(model.config, runner, model.namespace);
   }
   if (model.config.sequence_batching) {
     return new SequenceBatchScheduler({

@@ -100,14 +100,17 @@ export class EnsembleScheduler implements Scheduler {
   readonly #name: string;
   readonly #steps: EnsembleStep[];
   readonly #run: ModelRunner;
+  /** The ensemble's namespace (--model-namespacing): each step calls that namespace's model when it has one. */
+  readonly #namespace: string;
   /** max_inflight_requests: per-step back-pressure (none when 0). */
   readonly #gates: Map<EnsembleStep, StepGate> | undefined;
   #inflight = 0;
   #stopping = false;
   #drained: (() => void) | undefined;
 
-  constructor(config: ModelConfig, run: ModelRunner) {
+  constructor(config: ModelConfig, run: ModelRunner, namespace = "") {
     this.#name = config.name ?? "";
+    this.#namespace = namespace;
     this.#steps = ensembleSteps(config);
     this.#run = run;
     const limit = Number((config.ensemble_scheduling as { max_inflight_requests?: number | string } | undefined)?.max_inflight_requests ?? 0);
@@ -150,6 +153,7 @@ export class EnsembleScheduler implements Scheduler {
       if (request.signal?.aborted) throw cancelled(request.id);
       response = await this.#run({
         modelName: step.model_name!,
+        ...(this.#namespace ? { modelNamespace: this.#namespace } : {}),
         modelVersion: version > 0 ? String(version) : undefined,
         parameters: { ...request.parameters },
         inputs,

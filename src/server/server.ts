@@ -74,6 +74,8 @@ export class InferenceServer {
   onSuccess:
     | ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number; cacheHitNs?: number; cacheMissNs?: number }) => void)
     | undefined;
+  /** Called with the time to a decoupled request's first response (the first-response histogram), when set. */
+  onFirstResponse: ((mv: ModelVersion, ns: number) => void) | undefined;
   readonly #labels = new Map<string, string[]>();
 
   /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
@@ -197,10 +199,10 @@ export class InferenceServer {
    * that continue an open sequence are let through (`continuing`; the sequence batcher
    * refuses new sequences itself).
    */
-  modelForInference(name: string, version?: string, continuing = false, resolved?: ModelVersion): ModelVersion {
+  modelForInference(name: string, version?: string, continuing = false, resolved?: ModelVersion, namespace?: string): ModelVersion {
     if (this.state === "EXITING" && !continuing) throw unavailable("Server is stopping");
     // A version resolved earlier (modelForRequest) that has since begun to unload is looked up again.
-    return resolved?.ready ? resolved : this.repository.getModel(name, version);
+    return resolved?.ready ? resolved : this.repository.getModel(name, version, namespace);
   }
 
   /**
@@ -348,7 +350,7 @@ export class InferenceServer {
 
   async #infer(request: InferenceRequest, admit: boolean, model?: ModelVersion, stream?: (r: StreamedResponse) => void): Promise<InferenceResponse | undefined> {
     const control = parseControl(request.parameters);
-    const mv = this.modelForInference(request.modelName, request.modelVersion, continuesSequence(control), model);
+    const mv = this.modelForInference(request.modelName, request.modelVersion, continuesSequence(control), model, request.modelNamespace);
     const decoupled = this.isDecoupled(mv);
     if (decoupled && !stream) {
       throw new ServerError("UNSUPPORTED", `model '${mv.name}' is decoupled (model_transaction_policy): its responses are served by the streaming entry only`);
@@ -371,7 +373,7 @@ export class InferenceServer {
       if (request.signal?.aborted) throw cancelled(request.id);
       if (admit) held = this.#admit(request);
       if (decoupled) {
-        prepared.request.responseSink = this.#decoupledSink(mv, request, prepared.outputNames, prepared.classification, stream!);
+        prepared.request.responseSink = this.#decoupledSink(mv, request, prepared.outputNames, prepared.classification, stream!, start);
         const result = await mv.scheduler.enqueue(prepared);
         mv.stats.recordSuccess(nowNs() - start, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
         return undefined;
@@ -474,13 +476,15 @@ export class InferenceServer {
    * handed to the stream; after the client has gone (the request's signal) it is counted
    * as cancelled and dropped.
    */
-  #decoupledSink(mv: ModelVersion, request: InferenceRequest, names: string[], classification: ReadonlyMap<string, number>, stream: (r: StreamedResponse) => void) {
+  #decoupledSink(mv: ModelVersion, request: InferenceRequest, names: string[], classification: ReadonlyMap<string, number>, stream: (r: StreamedResponse) => void, start: number) {
     let index = 0;
     let last = nowNs();
     return (sent: SentResponse) => {
       const t = nowNs();
       const inferNs = t - last;
       const i = index++;
+      // Triton observes the first response a request sends, whatever it carries.
+      if (i === 0 && !request.signal?.aborted) this.onFirstResponse?.(mv, t - start);
       if (request.signal?.aborted) {
         mv.stats.recordResponse(i, "cancel", inferNs, 0);
       } else if (sent.error) {

@@ -7,11 +7,11 @@
  * The table must cover every flag the parser knows (flagTable()).
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
+import { startServerProcess, serverCommand, SIMPLE_TWOS_AND_THREES, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { flagTable } from "../../src/options.ts";
 
@@ -86,7 +86,15 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "trace-log-frequency": ["100"],
   "model-load-thread-count": ["2"],
   "model-load-retry-count": ["1"],
-  "model-namespacing": ["false"],
+  // The namespace is the repository; one repository, so `simple` resolves by name alone. test/e2e/repository/namespacing.test.ts has the rest.
+  "model-namespacing": [
+    "true",
+    [],
+    async (s) => {
+      await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify(SIMPLE_TWOS_AND_THREES) });
+      expect(await (await fetch(`${s.metricsUrl}/metrics`)).text()).toContain(`nv_inference_request_success{model="simple",version="1",namespace="${repo.dir}"} 1`);
+    },
+  ],
   "rate-limit": ["execution_count"],
   "rate-limit-resource": ["R1:10:0"],
   "http-thread-count": ["8", [], inert("http-thread-count", "8")],
@@ -124,11 +132,6 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "enable-peer-access": ["true", [], inert("enable-peer-access", "true")],
 };
 
-/** flag=value whose feature is not built yet: exit 1 with the reason. */
-const REFUSED: [string, string][] = [
-  ["model-namespacing", "true"],
-];
-
 describe("the flag table covers every flag", () => {
   it("names each flag the parser takes", () => {
     // --log-file has a test of its own below: its log, "Started HTTPService" included, goes to the file.
@@ -146,15 +149,6 @@ describe.concurrent("each flag starts the binary", () => {
     } finally {
       await server.stop();
     }
-  });
-});
-
-describe("flags whose feature is not built yet", () => {
-  it.each(REFUSED)("--%s=%s exits 1 with the reason", (flag, value) => {
-    const { cmd, args } = serverCommand();
-    const r = spawnSync(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--grpc-port=0", "--metrics-port=0", `--${flag}=${value}`], { encoding: "utf8", timeout: 60_000 });
-    expect(r.status).toBe(1);
-    expect(r.stderr + r.stdout).toContain(`not served by this build yet: --${flag}=${value}`);
   });
 });
 

@@ -110,6 +110,53 @@ describe("--metrics-config histogram_latencies=true (M-06, #17)", () => {
   });
 });
 
+describe("nv_inference_first_response_histogram_ms per model (M-06, #17)", () => {
+  /** A decoupled TypeScript model: three responses per request, the first after 30 ms, then a flag-only final. */
+  const THREE = `
+export default class Three {
+  execute(requests) {
+    for (const r of requests) {
+      const sender = r.getResponseSender();
+      const out = (i) => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i] }] });
+      setTimeout(() => { sender.send(out(0)); sender.send(out(1)); sender.send(out(2)); sender.send(undefined, { final: true }); }, 30);
+    }
+  }
+}
+`;
+
+  it("takes a model's buckets from model_metrics, and observes a decoupled request's first response once", async () => {
+    const config = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8");
+    repo.add("simple_buckets/config.pbtxt", config.replace(/name: "simple"/, 'name: "simple_buckets"') +
+      'model_metrics { metric_control [ { metric_identifier { family: "nv_inference_first_response_histogram_ms" } histogram_options { buckets: [ 10, 1, 100 ] } } ] }\n');
+    repo.add("simple_buckets/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
+    repo.add("three/config.pbtxt", 'name: "three"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\n' +
+      'input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    repo.add("three/1/model.js", THREE);
+    const s = await startServerProcess([`--model-repository=${repo.dir}`, "--metrics-config=histogram_latencies=true"]);
+    try {
+      const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) });
+      for (const m of ["simple", "simple_buckets", "simple_buckets"]) expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`${s.url}/v2/models/three/generate_stream`, { method: "POST", body: JSON.stringify({ N: 3 }) });
+        expect((await res.text()).split("data: ").length - 1).toBe(3);
+      }
+      const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+      const buckets = (model: string) =>
+        text.split("\n").filter((l) => l.startsWith("nv_inference_first_response_histogram_ms_bucket{") && l.includes(`model="${model}"`)).map((l) => /le="([^"]+)"/.exec(l)![1]);
+      expect(buckets("simple")).toEqual(["100", "500", "2000", "5000", "+Inf"]);
+      expect(buckets("simple_buckets")).toEqual(["1", "10", "100", "+Inf"]);
+      expect(sample(text, "nv_inference_first_response_histogram_ms_count", 'model="simple_buckets",version="1"')).toBe(2);
+      expect(sample(text, "nv_inference_first_response_histogram_ms_count", 'model="three",version="1"')).toBe(2);
+      // The first of three responses comes 30 ms after each request: both within 100 ms, at least 60 ms in all.
+      expect(sample(text, "nv_inference_first_response_histogram_ms_bucket", 'le="100",model="three",version="1"')).toBe(2);
+      expect(sample(text, "nv_inference_first_response_histogram_ms_sum", 'model="three",version="1"')).toBeGreaterThanOrEqual(60);
+    } finally {
+      await s.stop();
+      for (const m of ["simple_buckets", "three"]) rmSync(join(repo.dir, m), { recursive: true, force: true });
+    }
+  });
+});
+
 describe("metric_tags (M-01, #17)", () => {
   /** name{labels} value lines of a family, each as its label map and value. */
   function series(text: string, name: string): { labels: Record<string, string>; value: number }[] {
@@ -131,7 +178,10 @@ describe("metric_tags (M-01, #17)", () => {
     };
     tagged("simple_tagged", 'metric_tags { key: "team" value: "ocr" }\nmetric_tags { key: "tier" value: "gold" }\n');
     tagged("simple_site", 'metric_tags { key: "site" value: "eu" }\n');
-    const s = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple", "--load-model=simple_tagged"]);
+    const s = await startServerProcess([
+      `--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple", "--load-model=simple_tagged",
+      "--metrics-config=summary_latencies=true", "--metrics-config=histogram_latencies=true",
+    ]);
     try {
       const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) });
       for (const m of ["simple", "simple_tagged"]) expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
@@ -141,6 +191,10 @@ describe("metric_tags (M-01, #17)", () => {
         { labels: { model: "simple_tagged", version: "1", _team: "ocr", _tier: "gold" }, value: 1 },
       ]);
       expect(series(text, "nv_inference_request_failure").filter((x) => x.labels.model === "simple_tagged").map((x) => x.labels._team)).toEqual(["ocr", "ocr", "ocr", "ocr"]);
+      // The families observed per request carry the tags too.
+      for (const family of ["nv_inference_queue_summary_us_count", "nv_inference_first_response_histogram_ms_count"]) {
+        expect(series(text, family).find((x) => x.labels.model === "simple_tagged"), family).toEqual({ labels: { model: "simple_tagged", version: "1", _team: "ocr", _tier: "gold" }, value: 1 });
+      }
 
       expect((await fetch(`${s.url}/v2/repository/models/simple_site/load`, { method: "POST" })).status).toBe(200);
       text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
