@@ -22,6 +22,12 @@ export class ServerError extends Error {
   readonly code: ErrorCode;
   /** The nv_inference_request_failure reason, where the thrower knows it (a scheduler's rejection). */
   readonly reason: FailureReason | undefined;
+  /**
+   * Set by the server when the error came after the request was queued (a scheduler's
+   * refusal, a model's failure, a cancel), where Triton delivers it in the inference
+   * response instead of refusing the request; SageMaker answers those 400.
+   */
+  inResponse = false;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown; reason?: FailureReason }) {
     super(message, options);
     this.name = "ServerError";

@@ -42,7 +42,12 @@ export function createSagemakerHandler(http: HttpHandler, o: SagemakerOptions): 
     if (req.path === "/ping") return http({ ...req, path: `/v2/health/${o.pingMode}` });
     if (req.path === "/invocations") {
       const path = o.inferenceType === "infer" ? `/v2/models/${model}/infer` : `/v2/models/${model}/${o.inferenceType}`;
-      return inferWithBinaryContentType(http, req, path, BINARY_MIME);
+      const res = await inferWithBinaryContentType(http, req, path, BINARY_MIME);
+      // Triton's SageMaker server answers every error that comes in the inference response
+      // (after queueing) 400, whatever its code, "as it may not fit their SLA"; a refusal
+      // before queueing keeps the HTTP frontend's status. (Its 507 is for out-of-memory
+      // in multi-model endpoints, which Nereid does not serve.)
+      return res.inResponse ? { ...res, status: 400 } : res;
     }
     if (MODELS.test(req.path)) {
       return error(501, "SageMaker multi-model endpoints (/models) are not served by Nereid: loading names a path on the server");

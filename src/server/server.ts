@@ -441,6 +441,7 @@ export class InferenceServer {
       return response;
     } catch (err) {
       const e = ServerError.from(err);
+      if (reason === "BACKEND") e.inResponse = true;
       // Validation failures count as OTHER; a scheduler's refusal (queue full, timeout, stopping) as
       // REJECTED; a cancelled request (CANCELLED, from a scheduler or a model) as CANCELED.
       if (reason === "BACKEND") reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : e.code === "CANCELLED" ? "CANCELED" : "BACKEND");

@@ -237,7 +237,9 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       if (e.code === "INTERNAL") log.error(`${req.method} ${req.path}: ${e.message}`);
       else log.verbose(1, `${req.method} ${req.path}: ${e.code}: ${e.message}`);
       const extra: Record<string, string> = e.code === "UNSUPPORTED" && /Content-Encoding/.test(e.message) ? { "accept-encoding": "gzip, deflate" } : {};
-      return errorResponse(httpStatus(e.code), e.message, extra);
+      const res = errorResponse(httpStatus(e.code), e.message, extra);
+      if (e.inResponse) res.inResponse = true;
+      return res;
     }
   };
 }

@@ -21,6 +21,8 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body?: Uint8Array | string;
+  /** An error that came in the inference response, after queueing (ServerError.inResponse); not sent. */
+  inResponse?: boolean;
   /** A streamed body (Server-Sent Events), written chunk by chunk; `body` is then unused. */
   stream?: AsyncIterable<string>;
 }

@@ -27,10 +27,11 @@ const SIMPLE_ANSWER = {
   ],
 };
 
-/** A model that answers its request parameters, to see which headers were forwarded. */
+/** A model that answers its request parameters, to see which headers were forwarded; X = -1 makes it fail. */
 const PARAMS_MODEL = `
 export default class Params {
   execute(requests) {
+    if (requests.some((r) => r.input("X").data[0] === -1)) throw new Error("the model failed on X = -1");
     return requests.map((r) => ({ outputs: [{ name: "PARAMS", datatype: "BYTES", shape: [1], data: [JSON.stringify(r.parameters)] }] }));
   }
 }
@@ -198,6 +199,15 @@ describe("SageMaker beside HTTP", () => {
   it("forwards no headers, as Triton's SageMaker server has no forward pattern (--http-header-forward-pattern is HTTP's)", async () => {
     expect(await params(`${http}/v2/models/params/infer`)).toEqual({ "x-fwd-user": "alice" });
     expect(await params(`${both.url}/invocations`)).toEqual({});
+  });
+
+  it("answers 400 to an error that comes after queueing, whatever its code, as Triton's SageMaker server does", async () => {
+    const body = JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [-1] }] });
+    const viaHttp = await fetch(`${http}/v2/models/params/infer`, { method: "POST", body });
+    const viaSagemaker = await fetch(`${both.url}/invocations`, { method: "POST", body });
+    expect([viaHttp.status, viaSagemaker.status]).toEqual([500, 400]);
+    const expected = { error: "model 'params': the model failed on X = -1" };
+    expect([await viaHttp.json(), await viaSagemaker.json()]).toEqual([expected, expected]);
   });
 
   it("SAGEMAKER_TRITON_PING_MODE=live: /ping answers 200 while the server is live but not ready", async () => {
