@@ -172,7 +172,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw new Error(`invalid --trace-config: ${(err as Error).message}`);
   }
   server.maxQueuedBytes = options.maxQueuedBytes;
-  repository.setModelRunner((request) => server.inferStep(request));
+  repository.setModelRunner(
+    (request) => server.inferStep(request),
+    (request) => server.inferStepStream(request),
+  );
   typescript.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
   log.info(modelSummary(repository.index()));

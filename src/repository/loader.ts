@@ -16,7 +16,7 @@ import { validateModelConfig, validateConfigFileNames } from "../model-config/va
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import type { RateLimiter, RateLimitClaim } from "../scheduler/rate-limiter.ts";
-import { checkEnsembleFlow, ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
+import { checkEnsembleFlow, ensembleSteps, type ModelRunner, type ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
 import { CudaDriver } from "../../ffi/cuda/driver.ts";
 import type { ModelVersion } from "./model-version.ts";
 import { modelFileIn, type BackendRegistry } from "../backends/registry.ts";
@@ -63,6 +63,8 @@ export interface ResolvedModel {
 export interface LoadContext {
   /** The server's inference entry, for an ensemble's steps. */
   runner: ModelRunner | undefined;
+  /** The server's streaming entry, for a decoupled ensemble's steps. */
+  streamRunner?: ModelStreamRunner;
   /** Whether a model is in a repository or loaded: an ensemble's step models must be. */
   knows(name: string): boolean;
 }
@@ -158,7 +160,7 @@ export class ModelLoader {
         const missing = ensembleSteps(config).map((s) => s.model_name!).filter((m) => !ctx.knows(m));
         if (missing.length > 0) throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
       }
-      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner));
+      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, ctx.streamRunner));
       mv.transition("READY");
       if (backend) {
         mv.loadDurationSecs = (performance.now() - started) / 1000;

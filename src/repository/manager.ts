@@ -14,7 +14,7 @@ import { scanRepositories as scanFolders, listVersions, fingerprint, modelKey, t
 import { checkModelName, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
-import { ensembleSteps, type ModelRunner } from "../scheduler/ensemble-scheduler.ts";
+import { ensembleDecoupled, ensembleSteps, type ModelRunner, type ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
@@ -109,6 +109,9 @@ export class ModelRepositoryManager {
   readonly #retiring = new Set<Promise<void>>();
   readonly #slots: LoadSlots;
   #runner: ModelRunner | undefined;
+  #streamRunner: ModelStreamRunner | undefined;
+  /** Loads waiting for another model's load to settle (a decoupled ensemble's steps): waiter → awaited. */
+  readonly #waitsFor = new Map<string, Set<string>>();
 
   constructor(opts: RepositoryOptions, backends: BackendRegistry) {
     this.#opts = opts;
@@ -116,9 +119,10 @@ export class ModelRepositoryManager {
     this.#loader = new ModelLoader(opts, backends);
   }
 
-  /** The server's inference entry, for ensembles to call their composing models. */
-  setModelRunner(runner: ModelRunner): void {
+  /** The server's inference entries, for ensembles to call their composing models (streaming: a decoupled ensemble's). */
+  setModelRunner(runner: ModelRunner, streamRunner?: ModelStreamRunner): void {
     this.#runner = runner;
+    this.#streamRunner = streamRunner;
   }
 
   #scan(): ReturnType<typeof scanFolders> {
@@ -405,6 +409,55 @@ export class ModelRepositoryManager {
   }
 
   /**
+   * An ensemble with a decoupled step is decoupled (its config says so from here on), and a
+   * step may not mix the outputs of two decoupled steps (Triton's load-time rule). The
+   * steps' configs are those of their models' served versions, so a step model still
+   * loading is waited for. Returns Triton's reason when the flow is refused.
+   */
+  async #decoupling(key: string, namespace: string | undefined, config: ModelConfig, scan: ReturnType<typeof scanFolders>, chain: readonly string[]): Promise<string | undefined> {
+    if (!isEnsemble(config)) return undefined;
+    const decoupled = new Set<string>();
+    for (const step of ensembleSteps(config)) {
+      const model = step.model_name ?? "";
+      const stepKey = this.#stepKey(namespace, model, scan);
+      if (!model || stepKey === key || chain.includes(stepKey)) continue;
+      await this.#settled(stepKey, key);
+      const ready = this.#ready(stepKey);
+      const required = Number(step.model_version ?? -1);
+      const mv = required === -1 ? ready[ready.length - 1] : ready.find((v) => v.version === required);
+      if (mv?.config.model_transaction_policy?.decoupled === true) decoupled.add(model);
+    }
+    try {
+      if (ensembleDecoupled(config, (m) => decoupled.has(m))) config.model_transaction_policy = { ...config.model_transaction_policy, decoupled: true };
+    } catch (err) {
+      return ServerError.from(err).message;
+    }
+    return undefined;
+  }
+
+  /** Waits for `target`'s loads and unloads in progress, unless `target` waits for `waiter` (a cycle of ensembles). */
+  async #settled(target: string, waiter: string): Promise<void> {
+    const pending = this.#locks.get(target);
+    if (!pending || this.#reaches(target, waiter, new Set())) return;
+    const edges = this.#waitsFor.get(waiter) ?? new Set<string>();
+    this.#waitsFor.set(waiter, edges.add(target));
+    try {
+      await pending;
+    } finally {
+      edges.delete(target);
+      if (edges.size === 0) this.#waitsFor.delete(waiter);
+    }
+  }
+
+  #reaches(from: string, to: string, seen: Set<string>): boolean {
+    if (from === to) return true;
+    if (seen.has(from)) return false;
+    seen.add(from);
+    for (const next of this.#waitsFor.get(from) ?? []) if (this.#reaches(next, to, seen)) return true;
+    return false;
+  }
+
+  /**
    * Loads `name` beside whatever serves it now and swaps when the new versions have
    * settled: a version whose files and config are unchanged keeps serving as it is; a
    * version that fails to reload keeps its old instance. Returns the errors.
@@ -444,7 +497,7 @@ export class ModelRepositoryManager {
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const { config } = resolved;
-    const missing = await this.#loadComposingModels(key, location.namespace, config, scan, chain);
+    const missing = (await this.#loadComposingModels(key, location.namespace, config, scan, chain)) ?? (await this.#decoupling(key, location.namespace, config, scan, chain));
     if (missing) {
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
       if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure: missing });
@@ -477,7 +530,7 @@ export class ModelRepositoryManager {
     const knows = this.#opts.namespacing
       ? (m: string) => this.#keysOf(m, this.#known.keys()).length > 0 || this.#keysOf(m, this.#models.keys()).length > 0
       : (m: string) => this.#known.has(m) || this.#models.has(m);
-    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, resolved, { runner: this.#runner, knows })));
+    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, resolved, { runner: this.#runner, streamRunner: this.#streamRunner, knows })));
     this.#loading.delete(key);
 
     const errors: string[] = [];

@@ -8,7 +8,7 @@ import { internal } from "../core/errors.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import { DefaultScheduler } from "./default-scheduler.ts";
 import { DynamicBatchScheduler } from "./dynamic-batch-scheduler.ts";
-import { EnsembleScheduler, type ModelRunner } from "./ensemble-scheduler.ts";
+import { EnsembleScheduler, type ModelRunner, type ModelStreamRunner } from "./ensemble-scheduler.ts";
 import { SequenceBatchScheduler } from "./sequence-batch-scheduler.ts";
 import { sequenceSettings } from "./sequence/config.ts";
 import type { BackendInstance } from "../backends/backend.ts";
@@ -33,10 +33,10 @@ export interface ScheduledModel {
  * The scheduler over `instances` (none for an ensemble, whose steps call other models
  * through `runner`, the server's inference path).
  */
-export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner | undefined): Scheduler {
+export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner | undefined, streamRunner?: ModelStreamRunner): Scheduler {
   if (isEnsemble(model.config)) {
     if (!runner) throw internal(`ensemble '${model.name}' has no model runner to call its steps with`);
-    return new EnsembleScheduler(model.config, runner, model.namespace);
+    return new EnsembleScheduler(model.config, runner, model.namespace, streamRunner);
   }
   if (model.config.sequence_batching) {
     return new SequenceBatchScheduler({

@@ -8,10 +8,17 @@
  * `max_inflight_requests` bounds how many requests each step has in flight at once.
  * A cancelled ensemble request (S-20) starts no further step: its step requests carry its
  * signal, so those queued or running in composing models are cancelled there too.
+ *
+ * An ensemble with a decoupled step is decoupled itself (ensembleDecoupled, at load), and
+ * runs as Triton's EnsembleContext does: every tensor holds one value per iteration; each
+ * response of a step sets its outputs' next iteration and starts the steps whose inputs
+ * all have that iteration; whenever every requested output has a value of one iteration,
+ * the ensemble sends a response of them; the final flag goes with the response sent when
+ * no step is left in flight, or alone after it.
  */
 import { cancelled, invalidArg, unavailable, ServerError } from "../core/errors.ts";
 import { whenCancelled } from "./cancel.ts";
-import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
+import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
@@ -25,6 +32,9 @@ export interface EnsembleStep {
 }
 
 export type ModelRunner = (request: InferenceRequest) => Promise<InferenceResponse>;
+
+/** How a decoupled ensemble calls its steps: each one's responses as they come (the server's streaming entry). */
+export type ModelStreamRunner = (request: InferenceRequest) => AsyncIterable<StreamedResponse>;
 
 export function ensembleSteps(config: ModelConfig): EnsembleStep[] {
   return ((config.ensemble_scheduling as { step?: EnsembleStep[] } | undefined)?.step ?? []).map((s) => ({
@@ -57,6 +67,31 @@ export function checkEnsembleFlow(config: ModelConfig): void {
   for (const o of config.output ?? []) {
     if (!produced.has(o.name!)) throw invalidArg(`ensemble '${name}': output '${o.name}' is not produced by any step`);
   }
+}
+
+/**
+ * Triton's decoupled data-flow rule (ensemble_utils.cc, ValidateEnsembleConfig): the
+ * outputs of a decoupled step start a new lineage, the outputs of any other step carry
+ * their inputs' lineage, and a step whose inputs come from two lineages (two decoupled
+ * steps, or a decoupled step and the ensemble's inputs) is refused with Triton's message.
+ * Returns whether any step is decoupled, which makes the ensemble decoupled.
+ */
+export function ensembleDecoupled(config: ModelConfig, isDecoupled: (model: string) => boolean): boolean {
+  const lineage = new Map<string, number>((config.input ?? []).map((i) => [i.name!, 0]));
+  let lineages = 0;
+  const pending = new Set(ensembleSteps(config));
+  while (pending.size > 0) {
+    const ready = [...pending].filter((s) => Object.values(s.input_map!).every((t) => lineage.has(t)));
+    if (ready.length === 0) break; // checkEnsembleFlow reports the tensors that never come
+    for (const s of ready) {
+      pending.delete(s);
+      const from = new Set(Object.values(s.input_map!).map((t) => lineage.get(t)!));
+      if (from.size > 1) throw invalidArg(`in ensemble ${config.name}, step of model '${s.model_name}' receives inputs originated from different decoupled models`);
+      const own = isDecoupled(s.model_name!) ? ++lineages : ([...from][0] ?? 0);
+      for (const t of Object.values(s.output_map!)) lineage.set(t, own);
+    }
+  }
+  return lineages > 0;
 }
 
 /** A FIFO counting semaphore: at most `limit` holders at once. */
@@ -100,6 +135,7 @@ export class EnsembleScheduler implements Scheduler {
   readonly #name: string;
   readonly #steps: EnsembleStep[];
   readonly #run: ModelRunner;
+  readonly #stream: ModelStreamRunner | undefined;
   /** The ensemble's namespace (--model-namespacing): each step calls that namespace's model when it has one. */
   readonly #namespace: string;
   /** max_inflight_requests: per-step back-pressure (none when 0). */
@@ -108,9 +144,10 @@ export class EnsembleScheduler implements Scheduler {
   #stopping = false;
   #drained: (() => void) | undefined;
 
-  constructor(config: ModelConfig, run: ModelRunner, namespace = "") {
+  constructor(config: ModelConfig, run: ModelRunner, namespace = "", stream?: ModelStreamRunner) {
     this.#name = config.name ?? "";
     this.#namespace = namespace;
+    this.#stream = config.model_transaction_policy?.decoupled === true ? stream : undefined;
     this.#steps = ensembleSteps(config);
     this.#run = run;
     const limit = Number((config.ensemble_scheduling as { max_inflight_requests?: number | string } | undefined)?.max_inflight_requests ?? 0);
@@ -121,45 +158,58 @@ export class EnsembleScheduler implements Scheduler {
     if (this.#stopping) throw unavailable(`Server is stopping, scheduler for model has stopped accepting new inference requests`);
     this.#inflight++;
     try {
+      if (this.#stream && prepared.request.responseSink) return await this.#runDecoupled(prepared, this.#stream);
       const tensors = new Map<string, Tensor>(prepared.inputs.map((t) => [t.name, t]));
       const pending = new Set(this.#steps);
       const signal = prepared.request.signal;
       while (pending.size > 0) {
         if (signal?.aborted) throw cancelled(prepared.request.id);
         const ready = [...pending].filter((s) => Object.values(s.input_map!).every((t) => tensors.has(t)));
-        if (ready.length === 0) throw new ServerError("INTERNAL", `ensemble '${this.#name}': no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
+        if (ready.length === 0) throw new ServerError("INTERNAL", `no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
         for (const s of ready) pending.delete(s);
         await Promise.all(ready.map((s) => this.#runStep(s, tensors, prepared.request)));
       }
       const outputs = prepared.outputNames.map((n) => {
         const t = tensors.get(n);
-        if (!t) throw new ServerError("INTERNAL", `ensemble '${this.#name}' did not produce output '${n}'`);
+        if (!t) throw new ServerError("INTERNAL", `output '${n}' was not produced`);
         return { ...t, name: n };
       });
       return { outputs, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+    } catch (err) {
+      throw this.#inEnsemble(err);
     } finally {
       if (--this.#inflight === 0 && this.#stopping) this.#drained?.();
     }
   }
 
-  async #runStep(step: EnsembleStep, tensors: Map<string, Tensor>, request: InferenceRequest): Promise<void> {
+  /** A step's failure as Triton's ensemble reports it ("in ensemble '<name>', ..."); a cancel stays as it is. */
+  #inEnsemble(err: unknown): ServerError {
+    const e = ServerError.from(err);
+    if (e.code === "CANCELLED") return e;
+    return new ServerError(e.code, `in ensemble '${this.#name}', ${e.message}`, { reason: e.reason, cause: e });
+  }
+
+  /** The request a step makes of its model, its inputs taken from `tensor`. */
+  #stepRequest(step: EnsembleStep, tensor: (name: string) => Tensor, request: InferenceRequest): InferenceRequest {
     const version = Number(step.model_version ?? -1);
-    const inputs = Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensors.get(ensembleTensor)!, name: modelInput }));
-    const outputNames = Object.keys(step.output_map!);
+    return {
+      modelName: step.model_name!,
+      ...(this.#namespace ? { modelNamespace: this.#namespace } : {}),
+      modelVersion: version > 0 ? String(version) : undefined,
+      parameters: { ...request.parameters },
+      inputs: Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensor(ensembleTensor), name: modelInput })),
+      outputs: Object.keys(step.output_map!).map((name) => ({ name })),
+      signal: request.signal,
+    };
+  }
+
+  async #runStep(step: EnsembleStep, tensors: Map<string, Tensor>, request: InferenceRequest): Promise<void> {
     const gate = this.#gates?.get(step);
     await gate?.acquire(request.signal, request.id);
     let response: InferenceResponse;
     try {
       if (request.signal?.aborted) throw cancelled(request.id);
-      response = await this.#run({
-        modelName: step.model_name!,
-        ...(this.#namespace ? { modelNamespace: this.#namespace } : {}),
-        modelVersion: version > 0 ? String(version) : undefined,
-        parameters: { ...request.parameters },
-        inputs,
-        outputs: outputNames.map((name) => ({ name })),
-        signal: request.signal,
-      });
+      response = await this.#run(this.#stepRequest(step, (t) => tensors.get(t)!, request));
     } finally {
       gate?.release();
     }
@@ -167,6 +217,83 @@ export class EnsembleScheduler implements Scheduler {
       const target = step.output_map![t.name];
       if (target) tensors.set(target, { name: target, datatype: t.datatype, shape: t.shape, data: t.data });
     }
+  }
+
+  /**
+   * A decoupled ensemble's request (see the module note). Resolves when no step is left
+   * in flight, having sent every response and the final flag through the request's sink;
+   * rejects with the first step error (no step starts after it), as Triton's ensemble
+   * answers an error once its steps in flight are done.
+   */
+  #runDecoupled(prepared: PreparedRequest, stream: ModelStreamRunner): Promise<ScheduledResult> {
+    const request = prepared.request;
+    const sink = request.responseSink!;
+    /** Each ensemble tensor's values by iteration, and the iteration its next value gets. */
+    const values = new Map<string, { at: Map<number, Tensor>; next: number }>();
+    const put = (name: string, t: Tensor): number => {
+      let v = values.get(name);
+      if (!v) values.set(name, (v = { at: new Map(), next: 0 }));
+      v.at.set(v.next, { name, datatype: t.datatype, shape: t.shape, data: t.data });
+      return v.next++;
+    };
+    const readers = new Map<string, EnsembleStep[]>();
+    for (const s of this.#steps) for (const t of new Set(Object.values(s.input_map!))) readers.set(t, [...(readers.get(t) ?? []), s]);
+    const wanted = prepared.outputNames;
+    let inflight = 0;
+    let failure: ServerError | undefined;
+    return new Promise<ScheduledResult>((resolve, reject) => {
+      const done = () => (failure ? reject(failure) : resolve({ outputs: [], queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 }));
+      /** After tensors were set: start the steps now ready, then send the response now complete, final when nothing is in flight. */
+      const updated = (set: [string, number][]) => {
+        if (failure) return;
+        const starts = new Map<string, [EnsembleStep, number]>();
+        for (const [t, i] of set) {
+          for (const s of readers.get(t) ?? []) {
+            if (Object.values(s.input_map!).every((name) => values.get(name)?.at.has(i))) starts.set(`${this.#steps.indexOf(s)}:${i}`, [s, i]);
+          }
+        }
+        for (const [s, i] of starts.values()) start(s, i);
+        let complete: number | undefined;
+        for (const [t, i] of set) if (wanted.includes(t) && wanted.every((o) => values.get(o)?.at.has(i))) complete = i;
+        const outputs = complete === undefined ? undefined : wanted.map((o) => values.get(o)!.at.get(complete!)!);
+        if (complete !== undefined) for (const o of wanted) values.get(o)!.at.delete(complete);
+        if (outputs) sink({ outputs, final: inflight === 0 });
+        else if (inflight === 0) sink({ final: true });
+      };
+      const start = (step: EnsembleStep, iteration: number) => {
+        inflight++;
+        const stepRequest = this.#stepRequest(step, (t) => values.get(t)!.at.get(iteration)!, request);
+        void (async () => {
+          let finished = false;
+          try {
+            if (request.signal?.aborted) throw cancelled(request.id);
+            for await (const r of stream(stepRequest)) {
+              if (r.error) throw r.error;
+              if (r.final) {
+                finished = true;
+                inflight--;
+              }
+              const set: [string, number][] = [];
+              for (const t of r.response?.outputs ?? []) {
+                const target = step.output_map![t.name];
+                if (target) set.push([target, put(target, t)]);
+              }
+              if (set.length > 0) updated(set);
+              else if (r.final && inflight === 0 && !failure) sink({ final: true });
+              if (r.final) break;
+            }
+          } catch (err) {
+            failure ??= ServerError.from(err);
+          } finally {
+            if (!finished) inflight--;
+            if (inflight === 0) done();
+          }
+        })();
+      };
+      const set = prepared.inputs.map((t): [string, number] => [t.name, put(t.name, t)]);
+      updated(set);
+      if (inflight === 0) done();
+    });
   }
 
   inflightCount(): number {

@@ -3,7 +3,8 @@
  * S-16 (0..N responses, final flag), G-05/G-06 (ModelStreamInfer, triton_final_response,
  * triton_enable_empty_final_response), G-07 (unary ModelInfer refused), P-31 (generate and
  * generate_stream over SSE, for decoupled and ordinary models), P-21 (response_stats over
- * HTTP and gRPC), and BLS streaming (a model iterating a decoupled model's responses).
+ * HTTP and gRPC), BLS streaming (a model iterating a decoupled model's responses), and
+ * ensembles with a decoupled step (decoupled themselves; Triton's load-time flow rule).
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream } from "@grpc/grpc-js";
@@ -107,8 +108,26 @@ export default class Slow {
 }
 `;
 
+/** ts_double: an ordinary model, OUT = 2 × IN. ts_add: OUT = A + B. */
+const DOUBLE = `export default class Double { execute(requests) { return requests.map((r) => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [2 * r.input("IN").data[0]] }] })); } }`;
+const ADD = `export default class Add { execute(requests) { return requests.map((r) => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [r.input("A").data[0] + r.input("B").data[0]] }] })); } }`;
+const INT1 = (name: string) => `{ name: "${name}" data_type: TYPE_INT32 dims: [ 1 ] }`;
+const tsModel = (name: string, inputs: string[]) =>
+  `name: "${name}"\nbackend: "typescript"\nmax_batch_size: 0\ninstance_group [ { count: 1 kind: KIND_CPU } ]\ninput [ ${inputs.map(INT1).join(", ")} ]\noutput [ ${INT1("OUT")} ]\n`;
+/** An ensemble from N to `output`; each step is [model, {input: tensor}, {output: tensor}]. */
+const ensembleConfig = (name: string, output: string, steps: [string, Record<string, string>, Record<string, string>][]) => {
+  const map = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `{ key: "${k}" value: "${v}" }`).join(", ");
+  return `name: "${name}"\nplatform: "ensemble"\nmax_batch_size: 0\ninput [ ${INT1("N")} ]\noutput [ ${INT1(output)} ]\nensemble_scheduling { step [ ${steps
+    .map(([m, i, o]) => `{ model_name: "${m}" model_version: -1 input_map [ ${map(i)} ] output_map [ ${map(o)} ] }`)
+    .join(", ")} ] }\n`;
+};
+
 beforeAll(async () => {
   repo = makeRepository(["simple"]);
+  repo.add("ts_double/config.pbtxt", tsModel("ts_double", ["IN"]));
+  repo.add("ts_double/1/model.js", DOUBLE);
+  repo.add("ens_repeat_double/1/.keep", "");
+  repo.add("ens_repeat_double/config.pbtxt", ensembleConfig("ens_repeat_double", "DOUBLED", [["ts_repeat", { N: "N" }, { OUT: "counted" }], ["ts_double", { IN: "counted" }, { OUT: "DOUBLED" }]]));
   for (const name of ["ts_slow_grpc", "ts_slow_sse"]) {
     repo.add(`${name}/config.pbtxt`, REPEAT_CONFIG(name));
     repo.add(`${name}/1/model.js`, SLOW);
@@ -463,4 +482,65 @@ describe("a client that goes away stops its stream (the request's signal)", () =
     controller.abort();
     expect(counts(await statsAfterAll("ts_slow_sse"))).toEqual(expected);
   }, 30_000);
+});
+
+describe("an ensemble with a decoupled step (#16 item 3)", () => {
+  it.each([0, 3, 1000])("is decoupled: N = %i streams N responses of the later step in order over SSE and gRPC", async (n) => {
+    const res = await post("/v2/models/ens_repeat_double/generate_stream", { N: n });
+    expect(res.status).toBe(200);
+    expect(events(await res.text())).toEqual(Array.from({ length: n }, (_, i) => ({ model_name: "ens_repeat_double", model_version: "1", DOUBLED: 2 * i })));
+    const msgs = await streamAll([repeatRequest("ens_repeat_double", n, { id: "d", emptyFinal: true })]);
+    expect(msgs.map((m) => m.error_message).filter((e) => e)).toEqual([]);
+    // The final flag goes with the response sent when no step is left in flight, or alone after
+    // the last one (which of the two depends on whether ts_repeat's final or ts_double's last
+    // answer comes first, as in Triton): exactly one message is final, the last.
+    const answers = msgs.filter((m) => m.infer_response.outputs.length > 0);
+    expect(answers.map(outValue)).toEqual(Array.from({ length: n }, (_, i) => 2 * i));
+    expect(answers.every((m) => m.infer_response.model_name === "ens_repeat_double")).toBe(true);
+    expect(msgs.map(finalFlag)).toEqual([...Array(msgs.length - 1).fill(false), true]);
+    expect(msgs.length - answers.length).toBeLessThanOrEqual(1);
+  }, 60_000);
+
+  it("refuses /infer and unary ModelInfer as for any decoupled model; the config says decoupled", async () => {
+    const res = await post("/v2/models/ens_repeat_double/infer", { inputs: [{ name: "N", shape: [1], datatype: "INT32", data: [1] }] });
+    expect([res.status, await res.json()]).toEqual([501, { error: "HTTP end point doesn't support models with decoupled transaction policy" }]);
+    const config = (await (await fetch(`${server.url}/v2/models/ens_repeat_double/config`)).json()) as { model_transaction_policy?: { decoupled: boolean } };
+    expect(config.model_transaction_policy).toEqual({ decoupled: true });
+  });
+
+  it("a step error ends the stream with it, in Triton's ensemble wording; no step starts after it", async () => {
+    // ts_repeat sends 0 and 1, then the error: what ts_double answers after the error is dropped,
+    // as Triton's ensemble sends nothing once its status is an error. Over gRPC: the responses
+    // that made it, then the error, then nothing.
+    const msgs = await streamAll([repeatRequest("ens_repeat_double", 5, { failAt: 2 })]);
+    const error = "in ensemble 'ens_repeat_double', failed at response 2";
+    expect(msgs.at(-1).error_message).toBe(error);
+    expect(msgs.slice(0, -1).map(outValue)).toEqual([0, 2].slice(0, msgs.length - 1));
+    const res = await post("/v2/models/ens_repeat_double/generate_stream", { N: 5, fail_at: 0 });
+    expect([res.status, await res.json()]).toEqual([400, { error: "in ensemble 'ens_repeat_double', failed at response 0" }]);
+  });
+
+  it("refuses at load a step fed by two decoupled lineages, with Triton's message", async () => {
+    const bad = makeRepository([]);
+    bad.add("ts_repeat/config.pbtxt", REPEAT_CONFIG("ts_repeat"));
+    bad.add("ts_repeat/1/model.js", REPEAT);
+    bad.add("ts_repeat_b/config.pbtxt", REPEAT_CONFIG("ts_repeat_b"));
+    bad.add("ts_repeat_b/1/model.js", REPEAT);
+    bad.add("ts_add/config.pbtxt", tsModel("ts_add", ["A", "B"]));
+    bad.add("ts_add/1/model.js", ADD);
+    // A decoupled step's outputs with the ensemble's own input, and with another decoupled step's.
+    for (const name of ["ens_mixed", "ens_two"]) bad.add(`${name}/1/.keep`, "");
+    bad.add("ens_mixed/config.pbtxt", ensembleConfig("ens_mixed", "SUM", [["ts_repeat", { N: "N" }, { OUT: "c" }], ["ts_add", { A: "c", B: "N" }, { OUT: "SUM" }]]));
+    bad.add("ens_two/config.pbtxt", ensembleConfig("ens_two", "SUM", [["ts_repeat", { N: "N" }, { OUT: "c1" }], ["ts_repeat_b", { N: "N" }, { OUT: "c2" }], ["ts_add", { A: "c1", B: "c2" }, { OUT: "SUM" }]]));
+    const explicit = await startServerProcess([`--model-repository=${bad.dir}`, "--model-control-mode=explicit", "--allow-grpc=false"]);
+    try {
+      for (const name of ["ens_mixed", "ens_two"]) {
+        const res = await fetch(`${explicit.url}/v2/repository/models/${name}/load`, { method: "POST" });
+        expect([res.status, await res.json()]).toEqual([400, { error: `failed to load '${name}': in ensemble ${name}, step of model 'ts_add' receives inputs originated from different decoupled models` }]);
+      }
+    } finally {
+      await explicit.stop();
+      bad.remove();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 // S-15: EnsembleScheduler data flow and max_inflight_requests, with a scripted runner.
 import { describe, expect, it } from "vitest";
-import { EnsembleScheduler, checkEnsembleFlow } from "../../../src/scheduler/ensemble-scheduler.ts";
+import { EnsembleScheduler, checkEnsembleFlow, ensembleDecoupled } from "../../../src/scheduler/ensemble-scheduler.ts";
 import { request, settle, testModel } from "../../helpers/scheduler-fakes.ts";
 import type { InferenceRequest, InferenceResponse } from "../../../src/core/request.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
@@ -91,5 +91,32 @@ describe("EnsembleScheduler", () => {
     expect(() => checkEnsembleFlow(config)).not.toThrow();
     const broken = { ...config, output: [{ name: "NEVER", data_type: "TYPE_FP32", dims: [2] }] } as ModelConfig;
     expect(() => checkEnsembleFlow(broken)).toThrow("ensemble 'm': output 'NEVER' is not produced by any step");
+  });
+});
+
+describe("ensembleDecoupled: Triton's decoupled data-flow rule (#16 item 3)", () => {
+  const flow = (steps: [string, Record<string, string>, Record<string, string>][]) =>
+    ({ name: "e", input: [{ name: "IN" }], ensemble_scheduling: { step: steps.map(([model_name, input_map, output_map]) => ({ model_name, input_map, output_map })) } }) as unknown as ModelConfig;
+  const decoupled = (...names: string[]) => (m: string) => names.includes(m);
+
+  it("no decoupled step: not decoupled", () => {
+    expect(ensembleDecoupled(flow([["a", { X: "IN" }, { Y: "M" }], ["b", { X: "M" }, { Y: "OUT" }]]), decoupled())).toBe(false);
+  });
+
+  it("a decoupled step makes the ensemble decoupled; the steps after it, and one reading two of its outputs, share its lineage", () => {
+    const config = flow([
+      ["d", { X: "IN" }, { Y: "M1", Z: "M2" }],
+      ["a", { X: "M1" }, { Y: "M3" }],
+      ["b", { X: "M3", W: "M2" }, { Y: "OUT" }],
+    ]);
+    expect(ensembleDecoupled(config, decoupled("d"))).toBe(true);
+  });
+
+  it("refuses a step that mixes a decoupled lineage with the ensemble's inputs or with another decoupled step's", () => {
+    const message = "in ensemble e, step of model 'b' receives inputs originated from different decoupled models";
+    expect(() => ensembleDecoupled(flow([["d", { X: "IN" }, { Y: "M" }], ["b", { X: "M", W: "IN" }, { Y: "OUT" }]]), decoupled("d"))).toThrow(message);
+    expect(() => ensembleDecoupled(flow([["d", { X: "IN" }, { Y: "M1" }], ["d2", { X: "IN" }, { Y: "M2" }], ["b", { X: "M1", W: "M2" }, { Y: "OUT" }]]), decoupled("d", "d2"))).toThrow(message);
+    // The same two steps, neither decoupled: one lineage, accepted.
+    expect(ensembleDecoupled(flow([["d", { X: "IN" }, { Y: "M1" }], ["d2", { X: "IN" }, { Y: "M2" }], ["b", { X: "M1", W: "M2" }, { Y: "OUT" }]]), decoupled())).toBe(false);
   });
 });
