@@ -1,12 +1,13 @@
 /**
  * The compiled binary copied alone into an empty directory (no node_modules, no
- * sources) starts on a copy of the example models and serves inference.
+ * sources) starts on a copy of the example models and serves inference, the OCR
+ * pipeline's TypeScript models (which import pngjs and jpeg-js) included.
  */
 import { describe, it, expect, afterAll } from "vitest";
-import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BINARY, startServerProcess } from "../helpers/server-process.ts";
+import { BINARY, ROOT, startServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 
 const dirs: string[] = [];
@@ -45,4 +46,34 @@ describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", 
       expect(await server.stop("SIGTERM")).toBe(0);
     }
   });
+
+  it("serves the OCR ensemble from a copy of model_repository/: its TypeScript models get pngjs from the binary", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nereid-alone-ocr-"));
+    dirs.push(dir);
+    copyFileSync(BINARY, join(dir, "nereid"));
+    mkdirSync(join(dir, "models"));
+    for (const m of ["ocr", "ocr_pre", "ocr_det", "ocr_boxes", "ocr_cls", "ocr_rotate", "ocr_rec", "ocr_ctc"]) {
+      cpSync(join(ROOT, "model_repository", m), join(dir, "models", m), { recursive: true });
+    }
+    const server = await startServerProcess(["--model-repository=models"], {
+      command: "./nereid",
+      cwd: dir,
+      cleanEnv: true,
+      env: { PATH: "/usr/bin:/bin", HOME: dir, XDG_CACHE_HOME: join(dir, "cache") },
+      timeoutMs: 120_000,
+    });
+    try {
+      const png = readFileSync(join(ROOT, "docs", "ocr-example.png"));
+      const element = Buffer.alloc(4 + png.length);
+      element.writeUInt32LE(png.length, 0);
+      png.copy(element, 4);
+      const header = JSON.stringify({ inputs: [{ name: "image", shape: [1], datatype: "BYTES", parameters: { binary_data_size: element.length } }], outputs: [{ name: "text", parameters: { binary_data: false } }] });
+      const res = await fetch(`${server.url}/v2/models/ocr/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(header.length) }, body: Buffer.concat([Buffer.from(header), element]) });
+      const json = (await res.json()) as { outputs: { data: string[] }[] };
+      expect(res.status, JSON.stringify(json)).toBe(200);
+      expect(json.outputs[0]!.data).toContain("NEREID SERVES OCR");
+    } finally {
+      expect(await server.stop("SIGTERM")).toBe(0);
+    }
+  }, 180_000);
 });

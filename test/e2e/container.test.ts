@@ -47,12 +47,10 @@ beforeAll(async () => {
   expect(built).toMatch(new RegExp(`^${IMAGE.replace(/\./g, "\\.")} \\d+ bytes`));
   ports = [await freePort(), await freePort(), await freePort()];
   http = `http://127.0.0.1:${ports[0]}`;
-  // The OCR example's TypeScript steps import pngjs and jpeg-js from <repository>/../node_modules.
+  // The whole example repository, the OCR pipeline's TypeScript steps included: the binary carries pngjs and jpeg-js for them.
   container = podman(
     ...RUN, "run", "-d", "--network=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
     "-v", `${join(ROOT, "model_repository")}:/models:ro`,
-    "-v", `${join(ROOT, "node_modules", "pngjs")}:/node_modules/pngjs:ro`,
-    "-v", `${join(ROOT, "node_modules", "jpeg-js")}:/node_modules/jpeg-js:ro`,
     IMAGE, "--model-repository=/models", `--http-port=${ports[0]}`, `--grpc-port=${ports[1]}`, `--metrics-port=${ports[2]}`,
   ).split("\n").pop()!;
   for (const end = Date.now() + 180_000; ; ) {

@@ -9,13 +9,12 @@ import { createRequire } from "node:module";
 import type * as PngJs from "pngjs";
 import type * as JpegJs from "jpeg-js";
 
-// The compiled binary (Bun 1.4.4) does not resolve bare package names in a module it
-// loads at run time ("Cannot find package 'pngjs'"), so both libraries are loaded by path
-// from the project's node_modules, which model_repository/ sits in. Both are CommonJS
-// with no dependencies (fast-png was ruled out: it needs fflate, found only by name).
+// Both are packages the server carries for TypeScript models: from the compiled binary
+// they need no node_modules (src/backends/typescript/embedded-packages.ts); from the
+// checkout they come from the project's node_modules.
 const require = createRequire(import.meta.url);
-const { PNG } = require("../../../node_modules/pngjs/lib/png.js") as typeof PngJs;
-const { decode: decodeJpeg } = require("../../../node_modules/jpeg-js/index.js") as typeof JpegJs;
+const { PNG } = require("pngjs") as typeof PngJs;
+const { decode: decodeJpeg } = require("jpeg-js") as typeof JpegJs;
 
 export type ImageFormat = "png" | "jpeg";
 

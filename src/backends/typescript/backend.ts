@@ -16,6 +16,7 @@ import type { Tensor } from "../../core/tensor.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
 import { TRITON_CODES, type ResponseSender, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
 import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
+import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { WorkerModel, workerUnavailable } from "./worker.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
@@ -51,6 +52,7 @@ function moduleUrl(modelPath: string): string {
 }
 
 async function importModelClass(modelPath: string): Promise<TritonModelClass> {
+  registerEmbeddedPackages();
   const url = moduleUrl(modelPath);
   let mod: { default?: unknown };
   try {

@@ -1,0 +1,38 @@
+/**
+ * @module Packages the server carries for TypeScript models: under Bun, `import "pngjs"`
+ * and `import "jpeg-js"` (or `require`) in a model get the server's own copies, so an
+ * image model runs from the compiled binary with no node_modules beside it (the
+ * binary's runtime does not resolve bare package names in a module it loads at run
+ * time). Elsewhere (Node, Deno, `bun src/main.ts` in the checkout) the names resolve
+ * from node_modules as usual. Registered once, before the first model is imported.
+ */
+import * as pngjs from "pngjs";
+import * as jpegJs from "jpeg-js";
+
+/** The names a model may import without a node_modules of its own (README, "TypeScript models"). */
+export const EMBEDDED_PACKAGES = ["pngjs", "jpeg-js"] as const;
+
+interface BunPluginBuilder {
+  module(specifier: string, callback: () => { exports: Record<string, unknown>; loader: "object" }): void;
+}
+declare const Bun: { plugin(p: { name: string; setup(build: BunPluginBuilder): void }): void } | undefined;
+
+/** A CommonJS package's namespace as both `import { x }`, `import pkg` and `require` expect it. */
+function exportsOf(ns: Record<string, unknown>): Record<string, unknown> {
+  const cjs = (ns.default ?? ns) as Record<string, unknown>;
+  return { ...cjs, ...ns, default: cjs };
+}
+
+let registered = false;
+
+export function registerEmbeddedPackages(): void {
+  if (registered || typeof Bun === "undefined" || typeof Bun.plugin !== "function") return;
+  registered = true;
+  const packages: Record<(typeof EMBEDDED_PACKAGES)[number], Record<string, unknown>> = { pngjs, "jpeg-js": jpegJs };
+  Bun.plugin({
+    name: "nereid-embedded-packages",
+    setup(build) {
+      for (const [name, ns] of Object.entries(packages)) build.module(name, () => ({ exports: exportsOf(ns), loader: "object" }));
+    },
+  });
+}
