@@ -65,6 +65,9 @@ const rel = (p: string) => {
   return r.startsWith(".") ? r : `./${r}`;
 };
 const entry = join(work, "entry.ts");
+// The HTTP frontend's worker thread is an entry point of its own; the binary finds its
+// embedded copy by the path given here, relative to the project root (src/frontends/http/workers.ts).
+const HTTP_WORKER = "src/frontends/http/worker-entry.ts";
 // Written beside and renamed, so that two builds at once (tests run in parallel) never read a half-written entry.
 writeFileSync(
   `${entry}.${process.pid}`,
@@ -73,8 +76,10 @@ import koffiNode from ${JSON.stringify(rel(koffi))} with { type: "file" };
 import ortLibrary from ${JSON.stringify(rel(ortLibrary))} with { type: "file" };
 import { setKoffiNativePath } from ${JSON.stringify(rel(join(root, "ffi/load.ts")))};
 import { setEmbeddedOrtLibrary } from ${JSON.stringify(rel(join(root, "ffi/onnxruntime/library.ts")))};
+import { setHttpWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/http/workers.ts")))};
 setKoffiNativePath(koffiNode);
 setEmbeddedOrtLibrary(ortLibrary);
+setHttpWorkerEntry(${JSON.stringify(`./${HTTP_WORKER}`)});
 void import(${JSON.stringify(rel(join(root, "src/main.ts")))}).then(({ runCli }) => runCli());
 `,
 );
@@ -84,5 +89,5 @@ mkdirSync(join(root, "dist"), { recursive: true });
 const bun = process.execPath;
 // --bytecode (which needs CommonJS output, hence no top-level await in the entry) ships
 // pre-parsed JavaScriptCore bytecode: start-up to a listening server drops by ~60 ms.
-run(bun, ["build", "--compile", `--target=${target}`, "--minify-syntax", "--bytecode", "--format=cjs", "--sourcemap=none", entry, "--outfile", outfile]);
+run(bun, ["build", "--compile", `--target=${target}`, "--minify-syntax", "--bytecode", "--format=cjs", "--sourcemap=none", entry, HTTP_WORKER, "--outfile", outfile]);
 console.log(`built ${relative(root, outfile)} (${target})`);

@@ -2,6 +2,7 @@
  * @module CLI entry: read options, build the server, load the repository, start the
  * frontends, handle signals and shut down in order (Triton's main.cc).
  */
+import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
 import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION, SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "./options.ts";
 import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
@@ -18,6 +19,7 @@ import { modelSummary } from "./repository/model-summary.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
+import { httpWorkersSupported, listenHttpWorkers } from "./frontends/http/workers.ts";
 import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
@@ -68,6 +70,18 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
   }
   if (!ready.some((m) => m.name === named)) throw new Error(`Expect the default model '${named}' is loaded`);
   return named;
+}
+
+/**
+ * The HTTP frontend's threads when --http-thread-count is given: that many, at most the
+ * cores this process may use, and 1, the main thread as without the flag, where the
+ * runtime has no worker threads for it (Node, Deno). Without the flag the frontend stays
+ * on the main thread: moving a small request between threads costs the main thread
+ * more than decoding it there (scripts/results/http-threads.md).
+ */
+function httpThreads(requested: number): number {
+  if (requested <= 1 || !httpWorkersSupported()) return 1;
+  return Math.min(requested, availableParallelism());
 }
 
 /** Extensions this build serves end to end; server metadata lists exactly these. */
@@ -246,7 +260,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
     if (which.http && !running.http) {
       const handler = createHttpHandler(server, httpFrontendOptions(o, statusBoard));
-      running.http = await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize, o.reuseHttpPort);
+      const threads = o.httpThreadCountGiven ? httpThreads(o.httpThreadCount) : 1;
+      running.http =
+        threads > 1
+          ? await listenHttpWorkers(threads, server, handler, {
+              address: o.httpAddress,
+              port: o.httpPort,
+              maxInputSize: o.httpMaxInputSize,
+              headerForwardPattern: o.httpHeaderForwardPattern,
+              decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
+            })
+          : await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize, o.reuseHttpPort);
+      if (threads > 1) log.info(`HTTP frontend on ${threads} worker threads`);
       running.addresses.http = o.httpAddress;
       if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
       log.info(`Started HTTPService at ${o.httpAddress}:${running.http.port}`);

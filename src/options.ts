@@ -92,6 +92,11 @@ export interface ServerOptions {
   rateLimitResources: RateLimitResource[];
   /** `--http-thread-count` (8) and `--grpc-infer-thread-count` (2). */
   httpThreadCount: number;
+  /**
+   * Whether --http-thread-count was given: only then does the HTTP frontend move to
+   * worker threads (Triton's default of 8 is not applied; see workers.ts and the README).
+   */
+  httpThreadCountGiven: boolean;
   grpcInferThreadCount: number;
   /** `--reuse-http-port` / `--reuse-grpc-port` (false): SO_REUSEPORT on the listening socket. */
   reuseHttpPort: boolean;
@@ -194,6 +199,7 @@ export function defaultOptions(): ServerOptions {
     rateLimit: "off",
     rateLimitResources: [],
     httpThreadCount: 8,
+    httpThreadCountGiven: false,
     grpcInferThreadCount: 2,
     reuseHttpPort: false,
     reuseGrpcPort: false,
@@ -360,7 +366,7 @@ function inert(kind: Kind, help: string, meaning: string, check?: (flag: string,
 }
 
 const ONE_FRONTEND_THREAD =
-  "HTTP and gRPC requests are parsed and answered on the server's one JavaScript thread (models run on ONNX Runtime's threads and on TypeScript worker instances); frontends across threads are not built yet";
+  "gRPC requests are parsed and answered on the server's main JavaScript thread (models run on ONNX Runtime's threads and on TypeScript worker instances); the gRPC frontend across threads is not built yet";
 const NO_CUDA = "Nereid manages no CUDA memory of its own (ONNX Runtime, TensorRT and OpenVINO allocate their own)";
 
 /** `<integer>:<integer>` (a GPU and a value), as Triton's cuda flags take. */
@@ -535,10 +541,10 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   "rate-limit-resource": { kind: "string", help: "<name>:<count>[:<device>]: resources available to the rate limiter (repeatable).", apply: parseRateLimitResource },
   "http-thread-count": {
-    kind: "int", help: "Threads handling HTTP requests (default 8).",
+    kind: "int", help: "Threads handling HTTP requests (default 8; at most the number of cores; 1: the main thread itself).",
     apply: (o, v) => {
       o.httpThreadCount = parseInt10("http-thread-count", v, 1);
-      o.inertFlags.push({ flag: "http-thread-count", value: v, meaning: ONE_FRONTEND_THREAD });
+      o.httpThreadCountGiven = true;
     },
   },
   "grpc-infer-thread-count": {

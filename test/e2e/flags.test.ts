@@ -97,7 +97,15 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   ],
   "rate-limit": ["execution_count"],
   "rate-limit-resource": ["R1:10:0"],
-  "http-thread-count": ["8", [], inert("http-thread-count", "8")],
+  // Worker threads under Bun, at most one per core; test/e2e/frontend-threads.test.ts runs the frontend suite on them.
+  "http-thread-count": [
+    "8",
+    [],
+    async (s) => {
+      expect(s.log()).toMatch(/HTTP frontend on \d+ worker threads/);
+      expect((await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify(SIMPLE_TWOS_AND_THREES) })).status).toBe(200);
+    },
+  ],
   "grpc-infer-thread-count": ["2", [], inert("grpc-infer-thread-count", "2")],
   "reuse-http-port": ["true"],
   "reuse-grpc-port": ["true"],

@@ -1,0 +1,205 @@
+/**
+ * @module One HTTP frontend worker thread (see worker-protocol.ts): Bun.serve on the
+ * shared port (SO_REUSEPORT), inference bodies decoded and answers encoded here, the
+ * rest posted to the main thread. Started by workers.ts from a URL, and bundled into the
+ * compiled binary as an entry point of its own (scripts/build.ts).
+ */
+import { fromWebRequest } from "./fetch.ts";
+import { readBody, compressFor } from "./body.ts";
+import { httpStatus } from "./status.ts";
+import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
+import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
+import { ServerError } from "../../core/errors.ts";
+import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
+import { MessageBatcher, type FromWorker, type ToWorker, type WorkerConfig, type WireError } from "./worker-protocol.ts";
+
+declare const Bun: typeof import("bun");
+declare const self: { onmessage: ((e: MessageEvent<ToWorker[]>) => void) | null; postMessage(m: FromWorker[], transfer?: ArrayBuffer[]): void };
+
+const batcher = new MessageBatcher<FromWorker>((batch, transfer) => self.postMessage(batch, transfer));
+const post = (m: FromWorker, transfer?: ArrayBuffer[]) => batcher.send(m, transfer);
+const INFER = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?\/infer$/;
+
+type Answer =
+  | { t: "response"; response: InferenceResponse }
+  | { t: "failed"; error: WireError }
+  | { t: "reply"; status: number; headers: Record<string, string>; body?: Uint8Array | string }
+  | { t: "head"; status: number; headers: Record<string, string> };
+
+interface Pending {
+  answer(a: Answer): void;
+  /** A streamed body's chunks, once its head has come. */
+  chunk?(data: string): void;
+  end?(): void;
+}
+
+const pending = new Map<number, Pending>();
+let nextId = 0;
+let config: WorkerConfig;
+let headerForward: RegExp | undefined;
+let server: ReturnType<typeof Bun.serve> | undefined;
+
+const errorResponse = (e: WireError) => new Response(JSON.stringify({ error: e.message }), { status: httpStatus(e.code), headers: { "content-type": "application/json" } });
+const wireError = (err: unknown): WireError => {
+  const e = ServerError.from(err);
+  return { code: e.code, message: e.message };
+};
+
+self.onmessage = (e) => {
+  for (const m of e.data) receive(m);
+};
+
+function receive(m: ToWorker): void {
+  switch (m.t) {
+    case "start":
+      start(m.config);
+      return;
+    case "stop":
+      void stop();
+      return;
+    case "chunk":
+      pending.get(m.id)?.chunk?.(m.data);
+      return;
+    case "end": {
+      const p = pending.get(m.id);
+      pending.delete(m.id);
+      p?.end?.();
+      return;
+    }
+    default: {
+      const p = pending.get(m.id);
+      if (m.t !== "head") pending.delete(m.id);
+      p?.answer(m);
+    }
+  }
+}
+
+function start(c: WorkerConfig): void {
+  config = c;
+  try {
+    headerForward = compileHeaderForwardPattern("http-header-forward-pattern", c.headerForwardPattern);
+    server = Bun.serve({
+      hostname: c.address,
+      port: c.port,
+      reusePort: true,
+      maxRequestBodySize: c.maxInputSize + 1024 * 1024,
+      fetch: handle,
+      error: (err: Error) => errorResponse({ code: "INTERNAL", message: err.message }),
+    });
+    post({ t: "listening", port: server.port ?? c.port });
+  } catch (err) {
+    post({ t: "startFailed", message: (err as Error).message });
+  }
+}
+
+async function stop(): Promise<void> {
+  if (server) {
+    await Promise.race([server.stop(false), new Promise((r) => setTimeout(r, 2000))]);
+    await server.stop(true);
+  }
+  post({ t: "stopped" });
+}
+
+/** Posts `m` (given its id) and waits for the main thread's answer. */
+function ask(id: number, m: FromWorker, transfer?: ArrayBuffer[]): Promise<Answer> {
+  return new Promise((resolve) => {
+    pending.set(id, { answer: resolve });
+    post(m, transfer);
+  });
+}
+
+async function handle(request: Request): Promise<Response> {
+  const controller = new AbortController();
+  const id = nextId++;
+  const cancel = () => {
+    controller.abort();
+    post({ t: "cancel", id });
+  };
+  request.signal?.addEventListener("abort", cancel, { once: true });
+  const req = fromWebRequest(request, controller.signal);
+  let raw: Uint8Array | undefined;
+  let bodyError: WireError | undefined;
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    try {
+      raw = await req.body(config.maxInputSize);
+    } catch (err) {
+      bodyError = wireError(err);
+    }
+  }
+  const infer = config.decodeInfer && raw && req.method === "POST" && !req.path.includes("%") ? INFER.exec(req.path) : null;
+  if (infer && req.header("inference-header-content-length") !== "0") {
+    const decoded = await decode(req, raw!).catch(() => undefined);
+    if (decoded) {
+      const answer = await ask(id, { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded });
+      request.signal?.removeEventListener("abort", cancel);
+      if (answer.t === "failed") return errorResponse(answer.error);
+      if (answer.t !== "response") throw new Error(`unexpected answer '${answer.t}' to an inference request`);
+      return encode(req.header("accept-encoding"), answer.response, decoded);
+    }
+    // The main thread decodes it again and answers its errors in Triton's order (an unknown model first).
+  }
+  return forward(id, req, raw, bodyError, request.signal, cancel);
+}
+
+async function decode(req: ReturnType<typeof fromWebRequest>, raw: Uint8Array): Promise<InferenceRequest> {
+  const body = await readBody({ ...req, body: async () => raw }, config.maxInputSize);
+  const request = await decodeInferRequestAsync(body, parseInferenceHeaderLength(req.header("inference-header-content-length")), {
+    modelName: "",
+    maxInputSize: config.maxInputSize,
+    rawInput: () => {
+      throw new Error("a raw binary request goes to the main thread");
+    },
+  });
+  if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
+  return request;
+}
+
+function encode(acceptEncoding: string | undefined, response: InferenceResponse, request: InferenceRequest): Response {
+  const encoded = encodeInferResponse(response, request);
+  const headers: Record<string, string> = { "content-type": encoded.contentType };
+  if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
+  const compressed = compressFor(acceptEncoding, encoded.body);
+  if (compressed.encoding) headers["content-encoding"] = compressed.encoding;
+  return new Response(compressed.body, { status: 200, headers });
+}
+
+function forward(
+  id: number,
+  req: ReturnType<typeof fromWebRequest>,
+  raw: Uint8Array | undefined,
+  bodyError: WireError | undefined,
+  signal: AbortSignal | undefined,
+  cancel: () => void,
+): Promise<Response> {
+  const headers = req.headers ? [...req.headers()].map(([k, v]): [string, string] => [k, v]) : [];
+  const message: FromWorker = { t: "http", id, method: req.method, path: req.path, headers, ...(raw ? { body: raw } : {}), ...(bodyError ? { bodyError } : {}) };
+  return new Promise((resolve) => {
+    const p: Pending = {
+      answer: (a) => {
+        if (a.t === "reply") {
+          signal?.removeEventListener("abort", cancel);
+          resolve(new Response(a.body ?? null, { status: a.status, headers: a.headers }));
+        } else if (a.t === "head") {
+          // A streamed body (SSE). Its chunks may come in the same batch as the head, so the
+          // stream is made here, before the next message is read: start() runs at once.
+          const encoder = new TextEncoder();
+          const body = new ReadableStream<Uint8Array>({
+            start(controller) {
+              p.chunk = (data) => controller.enqueue(encoder.encode(data));
+              p.end = () => controller.close();
+            },
+            cancel() {
+              pending.delete(id);
+              cancel();
+            },
+          });
+          resolve(new Response(body, { status: a.status, headers: a.headers }));
+        } else {
+          resolve(errorResponse({ code: "INTERNAL", message: `unexpected answer '${a.t}' to an HTTP request` }));
+        }
+      },
+    };
+    pending.set(id, p);
+    post(message, raw ? [raw.buffer as ArrayBuffer] : undefined);
+  });
+}

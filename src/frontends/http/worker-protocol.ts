@@ -1,0 +1,81 @@
+/**
+ * @module The messages between the main thread and the HTTP frontend's worker threads
+ * (--http-thread-count > 1, under Bun). A worker accepts connections on the shared port
+ * and answers inference requests itself, up to the point where the core takes over:
+ * it reads and decodes the body and posts the InferenceRequest; the main thread runs it
+ * and posts the InferenceResponse back for the worker to encode. Every other request,
+ * and an inference request whose body the worker cannot decode (so that the main
+ * thread reports its errors in Triton's order), is posted whole and answered by the
+ * main thread's handler (routes.ts), a streamed body chunk by chunk.
+ */
+import type { ErrorCode } from "../../core/errors.ts";
+import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
+
+/** What a worker needs to serve. */
+export interface WorkerConfig {
+  address: string;
+  port: number;
+  maxInputSize: number;
+  /** --http-header-forward-pattern as given (compiled again in the worker). */
+  headerForwardPattern: string;
+  /** False when --http-restricted-api restricts anything: then every request goes to the main thread, which checks. */
+  decodeInfer: boolean;
+}
+
+/** A ServerError as it crosses threads. */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}
+
+export type ToWorker =
+  | { t: "start"; config: WorkerConfig }
+  | { t: "stop" }
+  | { t: "response"; id: number; response: InferenceResponse }
+  | { t: "failed"; id: number; error: WireError }
+  | { t: "reply"; id: number; status: number; headers: Record<string, string>; body?: Uint8Array | string }
+  | { t: "head"; id: number; status: number; headers: Record<string, string> }
+  | { t: "chunk"; id: number; data: string }
+  | { t: "end"; id: number };
+
+/**
+ * Messages go in batches: what one side has to say within one turn of its event loop is
+ * posted as one array (a round trip costs ~17 µs of CPU alone, ~3 µs in batches of 8).
+ */
+export class MessageBatcher<M> {
+  #queue: M[] = [];
+  #transfer: ArrayBuffer[] = [];
+  readonly #post: (batch: M[], transfer: ArrayBuffer[]) => void;
+  constructor(post: (batch: M[], transfer: ArrayBuffer[]) => void) {
+    this.#post = post;
+  }
+  send(m: M, transfer?: ArrayBuffer[]): void {
+    this.#queue.push(m);
+    if (transfer) this.#transfer.push(...transfer);
+    if (this.#queue.length === 1) setImmediate(this.#flush);
+  }
+  readonly #flush = (): void => {
+    const batch = this.#queue;
+    const transfer = this.#transfer;
+    this.#queue = [];
+    this.#transfer = [];
+    this.#post(batch, transfer);
+  };
+}
+
+export type FromWorker =
+  | { t: "listening"; port: number }
+  | { t: "startFailed"; message: string }
+  | { t: "stopped" }
+  | { t: "infer"; id: number; model: string; version?: string; request: InferenceRequest }
+  | {
+      t: "http";
+      id: number;
+      method: string;
+      path: string;
+      headers: [string, string][];
+      body?: Uint8Array;
+      /** Why the worker could not read the body (too large): the main thread's read fails the same way. */
+      bodyError?: WireError;
+    }
+  | { t: "cancel"; id: number };

@@ -1,0 +1,198 @@
+/**
+ * @module The HTTP frontend across threads (--http-thread-count > 1, under Bun): that
+ * many worker threads (worker-entry.ts) listen on the HTTP port with SO_REUSEPORT, so the
+ * kernel spreads connections over them; each decodes inference bodies and encodes
+ * answers, and the main thread runs the core (scheduling, batching, sequences, the
+ * cache, statistics) for all of them, so the server keeps one view. Requests the workers
+ * post whole go through the same handler (routes.ts) as on one thread. The first worker
+ * binds the port (a free one for port 0), the others then join it.
+ */
+import { ServerError, unsupported } from "../../core/errors.ts";
+import { getLogger } from "../../core/logger.ts";
+import { tooLarge } from "./body.ts";
+import type { InferenceServer } from "../../server/server.ts";
+import type { HttpHandler } from "./routes.ts";
+import type { HttpListener } from "./server.ts";
+import type { HttpRequest, HttpResponse } from "./types.ts";
+import { MessageBatcher, type FromWorker, type ToWorker, type WorkerConfig, type WireError } from "./worker-protocol.ts";
+
+const log = getLogger("src/frontends/http/workers.ts");
+const EMPTY = new Uint8Array(0);
+
+/** The worker's module: beside this one from source; the compiled binary's entry names its embedded copy. */
+let workerEntry: string | undefined;
+export function setHttpWorkerEntry(specifier: string): void {
+  workerEntry = specifier;
+}
+
+declare const Bun: unknown;
+
+/** Whether this runtime can run the HTTP frontend on worker threads (Bun: Web Workers and Bun.serve with reusePort). */
+export function httpWorkersSupported(): boolean {
+  return typeof Bun !== "undefined" && typeof Worker === "function";
+}
+
+const wire = (e: ServerError): WireError => ({ code: e.code, message: e.message });
+
+/** One worker thread and the requests of its clients that the main thread is working on. */
+class FrontendWorker {
+  readonly #worker: Worker;
+  readonly #server: InferenceServer;
+  readonly #handler: HttpHandler;
+  readonly #running = new Map<number, AbortController>();
+  readonly #batcher: MessageBatcher<ToWorker>;
+  #onStarted: ((m: Extract<FromWorker, { t: "listening" | "startFailed" }>) => void) | undefined;
+  #onStopped: (() => void) | undefined;
+
+  constructor(server: InferenceServer, handler: HttpHandler) {
+    this.#server = server;
+    this.#handler = handler;
+    this.#worker = new Worker(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href);
+    this.#batcher = new MessageBatcher<ToWorker>((batch) => this.#worker.postMessage(batch));
+    this.#worker.onmessage = (e: MessageEvent<FromWorker[]>) => {
+      for (const m of e.data) this.#onMessage(m);
+    };
+    this.#worker.onerror = (e: ErrorEvent) => {
+      log.error(`HTTP worker thread: ${e.message}`);
+      this.#onStarted?.({ t: "startFailed", message: e.message });
+    };
+  }
+
+  start(config: WorkerConfig): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
+      this.#send({ t: "start", config });
+    });
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#onStopped = resolve;
+      this.#send({ t: "stop" });
+      setTimeout(resolve, 5000).unref?.();
+    });
+    this.#worker.terminate();
+  }
+
+  #send(m: ToWorker): void {
+    this.#batcher.send(m);
+  }
+
+  #onMessage(m: FromWorker): void {
+    switch (m.t) {
+      case "listening":
+      case "startFailed":
+        this.#onStarted?.(m);
+        return;
+      case "stopped":
+        this.#onStopped?.();
+        return;
+      case "cancel":
+        this.#running.get(m.id)?.abort();
+        return;
+      case "infer":
+        void this.#infer(m);
+        return;
+      case "http":
+        void this.#http(m);
+        return;
+    }
+  }
+
+  #track(id: number): AbortSignal {
+    const c = new AbortController();
+    this.#running.set(id, c);
+    return c.signal;
+  }
+
+  /** What handleInfer (infer.ts) does after the body is decoded: the model first, then the core. */
+  async #infer(m: Extract<FromWorker, { t: "infer" }>): Promise<void> {
+    const request = m.request;
+    request.modelName = m.model;
+    if (m.version !== undefined) request.modelVersion = m.version;
+    else delete request.modelVersion;
+    request.signal = this.#track(m.id);
+    try {
+      const resolved = this.#server.modelForRequest(m.model, m.version);
+      if (resolved && this.#server.isDecoupled(resolved)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+      const response = await this.#server.inferAsync(request, resolved);
+      this.#send({ t: "response", id: m.id, response });
+    } catch (err) {
+      const e = ServerError.from(err);
+      if (e.code === "INTERNAL") log.error(`POST /v2/models/${m.model}/infer: ${e.message}`);
+      else log.verbose(1, `POST /v2/models/${m.model}/infer: ${e.code}: ${e.message}`);
+      this.#send({ t: "failed", id: m.id, error: wire(e) });
+    } finally {
+      this.#running.delete(m.id);
+    }
+  }
+
+  /** A request the worker posted whole: the same handler as on one thread answers it. */
+  async #http(m: Extract<FromWorker, { t: "http" }>): Promise<void> {
+    const headers = new Map(m.headers);
+    const signal = this.#track(m.id);
+    const req: HttpRequest = {
+      method: m.method,
+      path: m.path,
+      header: (name) => headers.get(name),
+      headers: () => m.headers,
+      body: async (limit) => {
+        if (m.bodyError) throw new ServerError(m.bodyError.code, m.bodyError.message);
+        const body = m.body ?? EMPTY;
+        if (body.byteLength > limit) throw tooLarge(body.byteLength, limit);
+        return body;
+      },
+      signal,
+    };
+    let r: HttpResponse;
+    try {
+      r = await this.#handler(req);
+    } catch (err) {
+      r = { status: 500, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: (err as Error).message }) };
+    }
+    if (!r.stream) {
+      this.#running.delete(m.id);
+      this.#send({ t: "reply", id: m.id, status: r.status, headers: r.headers, ...(r.body !== undefined ? { body: r.body } : {}) });
+      return;
+    }
+    this.#send({ t: "head", id: m.id, status: r.status, headers: r.headers });
+    const it = r.stream[Symbol.asyncIterator]();
+    const stop = () => void it.return?.();
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      for (;;) {
+        const next = await it.next();
+        if (next.done || signal.aborted) break;
+        this.#send({ t: "chunk", id: m.id, data: next.value });
+      }
+    } catch (err) {
+      log.error(`${m.method} ${m.path}: the stream failed: ${(err as Error).message}`);
+    } finally {
+      signal.removeEventListener("abort", stop);
+      this.#running.delete(m.id);
+      this.#send({ t: "end", id: m.id });
+    }
+  }
+}
+
+/** Starts `count` worker threads serving HTTP on `config`'s address and port. */
+export async function listenHttpWorkers(count: number, server: InferenceServer, handler: HttpHandler, config: WorkerConfig): Promise<HttpListener> {
+  const workers: FrontendWorker[] = [];
+  let port = config.port;
+  try {
+    for (let i = 0; i < count; i++) {
+      const w = new FrontendWorker(server, handler);
+      workers.push(w);
+      port = await w.start({ ...config, port });
+    }
+  } catch (err) {
+    await Promise.all(workers.map((w) => w.stop()));
+    throw err;
+  }
+  return {
+    port,
+    close: async () => {
+      await Promise.all(workers.map((w) => w.stop()));
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * The shared frontend suite (test/suites/frontend.ts) against the compiled binary with
+ * the HTTP frontend on worker threads (--http-thread-count=3, #19 item 1): the answers
+ * are those of one thread (frontend-binary.test.ts runs the same suite without the flag).
+ */
+import { describe, expect, it, beforeAll, afterAll } from "vitest";
+import { gzipSync } from "node:zlib";
+import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
+import { makeRepository } from "../helpers/repo.ts";
+import { frontendSuite } from "../suites/frontend.ts";
+
+/** A decoupled model: N responses OUT = 0..N-1, then a flag-only final. */
+const COUNT = `export default class Count {
+  execute(requests) {
+    for (const r of requests) {
+      const s = r.getResponseSender();
+      const n = r.input("N").data[0];
+      setTimeout(() => { for (let i = 0; i < n; i++) s.send({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i] }] }); s.send(undefined, { final: true }); }, 0);
+    }
+  }
+}`;
+
+let server: ServerProcess;
+let repo: ReturnType<typeof makeRepository>;
+
+beforeAll(async () => {
+  repo = makeRepository(["simple", "simple_identity"]);
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true", "--http-thread-count=3"]);
+  // Under Bun the frontend moves to worker threads (at most one per core); the suite's answers must not change.
+  expect(server.log()).toMatch(/HTTP frontend on [23] worker threads/);
+});
+
+afterAll(async () => {
+  if (server) expect(await server.stop()).toBe(0);
+  repo?.remove();
+});
+
+frontendSuite(`${{ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind]}, HTTP on worker threads`, () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
+
+describe("HTTP on worker threads: what the main thread answers for them", () => {
+  let other: ServerProcess;
+  let models: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    models = makeRepository(["simple"]);
+    models.add("count/config.pbtxt", 'name: "count"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    models.add("count/1/model.js", COUNT);
+    other = await startServerProcess([`--model-repository=${models.dir}`, "--http-thread-count=2", "--http-max-input-size=4096", "--allow-grpc=false"]);
+  });
+  afterAll(async () => {
+    await other?.stop();
+    models?.remove();
+  });
+  const simple = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(2) })) });
+
+  it("streams generate_stream's events through a worker, in order", async () => {
+    const res = await fetch(`${other.url}/v2/models/count/generate_stream`, { method: "POST", body: JSON.stringify({ N: 50 }) });
+    expect([res.status, res.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => JSON.parse(e.slice("data: ".length)).OUT);
+    expect(events).toEqual(Array.from({ length: 50 }, (_, i) => i));
+  });
+
+  it("decodes a gzip body in the worker and answers the same outputs", async () => {
+    const res = await fetch(`${other.url}/v2/models/simple/infer`, { method: "POST", headers: { "content-encoding": "gzip" }, body: gzipSync(simple) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual(Array(16).fill(4));
+  });
+
+  it("reports an unknown model before a bad or too large body, as on one thread", async () => {
+    const bad = await fetch(`${other.url}/v2/models/nope/infer`, { method: "POST", body: "{bad" });
+    expect([bad.status, await bad.json()]).toEqual([404, { error: "Request for unknown model: 'nope' is not found" }]);
+    const large = await fetch(`${other.url}/v2/models/nope/infer`, { method: "POST", body: "x".repeat(5000) });
+    expect(large.status).toBe(404);
+    const tooLarge = await fetch(`${other.url}/v2/models/simple/infer`, { method: "POST", body: "x".repeat(5000) });
+    expect([tooLarge.status, await tooLarge.json()]).toEqual([400, { error: "Request JSON size of 5000 exceeds the maximum allowed value of 4096. Use --http-max-input-size to increase the limit." }]);
+  });
+});
