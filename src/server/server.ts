@@ -7,6 +7,7 @@ import { nowNs } from "../core/clock.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ServerError, cancelled, invalidArg, unavailable } from "../core/errors.ts";
+import { whenCancelled } from "../scheduler/cancel.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
@@ -373,9 +374,20 @@ export class InferenceServer {
       if (request.signal?.aborted) throw cancelled(request.id);
       if (admit) held = this.#admit(request);
       if (decoupled) {
-        prepared.request.responseSink = this.#decoupledSink(mv, request, prepared.outputNames, prepared.classification, stream!, start);
-        const result = await mv.scheduler.enqueue(prepared);
-        mv.stats.recordSuccess(nowNs() - start, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        // The request ends with its final flag, or when it is cancelled first (mid-stream:
+        // a gRPC stream cancelled, an SSE client gone), which counts it CANCELED: its client
+        // did not get all it asked for. Until then it holds its bytes and regions.
+        let ended!: (how: "final" | "cancelled") => void;
+        const end = new Promise<"final" | "cancelled">((resolve) => (ended = resolve));
+        const forget = whenCancelled(request.signal, () => ended("cancelled"));
+        prepared.request.responseSink = this.#decoupledSink(mv, request, prepared.outputNames, prepared.classification, stream!, start, () => ended("final"));
+        try {
+          const result = await mv.scheduler.enqueue(prepared);
+          if ((await end) === "cancelled") throw cancelled(request.id);
+          mv.stats.recordSuccess(nowNs() - start, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        } finally {
+          forget();
+        }
         return undefined;
       }
       // Response cache (S-17, S-18): a hit skips the scheduler; a miss stores what the model answered.
@@ -477,10 +489,11 @@ export class InferenceServer {
    * handed to the stream; after the client has gone (the request's signal) it is counted
    * as cancelled and dropped.
    */
-  #decoupledSink(mv: ModelVersion, request: InferenceRequest, names: string[], classification: ReadonlyMap<string, number>, stream: (r: StreamedResponse) => void, start: number) {
+  #decoupledSink(mv: ModelVersion, request: InferenceRequest, names: string[], classification: ReadonlyMap<string, number>, stream: (r: StreamedResponse) => void, start: number, onFinal: () => void) {
     let index = 0;
     let last = nowNs();
     return (sent: SentResponse) => {
+      if (sent.final) onFinal();
       const t = nowNs();
       const inferNs = t - last;
       const i = index++;

@@ -4,8 +4,10 @@
  * them, or until the request is cancelled, which it then answers CANCELLED); a single
  * instance with max_batch_size 1 makes later requests wait in the dynamic batcher's
  * queue. Each test shows the CANCELED count, the pending count back to 0 and that a
- * cancelled queued request never ran; the last one runs 3,000 cancels and compares the
- * server's RSS floor over the last 1,000 with its floor after the first 2,000.
+ * cancelled queued request never ran; one runs 3,000 cancels and compares the server's
+ * RSS floor over the last 1,000 with its floor after the first 2,000. A decoupled model
+ * that drips responses until it is cancelled covers streams cancelled mid-stream (a gRPC
+ * stream cancelled, an SSE client gone), 1,000 of them included.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { request as httpRequest } from "node:http";
@@ -97,6 +99,24 @@ export default class OuterWorker {
 `;
 
 let server: ServerProcess;
+/** ts_drip (decoupled): a response every 2 ms until the request is cancelled, then a CANCELLED error, final. */
+const DRIP = `
+export default class Drip {
+  execute(requests) {
+    for (const r of requests) {
+      const sender = r.getResponseSender();
+      let i = 0;
+      const tick = () => {
+        if (r.isCancelled()) return sender.send({ error: { message: "stopped: the client cancelled", code: "CANCELLED" } }, { final: true });
+        sender.send({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i++] }] });
+        setTimeout(tick, 2);
+      };
+      tick();
+    }
+  }
+}
+`;
+
 let repo: ReturnType<typeof makeRepository>;
 let grpc: ReturnType<typeof inferenceClient>;
 
@@ -138,6 +158,24 @@ async function probe(release = false): Promise<number[]> {
   return Array.from(new Int32Array(new Uint8Array(r.raw_output_contents[0]).slice().buffer));
 }
 
+const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) * 1024;
+
+/**
+ * The RSS floor over the last 500 of `n` cancels made by `cancels` (the least of five
+ * samples, 100 apart): a single sample swings by several per cent with the garbage
+ * collector's cycle even when nothing is cancelled (1,000 plain inferences of `simple`
+ * moved it between -7% and +6%), while a leak raises the floor.
+ */
+async function rssFloorAfter(n: number, cancels: (n: number) => Promise<void>): Promise<number> {
+  await cancels(n - 500);
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await cancels(100);
+    samples.push(rss());
+  }
+  return Math.min(...samples);
+}
+
 /** Polls (no deadline but the test's) until `check` holds. */
 async function until(check: () => Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((res) => setTimeout(res, 10));
@@ -163,6 +201,8 @@ beforeAll(async () => {
     `name: "ts_outer_worker"\nbackend: "typescript"\nparameters { key: "execution_thread" value: { string_value: "worker" } }\n${io("IN", "OUT", "[1]")}`,
   );
   repo.add("ts_outer_worker/1/model.js", OUTER_WORKER);
+  repo.add("ts_drip/config.pbtxt", `name: "ts_drip"\nbackend: "typescript"\nmodel_transaction_policy { decoupled: true }\n${io("IN", "OUT", "[1]")}`);
+  repo.add("ts_drip/1/model.js", DRIP);
   server = await startServerProcess([`--model-repository=${repo.dir}`]);
   grpc = inferenceClient(server.grpcTarget!);
 });
@@ -266,7 +306,6 @@ describe("cancellation through the binary (S-20, M-02)", () => {
   });
 
   it("1,000 cancels after a warm-up of 2,000 leave nothing queued or held: RSS within 5%", async () => {
-    const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) * 1024;
     /** Rounds of 20 calls (one running, 19 queued), each cancelled once the server holds them all. */
     const cancels = async (n: number) => {
       for (let done = 0; done < n; done += 20) {
@@ -278,28 +317,72 @@ describe("cancellation through the binary (S-20, M-02)", () => {
         await until(async () => (await canceled()) === start + 20);
       }
     };
-    /**
-     * The RSS floor over the last 500 of `n` cancels (the least of five samples, 100
-     * apart): a single sample swings by several per cent with the garbage collector's
-     * cycle even when nothing is cancelled (1,000 plain inferences of \`simple\` moved it
-     * between -7% and +6%), while a leak raises the floor.
-     */
-    const floorAfter = async (n: number) => {
-      await cancels(n - 500);
-      const samples: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        await cancels(100);
-        samples.push(rss());
-      }
-      return Math.min(...samples);
-    };
     const before = await canceled();
-    const warm = await floorAfter(2000);
-    const after = await floorAfter(1000);
+    const warm = await rssFloorAfter(2000, cancels);
+    const after = await rssFloorAfter(1000, cancels);
     expect(await canceled()).toBe(before + 3000);
     expect(await pending()).toBe(0);
     expect((await probe())[0]).toBe(0);
     console.log(`RSS floor after the warm-up ${warm} bytes, after 1,000 more cancels ${after} bytes (${((after / warm - 1) * 100).toFixed(1)}%)`);
+    expect(after / warm).toBeLessThanOrEqual(1.05);
+  }, 300_000);
+});
+
+describe("cancelled mid-stream (#16 item 4)", () => {
+  const dripRequest = { model_name: "ts_drip", inputs: [{ name: "IN", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)] };
+  const drip = () => canceled("ts_drip");
+
+  /** Opens a ModelStreamInfer stream, waits for the first response, and cancels the stream. */
+  async function cancelGrpcStream(): Promise<void> {
+    const client = grpc.client as unknown as Client & { ModelStreamInfer(): { write(m: object): void; cancel(): void; on(e: string, f: (m?: any) => void): void } };
+    const stream = client.ModelStreamInfer();
+    await new Promise<void>((resolve) => {
+      stream.on("data", () => resolve());
+      stream.on("error", () => undefined);
+      stream.write(dripRequest);
+    });
+    stream.cancel();
+  }
+
+  /** Opens generate_stream, reads the first event, and goes away. */
+  async function cancelSse(): Promise<void> {
+    const controller = new AbortController();
+    const res = await fetch(`${server.url}/v2/models/ts_drip/generate_stream`, { method: "POST", body: JSON.stringify({ IN: 1 }), signal: controller.signal });
+    const first = new TextDecoder().decode((await res.body!.getReader().read()).value);
+    expect(first.startsWith('data: {"model_name":"ts_drip","model_version":"1","OUT":0}')).toBe(true);
+    controller.abort();
+  }
+
+  it("a gRPC stream cancelled after its first response: the model sees the cancel, counted CANCELED, nothing pending", async () => {
+    const before = await drip();
+    await cancelGrpcStream();
+    await until(async () => (await drip()) === before + 1);
+    expect(await pending("ts_drip")).toBe(0);
+    expect((await stats("ts_drip")).fail.count).toBe(before + 1);
+  });
+
+  it("an SSE client gone after the first event: counted CANCELED, nothing pending (beyond Triton)", async () => {
+    const before = await drip();
+    await cancelSse();
+    await until(async () => (await drip()) === before + 1);
+    expect(await pending("ts_drip")).toBe(0);
+  });
+
+  it("1,000 streams cancelled mid-stream (half gRPC, half SSE) after a warm-up of 1,000: RSS within 5%", async () => {
+    /** Rounds of 10 streams, 5 of each kind, cancelled at once after their first response. */
+    const cancels = async (n: number) => {
+      for (let done = 0; done < n; done += 10) {
+        const start = await drip();
+        await Promise.all([...Array.from({ length: 5 }, cancelGrpcStream), ...Array.from({ length: 5 }, cancelSse)]);
+        await until(async () => (await drip()) === start + 10);
+      }
+    };
+    const before = await drip();
+    const warm = await rssFloorAfter(1000, cancels);
+    const after = await rssFloorAfter(1000, cancels);
+    expect(await drip()).toBe(before + 2000);
+    expect(await pending("ts_drip")).toBe(0);
+    console.log(`RSS floor after 1,000 mid-stream cancels ${warm} bytes, after 1,000 more ${after} bytes (${((after / warm - 1) * 100).toFixed(1)}%)`);
     expect(after / warm).toBeLessThanOrEqual(1.05);
   }, 300_000);
 });
