@@ -191,6 +191,7 @@ export class ModelLoader {
       backendConfig: this.#backendConfig(backend.name),
     });
     try {
+      const planned: { group: NonNullable<ModelConfig["instance_group"]>[number]; kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"; device: number }[] = [];
       for (const group of config.instance_group ?? []) {
         const kind = group.kind ?? "KIND_CPU";
         if (kind === "KIND_AUTO") throw invalidArg(`instance group '${group.name}' of model '${name}' was not normalized`);
@@ -203,14 +204,20 @@ export class ModelLoader {
           }
           devices = group.gpus?.length ? group.gpus : Array.from({ length: gpus.count }, (_, i) => i);
         }
-        for (const device of devices) {
-          for (let i = 0; i < (group.count ?? 1); i++) {
-            const instance = await backendModel.createInstance(`${group.name}_${instances.length}`, kind, device);
-            const limiter = this.#opts.rateLimiter;
-            instances.push(limiter && group.rate_limiter?.resources?.length ? rateLimited(instance, limiter, limiter.register(name, group.rate_limiter, device)) : instance);
-          }
-        }
+        for (const device of devices) for (let i = 0; i < (group.count ?? 1); i++) planned.push({ group, kind, device });
       }
+      // Instances are created at once, as Triton's do (ONNX Runtime builds each session on
+      // a thread of its own); they keep the order of the config, and every one created is
+      // handed to the caller, which closes them if another failed.
+      const created = await Promise.allSettled(planned.map((p, i) => backendModel.createInstance(`${p.group.name}_${i}`, p.kind, p.device)));
+      const limiter = this.#opts.rateLimiter;
+      created.forEach((r, i) => {
+        if (r.status !== "fulfilled") return;
+        const { group, device } = planned[i]!;
+        instances.push(limiter && group.rate_limiter?.resources?.length ? rateLimited(r.value, limiter, limiter.register(name, group.rate_limiter, device)) : r.value);
+      });
+      const failed = created.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed) throw failed.reason;
       if (instances.length === 0) throw invalidArg(`model '${name}' has no instances`);
       if (config.model_warmup?.length) {
         log.info(`warming up '${name}' version ${version} (${config.model_warmup.length} sample(s) on ${instances.length} instance(s))`);

@@ -1,0 +1,79 @@
+/**
+ * Start to ready (#19 item 3): the compiled binary on `simple_fp32_mlp` with 2 CPU
+ * instances, `simple` and `simple_identity`, against a naive server that opens the same
+ * model files with the same koffi ONNX Runtime binding (one session per instance, all at
+ * once) and then answers a ready route, run as `bun <file>`. Each: from spawn to the
+ * first 200 of its ready route; interleaved runs, medians.
+ *
+ *   npm run build && bun scripts/bench-startup.ts [--runs=10] [--out=scripts/results/startup.md]
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { machineHeading, waitReady } from "./lib/bench.ts";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const RUNS = Number(arg("runs", "10"));
+const OUT = resolve(root, arg("out", "scripts/results/startup.md"));
+const BINARY = join(root, "dist", "nereid");
+if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+
+const work = mkdtempSync(join(tmpdir(), "nereid-bench-startup-"));
+const repo = join(work, "models");
+for (const m of ["simple", "simple_identity", "simple_fp32_mlp"]) cpSync(join(root, "model_repository", m), join(repo, m), { recursive: true });
+const mlpConfig = join(repo, "simple_fp32_mlp", "config.pbtxt");
+writeFileSync(mlpConfig, readFileSync(mlpConfig, "utf8").replace("count: 1 kind: KIND_CPU", "count: 2 kind: KIND_CPU"));
+const files = [
+  join(repo, "simple_fp32_mlp/1/model.onnx"),
+  join(repo, "simple_fp32_mlp/1/model.onnx"),
+  join(repo, "simple/1/model.onnx"),
+  join(repo, "simple_identity/1/model.onnx"),
+];
+writeFileSync(
+  join(work, "naive.ts"),
+  `import { OrtEnvironment, OrtSessionOptions } from ${JSON.stringify(join(root, "ffi/onnxruntime/handles.ts"))};
+import { OrtSession } from ${JSON.stringify(join(root, "ffi/onnxruntime/session.ts"))};
+const env = OrtEnvironment.get();
+const options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
+await Promise.all(${JSON.stringify(files)}.map((f) => OrtSession.open(env, f, options)));
+Bun.serve({ port: Number(process.argv[2]), fetch: () => new Response("") });
+`,
+);
+
+async function timeToReady(start: () => ChildProcess, url: string): Promise<number> {
+  const t0 = performance.now();
+  const p = start();
+  try {
+    await waitReady(url, 60_000);
+    return performance.now() - t0;
+  } finally {
+    p.kill("SIGKILL");
+    await new Promise((r) => p.once("exit", r));
+  }
+}
+
+const nereid: number[] = [];
+const naive: number[] = [];
+for (let i = 0; i < RUNS; i++) {
+  const port = 18800 + (i % 50);
+  nereid.push(await timeToReady(() => spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" }), `http://127.0.0.1:${port}/v2/health/ready`));
+  naive.push(await timeToReady(() => spawn(process.execPath, [join(work, "naive.ts"), String(port)], { stdio: "ignore" }), `http://127.0.0.1:${port}/`));
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+const text = `
+${machineHeading()}
+
+Spawn to the first 200 of the ready route, ${RUNS} interleaved runs each, medians: \`simple_fp32_mlp\` (41 MB of weights) with 2 CPU instances, \`simple\` and \`simple_identity\`. Naive: \`bun <file>\` opening the same four sessions with the same koffi binding and session options, all at once, then Bun.serve.
+
+| server | median ms | range ms |
+| --- | ---: | ---: |
+| dist/nereid | ${median(nereid).toFixed(0)} | ${range(nereid)} |
+| naive | ${median(naive).toFixed(0)} | ${range(naive)} |
+
+- nereid ÷ naive: **${(median(nereid) / median(naive)).toFixed(2)}** (goal ≤ 1.0)
+`;
+appendFileSync(OUT, text);
+console.log(text);
