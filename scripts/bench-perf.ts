@@ -3,9 +3,10 @@
  * body nereid perf sends) at the same concurrency, each for about the same time, one
  * after the other against one dist/nereid. The target (#18): perf's throughput within
  * 10% of wrk's. Both load generators share the machine with the server, as they would
- * in use.
+ * in use; with --pin the server runs on core 0 and each load generator on core 1
+ * (taskset), the steadiest setting on a small shared VM (reference/ceilings.md).
  *
- *   npm run build && bun scripts/bench-perf.ts [--binary=dist/nereid] [--concurrency=1,4,16] [--window=3000] [--stability=10] [--out=scripts/results/perf.md]
+ *   npm run build && bun scripts/bench-perf.ts [--binary=dist/nereid] [--concurrency=1,4,16] [--window=3000] [--stability=10] [--pin] [--out=scripts/results/perf.md]
  */
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -21,6 +22,9 @@ const WINDOW_MS = Number(arg("window", "3000"));
 const STABILITY = arg("stability", "10");
 const OUT = resolve(root, arg("out", "scripts/results/perf.md"));
 const PORT = 18640;
+const PIN = process.argv.includes("--pin");
+/** `cmd args` on core `cpu` when pinning. */
+const onCore = (cpu: string, cmd: string, args: string[]): [string, string[]] => (PIN ? ["taskset", ["-c", cpu, cmd, ...args]] : [cmd, args]);
 
 if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: npm run build`);
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
@@ -40,18 +44,18 @@ writeFileSync(
   `local f = io.open("${join(work, "body.bin")}", "rb")\nwrk.method = "POST"\nwrk.body = f:read("*all")\nf:close()\nwrk.headers["Inference-Header-Content-Length"] = "${Buffer.byteLength(header)}"\nwrk.headers["Content-Type"] = "application/octet-stream"\n`,
 );
 
-const server = spawn(BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${PORT}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+const server = spawn(...onCore("0", BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${PORT}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"]), { stdio: "ignore" });
 try {
   await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`, 60_000);
   const rows: string[] = [];
   const ratios: string[] = [];
   for (const c of CONCURRENCY) {
-    const r = spawnSync(BINARY, ["perf", "-m", "simple", "-u", `127.0.0.1:${PORT}`, "--concurrency-range", String(c), "-p", String(WINDOW_MS), "-s", STABILITY, "--max-trials", "20", "--input-data", "random"], { encoding: "utf8" });
+    const r = spawnSync(...onCore("1", BINARY, ["perf", "-m", "simple", "-u", `127.0.0.1:${PORT}`, "--concurrency-range", String(c), "-p", String(WINDOW_MS), "-s", STABILITY, "--max-trials", "20", "--input-data", "random"]), { encoding: "utf8" });
     if (r.status !== 0) throw new Error(`nereid perf failed at c=${c}:\n${r.stdout}\n${r.stderr}`);
     const tput = Number(/throughput: ([\d.]+) infer\/sec, latency/.exec(r.stdout)?.[1]);
     const p50 = Number(/p50 latency: (\d+) usec/.exec(r.stdout)?.[1]) / 1000;
     const p99 = Number(/p99 latency: (\d+) usec/.exec(r.stdout)?.[1]) / 1000;
-    const w = wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, c, Math.round((3 * WINDOW_MS) / 1000), join(work, "infer.lua"));
+    const w = wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, c, Math.round((3 * WINDOW_MS) / 1000), join(work, "infer.lua"), PIN ? { cpus: "1" } : {});
     if (w.errors > 0) throw new Error(`wrk got ${w.errors} errors at c=${c}`);
     const ratio = tput / w.rps;
     rows.push(`| ${c} | ${Math.round(tput).toLocaleString("en-US")} | ${p50.toFixed(2)} | ${p99.toFixed(2)} | ${Math.round(w.rps).toLocaleString("en-US")} | ${w.p50.toFixed(2)} | ${w.p99.toFixed(2)} | ${(ratio * 100).toFixed(1)}% |`);
@@ -61,7 +65,7 @@ try {
   const md = [
     machineHeading(),
     "",
-    `\`simple\` over HTTP with the binary tensor extension (the same body for both), one dist/nereid; nereid perf with -p ${WINDOW_MS} (three stable windows, -s ${STABILITY}, up to 20 windows), then wrk for ${Math.round((3 * WINDOW_MS) / 1000)} s (-t ${"1 at c=1, 2 above"}). One run.`,
+    `\`simple\` over HTTP with the binary tensor extension (the same body for both), one dist/nereid; nereid perf with -p ${WINDOW_MS} (three stable windows, -s ${STABILITY}, up to 20 windows), then wrk for ${Math.round((3 * WINDOW_MS) / 1000)} s (-t ${"1 at c=1, 2 above"}). One run.${PIN ? " Pinned: the server on core 0, nereid perf and wrk on core 1." : ""}`,
     "",
     "| c | nereid perf infer/s | perf p50 ms | perf p99 ms | wrk req/s | wrk p50 ms | wrk p99 ms | perf / wrk |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
