@@ -20,6 +20,18 @@ const COUNT = `export default class Count {
   }
 }`;
 
+/** A decoupled model: a response every 5 ms until the request is cancelled. */
+const DRIP = `export default class Drip {
+  execute(requests) {
+    for (const r of requests) {
+      const s = r.getResponseSender();
+      let i = 0;
+      const tick = () => (r.isCancelled() ? s.send(undefined, { final: true }) : (s.send({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i++] }] }), setTimeout(tick, 5)));
+      tick();
+    }
+  }
+}`;
+
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 
@@ -44,6 +56,8 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
     models = makeRepository(["simple"]);
     models.add("count/config.pbtxt", 'name: "count"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
     models.add("count/1/model.js", COUNT);
+    models.add("drip/config.pbtxt", 'name: "drip"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    models.add("drip/1/model.js", DRIP);
     other = await startServerProcess([`--model-repository=${models.dir}`, "--http-thread-count=2", "--http-max-input-size=4096", "--allow-grpc=false"]);
   });
   afterAll(async () => {
@@ -57,6 +71,20 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
     expect([res.status, res.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
     const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => JSON.parse(e.slice("data: ".length)).OUT);
     expect(events).toEqual(Array.from({ length: 50 }, (_, i) => i));
+  });
+
+  it("an SSE client that goes away from a worker cancels its request on the main thread", async () => {
+    const canceled = async () => {
+      const text = await (await fetch(`${other.metricsUrl}/metrics`)).text();
+      return Number(/^nv_inference_request_failure\{model="drip",version="1",reason="CANCELED"\} (\d+)/m.exec(text)?.[1]);
+    };
+    expect(await canceled()).toBe(0);
+    const controller = new AbortController();
+    const res = await fetch(`${other.url}/v2/models/drip/generate_stream`, { method: "POST", body: JSON.stringify({ N: 1 }), signal: controller.signal });
+    await res.body!.getReader().read();
+    controller.abort();
+    for (let i = 0; i < 200 && (await canceled()) !== 1; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await canceled()).toBe(1);
   });
 
   it("decodes a gzip body in the worker and answers the same outputs", async () => {
