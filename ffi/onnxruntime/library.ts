@@ -14,24 +14,35 @@ import type { Unusable } from "../load.ts";
 const LIB = "libonnxruntime.so.1";
 const ARCH_DIR = process.arch === "arm64" ? "arm64" : "x64";
 let embedded: string | undefined;
+/** How the embedded copy is stored: zstd-compressed (scripts/build.ts), with the library's own size. */
+let embeddedForm: { zstd: boolean; size: number } | undefined;
 
-/** Registers the embedded library (a path inside the compiled binary's file system); undefined unsets it. */
-export function setEmbeddedOrtLibrary(path: string | undefined): void {
+/**
+ * Registers the embedded library (a path inside the compiled binary's file system),
+ * zstd-compressed when `form` says so; undefined unsets it.
+ */
+export function setEmbeddedOrtLibrary(path: string | undefined, form?: { zstd: boolean; size: number }): void {
   embedded = path;
+  embeddedForm = form;
 }
+
+declare const Bun: { zstdDecompressSync(data: Uint8Array): Uint8Array } | undefined;
 
 function cacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
   return join(base, "nereid");
 }
 
-/** Copies the embedded library to the cache once (keyed by size) and returns the copy's path. */
+/** Copies the embedded library to the cache once (keyed by its size), decompressed, and returns the copy's path. */
 function extractEmbedded(path: string): string {
-  const size = statSync(path).size;
+  const size = embeddedForm?.size ?? statSync(path).size;
   const dir = join(cacheDir(), `onnxruntime-${process.arch}-${size}`);
   const target = join(dir, LIB);
   if (existsSync(target) && statSync(target).size === size) return target;
-  const data = readFileSync(path);
+  const stored = readFileSync(path);
+  if (embeddedForm?.zstd && typeof Bun === "undefined") throw new Error("the embedded library is zstd-compressed and only Bun decompresses it here");
+  const data = embeddedForm?.zstd ? Bun!.zstdDecompressSync(stored) : stored;
+  if (data.byteLength !== size) throw new Error(`the embedded library decompressed to ${data.byteLength} bytes, not ${size}`);
   mkdirSync(dir, { recursive: true });
   const tmp = `${target}.${process.pid}.tmp`;
   writeFileSync(tmp, data, { mode: 0o755 });
