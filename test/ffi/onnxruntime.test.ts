@@ -4,7 +4,7 @@
  * config. Runs, ownership and timing are in onnxruntime-runs.test.ts. Models are built here.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { existsSync, mkdirSync, copyFileSync } from "node:fs";
+import { existsSync, mkdirSync, copyFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { ElemType, valueInfo, node, mulberry32 } from "../../scripts/lib/onnx-builder.ts";
@@ -36,8 +36,11 @@ describe("OrtEnvironment", () => {
     // One runtime per process: a second get() (even naming a library) returns it.
     expect(OrtEnvironment.get()).toBe(rt);
     expect(OrtEnvironment.get("/elsewhere/libonnxruntime.so.1")).toBe(rt);
-    // Telemetry stays off: ORT would otherwise leave this file behind.
-    expect(existsSync(`/tmp/mat-debug-${process.pid}.log`)).toBe(false);
+    // Telemetry stays off: ORT would otherwise leave this file behind. One left by an
+    // earlier process with the same pid (pids are reused) is older than this process.
+    const left = `/tmp/mat-debug-${process.pid}.log`;
+    const started = Date.now() - process.uptime() * 1000;
+    expect(existsSync(left) && statSync(left).mtimeMs >= started).toBe(false);
   });
 });
 
