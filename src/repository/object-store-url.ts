@@ -2,7 +2,7 @@
  * @module Parsing of object-storage repository URLs (issue #21 item 4), as Triton core's
  * src/filesystem/ implementations read them: s3://[http(s)://]host:port/bucket/path or
  * s3://bucket/path, as://account/container/path (Azure Blob), gs://bucket/path.
- * Only parsing and key safety live here; fetching is not implemented yet.
+ * Only parsing and key safety live here; remote-repository.ts copies the repository.
  */
 import { posix } from "node:path";
 import { invalidArg } from "../core/errors.ts";
