@@ -19,6 +19,9 @@ let server: Server;
 let endpoint = "";
 
 beforeAll(async () => {
+  // Should the client ever look for a metadata server, it finds none on loopback instead of reaching out.
+  process.env.METADATA_SERVER_DETECTION = "none";
+  process.env.GCE_METADATA_HOST = "127.0.0.1:9";
   server = createServer((req, res) => {
     requests.push({ url: req.url!, auth: req.headers.authorization });
     const u = new URL(req.url!, "http://fake");
