@@ -2,7 +2,8 @@
  * @module Google Cloud Storage behind ObjectStore, with the maintained
  * @google-cloud/storage. Credentials: GOOGLE_APPLICATION_CREDENTIALS or the credential
  * file's key file, else the client's application default credentials. The client itself
- * honours STORAGE_EMULATOR_HOST (an emulator's endpoint, no authentication); `apiEndpoint`
+ * honours STORAGE_EMULATOR_HOST, an emulator's JSON API base URL
+ * (http://host:port/storage/v1), without authentication; `apiEndpoint` (http://host:port)
  * does the same for tests. Not verified against GCS itself (see the README). Imported only
  * when a gs:// repository is given.
  */

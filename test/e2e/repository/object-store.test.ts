@@ -10,7 +10,9 @@
  * TRITON_*_MOUNT_DIRECTORY and removed when the server exits.
  *
  * s3rver and Azurite are devDependencies: a test that cannot start them fails (no skip).
- * GCS has no server on npm: gcs.ts is checked only against a fake (test/unit/repository).
+ * GCS has no server on npm: the same flows run against a fake of the two JSON API calls
+ * the client makes (test/helpers/fake-gcs.ts), which checks the binary's GCS path up to
+ * the client, not GCS.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -18,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inferJson, SIMPLE_TWOS_AND_THREES, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { startFakeGcs } from "../../helpers/fake-gcs.ts";
 import { AZURITE_ACCOUNT, freePort, startAzurite, startS3rver, uploadFolder, type ObjectServer } from "../../helpers/object-store-servers.ts";
 
 const work = mkdtempSync(join(tmpdir(), "nereid-objstore-e2e-"));
@@ -94,6 +97,20 @@ const cases: Case[] = [
     },
     url: (_s, prefix) => `as://${AZURITE_ACCOUNT}/models/${prefix}`,
     mountVariable: "TRITON_AZURE_MOUNT_DIRECTORY",
+  },
+  {
+    // Not GCS: the same flows against a fake of the two JSON API calls the client makes, which
+    // shows that the compiled binary's GCS path works as far as the client goes.
+    name: "GCS (a fake of its JSON API, not GCS)",
+    async start() {
+      const s = await startFakeGcs("models");
+      // STORAGE_EMULATOR_HOST is the client's own emulator setting, the JSON API's base URL (no authentication);
+      // any metadata-server lookup stays on loopback.
+      const env = { STORAGE_EMULATOR_HOST: `${s.endpoint}/storage/v1`, METADATA_SERVER_DETECTION: "none", GCE_METADATA_HOST: "127.0.0.1:9" };
+      return Object.assign(s, { env });
+    },
+    url: (_s, prefix) => `gs://models/${prefix}`,
+    mountVariable: "TRITON_GCS_MOUNT_DIRECTORY",
   },
 ];
 
