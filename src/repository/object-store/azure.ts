@@ -3,25 +3,35 @@
  * as://account/container/path reaches https://<account>.blob.core.windows.net with the
  * account key (AZURE_STORAGE_KEY or the credential file), or anonymously without one.
  * AZURE_STORAGE_CONNECTION_STRING, when set and naming the same account (or none), is used
- * instead: it is how a custom endpoint such as Azurite (BlobEndpoint=...) is given.
+ * instead: it is how a custom endpoint such as Azurite (BlobEndpoint=...) is given; one
+ * with a BlobEndpoint and no key or SAS of its own is signed with the account key above.
  * Imported only when an as:// repository is given.
  */
 import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-blob";
 import type { ObjectStore, StoredObject } from "./store.ts";
 import type { AzureCredential, Env } from "./credentials.ts";
 
-/** The AccountName a connection string names, or undefined. */
-function connectionAccount(cs: string): string | undefined {
-  return /(?:^|;)\s*AccountName=([^;]*)/i.exec(cs)?.[1]?.trim() || undefined;
+/** A connection string's settings, by lower-cased name. */
+function settings(cs: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of cs.split(";")) {
+    const at = part.indexOf("=");
+    if (at > 0) out.set(part.slice(0, at).trim().toLowerCase(), part.slice(at + 1).trim());
+  }
+  return out;
 }
 
 export function azureService(account: string, cred: AzureCredential, env: Env): BlobServiceClient {
-  const cs = env.AZURE_STORAGE_CONNECTION_STRING;
   const options = { retryOptions: { maxTries: 2, tryTimeoutInMs: 60_000 } };
-  if (cs && (connectionAccount(cs) ?? account) === account) return BlobServiceClient.fromConnectionString(cs, options);
-  const url = `https://${account}.blob.core.windows.net`;
-  const credential = cred.key ? new StorageSharedKeyCredential(account, cred.key) : new AnonymousCredential();
-  return new BlobServiceClient(url, credential, options);
+  const key = () => (cred.key ? new StorageSharedKeyCredential(account, cred.key) : new AnonymousCredential());
+  const cs = env.AZURE_STORAGE_CONNECTION_STRING;
+  const s = cs ? settings(cs) : undefined;
+  if (cs && s && (s.get("accountname") || account) === account) {
+    if (s.has("accountkey") || s.has("sharedaccesssignature")) return BlobServiceClient.fromConnectionString(cs, options);
+    const endpoint = s.get("blobendpoint");
+    if (endpoint) return new BlobServiceClient(endpoint, key(), options);
+  }
+  return new BlobServiceClient(`https://${account}.blob.core.windows.net`, key(), options);
 }
 
 export function azureStore(account: string, container: string, cred: AzureCredential, env: Env): ObjectStore {

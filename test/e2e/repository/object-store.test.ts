@@ -4,7 +4,8 @@
  * Microsoft's Azurite for Azure Blob (as://devstoreaccount1/container/path, its endpoint
  * given by AZURE_STORAGE_CONNECTION_STRING). For each: the example `simple` model uploaded
  * to the bucket is served and answers exactly; in poll mode a model added to the bucket
- * is loaded and a removed one unloaded; with the server killed the models keep serving and
+ * is loaded and a removed one unloaded; with the server stopped (s3rver killed, Azurite
+ * terminated, as it keeps its containers only then) the models keep serving and
  * the log has exactly one warning, and once it is back new objects are picked up again;
  * in explicit mode a load sees the bucket's current files. The local copy is made under
  * TRITON_*_MOUNT_DIRECTORY and removed when the server exits.
@@ -15,13 +16,13 @@
  * the client, not GCS.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { inferJson, SIMPLE_TWOS_AND_THREES, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { BINARY, inferJson, SIMPLE_TWOS_AND_THREES, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { startFakeGcs } from "../../helpers/fake-gcs.ts";
-import { AZURITE_ACCOUNT, freePort, startAzurite, startS3rver, uploadFolder, type ObjectServer } from "../../helpers/object-store-servers.ts";
+import { AZURITE_ACCOUNT, AZURITE_KEY, freePort, startAzurite, startS3rver, uploadFolder, type ObjectServer } from "../../helpers/object-store-servers.ts";
 
 const work = mkdtempSync(join(tmpdir(), "nereid-objstore-e2e-"));
 let simple: ReturnType<typeof makeRepository>;
@@ -212,5 +213,97 @@ describe("object-storage repository that cannot be read at start", () => {
       new RegExp(`exited with 1 before listening[\\s\\S]*failed to read model repository '${url.replace(/[/.]/g, "\\$&")}': .*ECONNREFUSED`),
     );
     expect(readdirSync(mount)).toEqual([]);
+  });
+});
+
+// s3rver knows one access key id, S3RVER, and refuses others; it does not check SigV4 signatures, so the key id is what shows which credentials were used.
+describe("S3 credentials", () => {
+  let s3: Awaited<ReturnType<typeof startS3rver>>;
+  beforeAll(async () => {
+    s3 = await startS3rver("creds");
+    await uploadFolder(s3, simple.dir, "repo");
+  });
+  afterAll(() => s3?.dispose());
+  const url = () => `s3://127.0.0.1:${s3.port}/creds/repo`;
+  const WRONG = { ...S3_ENV, AWS_ACCESS_KEY_ID: "nobody" };
+
+  it("an access key id that s3rver does not know stops the start", async () => {
+    await expect(startServerProcess([`--model-repository=${url()}`], { env: WRONG })).rejects.toThrow(/failed to read model repository .*Access Key Id/);
+  });
+
+  it("takes TRITON_CLOUD_CREDENTIAL_PATH's longest matching entry over the environment", async () => {
+    const file = join(work, "cloud_credential.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        s3: {
+          "": { key_id: "nobody", secret_key: "x", region: "us-east-1" },
+          "s3://creds": { key_id: "S3RVER", secret_key: "S3RVER", region: "us-east-1" },
+        },
+      }),
+    );
+    const server = await startServerProcess([`--model-repository=${url()}`, "--allow-grpc=false", "--allow-metrics=false"], {
+      env: { ...WRONG, TRITON_CLOUD_CREDENTIAL_PATH: file },
+    });
+    try {
+      await expectExactAnswer(server, "simple");
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("a lone copy of the binary reads an AWS shared credentials file through the SDK's default chain", async () => {
+    const dir = mkdtempSync(join(work, "lone-"));
+    copyFileSync(BINARY, join(dir, "nereid"));
+    writeFileSync(join(dir, "credentials"), "[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n");
+    const env = {
+      PATH: "/usr/bin:/bin",
+      HOME: dir,
+      AWS_SHARED_CREDENTIALS_FILE: join(dir, "credentials"),
+      AWS_CONFIG_FILE: join(dir, "no-config"),
+      AWS_EC2_METADATA_DISABLED: "true",
+    };
+    const server = await startServerProcess([`--model-repository=${url()}`, "--allow-grpc=false", "--allow-metrics=false"], {
+      command: join(dir, "nereid"),
+      cwd: dir,
+      env,
+      cleanEnv: true,
+    });
+    try {
+      await expectExactAnswer(server, "simple");
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+// Azurite checks SharedKey signatures: a wrong key is refused, so a served model shows the key was used.
+describe("Azure credentials", () => {
+  let az: Awaited<ReturnType<typeof startAzurite>>;
+  beforeAll(async () => {
+    az = await startAzurite("creds");
+    await uploadFolder(az, simple.dir, "repo");
+  });
+  afterAll(() => az?.dispose());
+  const url = `as://${AZURITE_ACCOUNT}/creds/repo`;
+  // An endpoint alone: the key comes from Triton's AZURE_STORAGE_KEY.
+  const endpointOnly = () => `BlobEndpoint=http://127.0.0.1:${az.port}/${AZURITE_ACCOUNT};`;
+
+  it("signs with AZURE_STORAGE_KEY when the connection string gives only the endpoint", async () => {
+    const server = await startServerProcess([`--model-repository=${url}`, "--allow-grpc=false", "--allow-metrics=false"], {
+      env: { AZURE_STORAGE_CONNECTION_STRING: endpointOnly(), AZURE_STORAGE_ACCOUNT: AZURITE_ACCOUNT, AZURE_STORAGE_KEY: AZURITE_KEY },
+    });
+    try {
+      await expectExactAnswer(server, "simple");
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("a wrong AZURE_STORAGE_KEY stops the start", async () => {
+    const wrong = Buffer.from("not the account key at all").toString("base64");
+    await expect(
+      startServerProcess([`--model-repository=${url}`], { env: { AZURE_STORAGE_CONNECTION_STRING: endpointOnly(), AZURE_STORAGE_KEY: wrong } }),
+    ).rejects.toThrow(/failed to read model repository 'as:\/\/devstoreaccount1\/creds\/repo': Server failed to authenticate the request/);
   });
 });
