@@ -143,7 +143,7 @@ describe.each(cases)("object-storage repository: $name", (c) => {
     expect(readdirSync(mount)).toEqual([]);
   });
 
-  it("poll mode: loads a model added to the bucket, keeps serving while the server is down (one warning), catches up when it is back", async () => {
+  it("poll mode: loads a model added to the bucket, keeps serving while the server is down (one warning), catches up when it is back (added, removed, changed)", async () => {
     await uploadFolder(store, simple.dir, "poll");
     const server = await startServerProcess(
       [`--model-repository=${c.url(store, "poll")}`, "--model-control-mode=poll", "--repository-poll-secs=1", "--allow-grpc=false", "--allow-metrics=false"],
@@ -172,6 +172,13 @@ describe.each(cases)("object-storage repository: $name", (c) => {
       await eventually(async () => expect(await ready(server, "after_outage")).toBe(200));
       await expectExactAnswer(server, "after_outage");
       await eventually(async () => expect(await ready(server, "added")).not.toBe(200));
+      await expectExactAnswer(server, "simple");
+
+      // A changed object reloads its model: simple's config with max_batch_size 4.
+      const config = readFileSync(join(simple.dir, "simple", "config.pbtxt"), "utf8").replace("max_batch_size: 8", "max_batch_size: 4");
+      await store.put({ "poll/simple/config.pbtxt": config });
+      const maxBatch = async () => ((await (await fetch(`${server.url}/v2/models/simple/config`)).json()) as { max_batch_size: number }).max_batch_size;
+      await eventually(async () => expect(await maxBatch()).toBe(4));
       await expectExactAnswer(server, "simple");
       expect(server.log().match(WARNING)).toHaveLength(1);
     } finally {
