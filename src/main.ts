@@ -17,6 +17,7 @@ import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
+import { RepositorySources } from "./repository/remote-repository.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { httpWorkersSupported, listenHttpWorkers } from "./frontends/http/workers.ts";
@@ -153,9 +154,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   backends.register(new OpenVinoBackend());
   const typescript = new TypeScriptBackend();
   backends.register(typescript);
+  // Object-storage repositories are copied into local folders; the rest of the server sees only those.
+  const sources = await RepositorySources.open(options.modelRepositories);
+  const refresh = sources.remote.length > 0 ? () => sources.refresh() : undefined;
+  try {
+    return await startWithRepositories(options, backends, typescript, sources, refresh);
+  } catch (err) {
+    sources.close();
+    throw err;
+  }
+}
+
+/** startServer() once the repositories are local folders; `refresh` re-syncs the object-storage copies (undefined without any). */
+async function startWithRepositories(
+  options: ServerOptions,
+  backends: BackendRegistry,
+  typescript: TypeScriptBackend,
+  sources: RepositorySources,
+  refresh: (() => Promise<boolean>) | undefined,
+): Promise<RunningServer> {
   const repository = new ModelRepositoryManager(
     {
-      repositories: options.modelRepositories,
+      repositories: [...sources.local],
+      repositoryNames: options.modelRepositories,
+      refresh,
       modelConfigName: options.modelConfigName,
       disableAutoCompleteConfig: options.disableAutoCompleteConfig,
       backendConfig: options.backendConfig,
@@ -201,7 +223,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   let poller: RepositoryPoller | undefined;
   if (options.modelControlMode === "poll") {
-    poller = new RepositoryPoller({ repositories: options.modelRepositories, intervalSecs: options.repositoryPollSecs, onChange: () => repository.poll() });
+    poller = new RepositoryPoller({ repositories: sources.folders, intervalSecs: options.repositoryPollSecs, onChange: () => repository.poll(), check: refresh });
     await poller.start();
   }
 
@@ -301,6 +323,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       statusBoard?.stop();
       server.closeSharedMemory();
       await responseCache?.close?.();
+      sources.close();
       try {
         server.trace?.flush();
       } catch (err) {

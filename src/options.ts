@@ -452,7 +452,7 @@ function parseRateLimitResource(o: ServerOptions, v: string): void {
 }
 
 const FLAGS: Record<string, FlagSpec> = {
-  "model-repository": { kind: "string", help: "Path to a model repository (repeatable).", apply: (o, v) => o.modelRepositories.push(v) },
+  "model-repository": { kind: "string", help: "A model repository: a local folder, or s3://, as:// or gs:// object storage (repeatable).", apply: (o, v) => o.modelRepositories.push(v) },
   "model-store": { kind: "string", help: "Alias of --model-repository.", apply: (o, v) => o.modelRepositories.push(v) },
   "model-control-mode": {
     kind: "string", help: "none | poll | explicit (default none).",

@@ -40,21 +40,24 @@ const isDir = (p: string) => {
 /**
  * The model folders of every repository. A name in two repositories is a duplicate (Triton
  * serves neither) unless `namespacing` is on, when each repository's copy is its own model.
+ * `names`: what --model-repository said for each folder, where it differs (an object-storage
+ * URL whose local copy is scanned); messages and namespaces use it.
  */
-export function scanRepositories(repositories: readonly string[], namespacing = false): RepositoryScan {
+export function scanRepositories(folders: readonly string[], namespacing = false, names: readonly string[] = folders): RepositoryScan {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Map<string, string[]>();
-  for (const repo of repositories) {
+  for (const [i, folder] of folders.entries()) {
+    const repo = names[i] ?? folder;
     let entries: string[];
     try {
-      entries = readdirSync(repo);
+      entries = readdirSync(folder);
     } catch (err) {
       throw new Error(`failed to read model repository '${repo}': ${(err as Error).message}`);
     }
     for (const name of entries.sort()) {
       // node_modules holds packages TypeScript models import, not a model (a Nereid difference).
       if (name.startsWith(".") || name === "node_modules") continue;
-      const dir = join(repo, name);
+      const dir = join(folder, name);
       if (!isDir(dir)) continue;
       if (namespacing) {
         models.set(modelKey(repo, name), { name, repository: repo, dir, namespace: repo });

@@ -25,7 +25,15 @@ const log = getLogger("src/repository/manager.ts");
 const nameOf = (key: string): string => key.slice(key.indexOf("\0") + 1);
 
 export interface RepositoryOptions extends LoaderOptions {
+  /** The local folders scanned, one per repository. */
   repositories: string[];
+  /** What --model-repository named for each of `repositories` where it differs (an object-storage URL): messages and namespaces use it. */
+  repositoryNames?: string[];
+  /**
+   * Brings the repositories up to date before a poll's scan and an explicit load's (the
+   * local copies of object-storage repositories); must not throw.
+   */
+  refresh?: () => Promise<unknown>;
   /** none and poll load everything at start; explicit loads only `startupModels`. */
   controlMode?: "none" | "poll" | "explicit";
   /** `--load-model` names; `*` means every model. */
@@ -126,7 +134,7 @@ export class ModelRepositoryManager {
   }
 
   #scan(): ReturnType<typeof scanFolders> {
-    return scanFolders(this.#opts.repositories, this.#opts.namespacing === true);
+    return scanFolders(this.#opts.repositories, this.#opts.namespacing === true, this.#opts.repositoryNames);
   }
 
   /** The keys among `keys` that stand for a model called `name`. */
@@ -189,6 +197,7 @@ export class ModelRepositoryManager {
    */
   async loadModel(name: string, override?: LoadOverride): Promise<void> {
     checkModelName(name);
+    await this.#opts.refresh?.();
     const scan = this.#scan();
     const files = override?.files !== undefined && Object.keys(override.files).length > 0;
     // With file overrides the model is built from them alone, whatever the repositories hold.
@@ -227,10 +236,11 @@ export class ModelRepositoryManager {
   }
 
   /**
-   * Poll mode: rescans the repositories; new and changed models are (re)loaded, removed
-   * ones unloaded. Unchanged versions keep serving untouched.
+   * Poll mode: refreshes and rescans the repositories; new and changed models are
+   * (re)loaded, removed ones unloaded. Unchanged versions keep serving untouched.
    */
   async poll(): Promise<void> {
+    await this.#opts.refresh?.();
     const scan = this.#scan();
     const removed = [...this.#models.keys()].filter((n) => !scan.models.has(n));
     this.#known = scan.models;

@@ -3,6 +3,8 @@
  * network filesystems) over the model repositories. A change is applied only once the
  * changed files have stopped changing and no other change has followed for a moment;
  * then the manager rescans, reloading what changed and leaving the rest untouched.
+ * Object-storage repositories are not watched: `check` syncs their local copies every
+ * interval and a copy that changed is applied the same way.
  */
 import { watch, type FSWatcher } from "chokidar";
 import { getLogger } from "../core/logger.ts";
@@ -16,12 +18,16 @@ export interface PollerOptions {
   /** Called once the repositories have been quiet for `settleMs`. */
   onChange: () => Promise<void>;
   settleMs?: number;
+  /** Called every interval; true means something changed (the object-storage copies' sync). */
+  check?: () => Promise<boolean>;
 }
 
 export class RepositoryPoller {
   readonly #opts: PollerOptions;
   #watcher: FSWatcher | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #checkTimer: ReturnType<typeof setTimeout> | undefined;
+  #checking: Promise<void> | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #closed = false;
@@ -33,6 +39,8 @@ export class RepositoryPoller {
   /** Resolves once the initial scan of the watched files is done. */
   start(): Promise<void> {
     const intervalMs = Math.max(1, this.#opts.intervalSecs) * 1000;
+    if (this.#opts.check) this.#checkLater(intervalMs);
+    if (this.#opts.repositories.length === 0) return Promise.resolve();
     this.#watcher = watch([...this.#opts.repositories], {
       usePolling: true,
       interval: intervalMs,
@@ -46,6 +54,24 @@ export class RepositoryPoller {
     });
     this.#watcher.on("error", (err) => log.error(`repository watcher: ${(err as Error).message}`));
     return new Promise((resolve) => this.#watcher!.once("ready", () => resolve()));
+  }
+
+  /** The next check `intervalMs` after this one ends, so that a slow store never has two at once. */
+  #checkLater(intervalMs: number): void {
+    if (this.#closed) return;
+    this.#checkTimer = setTimeout(() => {
+      this.#checking = this.#opts.check!()
+        .then((changed) => {
+          if (changed) this.#schedule();
+        })
+        .catch((err: unknown) => {
+          log.error(`repository check failed: ${(err as Error).message}`);
+        })
+        .finally(() => {
+          this.#checking = undefined;
+          this.#checkLater(intervalMs);
+        });
+    }, intervalMs);
   }
 
   #schedule(): void {
@@ -76,7 +102,9 @@ export class RepositoryPoller {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#checkTimer);
     await this.#watcher?.close();
+    await this.#checking;
     await this.#running;
   }
 }

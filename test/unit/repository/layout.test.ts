@@ -36,6 +36,18 @@ describe("layout", () => {
     expect(scan.duplicates.get("dup")).toEqual([a, b]);
   });
 
+  it("names an object-storage repository by its URL, not its local copy's folder (#21 item 4)", () => {
+    const copy = tmp();
+    const local = tmp();
+    mkdirSync(join(copy, "dup"));
+    mkdirSync(join(local, "dup"));
+    const scan = scanRepositories([copy, local], false, ["s3://bucket/models", local]);
+    expect(scan.duplicates.get("dup")).toEqual(["s3://bucket/models", local]);
+    const spaced = scanRepositories([copy, local], true, ["s3://bucket/models", local]);
+    expect(spaced.models.get(`s3://bucket/models\0dup`)).toEqual({ name: "dup", repository: "s3://bucket/models", dir: join(copy, "dup"), namespace: "s3://bucket/models" });
+    expect(() => scanRepositories([join(copy, "missing")], false, ["gs://b/p"])).toThrow("failed to read model repository 'gs://b/p'");
+  });
+
   it("prefers configs/<name>.pbtxt when --model-config-name is given", () => {
     const m = tmp();
     expect(configPath(m, "")).toBeUndefined();
