@@ -15,11 +15,11 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../helpers/server-process.ts";
 import { ensureDebianPackages } from "../helpers/apt.ts";
+import { freePort } from "../helpers/ports.ts";
 
 const VERSION = JSON.parse(execFileSync("node", ["-p", "JSON.stringify(require('./package.json').version)"], { cwd: ROOT, encoding: "utf8" }));
 const IMAGE = `nereid:${VERSION}-x64`;
@@ -29,17 +29,6 @@ let http = "";
 let ports: number[] = [];
 
 const podman = (...args: string[]) => execFileSync("podman", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 300_000 }).trim();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   ensureDebianPackages(["podman", "runc"], ["podman", "runc"], "The container test builds and runs the image with podman");

@@ -5,10 +5,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureDebianPackages } from "./apt.ts";
+import { freePort } from "./ports.ts";
 
 export interface RedisProcess {
   port: number;
@@ -22,17 +22,6 @@ export interface RedisProcess {
   /** redis-cli against it; returns stdout, trimmed. */
   cli(...args: string[]): string;
   remove(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startRedis(): Promise<RedisProcess> {

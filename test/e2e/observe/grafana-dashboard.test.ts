@@ -10,12 +10,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { ensureDebianProgram } from "../../helpers/debian.ts";
+import { freePort } from "../../helpers/ports.ts";
 
 interface Target { expr: string; refId: string }
 interface Panel { type: string; title: string; targets?: Target[] }
@@ -34,17 +34,6 @@ let prometheus: ChildProcess;
 let prometheusLog = "";
 let promUrl: string;
 let dataDir: string;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   const binary = ensureDebianProgram("/usr/bin/prometheus", "prometheus", "The Grafana dashboard test");
