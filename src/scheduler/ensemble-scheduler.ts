@@ -228,17 +228,29 @@ export class EnsembleScheduler implements Scheduler {
   #runDecoupled(prepared: PreparedRequest, stream: ModelStreamRunner): Promise<ScheduledResult> {
     const request = prepared.request;
     const sink = request.responseSink!;
-    /** Each ensemble tensor's values by iteration, and the iteration its next value gets. */
-    const values = new Map<string, { at: Map<number, Tensor>; next: number }>();
-    const put = (name: string, t: Tensor): number => {
-      let v = values.get(name);
-      if (!v) values.set(name, (v = { at: new Map(), next: 0 }));
-      v.at.set(v.next, { name, datatype: t.datatype, shape: t.shape, data: t.data });
-      return v.next++;
-    };
     const readers = new Map<string, EnsembleStep[]>();
     for (const s of this.#steps) for (const t of new Set(Object.values(s.input_map!))) readers.set(t, [...(readers.get(t) ?? []), s]);
     const wanted = prepared.outputNames;
+    /**
+     * Each ensemble tensor's values by iteration, and the iteration its next value gets. A
+     * value is kept only until every step that reads it has started with it and, for a
+     * requested output, it has been sent (Triton prunes them the same way), so a long
+     * stream holds only what is still to be used.
+     */
+    const values = new Map<string, { at: Map<number, { tensor: Tensor; uses: number }>; next: number }>();
+    const put = (name: string, t: Tensor): number => {
+      let v = values.get(name);
+      if (!v) values.set(name, (v = { at: new Map(), next: 0 }));
+      const uses = (readers.get(name)?.length ?? 0) + (wanted.includes(name) ? 1 : 0);
+      if (uses > 0) v.at.set(v.next, { tensor: { name, datatype: t.datatype, shape: t.shape, data: t.data }, uses });
+      return v.next++;
+    };
+    const get = (name: string, i: number): Tensor => values.get(name)!.at.get(i)!.tensor;
+    const used = (name: string, i: number): void => {
+      const at = values.get(name)!.at;
+      const v = at.get(i);
+      if (v && --v.uses === 0) at.delete(i);
+    };
     let inflight = 0;
     let failure: ServerError | undefined;
     return new Promise<ScheduledResult>((resolve, reject) => {
@@ -255,14 +267,15 @@ export class EnsembleScheduler implements Scheduler {
         for (const [s, i] of starts.values()) start(s, i);
         let complete: number | undefined;
         for (const [t, i] of set) if (wanted.includes(t) && wanted.every((o) => values.get(o)?.at.has(i))) complete = i;
-        const outputs = complete === undefined ? undefined : wanted.map((o) => values.get(o)!.at.get(complete!)!);
-        if (complete !== undefined) for (const o of wanted) values.get(o)!.at.delete(complete);
+        const outputs = complete === undefined ? undefined : wanted.map((o) => get(o, complete!));
+        if (complete !== undefined) for (const o of wanted) used(o, complete);
         if (outputs) sink({ outputs, final: inflight === 0 });
         else if (inflight === 0) sink({ final: true });
       };
       const start = (step: EnsembleStep, iteration: number) => {
         inflight++;
-        const stepRequest = this.#stepRequest(step, (t) => values.get(t)!.at.get(iteration)!, request);
+        const stepRequest = this.#stepRequest(step, (t) => get(t, iteration), request);
+        for (const t of new Set(Object.values(step.input_map!))) used(t, iteration);
         void (async () => {
           let finished = false;
           try {
