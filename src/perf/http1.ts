@@ -9,13 +9,27 @@ import { connect, type Socket } from "node:net";
 
 export interface Http1Result { status: number; sendNs: number; waitNs: number; recvNs: number }
 
-const now = () => process.hrtime.bigint();
+// Milliseconds as a double: no BigInt to allocate per timestamp, four of them per request.
+const now = () => performance.now();
+const MS_TO_NS = 1e6;
 const HEADER_END = Buffer.from("\r\n\r\n");
+const CONTENT_LENGTH = Buffer.from("\r\ncontent-length:");
+
+/** The Content-Length in `head` (bytes up to the blank line), read without a string; -1 when absent. */
+function contentLength(buf: Buffer, end: number): number {
+  let at = buf.indexOf(CONTENT_LENGTH);
+  if (at < 0 || at > end) return -1;
+  at += CONTENT_LENGTH.length;
+  while (buf[at] === 0x20) at++;
+  let n = 0;
+  for (let c = buf[at]!; c >= 0x30 && c <= 0x39; c = buf[++at]!) n = n * 10 + (c - 0x30);
+  return n;
+}
 
 class Connection {
   readonly #socket: Socket;
   #buf: Buffer = Buffer.alloc(0);
-  #pending: { resolve: (r: Http1Result) => void; reject: (e: Error) => void; start: bigint; sent: bigint; first?: bigint } | undefined;
+  #pending: { resolve: (r: Http1Result) => void; reject: (e: Error) => void; start: number; sent: number; first?: number } | undefined;
   broken = false;
 
   constructor(host: string, port: number) {
@@ -47,12 +61,16 @@ class Connection {
     this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
     const end = this.#buf.indexOf(HEADER_END);
     if (end < 0) return;
-    const head = this.#buf.subarray(0, end).toString("latin1");
-    const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0);
-    const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+    const b = this.#buf;
+    // "HTTP/1.x NNN": the status is bytes 9 to 11.
+    const status = (b[9]! - 0x30) * 100 + (b[10]! - 0x30) * 10 + (b[11]! - 0x30);
+    // Bun and node:http write header names in lower case; another server's mixed case is read the slow way.
+    let length = contentLength(b, end);
+    const head = length < 0 ? b.subarray(0, end).toString("latin1") : "";
+    if (length < 0) length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? -1);
     let total: number | undefined;
-    if (length) {
-      total = end + 4 + Number(length[1]);
+    if (length >= 0) {
+      total = end + 4 + length;
     } else if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
       total = chunkedEnd(this.#buf, end + 4);
     } else {
@@ -62,7 +80,7 @@ class Connection {
     this.#buf = this.#buf.subarray(total);
     this.#pending = undefined;
     const done = now();
-    p.resolve({ status, sendNs: Number(p.sent - p.start), waitNs: Number(p.first - p.sent), recvNs: Number(done - p.first) });
+    p.resolve({ status, sendNs: (p.sent - p.start) * MS_TO_NS, waitNs: (p.first - p.sent) * MS_TO_NS, recvNs: (done - p.first) * MS_TO_NS });
   }
 
   close(): void {
