@@ -8,26 +8,13 @@ import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { eventually } from "../../helpers/eventually.ts";
 
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 
 const index = async () =>
   (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; version?: string; state?: string }[];
-
-/** Polls `check` until it passes or 20 s go by. */
-async function eventually(check: () => Promise<void>): Promise<void> {
-  const end = Date.now() + 20_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);

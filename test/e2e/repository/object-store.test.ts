@@ -23,6 +23,7 @@ import { BINARY, inferJson, SIMPLE_TWOS_AND_THREES, startServerProcess, type Ser
 import { makeRepository } from "../../helpers/repo.ts";
 import { startFakeGcs } from "../../helpers/fake-gcs.ts";
 import { AZURITE_ACCOUNT, AZURITE_KEY, freePort, startAzurite, startS3rver, uploadFolder, type ObjectServer } from "../../helpers/object-store-servers.ts";
+import { eventually as poll } from "../../helpers/eventually.ts";
 
 const work = mkdtempSync(join(tmpdir(), "nereid-objstore-e2e-"));
 let simple: ReturnType<typeof makeRepository>;
@@ -35,18 +36,7 @@ afterAll(() => {
 });
 
 /** Polls `check` until it passes or 30 s go by. */
-async function eventually(check: () => Promise<void>): Promise<void> {
-  const end = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
+const eventually = (check: () => Promise<void>) => poll(check, 30_000);
 
 const ready = async (server: ServerProcess, model: string) => (await fetch(`${server.url}/v2/models/${model}/ready`)).status;
 
