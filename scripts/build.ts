@@ -80,9 +80,10 @@ const rel = (p: string) => {
   return r.startsWith(".") ? r : `./${r}`;
 };
 const entry = join(work, "entry.ts");
-// The HTTP frontend's worker thread is an entry point of its own; the binary finds its
-// embedded copy by the path given here, relative to the project root (src/frontends/http/workers.ts).
+// The HTTP and gRPC frontends' worker threads are entry points of their own; the binary finds
+// their embedded copies by the paths given here, relative to the project root (src/frontends/*/workers.ts).
 const HTTP_WORKER = "src/frontends/http/worker-entry.ts";
+const GRPC_WORKER = "src/frontends/grpc/worker-entry.ts";
 // Written beside and renamed, so that two builds at once (tests run in parallel) never read a half-written entry.
 writeFileSync(
   `${entry}.${process.pid}`,
@@ -92,9 +93,11 @@ import ortLibrary from ${JSON.stringify(rel(ortCompressed.path))} with { type: "
 import { setKoffiNativePath } from ${JSON.stringify(rel(join(root, "ffi/load.ts")))};
 import { setEmbeddedOrtLibrary } from ${JSON.stringify(rel(join(root, "ffi/onnxruntime/library.ts")))};
 import { setHttpWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/http/workers.ts")))};
+import { setGrpcWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/grpc/workers.ts")))};
 setKoffiNativePath(koffiNode);
 setEmbeddedOrtLibrary(ortLibrary, { zstd: true, size: ${ortCompressed.size} });
 setHttpWorkerEntry(${JSON.stringify(`./${HTTP_WORKER}`)});
+setGrpcWorkerEntry(${JSON.stringify(`./${GRPC_WORKER}`)});
 void import(${JSON.stringify(rel(join(root, "src/main.ts")))}).then(({ runCli }) => runCli());
 `,
 );
@@ -104,5 +107,5 @@ mkdirSync(join(root, "dist"), { recursive: true });
 const bun = process.execPath;
 // --bytecode (which needs CommonJS output, hence no top-level await in the entry) ships
 // pre-parsed JavaScriptCore bytecode: start-up to a listening server drops by ~60 ms.
-run(bun, ["build", "--compile", `--target=${target}`, "--minify", "--bytecode", "--format=cjs", "--sourcemap=none", entry, HTTP_WORKER, "--outfile", outfile]);
+run(bun, ["build", "--compile", `--target=${target}`, "--minify", "--bytecode", "--format=cjs", "--sourcemap=none", entry, HTTP_WORKER, GRPC_WORKER, "--outfile", outfile]);
 console.log(`built ${relative(root, outfile)} (${target})`);

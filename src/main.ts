@@ -20,8 +20,10 @@ import { RepositoryPoller } from "./repository/poller.ts";
 import { RepositorySources } from "./repository/remote-repository.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
-import { httpWorkersSupported, listenHttpWorkers } from "./frontends/http/workers.ts";
-import { listenGrpc, type GrpcListener } from "./frontends/grpc/server.ts";
+import { listenHttpWorkers } from "./frontends/http/workers.ts";
+import { listenGrpcWorkers } from "./frontends/grpc/workers.ts";
+import { frontendWorkersSupported } from "./frontends/worker-threads.ts";
+import { listenGrpc, type GrpcListener, type GrpcListenOptions } from "./frontends/grpc/server.ts";
 import { createMetricsRegistry, parseSummaryQuantiles } from "./metrics/model-metrics.ts";
 import { createMetricsHandler } from "./frontends/metrics.ts";
 import { LocalResponseCache } from "./cache/response-cache.ts";
@@ -74,14 +76,14 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
 }
 
 /**
- * The HTTP frontend's threads when --http-thread-count is given: that many, at most the
- * cores this process may use, and 1, the main thread as without the flag, where the
- * runtime has no worker threads for it (Node, Deno). Without the flag the frontend stays
- * on the main thread: moving a small request between threads costs the main thread
- * more than decoding it there (scripts/results/http-threads.md).
+ * A frontend's threads when --http-thread-count or --grpc-infer-thread-count is given:
+ * that many, at most the cores this process may use, and 1, the main thread as without
+ * the flag, where the runtime has no worker threads for it (Node, Deno). Without the flag
+ * the frontend stays on the main thread: moving a small request between threads costs
+ * the main thread more than decoding it there (scripts/results/http-threads.md).
  */
-function httpThreads(requested: number): number {
-  if (requested <= 1 || !httpWorkersSupported()) return 1;
+function frontendThreads(requested: number): number {
+  if (requested <= 1 || !frontendWorkersSupported()) return 1;
   return Math.min(requested, availableParallelism());
 }
 
@@ -258,7 +260,9 @@ async function startWithRepositories(
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
     }
     if (which.grpc && !running.grpc) {
-      running.grpc = await listenGrpc(server, {
+      const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
+      const listen = threads > 1 ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts) : (opts: GrpcListenOptions) => listenGrpc(server, opts);
+      running.grpc = await listen({
         restricted: restrictionMap(o.grpcRestrictedProtocol),
         headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),
         address: o.grpcAddress,
@@ -277,12 +281,13 @@ async function startWithRepositories(
         tls: grpcTls(o),
         reusePort: o.reuseGrpcPort,
       });
+      if (threads > 1) log.info(`gRPC frontend on ${threads} worker threads`);
       running.addresses.grpc = o.grpcAddress;
       log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${running.grpc.port}`);
     }
     if (which.http && !running.http) {
       const handler = createHttpHandler(server, httpFrontendOptions(o, statusBoard));
-      const threads = o.httpThreadCountGiven ? httpThreads(o.httpThreadCount) : 1;
+      const threads = o.httpThreadCountGiven ? frontendThreads(o.httpThreadCount) : 1;
       running.http =
         threads > 1
           ? await listenHttpWorkers(threads, server, handler, {

@@ -97,6 +97,7 @@ export interface ServerOptions {
    * worker threads (Triton's default of 8 is not applied; see workers.ts and the README).
    */
   httpThreadCountGiven: boolean;
+  grpcInferThreadCountGiven: boolean;
   grpcInferThreadCount: number;
   /** `--reuse-http-port` / `--reuse-grpc-port` (false): SO_REUSEPORT on the listening socket. */
   reuseHttpPort: boolean;
@@ -200,6 +201,7 @@ export function defaultOptions(): ServerOptions {
     rateLimitResources: [],
     httpThreadCount: 8,
     httpThreadCountGiven: false,
+    grpcInferThreadCountGiven: false,
     grpcInferThreadCount: 2,
     reuseHttpPort: false,
     reuseGrpcPort: false,
@@ -365,8 +367,6 @@ function inert(kind: Kind, help: string, meaning: string, check?: (flag: string,
   return { kind, help, inert: meaning, apply: () => {}, check };
 }
 
-const ONE_FRONTEND_THREAD =
-  "gRPC requests are parsed and answered on the server's main JavaScript thread (models run on ONNX Runtime's threads and on TypeScript worker instances); the gRPC frontend across threads is not built yet";
 const NO_CUDA = "Nereid manages no CUDA memory of its own (ONNX Runtime, TensorRT and OpenVINO allocate their own)";
 
 /** `<integer>:<integer>` (a GPU and a value), as Triton's cuda flags take. */
@@ -548,10 +548,10 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   "grpc-infer-thread-count": {
-    kind: "int", help: "gRPC inference handler threads (default 2).",
+    kind: "int", help: "Threads handling gRPC calls (default 2; at most the number of cores; 1: the main thread itself).",
     apply: (o, v) => {
       o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1);
-      o.inertFlags.push({ flag: "grpc-infer-thread-count", value: v, meaning: ONE_FRONTEND_THREAD });
+      o.grpcInferThreadCountGiven = true;
     },
   },
   "reuse-http-port": { kind: "bool", help: "Let several servers listen on the HTTP port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseHttpPort = parseBool("reuse-http-port", v)) },

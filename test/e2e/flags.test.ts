@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, serverCommand, SIMPLE_TWOS_AND_THREES, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
+import { inferenceClient } from "../helpers/grpc-client.ts";
 import { flagTable } from "../../src/options.ts";
 
 const repo = makeRepository(["simple"]);
@@ -106,7 +107,19 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
       expect((await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify(SIMPLE_TWOS_AND_THREES) })).status).toBe(200);
     },
   ],
-  "grpc-infer-thread-count": ["2", [], inert("grpc-infer-thread-count", "2")],
+  "grpc-infer-thread-count": [
+    "2",
+    [],
+    async (s) => {
+      expect(s.log()).toMatch(/gRPC frontend on 2 worker threads/);
+      const { client, call } = inferenceClient(s.grpcTarget!);
+      try {
+        expect(await call("ServerReady")({})).toEqual({ ready: true });
+      } finally {
+        client.close();
+      }
+    },
+  ],
   "reuse-http-port": ["true"],
   "reuse-grpc-port": ["true"],
   "http-header-forward-pattern": ["^x-request-"],

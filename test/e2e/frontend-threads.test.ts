@@ -1,13 +1,18 @@
 /**
  * The shared frontend suite (test/suites/frontend.ts) against the compiled binary with
- * the HTTP frontend on worker threads (--http-thread-count=3, #19 item 1): the answers
- * are those of one thread (frontend-binary.test.ts runs the same suite without the flag).
+ * the HTTP and gRPC frontends on worker threads (--http-thread-count=3,
+ * --grpc-infer-thread-count=3, #19 item 1): the answers are those of one thread
+ * (frontend-binary.test.ts runs the same suite without the flags). Then what the main
+ * thread answers for the workers: streams, cancels, errors in Triton's order.
  */
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
 import { gzipSync } from "node:zlib";
 import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { frontendSuite } from "../suites/frontend.ts";
+import { Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
+import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
+import { inferenceClient } from "../helpers/grpc-client.ts";
 
 /** A decoupled model: N responses OUT = 0..N-1, then a flag-only final. */
 const COUNT = `export default class Count {
@@ -37,9 +42,10 @@ let repo: ReturnType<typeof makeRepository>;
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true", "--http-thread-count=3"]);
-  // Under Bun the frontend moves to worker threads (at most one per core); the suite's answers must not change.
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true", "--http-thread-count=3", "--grpc-infer-thread-count=3"]);
+  // Under Bun the frontends move to worker threads (at most one per core); the suite's answers must not change.
   expect(server.log()).toMatch(/HTTP frontend on [23] worker threads/);
+  expect(server.log()).toMatch(/gRPC frontend on [23] worker threads/);
 });
 
 afterAll(async () => {
@@ -47,7 +53,7 @@ afterAll(async () => {
   repo?.remove();
 });
 
-frontendSuite(`${{ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind]}, HTTP on worker threads`, () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
+frontendSuite(`${{ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind]}, HTTP and gRPC on worker threads`, () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
 
 describe("HTTP on worker threads: what the main thread answers for them", () => {
   let other: ServerProcess;
@@ -100,5 +106,107 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
     expect(large.status).toBe(404);
     const tooLarge = await fetch(`${other.url}/v2/models/simple/infer`, { method: "POST", body: "x".repeat(5000) });
     expect([tooLarge.status, await tooLarge.json()]).toEqual([400, { error: "Request JSON size of 5000 exceeds the maximum allowed value of 4096. Use --http-max-input-size to increase the limit." }]);
+  });
+});
+
+describe("gRPC on worker threads: what the main thread answers for them", () => {
+  let other: ServerProcess;
+  let models: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    models = makeRepository(["simple"]);
+    models.add("count/config.pbtxt", 'name: "count"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    models.add("count/1/model.js", COUNT);
+    models.add("drip/config.pbtxt", 'name: "drip"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    models.add("drip/1/model.js", DRIP);
+    other = await startServerProcess([
+      `--model-repository=${models.dir}`,
+      "--grpc-infer-thread-count=2",
+      "--grpc-header-forward-pattern=^x-fwd-",
+      "--grpc-restricted-protocol=model-repository:admin-key=yes",
+    ]);
+    expect(other.log()).toMatch(/gRPC frontend on 2 worker threads/);
+  });
+  afterAll(async () => {
+    await other?.stop();
+    models?.remove();
+  });
+  const n = (v: number) => ({ model_name: "count", inputs: [{ name: "N", datatype: "INT32", shape: [1] }], raw_input_contents: [new Uint8Array(Int32Array.of(v).buffer)] });
+  const outOf = (r: { infer_response?: { raw_output_contents?: Uint8Array[] } }) => new Int32Array(new Uint8Array(r.infer_response!.raw_output_contents![0]!).buffer)[0];
+
+  /** Opens ModelStreamInfer, writes `requests`, and reads until the server ends the stream (or `stopAfter` messages, then cancels). */
+  async function stream(requests: object[], stopAfter?: number): Promise<any[]> {
+    const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+    const c = new Ctor(other.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
+    const call = c.ModelStreamInfer();
+    const got: any[] = [];
+    try {
+      return await new Promise<any[]>((resolve, reject) => {
+        call.on("data", (m: any) => {
+          got.push(m);
+          if (got.length === stopAfter) {
+            call.cancel();
+            resolve(got);
+          }
+        });
+        call.on("end", () => resolve(got));
+        call.on("error", (e: ServiceError) => (e.code === 1 ? resolve(got) : reject(e)));
+        for (const r of requests) call.write(r);
+        if (stopAfter === undefined) call.end();
+      });
+    } finally {
+      c.close();
+    }
+  }
+
+  it("relays a decoupled model's stream through a worker: every response in order, then the final flag", async () => {
+    const msgs = await stream([n(40), n(3)]);
+    const outputs = msgs.filter((m) => m.infer_response?.raw_output_contents?.length).map(outOf);
+    expect(outputs).toEqual([...Array.from({ length: 40 }, (_, i) => i), 0, 1, 2]);
+    expect(msgs.filter((m) => m.error_message)).toEqual([]);
+  });
+
+  it("a stream's in-band error for an unknown model, and the stream goes on", async () => {
+    const msgs = await stream([{ model_name: "nope" }, n(2)]);
+    expect(msgs[0].error_message).toBe("Request for unknown model: 'nope' is not found");
+    expect(msgs.slice(1).filter((m) => m.infer_response?.raw_output_contents?.length).map(outOf)).toEqual([0, 1]);
+  });
+
+  it("a client that cancels a stream on a worker cancels its request on the main thread", async () => {
+    const canceled = async () => {
+      const text = await (await fetch(`${other.metricsUrl}/metrics`)).text();
+      return Number(/^nv_inference_request_failure\{model="drip",version="1",reason="CANCELED"\} (\d+)/m.exec(text)?.[1]);
+    };
+    expect(await canceled()).toBe(0);
+    await stream([{ ...n(1), model_name: "drip" }], 3);
+    for (let i = 0; i < 200 && (await canceled()) !== 1; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await canceled()).toBe(1);
+  });
+
+  it("ModelInfer: an unknown model before a malformed request, a decoupled model refused, exact sums", async () => {
+    const { client, call } = inferenceClient(other.grpcTarget!);
+    try {
+      const bad = { model_name: "nope", inputs: [{ name: "X", datatype: "NOPE", shape: [1] }] };
+      await expect(call("ModelInfer")(bad)).rejects.toMatchObject({ code: 5, details: "Request for unknown model: 'nope' is not found" });
+      await expect(call("ModelInfer")(n(1))).rejects.toMatchObject({ code: 12, details: "ModelInfer RPC doesn't support models with decoupled transaction policy" });
+      const a = new Uint8Array(Int32Array.from({ length: 16 }, (_, i) => i).buffer);
+      const simple = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [a, a] };
+      const r = await call("ModelInfer")(simple);
+      expect([...new Int32Array(new Uint8Array(r.raw_output_contents[0]).buffer)]).toEqual(Array.from({ length: 16 }, (_, i) => 2 * i));
+    } finally {
+      client.close();
+    }
+  });
+
+  it("--grpc-restricted-protocol is checked in the worker: UNAVAILABLE without the header, served with it", async () => {
+    const { client, call } = inferenceClient(other.grpcTarget!);
+    try {
+      await expect(call("RepositoryIndex")({})).rejects.toMatchObject({ code: 14, details: "This protocol is restricted, expecting header 'admin-key'" });
+      const md = new Metadata();
+      md.set("triton-grpc-protocol-admin-key", "yes");
+      const index = await new Promise<any>((resolve, reject) => (client as any).RepositoryIndex({}, md, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
+      expect(index.models.map((m: { name: string }) => m.name).sort()).toEqual(["count", "drip", "simple"]);
+    } finally {
+      client.close();
+    }
   });
 });

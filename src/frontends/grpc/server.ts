@@ -4,7 +4,7 @@
  * age settings, an idle timeout, the connection limits of listener.ts, and TLS or mutual
  * TLS from the certificate flags.
  */
-import { Server, ServerCredentials, type ServerOptions } from "@grpc/grpc-js";
+import { Server, ServerCredentials, type ServerOptions, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { Http2Server } from "node:http2";
 import { serviceDefinition } from "./protos.ts";
 import { listenTcp } from "./listener.ts";
@@ -50,7 +50,19 @@ const INT32_MAX = 2 ** 31 - 1;
 export const STREAM_WINDOW = 8 << 20;
 export const CONNECTION_WINDOW = 32 << 20;
 
-export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
+/** The handlers the gRPC server serves: GRPCInferenceService's and grpc.health.v1.Health's. */
+export interface GrpcServices {
+  inference: UntypedServiceImplementation;
+  health: UntypedServiceImplementation;
+}
+
+/** GRPCInferenceService and Health over `core`, on the calling thread. */
+export function listenGrpc(core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
+  return listenGrpcServices({ inference: inferenceService(core, opts), health: healthService(core) }, opts);
+}
+
+/** A grpc-js server for `services` (on the main thread or a worker thread: workers.ts) on opts' address and port. */
+export async function listenGrpcServices(services: GrpcServices, opts: GrpcListenOptions): Promise<GrpcListener> {
   const options: ServerOptions = {
     "grpc.max_receive_message_length": INT32_MAX,
     "grpc.max_send_message_length": INT32_MAX,
@@ -65,8 +77,8 @@ export async function listenGrpc(core: InferenceServer, opts: GrpcListenOptions)
   if (opts.maxConnectionAgeGraceMs > 0) options["grpc.max_connection_age_grace_ms"] = opts.maxConnectionAgeGraceMs;
   if (opts.idleTimeoutMs > 0) options["grpc.max_connection_idle_ms"] = opts.idleTimeoutMs;
   const server = new Server(options);
-  server.addService(serviceDefinition("inference.GRPCInferenceService"), restrict(inferenceService(core, opts), opts.restricted));
-  server.addService(serviceDefinition("grpc.health.v1.Health"), restrict(healthService(core), opts.restricted));
+  server.addService(serviceDefinition("inference.GRPCInferenceService"), restrict(services.inference, opts.restricted));
+  server.addService(serviceDefinition("grpc.health.v1.Health"), restrict(services.health, opts.restricted));
   // We own the TCP listener (listener.ts) and hand grpc-js each connection past its handshake.
   // With TLS, grpc-js's secure HTTP/2 server does the TLS handshake on each injected socket.
   const credentials = opts.tls

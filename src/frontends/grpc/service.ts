@@ -191,7 +191,7 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
 /** What a call's metadata adds to each of its requests' parameters, by --grpc-header-forward-pattern. */
 export type HeaderForwarder = ((parameters: Parameters) => void) | undefined;
 
-function forwarded(pattern: RegExp | undefined, metadata: Metadata): HeaderForwarder {
+export function forwarded(pattern: RegExp | undefined, metadata: Metadata): HeaderForwarder {
   if (!pattern) return undefined;
   const entries = metadataEntries(metadata);
   return (parameters) => forwardHeaders(pattern, entries, parameters);

@@ -32,7 +32,12 @@ export function grpcStatus(code: ErrorCode): status {
 export function toGrpcError(err: unknown) {
   const e = ServerError.from(err);
   if (e.code === "INTERNAL") log.error(e.message);
-  return { code: grpcStatus(e.code), details: statusDetails(e.message), metadata: new Metadata() };
+  return grpcError(grpcStatus(e.code), e.message);
+}
+
+/** The status grpc-js sends for a code and message (a worker thread's, logged where it arose). */
+export function grpcError(code: status, message: string) {
+  return { code, details: statusDetails(message), metadata: new Metadata() };
 }
 
 /** Percent-encoded bytes the status message may take in its trailer (grpc-js clients accept 8 KiB of metadata). */

@@ -9,9 +9,9 @@ import { readBody, compressFor } from "./body.ts";
 import { httpStatus } from "./status.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
-import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
-import { MessageBatcher, type FromWorker, type ToWorker, type WorkerConfig, type WireError } from "./worker-protocol.ts";
+import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
+import { MessageBatcher, wireError, type WireError } from "../worker-threads.ts";
 
 declare const Bun: typeof import("bun");
 declare const self: { onmessage: ((e: MessageEvent<ToWorker[]>) => void) | null; postMessage(m: FromWorker[], transfer?: ArrayBuffer[]): void };
@@ -40,10 +40,6 @@ let headerForward: RegExp | undefined;
 let server: ReturnType<typeof Bun.serve> | undefined;
 
 const errorResponse = (e: WireError) => new Response(JSON.stringify({ error: e.message }), { status: httpStatus(e.code), headers: { "content-type": "application/json" } });
-const wireError = (err: unknown): WireError => {
-  const e = ServerError.from(err);
-  return { code: e.code, message: e.message };
-};
 
 self.onmessage = (e) => {
   for (const m of e.data) receive(m);

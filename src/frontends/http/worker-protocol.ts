@@ -8,7 +8,7 @@
  * thread reports its errors in Triton's order), is posted whole and answered by the
  * main thread's handler (routes.ts), a streamed body chunk by chunk.
  */
-import type { ErrorCode } from "../../core/errors.ts";
+import type { WireError } from "../worker-threads.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 
 /** What a worker needs to serve. */
@@ -22,12 +22,6 @@ export interface WorkerConfig {
   decodeInfer: boolean;
 }
 
-/** A ServerError as it crosses threads. */
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-}
-
 export type ToWorker =
   | { t: "start"; config: WorkerConfig }
   | { t: "stop" }
@@ -37,31 +31,6 @@ export type ToWorker =
   | { t: "head"; id: number; status: number; headers: Record<string, string> }
   | { t: "chunk"; id: number; data: string }
   | { t: "end"; id: number };
-
-/**
- * Messages go in batches: what one side has to say within one turn of its event loop is
- * posted as one array (a round trip costs ~17 µs of CPU alone, ~3 µs in batches of 8).
- */
-export class MessageBatcher<M> {
-  #queue: M[] = [];
-  #transfer: ArrayBuffer[] = [];
-  readonly #post: (batch: M[], transfer: ArrayBuffer[]) => void;
-  constructor(post: (batch: M[], transfer: ArrayBuffer[]) => void) {
-    this.#post = post;
-  }
-  send(m: M, transfer?: ArrayBuffer[]): void {
-    this.#queue.push(m);
-    if (transfer) this.#transfer.push(...transfer);
-    if (this.#queue.length === 1) setImmediate(this.#flush);
-  }
-  readonly #flush = (): void => {
-    const batch = this.#queue;
-    const transfer = this.#transfer;
-    this.#queue = [];
-    this.#transfer = [];
-    this.#post(batch, transfer);
-  };
-}
 
 export type FromWorker =
   | { t: "listening"; port: number }

@@ -7,14 +7,15 @@
  * post whole go through the same handler (routes.ts) as on one thread. The first worker
  * binds the port (a free one for port 0), the others then join it.
  */
-import { ServerError, unsupported } from "../../core/errors.ts";
+import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { tooLarge } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { HttpHandler } from "./routes.ts";
 import type { HttpListener } from "./server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
-import { MessageBatcher, type FromWorker, type ToWorker, type WorkerConfig, type WireError } from "./worker-protocol.ts";
+import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
+import { inferForWorker, MessageBatcher } from "../worker-threads.ts";
 
 const log = getLogger("src/frontends/http/workers.ts");
 const EMPTY = new Uint8Array(0);
@@ -25,14 +26,6 @@ export function setHttpWorkerEntry(specifier: string): void {
   workerEntry = specifier;
 }
 
-declare const Bun: unknown;
-
-/** Whether this runtime can run the HTTP frontend on worker threads (Bun: Web Workers and Bun.serve with reusePort). */
-export function httpWorkersSupported(): boolean {
-  return typeof Bun !== "undefined" && typeof Worker === "function";
-}
-
-const wire = (e: ServerError): WireError => ({ code: e.code, message: e.message });
 
 /** One worker thread and the requests of its clients that the main thread is working on. */
 class FrontendWorker {
@@ -107,24 +100,9 @@ class FrontendWorker {
 
   /** What handleInfer (infer.ts) does after the body is decoded: the model first, then the core. */
   async #infer(m: Extract<FromWorker, { t: "infer" }>): Promise<void> {
-    const request = m.request;
-    request.modelName = m.model;
-    if (m.version !== undefined) request.modelVersion = m.version;
-    else delete request.modelVersion;
-    request.signal = this.#track(m.id);
-    try {
-      const resolved = this.#server.modelForRequest(m.model, m.version);
-      if (resolved && this.#server.isDecoupled(resolved)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
-      const response = await this.#server.inferAsync(request, resolved);
-      this.#send({ t: "response", id: m.id, response });
-    } catch (err) {
-      const e = ServerError.from(err);
-      if (e.code === "INTERNAL") log.error(`POST /v2/models/${m.model}/infer: ${e.message}`);
-      else log.verbose(1, `POST /v2/models/${m.model}/infer: ${e.code}: ${e.message}`);
-      this.#send({ t: "failed", id: m.id, error: wire(e) });
-    } finally {
-      this.#running.delete(m.id);
-    }
+    const answer = await inferForWorker(this.#server, m, this.#track(m.id), "HTTP end point doesn't support models with decoupled transaction policy", log, `POST /v2/models/${m.model}/infer`);
+    this.#running.delete(m.id);
+    this.#send({ ...answer, id: m.id });
   }
 
   /** A request the worker posted whole: the same handler as on one thread answers it. */

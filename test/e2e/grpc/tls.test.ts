@@ -114,6 +114,24 @@ describe("--grpc-use-ssl-mutual", () => {
   });
 });
 
+describe("--grpc-use-ssl-mutual with the gRPC frontend on worker threads (#19)", () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServerProcess([
+      `--model-repository=${repo.dir}`, "--grpc-use-ssl-mutual=true", `--grpc-server-cert=${file("server.crt")}`, `--grpc-server-key=${file("server.key")}`, `--grpc-root-cert=${file("ca.crt")}`, "--allow-metrics=false",
+      "--grpc-infer-thread-count=2",
+    ]);
+    expect(server.log()).toMatch(/gRPC frontend on 2 worker threads/);
+  });
+  afterAll(() => server?.stop());
+
+  it("the workers take the certificates: a client with one from the root CA gets exact answers, others are refused", async () => {
+    for (let i = 0; i < 4; i++) expect(await infer(server.grpcTarget!, tlsClient("client"))).toEqual(A.map((a) => a + 5));
+    await expect(infer(server.grpcTarget!, tlsClient())).rejects.toMatchObject({ code: 14 });
+    await expect(infer(server.grpcTarget!, credentials.createInsecure())).rejects.toMatchObject({ code: 14 });
+  });
+});
+
 describe("certificate files", () => {
   it("a certificate that cannot be read stops the start with exit 1 and names the flag", () => {
     const { cmd, args } = serverCommand();

@@ -29,17 +29,19 @@ output [ { name: "PARAMS" data_type: TYPE_STRING dims: [ 1 ] } ]
 let repo: ReturnType<typeof makeRepository>;
 let server: ServerProcess;
 
-beforeAll(async () => {
+beforeAll(() => {
   repo = makeRepository([]);
   repo.add("params/config.pbtxt", CONFIG);
   repo.add("params/1/model.js", PARAMS);
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-header-forward-pattern=^x-fwd-", "--grpc-header-forward-pattern=(?-i)^x-grpc-|^triton_", "--allow-metrics=false"]);
 });
 
-afterAll(async () => {
-  await server?.stop();
-  repo?.remove();
-});
+afterAll(() => repo?.remove());
+
+/** The same checks on one thread and with both frontends on worker threads (#19), where the workers match headers and metadata. */
+const MODES: [string, string[]][] = [
+  ["one thread", []],
+  ["frontends on worker threads", ["--http-thread-count=2", "--grpc-infer-thread-count=2"]],
+];
 
 const body = (parameters: object = {}) => JSON.stringify({ parameters, inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] });
 
@@ -67,25 +69,34 @@ function grpcParams(md: Record<string, string>): Promise<Record<string, unknown>
   );
 }
 
-describe("HTTP header forwarding", () => {
-  it("forwards matching headers (case-insensitively) as string parameters beside the request's own", async () => {
-    const r = await httpParams({ "X-Fwd-User": "alice", "x-fwd-trace": "t-1", "x-other": "no" }, { mine: 3 });
-    expect(r.status).toBe(200);
-    expect(r.params).toEqual({ mine: 3, "x-fwd-user": "alice", "x-fwd-trace": "t-1" });
+describe.each(MODES)("%s", (_mode, flags) => {
+  beforeAll(async () => {
+    server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-header-forward-pattern=^x-fwd-", "--grpc-header-forward-pattern=(?-i)^x-grpc-|^triton_", "--allow-metrics=false", ...flags]);
+  });
+  afterAll(async () => {
+    await server?.stop();
   });
 
-  it("forwards nothing without a matching header", async () => {
-    expect((await httpParams({ "x-other": "no" })).params).toEqual({});
-  });
-});
+  describe("HTTP header forwarding", () => {
+    it("forwards matching headers (case-insensitively) as string parameters beside the request's own", async () => {
+      const r = await httpParams({ "X-Fwd-User": "alice", "x-fwd-trace": "t-1", "x-other": "no" }, { mine: 3 });
+      expect(r.status).toBe(200);
+      expect(r.params).toEqual({ mine: 3, "x-fwd-user": "alice", "x-fwd-trace": "t-1" });
+    });
 
-describe("gRPC metadata forwarding", () => {
-  it("forwards matching metadata; (?-i) keeps the pattern case-sensitive", async () => {
-    expect(await grpcParams({ "x-grpc-user": "bob", "x-other": "no" })).toEqual({ "x-grpc-user": "bob" });
+    it("forwards nothing without a matching header", async () => {
+      expect((await httpParams({ "x-other": "no" })).params).toEqual({});
+    });
   });
 
-  it("a matching triton_ name fails the request with Triton's message", async () => {
-    await expect(grpcParams({ triton_x: "1" })).rejects.toMatchObject({ code: 3, details: "Header 'triton_x' is reserved for Triton usage and cannot be forwarded." });
+  describe("gRPC metadata forwarding", () => {
+    it("forwards matching metadata; (?-i) keeps the pattern case-sensitive", async () => {
+      expect(await grpcParams({ "x-grpc-user": "bob", "x-other": "no" })).toEqual({ "x-grpc-user": "bob" });
+    });
+
+    it("a matching triton_ name fails the request with Triton's message", async () => {
+      await expect(grpcParams({ triton_x: "1" })).rejects.toMatchObject({ code: 3, details: "Header 'triton_x' is reserved for Triton usage and cannot be forwarded." });
+    });
   });
 });
 

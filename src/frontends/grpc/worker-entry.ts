@@ -1,0 +1,167 @@
+/**
+ * @module One gRPC frontend worker thread (see worker-protocol.ts): grpc-js on the shared
+ * port (SO_REUSEPORT), ModelInfer converted here in both directions, every other call
+ * relayed to the main thread. Started by workers.ts from a URL, and bundled into the
+ * compiled binary as an entry point of its own (scripts/build.ts).
+ */
+import { status, type Metadata, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type UntypedServiceImplementation } from "@grpc/grpc-js";
+import { listenGrpcServices, type GrpcListener, type GrpcListenOptions } from "./server.ts";
+import { fromInferenceResponse, toInferenceRequest, type WireInferRequest } from "./convert.ts";
+import { forwarded } from "./service.ts";
+import { grpcError, grpcStatus } from "./status.ts";
+import { ServerError } from "../../core/errors.ts";
+import type { InferenceRequest } from "../../core/request.ts";
+import { MessageBatcher, type WireError } from "../worker-threads.ts";
+import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
+
+declare const self: { onmessage: ((e: MessageEvent<ToGrpcWorker[]>) => void) | null; postMessage(m: FromGrpcWorker[], transfer?: ArrayBuffer[]): void };
+
+const batcher = new MessageBatcher<FromGrpcWorker>((batch, transfer) => self.postMessage(batch, transfer));
+const post = (m: FromGrpcWorker) => batcher.send(m);
+
+type Answer = Extract<ToGrpcWorker, { t: "response" | "failed" | "reply" | "status" }>;
+
+/** Unary calls waiting for the main thread, by id. */
+const pending = new Map<number, (a: Answer) => void>();
+/** Streams the main thread serves, by id. */
+const streams = new Map<number, ServerDuplexStream<unknown, unknown>>();
+let nextId = 0;
+let listener: GrpcListener | undefined;
+
+self.onmessage = (e) => {
+  for (const m of e.data) receive(m);
+};
+
+function receive(m: ToGrpcWorker): void {
+  switch (m.t) {
+    case "start":
+      void start(m.config);
+      return;
+    case "stop":
+      void stop();
+      return;
+    case "write":
+      streams.get(m.id)?.write(m.message);
+      return;
+    case "end": {
+      const s = streams.get(m.id);
+      streams.delete(m.id);
+      s?.end();
+      return;
+    }
+    case "status": {
+      const s = streams.get(m.id);
+      if (s) {
+        // The main thread's stream handler ended the call with a status.
+        streams.delete(m.id);
+        s.emit("error", grpcError(m.status.code, m.status.details));
+        return;
+      }
+      break;
+    }
+  }
+  const answer = pending.get(m.id);
+  pending.delete(m.id);
+  answer?.(m as Answer);
+}
+
+const wireMetadata = (md: Metadata): WireMetadata => Object.entries(md.getMap()).map(([k, v]) => [k, typeof v === "string" ? v : new Uint8Array(v)]);
+const errorOf = (e: WireError) => grpcError(grpcStatus(e.code), e.message);
+
+async function start(c: GrpcWorkerConfig): Promise<void> {
+  try {
+    const tls = c.listen.tls;
+    const opts: GrpcListenOptions = {
+      ...c.listen,
+      reusePort: true,
+      // Buffers arrive as plain Uint8Arrays; grpc-js's TLS wants Buffers.
+      ...(tls ? { tls: { ...tls, cert: Buffer.from(tls.cert), key: Buffer.from(tls.key), root: tls.root ? Buffer.from(tls.root) : null } } : {}),
+    };
+    const inference: UntypedServiceImplementation = {};
+    for (const method of c.inferenceMethods) {
+      inference[method] = method === "ModelInfer" ? modelInfer(opts.headerForward) : method === "ModelStreamInfer" ? relayStream : relayUnary("inference", method);
+    }
+    const health: UntypedServiceImplementation = {};
+    for (const method of c.healthMethods) health[method] = relayUnary("health", method);
+    listener = await listenGrpcServices({ inference, health }, opts);
+    post({ t: "listening", port: listener.port });
+  } catch (err) {
+    post({ t: "startFailed", message: (err as Error).message });
+  }
+}
+
+async function stop(): Promise<void> {
+  await listener?.close();
+  post({ t: "stopped" });
+}
+
+/** Posts `m` and calls `answer` with the main thread's reply; a client's cancel is posted on. */
+function ask(id: number, call: ServerUnaryCall<unknown, unknown>, m: FromGrpcWorker, answer: (a: Answer) => void): void {
+  const onCancel = () => {
+    if (pending.delete(id)) post({ t: "cancel", id });
+  };
+  call.once("cancelled", onCancel);
+  pending.set(id, (a) => {
+    call.removeListener("cancelled", onCancel);
+    answer(a);
+  });
+  post(m);
+}
+
+/** A unary RPC the main thread's handler (service.ts) answers. */
+function relayUnary(service: "inference" | "health", method: string) {
+  return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+    const id = nextId++;
+    ask(id, call, { t: "unary", id, service, method, request: call.request, metadata: wireMetadata(call.metadata) }, (a) => {
+      if (a.t === "reply") callback(null, a.value);
+      else if (a.t === "status") callback(grpcError(a.status.code, a.status.details));
+      else callback(grpcError(status.INTERNAL, `unexpected answer '${a.t}' to ${method}`));
+    });
+  };
+}
+
+/**
+ * ModelInfer: the request converted here, run by the main thread's core, the response
+ * converted here. A request that does not convert goes to the main thread whole, which
+ * reports an unknown model before a malformed request, as Triton does.
+ */
+function modelInfer(headerForward: RegExp | undefined) {
+  const relay = relayUnary("inference", "ModelInfer");
+  return (call: ServerUnaryCall<WireInferRequest, unknown>, callback: sendUnaryData<unknown>) => {
+    const msg = call.request;
+    let request: InferenceRequest;
+    try {
+      request = toInferenceRequest(msg);
+      forwarded(headerForward, call.metadata)?.(request.parameters);
+    } catch {
+      relay(call as ServerUnaryCall<unknown, unknown>, callback);
+      return;
+    }
+    const id = nextId++;
+    const m: FromGrpcWorker = { t: "infer", id, model: msg.model_name ?? "", ...(msg.model_version ? { version: msg.model_version } : {}), request };
+    ask(id, call as ServerUnaryCall<unknown, unknown>, m, (a) => {
+      if (a.t === "failed") return callback(errorOf(a.error));
+      if (a.t !== "response") return callback(grpcError(status.INTERNAL, `unexpected answer '${a.t}' to ModelInfer`));
+      let out: unknown;
+      try {
+        out = fromInferenceResponse(a.response);
+      } catch (err) {
+        const e = ServerError.from(err);
+        return callback(grpcError(grpcStatus(e.code), e.message));
+      }
+      callback(null, out);
+    });
+  };
+}
+
+/** ModelStreamInfer: the stream's messages relayed both ways; the main thread's stream handler (stream.ts) serves it. */
+function relayStream(call: ServerDuplexStream<unknown, unknown>): void {
+  const id = nextId++;
+  streams.set(id, call);
+  post({ t: "open", id, metadata: wireMetadata(call.metadata) });
+  call.on("data", (request: unknown) => post({ t: "data", id, request }));
+  call.on("end", () => post({ t: "halfClose", id }));
+  call.on("cancelled", () => {
+    if (streams.delete(id)) post({ t: "cancel", id });
+  });
+}

@@ -1,0 +1,49 @@
+/**
+ * @module The messages between the main thread and the gRPC frontend's worker threads
+ * (--grpc-infer-thread-count > 1, under Bun). A worker runs grpc-js on the shared port:
+ * it takes each call's HTTP/2 and protobuf work, and for ModelInfer the conversion to
+ * an InferenceRequest and back, so the main thread only runs the core. Every other RPC,
+ * a ModelInfer the worker cannot convert (so that the main thread reports its errors in
+ * Triton's order), and each ModelStreamInfer stream are relayed to the main thread's
+ * handlers (service.ts, stream.ts), which answer them as on one thread.
+ */
+import type { InferenceResponse } from "../../core/request.ts";
+import type { WireError, WorkerInfer } from "../worker-threads.ts";
+import type { GrpcListenOptions } from "./server.ts";
+
+/** What a worker needs to serve: the listener's options, and the RPCs the main thread implements. */
+export interface GrpcWorkerConfig {
+  listen: GrpcListenOptions;
+  inferenceMethods: string[];
+  healthMethods: string[];
+}
+
+/** A gRPC status as it crosses threads (grpc-js's metadata object does not). */
+export interface WireStatus {
+  code: number;
+  details: string;
+}
+
+/** Call metadata as [key, value] pairs; `-bin` keys carry bytes. */
+export type WireMetadata = [string, string | Uint8Array][];
+
+export type ToGrpcWorker =
+  | { t: "start"; config: GrpcWorkerConfig }
+  | { t: "stop" }
+  | { t: "response"; id: number; response: InferenceResponse }
+  | { t: "failed"; id: number; error: WireError }
+  | { t: "reply"; id: number; value: unknown }
+  | { t: "status"; id: number; status: WireStatus }
+  | { t: "write"; id: number; message: unknown }
+  | { t: "end"; id: number };
+
+export type FromGrpcWorker =
+  | { t: "listening"; port: number }
+  | { t: "startFailed"; message: string }
+  | { t: "stopped" }
+  | ({ t: "infer"; id: number } & WorkerInfer)
+  | { t: "unary"; id: number; service: "inference" | "health"; method: string; request: unknown; metadata: WireMetadata }
+  | { t: "open"; id: number; metadata: WireMetadata }
+  | { t: "data"; id: number; request: unknown }
+  | { t: "halfClose"; id: number }
+  | { t: "cancel"; id: number };

@@ -1,0 +1,224 @@
+/**
+ * @module The gRPC frontend across threads (--grpc-infer-thread-count > 1, under Bun):
+ * that many worker threads (worker-entry.ts) run grpc-js on the gRPC port with
+ * SO_REUSEPORT, so the kernel spreads connections over them; each does its calls'
+ * HTTP/2 and protobuf work and converts ModelInfer requests and responses, and the main
+ * thread runs the core for all of them, so the server keeps one view. The calls the
+ * workers relay go to the same handlers (service.ts, stream.ts) as on one thread. The
+ * first worker binds the port (a free one for port 0), the others then join it.
+ */
+import { EventEmitter } from "node:events";
+import { Metadata, status, type UntypedServiceImplementation } from "@grpc/grpc-js";
+import { getLogger } from "../../core/logger.ts";
+import type { InferenceServer } from "../../server/server.ts";
+import { inferForWorker, MessageBatcher } from "../worker-threads.ts";
+import { healthService, inferenceService } from "./service.ts";
+import type { GrpcListener, GrpcListenOptions } from "./server.ts";
+import type { FromGrpcWorker, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
+
+const log = getLogger("src/frontends/grpc/workers.ts");
+
+/** The worker's module: beside this one from source; the compiled binary's entry names its embedded copy. */
+let workerEntry: string | undefined;
+export function setGrpcWorkerEntry(specifier: string): void {
+  workerEntry = specifier;
+}
+
+type Send = (m: ToGrpcWorker) => void;
+type Handler = (call: unknown, callback?: (err: { code?: number; details?: string; message?: string } | null, value?: unknown) => void) => void;
+
+function toMetadata(entries: WireMetadata): Metadata {
+  const md = new Metadata();
+  for (const [k, v] of entries) md.add(k, typeof v === "string" ? v : Buffer.from(v));
+  return md;
+}
+
+/** A call a worker relayed, as the one-thread handlers see a grpc-js call: its request, metadata and 'cancelled'. */
+class RelayedCall extends EventEmitter {
+  cancelled = false;
+  constructor(
+    readonly request: unknown,
+    readonly metadata: Metadata,
+  ) {
+    super();
+  }
+  cancel(): void {
+    this.cancelled = true;
+    this.emit("cancelled");
+  }
+}
+
+/** A ModelStreamInfer stream a worker relayed: writes, the end and an error status go back to the worker. */
+class RelayedStream extends RelayedCall {
+  readonly #id: number;
+  readonly #send: Send;
+  readonly #done: () => void;
+  constructor(id: number, metadata: Metadata, send: Send, done: () => void) {
+    super(undefined, metadata);
+    this.#id = id;
+    this.#send = send;
+    this.#done = done;
+  }
+  write(message: unknown): boolean {
+    this.#send({ t: "write", id: this.#id, message });
+    return true;
+  }
+  end(): void {
+    this.#done();
+    this.#send({ t: "end", id: this.#id });
+  }
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    // stream.ts ends a call with an error status by emitting 'error' on it, as grpc-js does.
+    if (event === "error") {
+      const e = args[0] as { code?: number; details?: string; message?: string };
+      this.#done();
+      this.#send({ t: "status", id: this.#id, status: { code: e.code ?? status.UNKNOWN, details: e.details ?? e.message ?? "" } });
+    }
+    return super.emit(event, ...args);
+  }
+}
+
+/** One worker thread and the calls of its clients that the main thread is serving. */
+class GrpcFrontendWorker {
+  readonly #worker: Worker;
+  readonly #server: InferenceServer;
+  readonly #services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation };
+  /** Cancels of the calls in progress, by id. */
+  readonly #cancels = new Map<number, () => void>();
+  readonly #streams = new Map<number, RelayedStream>();
+  readonly #batcher: MessageBatcher<ToGrpcWorker>;
+  readonly #send: Send;
+  #onStarted: ((m: Extract<FromGrpcWorker, { t: "listening" | "startFailed" }>) => void) | undefined;
+  #onStopped: (() => void) | undefined;
+
+  constructor(server: InferenceServer, services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation }) {
+    this.#server = server;
+    this.#services = services;
+    this.#worker = new Worker(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href);
+    this.#batcher = new MessageBatcher<ToGrpcWorker>((batch) => this.#worker.postMessage(batch));
+    this.#send = (m) => this.#batcher.send(m);
+    this.#worker.onmessage = (e: MessageEvent<FromGrpcWorker[]>) => {
+      for (const m of e.data) this.#onMessage(m);
+    };
+    this.#worker.onerror = (e: ErrorEvent) => {
+      log.error(`gRPC worker thread: ${e.message}`);
+      this.#onStarted?.({ t: "startFailed", message: e.message });
+    };
+  }
+
+  start(listen: GrpcListenOptions): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
+      this.#send({ t: "start", config: { listen, inferenceMethods: Object.keys(this.#services.inference), healthMethods: Object.keys(this.#services.health) } });
+    });
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#onStopped = resolve;
+      this.#send({ t: "stop" });
+      setTimeout(resolve, 5000).unref?.();
+    });
+    this.#worker.terminate();
+  }
+
+  #onMessage(m: FromGrpcWorker): void {
+    switch (m.t) {
+      case "listening":
+      case "startFailed":
+        this.#onStarted?.(m);
+        return;
+      case "stopped":
+        this.#onStopped?.();
+        return;
+      case "cancel":
+        this.#cancels.get(m.id)?.();
+        return;
+      case "infer":
+        void this.#infer(m);
+        return;
+      case "unary":
+        this.#unary(m);
+        return;
+      case "open":
+        this.#open(m);
+        return;
+      case "data":
+        this.#streams.get(m.id)?.emit("data", m.request);
+        return;
+      case "halfClose":
+        this.#streams.get(m.id)?.emit("end");
+        return;
+    }
+  }
+
+  /** What ModelInfer's handler (service.ts) does after conversion: the model first, then the core. */
+  async #infer(m: Extract<FromGrpcWorker, { t: "infer" }>): Promise<void> {
+    const controller = new AbortController();
+    this.#cancels.set(m.id, () => controller.abort());
+    const answer = await inferForWorker(this.#server, m, controller.signal, "ModelInfer RPC doesn't support models with decoupled transaction policy", log, "ModelInfer");
+    this.#cancels.delete(m.id);
+    this.#send({ ...answer, id: m.id });
+  }
+
+  /** A unary call the worker relayed: the one-thread handler answers it. */
+  #unary(m: Extract<FromGrpcWorker, { t: "unary" }>): void {
+    const handler = this.#services[m.service][m.method] as Handler | undefined;
+    const reply = (s: WireStatus) => this.#send({ t: "status", id: m.id, status: s });
+    if (!handler) return reply({ code: status.UNIMPLEMENTED, details: `The server does not implement the method ${m.method}` });
+    const call = new RelayedCall(m.request, toMetadata(m.metadata));
+    this.#cancels.set(m.id, () => call.cancel());
+    try {
+      handler(call, (err, value) => {
+        this.#cancels.delete(m.id);
+        if (err) reply({ code: err.code ?? status.UNKNOWN, details: err.details ?? err.message ?? "" });
+        else this.#send({ t: "reply", id: m.id, value });
+      });
+    } catch (err) {
+      this.#cancels.delete(m.id);
+      reply({ code: status.INTERNAL, details: (err as Error).message });
+    }
+  }
+
+  /** A ModelStreamInfer stream the worker relayed: the one-thread stream handler serves it. */
+  #open(m: Extract<FromGrpcWorker, { t: "open" }>): void {
+    const done = () => {
+      this.#streams.delete(m.id);
+      this.#cancels.delete(m.id);
+    };
+    const call = new RelayedStream(m.id, toMetadata(m.metadata), this.#send, done);
+    this.#streams.set(m.id, call);
+    this.#cancels.set(m.id, () => {
+      done();
+      call.cancel();
+    });
+    (this.#services.inference.ModelStreamInfer as Handler)(call);
+  }
+}
+
+/**
+ * Starts `count` worker threads serving gRPC on opts' address and port. Each worker
+ * enforces --grpc-max-connections on its own share: the limit divided among them.
+ */
+export async function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
+  const services = { inference: inferenceService(core, opts), health: healthService(core) };
+  const listen: GrpcListenOptions = { ...opts, maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0 };
+  const workers: GrpcFrontendWorker[] = [];
+  let port = opts.port;
+  try {
+    for (let i = 0; i < count; i++) {
+      const w = new GrpcFrontendWorker(core, services);
+      workers.push(w);
+      port = await w.start({ ...listen, port });
+    }
+  } catch (err) {
+    await Promise.all(workers.map((w) => w.stop()));
+    throw err;
+  }
+  return {
+    port,
+    close: async () => {
+      await Promise.all(workers.map((w) => w.stop()));
+    },
+  };
+}
