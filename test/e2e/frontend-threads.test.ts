@@ -37,6 +37,16 @@ const DRIP = `export default class Drip {
   }
 }`;
 
+/** An ordinary model that answers only once its request is cancelled. */
+const HOLD = `export default class Hold {
+  async execute(requests) {
+    return Promise.all(requests.map((r) => new Promise((resolve) => {
+      const done = () => resolve({ error: { message: "stopped: the client cancelled", code: "CANCELLED" } });
+      if (r.isCancelled()) done(); else r.signal.addEventListener("abort", done, { once: true });
+    })));
+  }
+}`;
+
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 
@@ -118,6 +128,8 @@ describe("gRPC on worker threads: what the main thread answers for them", () => 
     models.add("count/1/model.js", COUNT);
     models.add("drip/config.pbtxt", 'name: "drip"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
     models.add("drip/1/model.js", DRIP);
+    models.add("hold/config.pbtxt", 'name: "hold"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    models.add("hold/1/model.js", HOLD);
     other = await startServerProcess([
       `--model-repository=${models.dir}`,
       "--grpc-infer-thread-count=2",
@@ -171,15 +183,28 @@ describe("gRPC on worker threads: what the main thread answers for them", () => 
     expect(msgs.slice(1).filter((m) => m.infer_response?.raw_output_contents?.length).map(outOf)).toEqual([0, 1]);
   });
 
+  const canceled = async (model: string) => {
+    const text = await (await fetch(`${other.metricsUrl}/metrics`)).text();
+    return Number(new RegExp(`^nv_inference_request_failure\\{model="${model}",version="1",reason="CANCELED"\\} (\\d+)`, "m").exec(text)?.[1]);
+  };
+
   it("a client that cancels a stream on a worker cancels its request on the main thread", async () => {
-    const canceled = async () => {
-      const text = await (await fetch(`${other.metricsUrl}/metrics`)).text();
-      return Number(/^nv_inference_request_failure\{model="drip",version="1",reason="CANCELED"\} (\d+)/m.exec(text)?.[1]);
-    };
-    expect(await canceled()).toBe(0);
+    expect(await canceled("drip")).toBe(0);
     await stream([{ ...n(1), model_name: "drip" }], 3);
-    for (let i = 0; i < 200 && (await canceled()) !== 1; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(await canceled()).toBe(1);
+    for (let i = 0; i < 200 && (await canceled("drip")) !== 1; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await canceled("drip")).toBe(1);
+  });
+
+  it("a ModelInfer deadline passing on a worker cancels the request on the main thread", async () => {
+    expect(await canceled("hold")).toBe(0);
+    const { client } = inferenceClient(other.grpcTarget!);
+    const err = await new Promise<ServiceError | null>((resolve) =>
+      (client as any).ModelInfer({ ...n(1), model_name: "hold" }, { deadline: Date.now() + 300 }, (e: ServiceError | null) => resolve(e)),
+    );
+    client.close();
+    expect(err?.code).toBe(4); // DEADLINE_EXCEEDED
+    for (let i = 0; i < 200 && (await canceled("hold")) !== 1; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await canceled("hold")).toBe(1);
   });
 
   it("ModelInfer: an unknown model before a malformed request, a decoupled model refused, exact sums", async () => {
@@ -204,7 +229,7 @@ describe("gRPC on worker threads: what the main thread answers for them", () => 
       const md = new Metadata();
       md.set("triton-grpc-protocol-admin-key", "yes");
       const index = await new Promise<any>((resolve, reject) => (client as any).RepositoryIndex({}, md, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
-      expect(index.models.map((m: { name: string }) => m.name).sort()).toEqual(["count", "drip", "simple"]);
+      expect(index.models.map((m: { name: string }) => m.name).sort()).toEqual(["count", "drip", "hold", "simple"]);
     } finally {
       client.close();
     }
