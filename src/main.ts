@@ -80,7 +80,7 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
  * that many, at most the cores this process may use, and 1, the main thread as without
  * the flag, where the runtime has no worker threads for it (Node, Deno). Without the flag
  * the frontend stays on the main thread: moving a small request between threads costs
- * the main thread more than decoding it there (scripts/results/http-threads.md).
+ * the main thread more than decoding it there (scripts/results/frontend-threads.md).
  */
 function frontendThreads(requested: number): number {
   if (requested <= 1 || !frontendWorkersSupported()) return 1;

@@ -52,6 +52,25 @@ export class MessageBatcher<M> {
   };
 }
 
+/** Tensors at least this large move to the main thread by transfer instead of a copy. */
+const TRANSFER_MIN_BYTES = 64 * 1024;
+
+/**
+ * The buffers behind a decoded request's large input tensors, to transfer with it: they
+ * were made for this request alone (a received message or body, or a decoded JSON array)
+ * and the worker does not read them again. Small tensors may sit in shared slabs and are
+ * copied; so are responses, whose buffers the main thread may still hold (the response
+ * cache hands out its own).
+ */
+export function inputBuffers(request: InferenceRequest): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const t of request.inputs) {
+    const b = t.data.buffer;
+    if (b instanceof ArrayBuffer && b.byteLength >= TRANSFER_MIN_BYTES) out.add(b);
+  }
+  return [...out];
+}
+
 /** An inference request a worker decoded, as posted to the main thread. */
 export interface WorkerInfer {
   model: string;

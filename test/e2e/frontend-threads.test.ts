@@ -13,6 +13,7 @@ import { frontendSuite } from "../suites/frontend.ts";
 import { Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
+import { encodeModel, valueInfo, node, ElemType } from "../../scripts/lib/onnx-builder.ts";
 
 /** A decoupled model: N responses OUT = 0..N-1, then a flag-only final. */
 const COUNT = `export default class Count {
@@ -119,7 +120,7 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
   });
 });
 
-describe("gRPC on worker threads: what the main thread answers for them", () => {
+describe("gRPC (and HTTP) on worker threads: what the main thread answers for them", () => {
   let other: ServerProcess;
   let models: ReturnType<typeof makeRepository>;
   beforeAll(async () => {
@@ -130,9 +131,12 @@ describe("gRPC on worker threads: what the main thread answers for them", () => 
     models.add("drip/1/model.js", DRIP);
     models.add("hold/config.pbtxt", 'name: "hold"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
     models.add("hold/1/model.js", HOLD);
+    models.add("fp32_identity/config.pbtxt", 'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n');
+    models.add("fp32_identity/1/model.onnx", encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
     other = await startServerProcess([
       `--model-repository=${models.dir}`,
       "--grpc-infer-thread-count=2",
+      "--http-thread-count=2",
       "--grpc-header-forward-pattern=^x-fwd-",
       "--grpc-restricted-protocol=model-repository:admin-key=yes",
     ]);
@@ -222,6 +226,36 @@ describe("gRPC on worker threads: what the main thread answers for them", () => 
     }
   });
 
+  it("large tensors (moved to the main thread by transfer) come back exactly, over gRPC and HTTP binary, many at once", async () => {
+    const n = (16 * 1024 * 1024) / 4;
+    const x = new Float32Array(n).map((_, i) => Math.sin(i) * 1e3);
+    const { client, call } = inferenceClient(other.grpcTarget!);
+    try {
+      const r = await call("ModelInfer")({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [n] }], raw_input_contents: [new Uint8Array(x.buffer)] });
+      expect(Buffer.compare(Buffer.from(r.raw_output_contents[0]), Buffer.from(x.buffer))).toBe(0);
+      // 1 MB tensors, each different, 8 at once on each protocol: each answer is its own request's.
+      const m = 262_144;
+      const xs = Array.from({ length: 8 }, (_, k) => new Float32Array(m).map((_, i) => i * 0.5 + k));
+      const header = JSON.stringify({ inputs: [{ name: "X", shape: [m], datatype: "FP32", parameters: { binary_data_size: m * 4 } }], outputs: [{ name: "Y", parameters: { binary_data: true } }] });
+      const [grpcAnswers, httpAnswers] = await Promise.all([
+        Promise.all(xs.map((v) => call("ModelInfer")({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [m] }], raw_input_contents: [new Uint8Array(v.buffer)] }).then((a) => Buffer.from(a.raw_output_contents[0])))),
+        Promise.all(
+          xs.map(async (v) => {
+            const res = await fetch(`${other.url}/v2/models/fp32_identity/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(header.length) }, body: Buffer.concat([Buffer.from(header), Buffer.from(v.buffer)]) });
+            const body = Buffer.from(await res.arrayBuffer());
+            return body.subarray(Number(res.headers.get("inference-header-content-length")));
+          }),
+        ),
+      ]);
+      xs.forEach((v, k) => {
+        expect(Buffer.compare(grpcAnswers[k]!, Buffer.from(v.buffer))).toBe(0);
+        expect(Buffer.compare(httpAnswers[k]!, Buffer.from(v.buffer))).toBe(0);
+      });
+    } finally {
+      client.close();
+    }
+  }, 60_000);
+
   it("--grpc-restricted-protocol is checked in the worker: UNAVAILABLE without the header, served with it", async () => {
     const { client, call } = inferenceClient(other.grpcTarget!);
     try {
@@ -229,7 +263,7 @@ describe("gRPC on worker threads: what the main thread answers for them", () => 
       const md = new Metadata();
       md.set("triton-grpc-protocol-admin-key", "yes");
       const index = await new Promise<any>((resolve, reject) => (client as any).RepositoryIndex({}, md, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
-      expect(index.models.map((m: { name: string }) => m.name).sort()).toEqual(["count", "drip", "hold", "simple"]);
+      expect(index.models.map((m: { name: string }) => m.name).sort()).toEqual(["count", "drip", "fp32_identity", "hold", "simple"]);
     } finally {
       client.close();
     }

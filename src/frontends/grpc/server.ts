@@ -5,7 +5,6 @@
  * TLS from the certificate flags.
  */
 import { Server, ServerCredentials, type ServerOptions, type UntypedServiceImplementation } from "@grpc/grpc-js";
-import type { Http2Server } from "node:http2";
 import { serviceDefinition } from "./protos.ts";
 import { listenTcp } from "./listener.ts";
 import { nodeHasReusePort } from "../http/server.ts";
@@ -41,14 +40,6 @@ export interface GrpcListener {
 }
 
 const INT32_MAX = 2 ** 31 - 1;
-/**
- * HTTP/2 receive windows. Node's and Bun's default of 64 KiB makes a client stop after
- * each 64 KiB of a large request until the server's WINDOW_UPDATE comes back; gRPC core
- * (Triton's) grows its windows to several MiB by BDP probing. With these, 1 MB FP32
- * requests at 4 concurrent streams took 10–15% less server CPU each on the 2-core VM.
- */
-export const STREAM_WINDOW = 8 << 20;
-export const CONNECTION_WINDOW = 32 << 20;
 
 /** The handlers the gRPC server serves: GRPCInferenceService's and grpc.health.v1.Health's. */
 export interface GrpcServices {
@@ -84,12 +75,7 @@ export async function listenGrpcServices(services: GrpcServices, opts: GrpcListe
   const credentials = opts.tls
     ? ServerCredentials.createSsl(opts.tls.root, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], opts.tls.mutual)
     : ServerCredentials.createInsecure();
-  // grpc-js has no option for the windows: its HTTP/2 server options and servers are
-  // reached directly (pinned grpc-js 1.14; test/e2e/grpc/windows.test.ts fails if that changes).
-  const internals = server as unknown as { commonServerOptions?: { settings?: Record<string, number> }; http2Servers?: Map<Http2Server, unknown> };
-  if (internals.commonServerOptions) internals.commonServerOptions.settings = { ...internals.commonServerOptions.settings, initialWindowSize: STREAM_WINDOW };
   const injector = server.createConnectionInjector(credentials);
-  for (const h2 of internals.http2Servers?.keys() ?? []) h2.on("session", (session) => session.setLocalWindowSize?.(CONNECTION_WINDOW));
   if (opts.reusePort && typeof Bun === "undefined" && !nodeHasReusePort()) throw new Error(`--reuse-grpc-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
   const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, handshakeTimeoutMs: opts.handshakeTimeoutMs }, injector, opts.reusePort);
   return {

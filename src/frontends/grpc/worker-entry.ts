@@ -11,13 +11,13 @@ import { forwarded } from "./service.ts";
 import { grpcError, grpcStatus } from "./status.ts";
 import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest } from "../../core/request.ts";
-import { MessageBatcher, type WireError } from "../worker-threads.ts";
+import { inputBuffers, MessageBatcher, type WireError } from "../worker-threads.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
 declare const self: { onmessage: ((e: MessageEvent<ToGrpcWorker[]>) => void) | null; postMessage(m: FromGrpcWorker[], transfer?: ArrayBuffer[]): void };
 
 const batcher = new MessageBatcher<FromGrpcWorker>((batch, transfer) => self.postMessage(batch, transfer));
-const post = (m: FromGrpcWorker) => batcher.send(m);
+const post = (m: FromGrpcWorker, transfer?: ArrayBuffer[]) => batcher.send(m, transfer);
 
 type Answer = Extract<ToGrpcWorker, { t: "response" | "failed" | "reply" | "status" }>;
 
@@ -95,8 +95,8 @@ async function stop(): Promise<void> {
   post({ t: "stopped" });
 }
 
-/** Posts `m` and calls `answer` with the main thread's reply; a client's cancel is posted on. */
-function ask(id: number, call: ServerUnaryCall<unknown, unknown>, m: FromGrpcWorker, answer: (a: Answer) => void): void {
+/** Posts `m` (with `transfer`) and calls `answer` with the main thread's reply; a client's cancel is posted on. */
+function ask(id: number, call: ServerUnaryCall<unknown, unknown>, m: FromGrpcWorker, answer: (a: Answer) => void, transfer?: ArrayBuffer[]): void {
   const onCancel = () => {
     if (pending.delete(id)) post({ t: "cancel", id });
   };
@@ -105,7 +105,7 @@ function ask(id: number, call: ServerUnaryCall<unknown, unknown>, m: FromGrpcWor
     call.removeListener("cancelled", onCancel);
     answer(a);
   });
-  post(m);
+  post(m, transfer);
 }
 
 /** A unary RPC the main thread's handler (service.ts) answers. */
@@ -150,7 +150,7 @@ function modelInfer(headerForward: RegExp | undefined) {
         return callback(grpcError(grpcStatus(e.code), e.message));
       }
       callback(null, out);
-    });
+    }, inputBuffers(request));
   };
 }
 

@@ -11,7 +11,7 @@ import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLengt
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { MessageBatcher, wireError, type WireError } from "../worker-threads.ts";
+import { inputBuffers, MessageBatcher, wireError, type WireError } from "../worker-threads.ts";
 
 declare const Bun: typeof import("bun");
 declare const self: { onmessage: ((e: MessageEvent<ToWorker[]>) => void) | null; postMessage(m: FromWorker[], transfer?: ArrayBuffer[]): void };
@@ -126,7 +126,7 @@ async function handle(request: Request): Promise<Response> {
   if (infer && req.header("inference-header-content-length") !== "0") {
     const decoded = await decode(req, raw!).catch(() => undefined);
     if (decoded) {
-      const answer = await ask(id, { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded });
+      const answer = await ask(id, { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded }, inputBuffers(decoded));
       request.signal?.removeEventListener("abort", cancel);
       if (answer.t === "failed") return errorResponse(answer.error);
       if (answer.t !== "response") throw new Error(`unexpected answer '${answer.t}' to an inference request`);
