@@ -20,7 +20,7 @@ import { OrtSession } from "../ffi/onnxruntime/session.ts";
 import { sessionConfig } from "../src/backends/onnxruntime/options.ts";
 import { toOrtInput } from "../src/backends/onnxruntime/tensors.ts";
 import { parsePbtxt } from "../src/model-config/pbtxt.ts";
-import { machineHeading, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
+import { machineHeading, procStat, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -50,7 +50,7 @@ writeFileSync(
 );
 
 // --- 1. in-process ORT at batch 32 ---
-async function inProcess(seconds: number): Promise<{ itemsPerSec: number; msPerBatch: number }> {
+async function inProcess(seconds: number): Promise<{ itemsPerSec: number; msPerBatch: number; cpuUsPerItem: number }> {
   const env = OrtEnvironment.get();
   const config = parsePbtxt(mlpConfig);
   using options = new OrtSessionOptions(env.api, sessionConfig(config));
@@ -60,12 +60,15 @@ async function inProcess(seconds: number): Promise<{ itemsPerSec: number; msPerB
   for (let i = 0; i < 20; i++) await session.run([input], ["OUTPUT0"], false, true);
   let runs = 0;
   const t0 = performance.now();
+  // This process's CPU, ONNX Runtime's intra-op threads included.
+  const cpu0 = process.cpuUsage();
   while (performance.now() - t0 < seconds * 1000) {
     await session.run([input], ["OUTPUT0"], false, true);
     runs++;
   }
   const ms = performance.now() - t0;
-  return { itemsPerSec: (runs * 32 * 1000) / ms, msPerBatch: ms / runs };
+  const cpu = process.cpuUsage(cpu0);
+  return { itemsPerSec: (runs * 32 * 1000) / ms, msPerBatch: ms / runs, cpuUsPerItem: (cpu.user + cpu.system) / (runs * 32) };
 }
 
 // --- wrk bodies ---
@@ -108,7 +111,7 @@ async function meanBatch(base: string, model: string): Promise<number> {
 
 // --- run ---
 const ort = await inProcess(DURATION);
-console.log(`in-process ORT batch 32: ${Math.round(ort.itemsPerSec)} items/s (${ort.msPerBatch.toFixed(2)} ms per batch)`);
+console.log(`in-process ORT batch 32: ${Math.round(ort.itemsPerSec)} items/s (${ort.msPerBatch.toFixed(2)} ms per batch, ${ort.cpuUsPerItem.toFixed(0)} µs CPU per item)`);
 
 const port = 18700;
 const log = openSync(join(work, "nereid.log"), "w");
@@ -125,7 +128,11 @@ const mlp = join(work, "mlp.lua");
 wrk(url("simple_fp32_mlp"), 32, 2, mlp); // warm-up
 wrk(url("simple_fp32_mlp_nobatch"), 32, 2, mlp);
 const r: Record<string, WrkResult> = {};
+const items = async () => ((await (await fetch(`${base}/v2/models/simple_fp32_mlp/stats`)).json()) as { model_stats: { inference_count: number }[] }).model_stats[0]!.inference_count;
+const [cpuBefore, itemsBefore] = [procStat(nereid.pid!).cpuTicks, await items()];
 r.batched32 = wrk(url("simple_fp32_mlp"), 32, DURATION, mlp);
+// The server's CPU per item over the batched run (every thread of the process; ticks of 10 ms).
+const serverCpuUsPerItem = ((procStat(nereid.pid!).cpuTicks - cpuBefore) * 10_000) / ((await items()) - itemsBefore);
 const batchedMean = await meanBatch(base, "simple_fp32_mlp");
 r.unbatched32 = wrk(url("simple_fp32_mlp_nobatch"), 32, DURATION, mlp);
 r.batched1 = wrk(url("simple_fp32_mlp"), 1, DURATION, mlp);
@@ -166,6 +173,7 @@ const rows = [
   "",
   `- in-process ONNX Runtime, batch 32, same session options: **${Math.round(ort.itemsPerSec).toLocaleString("en-US")} items/s** (${ort.msPerBatch.toFixed(2)} ms per batch)`,
   `- batched server / in-process: **${pct(r.batched32!.rps, ort.itemsPerSec)}** (target ≥ 70%); mean batch size formed: ${batchedMean.toFixed(1)}`,
+  `- server CPU per item, batched at c=32 (every thread of the server, wrk on the same machine): ${serverCpuUsPerItem.toFixed(0)} µs; in-process ONNX Runtime at batch 32: ${ort.cpuUsPerItem.toFixed(0)} µs; ratio **${(serverCpuUsPerItem / ort.cpuUsPerItem).toFixed(2)}** (target ≤ 1.3)`,
   `- batched / unbatched at c=32: **${(r.batched32!.rps / r.unbatched32!.rps).toFixed(2)}×** (target ≥ 3×)`,
   `- c=1 p50, batching on / off: **${(r.batched1!.p50 / r.unbatched1!.p50).toFixed(2)}×** (target ≤ 1.1×)`,
   `- c=32 batched p99 / p50: **${(r.batched32!.p99 / r.batched32!.p50).toFixed(2)}×** (target ≤ 1.5×)`,

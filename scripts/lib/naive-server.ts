@@ -28,3 +28,26 @@ Bun.serve({ port: Number(process.argv[2]), async fetch(req) {
 } });
 `;
 }
+
+/**
+ * The same naive server for an FP32 identity model (`X` → `Y`, any length) over JSON:
+ * `req.json()`, the values into a Float32Array, the koffi OrtSession, the output back
+ * to a number array and `Response.json`.
+ */
+export function naiveIdentityServerSource(root: string, modelPath: string): string {
+  return `
+import { OrtEnvironment, OrtSessionOptions } from ${JSON.stringify(join(root, "ffi/onnxruntime/handles.ts"))};
+import { OrtSession } from ${JSON.stringify(join(root, "ffi/onnxruntime/session.ts"))};
+const env = OrtEnvironment.get();
+const options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
+const session = await OrtSession.open(env, ${JSON.stringify(modelPath)}, options);
+Bun.serve({ port: Number(process.argv[2]), maxRequestBodySize: 1 << 30, async fetch(req) {
+  const body = (await req.json()) as { inputs: { shape: number[]; data: number[] }[] };
+  const x = Float32Array.from(body.inputs[0]!.data);
+  const out = await session.run([{ name: "X", elementType: 1, shape: [x.length], data: new Uint8Array(x.buffer) }], ["Y"], false, true);
+  const y = out[0]!.data!;
+  const data = Array.from(new Float32Array(y.buffer, y.byteOffset, y.byteLength / 4));
+  return Response.json({ model_name: "fp32_identity", model_version: "1", outputs: [{ name: "Y", datatype: "FP32", shape: [data.length], data }] });
+} });
+`;
+}
