@@ -59,7 +59,11 @@ export async function startServerProcess(
   let output = "";
   const exited = new Promise<number | null>((res) => child.once("exit", (code) => res(code)));
   const port = await new Promise<number>((resolvePort, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output}`)), opts.timeoutMs ?? 30_000);
+    // A server that never says it listens is killed, not left running after the test.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start in time:\n${output}`));
+    }, opts.timeoutMs ?? 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const m = (opts.started ?? /Started HTTPService at [^\s:]+:(\d+)/).exec(output);
