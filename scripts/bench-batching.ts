@@ -14,7 +14,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, cpSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve, dirname } from "node:path";
+import { join, resolve, dirname, relative } from "node:path";
 import { OrtEnvironment, OrtSessionOptions } from "../ffi/onnxruntime/handles.ts";
 import { OrtSession } from "../ffi/onnxruntime/session.ts";
 import { sessionConfig } from "../src/backends/onnxruntime/options.ts";
@@ -158,7 +158,7 @@ const cs = cacheStats.model_stats[0]!.inference_stats;
 const rows = [
   machineHeading(),
   "",
-  `Binary: \`${BINARY}\`.`,
+  `Binary: \`${relative(root, BINARY)}\`.`,
   "",
   `wrk, ${DURATION} s per cell, one run. simple_fp32_mlp: FP32 [n,512] → 2048 → 2048 → 2048 → 512 with ReLU, ~21 MFLOP per item (generated), binary HTTP, one CPU instance; example config \`${(/dynamic_batching \{[^}]*\}/.exec(mlpConfig)?.[0] ?? "").replace(/\s+/g, " ")}\`.`,
   "",

@@ -9,28 +9,23 @@
  *   npm run build && bun scripts/bench-frontend-threads.ts [--duration=8] [--rounds=3] [--out=scripts/results/frontend-threads.md]
  */
 import { spawn, spawnSync } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { encodeModel, valueInfo, node, ElemType } from "./lib/onnx-builder.ts";
+import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
 import { machineHeading, waitReady } from "./lib/bench.ts";
-import { messageType } from "../src/frontends/grpc/protos.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
 const DURATION = Number(arg("duration", "8"));
 const ROUNDS = Number(arg("rounds", "3"));
-const OUT = resolve(root, arg("out", "scripts/results/http-threads.md"));
+const OUT = resolve(root, arg("out", "scripts/results/frontend-threads.md"));
 const BINARY = join(root, "dist", "nereid");
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
 for (const tool of ["wrk", "h2load"]) if (spawnSync(tool, ["--version"]).error) throw new Error(`${tool} is not installed (apt-get install wrk nghttp2-client)`);
 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-threads-"));
-const repo = join(work, "models");
-cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
-mkdirSync(join(repo, "fp32_identity", "1"), { recursive: true });
-writeFileSync(join(repo, "fp32_identity", "config.pbtxt"), 'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n');
-writeFileSync(join(repo, "fp32_identity", "1", "model.onnx"), encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+const repo = simpleAndIdentityRepository(root, work);
 const A = Array.from({ length: 16 }, (_, i) => i);
 const N1M = 262_144;
 const big = Array.from({ length: N1M }, (_, i) => (i % 1000) / 7);
@@ -44,14 +39,6 @@ const lua = (file: string) => {
 const PORT = 18750;
 const GRPC_PORT = 18751;
 
-/** A gRPC message frame for h2load: compressed flag, 4-byte big-endian length, protobuf bytes. */
-function grpcFrame(obj: object): Buffer {
-  const t = messageType("inference.ModelInferRequest");
-  const bytes = t.encode(t.fromObject(obj)).finish();
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(bytes.byteLength, 1);
-  return Buffer.concat([head, Buffer.from(bytes)]);
-}
 const a = new Uint8Array(Int32Array.from(A).buffer);
 writeFileSync(join(work, "simple.grpc"), grpcFrame({ model_name: "simple", inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }));
 writeFileSync(join(work, "big.grpc"), grpcFrame({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [N1M] }], raw_input_contents: [new Uint8Array(Float32Array.from(big).buffer)] }));

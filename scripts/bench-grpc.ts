@@ -7,11 +7,10 @@
  *   npm run build && bun scripts/bench-grpc.ts [--duration=8] [--rounds=3] [--out=scripts/results/grpc.md]
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync, cpSync } from "node:fs";
+import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
-import { messageType } from "../src/frontends/grpc/protos.ts";
-import { encodeModel, valueInfo, node, ElemType } from "./lib/onnx-builder.ts";
+import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
 import { machineHeading, waitReady, wrk } from "./lib/bench.ts";
 import { naiveIdentityServerSource } from "./lib/naive-server.ts";
 
@@ -25,23 +24,11 @@ if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build"
 for (const tool of ["wrk", "h2load"]) if (spawnSync(tool, ["--version"]).error) throw new Error(`${tool} is not installed`);
 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-grpc-"));
-const repo = join(work, "models");
-cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
-mkdirSync(join(repo, "fp32_identity", "1"), { recursive: true });
-writeFileSync(join(repo, "fp32_identity", "config.pbtxt"), 'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n');
-writeFileSync(join(repo, "fp32_identity", "1", "model.onnx"), encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+const repo = simpleAndIdentityRepository(root, work);
 
 const server = spawn(BINARY, [`--model-repository=${repo}`, "--http-port=18700", "--grpc-port=18701", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
 await waitReady("http://127.0.0.1:18700/v2/health/ready");
 
-/** A gRPC message frame: compressed flag, 4-byte big-endian length, protobuf bytes. */
-function grpcFrame(obj: object): Buffer {
-  const t = messageType("inference.ModelInferRequest");
-  const bytes = t.encode(t.fromObject(obj)).finish();
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(bytes.byteLength, 1);
-  return Buffer.concat([head, Buffer.from(bytes)]);
-}
 
 const A = Int32Array.from({ length: 16 }, (_, i) => i);
 const simpleProto = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [new Uint8Array(A.buffer), new Uint8Array(A.buffer)] };

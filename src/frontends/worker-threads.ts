@@ -107,3 +107,86 @@ export async function inferForWorker(
     return { t: "failed", error: { code: e.code, message: e.message } };
   }
 }
+
+/** A frontend worker thread as startWorkers drives it: start it on a port (0: any), get the port it listens on; stop it. */
+export interface StartableWorker {
+  start(port: number): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `count` workers one after the other on `port`: the first binds it (a free one
+ * for port 0) and the others join it with SO_REUSEPORT. When one fails, those started
+ * are stopped. Returns the port and a close that stops them all.
+ */
+export async function startWorkers(count: number, make: () => StartableWorker, port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const workers: StartableWorker[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const w = make();
+      workers.push(w);
+      port = await w.start(port);
+    }
+  } catch (err) {
+    await Promise.all(workers.map((w) => w.stop()));
+    throw err;
+  }
+  return {
+    port,
+    close: async () => {
+      await Promise.all(workers.map((w) => w.stop()));
+    },
+  };
+}
+
+type Lifecycle = { t: "listening"; port: number } | { t: "startFailed"; message: string } | { t: "stopped" };
+
+/**
+ * The main thread's side of one frontend worker thread: it starts the worker with a
+ * config (`start`, answered by `listening` with the port or by `startFailed`), stops it
+ * (`stop`, answered by `stopped`, or after 5 s), posts messages in batches, and hands
+ * every other message to `onMessage`.
+ */
+export class WorkerThread<Config, To extends { t: string }, From extends { t: string }> {
+  readonly #worker: Worker;
+  readonly #batcher: MessageBatcher<To | { t: "start"; config: Config } | { t: "stop" }>;
+  #onStarted: ((m: Exclude<Lifecycle, { t: "stopped" }>) => void) | undefined;
+  #onStopped: (() => void) | undefined;
+
+  constructor(url: string, what: string, log: Logger, onMessage: (m: From) => void) {
+    this.#worker = new Worker(url);
+    this.#batcher = new MessageBatcher((batch) => this.#worker.postMessage(batch));
+    this.#worker.onmessage = (e: MessageEvent<(From | Lifecycle)[]>) => {
+      for (const m of e.data) {
+        if (m.t === "listening" || m.t === "startFailed") this.#onStarted?.(m as Exclude<Lifecycle, { t: "stopped" }>);
+        else if (m.t === "stopped") this.#onStopped?.();
+        else onMessage(m as From);
+      }
+    };
+    this.#worker.onerror = (e: ErrorEvent) => {
+      log.error(`${what} worker thread: ${e.message}`);
+      this.#onStarted?.({ t: "startFailed", message: e.message });
+    };
+  }
+
+  send(m: To): void {
+    this.#batcher.send(m);
+  }
+
+  /** Starts the worker; resolves with the port it listens on. */
+  start(config: Config): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
+      this.#batcher.send({ t: "start", config });
+    });
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#onStopped = resolve;
+      this.#batcher.send({ t: "stop" });
+      setTimeout(resolve, 5000).unref?.();
+    });
+    this.#worker.terminate();
+  }
+}

@@ -48,6 +48,16 @@ const HOLD = `export default class Hold {
   }
 }`;
 
+/** `simple` and the decoupled `count` and `drip`, each with an INT32 input N and output OUT. */
+function decoupledRepository(): ReturnType<typeof makeRepository> {
+  const models = makeRepository(["simple"]);
+  for (const [name, source] of [["count", COUNT], ["drip", DRIP]] as const) {
+    models.add(`${name}/config.pbtxt`, `name: "${name}"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`);
+    models.add(`${name}/1/model.js`, source);
+  }
+  return models;
+}
+
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 
@@ -70,11 +80,7 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
   let other: ServerProcess;
   let models: ReturnType<typeof makeRepository>;
   beforeAll(async () => {
-    models = makeRepository(["simple"]);
-    models.add("count/config.pbtxt", 'name: "count"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
-    models.add("count/1/model.js", COUNT);
-    models.add("drip/config.pbtxt", 'name: "drip"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
-    models.add("drip/1/model.js", DRIP);
+    models = decoupledRepository();
     other = await startServerProcess([`--model-repository=${models.dir}`, "--http-thread-count=2", "--http-max-input-size=4096", "--allow-grpc=false"]);
   });
   afterAll(async () => {
@@ -124,11 +130,7 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
   let other: ServerProcess;
   let models: ReturnType<typeof makeRepository>;
   beforeAll(async () => {
-    models = makeRepository(["simple"]);
-    models.add("count/config.pbtxt", 'name: "count"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
-    models.add("count/1/model.js", COUNT);
-    models.add("drip/config.pbtxt", 'name: "drip"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
-    models.add("drip/1/model.js", DRIP);
+    models = decoupledRepository();
     models.add("hold/config.pbtxt", 'name: "hold"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
     models.add("hold/1/model.js", HOLD);
     models.add("fp32_identity/config.pbtxt", 'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n');

@@ -11,10 +11,10 @@ import { EventEmitter } from "node:events";
 import { Metadata, status, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { getLogger } from "../../core/logger.ts";
 import type { InferenceServer } from "../../server/server.ts";
-import { inferForWorker, MessageBatcher } from "../worker-threads.ts";
+import { inferForWorker, startWorkers, WorkerThread } from "../worker-threads.ts";
 import { healthService, inferenceService } from "./service.ts";
 import type { GrpcListener, GrpcListenOptions } from "./server.ts";
-import type { FromGrpcWorker, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
+import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
 
 const log = getLogger("src/frontends/grpc/workers.ts");
 
@@ -80,57 +80,31 @@ class RelayedStream extends RelayedCall {
 
 /** One worker thread and the calls of its clients that the main thread is serving. */
 class GrpcFrontendWorker {
-  readonly #worker: Worker;
+  readonly #thread: WorkerThread<GrpcWorkerConfig, ToGrpcWorker, FromGrpcWorker>;
   readonly #server: InferenceServer;
   readonly #services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation };
   /** Cancels of the calls in progress, by id. */
   readonly #cancels = new Map<number, () => void>();
   readonly #streams = new Map<number, RelayedStream>();
-  readonly #batcher: MessageBatcher<ToGrpcWorker>;
   readonly #send: Send;
-  #onStarted: ((m: Extract<FromGrpcWorker, { t: "listening" | "startFailed" }>) => void) | undefined;
-  #onStopped: (() => void) | undefined;
 
   constructor(server: InferenceServer, services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation }) {
     this.#server = server;
     this.#services = services;
-    this.#worker = new Worker(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href);
-    this.#batcher = new MessageBatcher<ToGrpcWorker>((batch) => this.#worker.postMessage(batch));
-    this.#send = (m) => this.#batcher.send(m);
-    this.#worker.onmessage = (e: MessageEvent<FromGrpcWorker[]>) => {
-      for (const m of e.data) this.#onMessage(m);
-    };
-    this.#worker.onerror = (e: ErrorEvent) => {
-      log.error(`gRPC worker thread: ${e.message}`);
-      this.#onStarted?.({ t: "startFailed", message: e.message });
-    };
+    this.#thread = new WorkerThread(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href, "gRPC", log, (m) => this.#onMessage(m));
+    this.#send = (m) => this.#thread.send(m);
   }
 
   start(listen: GrpcListenOptions): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
-      this.#send({ t: "start", config: { listen, inferenceMethods: Object.keys(this.#services.inference), healthMethods: Object.keys(this.#services.health) } });
-    });
+    return this.#thread.start({ listen, inferenceMethods: Object.keys(this.#services.inference), healthMethods: Object.keys(this.#services.health) });
   }
 
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.#onStopped = resolve;
-      this.#send({ t: "stop" });
-      setTimeout(resolve, 5000).unref?.();
-    });
-    this.#worker.terminate();
+  stop(): Promise<void> {
+    return this.#thread.stop();
   }
 
   #onMessage(m: FromGrpcWorker): void {
     switch (m.t) {
-      case "listening":
-      case "startFailed":
-        this.#onStarted?.(m);
-        return;
-      case "stopped":
-        this.#onStopped?.();
-        return;
       case "cancel":
         this.#cancels.get(m.id)?.();
         return;
@@ -200,25 +174,15 @@ class GrpcFrontendWorker {
  * Starts `count` worker threads serving gRPC on opts' address and port. Each worker
  * enforces --grpc-max-connections on its own share: the limit divided among them.
  */
-export async function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
+export function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
   const services = { inference: inferenceService(core, opts), health: healthService(core) };
   const listen: GrpcListenOptions = { ...opts, maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0 };
-  const workers: GrpcFrontendWorker[] = [];
-  let port = opts.port;
-  try {
-    for (let i = 0; i < count; i++) {
+  return startWorkers(
+    count,
+    () => {
       const w = new GrpcFrontendWorker(core, services);
-      workers.push(w);
-      port = await w.start({ ...listen, port });
-    }
-  } catch (err) {
-    await Promise.all(workers.map((w) => w.stop()));
-    throw err;
-  }
-  return {
-    port,
-    close: async () => {
-      await Promise.all(workers.map((w) => w.stop()));
+      return { start: (port) => w.start({ ...listen, port }), stop: () => w.stop() };
     },
-  };
+    opts.port,
+  );
 }

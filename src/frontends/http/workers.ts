@@ -15,7 +15,7 @@ import type { HttpHandler } from "./routes.ts";
 import type { HttpListener } from "./server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { inferForWorker, MessageBatcher } from "../worker-threads.ts";
+import { inferForWorker, startWorkers, WorkerThread } from "../worker-threads.ts";
 
 const log = getLogger("src/frontends/http/workers.ts");
 const EMPTY = new Uint8Array(0);
@@ -29,57 +29,31 @@ export function setHttpWorkerEntry(specifier: string): void {
 
 /** One worker thread and the requests of its clients that the main thread is working on. */
 class FrontendWorker {
-  readonly #worker: Worker;
+  readonly #thread: WorkerThread<WorkerConfig, ToWorker, FromWorker>;
   readonly #server: InferenceServer;
   readonly #handler: HttpHandler;
   readonly #running = new Map<number, AbortController>();
-  readonly #batcher: MessageBatcher<ToWorker>;
-  #onStarted: ((m: Extract<FromWorker, { t: "listening" | "startFailed" }>) => void) | undefined;
-  #onStopped: (() => void) | undefined;
 
   constructor(server: InferenceServer, handler: HttpHandler) {
     this.#server = server;
     this.#handler = handler;
-    this.#worker = new Worker(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href);
-    this.#batcher = new MessageBatcher<ToWorker>((batch) => this.#worker.postMessage(batch));
-    this.#worker.onmessage = (e: MessageEvent<FromWorker[]>) => {
-      for (const m of e.data) this.#onMessage(m);
-    };
-    this.#worker.onerror = (e: ErrorEvent) => {
-      log.error(`HTTP worker thread: ${e.message}`);
-      this.#onStarted?.({ t: "startFailed", message: e.message });
-    };
+    this.#thread = new WorkerThread(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href, "HTTP", log, (m) => this.#onMessage(m));
   }
 
   start(config: WorkerConfig): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
-      this.#send({ t: "start", config });
-    });
+    return this.#thread.start(config);
   }
 
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.#onStopped = resolve;
-      this.#send({ t: "stop" });
-      setTimeout(resolve, 5000).unref?.();
-    });
-    this.#worker.terminate();
+  stop(): Promise<void> {
+    return this.#thread.stop();
   }
 
   #send(m: ToWorker): void {
-    this.#batcher.send(m);
+    this.#thread.send(m);
   }
 
   #onMessage(m: FromWorker): void {
     switch (m.t) {
-      case "listening":
-      case "startFailed":
-        this.#onStarted?.(m);
-        return;
-      case "stopped":
-        this.#onStopped?.();
-        return;
       case "cancel":
         this.#running.get(m.id)?.abort();
         return;
@@ -154,23 +128,13 @@ class FrontendWorker {
 }
 
 /** Starts `count` worker threads serving HTTP on `config`'s address and port. */
-export async function listenHttpWorkers(count: number, server: InferenceServer, handler: HttpHandler, config: WorkerConfig): Promise<HttpListener> {
-  const workers: FrontendWorker[] = [];
-  let port = config.port;
-  try {
-    for (let i = 0; i < count; i++) {
+export function listenHttpWorkers(count: number, server: InferenceServer, handler: HttpHandler, config: WorkerConfig): Promise<HttpListener> {
+  return startWorkers(
+    count,
+    () => {
       const w = new FrontendWorker(server, handler);
-      workers.push(w);
-      port = await w.start({ ...config, port });
-    }
-  } catch (err) {
-    await Promise.all(workers.map((w) => w.stop()));
-    throw err;
-  }
-  return {
-    port,
-    close: async () => {
-      await Promise.all(workers.map((w) => w.stop()));
+      return { start: (port) => w.start({ ...config, port }), stop: () => w.stop() };
     },
-  };
+    config.port,
+  );
 }

@@ -1,0 +1,30 @@
+/**
+ * Models and request bodies the frontend benchmarks share: a repository with `simple` and
+ * an FP32 identity model (any length), and gRPC message frames for h2load.
+ */
+import { cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { encodeModel, valueInfo, node, ElemType } from "./onnx-builder.ts";
+import { messageType } from "../../src/frontends/grpc/protos.ts";
+
+/** Writes `<work>/models` with the example `simple` and `fp32_identity` (X → Y, FP32 [-1]); returns its path. */
+export function simpleAndIdentityRepository(root: string, work: string): string {
+  const repo = join(work, "models");
+  cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
+  mkdirSync(join(repo, "fp32_identity", "1"), { recursive: true });
+  writeFileSync(
+    join(repo, "fp32_identity", "config.pbtxt"),
+    'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n',
+  );
+  writeFileSync(join(repo, "fp32_identity", "1", "model.onnx"), encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+  return repo;
+}
+
+/** A ModelInferRequest as a gRPC message frame: compressed flag, 4-byte big-endian length, protobuf bytes. */
+export function grpcFrame(obj: object): Buffer {
+  const t = messageType("inference.ModelInferRequest");
+  const bytes = t.encode(t.fromObject(obj)).finish();
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(bytes.byteLength, 1);
+  return Buffer.concat([head, Buffer.from(bytes)]);
+}
