@@ -104,7 +104,7 @@ export async function inferForWorker(
     const e = ServerError.from(err);
     if (e.code === "INTERNAL") log.error(`${where}: ${e.message}`);
     else log.verbose(1, `${where}: ${e.code}: ${e.message}`);
-    return { t: "failed", error: { code: e.code, message: e.message } };
+    return { t: "failed", error: wireError(e) };
   }
 }
 
