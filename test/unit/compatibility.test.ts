@@ -2,6 +2,10 @@
  * docs/compatibility.md stays honest: one row per ID of the conformance checklist
  * (shared/reference/triton-features.md, beside the clone), in its order; every ID the
  * code and tests cite is a row; every file the table names exists.
+ *
+ * The checklist lives outside the repository: a fresh clone elsewhere has none, so the
+ * comparison with it is skipped there. `.ci/run` sets NEREID_REQUIRE_CHECKLIST=1, which
+ * makes a missing checklist a failure instead.
  */
 import { describe, it, expect } from "vitest";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -15,8 +19,11 @@ const CITED = /\b([PGCRSML])-(\d+)\b(?:\.\.\1-(\d+)\b)?/g;
 
 const id = (area: string, n: number) => `${area}-${String(n).padStart(2, "0")}`;
 
+const REQUIRE_CHECKLIST = process.env["NEREID_REQUIRE_CHECKLIST"] === "1";
+const HAVE_CHECKLIST = existsSync(CHECKLIST);
+
 function checklistIds(): string[] {
-  if (!existsSync(CHECKLIST)) {
+  if (!HAVE_CHECKLIST) {
     throw new Error(
       `the conformance checklist is missing: expected ${CHECKLIST} (shared/ beside the repository clone, as CI has it); ` +
         "docs/compatibility.md cannot be checked without it",
@@ -72,7 +79,7 @@ function citedIds(): Map<string, string> {
 describe("docs/compatibility.md", () => {
   const rows = tableRows();
 
-  it("has one row per checklist ID, in the checklist's order, and no other", () => {
+  it.skipIf(!HAVE_CHECKLIST && !REQUIRE_CHECKLIST)("has one row per checklist ID, in the checklist's order, and no other", () => {
     const checklist = checklistIds();
     expect(checklist.length).toBeGreaterThan(0);
     expect(rows.map((r) => r.id)).toEqual(checklist);
