@@ -1,11 +1,11 @@
 /**
  * The fuzz suite of test/fuzz for longer than CI runs it (#14): seeded generators and
  * mutators for HTTP infer requests and routes, explicit-mode loads with config overrides,
- * gRPC messages and config.pbtxt, against the compiled binary (restarted if it dies),
+ * gRPC messages, config.pbtxt, generate bodies and the SageMaker and Vertex AI routes, against the compiled binary (restarted if it dies),
  * plus the corpus of known cases. Prints a summary and writes each finding (the input
  * bytes and what went wrong) under --out.
  *
- *   npm run build && bun scripts/fuzz.ts [--seconds=60] [--seed=1] [--target=all|http|load|grpc|pbtxt|corpus] [--out=fuzz-findings]
+ *   npm run build && bun scripts/fuzz.ts [--seconds=60] [--seed=1] [--target=all|http|load|grpc|pbtxt|generate|sagemaker|vertex|corpus] [--out=fuzz-findings]
  *   bun scripts/fuzz.ts --target=http --seed=7 --case=1234     # replays one case
  *
  * --seconds is per target. A finding's folder is <target>-<seed>-<case>: input.bin and finding.txt
@@ -13,7 +13,7 @@
  */
 import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fuzzHttp, fuzzLoad, fuzzGrpc, fuzzPbtxt, summary, TARGETS, type Finding, type Target, type TargetStats, type RunOptions } from "../test/fuzz/run.ts";
+import { fuzzHttp, fuzzLoad, fuzzGrpc, fuzzPbtxt, fuzzGenerate, fuzzSagemaker, fuzzVertex, summary, TARGETS, type Finding, type Target, type TargetStats, type RunOptions } from "../test/fuzz/run.ts";
 import { startFuzzFixture, startFuzzServer, type FuzzFixture } from "../test/fuzz/servers.ts";
 import { CORPUS } from "../test/fuzz/corpus.ts";
 import { isKnownOpen } from "../test/fuzz/known-open.ts";
@@ -89,6 +89,9 @@ try {
       target === "http" ? await fuzzHttp(fixture!.server, o)
       : target === "load" ? await fuzzLoad(fixture!.server, { modelBase64: fixture!.modelBase64 }, o)
       : target === "grpc" ? await fuzzGrpc(fixture!.server, o)
+      : target === "generate" ? await fuzzGenerate(fixture!.server, o)
+      : target === "sagemaker" ? await fuzzSagemaker(fixture!.server, o)
+      : target === "vertex" ? await fuzzVertex(fixture!.server, o)
       : fuzzPbtxt(o);
     results.push(s);
     console.log(summary(s));

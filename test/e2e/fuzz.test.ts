@@ -2,14 +2,14 @@
  * #14: the fuzz suite of test/fuzz with fixed seeds and bounded counts, through the compiled
  * binary: generated and mutated HTTP infer requests and routes (P-06..P-14, P-27..P-29),
  * explicit-mode loads with JSON config overrides (P-18), gRPC messages mutated on the wire
- * (G-02, G-09), and the corpus of known cases. The oracles are in test/fuzz/run.ts: no 500
+ * (G-02, G-09), generate bodies (P-31) and the SageMaker and Vertex AI routes (#29), and the corpus of known cases. The oracles are in test/fuzz/run.ts: no 500
  * or INTERNAL, Triton's error shape, errors of at most 4 KiB, no drop, hang or death, and
  * the known-good request keeps its exact answer. Findings of bugs still open on this branch
  * are listed in test/fuzz/known-open.ts and do not fail the suite. For longer runs:
  * `bun scripts/fuzz.ts --seconds=300`.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { fuzzHttp, fuzzLoad, fuzzGrpc, summary, type TargetStats } from "../fuzz/run.ts";
+import { fuzzHttp, fuzzLoad, fuzzGrpc, fuzzGenerate, fuzzSagemaker, fuzzVertex, summary, type TargetStats } from "../fuzz/run.ts";
 import { startFuzzFixture, startFuzzServer, type FuzzFixture } from "../fuzz/servers.ts";
 import { CORPUS } from "../fuzz/corpus.ts";
 import { isKnownOpen } from "../fuzz/known-open.ts";
@@ -60,6 +60,35 @@ describe("fuzzed input (#14)", () => {
     expect(newFindings(s)).toBe("");
     // Most messages decode and reach the server (grpc-js answers undecodable ones itself).
     expect(rate(s, "0", "3", "5")).toBeGreaterThan(0.5);
+    expect(fx.server.alive()).toBe(true);
+  });
+});
+
+describe("fuzzed input on the routes beside /infer (#29)", () => {
+  it("generate: 2000 generated and mutated /generate and /generate_stream bodies get a Triton answer or well-formed events, never a 500", async () => {
+    const s = await fuzzGenerate(fx.server, { seed: 29, count: 2000, checkEvery: 100 });
+    console.log(summary(s));
+    expect(newFindings(s)).toBe("");
+    expect(rate(s, "400")).toBeGreaterThan(0.3);
+    expect(rate(s, "200")).toBeGreaterThan(0.05); // some reach the models and answer
+    expect(fx.server.alive()).toBe(true);
+  });
+
+  it("SageMaker: 2000 /invocations, /ping and multi-model requests get Triton's SageMaker answers, never a 500", async () => {
+    const s = await fuzzSagemaker(fx.server, { seed: 29, count: 2000, checkEvery: 100 });
+    console.log(summary(s));
+    expect(newFindings(s)).toBe("");
+    expect(rate(s, "200")).toBeGreaterThan(0.05);
+    expect(rate(s, "501")).toBeGreaterThan(0); // the multi-model routes, never served
+    expect(fx.server.alive()).toBe(true);
+  });
+
+  it("Vertex AI: 2000 predict requests, with and without redirects, get Triton's Vertex AI answers, never a 500", async () => {
+    const s = await fuzzVertex(fx.server, { seed: 29, count: 2000, checkEvery: 100 });
+    console.log(summary(s));
+    expect(newFindings(s)).toBe("");
+    expect(rate(s, "200")).toBeGreaterThan(0.05);
+    expect(rate(s, "403")).toBeGreaterThan(0); // redirects to endpoints that change state
     expect(fx.server.alive()).toBe(true);
   });
 });

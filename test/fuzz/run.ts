@@ -21,6 +21,7 @@ import { gunzipSync, inflateSync } from "node:zlib";
 import { isDeepStrictEqual } from "node:util";
 import { Rng } from "./rng.ts";
 import { genInferCase, genRouteCase, genLoadCase, KNOWN_GOOD, type HttpCase, type LoadFiles } from "./http-gen.ts";
+import { genGenerateCase, genSagemakerCase, genVertexCase } from "./gateway-gen.ts";
 import { genGrpcCase, rawGrpcClient, type GrpcCase, type GrpcAnswer } from "./grpc-gen.ts";
 import { genPbtxtCase, genConfigDoc, mutateConfigDoc } from "./pbtxt-gen.ts";
 import { mutateStructure, mutateTokens } from "./mutate.ts";
@@ -34,8 +35,8 @@ import { configFromJson, configToJson } from "../../src/model-config/json.ts";
 import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import { messageType } from "../../src/frontends/grpc/protos.ts";
 
-export type Target = "http" | "load" | "grpc" | "pbtxt";
-export const TARGETS: readonly Target[] = ["http", "load", "grpc", "pbtxt"];
+export type Target = "http" | "load" | "grpc" | "pbtxt" | "generate" | "sagemaker" | "vertex";
+export const TARGETS: readonly Target[] = ["http", "load", "grpc", "pbtxt", "generate", "sagemaker", "vertex"];
 
 export interface Finding {
   target: Target;
@@ -62,6 +63,9 @@ export interface TargetStats {
 export interface FuzzServer {
   url: string;
   grpcTarget: string;
+  /** The SageMaker and Vertex AI listeners, when the server runs them. */
+  sagemakerUrl?: string;
+  vertexUrl?: string;
   alive(): boolean;
   restart?(): Promise<FuzzServer>;
 }
@@ -151,6 +155,7 @@ export function httpProblem(a: HttpAnswer, timeoutMs: number): string | undefine
   } catch (err) {
     return `HTTP ${a.status} body does not decompress as ${a.headers["content-encoding"]}: ${(err as Error).message}`;
   }
+  if (a.status === 200 && String(a.headers["content-type"] ?? "").startsWith("text/event-stream")) return sseProblem(body.toString());
   if (a.status === 200) {
     const head = a.headers["inference-header-content-length"];
     const json = head === undefined ? body : body.subarray(0, Number(head));
@@ -177,6 +182,46 @@ export function httpProblem(a: HttpAnswer, timeoutMs: number): string | undefine
   return undefined;
 }
 
+/** A `generate_stream` answer: `data: <json>` events, each a response object or `{"error": ...}` of at most 4 KiB. */
+function sseProblem(text: string): string | undefined {
+  const events = text.split("\n\n").filter((e) => e !== "");
+  if (events.length === 0) return "200 event stream with no event";
+  for (const e of events) {
+    if (!e.startsWith("data: ")) return `event stream with an event that is not 'data: ': ${JSON.stringify(e.slice(0, 200))}`;
+    let doc: unknown;
+    try {
+      doc = JSON.parse(e.slice(6));
+    } catch {
+      return `event stream with an event whose JSON does not parse: ${e.slice(0, 200)}`;
+    }
+    if (!doc || typeof doc !== "object" || Array.isArray(doc)) return `event stream with an event that is not an object: ${e.slice(0, 200)}`;
+    const error = (doc as { error?: unknown }).error;
+    if (error !== undefined && (typeof error !== "string" || error.length === 0 || error.length > MAX_ERROR || Object.keys(doc).length !== 1)) {
+      return `event stream with a malformed error event: ${e.slice(0, 300)}`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The cloud frontends' oracle: as httpProblem, except that an unknown route, a refused
+ * redirect or a wrong method may answer with a bare status and no body, as Triton's
+ * sagemaker_server.cc and vertex_ai_server.cc do.
+ */
+export function cloudProblem(a: HttpAnswer, timeoutMs: number): string | undefined {
+  if ([400, 403, 405].includes(a.status) && a.body.length === 0 && a.ms <= timeoutMs) return undefined;
+  const type = String(a.headers["content-type"] ?? "");
+  // Metrics through a Vertex AI redirect are Prometheus text.
+  if (a.status === 200 && type.startsWith("text/plain")) return a.ms > timeoutMs ? `slow: answered after ${Math.round(a.ms)} ms` : undefined;
+  // A binary answer announces its JSON header's length in the content type, not in Inference-Header-Content-Length.
+  const header = /json-header-size=(\d+)$/.exec(type)?.[1];
+  if (a.status === 200 && header !== undefined) {
+    if (a.headers["inference-header-content-length"] !== undefined) return "a binary answer with both json-header-size and Inference-Header-Content-Length";
+    return httpProblem({ ...a, headers: { ...a.headers, "inference-header-content-length": header } }, timeoutMs);
+  }
+  return httpProblem(a, timeoutMs);
+}
+
 function describeHttp(c: HttpCase): string {
   return `${c.method} ${c.path}\n${Object.entries(c.headers).map(([k, v]) => `${k}: ${v}`).join("\n")}`;
 }
@@ -198,7 +243,14 @@ export async function checkKnownGoodHttp(url: string): Promise<string | undefine
  * The HTTP loop over one kind of case (`make`): infer requests and other routes
  * (target "http") or explicit-mode loads (target "load").
  */
-async function httpLoop(target: Target, server: FuzzServer, o: RunOptions, make: (r: Rng) => HttpCase): Promise<TargetStats> {
+async function httpLoop(
+  target: Target,
+  server: FuzzServer,
+  o: RunOptions,
+  make: (r: Rng) => HttpCase,
+  urlOf: (s: FuzzServer) => string | undefined = (s) => s.url,
+  problemOf: (a: HttpAnswer, timeoutMs: number) => string | undefined = httpProblem,
+): Promise<TargetStats> {
   const s = stats(target);
   const t0 = Date.now();
   const timeoutMs = o.timeoutMs ?? 10_000;
@@ -210,9 +262,11 @@ async function httpLoop(target: Target, server: FuzzServer, o: RunOptions, make:
     let problem: string | undefined;
     let answer: string | undefined;
     try {
-      const a = await sendHttp(server.url, c, timeoutMs);
+      const url = urlOf(server);
+      if (url === undefined) throw new Error(`the server runs no listener for the ${target} target`);
+      const a = await sendHttp(url, c, timeoutMs);
       count(s, String(a.status));
-      problem = httpProblem(a, timeoutMs);
+      problem = problemOf(a, timeoutMs);
       answer = `${a.status} ${a.body.subarray(0, 500).toString()}`;
     } catch (err) {
       count(s, "no answer");
@@ -241,6 +295,21 @@ export function fuzzHttp(server: FuzzServer, o: RunOptions) {
 /** Explicit-mode loads of LOAD_TARGET with mutated JSON config overrides. */
 export function fuzzLoad(server: FuzzServer, files: LoadFiles, o: RunOptions) {
   return httpLoop("load", server, o, (r) => genLoadCase(r, files));
+}
+
+/** The generate extension's flat bodies on `/generate` and `/generate_stream` (#29). */
+export function fuzzGenerate(server: FuzzServer, o: RunOptions) {
+  return httpLoop("generate", server, o, genGenerateCase);
+}
+
+/** SageMaker's `/invocations`, `/ping` and refused multi-model routes (#29). */
+export function fuzzSagemaker(server: FuzzServer, o: RunOptions) {
+  return httpLoop("sagemaker", server, o, genSagemakerCase, (s) => s.sagemakerUrl, cloudProblem);
+}
+
+/** Vertex AI's predict route, with and without a redirect header, and its health route (#29). */
+export function fuzzVertex(server: FuzzServer, o: RunOptions) {
+  return httpLoop("vertex", server, o, genVertexCase, (s) => s.vertexUrl, cloudProblem);
 }
 
 // ------------------------------------------------------------------------------- gRPC

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeFuzzRepository } from "./models.ts";
 import type { FuzzServer } from "./run.ts";
+import { VERTEX_ROUTES } from "./gateway-gen.ts";
 
 export interface FuzzFixture {
   server: ManagedServer;
@@ -23,6 +24,17 @@ export interface FuzzFixture {
 
 export type ManagedServer = FuzzServer & { process: ServerProcess; stop(): Promise<void>; restart(): Promise<ManagedServer> };
 
+/** The port a listener announced in the log ("Started <what> at host:port"), waiting for the line. */
+async function announcedPort(p: ServerProcess, what: string): Promise<number> {
+  const line = new RegExp(`Started ${what} at [^\\s:]+:(\\d+)`);
+  for (let i = 0; i < 200; i++) {
+    const m = line.exec(p.log());
+    if (m) return Number(m[1]);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`the server did not start its ${what}:\n${p.log()}`);
+}
+
 /** Starts the binary with `args`; restart() replaces a dead process in place (same object). */
 export async function startFuzzServer(args: string[], opts: { env?: Record<string, string> } = {}): Promise<ManagedServer> {
   const s = {} as ManagedServer;
@@ -31,6 +43,8 @@ export async function startFuzzServer(args: string[], opts: { env?: Record<strin
     let dead = false;
     void p.exited.then(() => (dead = true));
     Object.assign(s, { process: p, url: p.url, grpcTarget: p.grpcTarget!, alive: () => !dead });
+    if (args.includes("--allow-sagemaker=true")) s.sagemakerUrl = `http://127.0.0.1:${await announcedPort(p, "Sagemaker HTTPService")}`;
+    if (args.includes("--allow-vertex-ai=true")) s.vertexUrl = `http://127.0.0.1:${await announcedPort(p, "Vertex AI HTTPService")}`;
   };
   await launch();
   s.stop = async () => void (await s.process.stop());
@@ -52,9 +66,16 @@ export async function startFuzzFixture(extraArgs: string[] = []): Promise<FuzzFi
     "--load-model=*",
     `--trace-config=triton,file=${join(scratch, "trace.json")}`,
     "--trace-config=level=OFF",
+    // The cloud frontends (#29): SageMaker's /invocations and Vertex AI's predict route infer on `simple`.
+    "--allow-sagemaker=true",
+    "--sagemaker-port=0",
+    "--allow-vertex-ai=true",
+    "--vertex-ai-port=0",
+    "--vertex-ai-default-model=simple",
     ...extraArgs,
   ];
-  const server = await startFuzzServer(args, { env: { TMPDIR: scratch } });
+  const env = { TMPDIR: scratch, SAGEMAKER_TRITON_DEFAULT_MODEL_NAME: "simple", AIP_PREDICT_ROUTE: VERTEX_ROUTES.predict, AIP_HEALTH_ROUTE: VERTEX_ROUTES.health };
+  const server = await startFuzzServer(args, { env });
   return {
     server,
     repoDir: repo.dir,
