@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { homedir } from "node:os";
 import type { Unusable } from "../load.ts";
+import { LibraryLoadError } from "../errors.ts";
 
 const LIB = "libonnxruntime.so.1";
 const ARCH_DIR = process.arch === "arm64" ? "arm64" : "x64";
@@ -40,9 +41,9 @@ function extractEmbedded(path: string): string {
   const target = join(dir, LIB);
   if (existsSync(target) && statSync(target).size === size) return target;
   const stored = readFileSync(path);
-  if (embeddedForm?.zstd && typeof Bun === "undefined") throw new Error("the embedded library is zstd-compressed and only Bun decompresses it here");
+  if (embeddedForm?.zstd && typeof Bun === "undefined") throw new LibraryLoadError("onnxruntime: the embedded library is zstd-compressed and only Bun decompresses it here", { library: "onnxruntime", call: "extract" });
   const data = embeddedForm?.zstd ? Bun!.zstdDecompressSync(stored) : stored;
-  if (data.byteLength !== size) throw new Error(`the embedded library decompressed to ${data.byteLength} bytes, not ${size}`);
+  if (data.byteLength !== size) throw new LibraryLoadError(`onnxruntime: the embedded library decompressed to ${data.byteLength} bytes, not ${size}`, { library: "onnxruntime", call: "extract" });
   mkdirSync(dir, { recursive: true });
   const tmp = `${target}.${process.pid}.tmp`;
   writeFileSync(tmp, data, { mode: 0o755 });

@@ -187,3 +187,18 @@ describe("libc", () => {
     expectNative(await thrown(() => sdNotify("READY=1", `/${"x".repeat(200)}`)), "INVALID_ARG", "libc", undefined);
   });
 });
+
+describe("ffi/ throws only NativeErrors (#31)", () => {
+  it("no file under ffi/ constructs a plain Error", async () => {
+    const { readdirSync, readFileSync } = await import("node:fs");
+    const root = join(import.meta.dirname, "..", "..", "ffi");
+    const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts"));
+    expect(files.length).toBeGreaterThan(10);
+    const plain = files.flatMap((f) =>
+      readFileSync(join(root, f), "utf8")
+        .split("\n")
+        .flatMap((line, i) => (/\bnew (?:Type|Range)?Error\(/.test(line) ? [`ffi/${f}:${i + 1}`] : [])),
+    );
+    expect(plain).toEqual([]);
+  });
+});
