@@ -40,7 +40,7 @@ export interface InferenceRequest {
   /**
    * Aborted when the request is cancelled: its gRPC call was cancelled or ran past its
    * deadline, or its HTTP client went away (S-20). The frontend owns it; the server,
-   * schedulers, ensembles and TypeScript models honour it (scheduler/cancel.ts), and a
+   * schedulers, ensembles and TypeScript models honour it (core/cancel.ts), and a
    * stream stops sending.
    */
   signal?: AbortSignal;

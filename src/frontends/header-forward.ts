@@ -38,3 +38,6 @@ export function forwardHeaders(pattern: RegExp, headers: Iterable<readonly [stri
     parameters[name] = value;
   }
 }
+
+/** What a call's or request's headers add to each of its inference requests' parameters, when forwarding is on. */
+export type HeaderForwarder = ((parameters: Parameters) => void) | undefined;

@@ -5,7 +5,7 @@
  */
 import { nowNs } from "../core/clock.ts";
 import { cancelled, unavailable } from "../core/errors.ts";
-import { whenCancelled } from "./cancel.ts";
+import { whenCancelled } from "../core/cancel.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { ModelStats } from "../core/stats.ts";

@@ -12,7 +12,7 @@
  * Triton finds it at the next batch formation).
  */
 import { ServerError, cancelled, unavailable } from "../core/errors.ts";
-import { whenCancelled } from "./cancel.ts";
+import { whenCancelled } from "../core/cancel.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
 import { PriorityQueue, type Queued } from "./priority-queue.ts";
 import { logPrefix } from "../core/request.ts";

@@ -17,7 +17,7 @@
  * no step is left in flight, or alone after it.
  */
 import { cancelled, invalidArg, unavailable, ServerError } from "../core/errors.ts";
-import { whenCancelled } from "./cancel.ts";
+import { whenCancelled } from "../core/cancel.ts";
 import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";

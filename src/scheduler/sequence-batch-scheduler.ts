@@ -22,7 +22,7 @@
  */
 import { getLogger } from "../core/logger.ts";
 import { cancelled, invalidArg, unavailable } from "../core/errors.ts";
-import { whenCancelled } from "./cancel.ts";
+import { whenCancelled } from "../core/cancel.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
 import { logPrefix, type CorrelationId } from "../core/request.ts";
 import { systemClock, WakeTimer, type SchedulerClock } from "./timer.ts";

@@ -7,7 +7,7 @@ import { nowNs } from "../core/clock.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ServerError, cancelled, invalidArg, unavailable } from "../core/errors.ts";
-import { whenCancelled } from "../scheduler/cancel.ts";
+import { whenCancelled } from "../core/cancel.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";

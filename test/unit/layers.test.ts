@@ -103,4 +103,23 @@ describe("layers", () => {
     }
     expect(upward).toEqual([]);
   });
+
+  it("has no cycle between files, type-only imports included (#31)", () => {
+    const graph = new Map(FILES.map((f) => [f, importsOf(f).filter((t) => FILES.includes(t))]));
+    const cycles: string[] = [];
+    const state = new Map<string, "open" | "done">();
+    const path: string[] = [];
+    const visit = (f: string) => {
+      state.set(f, "open");
+      path.push(f);
+      for (const t of graph.get(f) ?? []) {
+        if (state.get(t) === "open") cycles.push([...path.slice(path.indexOf(t)), t].join(" → "));
+        else if (!state.has(t)) visit(t);
+      }
+      path.pop();
+      state.set(f, "done");
+    };
+    for (const f of FILES) if (!state.has(f)) visit(f);
+    expect(cycles).toEqual([]);
+  });
 });

@@ -12,8 +12,8 @@ import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from
 import { exactInteger } from "./parameters.ts";
 import { streamInfer } from "./stream.ts";
 import type { InferenceServer } from "../../server/server.ts";
-import type { InferenceResponse, Parameters } from "../../core/request.ts";
-import { forwardHeaders } from "../header-forward.ts";
+import type { InferenceResponse } from "../../core/request.ts";
+import { forwardHeaders, type HeaderForwarder } from "../header-forward.ts";
 
 const log = getLogger("src/frontends/grpc/service.ts");
 
@@ -187,16 +187,14 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
   };
 }
 
-/** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
 /** What a call's metadata adds to each of its requests' parameters, by --grpc-header-forward-pattern. */
-export type HeaderForwarder = ((parameters: Parameters) => void) | undefined;
-
 export function forwarded(pattern: RegExp | undefined, metadata: Metadata): HeaderForwarder {
   if (!pattern) return undefined;
   const entries = metadataEntries(metadata);
   return (parameters) => forwardHeaders(pattern, entries, parameters);
 }
 
+/** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
 function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal, forward?: HeaderForwarder): Promise<InferenceResponse> {
   const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
   if (model && server.isDecoupled(model)) throw new ServerError("UNSUPPORTED", "ModelInfer RPC doesn't support models with decoupled transaction policy");

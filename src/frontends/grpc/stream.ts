@@ -13,7 +13,7 @@ import { toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { StreamedResponse } from "../../core/request.ts";
-import type { HeaderForwarder } from "./service.ts";
+import type { HeaderForwarder } from "../header-forward.ts";
 
 type Call = ServerDuplexStream<WireInferRequest, unknown>;
 
