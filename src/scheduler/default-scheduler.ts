@@ -3,6 +3,7 @@
  * the next free instance, so at most `instances.length` run at once and the rest wait in
  * arrival order. A waiting request that is cancelled leaves the queue at once (S-20).
  */
+import { InflightDrain } from "./drain.ts";
 import { nowNs } from "../core/clock.ts";
 import { cancelled, unavailable } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
@@ -23,9 +24,7 @@ interface Waiting {
 export class DefaultScheduler implements Scheduler {
   readonly #free: BackendInstance[];
   readonly #queue: Waiting[] = [];
-  #inflight = 0;
-  #stopping = false;
-  #drained: (() => void) | undefined;
+  readonly #drain = new InflightDrain();
   readonly #modelName: string;
   readonly #stats: ModelStats;
 
@@ -36,14 +35,14 @@ export class DefaultScheduler implements Scheduler {
   }
 
   enqueue(request: PreparedRequest): Promise<ScheduledResult> {
-    if (this.#stopping) {
+    if (this.#drain.stopping) {
       return Promise.reject(
         unavailable(`Server is stopping, scheduler for model '${this.#modelName}' has stopped accepting new inference requests`),
       );
     }
     const signal = request.request.signal;
     if (signal?.aborted) return Promise.reject(cancelled(request.request.id));
-    this.#inflight++;
+    this.#drain.enter();
     const enqueuedAt = nowNs();
     // A free instance and nobody waiting: run now, without a queue entry.
     if (this.#queue.length === 0 && this.#free.length > 0) return this.#run(this.#free.pop()!, request, enqueuedAt, nowNs());
@@ -60,9 +59,8 @@ export class DefaultScheduler implements Scheduler {
     const i = this.#queue.indexOf(job);
     if (i < 0) return;
     this.#queue.splice(i, 1);
-    this.#inflight--;
     job.reject(cancelled(job.request.request.id));
-    if (this.#inflight === 0) this.#drained?.();
+    this.#drain.leave();
   }
 
   #dispatch(): void {
@@ -94,14 +92,13 @@ export class DefaultScheduler implements Scheduler {
       return { outputs: r.outputs, queueNs: start - enqueuedAt, computeInputNs, computeInferNs, computeOutputNs };
     } finally {
       this.#free.push(instance);
-      this.#inflight--;
       this.#dispatch();
-      if (this.#inflight === 0) this.#drained?.();
+      this.#drain.leave();
     }
   }
 
   inflightCount(): number {
-    return this.#inflight;
+    return this.#drain.count;
   }
 
   pendingCount(): number {
@@ -109,8 +106,6 @@ export class DefaultScheduler implements Scheduler {
   }
 
   stop(): Promise<void> {
-    this.#stopping = true;
-    if (this.#inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => (this.#drained = resolve));
+    return this.#drain.stop();
   }
 }

@@ -11,6 +11,7 @@
  * A queued request that is cancelled leaves the queue at once, answered CANCELLED (S-20;
  * Triton finds it at the next batch formation).
  */
+import { InflightDrain } from "./drain.ts";
 import { ServerError, cancelled, unavailable } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
 import { batchKey, batchRules, concatInputs, splitOutputs, type BatchRules } from "./batch.ts";
@@ -61,9 +62,7 @@ export class DynamicBatchScheduler implements Scheduler {
   readonly #preserveOrdering: boolean;
   /** Dequeued entries in dequeue order, for preserve_ordering. */
   readonly #order: Entry[] = [];
-  #inflight = 0;
-  #stopping = false;
-  #drained: (() => void) | undefined;
+  readonly #drain = new InflightDrain(() => this.#timer.cancel());
   readonly #timer: WakeTimer;
 
   constructor(opts: DynamicBatchSchedulerOptions) {
@@ -83,7 +82,7 @@ export class DynamicBatchScheduler implements Scheduler {
 
   enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {
     const id = prepared.request.id;
-    if (this.#stopping) {
+    if (this.#drain.stopping) {
       return Promise.reject(
         unavailable(`${logPrefix(id)}Server is stopping, scheduler for model has stopped accepting new inference requests`),
       );
@@ -104,7 +103,7 @@ export class DynamicBatchScheduler implements Scheduler {
         forget: () => {},
       }));
       entry.forget = whenCancelled(signal, () => this.#cancel(entry));
-      this.#inflight++;
+      this.#drain.enter();
       this.#schedule();
     });
   }
@@ -118,7 +117,7 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   inflightCount(): number {
-    return this.#inflight;
+    return this.#drain.count;
   }
 
   pendingCount(): number {
@@ -126,9 +125,7 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   stop(): Promise<void> {
-    this.#stopping = true;
-    if (this.#inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => (this.#drained = resolve));
+    return this.#drain.stop();
   }
 
   /** Rejects expired requests, sends every batch that is due, and arms the timer for the next decision. */
@@ -271,11 +268,7 @@ export class DynamicBatchScheduler implements Scheduler {
   }
 
   #settled(n: number): void {
-    this.#inflight -= n;
-    if (this.#inflight === 0 && this.#stopping) {
-      this.#timer.cancel();
-      this.#drained?.();
-    }
+    this.#drain.leave(n);
   }
 }
 

@@ -16,6 +16,7 @@
  * the ensemble sends a response of them; the final flag goes with the response sent when
  * no step is left in flight, or alone after it.
  */
+import { InflightDrain } from "./drain.ts";
 import { cancelled, invalidArg, unavailable, ServerError } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
 import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../core/request.ts";
@@ -140,9 +141,7 @@ export class EnsembleScheduler implements Scheduler {
   readonly #namespace: string;
   /** max_inflight_requests: per-step back-pressure (none when 0). */
   readonly #gates: Map<EnsembleStep, StepGate> | undefined;
-  #inflight = 0;
-  #stopping = false;
-  #drained: (() => void) | undefined;
+  readonly #drain = new InflightDrain();
 
   constructor(config: ModelConfig, run: ModelRunner, namespace = "", stream?: ModelStreamRunner) {
     this.#name = config.name ?? "";
@@ -155,8 +154,8 @@ export class EnsembleScheduler implements Scheduler {
   }
 
   async enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {
-    if (this.#stopping) throw unavailable(`Server is stopping, scheduler for model has stopped accepting new inference requests`);
-    this.#inflight++;
+    if (this.#drain.stopping) throw unavailable(`Server is stopping, scheduler for model has stopped accepting new inference requests`);
+    this.#drain.enter();
     try {
       if (this.#stream && prepared.request.responseSink) return await this.#runDecoupled(prepared, this.#stream);
       const tensors = new Map<string, Tensor>(prepared.inputs.map((t) => [t.name, t]));
@@ -178,7 +177,7 @@ export class EnsembleScheduler implements Scheduler {
     } catch (err) {
       throw this.#inEnsemble(err);
     } finally {
-      if (--this.#inflight === 0 && this.#stopping) this.#drained?.();
+      this.#drain.leave();
     }
   }
 
@@ -310,7 +309,7 @@ export class EnsembleScheduler implements Scheduler {
   }
 
   inflightCount(): number {
-    return this.#inflight;
+    return this.#drain.count;
   }
 
   pendingCount(): number {
@@ -318,8 +317,6 @@ export class EnsembleScheduler implements Scheduler {
   }
 
   stop(): Promise<void> {
-    this.#stopping = true;
-    if (this.#inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => (this.#drained = resolve));
+    return this.#drain.stop();
   }
 }

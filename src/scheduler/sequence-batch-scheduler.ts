@@ -20,6 +20,7 @@
  * queued before it still run; then the sequence ends as after END: its slot goes to the
  * backlog, its state is dropped, and a later request without START is refused.
  */
+import { InflightDrain } from "./drain.ts";
 import { getLogger } from "../core/logger.ts";
 import { cancelled, invalidArg, unavailable } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
@@ -92,10 +93,8 @@ export class SequenceBatchScheduler implements Scheduler {
   readonly #initial: Map<string, Uint8Array>;
   readonly #sequences = new Map<string, Sequence>();
   readonly #backlog: Sequence[] = [];
-  #inflight = 0;
   #pending = 0;
-  #stopping = false;
-  #drained: (() => void) | undefined;
+  readonly #drain = new InflightDrain(() => this.#timer.cancel());
   readonly #timer: WakeTimer;
 
   constructor(opts: SequenceBatchSchedulerOptions) {
@@ -123,7 +122,7 @@ export class SequenceBatchScheduler implements Scheduler {
       checkCorrelationId(this.#settings.controls, id, this.#model);
       const key = typeof id === "string" ? `s:${id}` : `n:${id}`;
       let seq = this.#sequences.get(key);
-      if (this.#stopping && (start || !seq)) {
+      if (this.#drain.stopping && (start || !seq)) {
         throw unavailable(`${prefix}Server is stopping, scheduler for model has stopped accepting new inference requests`);
       }
       if (!start && (!seq || seq.ending)) {
@@ -144,7 +143,7 @@ export class SequenceBatchScheduler implements Scheduler {
       seq.ending = end;
       const r: SeqRequest = { prepared, enqueuedAt: now, key: batchKey(prepared.inputs, this.#rules), start, end, corrId: id, resolve, reject, forget: () => {} };
       seq.queue.push(r);
-      this.#inflight++;
+      this.#drain.enter();
       this.#pending++;
       const signal = prepared.request.signal;
       const owner = seq;
@@ -167,7 +166,6 @@ export class SequenceBatchScheduler implements Scheduler {
     if (i < 0) return; // already running or answered
     const dropped = seq.queue.splice(seq.instance === undefined ? 0 : i);
     this.#pending -= dropped.length;
-    this.#inflight -= dropped.length;
     seq.ending = true;
     seq.cancelled = true;
     log.verbose(1, `${logPrefix(r.prepared.request.id)}sequence ${seq.corrId} of model '${this.#model}' cancelled: ${dropped.length} queued request(s) answered CANCELLED`);
@@ -176,16 +174,12 @@ export class SequenceBatchScheduler implements Scheduler {
       d.forget();
       d.reject(cancelled(d.prepared.request.id));
     }
-    if (this.#inflight === 0 && this.#stopping) {
-      this.#timer.cancel();
-      this.#drained?.();
-      return;
-    }
+    if (this.#drain.leave(dropped.length)) return;
     this.#schedule();
   }
 
   inflightCount(): number {
-    return this.#inflight;
+    return this.#drain.count;
   }
 
   pendingCount(): number {
@@ -202,12 +196,7 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   stop(): Promise<void> {
-    this.#stopping = true;
-    if (this.#inflight === 0) {
-      this.#timer.cancel();
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => (this.#drained = resolve));
+    return this.#drain.stop();
   }
 
   /** Gives `seq` a place on the instance with the most room, or puts it in the backlog. */
@@ -404,13 +393,9 @@ export class SequenceBatchScheduler implements Scheduler {
   #finish(seq: Sequence, r: SeqRequest, now: number): void {
     seq.running = false;
     seq.lastActive = now;
-    this.#inflight--;
     // A START queued behind this END restarts the same correlation ID, so keep it.
     if ((r.end || seq.cancelled) && seq.queue.length === 0 && this.#sequences.get(seq.key) === seq) this.#release(seq);
-    if (this.#inflight === 0 && this.#stopping) {
-      this.#timer.cancel();
-      this.#drained?.();
-    }
+    this.#drain.leave();
   }
 
   /**
