@@ -80,7 +80,7 @@ otherwise; \`AIP_STORAGE_URI\` is the repository whenever no \`--model-repositor
 Triton's code reads it); \`TRITONCACHE_REDIS_USERNAME\`/\`_PASSWORD\` (the Redis cache); the
 object-storage credentials ([models/repository.md](models/repository.md#model-repositories-in-object-storage)).
 Nereid's own: \`NEREID_ONNXRUNTIME_LIBRARY\`, \`NEREID_TENSORRT_LIBRARY\`,
-\`NEREID_OPENVINO_LIBRARY\` and \`NEREID_CUDA_LIBRARY\` name a native library
+\`NEREID_OPENVINO_LIBRARY\`, \`NEREID_CUDA_LIBRARY\` and \`NEREID_NVML_LIBRARY\` name a native library
 ([hardware.md](hardware.md)).
 
 ## Limits Nereid adds
