@@ -24,7 +24,7 @@ export function denoBinary(): string {
   return found;
 }
 
-/** `deno run` as the README documents it, with the npm packages from node_modules. */
+/** `deno run` as docs/deploy/binary.md documents it, with the npm packages from node_modules. */
 export function denoRun(script: string): string[] {
   return [denoBinary(), "run", "-A", "--node-modules-dir=manual", join(ROOT, script)];
 }

@@ -16,7 +16,7 @@
  *   model-config  src/model-config/: config.pbtxt parsing, JSON form, normalization, validation
  *   core          src/core/: value types (tensors, requests, ModelConfig), errors, request validation, stats, logging
  *
- * README.md's "Layout" section lists the same order.
+ * ARCHITECTURE.md lists the same order.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";

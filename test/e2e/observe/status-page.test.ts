@@ -3,7 +3,7 @@
  * chromium (installed if missing) driven by playwright-core loads /nereid/status, sees
  * the models, the load error and a request rate that rises under load and falls back
  * to zero after it, and takes a screenshot: into the OS temporary folder, or over
- * docs/status-page.png (the README's) when NEREID_UPDATE_SCREENSHOT=1, so a test run
+ * docs/status-page.png (shown in docs/observe.md) when NEREID_UPDATE_SCREENSHOT=1, so a test run
  * leaves the working tree as it was.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
