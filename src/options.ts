@@ -90,11 +90,11 @@ export interface ServerOptions {
   /** `--rate-limit` (off) and `--rate-limit-resource <name>:<count>[:<device>]` (repeatable). */
   rateLimit: "off" | "execution_count";
   rateLimitResources: RateLimitResource[];
-  /** `--http-thread-count` (8) and `--grpc-infer-thread-count` (2). */
+  /** `--http-thread-count` and `--grpc-infer-thread-count` (worker threads; unset: the main thread). */
   httpThreadCount: number;
   /**
    * Whether --http-thread-count was given: only then does the HTTP frontend move to
-   * worker threads (Triton's default of 8 is not applied; see workers.ts and the README).
+   * worker threads (Triton's default of 8 is not applied; see workers.ts and docs/protocol.md).
    */
   httpThreadCountGiven: boolean;
   grpcInferThreadCountGiven: boolean;
@@ -541,14 +541,14 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   "rate-limit-resource": { kind: "string", help: "<name>:<count>[:<device>]: resources available to the rate limiter (repeatable).", apply: parseRateLimitResource },
   "http-thread-count": {
-    kind: "int", help: "Threads handling HTTP requests (default 8; at most the number of cores; 1: the main thread itself).",
+    kind: "int", help: "Worker threads handling HTTP requests, at most the number of cores; Bun only (default and 1: the main thread serves HTTP; Triton's default of 8 is not applied).",
     apply: (o, v) => {
       o.httpThreadCount = parseInt10("http-thread-count", v, 1);
       o.httpThreadCountGiven = true;
     },
   },
   "grpc-infer-thread-count": {
-    kind: "int", help: "Threads handling gRPC calls (default 2; at most the number of cores; 1: the main thread itself).",
+    kind: "int", help: "Worker threads handling gRPC calls, at most the number of cores; Bun only (default and 1: the main thread serves gRPC).",
     apply: (o, v) => {
       o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1);
       o.grpcInferThreadCountGiven = true;
@@ -589,7 +589,7 @@ const FLAGS: Record<string, FlagSpec> = {
   "grpc-infer-allocation-pool-size": inert("int", "Request/response states kept for reuse (default 8).", "Nereid keeps no pool of gRPC request states", (f, v) => parseInt10(f, v)),
   "grpc-max-response-pool-size": inert("int", "Response objects allocated at once (default unlimited).", "Nereid keeps no pool of gRPC responses", (f, v) => parseInt10(f, v, 1)),
   "cache-directory": inert("string", "Where cache libraries are searched (default /opt/tritonserver/caches).", "the local and redis caches are built in; no cache library is loaded"),
-  "backend-directory": inert("string", "Where backend libraries are searched (default /opt/tritonserver/backends).", "the backends are built in; native runtimes are found as README 'GPUs and other native runtimes' says (--backend-config <backend>,library=<path>)"),
+  "backend-directory": inert("string", "Where backend libraries are searched (default /opt/tritonserver/backends).", "the backends are built in; native runtimes are found as docs/hardware.md says (--backend-config <backend>,library=<path>)"),
   "repoagent-directory": inert("string", "Where repository agents are searched (default /opt/tritonserver/repoagents).", "Nereid runs no repository agents"),
   "pinned-memory-pool-byte-size": inert("int", "Pinned host memory pool in bytes (default 268435456).", `${NO_CUDA}; no pinned pool is allocated`, (f, v) => parseInt10(f, v)),
   "cuda-memory-pool-byte-size": inert("string", "<gpu>:<bytes>: CUDA memory pool per GPU (default 64 MiB; repeatable).", NO_CUDA, gpuPair),

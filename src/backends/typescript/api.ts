@@ -1,7 +1,7 @@
 /**
  * @module The model-facing API of the `typescript` backend (issue #15): what a `model.ts`
  * sees. Models may copy these types or `import type` them (erased at run time). The
- * contract is README's "TypeScript models" section.
+ * contract is docs/models/typescript.md.
  */
 
 export type Datatype =

@@ -9,7 +9,7 @@
 import * as pngjs from "pngjs";
 import * as jpegJs from "jpeg-js";
 
-/** The names a model may import without a node_modules of its own (README, "TypeScript models"). */
+/** The names a model may import without a node_modules of its own (docs/models/typescript.md). */
 export const EMBEDDED_PACKAGES = ["pngjs", "jpeg-js"] as const;
 
 interface BunPluginBuilder {

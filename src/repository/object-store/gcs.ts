@@ -4,7 +4,7 @@
  * file's key file, else the client's application default credentials. The client itself
  * honours STORAGE_EMULATOR_HOST, an emulator's JSON API base URL
  * (http://host:port/storage/v1), without authentication; `apiEndpoint` (http://host:port)
- * does the same for tests. Not verified against GCS itself (see the README). Imported only
+ * does the same for tests. Not verified against GCS itself (see docs/models/repository.md). Imported only
  * when a gs:// repository is given.
  */
 import { Storage } from "@google-cloud/storage";
