@@ -1,7 +1,7 @@
 /**
  * ONNX Runtime runs through the Backend interface: async runs leave the event loop free,
- * the three run modes agree, instances and models release their handles safely, and
- * the per-execute() cost of sync and async runs (printed, not asserted).
+ * the three run modes agree, and instances and models release their handles safely. The
+ * per-execute() cost of the run modes is measured by scripts/bench-ort-execute.ts.
  */
 import { describe, it, expect, beforeAll, afterAll, vi } from "vitest";
 import { ElemType, valueInfo, node } from "../../scripts/lib/onnx-builder.ts";
@@ -219,55 +219,5 @@ describe("ownership", () => {
     } finally {
       close();
     }
-  });
-});
-
-describe("cost per execute()", () => {
-  // Modes take turns, five rounds each, so JIT warm-up and machine drift hit all alike.
-  it("Add/Sub INT32 [8,16]: µs per execute() in sync, async and auto mode (median of 5 rounds of 1000)", async () => {
-    const RUNS = 1000;
-    const { a, b, inputs } = addSubInputs(8);
-    const modes = ["sync", "async", "auto"] as const;
-    const us: Record<string, number[]> = { sync: [], async: [], auto: [] };
-    const path = dir.model(addSubSpec("bench"));
-    const loaded = await Promise.all(modes.map((mode) => instanceFor(dir.path, path, { name: `bench_${mode}`, parameters: params({ run_mode: mode }) })));
-    try {
-      for (const { inst } of loaded) for (let i = 0; i < 200; i++) await inst.execute(inputs, ["SUM", "DIFF"]);
-      for (let round = 0; round < 5; round++) {
-        for (const [k, mode] of modes.entries()) {
-          const inst = loaded[k]!.inst;
-          const t0 = performance.now();
-          let last: Awaited<ReturnType<typeof inst.execute>> | undefined;
-          for (let i = 0; i < RUNS; i++) last = await inst.execute(inputs, ["SUM", "DIFF"]);
-          us[mode]!.push(((performance.now() - t0) * 1000) / RUNS);
-          expect(int32s(last!.outputs[0]!)).toEqual(a.map((x, i) => x + b[i]!));
-          expect(int32s(last!.outputs[1]!)).toEqual(a.map((x, i) => x - b[i]!));
-        }
-      }
-    } finally {
-      for (const l of loaded) l.close();
-    }
-    const median = (v: number[]) => [...v].sort((x, y) => x - y)[v.length >> 1]!.toFixed(1);
-    console.log(`Add/Sub [8,16], µs per execute(), median of 5×${RUNS}: sync ${median(us.sync!)}, async ${median(us.async!)}, auto ${median(us.auto!)}`);
-  });
-
-  it("Add/Sub INT32 [1,16]: µs per OrtSession.run(), sync vs async, outputs preallocated or allocated by ORT", async () => {
-    const RUNS = 2000;
-    const env = OrtEnvironment.get();
-    using options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
-    using session = new OrtSession(env, dir.model(addSubSpec("bench_session")), options);
-    const inputs = addSubInputs(1).inputs.map((t) => ({ name: t.name, elementType: 6, shape: t.shape, data: t.data }));
-    const cases = { "sync, preallocated": [false, true], "sync, ORT-allocated": [false, false], "async, preallocated": [true, true], "async, ORT-allocated": [true, false] } as const;
-    const us: Record<string, number[]> = {};
-    for (let round = 0; round < 5; round++) {
-      for (const [label, [async, batched]] of Object.entries(cases)) {
-        for (let i = 0; i < 100; i++) await session.run(inputs, ["SUM", "DIFF"], async, batched);
-        const t0 = performance.now();
-        for (let i = 0; i < RUNS; i++) await session.run(inputs, ["SUM", "DIFF"], async, batched);
-        (us[label] ??= []).push(((performance.now() - t0) * 1000) / RUNS);
-      }
-    }
-    const median = (v: number[]) => [...v].sort((x, y) => x - y)[v.length >> 1]!.toFixed(1);
-    console.log(`Add/Sub [1,16], µs per OrtSession.run(), median of 5×${RUNS}: ${Object.keys(cases).map((k) => `${k} ${median(us[k]!)}`).join(", ")}`);
   });
 });
