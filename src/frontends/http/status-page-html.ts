@@ -32,8 +32,8 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 </style>
 </head>
 <body>
-<h1>Nereid <span id="server-id"></span></h1>
-<div class="sub">protocol <span id="server-version"></span> &middot; <span id="server-state"></span> &middot; up <span id="uptime"></span> &middot; <span id="conn">connecting</span></div>
+<h1>Nereid</h1>
+<div class="sub">server id <span id="server-id"></span> &middot; protocol <span id="server-version"></span> &middot; <span id="server-state"></span> &middot; up <span id="uptime"></span> &middot; <span id="conn">connecting</span></div>
 <h2>Models</h2>
 <table id="models">
   <thead><tr>

@@ -79,6 +79,9 @@ describe("status page in Chromium", () => {
     const errors = await page.locator("#errors tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
     expect(errors).toEqual([["nofile", "1", `unable to find '${repo.dir}/nofile/1/model.onnx' for model 'nofile'`]]);
     expect(await page.locator("#server-id").textContent()).toBe("triton");
+    // The server's name, not "Nereid triton": the id (--id, Triton's "triton") has its own label (#33).
+    expect(await page.locator("h1").textContent()).toBe("Nereid");
+    expect(await page.locator(".sub").textContent()).toMatch(/^server id triton · protocol 2\.\d+\.\d+ · /);
   });
 
   it("shows the request rate rise under load and fall back to zero after it", async () => {
