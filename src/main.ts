@@ -190,6 +190,7 @@ async function startWithRepositories(
       namespacing: options.modelNamespacing,
       rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
       loadRetryCount: options.modelLoadRetryCount,
+      allowModelCodeOverrides: options.allowModelCodeOverrides,
     },
     backends,
   );
@@ -216,7 +217,7 @@ async function startWithRepositories(
   );
   typescript.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
-  log.info(modelSummary(repository.index()));
+  log.infoLines(modelSummary(repository.index()));
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {
     await repository.unloadAll();
@@ -255,7 +256,7 @@ async function startWithRepositories(
       server.onSuccess = metricsRegistry.observe;
       server.onFirstResponse = metricsRegistry.firstResponse;
       metricsHandler = createMetricsHandler(metricsRegistry);
-      running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort, 1024 * 1024);
+      running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort);
       running.addresses.metrics = o.metricsAddress;
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
     }
@@ -297,7 +298,7 @@ async function startWithRepositories(
               headerForwardPattern: o.httpHeaderForwardPattern,
               decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
             })
-          : await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize, o.reuseHttpPort);
+          : await listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
       if (threads > 1) log.info(`HTTP frontend on ${threads} worker threads`);
       running.addresses.http = o.httpAddress;
       if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
@@ -361,7 +362,7 @@ async function startWithRepositories(
     if (options.allowSagemaker) {
       const { sagemakerModel: model, sagemakerPingMode: pingMode, sagemakerInferenceType: inferenceType } = options;
       const handler = createSagemakerHandler(alternate(), { model, pingMode, inferenceType });
-      running.sagemaker = await listenHttp(handler, SAGEMAKER_ADDRESS, options.sagemakerPort, options.httpMaxInputSize);
+      running.sagemaker = await listenHttp(handler, SAGEMAKER_ADDRESS, options.sagemakerPort);
       log.info(`Started Sagemaker HTTPService at ${SAGEMAKER_ADDRESS}:${running.sagemaker.port}`);
     }
     if (options.allowVertexAi) {
@@ -372,7 +373,7 @@ async function startWithRepositories(
         model,
         metrics: metricsHandler,
       });
-      running.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort, options.httpMaxInputSize);
+      running.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort);
       log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${running.vertexAi.port}`);
     }
   } catch (err) {
