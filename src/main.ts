@@ -16,6 +16,7 @@ import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
+import { removeAllOverrideFiles } from "./repository/override-files.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { RepositorySources } from "./repository/remote-repository.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
@@ -321,7 +322,10 @@ async function startWithRepositories(
       const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), options.exitTimeoutSecs * 1000)));
       const drained = await Promise.race([repository.unloadAll().then(() => true as const), timedOut]);
       clearTimeout(timer);
-      if (!drained) log.error("Exit timeout expired. Exiting immediately.");
+      if (!drained) {
+        log.error("Exit timeout expired. Exiting immediately.");
+        removeAllOverrideFiles(); // the models still loaded keep theirs otherwise
+      }
       else log.info("All models are stopped, unloading models");
       const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close(), running.sagemaker?.close(), running.vertexAi?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);

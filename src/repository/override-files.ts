@@ -89,6 +89,11 @@ export function checkOverrideBackend(name: string, backend: string, allowCode: b
  */
 export function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
   const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
+  liveRoots.add(root);
+  if (liveRoots.size === 1 && !exitHooked) {
+    exitHooked = true;
+    process.once("exit", removeAllOverrideFiles);
+  }
   const dir = join(root, name);
   const code = (err: unknown) => (err as { code?: string }).code ?? "error";
   try {
@@ -109,13 +114,30 @@ export function writeOverrideFiles(name: string, files: Record<string, Uint8Arra
       }
     }
   } catch (err) {
-    rmSync(root, { recursive: true, force: true });
+    removeRoot(root);
     throw err;
   }
   return dir;
 }
 
+/** The temporary folders of override files not yet removed, across all models. */
+const liveRoots = new Set<string>();
+let exitHooked = false;
+
+function removeRoot(root: string): void {
+  rmSync(root, { recursive: true, force: true });
+  liveRoots.delete(root);
+}
+
 /** Removes an override model folder and the temporary folder made for it. */
 export function removeOverrideFiles(dir: string): void {
-  rmSync(dirname(dir), { recursive: true, force: true });
+  removeRoot(dirname(dir));
+}
+
+/**
+ * Removes every override folder still on disk: at exit, however the process ends (a
+ * drain that timed out leaves models loaded), since they hold the clients' files.
+ */
+export function removeAllOverrideFiles(): void {
+  for (const root of [...liveRoots]) removeRoot(root);
 }
