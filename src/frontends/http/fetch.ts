@@ -13,11 +13,20 @@ const EMPTY = new Uint8Array(0);
 export const NO_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /**
- * The request's body, refused (Triton's 400 "Request JSON size ... exceeds") as soon as
- * more than `limit` bytes have come: a chunked body is never held whole past the limit.
+ * The request's body, refused (Triton's 400 "Request JSON size ... exceeds") when it
+ * declares more than `limit` bytes, or as soon as more than that have come: a chunked body
+ * is never held whole past the limit.
  * Bun.serve's own limit is set out of reach, because Bun answers it with an empty 413.
  */
 async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    // A declared length bounds the body; it is read whole with arrayBuffer(), even when
+    // empty: in an HTTP worker thread, a body left unread or read through a stream reader
+    // left Bun closing the keep-alive connection under the client's next request.
+    if (Number(declared) > limit) throw tooLarge(declared, limit);
+    return new Uint8Array(await request.arrayBuffer());
+  }
   if (!request.body) return EMPTY;
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
