@@ -16,6 +16,7 @@ import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
+import { removeAllOverrideFiles } from "./repository/override-files.ts";
 import { RepositoryPoller } from "./repository/poller.ts";
 import { RepositorySources } from "./repository/remote-repository.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
@@ -190,6 +191,7 @@ async function startWithRepositories(
       namespacing: options.modelNamespacing,
       rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
       loadRetryCount: options.modelLoadRetryCount,
+      allowModelCodeOverrides: options.allowModelCodeOverrides,
     },
     backends,
   );
@@ -216,7 +218,7 @@ async function startWithRepositories(
   );
   typescript.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
-  log.info(modelSummary(repository.index()));
+  log.infoLines(modelSummary(repository.index()));
   const failures = repository.failures();
   if (failures.length > 0 && options.exitOnError) {
     await repository.unloadAll();
@@ -255,7 +257,7 @@ async function startWithRepositories(
       server.onSuccess = metricsRegistry.observe;
       server.onFirstResponse = metricsRegistry.firstResponse;
       metricsHandler = createMetricsHandler(metricsRegistry);
-      running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort, 1024 * 1024);
+      running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort);
       running.addresses.metrics = o.metricsAddress;
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
     }
@@ -297,7 +299,7 @@ async function startWithRepositories(
               headerForwardPattern: o.httpHeaderForwardPattern,
               decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
             })
-          : await listenHttp(handler, o.httpAddress, o.httpPort, o.httpMaxInputSize, o.reuseHttpPort);
+          : await listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
       if (threads > 1) log.info(`HTTP frontend on ${threads} worker threads`);
       running.addresses.http = o.httpAddress;
       if (statusBoard) log.info(`Status page at http://${o.httpAddress}:${running.http.port}/nereid/status`);
@@ -320,7 +322,10 @@ async function startWithRepositories(
       const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), options.exitTimeoutSecs * 1000)));
       const drained = await Promise.race([repository.unloadAll().then(() => true as const), timedOut]);
       clearTimeout(timer);
-      if (!drained) log.error("Exit timeout expired. Exiting immediately.");
+      if (!drained) {
+        log.error("Exit timeout expired. Exiting immediately.");
+        removeAllOverrideFiles(); // the models still loaded keep theirs otherwise
+      }
       else log.info("All models are stopped, unloading models");
       const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close(), running.sagemaker?.close(), running.vertexAi?.close()]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
@@ -361,7 +366,7 @@ async function startWithRepositories(
     if (options.allowSagemaker) {
       const { sagemakerModel: model, sagemakerPingMode: pingMode, sagemakerInferenceType: inferenceType } = options;
       const handler = createSagemakerHandler(alternate(), { model, pingMode, inferenceType });
-      running.sagemaker = await listenHttp(handler, SAGEMAKER_ADDRESS, options.sagemakerPort, options.httpMaxInputSize);
+      running.sagemaker = await listenHttp(handler, SAGEMAKER_ADDRESS, options.sagemakerPort);
       log.info(`Started Sagemaker HTTPService at ${SAGEMAKER_ADDRESS}:${running.sagemaker.port}`);
     }
     if (options.allowVertexAi) {
@@ -372,7 +377,7 @@ async function startWithRepositories(
         model,
         metrics: metricsHandler,
       });
-      running.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort, options.httpMaxInputSize);
+      running.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort);
       log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${running.vertexAi.port}`);
     }
   } catch (err) {

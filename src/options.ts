@@ -60,6 +60,12 @@ export interface ServerOptions {
   traceConfig: Record<string, string | string[]>;
   /** `--allow-client-shm`: the shared-memory extension (off by default, as in Triton since 26.04). */
   allowClientShm: boolean;
+  /**
+   * `--allow-model-code-overrides`: a load's file and config overrides may bring code the
+   * server runs (TypeScript/JavaScript models, shared libraries, host paths in accelerator
+   * parameters); refused with INVALID_ARG otherwise (Nereid's own; off by default).
+   */
+  allowModelCodeOverrides: boolean;
   /** `--allow-status-page`: the live status page at /nereid/status on the HTTP port (Nereid's own; off by default). */
   allowStatusPage: boolean;
   /** `--max-queued-bytes`: input bytes all unanswered client requests may hold together (0: no bound). */
@@ -179,6 +185,7 @@ export function defaultOptions(): ServerOptions {
     allowGpuMetrics: true,
     metricsConfig: {},
     allowClientShm: false,
+    allowModelCodeOverrides: false,
     allowStatusPage: false,
     maxQueuedBytes: DEFAULT_MAX_QUEUED_BYTES,
     traceConfig: {},
@@ -499,6 +506,12 @@ const FLAGS: Record<string, FlagSpec> = {
     apply: (o, v) => (o.maxQueuedBytes = parseInt10("max-queued-bytes", v)),
   },
   "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
+  "allow-model-code-overrides": {
+    kind: "bool",
+    help:
+      "Let a model load's file and config overrides bring code that the server runs: TypeScript/JavaScript, Python or shared-library files, the typescript backend over uploaded files, accelerator parameters that name host files (Nereid's own; default false: refused with 400 / INVALID_ARGUMENT).",
+    apply: (o, v) => (o.allowModelCodeOverrides = parseBool("allow-model-code-overrides", v)),
+  },
   "allow-status-page": {
     kind: "bool",
     help: "Serve the live status page at /nereid/status and its data at /nereid/status.json on the HTTP port (Nereid's own; default false).",

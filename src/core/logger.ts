@@ -66,8 +66,26 @@ function stamp(level: LogLevel): string {
   return `${level}${pad(d.getMonth() + 1)}${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${micros}`;
 }
 
+/** C0 and C1 control characters, DEL, and Unicode's line and paragraph separators. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+const hex = (c: string, width: number) => c.charCodeAt(0).toString(16).padStart(width, "0");
+
+/**
+ * `text` with every control character written as an escape (`\n`, `\r`, `\t`, `\x1b`,
+ * `\u2028`), so that a string from a client (a sequence id, a model name, an error
+ * message) can neither start a forged log line nor send terminal escape codes. Every log
+ * message goes through it.
+ */
+export function escapeLogText(text: string): string {
+  CONTROL.lastIndex = 0;
+  if (!CONTROL.test(text)) return text;
+  return text.replace(CONTROL, (c) => NAMED[c] ?? (c.charCodeAt(0) < 0x100 ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`));
+}
+
 function write(level: LogLevel, where: string, msg: string): void {
-  sink(`${stamp(level)} ${process.pid} ${where}] ${msg}`);
+  sink(`${stamp(level)} ${process.pid} ${where}] ${escapeLogText(msg)}`);
 }
 
 /** A logger tagged with the path of the file that creates it (see the module comment). */
@@ -77,6 +95,11 @@ export function getLogger(where: string) {
     warn: (msg: string) => settings.warning && write("W", where, msg),
     error: (msg: string) => settings.error && write("E", where, msg),
     verbose: (level: number, msg: string) => settings.verbose >= level && write("I", where, msg),
+    /**
+     * An info entry over several lines, as Triton logs its model table: `lines` are the
+     * server's own layout, each one escaped (so a client's string in one cannot break it).
+     */
+    infoLines: (lines: readonly string[]) => settings.info && sink(`${stamp("I")} ${process.pid} ${where}] ${lines.map(escapeLogText).join("\n")}`),
   };
 }
 

@@ -15,6 +15,8 @@ export interface ModelLocation {
    * the repository path); "" otherwise.
    */
   namespace?: string;
+  /** The folder holds a load's file overrides: the client's files, not the operator's. */
+  clientFiles?: boolean;
 }
 
 /** A model's key in the repository manager: its name, or namespace and name under --model-namespacing. */

@@ -11,6 +11,8 @@ import { ServerError, unsupported, invalidArg } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
 import { listVersions, configPath, type ModelLocation } from "./layout.ts";
 import { warmUp } from "./warmup.ts";
+import { checkOverrideBackend } from "./override-files.ts";
+import { clientReason } from "./load-reason.ts";
 import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
@@ -33,6 +35,8 @@ export interface LoaderOptions {
   gpuCount: number;
   /** `--rate-limit=execution_count`: instances run when their rate_limiter resources are free. */
   rateLimiter?: RateLimiter;
+  /** `--allow-model-code-overrides`: a load's file overrides may be run as code. */
+  allowModelCodeOverrides?: boolean;
 }
 
 /** `instance`, running each batch only while the rate limiter has given it `claim`'s resources. */
@@ -109,6 +113,8 @@ export class ModelLoader {
         ? unsupported(`model '${name}': ${what} is not supported by this server`)
         : invalidArg(`unable to determine the backend of model '${name}': set 'backend' or 'platform' in config.pbtxt, or put a model file (e.g. model.onnx) in a version folder`);
     }
+    // Before auto-complete, which may already import the model file.
+    if (location.clientFiles) checkOverrideBackend(name, backend.name, this.#opts.allowModelCodeOverrides === true);
     config.backend ||= backend.name;
     if (!config.platform && backend.platform) config.platform = backend.platform;
     // As Triton's server side fills it for its known backends (AutoCompleteBackendFields),
@@ -171,9 +177,10 @@ export class ModelLoader {
     } catch (err) {
       for (const inst of instances) inst.close();
       backendModel?.close();
-      const reason = ServerError.from(err).message;
-      mv.transition("UNAVAILABLE", reason);
-      log.error(`failed to load '${name}' version ${version}: ${reason}`);
+      // The log has the whole message; clients see it without stack and server paths.
+      const message = ServerError.from(err).message;
+      mv.transition("UNAVAILABLE", clientReason(message, mv.modelDir, name));
+      log.error(`failed to load '${name}' version ${version}: ${message}`);
     }
   }
 

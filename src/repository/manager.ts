@@ -11,7 +11,8 @@ import { ServerError, notFound, unavailable, invalidArg } from "../core/errors.t
 import { ModelVersion, type ModelState } from "./model-version.ts";
 import { getLogger } from "../core/logger.ts";
 import { scanRepositories as scanFolders, listVersions, fingerprint, modelKey, type ModelLocation } from "./layout.ts";
-import { checkModelName, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
+import { clientReason } from "./load-reason.ts";
+import { checkModelName, checkOverride, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
 import { ensembleDecoupled, ensembleSteps, type ModelRunner, type ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
@@ -197,6 +198,7 @@ export class ModelRepositoryManager {
    */
   async loadModel(name: string, override?: LoadOverride): Promise<void> {
     checkModelName(name);
+    checkOverride(name, override?.config, override?.files, this.#opts.allowModelCodeOverrides === true);
     await this.#opts.refresh?.();
     const scan = this.#scan();
     const files = override?.files !== undefined && Object.keys(override.files).length > 0;
@@ -489,7 +491,7 @@ export class ModelRepositoryManager {
       // Triton builds the model from the overrides alone; the name need not be in a repository.
       if (!override.config) return [`failed to load '${name}': a config override is required with file overrides`];
       overrideDir = writeOverrideFiles(name, override.files);
-      location = { name, repository: "", dir: overrideDir };
+      location = { name, repository: "", dir: overrideDir, clientFiles: true };
     } else if (old?.overrideDir && !override?.config) {
       location = old.location; // keep serving from the override folder until a load replaces it
       overrideDir = old.overrideDir;
@@ -501,7 +503,9 @@ export class ModelRepositoryManager {
     try {
       resolved = await this.#loader.resolveConfig(location, override?.config);
     } catch (err) {
-      const failure = ServerError.from(err).message;
+      const message = ServerError.from(err).message;
+      const failure = clientReason(message, location.dir, name);
+      if (failure !== message) log.error(`failed to load '${name}': ${message}`); // the whole message, for the operator
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
       if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure });
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];

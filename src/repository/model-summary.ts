@@ -5,10 +5,18 @@
  * the version's state, followed by `: <reason>` when it has one.
  */
 import { printTable } from "../core/table-printer.ts";
+import { escapeLogText } from "../core/logger.ts";
 import type { IndexEntry } from "./manager.ts";
 
-/** The table's rows from the repository index: models never tried (explicit mode) are left out, as Triton does. */
+/**
+ * The table's rows from the repository index: models never tried (explicit mode) are left
+ * out, as Triton does. Cells are escaped for the log (a reason may quote a client's text).
+ */
 export function modelTableRows(index: readonly IndexEntry[]): string[][] {
+  return rawRows(index).map((r) => r.map(escapeLogText));
+}
+
+function rawRows(index: readonly IndexEntry[]): string[][] {
   const rows: string[][] = [];
   for (const e of index) {
     if (e.version === undefined) {
@@ -21,7 +29,7 @@ export function modelTableRows(index: readonly IndexEntry[]): string[][] {
   return rows;
 }
 
-/** The table as one log message (it starts with a newline, as Triton's does). */
-export function modelSummary(index: readonly IndexEntry[]): string {
-  return printTable(["Model", "Version", "Status"], modelTableRows(index));
+/** The table as the lines of one log message (the first is empty: it starts with a newline, as Triton's does). */
+export function modelSummary(index: readonly IndexEntry[]): string[] {
+  return printTable(["Model", "Version", "Status"], modelTableRows(index)).split("\n");
 }

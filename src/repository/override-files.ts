@@ -5,8 +5,34 @@
  */
 import { rmSync, mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname, resolve, sep } from "node:path";
+import { join, dirname, resolve, sep, basename } from "node:path";
 import { invalidArg } from "../core/errors.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
+
+/**
+ * What a load's overrides may not bring without `--allow-model-code-overrides=true`: the
+ * override files are the client's, and code among them would run as the server's user.
+ */
+const MODEL_CODE_FLAG = "--allow-model-code-overrides=true";
+
+/**
+ * File names that are code to some loader: JavaScript and TypeScript modules (the
+ * `typescript` backend imports them; Bun and Node load `.node` addons), Python (Triton's
+ * `python` backend) and shared libraries (custom backends, plugins, custom ops).
+ * Matched on the last path segment, in any case.
+ */
+const CODE_FILE = /\.(?:[cm]?[jt]s|[jt]sx|py[cdiowz]?|pyx|so(?:\.[0-9][0-9.]*)?|dylib|dll|node|wasm)$/i;
+
+/** Backends that run files of the model folder as code rather than read a graph from them. */
+const CODE_BACKENDS = new Set(["typescript", "python"]);
+
+/**
+ * Execution-accelerator and `session.*` parameter keys that name a file or folder the
+ * server would read, write or dlopen (ONNX Runtime's TensorRT provider loads
+ * `trt_extra_plugin_lib_paths`, writes `trt_engine_cache_path`), or hand it raw pointers
+ * (`user_compute_stream`): the operator's to set, not a client's.
+ */
+const HOST_PARAMETER = /path|dir|file|lib|plugin|cache|stream|alloc|free|pointer|handle/i;
 
 /**
  * A model name from a client must be one folder name, as in a repository: it becomes a
@@ -19,11 +45,55 @@ export function checkModelName(name: string): void {
 }
 
 /**
+ * Refuses a load override that would run code of the client's: file overrides named as
+ * code (after `..` and case are resolved), and accelerator or session parameters that name
+ * host files, libraries or pointers. INVALID_ARG unless `allowCode`.
+ */
+export function checkOverride(name: string, config: ModelConfig | undefined, files: Record<string, Uint8Array> | undefined, allowCode: boolean): void {
+  if (allowCode) return;
+  for (const rel of Object.keys(files ?? {})) {
+    const last = basename(resolve("/", rel.replace(/\\/g, "/")));
+    if (CODE_FILE.test(last)) {
+      throw invalidArg(`file override '${rel}' of model '${name}' is executable model code, refused unless the server runs with ${MODEL_CODE_FLAG}`);
+    }
+  }
+  if (!config) return;
+  const params: [string, string][] = Object.keys(config.parameters ?? {})
+    .filter((k) => k.startsWith("session."))
+    .map((k) => [k, "parameter"]);
+  const acc = (config.optimization as { execution_accelerators?: Record<string, { name?: string; parameters?: Record<string, unknown> }[] | undefined> } | undefined)
+    ?.execution_accelerators;
+  for (const list of Object.values(acc ?? {})) {
+    for (const a of list ?? []) for (const k of Object.keys(a.parameters ?? {})) params.push([k, `'${a.name}' accelerator parameter`]);
+  }
+  const host = params.find(([k]) => HOST_PARAMETER.test(k));
+  if (host) {
+    throw invalidArg(`config override of model '${name}': ${host[1]} '${host[0]}' names host files or memory, refused unless the server runs with ${MODEL_CODE_FLAG}`);
+  }
+}
+
+/**
+ * Refuses a backend that runs model-folder files as code for a model whose folder the
+ * client wrote (file overrides), unless `allowCode`: whatever the files are named, that
+ * backend would run them.
+ */
+export function checkOverrideBackend(name: string, backend: string, allowCode: boolean): void {
+  if (!allowCode && CODE_BACKENDS.has(backend)) {
+    throw invalidArg(`model '${name}': backend '${backend}' runs the model's files as code, and the file overrides are the client's; refused unless the server runs with ${MODEL_CODE_FLAG}`);
+  }
+}
+
+/**
  * Writes a load's `file:<path>` overrides into a fresh model folder `<tmp>/nereid-override-XXXX/<name>`;
  * paths may not leave it. Errors name the override, never a path of this machine.
  */
 export function writeOverrideFiles(name: string, files: Record<string, Uint8Array>): string {
   const root = mkdtempSync(join(tmpdir(), "nereid-override-"));
+  liveRoots.add(root);
+  if (liveRoots.size === 1 && !exitHooked) {
+    exitHooked = true;
+    process.once("exit", removeAllOverrideFiles);
+  }
   const dir = join(root, name);
   const code = (err: unknown) => (err as { code?: string }).code ?? "error";
   try {
@@ -44,13 +114,30 @@ export function writeOverrideFiles(name: string, files: Record<string, Uint8Arra
       }
     }
   } catch (err) {
-    rmSync(root, { recursive: true, force: true });
+    removeRoot(root);
     throw err;
   }
   return dir;
 }
 
+/** The temporary folders of override files not yet removed, across all models. */
+const liveRoots = new Set<string>();
+let exitHooked = false;
+
+function removeRoot(root: string): void {
+  rmSync(root, { recursive: true, force: true });
+  liveRoots.delete(root);
+}
+
 /** Removes an override model folder and the temporary folder made for it. */
 export function removeOverrideFiles(dir: string): void {
-  rmSync(dirname(dir), { recursive: true, force: true });
+  removeRoot(dirname(dir));
+}
+
+/**
+ * Removes every override folder still on disk: at exit, however the process ends (a
+ * drain that timed out leaves models loaded), since they hold the clients' files.
+ */
+export function removeAllOverrideFiles(): void {
+  for (const root of [...liveRoots]) removeRoot(root);
 }

@@ -66,6 +66,7 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "allow-cpu-metrics": ["false"],
   "max-queued-bytes": ["1048576"],
   "allow-client-shm": ["true", [], async (s) => expect((await get(s, "/v2/systemsharedmemory/status")).status).toBe(200)],
+  "allow-model-code-overrides": ["true", ["--model-control-mode=explicit"]],
   "allow-status-page": ["true", [], async (s) => expect((await get(s, "/nereid/status.json")).status).toBe(200)],
   "allow-gpu-metrics": ["false"],
   "http-restricted-api": ["model-repository:admin-key=secret", [], async (s) => expect((await fetch(`${s.url}/v2/repository/index`, { method: "POST" })).status).toBe(403)],

@@ -17,6 +17,13 @@ describe("parseArgs", () => {
     });
   });
 
+  it("keeps model code out of load overrides unless --allow-model-code-overrides=true (#29)", () => {
+    expect(run("--model-repository=/m").allowModelCodeOverrides).toBe(false);
+    expect(run("--model-repository=/m", "--allow-model-code-overrides=true").allowModelCodeOverrides).toBe(true);
+    expect(run("--model-repository=/m", "--allow-model-code-overrides=false").allowModelCodeOverrides).toBe(false);
+    expect(() => run("--model-repository=/m", "--allow-model-code-overrides=maybe")).toThrow("allow-model-code-overrides");
+  });
+
   it("accepts --flag=value and --flag value, repeats and backend configs", () => {
     const o = run("--model-repository", "/a", "--model-store=/b", "--http-port", "9000", "--allow-grpc=false",
       "--backend-config=onnxruntime,library=/x/libonnxruntime.so.1", "--backend-config=default-max-batch-size=8", "--id=nereid");

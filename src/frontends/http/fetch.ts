@@ -7,8 +7,55 @@ import { tooLarge } from "./body.ts";
 import type { HttpHandler } from "./routes.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
-/** A web Request as the handler reads it: method, path (no query string), headers and a body under a limit. */
-export function fromWebRequest(request: Request, signal?: AbortSignal): HttpRequest {
+const EMPTY = new Uint8Array(0);
+
+/** Bun.serve's maxRequestBodySize: out of reach, so that the handler's limit answers (readLimited). */
+export const NO_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The request's body, refused (Triton's 400 "Request JSON size ... exceeds") when it
+ * declares more than `limit` bytes, or as soon as more than that have come: a chunked body
+ * is never held whole past the limit.
+ * Bun.serve's own limit is set out of reach, because Bun answers it with an empty 413.
+ */
+async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    // A declared length bounds the body; it is read whole with arrayBuffer(), even when
+    // empty: in an HTTP worker thread, a body left unread or read through a stream reader
+    // left Bun closing the keep-alive connection under the client's next request.
+    if (Number(declared) > limit) throw tooLarge(declared, limit);
+    return new Uint8Array(await request.arrayBuffer());
+  }
+  if (!request.body) return EMPTY;
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(`more than ${limit}`, limit);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * A web Request as the handler reads it: method, path (no query string), headers and a
+ * body under a limit; `onBodyRead` is called once the body has come whole.
+ */
+export function fromWebRequest(request: Request, signal?: AbortSignal, onBodyRead?: () => void): HttpRequest {
   const url = request.url;
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   const q = url.indexOf("?", pathStart);
@@ -18,8 +65,8 @@ export function fromWebRequest(request: Request, signal?: AbortSignal): HttpRequ
     header: (name) => request.headers.get(name) ?? undefined,
     headers: () => request.headers.entries(),
     body: async (limit) => {
-      const buf = new Uint8Array(await request.arrayBuffer());
-      if (buf.byteLength > limit) throw tooLarge(buf.byteLength, limit);
+      const buf = await readLimited(request, limit);
+      onBodyRead?.();
       return buf;
     },
     // Bun.serve aborts request.signal when the client disconnects.
@@ -46,14 +93,49 @@ export function toWebResponse(r: HttpResponse, onCancel?: () => void): Response 
   return new Response(body, { status: r.status, headers: r.headers });
 }
 
+/**
+ * Bun.serve's idle timeout in seconds (its default): a connection with no bytes moving for
+ * this long is closed. It is set again after each answer, for the keep-alive wait.
+ */
+export const IDLE_TIMEOUT_SECS = 10;
+
+/** What Bun.serve hands its fetch beside the request: the per-request idle timeout. */
+export interface IdleTimeoutControl {
+  timeout(request: Request, seconds: number): void;
+}
+
+function setIdleTimeout(server: IdleTimeoutControl | undefined, request: Request, seconds: number): void {
+  try {
+    server?.timeout(request, seconds);
+  } catch {
+    // The client has gone: nothing is left to time out.
+  }
+}
+
+/**
+ * A Bun.serve fetch whose request is not cut by the idle timeout while the server works on
+ * it (#29 finding 10: a load, unload or inference over 10 s lost its answer): the timeout
+ * is off from when the body has come whole (a client still sending keeps it) until the
+ * answer is ready, then back to IDLE_TIMEOUT_SECS.
+ */
+export function holdingOpen(handle: (request: Request, onBodyRead: () => void) => Promise<Response>): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
+  return async (request, server) => {
+    try {
+      return await handle(request, () => setIdleTimeout(server, request, 0));
+    } finally {
+      setIdleTimeout(server, request, IDLE_TIMEOUT_SECS);
+    }
+  };
+}
+
 /** `handler` as a web fetch handler. The handler answers every error itself (Triton's JSON error bodies). */
-export function fetchHandler(handler: HttpHandler): (request: Request) => Promise<Response> {
-  return async (request) => {
+export function fetchHandler(handler: HttpHandler): (request: Request, onBodyRead?: () => void) => Promise<Response> {
+  return async (request, onBodyRead) => {
     // Aborted when the client goes away: while the request runs (Request.signal) or mid-stream (the body is cancelled).
     const controller = new AbortController();
     const abort = () => controller.abort();
     request.signal?.addEventListener("abort", abort, { once: true });
-    const r = await handler(fromWebRequest(request, controller.signal));
+    const r = await handler(fromWebRequest(request, controller.signal, onBodyRead));
     if (!r.stream) request.signal?.removeEventListener("abort", abort);
     return toWebResponse(r, abort);
   };

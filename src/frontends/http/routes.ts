@@ -12,6 +12,7 @@ import { handleGenerate } from "./generate.ts";
 import { readBody } from "./body.ts";
 import { checkJsonDepth } from "./json-parse.ts";
 import { statusRoute } from "./status-page.ts";
+import { changesState, crossOrigin } from "./cross-origin.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { StatusBoard } from "../../server/status-board.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
@@ -70,6 +71,8 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     // A bad escape is refused wherever it is, not only in the segments read as names.
     if (req.path.includes("%")) for (const p of parts) decodeSegment(p);
     const method = req.method;
+    const cross = changesState(method, parts) ? crossOrigin(req) : undefined;
+    if (cross) return errorResponse(403, `cross-origin request refused (${cross}): this request changes the server's state and may come only from a client that is not a browser, or a page of the server's own origin`);
     if (opts.restricted?.size) {
       const category = httpCategory(parts, method);
       const need = category && opts.restricted.get(category);

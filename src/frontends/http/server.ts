@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { tooLarge } from "./body.ts";
 import { errorResponse, type HttpHandler } from "./routes.ts";
-import { fetchHandler, toWebResponse } from "./fetch.ts";
+import { fetchHandler, holdingOpen, NO_BODY_LIMIT, toWebResponse, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import type { HttpRequest } from "./types.ts";
 
 export interface HttpListener {
@@ -18,8 +18,8 @@ const EMPTY = new Uint8Array(0);
 declare const Bun: typeof import("bun") | undefined;
 
 /** `reusePort` (--reuse-http-port): SO_REUSEPORT, so that several servers can listen on one port. */
-export async function listenHttp(handler: HttpHandler, address: string, port: number, maxInputSize: number, reusePort = false): Promise<HttpListener> {
-  if (typeof Bun !== "undefined") return listenBun(handler, address, port, maxInputSize, reusePort);
+export async function listenHttp(handler: HttpHandler, address: string, port: number, reusePort = false): Promise<HttpListener> {
+  if (typeof Bun !== "undefined") return listenBun(handler, address, port, reusePort);
   return listenNode(handler, address, port, reusePort);
 }
 
@@ -29,14 +29,15 @@ export function nodeHasReusePort(): boolean {
   return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
 }
 
-function listenBun(handler: HttpHandler, address: string, port: number, maxInputSize: number, reusePort: boolean): HttpListener {
+function listenBun(handler: HttpHandler, address: string, port: number, reusePort: boolean): HttpListener {
   const server = Bun!.serve({
     hostname: address,
     port,
     reusePort,
-    // Bun refuses larger bodies itself; keep its limit above ours so ours answers first.
-    maxRequestBodySize: maxInputSize + 1024 * 1024,
-    fetch: fetchHandler(handler),
+    // Bun would answer a body over its limit with an empty 413; the handler reads under --http-max-input-size itself.
+    maxRequestBodySize: NO_BODY_LIMIT,
+    idleTimeout: IDLE_TIMEOUT_SECS,
+    fetch: holdingOpen(fetchHandler(handler)),
     error(err: Error): Response {
       return toWebResponse(errorResponse(500, err.message));
     },

@@ -4,7 +4,7 @@
  * rest posted to the main thread. Started by workers.ts from a URL, and bundled into the
  * compiled binary as an entry point of its own (scripts/build.ts).
  */
-import { fromWebRequest } from "./fetch.ts";
+import { fromWebRequest, holdingOpen, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import { readBody, compressFor } from "./body.ts";
 import { httpStatus } from "./status.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
@@ -78,8 +78,9 @@ function start(c: WorkerConfig): void {
       hostname: c.address,
       port: c.port,
       reusePort: true,
-      maxRequestBodySize: c.maxInputSize + 1024 * 1024,
-      fetch: handle,
+      maxRequestBodySize: NO_BODY_LIMIT,
+      idleTimeout: IDLE_TIMEOUT_SECS,
+      fetch: holdingOpen(handle),
       error: (err: Error) => errorResponse({ code: "INTERNAL", message: err.message }),
     });
     post({ t: "listening", port: server.port ?? c.port });
@@ -104,7 +105,7 @@ function ask(id: number, m: FromWorker, transfer?: ArrayBuffer[]): Promise<Answe
   });
 }
 
-async function handle(request: Request): Promise<Response> {
+async function handle(request: Request, onBodyRead?: () => void): Promise<Response> {
   const controller = new AbortController();
   const id = nextId++;
   const cancel = () => {
@@ -112,7 +113,7 @@ async function handle(request: Request): Promise<Response> {
     post({ t: "cancel", id });
   };
   request.signal?.addEventListener("abort", cancel, { once: true });
-  const req = fromWebRequest(request, controller.signal);
+  const req = fromWebRequest(request, controller.signal, onBodyRead);
   let raw: Uint8Array | undefined;
   let bodyError: WireError | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {

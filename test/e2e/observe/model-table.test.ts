@@ -23,7 +23,9 @@ describe("start-up log", () => {
     try {
       const log = server.log();
       for (const m of ["nofile", "simple", "simple_identity"]) expect(log).toMatch(new RegExp(`\\] loading: ${m}:1\\n`));
-      const status = `UNAVAILABLE: unable to find '${repo.dir}/nofile/1/model.onnx' for model 'nofile'`;
+      // The table shows the reason as clients see it (no server paths, #29); the log line before it has the whole path.
+      expect(log).toContain(`failed to load 'nofile' version 1: unable to find '${repo.dir}/nofile/1/model.onnx' for model 'nofile'`);
+      const status = "UNAVAILABLE: unable to find 'nofile/1/model.onnx' for model 'nofile'";
       const w = status.length;
       const table = [
         `+-----------------+---------+-${"-".repeat(w)}-+`,

@@ -409,7 +409,10 @@ describe("typescript backend", () => {
     expect(entry("ts_import_fail").reason).toContain("model.ts");
     expect(entry("ts_init_fail").state).toBe("UNAVAILABLE");
     expect(entry("ts_init_fail").reason).toContain("initialize failed: Error: init exploded");
-    expect(entry("ts_init_fail").reason).toMatch(/\n\s+at /); // the stack
+    // Clients see the message without its stack or the server's paths (#29); the log has them.
+    expect(entry("ts_init_fail").reason).not.toMatch(/\n\s+at /);
+    expect(entry("ts_import_fail").reason).not.toContain(repo.dir);
+    expect(server.log()).toMatch(/initialize failed: Error: init exploded.*\\n\s+at /);
     expect(entry("ts_worker_init_fail").state).toBe("UNAVAILABLE");
     expect(entry("ts_worker_init_fail").reason).toContain("initialize failed (worker): Error: worker init exploded");
     expect(entry("py_model").state).toBe("UNAVAILABLE");

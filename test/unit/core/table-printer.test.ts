@@ -56,6 +56,12 @@ describe("model summary", () => {
       ["a", "2", "UNAVAILABLE: unloaded"],
       ["b", "-", "UNAVAILABLE: bad config"],
     ]);
-    expect(modelSummary([{ name: "a", version: "1", state: "READY" }])).toBe("\n+-------+---------+--------+\n| Model | Version | Status |\n+-------+---------+--------+\n| a     | 1       | READY  |\n+-------+---------+--------+\n");
+    expect(modelSummary([{ name: "a", version: "1", state: "READY" }]).join("\n")).toBe("\n+-------+---------+--------+\n| Model | Version | Status |\n+-------+---------+--------+\n| a     | 1       | READY  |\n+-------+---------+--------+\n");
+  });
+
+  it("escapes control characters in names and reasons, so that a cell cannot add a log line (#29)", () => {
+    expect(modelTableRows([{ name: "a\nE1122 forged", version: "1", state: "UNAVAILABLE", reason: "bad\r\n\u001b[31mred" }])).toEqual([
+      ["a\\nE1122 forged", "1", "UNAVAILABLE: bad\\r\\n\\x1b[31mred"],
+    ]);
   });
 });
