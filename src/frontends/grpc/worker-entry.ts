@@ -41,7 +41,8 @@ function receive(m: ToGrpcWorker): void {
       void stop();
       return;
     case "write":
-      streams.get(m.id)?.write(m.message);
+      // Acknowledged once grpc-js has sent it (HTTP/2 flow control allowing): the main thread's SendWindow.
+      streams.get(m.id)?.write(m.message, () => post({ t: "ack", id: m.id, count: 1 }));
       return;
     case "end": {
       const s = streams.get(m.id);

@@ -5,7 +5,9 @@
  * an InferenceRequest and back, so the main thread only runs the core. Every other RPC,
  * a ModelInfer the worker cannot convert (so that the main thread reports its errors in
  * Triton's order), and each ModelStreamInfer stream are relayed to the main thread's
- * handlers (service.ts, stream.ts), which answer them as on one thread.
+ * handlers (service.ts, stream.ts), which answer them as on one thread. The worker
+ * acknowledges each message written to a stream once grpc-js has sent it, and the main
+ * thread keeps at most a window of them unacknowledged (SendWindow).
  */
 import type { InferenceResponse } from "../../core/request.ts";
 import type { WireError, WorkerInfer } from "../worker-threads.ts";
@@ -46,4 +48,6 @@ export type FromGrpcWorker =
   | { t: "open"; id: number; metadata: WireMetadata }
   | { t: "data"; id: number; request: unknown }
   | { t: "halfClose"; id: number }
-  | { t: "cancel"; id: number };
+  | { t: "cancel"; id: number }
+  /** Stream `id` has sent `count` more of the messages written to it. */
+  | { t: "ack"; id: number; count: number };

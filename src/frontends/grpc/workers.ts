@@ -11,7 +11,7 @@ import { EventEmitter } from "node:events";
 import { Metadata, status, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { getLogger } from "../../core/logger.ts";
 import type { InferenceServer } from "../../server/server.ts";
-import { inferForWorker, startWorkers, WorkerThread } from "../worker-threads.ts";
+import { inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
 import { healthService, inferenceService } from "./service.ts";
 import type { GrpcListener, GrpcListenOptions } from "./server.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
@@ -48,24 +48,58 @@ class RelayedCall extends EventEmitter {
   }
 }
 
-/** A ModelStreamInfer stream a worker relayed: writes, the end and an error status go back to the worker. */
+/** About how many bytes a ModelStreamInfer response takes: its tensors' bytes, and a little for the rest. */
+function messageBytes(message: unknown): number {
+  const m = message as { error_message?: string; infer_response?: { raw_output_contents?: Uint8Array[] } };
+  let n = 256 + (m.error_message?.length ?? 0);
+  for (const c of m.infer_response?.raw_output_contents ?? []) n += c.byteLength;
+  return n;
+}
+
+/**
+ * A ModelStreamInfer stream a worker relayed: writes, the end and an error status go back
+ * to the worker. As grpc-js's own call does, write() returns false once the worker has
+ * not yet sent a window of messages (SendWindow), and 'drain' follows when it has, so
+ * stream.ts waits before it takes the next response.
+ */
 class RelayedStream extends RelayedCall {
   readonly #id: number;
   readonly #send: Send;
   readonly #done: () => void;
+  readonly #window = new SendWindow();
+  #draining = false;
   constructor(id: number, metadata: Metadata, send: Send, done: () => void) {
     super(undefined, metadata);
     this.#id = id;
     this.#send = send;
-    this.#done = done;
+    this.#done = () => {
+      this.#window.close();
+      done();
+    };
   }
   write(message: unknown): boolean {
+    const open = this.#window.sent(messageBytes(message));
     this.#send({ t: "write", id: this.#id, message });
-    return true;
+    if (!open && !this.#draining) {
+      this.#draining = true;
+      void this.#window.ready().then(() => {
+        this.#draining = false;
+        this.emit("drain");
+      });
+    }
+    return open;
+  }
+  /** The worker has sent `count` more messages. */
+  acked(count: number): void {
+    this.#window.acked(count);
   }
   end(): void {
     this.#done();
     this.#send({ t: "end", id: this.#id });
+  }
+  override cancel(): void {
+    this.#done();
+    super.cancel();
   }
   override emit(event: string | symbol, ...args: unknown[]): boolean {
     // stream.ts ends a call with an error status by emitting 'error' on it, as grpc-js does.
@@ -123,6 +157,9 @@ class GrpcFrontendWorker {
       case "halfClose":
         this.#streams.get(m.id)?.emit("end");
         return;
+      case "ack":
+        this.#streams.get(m.id)?.acked(m.count);
+        return;
     }
   }
 
@@ -162,10 +199,7 @@ class GrpcFrontendWorker {
     };
     const call = new RelayedStream(m.id, toMetadata(m.metadata), this.#send, done);
     this.#streams.set(m.id, call);
-    this.#cancels.set(m.id, () => {
-      done();
-      call.cancel();
-    });
+    this.#cancels.set(m.id, () => call.cancel());
     (this.#services.inference.ModelStreamInfer as Handler)(call);
   }
 }

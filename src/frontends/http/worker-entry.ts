@@ -4,7 +4,7 @@
  * rest posted to the main thread. Started by workers.ts from a URL, and bundled into the
  * compiled binary as an entry point of its own (scripts/build.ts).
  */
-import { fromWebRequest, holdingOpen, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS } from "./fetch.ts";
+import { fromWebRequest, toWebResponse, holdingOpen, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import { readBody, compressFor } from "./body.ts";
 import { httpStatus } from "./status.ts";
 import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
@@ -177,20 +177,15 @@ function forward(
           signal?.removeEventListener("abort", cancel);
           resolve(new Response(a.body ?? null, { status: a.status, headers: a.headers }));
         } else if (a.t === "head") {
-          // A streamed body (SSE). Its chunks may come in the same batch as the head, so the
-          // stream is made here, before the next message is read: start() runs at once.
-          const encoder = new TextEncoder();
-          const body = new ReadableStream<Uint8Array>({
-            start(controller) {
-              p.chunk = (data) => controller.enqueue(encoder.encode(data));
-              p.end = () => controller.close();
-            },
-            cancel() {
-              pending.delete(id);
-              cancel();
-            },
-          });
-          resolve(new Response(body, { status: a.status, headers: a.headers }));
+          // A streamed body (SSE). Its chunks may come in the same batch as the head, so
+          // they are taken here, before the next message is read.
+          const body = relayedBody(id, p);
+          const gone = () => {
+            pending.delete(id);
+            body.close();
+            cancel();
+          };
+          resolve(toWebResponse({ status: a.status, headers: a.headers, stream: body }, gone));
         } else {
           resolve(errorResponse({ code: "INTERNAL", message: `unexpected answer '${a.t}' to an HTTP request` }));
         }
@@ -199,4 +194,41 @@ function forward(
     pending.set(id, p);
     post(message, raw ? [raw.buffer as ArrayBuffer] : undefined);
   });
+}
+
+/**
+ * The chunks of request `id`'s streamed body as the main thread posts them, each
+ * acknowledged as the response takes it: Bun pulls the next chunk only once the socket
+ * has taken the last, so the main thread (SendWindow) holds back the stream's producer
+ * while the client does not read.
+ */
+function relayedBody(id: number, p: Pending): AsyncIterable<string> & { close(): void } {
+  const queue: string[] = [];
+  let ended = false;
+  // Resolves the iterator's wait for a chunk (a resolved promise ignores more calls).
+  let wake = () => {};
+  p.chunk = (data) => {
+    queue.push(data);
+    wake();
+  };
+  p.end = () => {
+    ended = true;
+    wake();
+  };
+  return {
+    close: () => {
+      queue.length = 0;
+      p.end!();
+    },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const data = queue.shift();
+        if (data !== undefined) {
+          post({ t: "ack", id, count: 1 });
+          yield data;
+        } else if (ended) return;
+        else await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+  };
 }

@@ -6,7 +6,9 @@
  * and posts the InferenceResponse back for the worker to encode. Every other request,
  * and an inference request whose body the worker cannot decode (so that the main
  * thread reports its errors in Triton's order), is posted whole and answered by the
- * main thread's handler (routes.ts), a streamed body chunk by chunk.
+ * main thread's handler (routes.ts), a streamed body chunk by chunk: the worker
+ * acknowledges each chunk once its response has taken it for the socket, and the main
+ * thread keeps at most a window of them unacknowledged (SendWindow).
  */
 import type { WireError } from "../worker-threads.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
@@ -47,4 +49,6 @@ export type FromWorker =
       /** Why the worker could not read the body (too large): the main thread's read fails the same way. */
       bodyError?: WireError;
     }
-  | { t: "cancel"; id: number };
+  | { t: "cancel"; id: number }
+  /** The response of request `id` has taken `count` more of its chunks. */
+  | { t: "ack"; id: number; count: number };

@@ -15,7 +15,7 @@ import type { HttpHandler } from "./routes.ts";
 import type { HttpListener } from "./server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { inferForWorker, startWorkers, WorkerThread } from "../worker-threads.ts";
+import { inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
 
 const log = getLogger("src/frontends/http/workers.ts");
 const EMPTY = new Uint8Array(0);
@@ -33,6 +33,8 @@ class FrontendWorker {
   readonly #server: InferenceServer;
   readonly #handler: HttpHandler;
   readonly #running = new Map<number, AbortController>();
+  /** The flow control of each streamed body being relayed, by request id. */
+  readonly #windows = new Map<number, SendWindow>();
 
   constructor(server: InferenceServer, handler: HttpHandler) {
     this.#server = server;
@@ -56,6 +58,9 @@ class FrontendWorker {
     switch (m.t) {
       case "cancel":
         this.#running.get(m.id)?.abort();
+        return;
+      case "ack":
+        this.#windows.get(m.id)?.acked(m.count);
         return;
       case "infer":
         void this.#infer(m);
@@ -108,13 +113,23 @@ class FrontendWorker {
       return;
     }
     this.#send({ t: "head", id: m.id, status: r.status, headers: r.headers });
+    // The next chunk is pulled only while the worker's window is open, as the one-thread
+    // listener pulls it only once the socket has drained.
+    const window = new SendWindow();
+    this.#windows.set(m.id, window);
     const it = r.stream[Symbol.asyncIterator]();
-    const stop = () => void it.return?.();
+    const stop = () => {
+      window.close();
+      void it.return?.();
+    };
     signal.addEventListener("abort", stop, { once: true });
     try {
       for (;;) {
+        if (!window.open) await window.ready();
+        if (signal.aborted) break;
         const next = await it.next();
         if (next.done || signal.aborted) break;
+        window.sent(next.value.length);
         this.#send({ t: "chunk", id: m.id, data: next.value });
       }
     } catch (err) {
@@ -122,6 +137,7 @@ class FrontendWorker {
     } finally {
       signal.removeEventListener("abort", stop);
       this.#running.delete(m.id);
+      this.#windows.delete(m.id);
       this.#send({ t: "end", id: m.id });
     }
   }
