@@ -64,6 +64,30 @@ function injectorHttp2Server(server: Server): EventEmitter {
   return h2;
 }
 
+/**
+ * Streams a client may reset at once, and then per second, before its connection is closed
+ * with ENHANCE_YOUR_CALM (the HTTP/2 Rapid Reset guard, CVE-2023-44487; it counts streams
+ * reset while the server still serves them). The runtimes' defaults are nghttp2's, 1,000
+ * and 33/s: a client that cancelled 1,200 calls in a row (deadlines expiring under load
+ * do the same) lost its connection and every call on it (#29). A larger burst lets such a
+ * run of cancels through; the rate stays low, so that a flood, which one connection can
+ * push at the rate the server takes streams in (about 1,400 a second on a 2-core VM), is
+ * still cut off after about 10,000 streams.
+ */
+const STREAM_RESET_BURST = 10_000;
+const STREAM_RESET_RATE = 100;
+
+/**
+ * Sets the reset guard's bucket on the HTTP/2 server grpc-js made, which passes no such
+ * option itself. Bun reads it for each new session from the server's options (its
+ * `::bunnetserveroptions::` symbol); under Node the defaults stay.
+ */
+function widenResetGuard(h2: EventEmitter): void {
+  const options = (h2 as unknown as Record<symbol, unknown>)[Symbol.for("::bunnetserveroptions::")];
+  if (typeof Bun !== "undefined" && (typeof options !== "object" || options === null)) throw new Error("Bun's HTTP/2 server no longer keeps its options under '::bunnetserveroptions::'; src/frontends/grpc/server.ts needs updating");
+  if (typeof options === "object" && options !== null) Object.assign(options, { streamResetBurst: STREAM_RESET_BURST, streamResetRate: STREAM_RESET_RATE });
+}
+
 /** GRPCInferenceService and Health over `core`, on the calling thread. */
 export function listenGrpc(core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
   return listenGrpcServices({ inference: inferenceService(core, opts), health: healthService(core) }, opts);
@@ -94,6 +118,7 @@ export async function listenGrpcServices(services: GrpcServices, opts: GrpcListe
     : ServerCredentials.createInsecure();
   const injector = server.createConnectionInjector(credentials);
   const sessions = injectorHttp2Server(server);
+  widenResetGuard(sessions);
   if (opts.reusePort && typeof Bun === "undefined" && !nodeHasReusePort()) throw new Error(`--reuse-grpc-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
   const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, maxConnectionsFlag: opts.maxConnectionsFlag, handshakeTimeoutMs: opts.handshakeTimeoutMs, tls: !!opts.tls }, injector, sessions, opts.reusePort);
   return {
