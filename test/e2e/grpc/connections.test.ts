@@ -294,6 +294,14 @@ describe("gRPC connection limit: the binary", () => {
     const t = await binary(SHORT);
     await timeoutsClose(t.port, t.server.url);
   }, 60_000);
+
+  it("with TLS, closes a TLS handshake that stalls after its first bytes after --grpc-handshake-timeout-secs", async () => {
+    const t = await binary([...SHORT, ...TLS_FLAGS()], tlsCreds());
+    const stalled = hold(await rawConnection(t.port, STALLED_CLIENT_HELLO));
+    await within(stalled.closed, 30_000, "stalled TLS handshake closed by the server");
+    expect(stalled.received).toBe(0);
+    expect(await inferSimple(t.grpc, t.creds)).toEqual(OUTPUT);
+  }, 60_000);
 });
 
 describe("gRPC connection limit: in-process under Node", () => {
