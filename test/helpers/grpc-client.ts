@@ -2,7 +2,7 @@
  * A grpc-js client for tests, built from the same proto files as the server
  * (proto/*.proto through src/frontends/grpc/protos.ts), calling with plain objects.
  */
-import { Client, credentials, makeGenericClientConstructor, type ServiceError, type Metadata } from "@grpc/grpc-js";
+import { Client, credentials, makeGenericClientConstructor, type ChannelCredentials, type ServiceError, type Metadata } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 
 export type Call = (request: object) => Promise<any>;
@@ -14,6 +14,38 @@ export function inferenceClient(target: string) {
   const call = (name: string): Call => (req) =>
     new Promise((resolve, reject) => client[name]!.call(client, req, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
   return { client, call };
+}
+
+/**
+ * One ModelInfer call to the `simple` model (INPUT0 0..15, INPUT1 all 5) on a client of its
+ * own, closed afterwards; resolves with OUTPUT0 (INPUT0 + 5), rejects with the call's error.
+ */
+export function inferSimple(target: string, creds: ChannelCredentials = credentials.createInsecure(), deadlineMs = 10_000): Promise<number[]> {
+  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+  // A connection of its own, not one another client in this process already holds.
+  const client = new Ctor(target, creds, { "grpc.use_local_subchannel_pool": 1 }) as Client & Record<string, (req: object, opts: object, cb: (err: ServiceError | null, res: any) => void) => void>;
+  return new Promise((resolve, reject) =>
+    client.ModelInfer!(SIMPLE_REQUEST, { deadline: Date.now() + deadlineMs }, (err, res) => {
+      client.close();
+      if (err) return reject(err);
+      resolve(simpleOutput(res));
+    }),
+  );
+}
+
+/** The request inferSimple sends, and the OUTPUT0 of its response. */
+export const SIMPLE_REQUEST = {
+  model_name: "simple",
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+  ],
+  raw_input_contents: [Buffer.from(new Int32Array(Array.from({ length: 16 }, (_, i) => i)).buffer), Buffer.from(new Int32Array(16).fill(5).buffer)],
+};
+
+export function simpleOutput(res: { raw_output_contents: Uint8Array[] }): number[] {
+  const b = Buffer.from(res.raw_output_contents[0]!);
+  return [...new Int32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))];
 }
 
 export function healthClient(target: string) {

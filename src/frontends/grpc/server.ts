@@ -4,6 +4,7 @@
  * age settings, an idle timeout, the connection limits of listener.ts, and TLS or mutual
  * TLS from the certificate flags.
  */
+import { EventEmitter } from "node:events";
 import { Server, ServerCredentials, type ServerOptions, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { serviceDefinition } from "./protos.ts";
 import { listenTcp } from "./listener.ts";
@@ -25,6 +26,8 @@ export interface GrpcListenOptions extends GrpcServiceOptions {
   maxConnectionAgeGraceMs: number;
   /** 0: no limit. */
   maxConnections: number;
+  /** --grpc-max-connections where maxConnections is a worker thread's share of it (workers.ts). */
+  maxConnectionsFlag?: number;
   handshakeTimeoutMs: number;
   /** Close connections with no call for this long; 0: never. */
   idleTimeoutMs: number;
@@ -45,6 +48,44 @@ const INT32_MAX = 2 ** 31 - 1;
 export interface GrpcServices {
   inference: UntypedServiceImplementation;
   health: UntypedServiceImplementation;
+}
+
+/**
+ * The HTTP/2 server grpc-js made for our connection injector (the only one: the server
+ * never binds a port itself), whose 'session' events the listener follows to tell
+ * connections with calls from idle ones. grpc-js does not expose it, so this reads its
+ * `http2Servers` map and fails loudly at start-up should a grpc-js update change that.
+ */
+function injectorHttp2Server(server: Server): EventEmitter {
+  const servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  const found = servers instanceof Map ? [...servers.keys()] : [];
+  const h2 = found.length === 1 ? found[0] : undefined;
+  if (!(h2 instanceof EventEmitter)) throw new Error("@grpc/grpc-js no longer keeps its HTTP/2 servers in 'http2Servers'; src/frontends/grpc/server.ts needs updating");
+  return h2;
+}
+
+/**
+ * Streams a client may reset at once, and then per second, before its connection is closed
+ * with ENHANCE_YOUR_CALM (the HTTP/2 Rapid Reset guard, CVE-2023-44487; it counts streams
+ * reset while the server still serves them). The runtimes' defaults are nghttp2's, 1,000
+ * and 33/s: a client that cancelled 1,200 calls in a row (deadlines expiring under load
+ * do the same) lost its connection and every call on it (#29). A larger burst lets such a
+ * run of cancels through; the rate stays low, so that a flood, which one connection can
+ * push at the rate the server takes streams in (about 1,400 a second on a 2-core VM), is
+ * still cut off after about 10,000 streams.
+ */
+const STREAM_RESET_BURST = 10_000;
+const STREAM_RESET_RATE = 100;
+
+/**
+ * Sets the reset guard's bucket on the HTTP/2 server grpc-js made, which passes no such
+ * option itself. Bun reads it for each new session from the server's options (its
+ * `::bunnetserveroptions::` symbol); under Node the defaults stay.
+ */
+function widenResetGuard(h2: EventEmitter): void {
+  const options = (h2 as unknown as Record<symbol, unknown>)[Symbol.for("::bunnetserveroptions::")];
+  if (typeof Bun !== "undefined" && (typeof options !== "object" || options === null)) throw new Error("Bun's HTTP/2 server no longer keeps its options under '::bunnetserveroptions::'; src/frontends/grpc/server.ts needs updating");
+  if (typeof options === "object" && options !== null) Object.assign(options, { streamResetBurst: STREAM_RESET_BURST, streamResetRate: STREAM_RESET_RATE });
 }
 
 /** GRPCInferenceService and Health over `core`, on the calling thread. */
@@ -76,8 +117,10 @@ export async function listenGrpcServices(services: GrpcServices, opts: GrpcListe
     ? ServerCredentials.createSsl(opts.tls.root, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], opts.tls.mutual)
     : ServerCredentials.createInsecure();
   const injector = server.createConnectionInjector(credentials);
+  const sessions = injectorHttp2Server(server);
+  widenResetGuard(sessions);
   if (opts.reusePort && typeof Bun === "undefined" && !nodeHasReusePort()) throw new Error(`--reuse-grpc-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
-  const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, handshakeTimeoutMs: opts.handshakeTimeoutMs }, injector, opts.reusePort);
+  const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, maxConnectionsFlag: opts.maxConnectionsFlag, handshakeTimeoutMs: opts.handshakeTimeoutMs, tls: !!opts.tls }, injector, sessions, opts.reusePort);
   return {
     port: tcp.port,
     close: () =>

@@ -206,11 +206,12 @@ class GrpcFrontendWorker {
 
 /**
  * Starts `count` worker threads serving gRPC on opts' address and port. Each worker
- * enforces --grpc-max-connections on its own share: the limit divided among them.
+ * enforces --grpc-max-connections on its own share: the limit divided among them; at its
+ * share a worker makes room for a new connection as one listener does (listener.ts).
  */
 export function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
   const services = { inference: inferenceService(core, opts), health: healthService(core) };
-  const listen: GrpcListenOptions = { ...opts, maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0 };
+  const listen: GrpcListenOptions = { ...opts, maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0, maxConnectionsFlag: opts.maxConnections };
   return startWorkers(
     count,
     () => {

@@ -1,25 +1,48 @@
 /**
- * Idle and excess gRPC connections cannot exhaust the server (issue #14): with
- * --grpc-max-connections=50, connections beyond 50 are closed at once, connections that do
- * not complete the HTTP/2 handshake or stay without calls are closed after their timeouts,
- * and HTTP keeps answering meanwhile. One scenario, run against the binary (Bun) and
- * in-process under Node. Loopback only; no assertion on timing beyond generous waits.
+ * Idle and excess gRPC connections cannot exhaust the server (issues #14 and #29), with
+ * --grpc-max-connections=50:
+ * - connections that do not complete the HTTP/2 handshake or stay without calls are closed
+ *   after their timeouts, and HTTP keeps answering meanwhile;
+ * - at the limit a new client wins against connections that have not sent the preface, TLS
+ *   handshakes that stall, and HTTP/2 connections without a call (closed with a GOAWAY),
+ *   oldest or idle longest first, so a real client gets its answer while 100 such
+ *   connections are open, long before their timeouts (120 s here);
+ * - a connection with a call in flight is never closed to make room; when every connection
+ *   has one, the new client is refused.
+ * Run against the binary (Bun), the binary with the gRPC frontend on two worker threads
+ * (each enforcing its share of the limit), and in-process under Node. Loopback only.
  */
-import { describe, it, expect, afterAll } from "vitest";
+import { describe, it, expect, afterEach, beforeAll, afterAll } from "vitest";
 import { connect, type Socket } from "node:net";
+import { connect as http2Connect, type ClientHttp2Session } from "node:http2";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { credentials, makeGenericClientConstructor, type ChannelCredentials, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
-import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { inferSimple, simpleOutput, SIMPLE_REQUEST } from "../../helpers/grpc-client.ts";
+import { certificateMaker } from "../../helpers/tls-certs.ts";
+import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 import { startServer, type RunningServer } from "../../../src/main.ts";
 import { defaultOptions } from "../../../src/options.ts";
 import { configureLog } from "../../../src/core/logger.ts";
 
 const LIMIT = 50;
-const TIMEOUT_SECS = 5; // handshake and idle timeouts alike
-const FLAGS = [`--grpc-max-connections=${LIMIT}`, `--grpc-handshake-timeout-secs=${TIMEOUT_SECS}`, `--grpc-idle-timeout-secs=${TIMEOUT_SECS}`];
+/** Connections a test holds beyond the limit. */
+const EXTRA = 50;
+const SHORT_TIMEOUT_SECS = 5; // handshake and idle timeouts where the test waits for them
+const LONG_TIMEOUT_SECS = 120; // where a client must get in long before them
+const SHORT = [`--grpc-max-connections=${LIMIT}`, `--grpc-handshake-timeout-secs=${SHORT_TIMEOUT_SECS}`, `--grpc-idle-timeout-secs=${SHORT_TIMEOUT_SECS}`];
+const LONG = [`--grpc-max-connections=${LIMIT}`, `--grpc-handshake-timeout-secs=${LONG_TIMEOUT_SECS}`, `--grpc-idle-timeout-secs=${LONG_TIMEOUT_SECS}`];
+/** The deadline of the client that must get in: far below the timeouts of LONG. */
+const CLIENT_DEADLINE_MS = 20_000;
+const OUTPUT = Array.from({ length: 16 }, (_, i) => i + 5);
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const EMPTY_SETTINGS = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+/** The start of a TLS ClientHello whose record says 512 bytes follow; they never do. */
+const STALLED_CLIENT_HELLO = Buffer.concat([Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]), Buffer.alloc(32)]);
 
 interface Raw {
   socket: Socket;
@@ -42,74 +65,249 @@ async function rawConnection(port: number, bytes?: Buffer): Promise<Raw> {
   return raw;
 }
 
+interface Idle {
+  session: ClientHttp2Session;
+  goaway: boolean;
+}
+
+/** An HTTP/2 connection that completes its handshake (preface and SETTINGS both ways) and then sends nothing. */
+async function idleSession(port: number): Promise<Idle> {
+  const session = http2Connect(`http://127.0.0.1:${port}`);
+  const idle: Idle = { session, goaway: false };
+  session.on("error", () => {});
+  session.on("goaway", () => (idle.goaway = true));
+  await new Promise<void>((resolve, reject) => {
+    session.once("remoteSettings", () => resolve());
+    session.once("close", () => reject(new Error("idle session closed before the server's SETTINGS")));
+  });
+  return idle;
+}
+
 const within = <T>(p: Promise<T>, ms: number, what: string) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
 
-async function simpleInfer(target: string, deadlineMs: number): Promise<number[]> {
-  const { client, call } = inferenceClient(target);
-  const a = new Uint8Array(Int32Array.from({ length: 16 }, (_, i) => i).buffer);
-  try {
-    const r = await Promise.race([
-      call("ModelInfer")({ model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [a, a] }),
-      new Promise<never>((_, reject) => setTimeout(() => reject(Object.assign(new Error("deadline"), { code: 4 })), deadlineMs)),
-    ]);
-    return [...new Int32Array(new Uint8Array(r.raw_output_contents[0]).buffer)];
-  } finally {
-    client.close();
-  }
+/** Resolves once `count()` reaches `n` (checked every 20 ms). */
+const reaches = (count: () => number, n: number, what: string) =>
+  within(
+    new Promise<void>((resolve) => {
+      const check = () => (count() >= n ? resolve() : setTimeout(check, 20));
+      check();
+    }),
+    15_000,
+    what,
+  );
+
+/** A ModelStreamInfer stream on a connection of its own: a call in flight for as long as it is open. */
+async function openStream(target: string, creds: ChannelCredentials) {
+  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+  const client = new Ctor(target, creds, { "grpc.use_local_subchannel_pool": 1 }) as unknown as Client & { ModelStreamInfer(): ClientDuplexStream<object, any> };
+  const call = client.ModelStreamInfer();
+  const answers: Array<(r: any) => void> = [];
+  let failure: Error | undefined;
+  call.on("data", (r) => answers.shift()?.(r));
+  call.on("error", (e: Error) => (failure = e));
+  const ended = new Promise<void>((resolve) => call.on("status", () => resolve()));
+  const stream = {
+    /** Sends a request for `simple` and resolves with the answer's OUTPUT0. */
+    infer: () =>
+      within(
+        new Promise<number[]>((resolve, reject) => {
+          if (failure) return reject(failure);
+          answers.push((r) => (r.error_message ? reject(new Error(r.error_message)) : resolve(simpleOutput(r.infer_response))));
+          call.write(SIMPLE_REQUEST);
+        }),
+        10_000,
+        "answer on the open stream",
+      ),
+    failed: () => failure,
+    /** Half-closes the stream and waits for its status: the call is over. */
+    end: async () => {
+      call.end();
+      await within(ended, 10_000, "stream status");
+    },
+    close: () => {
+      call.cancel();
+      client.close();
+    },
+  };
+  expect(await stream.infer()).toEqual(OUTPUT); // the call is open on the server
+  return stream;
 }
 
-/** The scenario; `grpcPort` has the limits above, `httpUrl` is the same server's HTTP. */
-async function exhaustAndRecover(grpcPort: number, httpUrl: string) {
+type Stream = Awaited<ReturnType<typeof openStream>>;
+
+/** Servers and connections a test opened, closed after it. */
+const opened: Array<{ close(): unknown }> = [];
+afterEach(async () => {
+  for (const o of opened.splice(0).reverse()) await o.close();
+});
+function hold<T extends Raw | Idle | Stream>(x: T): T {
+  opened.push({ close: () => ("socket" in x ? x.socket.destroy() : "session" in x ? x.session.destroy() : x.close()) });
+  return x;
+}
+
+interface Target {
+  /** host:port of gRPC, and the port alone. */
+  grpc: string;
+  port: number;
+  creds: ChannelCredentials;
+  /**
+   * Whether which connection the server closes is known exactly: with one listener, and
+   * without TLS (where a silent connection's stage depends on when its bytes are read).
+   */
+  exact: boolean;
+}
+
+/**
+ * LIMIT + EXTRA connections that send `bytes` (nothing, or a stalled TLS handshake) after a
+ * stream with a call in flight: the server closes the oldest silent ones to stay at the
+ * limit, a real client gets its answer, and the stream is untouched.
+ */
+async function silentConnections(t: Target, bytes?: Buffer) {
+  const stream = hold(await openStream(t.grpc, t.creds));
   const held: Raw[] = [];
-  try {
-    for (let i = 0; i < LIMIT - 2; i++) held.push(await rawConnection(grpcPort));
-    held.push(await rawConnection(grpcPort, PREFACE.subarray(0, 10))); // a handshake that never completes
-    const handshaken = await rawConnection(grpcPort, Buffer.concat([PREFACE, EMPTY_SETTINGS])); // then no call
-    held.push(handshaken);
-    // The server answers the handshake with its own SETTINGS: that connection reached grpc-js.
-    await within(new Promise<void>((resolve) => (handshaken.received > 0 ? resolve() : handshaken.socket.once("data", () => resolve()))), 3000, "server SETTINGS");
+  for (let i = 0; i < LIMIT + EXTRA; i++) held.push(hold(await rawConnection(t.port, bytes)));
+  const closed = () => held.filter((r) => r.socket.closed).length;
+  // 1 + LIMIT + EXTRA connections, LIMIT kept: the rest are closed, silent ones all.
+  await reaches(closed, EXTRA + 1, "silent connections closed to stay at the limit");
+  if (t.exact) expect(held.map((r) => r.socket.closed)).toEqual(held.map((_, i) => i <= EXTRA)); // the oldest first
+  expect(held.every((r) => r.received === 0)).toBe(true);
 
-    // Connection 51: closed at once without a byte, though it sends a proper preface.
-    const extra = await rawConnection(grpcPort, Buffer.concat([PREFACE, EMPTY_SETTINGS]));
-    await within(extra.closed, 3000, "connection beyond the limit closed");
-    expect(extra.received).toBe(0);
-    // A real client is refused too, while HTTP keeps answering.
-    const refused = await simpleInfer(`127.0.0.1:${grpcPort}`, 3000).then(() => undefined, (e: { code: number }) => e.code);
-    expect([14, 4]).toContain(refused); // UNAVAILABLE, or our deadline
-    expect((await fetch(`${httpUrl}/v2/health/ready`)).status).toBe(200);
-    expect(held.filter((r) => r.socket.closed)).toHaveLength(0);
-
-    // Every held connection is closed by the server after its timeout...
-    await within(Promise.all(held.map((r) => r.closed)), 30_000, "held connections closed by the server");
-    // ...and gRPC serves again.
-    expect(await simpleInfer(`127.0.0.1:${grpcPort}`, 10_000)).toEqual(Array.from({ length: 16 }, (_, i) => 2 * i));
-  } finally {
-    for (const r of held) r.socket.destroy();
+  expect(await inferSimple(t.grpc, t.creds, CLIENT_DEADLINE_MS)).toEqual(OUTPUT);
+  if (t.exact) {
+    await within(held[EXTRA + 1]!.closed, 5000, "the next oldest silent connection closed for the client");
+    expect(closed()).toBe(EXTRA + 2);
   }
+  expect(await stream.infer()).toEqual(OUTPUT);
+  expect(stream.failed()).toBeUndefined();
 }
 
-describe("gRPC connection limits", () => {
-  let server: ServerProcess | undefined;
-  let running: RunningServer | undefined;
-  let repo: ReturnType<typeof makeRepository> | undefined;
-  afterAll(async () => {
-    await server?.stop();
-    await running?.shutdown();
-    repo?.remove();
-  });
+/**
+ * LIMIT + EXTRA HTTP/2 connections without a call after a stream with one: the server
+ * closes those idle longest with a GOAWAY to stay at the limit, a real client gets its
+ * answer, and the stream is untouched.
+ */
+async function idleConnections(t: Target) {
+  const stream = hold(await openStream(t.grpc, t.creds));
+  const idle: Idle[] = [];
+  for (let i = 0; i < LIMIT + EXTRA; i++) idle.push(hold(await idleSession(t.port)));
+  const gone = () => idle.filter((s) => s.goaway).length;
+  await reaches(gone, EXTRA + 1, "idle connections sent a GOAWAY to stay at the limit");
+  if (t.exact) expect(idle.map((s) => s.goaway)).toEqual(idle.map((_, i) => i <= EXTRA)); // idle longest first
+  // They are closed, not left open.
+  await within(Promise.all(idle.filter((s) => s.goaway).map((s) => (s.session.closed ? undefined : new Promise((r) => s.session.once("close", r))))), 10_000, "closed after the GOAWAY");
 
-  it("the binary closes connections beyond --grpc-max-connections at once and silent or idle ones after the timeouts", async () => {
-    repo ??= makeRepository(["simple"]);
-    server = await startServerProcess([`--model-repository=${repo.dir}`, ...FLAGS]);
-    await exhaustAndRecover(Number(server.grpcTarget!.split(":")[1]), server.url);
-    expect(server.log()).toContain(`gRPC connection limit reached (--grpc-max-connections=${LIMIT}); closing new connections`);
+  expect(await inferSimple(t.grpc, t.creds, CLIENT_DEADLINE_MS)).toEqual(OUTPUT);
+  if (t.exact) {
+    await reaches(gone, EXTRA + 2, "the next idle connection sent a GOAWAY for the client");
+    expect(idle[EXTRA + 1]!.goaway).toBe(true);
+  }
+  expect(await stream.infer()).toEqual(OUTPUT);
+  expect(stream.failed()).toBeUndefined();
+}
+
+/** LIMIT connections each with a call in flight: a new client is refused, none is closed; once one call ends, the client gets in. */
+async function everyConnectionBusy(t: Target) {
+  const streams: Stream[] = [];
+  for (let i = 0; i < LIMIT; i++) streams.push(hold(await openStream(t.grpc, t.creds)));
+  const refused = await inferSimple(t.grpc, t.creds, 3000).then(
+    () => undefined,
+    (e: { code: number }) => e.code,
+  );
+  expect([14, 4]).toContain(refused); // UNAVAILABLE, or the deadline
+  for (const s of streams) expect(await s.infer()).toEqual(OUTPUT);
+
+  await streams[0]!.end();
+  expect(await inferSimple(t.grpc, t.creds, CLIENT_DEADLINE_MS)).toEqual(OUTPUT);
+  for (const s of streams.slice(1)) expect(await s.infer()).toEqual(OUTPUT);
+  expect(streams.map((s) => s.failed())).toEqual(streams.map(() => undefined));
+}
+
+/** Fewer connections than the limit, never completing the handshake or never calling, are closed after the timeouts (SHORT). */
+async function timeoutsClose(grpcPort: number, httpUrl: string) {
+  const held: Raw[] = [];
+  for (let i = 0; i < LIMIT - 3; i++) held.push(hold(await rawConnection(grpcPort)));
+  held.push(hold(await rawConnection(grpcPort, PREFACE.subarray(0, 10)))); // a handshake that never completes
+  const handshaken = hold(await rawConnection(grpcPort, Buffer.concat([PREFACE, EMPTY_SETTINGS]))); // then no call
+  held.push(handshaken);
+  // The server answers the handshake with its own SETTINGS: that connection reached grpc-js.
+  await within(new Promise<void>((resolve) => (handshaken.received > 0 ? resolve() : handshaken.socket.once("data", () => resolve()))), 3000, "server SETTINGS");
+  expect((await fetch(`${httpUrl}/v2/health/ready`)).status).toBe(200);
+  expect(held.filter((r) => r.socket.closed)).toHaveLength(0);
+  await within(Promise.all(held.map((r) => r.closed)), 30_000, "held connections closed by the server");
+  expect(await inferSimple(`127.0.0.1:${grpcPort}`)).toEqual(OUTPUT);
+}
+
+let repo: ReturnType<typeof makeRepository>;
+const certs = mkdtempSync(join(tmpdir(), "nereid-conn-tls-"));
+const cert = (name: string) => join(certs, name);
+beforeAll(() => {
+  repo = makeRepository(["simple"]);
+  const { makeCa, makeCert } = certificateMaker(certs, "The gRPC connection test with TLS");
+  makeCa("ca");
+  makeCert("server", "ca", "DNS:localhost,IP:127.0.0.1");
+});
+afterAll(() => {
+  repo?.remove();
+  rmSync(certs, { recursive: true, force: true });
+});
+
+const TLS_FLAGS = () => ["--grpc-use-ssl=true", `--grpc-server-cert=${cert("server.crt")}`, `--grpc-server-key=${cert("server.key")}`];
+const tlsCreds = () => credentials.createSsl(readFileSync(cert("ca.crt")));
+
+async function binary(flags: string[], creds = credentials.createInsecure()): Promise<Target & { server: ServerProcess }> {
+  const server = await startServerProcess([`--model-repository=${repo.dir}`, "--allow-metrics=false", ...flags]);
+  opened.push({ close: () => server.stop() });
+  const threads = flags.includes("--grpc-infer-thread-count=2");
+  if (threads) expect(server.log()).toMatch(/gRPC frontend on 2 worker threads/);
+  return { server, grpc: server.grpcTarget!, port: Number(server.grpcTarget!.split(":")[1]), creds, exact: !threads && !flags.includes("--grpc-use-ssl=true") };
+}
+
+describe.each([
+  ["the binary", [] as string[]],
+  ["the binary with the gRPC frontend on two worker threads, each with its share of the limit", ["--grpc-infer-thread-count=2"]],
+])("gRPC connection limit: %s", (_, threads) => {
+  it("a client gets in while 100 connections that never send the preface are open; a call in flight stays", async () => {
+    const t = await binary([...LONG, ...threads]);
+    await silentConnections(t);
+    const share = threads.length ? `, ${LIMIT / 2} on this thread` : "";
+    expect(t.server.log()).toContain(`gRPC connection limit reached (--grpc-max-connections=${LIMIT}${share}); closing connections without a handshake or a call to make room for new ones`);
+  }, 90_000);
+
+  it("a client gets in while 100 HTTP/2 connections without a call are open (closed with a GOAWAY); a call in flight stays", async () => {
+    await idleConnections(await binary([...LONG, ...threads]));
+  }, 90_000);
+
+  it("with TLS, a client gets in while 100 stalled TLS handshakes are open; a call in flight stays", async () => {
+    await silentConnections(await binary([...LONG, ...threads, ...TLS_FLAGS()], tlsCreds()), STALLED_CLIENT_HELLO);
+  }, 90_000);
+});
+
+describe("gRPC connection limit: the binary", () => {
+  it("never closes a connection with a call in flight: with one on each, a new client is refused until one ends", async () => {
+    const t = await binary(LONG);
+    await everyConnectionBusy(t);
+    expect(t.server.log()).toContain(`gRPC connection limit reached (--grpc-max-connections=${LIMIT}) with a call in flight on every connection; closing new connections`);
+  }, 90_000);
+
+  it("closes connections that never complete the handshake or never call after the timeouts, HTTP answering meanwhile", async () => {
+    const t = await binary(SHORT);
+    await timeoutsClose(t.port, t.server.url);
   }, 60_000);
 
-  it("so does the server under Node", async () => {
+  it("with TLS, closes a TLS handshake that stalls after its first bytes after --grpc-handshake-timeout-secs", async () => {
+    const t = await binary([...SHORT, ...TLS_FLAGS()], tlsCreds());
+    const stalled = hold(await rawConnection(t.port, STALLED_CLIENT_HELLO));
+    await within(stalled.closed, 30_000, "stalled TLS handshake closed by the server");
+    expect(stalled.received).toBe(0);
+    expect(await inferSimple(t.grpc, t.creds)).toEqual(OUTPUT);
+  }, 60_000);
+});
+
+describe("gRPC connection limit: in-process under Node", () => {
+  async function node(timeoutSecs: number): Promise<Target & { running: RunningServer }> {
     configureLog({ info: false, warning: false });
-    repo ??= makeRepository(["simple"]);
-    running = await startServer({
+    const running = await startServer({
       ...defaultOptions(),
       modelRepositories: [repo.dir],
       httpPort: 0,
@@ -118,9 +316,26 @@ describe("gRPC connection limits", () => {
       grpcAddress: "127.0.0.1",
       allowMetrics: false,
       grpcMaxConnections: LIMIT,
-      grpcHandshakeTimeoutSecs: TIMEOUT_SECS,
-      grpcIdleTimeoutSecs: TIMEOUT_SECS,
+      grpcHandshakeTimeoutSecs: timeoutSecs,
+      grpcIdleTimeoutSecs: timeoutSecs,
     });
-    await exhaustAndRecover(running.grpc!.port, `http://127.0.0.1:${running.http!.port}`);
+    opened.push({ close: () => running.shutdown() });
+    const port = running.grpc!.port;
+    return { running, grpc: `127.0.0.1:${port}`, port, creds: credentials.createInsecure(), exact: true };
+  }
+
+  it("a client gets in while 100 silent or 100 idle HTTP/2 connections are open", async () => {
+    await silentConnections(await node(LONG_TIMEOUT_SECS));
+    for (const o of opened.splice(0).reverse()) await o.close();
+    await idleConnections(await node(LONG_TIMEOUT_SECS));
+  }, 90_000);
+
+  it("never closes a connection with a call in flight", async () => {
+    await everyConnectionBusy(await node(LONG_TIMEOUT_SECS));
+  }, 90_000);
+
+  it("closes silent and idle connections after the timeouts", async () => {
+    const t = await node(SHORT_TIMEOUT_SECS);
+    await timeoutsClose(t.port, `http://127.0.0.1:${t.running.http!.port}`);
   }, 60_000);
 });

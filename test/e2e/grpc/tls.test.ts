@@ -6,37 +6,22 @@
  * another CA are refused; a certificate file that cannot be read stops the start.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { credentials, makeGenericClientConstructor, type ChannelCredentials, type Client, type ServiceError } from "@grpc/grpc-js";
+import { credentials, type ChannelCredentials } from "@grpc/grpc-js";
 import { startServerProcess, serverCommand, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
-import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
-import { ensureDebianProgram } from "../../helpers/debian.ts";
+import { inferSimple } from "../../helpers/grpc-client.ts";
+import { certificateMaker } from "../../helpers/tls-certs.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-tls-"));
 const file = (name: string) => join(dir, name);
 let repo: ReturnType<typeof makeRepository>;
 
-function openssl(...args: string[]): void {
-  execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-}
-
-/** A CA, and a key and certificate for `name` signed by it (with the SANs given). */
-function makeCa(ca: string): void {
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", `${ca}.key`, "-out", `${ca}.crt`, "-days", "2", "-subj", `/CN=${ca}`);
-}
-function makeCert(name: string, ca: string, san?: string): void {
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`);
-  const ext = file(`${name}.ext`);
-  writeFileSync(ext, san ? `subjectAltName=${san}\n` : "basicConstraints=CA:FALSE\n");
-  openssl("x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-extfile", ext);
-}
-
 beforeAll(() => {
-  ensureDebianProgram("/usr/bin/openssl", "openssl", "The gRPC TLS test");
+  const { makeCa, makeCert } = certificateMaker(dir, "The gRPC TLS test");
   makeCa("ca");
   makeCa("other-ca");
   makeCert("server", "ca", "DNS:localhost,IP:127.0.0.1");
@@ -51,30 +36,7 @@ afterAll(() => {
 });
 
 const A = Array.from({ length: 16 }, (_, i) => i);
-
-function infer(target: string, creds: ChannelCredentials): Promise<number[]> {
-  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-  const client = new Ctor(target, creds) as Client & Record<string, (req: object, opts: object, cb: (err: ServiceError | null, res: any) => void) => void>;
-  return new Promise((resolve, reject) =>
-    client.ModelInfer!(
-      {
-        model_name: "simple",
-        inputs: [
-          { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
-          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
-        ],
-        raw_input_contents: [Buffer.from(new Int32Array(A).buffer), Buffer.from(new Int32Array(16).fill(5).buffer)],
-      },
-      { deadline: Date.now() + 10_000 },
-      (err, res) => {
-        client.close();
-        if (err) return reject(err);
-        const b = Buffer.from(res.raw_output_contents[0]);
-        resolve([...new Int32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))]);
-      },
-    ),
-  );
-}
+const infer = (target: string, creds: ChannelCredentials) => inferSimple(target, creds);
 
 const ca = () => readFileSync(file("ca.crt"));
 const tlsClient = (name?: string) => (name ? credentials.createSsl(ca(), readFileSync(file(`${name}.key`)), readFileSync(file(`${name}.crt`))) : credentials.createSsl(ca()));
