@@ -399,7 +399,7 @@ export class InferenceServer {
       if (cache) {
         const lookupStart = nowNs();
         key = cacheKey(mv.name, mv.version, prepared.inputs, prepared.outputNames);
-        const found = cache.lookup(key);
+        const found = cache.lookup(key, prepared.outputNames);
         // The local cache answers at once; only a remote one costs an await.
         hit = found instanceof Promise ? await found : found;
         lookupNs = nowNs() - lookupStart;
