@@ -8,10 +8,10 @@
  * when a gs:// repository is given.
  */
 import { Storage } from "@google-cloud/storage";
-import type { ObjectStore, StoredObject } from "./store.ts";
+import { ListingGuard, type ListLimits, type ObjectStore, type StoredObject } from "./store.ts";
 import type { GcsCredential } from "./credentials.ts";
 
-export function gcsStore(bucketName: string, cred: GcsCredential, apiEndpoint?: string): ObjectStore {
+export function gcsStore(bucketName: string, cred: GcsCredential, apiEndpoint?: string, limits?: ListLimits): ObjectStore {
   const storage = new Storage({
     ...(cred.keyFile ? { keyFilename: cred.keyFile } : {}),
     ...(apiEndpoint ? { apiEndpoint, useAuthWithCustomEndpoint: false } : {}),
@@ -20,8 +20,18 @@ export function gcsStore(bucketName: string, cred: GcsCredential, apiEndpoint?: 
   const bucket = storage.bucket(bucketName);
   return {
     async list(prefix) {
-      const [files] = await bucket.getFiles({ prefix: prefix || undefined, autoPaginate: true });
-      return files.map((f): StoredObject => ({ key: f.name, size: Number(f.metadata.size ?? 0), etag: String(f.metadata.etag ?? f.metadata.md5Hash ?? "") }));
+      // Page by page (not autoPaginate, which collects without end): each page goes through the guard.
+      const out: StoredObject[] = [];
+      const guard = new ListingGuard(limits);
+      let pageToken: string | undefined;
+      do {
+        const [files, next] = await bucket.getFiles({ prefix: prefix || undefined, autoPaginate: false, ...(pageToken ? { pageToken } : {}) });
+        const token = (next as { pageToken?: string } | null | undefined)?.pageToken;
+        guard.page(files.length, !!token, token);
+        for (const f of files) out.push({ key: f.name, size: Number(f.metadata.size ?? 0), etag: String(f.metadata.etag ?? f.metadata.md5Hash ?? "") });
+        pageToken = token;
+      } while (pageToken);
+      return out;
     },
     async read(key) {
       return bucket.file(key).createReadStream();
