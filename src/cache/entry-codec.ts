@@ -97,7 +97,7 @@ export function decodeEntry(value: Uint8Array, wanted: readonly string[] = []): 
     const data = new Uint8Array(buf.buffer, buf.byteOffset + at, bytes);
     const mismatch = dataMismatch(name, datatype, count, data);
     if (mismatch) return { invalid: mismatch };
-    out.push({ name, datatype, shape: [...(shape as number[])], data });
+    out.push({ name, datatype, shape: (shape as number[]).map((d) => d || 0), data }); // -0 (JSON allows it) as 0
     at += bytes;
   }
   if (at !== buf.byteLength) return { invalid: `${buf.byteLength - at} bytes after the last output` };

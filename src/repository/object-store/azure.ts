@@ -8,7 +8,7 @@
  * Imported only when an as:// repository is given.
  */
 import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-blob";
-import { ListingGuard, type ListLimits, type ObjectStore, type StoredObject } from "./store.ts";
+import { ListingGuard, objectSize, type ListLimits, type ObjectStore, type StoredObject } from "./store.ts";
 import type { AzureCredential, Env } from "./credentials.ts";
 
 /** A connection string's settings, by lower-cased name. */
@@ -43,7 +43,7 @@ export function azureStore(account: string, container: string, cred: AzureCreden
       for await (const page of client.listBlobsFlat({ prefix: prefix || undefined }).byPage()) {
         const blobs = page.segment.blobItems;
         guard.page(blobs.length, !!page.continuationToken, page.continuationToken);
-        for (const blob of blobs) out.push({ key: blob.name, size: blob.properties.contentLength ?? 0, etag: blob.properties.etag ?? "" });
+        for (const blob of blobs) out.push({ key: blob.name, size: objectSize(blob.properties.contentLength ?? 0, blob.name), etag: blob.properties.etag ?? "" });
       }
       return out;
     },

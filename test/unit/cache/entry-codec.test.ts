@@ -87,4 +87,9 @@ describe("cache entry codec", () => {
       ["B", "BYTES", [2], 8],
     ]);
   });
+
+  it("reads a dim written -0 as 0 (found by the fuzzer: it did not re-encode to itself)", () => {
+    const shape = decodeEntry(entry('[["Z","INT8",[2,-0],0]]')).outputs![0]!.shape;
+    expect(Object.is(shape[1], 0)).toBe(true);
+  });
 });
