@@ -36,17 +36,23 @@ let b: ServerProcess;
 
 const redisFlags = () => ["--cache-config=redis,host=127.0.0.1", `--cache-config=redis,port=${redis.port}`];
 
-/** `simple_cached` on inputs base+i and base: OUTPUT0 = 2*base + i, OUTPUT1 = i. */
-async function infer(server: ServerProcess, base: number) {
-  const res = await fetch(`${server.url}/v2/models/simple_cached/infer`, {
+/** The inputs base+i and base (and `extra` fields) as a JSON infer request to `simple_cached`. */
+function post(server: ServerProcess, base: number, extra: object = {}) {
+  return fetch(`${server.url}/v2/models/simple_cached/infer`, {
     method: "POST",
     body: JSON.stringify({
       inputs: [
         { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => base + i) },
         { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(base) },
       ],
+      ...extra,
     }),
   });
+}
+
+/** `simple_cached` on inputs base+i and base: OUTPUT0 = 2*base + i, OUTPUT1 = i. */
+async function infer(server: ServerProcess, base: number) {
+  const res = await post(server, base);
   return { status: res.status, json: (await res.json()) as { error?: string; outputs?: { name: string; datatype: string; shape: number[]; data: number[] }[] } };
 }
 
@@ -203,16 +209,7 @@ function crafted(header: string, data: Uint8Array = new Uint8Array(0)): Buffer {
 
 /** `simple_cached` on base `base` with both outputs as binary data; the header and the bytes after it. */
 async function inferBinary(server: ServerProcess, base: number) {
-  const res = await fetch(`${server.url}/v2/models/simple_cached/infer`, {
-    method: "POST",
-    body: JSON.stringify({
-      inputs: [
-        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => base + i) },
-        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: Array(16).fill(base) },
-      ],
-      outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }, { name: "OUTPUT1", parameters: { binary_data: true } }],
-    }),
-  });
+  const res = await post(server, base, { outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }, { name: "OUTPUT1", parameters: { binary_data: true } }] });
   const body = Buffer.from(await res.arrayBuffer());
   const headerLength = Number(res.headers.get("inference-header-content-length"));
   return { status: res.status, header: JSON.parse(body.toString("utf8", 0, headerLength)), data: body.subarray(headerLength) };
