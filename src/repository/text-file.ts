@@ -6,7 +6,7 @@
  * meantime. Only regular files are read (a FIFO would block the server).
  *
  * Triton's configs are a few kilobytes. MAX_CONFIG_BYTES (1 MiB) keeps the synchronous
- * parse of the worst config that fits (a million one-digit dims) to a fraction of a second;
+ * parse of the worst config that fits (a million one-digit dims) under a second;
  * label files are split into lines only, and may be as long as a large vocabulary.
  */
 import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
