@@ -1,11 +1,12 @@
 /**
  * The fuzz suite of test/fuzz for longer than CI runs it (#14): seeded generators and
  * mutators for HTTP infer requests and routes, explicit-mode loads with config overrides,
- * gRPC messages, config.pbtxt, generate bodies and the SageMaker and Vertex AI routes, against the compiled binary (restarted if it dies),
- * plus the corpus of known cases. Prints a summary and writes each finding (the input
- * bytes and what went wrong) under --out.
+ * gRPC messages, config.pbtxt, generate bodies and the SageMaker and Vertex AI routes, against
+ * the compiled binary (restarted if it dies), plus the corpus of known cases; in process,
+ * redis cache entries and object-store listing pages (#29: test/fuzz/store-run.ts). Prints a
+ * summary and writes each finding (the input bytes and what went wrong) under --out.
  *
- *   npm run build && bun scripts/fuzz.ts [--seconds=60] [--seed=1] [--target=all|http|load|grpc|pbtxt|generate|sagemaker|vertex|corpus] [--out=fuzz-findings]
+ *   npm run build && bun scripts/fuzz.ts [--seconds=60] [--seed=1] [--target=all|http|load|grpc|pbtxt|generate|sagemaker|vertex|cache-entry|listing|corpus] [--out=fuzz-findings]
  *   bun scripts/fuzz.ts --target=http --seed=7 --case=1234     # replays one case
  *
  * --seconds is per target. A finding's folder is <target>-<seed>-<case>: input.bin and finding.txt
@@ -14,6 +15,7 @@
 import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fuzzHttp, fuzzLoad, fuzzGrpc, fuzzPbtxt, fuzzGenerate, fuzzSagemaker, fuzzVertex, summary, TARGETS, type Finding, type Target, type TargetStats, type RunOptions } from "../test/fuzz/run.ts";
+import { fuzzCacheEntry, fuzzListing } from "../test/fuzz/store-run.ts";
 import { startFuzzFixture, startFuzzServer, type FuzzFixture } from "../test/fuzz/servers.ts";
 import { CORPUS } from "../test/fuzz/corpus.ts";
 import { isKnownOpen } from "../test/fuzz/known-open.ts";
@@ -60,13 +62,13 @@ const opts = (target: string): RunOptions => ({
   ...(only !== undefined ? { first: Number(only), count: 1 } : { deadline: Date.now() + seconds * 1000 }),
   checkEvery: 50,
   onFinding: write,
-  ...(target === "pbtxt" ? {} : { timeoutMs: 10_000 }),
+  ...(target === "pbtxt" || target === "cache-entry" ? {} : { timeoutMs: 10_000 }),
 });
 
 console.log(`fuzz: seed ${seed}, ${only !== undefined ? `case ${only}` : `${seconds} s per target`}, targets ${targets.join(", ")}, findings to ${out}`);
 const results: TargetStats[] = [];
 let fixture: FuzzFixture | undefined;
-const needServer = targets.some((t) => t !== "pbtxt");
+const needServer = targets.some((t) => t !== "pbtxt" && t !== "cache-entry" && t !== "listing");
 if (needServer) fixture = await startFuzzFixture();
 try {
   for (const target of targets) {
@@ -92,6 +94,8 @@ try {
       : target === "generate" ? await fuzzGenerate(fixture!.server, o)
       : target === "sagemaker" ? await fuzzSagemaker(fixture!.server, o)
       : target === "vertex" ? await fuzzVertex(fixture!.server, o)
+      : target === "cache-entry" ? fuzzCacheEntry(o)
+      : target === "listing" ? await fuzzListing(o)
       : fuzzPbtxt(o);
     results.push(s);
     console.log(summary(s));

@@ -9,9 +9,10 @@ export interface ResponseCache {
   /**
    * The outputs stored under `key`, or undefined for a miss. A remote cache answers
    * later, and answers a miss (never an error) when it is slow or unreachable, so the
-   * request runs its model instead.
+   * request runs its model instead. `outputNames`: the outputs the request needs; a cache
+   * whose entries can come from elsewhere (redis) answers a miss for an entry without them.
    */
-  lookup(key: string): Tensor[] | undefined | Promise<Tensor[] | undefined>;
+  lookup(key: string, outputNames?: readonly string[]): Tensor[] | undefined | Promise<Tensor[] | undefined>;
   /** Stores `outputs` (copies, or their bytes) under `key`; a remote cache finishes later and never throws. */
   insert(key: string, outputs: readonly Tensor[]): void;
   /** Releases connections; the local cache has none. */

@@ -12,6 +12,13 @@
  * Losing Redis logs one warning, its return one info line; the client reconnects by itself.
  * Each entry is one Redis string (entry-codec.ts) with no expiry: bound the memory with
  * Redis's own `maxmemory` and an `allkeys-lru` policy.
+ *
+ * Whatever is in Redis is checked before it is served (issue #29 item 6): a lookup reads at
+ * most MAX_ENTRY_BYTES + 1 bytes of a value (GETRANGE, so a larger value never comes over
+ * whole), and a value that is larger or that entry-codec.ts does not accept is a miss: the
+ * model runs, the value is deleted (the insert that follows writes a good one), and the
+ * first one is logged as a warning, later ones at verbose level 1. Responses larger than
+ * MAX_ENTRY_BYTES are not stored.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -19,7 +26,7 @@ import { createClient, RESP_TYPES } from "@redis/client";
 import type { Tensor } from "../core/tensor.ts";
 import { getLogger } from "../core/logger.ts";
 import type { ResponseCache } from "./cache.ts";
-import { decodeEntry, encodeEntry } from "./entry-codec.ts";
+import { decodeEntry, encodeEntry, MAX_HEADER_BYTES } from "./entry-codec.ts";
 
 const log = getLogger("src/cache/redis-cache.ts");
 
@@ -27,6 +34,9 @@ const log = getLogger("src/cache/redis-cache.ts");
 export const DEFAULT_LOOKUP_TIMEOUT_MS = 1000;
 /** The longest pause between reconnection attempts. */
 const MAX_RECONNECT_DELAY_MS = 1000;
+
+/** The largest value a lookup reads or an insert writes (64 MiB). */
+export const MAX_ENTRY_BYTES = 64 * 1024 * 1024;
 
 const AS_BUFFER = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
 
@@ -54,6 +64,7 @@ export class RedisResponseCache implements ResponseCache {
   #up = false;
   #connectedOnce = false;
   #closed = false;
+  #invalidEntries = 0;
 
   private constructor(config: Readonly<Record<string, string>>) {
     this.address = `${config.host}:${config.port}`;
@@ -109,14 +120,21 @@ export class RedisResponseCache implements ResponseCache {
     log.warn(`Redis response cache at ${this.address} is unreachable (${err.message}): requests run their models until it returns`);
   }
 
-  async lookup(key: string): Promise<Tensor[] | undefined> {
+  /** How many values read from Redis were refused (too large, or not a valid entry). */
+  get invalidEntries(): number {
+    return this.#invalidEntries;
+  }
+
+  async lookup(key: string, outputNames: readonly string[] = []): Promise<Tensor[] | undefined> {
     if (!this.#client.isReady) return undefined;
     // node-redis's own command timeout does not cover a command already written to a Redis
     // that stopped answering, so the wait is bounded here.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), this.#lookupTimeoutMs)));
-    const get = this.#client.sendCommand<Buffer | null>(["GET", key], { typeMapping: AS_BUFFER }).then(
-      (value) => (value ? decodeEntry(value) : undefined),
+    // GETRANGE's end is inclusive: one byte more than the largest entry tells a value too large.
+    // A missing key reads as "" (a miss); a key of another type as an error (a miss).
+    const get = this.#client.sendCommand<Buffer | null>(["GETRANGE", key, "0", String(MAX_ENTRY_BYTES)], { typeMapping: AS_BUFFER }).then(
+      (value) => (value && value.byteLength > 0 ? this.#decode(key, value, outputNames) : undefined),
       () => undefined,
     );
     try {
@@ -126,9 +144,26 @@ export class RedisResponseCache implements ResponseCache {
     }
   }
 
+  /** The entry's outputs, or undefined (deleting the value and counting it) when it is not one to serve. */
+  #decode(key: string, value: Buffer, outputNames: readonly string[]): Tensor[] | undefined {
+    const decoded = value.byteLength > MAX_ENTRY_BYTES ? { invalid: `larger than ${MAX_ENTRY_BYTES} bytes` } : decodeEntry(value, outputNames);
+    if (decoded.outputs) return decoded.outputs;
+    this.#invalidEntries++;
+    const msg = `Redis response cache at ${this.address}: a value is not a valid entry (${decoded.invalid}); it is deleted and the model runs`;
+    if (this.#invalidEntries === 1) log.warn(`${msg} (later ones are logged at verbose level 1)`);
+    else log.verbose(1, msg);
+    this.#client.sendCommand(["DEL", key]).catch(() => undefined);
+    return undefined;
+  }
+
   insert(key: string, outputs: readonly Tensor[]): void {
     if (!this.#client.isReady) return;
-    this.#client.sendCommand(["SET", key, encodeEntry(outputs)]).catch((err: Error) => log.verbose(1, `Redis response cache: insert failed: ${err.message}`));
+    const value = encodeEntry(outputs);
+    if (value.byteLength > MAX_ENTRY_BYTES || value.readUInt32LE(0) > MAX_HEADER_BYTES) {
+      log.verbose(1, `Redis response cache: a response of ${value.byteLength} bytes is not stored (more than ${MAX_ENTRY_BYTES})`);
+      return;
+    }
+    this.#client.sendCommand(["SET", key, value]).catch((err: Error) => log.verbose(1, `Redis response cache: insert failed: ${err.message}`));
   }
 
   async close(): Promise<void> {

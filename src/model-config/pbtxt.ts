@@ -114,7 +114,8 @@ class Parser {
       const map = (obj[field.name] ??= {}) as Obj;
       for (const entry of values as { key: string; value: unknown }[]) setKey(map, entry.key, entry.value);
     } else if (field.repeated) {
-      ((obj[field.name] ??= []) as unknown[]).push(...values);
+      const list = (obj[field.name] ??= []) as unknown[];
+      for (const v of values) list.push(v); // not push(...values): a list of a million dims overflows the stack
     } else {
       if (field.name in obj) this.#fail(nameTok, `non-repeated field '${field.name}' is specified more than once`);
       obj[field.name] = values[0];

@@ -5,14 +5,15 @@
  * instances, warmup, and the scheduler over them. The repository manager decides what
  * to load and when, and swaps the results in.
  */
-import { readFileSync, existsSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync } from "node:fs";
+import { basename, join, relative } from "node:path";
 import { ServerError, unsupported, invalidArg } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
 import { listVersions, configPath, type ModelLocation } from "./layout.ts";
 import { warmUp } from "./warmup.ts";
 import { checkOverrideBackend } from "./override-files.ts";
 import { clientReason } from "./load-reason.ts";
+import { MAX_CONFIG_BYTES, readRepositoryText } from "./text-file.ts";
 import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
@@ -88,7 +89,7 @@ export class ModelLoader {
     const cfgFile = override ? undefined : configPath(dir, this.#opts.modelConfigName);
     let config: ModelConfig = override ? structuredClone(override) : {};
     if (cfgFile) {
-      const text = readFileSync(cfgFile, "utf8");
+      const text = readRepositoryText(cfgFile, `${relative(dir, cfgFile)} of model '${name}'`, MAX_CONFIG_BYTES);
       try {
         config = parsePbtxt(text);
       } catch (err) {

@@ -4,7 +4,6 @@
  * only way an inference enters the server.
  */
 import { nowNs } from "../core/clock.ts";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ServerError, cancelled, invalidArg, unavailable } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
@@ -18,6 +17,7 @@ import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, t
 import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
+import { MAX_LABEL_FILE_BYTES, readRepositoryText } from "../repository/text-file.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { FailureReason } from "../core/stats.ts";
@@ -399,7 +399,7 @@ export class InferenceServer {
       if (cache) {
         const lookupStart = nowNs();
         key = cacheKey(mv.name, mv.version, prepared.inputs, prepared.outputNames);
-        const found = cache.lookup(key);
+        const found = cache.lookup(key, prepared.outputNames);
         // The local cache answers at once; only a remote one costs an await.
         hit = found instanceof Promise ? await found : found;
         lookupNs = nowNs() - lookupStart;
@@ -562,7 +562,7 @@ export class InferenceServer {
     const path = join(mv.modelDir, file);
     let labels = this.#labels.get(path);
     if (!labels) {
-      labels = readFileSync(path, "utf8").split(/\r?\n/);
+      labels = readRepositoryText(path, `label file '${file}' of model '${mv.name}'`, MAX_LABEL_FILE_BYTES).split(/\r?\n/);
       this.#labels.set(path, labels);
     }
     return labels;

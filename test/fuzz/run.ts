@@ -35,8 +35,9 @@ import { configFromJson, configToJson } from "../../src/model-config/json.ts";
 import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import { messageType } from "../../src/frontends/grpc/protos.ts";
 
-export type Target = "http" | "load" | "grpc" | "pbtxt" | "generate" | "sagemaker" | "vertex";
-export const TARGETS: readonly Target[] = ["http", "load", "grpc", "pbtxt", "generate", "sagemaker", "vertex"];
+export type Target = "http" | "load" | "grpc" | "pbtxt" | "generate" | "sagemaker" | "vertex" | "cache-entry" | "listing";
+/** cache-entry and listing: store-run.ts. */
+export const TARGETS: readonly Target[] = ["http", "load", "grpc", "pbtxt", "generate", "sagemaker", "vertex", "cache-entry", "listing"];
 
 export interface Finding {
   target: Target;
@@ -90,17 +91,17 @@ const MAX_ERROR = 4096;
 const BACKEND_REFUSED = /^onnxruntime:/;
 const ALLOWED_HTTP = new Set([200, 400, 404, 405, 501, 503]);
 
-function stats(target: Target): TargetStats {
+export function stats(target: Target): TargetStats {
   return { target, cases: 0, outcomes: new Map(), findings: [], ms: 0 };
 }
 
-function count(s: TargetStats, key: string) {
+export function count(s: TargetStats, key: string) {
   s.outcomes.set(key, (s.outcomes.get(key) ?? 0) + 1);
 }
 
-const more = (i: number, o: RunOptions) => (o.count === undefined || i < (o.first ?? 0) + o.count) && (o.deadline === undefined || Date.now() < o.deadline);
+export const more = (i: number, o: RunOptions) => (o.count === undefined || i < (o.first ?? 0) + o.count) && (o.deadline === undefined || Date.now() < o.deadline);
 
-function record(s: TargetStats, o: RunOptions, f: Omit<Finding, "known">) {
+export function record(s: TargetStats, o: RunOptions, f: Omit<Finding, "known">) {
   const finding: Finding = { ...f, known: knownOpen(f) };
   s.findings.push(finding);
   o.onFinding?.(finding);

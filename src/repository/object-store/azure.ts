@@ -8,7 +8,7 @@
  * Imported only when an as:// repository is given.
  */
 import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-blob";
-import type { ObjectStore, StoredObject } from "./store.ts";
+import { ListingGuard, objectSize, type ListLimits, type ObjectStore, type StoredObject } from "./store.ts";
 import type { AzureCredential, Env } from "./credentials.ts";
 
 /** A connection string's settings, by lower-cased name. */
@@ -34,13 +34,16 @@ export function azureService(account: string, cred: AzureCredential, env: Env): 
   return new BlobServiceClient(`https://${account}.blob.core.windows.net`, key(), options);
 }
 
-export function azureStore(account: string, container: string, cred: AzureCredential, env: Env): ObjectStore {
+export function azureStore(account: string, container: string, cred: AzureCredential, env: Env, limits?: ListLimits): ObjectStore {
   const client = azureService(account, cred, env).getContainerClient(container);
   return {
     async list(prefix) {
       const out: StoredObject[] = [];
-      for await (const blob of client.listBlobsFlat({ prefix: prefix || undefined })) {
-        out.push({ key: blob.name, size: blob.properties.contentLength ?? 0, etag: blob.properties.etag ?? "" });
+      const guard = new ListingGuard(limits);
+      for await (const page of client.listBlobsFlat({ prefix: prefix || undefined }).byPage()) {
+        const blobs = page.segment.blobItems;
+        guard.page(blobs.length, !!page.continuationToken, page.continuationToken);
+        for (const blob of blobs) out.push({ key: blob.name, size: objectSize(blob.properties.contentLength ?? 0, blob.name), etag: blob.properties.etag ?? "" });
       }
       return out;
     },

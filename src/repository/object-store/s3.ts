@@ -6,10 +6,10 @@
  * (~/.aws files, instance roles). Imported only when an s3:// repository is given.
  */
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import type { ObjectStore, StoredObject } from "./store.ts";
+import { ListingGuard, objectSize, type ListLimits, type ObjectStore, type StoredObject } from "./store.ts";
 import type { S3Credential } from "./credentials.ts";
 
-export function s3Store(bucket: string, endpoint: string | undefined, cred: S3Credential): ObjectStore {
+export function s3Store(bucket: string, endpoint: string | undefined, cred: S3Credential, limits?: ListLimits): ObjectStore {
   const client = new S3Client({
     region: cred.region ?? "us-east-1",
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
@@ -24,10 +24,13 @@ export function s3Store(bucket: string, endpoint: string | undefined, cred: S3Cr
   return {
     async list(prefix) {
       const out: StoredObject[] = [];
+      const guard = new ListingGuard(limits);
       let token: string | undefined;
       do {
         const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-        for (const o of page.Contents ?? []) if (o.Key !== undefined) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? "" });
+        const contents = page.Contents ?? [];
+        guard.page(contents.length, page.IsTruncated === true, page.NextContinuationToken);
+        for (const o of contents) if (o.Key !== undefined) out.push({ key: o.Key, size: objectSize(o.Size ?? 0, o.Key), etag: o.ETag ?? "" });
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
       return out;

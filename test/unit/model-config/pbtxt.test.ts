@@ -83,6 +83,17 @@ describe("protobuf text syntax as Triton configs use it", () => {
     expect(parsePbtxt('name: "modèle_日本"').name).toBe("modèle_日本");
   });
 
+  it("decodes runs of plain text between escapes, and escapes at the very end of a string (#29 item 9)", () => {
+    expect(parsePbtxt(String.raw`name: "ab\x41cd\303\251ef\u00e9" platform: "\x4" backend: "x\101"`)).toEqual({ name: "abAcdéefé", platform: "\x04", backend: "xA" });
+  });
+
+  it("reads the largest configs the repository allows: a million dims in one list, a 1 MiB string (#29 item 9)", () => {
+    const dims = parsePbtxt(`input [ { name: "i" dims: [ ${"1, ".repeat(999_999)}2 ] } ]`).input![0]!.dims!;
+    expect(dims.length).toBe(1_000_000);
+    expect(dims[999_999]).toBe(2);
+    expect(parsePbtxt(`name: "${"n".repeat(1 << 20)}"`).name!.length).toBe(1 << 20);
+  });
+
   it("joins adjacent strings, mixing quote styles and lines", () => {
     expect(parsePbtxt(`platform: "onnxruntime" '_'\n  "onnx"`).platform).toBe("onnxruntime_onnx");
     expect(parsePbtxt(`parameters { key: "a" "b" value { string_value: "x" 'y' } }`).parameters).toEqual({ ab: { string_value: "xy" } });
