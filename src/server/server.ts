@@ -313,14 +313,47 @@ export class InferenceServer {
       wake = undefined;
       w?.();
     };
+    // Output bytes of responses the consumer has not taken yet: a client that stops reading
+    // must not make the server hold a fast model's responses without bound (#29).
+    let held = 0;
+    const overflow = new AbortController();
+    const signal = request.signal;
+    request.signal = signal ? AbortSignal.any([signal, overflow.signal]) : overflow.signal;
     const push = (r: StreamedResponse) => {
       if (finished) return;
       if (r.final) finished = true;
+      const bytes = responseBytes(r);
+      const limit = this.maxQueuedBytes;
+      const over = held + bytes > MAX_STREAM_HELD_BYTES || (limit > 0 && held > 0 && this.#queuedBytes + bytes > limit);
+      if (!r.final && over) {
+        // The client reads slower than the model sends: the request is cancelled (the model
+        // sees it cancelled), what waits is dropped, and the client gets why once it reads on.
+        finished = true;
+        drop();
+        overflow.abort();
+        queue.push({ error: unavailable(`${logPrefix(request.id)}Exceeds maximum queue size: responses waiting for the client to read would hold more than the server allows; the request is cancelled`), final: true });
+        notify();
+        return;
+      }
+      held += bytes;
+      this.#queuedBytes += bytes;
       queue.push(r);
       notify();
     };
-    const signal = request.signal;
-    signal?.addEventListener("abort", notify, { once: true });
+    /** Drops what waits and gives its bytes back: the client is gone, or it will never read them. */
+    const drop = () => {
+      for (let i = head; i < queue.length; i++) queue[i] = undefined as never;
+      head = queue.length;
+      this.#queuedBytes -= held;
+      held = 0;
+    };
+    // The client went away: nothing more is taken, even by a consumer that never asks again.
+    const gone = () => {
+      finished = true;
+      drop();
+      notify();
+    };
+    signal?.addEventListener("abort", gone, { once: true });
     this.#infer(request, admit, model, push).then(
       (r) => r && push({ response: r, final: true }),
       (err) => push({ error: ServerError.from(err), final: true }),
@@ -330,6 +363,9 @@ export class InferenceServer {
         while (head < queue.length) {
           const r = queue[head]!;
           queue[head++] = undefined as never;
+          const bytes = responseBytes(r);
+          held -= bytes;
+          this.#queuedBytes -= bytes;
           yield r;
           if (r.final) return;
         }
@@ -339,8 +375,9 @@ export class InferenceServer {
     } finally {
       // A consumer that stops early (a cancelled body, a broken loop): later sends are dropped, not queued.
       finished = true;
+      drop();
       queue.length = 0;
-      signal?.removeEventListener("abort", notify);
+      signal?.removeEventListener("abort", gone);
     }
   }
 
@@ -575,4 +612,18 @@ function apiShape(modelShape: readonly number[], dims: readonly number[], reshap
   const variable = reshape.map((d, i) => (d === -1 ? rest[i]! : undefined)).filter((d): d is number => d !== undefined);
   const shape = dims.map((d) => (d === -1 ? (variable.shift() ?? 1) : d));
   return batched ? [modelShape[0]!, ...shape] : shape;
+}
+
+/**
+ * The output bytes one streamed request's responses may hold while they wait for the
+ * client to take them (Nereid's): past it, or past `--max-queued-bytes` for everything
+ * held together, the request is cancelled with UNAVAILABLE (SECURITY.md).
+ */
+export const MAX_STREAM_HELD_BYTES = 256 * 1024 * 1024;
+
+/** Output bytes a streamed response holds (data in shared memory counts nothing). */
+function responseBytes(r: StreamedResponse): number {
+  let n = 0;
+  for (const o of r.response?.outputs ?? []) n += o.data.byteLength;
+  return n;
 }
