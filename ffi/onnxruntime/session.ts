@@ -133,7 +133,7 @@ export class OrtSession {
     try {
       inputs.forEach((input, i) => {
         const v = input.elementType === ONNX_TYPE.STRING
-          ? OrtValue.strings(env, input.name, input.shape, input.strings ?? [])
+          ? OrtValue.strings(env, input.name, input.shape, input.data ?? new Uint8Array(0))
           : OrtValue.overData(env, input.name, input.elementType, input.shape, input.data);
         owned.push(v);
         inValues[i] = v.handle ?? 0n;
