@@ -4,10 +4,10 @@
  * the raw binary request. Checks the wire format only; the core checks against the model.
  */
 import { invalidArg } from "../../core/errors.ts";
-import type { DataType } from "../../core/tensor.ts";
+import type { DataType, Tensor } from "../../core/tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import { checkJsonDepth, jsonText, parseJsonExact, parseJsonExactAsync, parseJsonFast, shapeMayHoldDouble } from "./json-parse.ts";
-import { parametersJson, tensorDataJson } from "./json-write.ts";
+import { checkJsonOutputSize, JSON_SLICE_BYTES, parametersJson, tensorDataJson, tensorDataJsonAsync } from "./json-write.ts";
 import { NEEDS_EXACT, requestFromJson } from "./request-json.ts";
 
 export interface DecodeContext {
@@ -53,14 +53,23 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
 }
 
 /**
+ * JSON parts up to this size are parsed by JSON.parse, in one piece (about 10 ns a byte for
+ * string-heavy JSON: 40 ms at most); larger ones by the byte-level parser in slices of
+ * about 30 ms, slower in all but never holding other clients for long (a 1M-element BYTES
+ * body of 10 MB took JSON.parse 100+ ms).
+ */
+export const JSON_PARSE_SYNC_MAX = 4 * 1024 * 1024;
+
+/**
  * decodeInferRequest for the server: when the byte-level parser is needed (JSON.parse
- * refused the body, an integer may have been rounded, or a shape may hold `1.0`), it runs
- * in slices that let other requests through.
+ * refused the body, an integer may have been rounded, or a shape may hold `1.0`), or the
+ * JSON is over JSON_PARSE_SYNC_MAX, it runs in slices that let other requests through.
  */
 export async function decodeInferRequestAsync(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): Promise<InferenceRequest> {
   const parts = splitBody(body, headerLength, ctx);
   if (!("json" in parts)) return parts;
-  return decodeFast(parts, ctx) ?? requestFromJson(await parseJsonExactAsync(parts.json), parts.binary, ctx, true);
+  const fast = parts.json.byteLength <= JSON_PARSE_SYNC_MAX ? decodeFast(parts, ctx) : undefined;
+  return fast ?? requestFromJson(await parseJsonExactAsync(parts.json), parts.binary, ctx, true);
 }
 
 /** The JSON and binary parts of a body, or the whole request when it is a raw binary one. */
@@ -140,9 +149,16 @@ function binaryChooser(request: InferenceRequest): (name: string) => boolean {
  * one), model_name, model_version, parameters (when there are any), outputs. When any
  * binary output has bytes, the body is the JSON followed by those bytes in output order,
  * with contentType application/octet-stream and headerLength the JSON's byte length;
- * otherwise the body is the JSON text.
+ * otherwise the body is the JSON text. An output written as JSON may hold at most
+ * `maxJsonOutput` bytes (--http-max-input-size); `written` has the `data` text of outputs
+ * already written (by encodeInferResponseAsync).
  */
-export function encodeInferResponse(response: InferenceResponse, request: InferenceRequest): EncodedResponse {
+export function encodeInferResponse(
+  response: InferenceResponse,
+  request: InferenceRequest,
+  maxJsonOutput = Infinity,
+  written?: ReadonlyMap<Tensor, string>,
+): EncodedResponse {
   const isBinary = binaryChooser(request);
   const blobs: Uint8Array[] = [];
   let json = "{";
@@ -160,7 +176,8 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
       json += `,"parameters":{"binary_data_size":${t.data.byteLength}}}`;
       if (t.data.byteLength > 0) blobs.push(t.data);
     } else {
-      json += `,"data":${tensorDataJson(t)}}`;
+      checkJsonOutputSize(t, response.modelName, maxJsonOutput);
+      json += `,"data":${written?.get(t) ?? tensorDataJson(t)}}`;
     }
   }
   json += "]}";
@@ -177,4 +194,19 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
     off += b.byteLength;
   }
   return { body, contentType: "application/octet-stream", headerLength: head.byteLength };
+}
+
+/**
+ * encodeInferResponse for the server: JSON outputs over JSON_SLICE_BYTES are written in
+ * slices that let other requests through (tensorDataJsonAsync); small ones in one piece.
+ */
+export async function encodeInferResponseAsync(response: InferenceResponse, request: InferenceRequest, maxJsonOutput = Infinity): Promise<EncodedResponse> {
+  const isBinary = binaryChooser(request);
+  let written: Map<Tensor, string> | undefined;
+  for (const t of response.outputs) {
+    if (t.sharedMemory || isBinary(t.name) || t.data.byteLength <= JSON_SLICE_BYTES) continue;
+    checkJsonOutputSize(t, response.modelName, maxJsonOutput);
+    (written ??= new Map()).set(t, await tensorDataJsonAsync(t));
+  }
+  return encodeInferResponse(response, request, maxJsonOutput, written);
 }
