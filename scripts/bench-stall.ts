@@ -26,8 +26,8 @@ const HTTP = 18730;
 const GRPC = 18731;
 const M1 = 1 << 20;
 
-/** The BYTES elements of the large requests: short, distinct strings. */
-const element = (i: number) => `s${i % 100_000}`;
+/** The BYTES elements of the large requests: short, distinct strings (one character for 8M, to fit in 64 MiB of JSON). */
+const element = (i: number, n: number) => (n > M1 ? String(i % 10) : `s${i % 100_000}`);
 
 interface Sent { status: string; ms: number }
 
@@ -40,7 +40,7 @@ async function send(name: string): Promise<Sent> {
     const text = await res.arrayBuffer();
     return done(res.status === 200 ? `200 (${text.byteLength} bytes)` : `${res.status}: ${new TextDecoder().decode(text).slice(0, 120)}`);
   };
-  const strings = (n: number) => Array.from({ length: n }, (_, i) => element(i));
+  const strings = (n: number) => Array.from({ length: n }, (_, i) => element(i, n));
   const binaryBytes = (n: number) => {
     const enc = new TextEncoder();
     const parts = strings(n).map((s) => enc.encode(s));

@@ -92,18 +92,19 @@ export class OrtValue {
   /**
    * A string tensor in memory ORT allocates, from Triton's serialization of its elements.
    * FillStringTensor takes NUL-terminated C strings: the elements are copied, each with a
-   * NUL, into one native buffer and their addresses into one array, so a million elements
-   * cost one pass (about 10 ns each) instead of a JS array and a C string per element
-   * (about 500 ns each). Elements that contain a 0 byte are written one by one at their
-   * exact length.
+   * NUL, into one native buffer and their addresses into one array, in one pass (about
+   * 10 ns an element where a Uint8Array and a koffi C string per element cost about 500),
+   * STRING_SLICE elements at a time with a turn of the event loop between slices; the
+   * native fill of a large tensor runs on koffi's worker thread. Elements that contain a
+   * 0 byte are written one by one at their exact length.
    */
-  static strings(env: OrtEnvironment, name: string, shape: readonly number[], data: Uint8Array): OrtValue {
+  static async strings(env: OrtEnvironment, name: string, shape: readonly number[], data: Uint8Array): Promise<OrtValue> {
     const api = env.api;
     check(api, api.CreateTensorAsOrtValue(env.allocator, shapeArg(shape), shape.length, ONNX_TYPE.STRING, outScratch), `CreateTensorAsOrtValue(${name})`);
     const value = new OrtValue(api, outScratch[0] || null);
     try {
       const count = shape.reduce((a, b) => a * b, 1);
-      if (count > 0) fillStrings(api, value.handle, name, count, data);
+      if (count > 0) await fillStrings(api, value.handle, name, count, data);
       return value;
     } catch (err) {
       value.close();
@@ -126,24 +127,42 @@ export class OrtValue {
     }
   }
 
-  /** Copies the tensor out of ORT's memory. */
-  read(name: string): OrtOutput {
+  /** Copies the tensor out of ORT's memory; a string tensor (see #readStrings) asynchronously. */
+  read(name: string): OrtOutput | Promise<OrtOutput> {
     const api = this.#api;
     const { elementType, shape } = this.typeAndShape(name);
     const count = shape.reduce((a, b) => a * b, 1);
-    if (elementType === ONNX_TYPE.STRING) {
-      const len: [number] = [0];
-      check(api, api.GetStringTensorDataLength(this.#handle, len), `GetStringTensorDataLength(${name})`);
-      const total = Number(len[0]);
-      const buf = new Uint8Array(Math.max(total, 1));
-      const offsets = new BigUint64Array(Math.max(count, 1));
-      if (count > 0) check(api, api.GetStringTensorContent(this.#handle, buf, total, offsets, count), `GetStringTensorContent(${name})`);
-      return { name, elementType, shape, data: serializeStrings(buf, total, offsets, count) };
-    }
+    if (elementType === ONNX_TYPE.STRING) return this.#readStrings(name, shape, count);
     const bytes = count * elementSize(elementType);
     if (bytes === 0) return { name, elementType, shape, data: new Uint8Array(0) };
     check(api, api.GetTensorMutableData(this.#handle, infoScratch), `GetTensorMutableData(${name})`);
     return { name, elementType, shape, data: copyBytes(new Uint8Array(getKoffi().view(infoScratch[0], bytes))) };
+  }
+
+  /**
+   * Copies a string tensor out of ORT's memory in Triton's serialization: the content of a
+   * large one fetched on koffi's worker thread, then serialized in slices.
+   */
+  async #readStrings(name: string, shape: number[], count: number): Promise<OrtOutput> {
+    const api = this.#api;
+    const elementType = ONNX_TYPE.STRING;
+    const len: [number] = [0];
+    check(api, api.GetStringTensorDataLength(this.#handle, len), `GetStringTensorDataLength(${name})`);
+    const total = Number(len[0]);
+    const buf = new Uint8Array(new ArrayBuffer(Math.max(total, 1)));
+    const offsets = new BigUint64Array(new ArrayBuffer(Math.max(count, 1) * 8));
+    if (count > STRING_SLICE) {
+      const h = this.#handle;
+      const status = await new Promise<Pointer>((resolve, reject) =>
+        api.GetStringTensorContent.async(h, buf, total, offsets, count, (err: unknown, res: Pointer) =>
+          err ? reject(NativeError.fromKoffi("onnxruntime", "GetStringTensorContent", err)) : resolve(res),
+        ),
+      );
+      check(api, status, `GetStringTensorContent(${name})`);
+    } else if (count > 0) {
+      check(api, api.GetStringTensorContent(this.#handle, buf, total, offsets, count), `GetStringTensorContent(${name})`);
+    }
+    return { name, elementType, shape, data: await serializeStrings(buf, total, offsets, count) };
   }
 
   close(): void {
@@ -159,8 +178,15 @@ export class OrtValue {
 
 const badFraming = (name: string, detail: string) => new NativeError("INVALID_ARG", "onnxruntime", `onnxruntime: string input '${name}': ${detail}`);
 
+/** String elements handled between turns of the event loop: a few ms of copying. */
+const STRING_SLICE = 1 << 16;
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+const prefix = (data: Uint8Array, off: number) => (data[off]! | (data[off + 1]! << 8) | (data[off + 2]! << 16) | (data[off + 3]! << 24)) >>> 0;
+
 /** Writes `count` serialized elements of `data` into the string tensor `value`. */
-function fillStrings(api: OrtApi, value: Pointer, name: string, count: number, data: Uint8Array): void {
+async function fillStrings(api: OrtApi, value: Pointer, name: string, count: number, data: Uint8Array): Promise<void> {
   const koffi = getKoffi();
   const textBytes = data.byteLength - 4 * count;
   if (textBytes < 0) throw badFraming(name, `${data.byteLength} bytes cannot hold ${count} elements`);
@@ -174,8 +200,9 @@ function fillStrings(api: OrtApi, value: Pointer, name: string, count: number, d
     let o = 0;
     let zero = false;
     for (let i = 0; i < count; i++) {
+      if (i > 0 && i % STRING_SLICE === 0) await turn();
       if (off + 4 > data.byteLength) throw badFraming(name, `element ${i} has no length prefix`);
-      const len = (data[off]! | (data[off + 1]! << 8) | (data[off + 2]! << 16) | (data[off + 3]! << 24)) >>> 0;
+      const len = prefix(data, off);
       off += 4;
       const end = off + len;
       // Each element after this one needs at least its 4-byte prefix.
@@ -199,6 +226,13 @@ function fillStrings(api: OrtApi, value: Pointer, name: string, count: number, d
       off = end;
     }
     if (off !== data.byteLength) throw badFraming(name, `${data.byteLength - off} bytes follow the last of its ${count} elements`);
+    if (!zero && count > STRING_SLICE) {
+      const status = await new Promise<Pointer>((resolve, reject) =>
+        api.FillStringTensor.async(value, pointers, count, (err: unknown, res: Pointer) => (err ? reject(NativeError.fromKoffi("onnxruntime", "FillStringTensor", err)) : resolve(res))),
+      );
+      check(api, status, `FillStringTensor(${name})`);
+      return;
+    }
     if (!zero) {
       check(api, api.FillStringTensor(value, pointers, count), `FillStringTensor(${name})`);
       return;
@@ -206,7 +240,8 @@ function fillStrings(api: OrtApi, value: Pointer, name: string, count: number, d
     const buffer: [Pointer] = [null];
     off = 0;
     for (let i = 0; i < count; i++) {
-      const len = (data[off]! | (data[off + 1]! << 8) | (data[off + 2]! << 16) | (data[off + 3]! << 24)) >>> 0;
+      if (i > 0 && i % STRING_SLICE === 0) await turn();
+      const len = prefix(data, off);
       off += 4;
       check(api, api.GetResizedStringTensorElementBuffer(value, i, len, buffer), `GetResizedStringTensorElementBuffer(${name})`);
       if (len > 0) new Uint8Array(koffi.view(buffer[0], len)).set(data.subarray(off, off + len));
@@ -218,14 +253,15 @@ function fillStrings(api: OrtApi, value: Pointer, name: string, count: number, d
 }
 
 /**
- * GetStringTensorContent's text and offsets → Triton's serialization, in one pass (offsets
- * read as 32-bit halves: a bigint per element would cost more than the copy).
+ * GetStringTensorContent's text and offsets → Triton's serialization, in one pass of
+ * slices (offsets read as 32-bit halves: a bigint per element would cost more than the copy).
  */
-function serializeStrings(buf: Uint8Array, total: number, offsets: BigUint64Array, count: number): Uint8Array {
+async function serializeStrings(buf: Uint8Array, total: number, offsets: BigUint64Array, count: number): Promise<Uint8Array> {
   const out = new Uint8Array(total + 4 * count);
   const halves = new Uint32Array(offsets.buffer, offsets.byteOffset, 2 * Math.max(count, 1));
   let o = 0;
   for (let i = 0; i < count; i++) {
+    if (i > 0 && i % STRING_SLICE === 0) await turn();
     const start = halves[2 * i]! + halves[2 * i + 1]! * 4294967296;
     const end = i + 1 < count ? halves[2 * i + 2]! + halves[2 * i + 3]! * 4294967296 : total;
     const len = end - start;

@@ -124,6 +124,10 @@ describe("a run releases each of its OrtValues once", () => {
     const big = await session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [2 ** 17], data: many }], ["Y"], true);
     expect(big[0]!.shape).toEqual([2 ** 17]);
     expect(Buffer.compare(big[0]!.data, many)).toBe(0);
+    // The same with a 0 byte in every 1000th element (each written at its exact length).
+    const zeros = joinBytes(Array.from({ length: 2 ** 17 }, (_, i) => (i % 1000 === 0 ? Uint8Array.of(7, 0, 7) : enc.encode(`z${i}`))));
+    const back = await session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [2 ** 17], data: zeros }], ["Y"], false);
+    expect(Buffer.compare(back[0]!.data, zeros)).toBe(0);
     close();
   });
 
