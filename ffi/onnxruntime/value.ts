@@ -153,12 +153,7 @@ export class OrtValue {
     const offsets = new BigUint64Array(new ArrayBuffer(Math.max(count, 1) * 8));
     if (count > STRING_SLICE) {
       const h = this.#handle;
-      const status = await new Promise<Pointer>((resolve, reject) =>
-        api.GetStringTensorContent.async(h, buf, total, offsets, count, (err: unknown, res: Pointer) =>
-          err ? reject(NativeError.fromKoffi("onnxruntime", "GetStringTensorContent", err)) : resolve(res),
-        ),
-      );
-      check(api, status, `GetStringTensorContent(${name})`);
+      check(api, await onWorker("GetStringTensorContent", (done) => api.GetStringTensorContent.async(h, buf, total, offsets, count, done)), `GetStringTensorContent(${name})`);
     } else if (count > 0) {
       check(api, api.GetStringTensorContent(this.#handle, buf, total, offsets, count), `GetStringTensorContent(${name})`);
     }
@@ -182,6 +177,11 @@ const badFraming = (name: string, detail: string) => new NativeError("INVALID_AR
 const STRING_SLICE = 1 << 16;
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** The status of an ORT call made on koffi's worker thread (`start` passes koffi's callback). */
+function onWorker(call: string, start: (done: (err: unknown, status: Pointer) => void) => void): Promise<Pointer> {
+  return new Promise((resolve, reject) => start((err, status) => (err ? reject(NativeError.fromKoffi("onnxruntime", call, err)) : resolve(status))));
+}
 
 const prefix = (data: Uint8Array, off: number) => (data[off]! | (data[off + 1]! << 8) | (data[off + 2]! << 16) | (data[off + 3]! << 24)) >>> 0;
 
@@ -227,10 +227,7 @@ async function fillStrings(api: OrtApi, value: Pointer, name: string, count: num
     }
     if (off !== data.byteLength) throw badFraming(name, `${data.byteLength - off} bytes follow the last of its ${count} elements`);
     if (!zero && count > STRING_SLICE) {
-      const status = await new Promise<Pointer>((resolve, reject) =>
-        api.FillStringTensor.async(value, pointers, count, (err: unknown, res: Pointer) => (err ? reject(NativeError.fromKoffi("onnxruntime", "FillStringTensor", err)) : resolve(res))),
-      );
-      check(api, status, `FillStringTensor(${name})`);
+      check(api, await onWorker("FillStringTensor", (done) => api.FillStringTensor.async(value, pointers, count, done)), `FillStringTensor(${name})`);
       return;
     }
     if (!zero) {
