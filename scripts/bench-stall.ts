@@ -6,14 +6,14 @@
  * and large FP32 outputs of a TypeScript model as JSON (8M elements, and 30M, which is
  * beyond the JSON output bound). The large request is sent by a child process so that
  * building and reading it never delays the probing client. Per case: the worst `simple`
- * latency while the large request ran (median over rounds, and the worst round), the
- * large request's status and time. Appends to scripts/results/stall.md.
+ * latency while the large request ran, per round, the
+ * large request's answer and time. Appends to scripts/results/stall.md.
  *
  *   npm run build && bun scripts/bench-stall.ts [--binary=dist/nereid] [--rounds=3] [--label=after] [--out=scripts/results/stall.md]
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { credentials, makeGenericClientConstructor, type ServiceError } from "@grpc/grpc-js";
 import { machineHeading, sleep, waitReady } from "./lib/bench.ts";
@@ -138,7 +138,7 @@ writeFileSync(
 const log = openSync(join(work, "nereid.log"), "w");
 const server: ChildProcess = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${HTTP}`, `--grpc-port=${GRPC}`, "--allow-metrics=false", "--log-info=false"], { stdio: ["ignore", log, log] });
 const base = `http://127.0.0.1:${HTTP}`;
-await waitReady(`${base}/v2/health/ready`);
+await waitReady(`${base}/v2/health/ready`, 120_000);
 
 const A = Array.from({ length: 16 }, (_, i) => i);
 const SIMPLE = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] });
@@ -189,20 +189,20 @@ for (let round = 0; round < ROUNDS; round++) {
     await sleep(500);
   }
 }
-server.kill("SIGTERM");
+// Wait for the port to be free again before the next run of the script.
+await new Promise((res) => (server.once("exit", res), server.kill("SIGTERM")));
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const sortedIdle = [...idle].sort((a, b) => a - b);
 const rows = [
   machineHeading() + (LABEL ? ` (${LABEL})` : ""),
   "",
-  `Binary: \`${BINARY.replace(root + "/", "")}\`. ${ROUNDS} rounds. One client sends \`simple\` (HTTP JSON) every 5 ms; beside it, one large request at a time from another process. Idle \`simple\` latency: p50 ${sortedIdle[Math.floor(idle.length / 2)]!.toFixed(2)} ms, max ${sortedIdle.at(-1)!.toFixed(2)} ms.`,
+  `${ROUNDS} rounds; load average at the end ${loadavg()[0]!.toFixed(1)}. One client sends \`simple\` (HTTP JSON) every 5 ms; beside it, one large request at a time from another process. Idle \`simple\` latency: p50 ${sortedIdle[Math.floor(idle.length / 2)]!.toFixed(2)} ms, max ${sortedIdle.at(-1)!.toFixed(2)} ms.`,
   "",
-  "| large request | worst `simple` latency, ms: median of rounds (worst round) | large request: status, ms (median) |",
+  "| large request | worst `simple` latency per round, ms | large request: answer; time per round, ms |",
   "| --- | --- | --- |",
   ...CASES.map(([name, what]) => {
     const r = results[name]!;
-    return `| ${what} | ${median(r.worst).toFixed(0)} (${Math.max(...r.worst).toFixed(0)}) | ${r.sent.at(-1)!.status}, ${median(r.sent.map((s) => s.ms))} |`;
+    return `| ${what} | ${r.worst.map((w) => w.toFixed(0)).join(", ")} | ${r.sent.at(-1)!.status.slice(0, 60)}; ${r.sent.map((x) => x.ms).join(", ")} |`;
   }),
   "",
 ];

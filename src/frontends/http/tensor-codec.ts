@@ -53,23 +53,18 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
 }
 
 /**
- * JSON parts up to this size are parsed by JSON.parse, in one piece (about 10 ns a byte for
- * string-heavy JSON: 40 ms at most); larger ones by the byte-level parser in slices of
- * about 30 ms, slower in all but never holding other clients for long (a 1M-element BYTES
- * body of 10 MB took JSON.parse 100+ ms).
- */
-export const JSON_PARSE_SYNC_MAX = 4 * 1024 * 1024;
-
-/**
  * decodeInferRequest for the server: when the byte-level parser is needed (JSON.parse
- * refused the body, an integer may have been rounded, or a shape may hold `1.0`), or the
- * JSON is over JSON_PARSE_SYNC_MAX, it runs in slices that let other requests through.
+ * refused the body, an integer may have been rounded, or a shape may hold `1.0`), it runs
+ * in slices that let other requests through. JSON.parse itself runs in one piece (about
+ * 10 ns a byte): sending large bodies to the sliced parser instead was measured and
+ * dropped, as it is 10-20 times slower (a 32 MB body of 8M strings took 15 s on a loaded
+ * machine, past Bun's idle timeout). With --http-thread-count, decoding runs on the
+ * frontend worker threads instead.
  */
 export async function decodeInferRequestAsync(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): Promise<InferenceRequest> {
   const parts = splitBody(body, headerLength, ctx);
   if (!("json" in parts)) return parts;
-  const fast = parts.json.byteLength <= JSON_PARSE_SYNC_MAX ? decodeFast(parts, ctx) : undefined;
-  return fast ?? requestFromJson(await parseJsonExactAsync(parts.json), parts.binary, ctx, true);
+  return decodeFast(parts, ctx) ?? requestFromJson(await parseJsonExactAsync(parts.json), parts.binary, ctx, true);
 }
 
 /** The JSON and binary parts of a body, or the whole request when it is a raw binary one. */
