@@ -35,7 +35,8 @@ export async function handleInfer(
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
   if (req.signal) request.signal = req.signal;
   const response = await server.inferAsync(request, resolved);
-  const encoded = await encodeInferResponseAsync(response, request, maxInputSize);
+  const pending = encodeInferResponseAsync(response, request, maxInputSize);
+  const encoded = pending instanceof Promise ? await pending : pending;
   const headers: Record<string, string> = { "content-type": encoded.contentType };
   if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
   const compressed = compressFor(req.header("accept-encoding"), encoded.body);

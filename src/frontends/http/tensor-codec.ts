@@ -193,15 +193,20 @@ export function encodeInferResponse(
 
 /**
  * encodeInferResponse for the server: JSON outputs over JSON_SLICE_BYTES are written in
- * slices that let other requests through (tensorDataJsonAsync); small ones in one piece.
+ * slices that let other requests through (tensorDataJsonAsync), and the answer is then a
+ * promise; without such outputs it is the encoded response itself, with no promise made
+ * (a small request pays nothing for the slicing).
  */
-export async function encodeInferResponseAsync(response: InferenceResponse, request: InferenceRequest, maxJsonOutput = Infinity): Promise<EncodedResponse> {
+export function encodeInferResponseAsync(response: InferenceResponse, request: InferenceRequest, maxJsonOutput = Infinity): EncodedResponse | Promise<EncodedResponse> {
   const isBinary = binaryChooser(request);
-  let written: Map<Tensor, string> | undefined;
-  for (const t of response.outputs) {
-    if (t.sharedMemory || isBinary(t.name) || t.data.byteLength <= JSON_SLICE_BYTES) continue;
-    checkJsonOutputSize(t, response.modelName, maxJsonOutput);
-    (written ??= new Map()).set(t, await tensorDataJsonAsync(t));
-  }
-  return encodeInferResponse(response, request, maxJsonOutput, written);
+  const large = response.outputs.filter((t) => !t.sharedMemory && t.data.byteLength > JSON_SLICE_BYTES && !isBinary(t.name));
+  if (large.length === 0) return encodeInferResponse(response, request, maxJsonOutput);
+  return (async () => {
+    const written = new Map<Tensor, string>();
+    for (const t of large) {
+      checkJsonOutputSize(t, response.modelName, maxJsonOutput);
+      written.set(t, await tensorDataJsonAsync(t));
+    }
+    return encodeInferResponse(response, request, maxJsonOutput, written);
+  })();
 }
