@@ -125,19 +125,23 @@ export class OrtSession {
     const api = env.api;
     // A sync run is one synchronous stretch from here to its finally block, so the
     // session's scratch pointer arrays serve it; async runs get their own.
-    const inValues = async ? offHeapPointers(inputs.length) : this.#scratch(0, inputs.length);
-    const outValues = async ? offHeapPointers(outputNames.length) : this.#scratch(1, outputNames.length);
+    // String inputs are written in slices between turns of the event loop: such a run is
+    // not one synchronous stretch either.
+    const own = async || inputs.some((x) => x.elementType === ONNX_TYPE.STRING);
+    const inValues = own ? offHeapPointers(inputs.length) : this.#scratch(0, inputs.length);
+    const outValues = own ? offHeapPointers(outputNames.length) : this.#scratch(1, outputNames.length);
     const owned: OrtValue[] = [];
     const preallocated: (OrtOutput | undefined)[] = [];
     this.#running++;
     try {
-      inputs.forEach((input, i) => {
+      for (let i = 0; i < inputs.length; i++) {
+        const input = inputs[i]!;
         const v = input.elementType === ONNX_TYPE.STRING
-          ? OrtValue.strings(env, input.name, input.shape, input.strings ?? [])
+          ? await OrtValue.strings(env, input.name, input.shape, input.data ?? new Uint8Array(0))
           : OrtValue.overData(env, input.name, input.elementType, input.shape, input.data);
         owned.push(v);
         inValues[i] = v.handle ?? 0n;
-      });
+      }
       // Outputs whose shape is known up front are written by ORT straight into JS memory.
       const batch = batched ? this.#batchOf(inputs) : undefined;
       outputNames.forEach((name, i) => {
@@ -164,7 +168,13 @@ export class OrtSession {
       const created = outputNames.map((_, i) => (preallocated[i] || !outValues[i] ? undefined : OrtValue.adopt(api, outValues[i]!)));
       for (const v of created) if (v) owned.push(v);
       check(api, status, "Run");
-      return outputNames.map((name, i) => preallocated[i] ?? created[i]?.read(name) ?? unset(name));
+      const results: OrtOutput[] = [];
+      for (let i = 0; i < outputNames.length; i++) {
+        const name = outputNames[i]!;
+        const out = preallocated[i] ?? created[i]?.read(name) ?? unset(name);
+        results.push(out instanceof Promise ? await out : out);
+      }
+      return results;
     } finally {
       for (const v of owned) v.close();
       this.#running--;

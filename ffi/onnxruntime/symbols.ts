@@ -47,7 +47,7 @@ interface OrtApiFunctions {
   CreateTensorAsOrtValue(allocator: Pointer, shape: Buf, shapeLen: number, type: number, out: Buf): Status;
   CreateTensorWithDataAsOrtValue(info: Pointer, data: Buf, byteLength: number, shape: Buf, shapeLen: number, type: number, out: Buf): Status;
   GetTensorMutableData(value: Pointer, out: Buf): Status;
-  FillStringTensor(value: Pointer, strings: Uint8Array[], count: number): Status;
+  FillStringTensor(value: Pointer, strings: Buf, count: number): Status;
   GetStringTensorDataLength(value: Pointer, out: Out<number>): Status;
   GetStringTensorContent(value: Pointer, buffer: Buf, bufferLength: number, offsets: Buf, offsetsLength: number): Status;
   CastTypeInfoToTensorInfo(typeInfo: Pointer, out: Out<Pointer>): Status;
@@ -112,7 +112,7 @@ const PROTOTYPES = {
   CreateTensorAsOrtValue: [48, "void *OrtCreateTensorAsOrtValue(void *allocator /* OrtAllocator* */, void *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, void *out /* OrtValue** */)"],
   CreateTensorWithDataAsOrtValue: [49, "void *OrtCreateTensorWithDataAsOrtValue(void *info /* const OrtMemoryInfo* */, void *data, size_t byteLength, void *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, void *out /* OrtValue** */)"],
   GetTensorMutableData: [51, "void *OrtGetTensorMutableData(void *value /* OrtValue* */, void *out /* void** */)"],
-  FillStringTensor: [52, "void *OrtFillStringTensor(void *value /* OrtValue* */, void **strings /* const char* const* */, size_t count)"],
+  FillStringTensor: [52, "void *OrtFillStringTensor(void *value /* OrtValue* */, void *strings /* const char* const* */, size_t count)"],
   GetStringTensorDataLength: [53, "void *OrtGetStringTensorDataLength(void *value /* const OrtValue* */, _Out_ size_t *out)"],
   GetStringTensorContent: [54, "void *OrtGetStringTensorContent(void *value /* const OrtValue* */, void *buffer, size_t bufferLength, void *offsets /* size_t* */, size_t offsetsLength)"],
   CastTypeInfoToTensorInfo: [55, "void *OrtCastTypeInfoToTensorInfo(void *typeInfo /* const OrtTypeInfo* */, _Out_ void **out /* const OrtTensorTypeAndShapeInfo** */)"],

@@ -5,6 +5,7 @@
  */
 import { invalidArg } from "./errors.ts";
 import { countBytesElements, elementCount, ELEMENT_SIZE, shapeToString, type Tensor } from "./tensor.ts";
+import { checkBytesElements } from "./tensor-limits.ts";
 import { parseControl, type InferenceRequest, type RequestControl } from "./request.ts";
 import type { ModelInput } from "./model-config-types.ts";
 import type { ModelSignature } from "./signature.ts";
@@ -136,6 +137,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     }
     const count = elementCount(input.shape);
     if (input.datatype === "BYTES") {
+      checkBytesElements(input.name, input.shape, count);
       const elements = countBytesElements(input.data, `input '${input.name}' for model '${model}'`);
       if (elements !== count) {
         throw invalidArg(

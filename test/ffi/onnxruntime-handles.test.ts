@@ -8,6 +8,7 @@ import { ElemType, valueInfo, node } from "../../scripts/lib/onnx-builder.ts";
 import { OrtEnvironment, OrtMemoryInfo, OrtSessionOptions, type SessionConfig } from "../../ffi/onnxruntime/handles.ts";
 import { OrtValue, type OrtInput } from "../../ffi/onnxruntime/value.ts";
 import { OrtSession } from "../../ffi/onnxruntime/session.ts";
+import { joinBytes } from "../../src/core/tensor.ts";
 import { ONNX_TYPE, GRAPH_OPTIMIZATION_LEVEL } from "../../ffi/onnxruntime/symbols.ts";
 import { ModelDir, addSubSpec, bytesOf } from "./ort-helpers.ts";
 
@@ -112,10 +113,42 @@ describe("a run releases each of its OrtValues once", () => {
       nodes: [node("Identity", ["X"], ["Y"])],
     }));
     const spy = releases("ReleaseValue");
-    const strings = [Uint8Array.of(1, 2), Uint8Array.of(), Uint8Array.of(0, 9)];
-    const out = await session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [3], strings }], ["Y"], false);
+    // Serialized as Triton does; one element holds a 0 byte (written at its exact length).
+    const data = joinBytes([Uint8Array.of(1, 2), Uint8Array.of(), Uint8Array.of(0, 9)]);
+    const out = await session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [3], data }], ["Y"], false);
     expectDistinctAndNonNull(spy.mock.calls, 2);
-    expect(out[0]!.strings).toEqual(strings);
+    expect(out[0]!.data).toEqual(data);
+    // 2^17 elements of every length from 0 to 99 (the long ones copied whole), exact both ways.
+    const enc = new TextEncoder();
+    const many = joinBytes(Array.from({ length: 2 ** 17 }, (_, i) => enc.encode(`é${i}`.padEnd(i % 100, "x"))));
+    const big = await session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [2 ** 17], data: many }], ["Y"], true);
+    expect(big[0]!.shape).toEqual([2 ** 17]);
+    expect(Buffer.compare(big[0]!.data, many)).toBe(0);
+    // The same with a 0 byte in every 1000th element (each written at its exact length).
+    const zeros = joinBytes(Array.from({ length: 2 ** 17 }, (_, i) => (i % 1000 === 0 ? Uint8Array.of(7, 0, 7) : enc.encode(`z${i}`))));
+    const back = await session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [2 ** 17], data: zeros }], ["Y"], false);
+    expect(Buffer.compare(back[0]!.data, zeros)).toBe(0);
+    close();
+  });
+
+  it("string input whose framing does not match its shape → INVALID_ARG, nothing leaked", async () => {
+    const { session, close } = sessionFor(dir.model({
+      name: "h_strings_bad",
+      inputs: [valueInfo("X", ElemType.STRING, [-1])],
+      outputs: [valueInfo("Y", ElemType.STRING, [-1])],
+      nodes: [node("Identity", ["X"], ["Y"])],
+    }));
+    const spy = releases("ReleaseValue");
+    // Two elements declared; the first claims the bytes the second's prefix needs.
+    const data = Uint8Array.of(4, 0, 0, 0, 97, 98, 99, 100);
+    await expect(session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [2], data }], ["Y"], false)).rejects.toThrow(
+      "onnxruntime: string input 'X': element 0 runs past the end of the data",
+    );
+    await expect(session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [1], data: Uint8Array.of(1, 0, 0, 0, 97, 98) }], ["Y"], false)).rejects.toThrow(
+      "onnxruntime: string input 'X': 1 bytes follow the last of its 1 elements",
+    );
+    // Each failed run released the one value it had made (the same address may come back).
+    expect(spy.mock.calls.map((c) => typeof c[0] === "bigint" && c[0] !== 0n)).toEqual([true, true]);
     close();
   });
 

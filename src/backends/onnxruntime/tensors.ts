@@ -1,9 +1,9 @@
 /**
  * @module Protocol datatypes ↔ ONNX tensor element types, and core Tensors ↔ the
- * ORT inputs and outputs of ffi/onnxruntime.
+ * ORT inputs and outputs of ffi/onnxruntime (BYTES in Triton's serialization on both sides).
  */
 import { ONNX_TYPE } from "../../../ffi/onnxruntime/symbols.ts";
-import { joinBytes, splitBytes, type DataType, type Tensor } from "../../core/tensor.ts";
+import type { DataType, Tensor } from "../../core/tensor.ts";
 import type { OrtInput, OrtOutput } from "../../../ffi/onnxruntime/value.ts";
 
 const TO_ONNX: Record<DataType, number> = {
@@ -25,13 +25,11 @@ export function protocolType(elementType: number): DataType | undefined {
 
 export function toOrtInput(t: Tensor): OrtInput {
   const elementType = TO_ONNX[t.datatype];
-  if (t.datatype === "BYTES") return { name: t.name, elementType, shape: t.shape, strings: splitBytes(t.data, `input '${t.name}'`) };
   return { name: t.name, elementType, shape: t.shape, data: t.data };
 }
 
 export function fromOrtOutput(o: OrtOutput): Tensor {
   const datatype = protocolType(o.elementType);
   if (!datatype) throw new Error(`onnxruntime: output '${o.name}' has element type ${o.elementType}, which has no Triton datatype`);
-  if (datatype === "BYTES") return { name: o.name, datatype, shape: o.shape, data: joinBytes(o.strings ?? []) };
   return { name: o.name, datatype, shape: o.shape, data: o.data };
 }

@@ -45,6 +45,9 @@ export function toModelTensor(t: Tensor): ModelTensor {
 
 const encoder = new TextEncoder();
 
+/** A model's bad element as an error message quotes it: strings JSON-quoted and cut at 40 characters. */
+const shown = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v) : typeof v === "object" && v !== null ? (Array.isArray(v) ? "an array" : "an object") : String(v));
+
 /** A model's tensor in the server's form; throws a plain message (the caller names the model). */
 export function fromModelTensor(t: ModelTensor, what: string): Tensor {
   if (!t || typeof t.name !== "string") throw new Error(`${what} is not a tensor ({ name, datatype, shape, data })`);
@@ -70,7 +73,12 @@ export function fromModelTensor(t: ModelTensor, what: string): Tensor {
     if (Array.isArray(t.data)) {
       const Ctor = CTORS[dt];
       const big = dt === "INT64" || dt === "UINT64";
-      const arr = (t.data as unknown[]).map((v) => (big ? BigInt(v as number | bigint) : Number(v)));
+      const arr = (t.data as unknown[]).map((v, i) => {
+        // A string (or anything else) would become NaN or 0 without a word.
+        const ok = typeof v === "bigint" || (typeof v === "number" && (!big || Number.isInteger(v))) || (dt === "BOOL" && typeof v === "boolean");
+        if (!ok) throw new Error(`${what} '${t.name}': element ${i} of its data is ${shown(v)}, not ${big ? "an integer" : "a number"} (datatype ${dt})`);
+        return big ? BigInt(v as number | bigint) : Number(v);
+      });
       bytes = new Uint8Array((Ctor.from(arr) as Uint8Array).buffer);
     } else if (ArrayBuffer.isView(t.data)) {
       bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);

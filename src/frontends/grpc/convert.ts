@@ -3,7 +3,8 @@
  * core's InferenceRequest / InferenceResponse. Wire-format checks only.
  */
 import { invalidArg } from "../../core/errors.ts";
-import { ELEMENT_SIZE, isDataType, joinBytes, splitBytes, type DataType } from "../../core/tensor.ts";
+import { countBytesElements, ELEMENT_SIZE, elementCount, isDataType, type DataType } from "../../core/tensor.ts";
+import { checkBytesElements } from "../../core/tensor-limits.ts";
 import { valuesToBytes } from "../../core/tensor-values.ts";
 import type { InferenceRequest, InferenceResponse, InputTensor, Parameters, RequestedOutput } from "../../core/request.ts";
 import { requestParameters, tensorParameters, wireParameters, type WireParameters } from "./parameters.ts";
@@ -53,7 +54,8 @@ function contentsToBytes(datatype: DataType, c: WireContents, name: string): Uin
     case "FP64":
       return valuesToBytes(datatype, c.fp64_contents ?? [], where);
     case "BYTES":
-      return joinBytes(c.bytes_contents ?? []);
+      // serializeStrings: one buffer written in place (joinBytes costs a DataView call per element).
+      return valuesToBytes(datatype, c.bytes_contents ?? [], where);
     case "FP16":
     case "BF16":
       throw invalidArg(`${where}: datatype ${datatype} has no typed contents field; send it in raw_input_contents`);
@@ -114,7 +116,7 @@ export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
     const datatype = w.datatype ?? "";
     if (!isDataType(datatype)) throw invalidArg(`input '${name}': unsupported datatype '${datatype}'`);
     const tensorParams = tensorParameters(w.parameters, name, false);
-    let data: Uint8Array;
+    let data: Uint8Array | undefined;
     if (inShm(w)) {
       data = new Uint8Array(0); // read from the region by the core
     } else if (raw.length > 0) {
@@ -122,15 +124,17 @@ export function toInferenceRequest(msg: WireInferRequest): InferenceRequest {
         throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${modelName}'`);
       }
       data = raw[rawIndex++]!;
-    } else {
-      data = contentsToBytes(datatype, w.contents ?? {}, name);
     }
+    // Typed contents are converted once the shape has passed the element limits.
+    const dataOf = () => (data ??= contentsToBytes(datatype, w.contents ?? {}, name));
     const shape = shapeOf(w.shape ?? [], (dims) =>
       unsafeShapeError(dims, name, datatype, modelName, () => {
         if (inShm(w)) return Number(tensorParams?.shared_memory_byte_size ?? 0);
-        return datatype === "BYTES" ? splitBytes(data).length : data.byteLength;
+        return datatype === "BYTES" ? countBytesElements(dataOf()) : dataOf().byteLength;
       }),
     );
+    if (datatype === "BYTES") checkBytesElements(name, shape, elementCount(shape));
+    data = dataOf();
     const input: InputTensor = { name, datatype, shape, data };
     if (tensorParams) input.parameters = tensorParams;
     return input;

@@ -4,7 +4,7 @@
  */
 import { invalidArg, unsupported } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
-import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
+import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
 import { forwardHeaders } from "../header-forward.ts";
 import type { InferenceServer } from "../../server/server.ts";
@@ -35,7 +35,8 @@ export async function handleInfer(
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
   if (req.signal) request.signal = req.signal;
   const response = await server.inferAsync(request, resolved);
-  const encoded = encodeInferResponse(response, request);
+  const pending = encodeInferResponseAsync(response, request, maxInputSize);
+  const encoded = pending instanceof Promise ? await pending : pending;
   const headers: Record<string, string> = { "content-type": encoded.contentType };
   if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
   const compressed = compressFor(req.header("accept-encoding"), encoded.body);

@@ -144,6 +144,9 @@ class ParseError extends Error {
 /** Nesting beyond MAX_JSON_DEPTH; its message is whole, not rapidjson's reason. */
 class DepthError extends Error {}
 
+/** Strings up to this many bytes of printable ASCII are built by #string's fast path. */
+const SHORT_ASCII = 16;
+
 const ESCAPES: Record<number, string> = { 0x22: '"', 0x5c: "\\", 0x2f: "/", 0x62: "\b", 0x66: "\f", 0x6e: "\n", 0x72: "\r", 0x74: "\t" };
 const INT64_MIN = -(2n ** 63n);
 const UINT64_MAX = 2n ** 64n - 1n;
@@ -390,6 +393,17 @@ class Parser {
   #string(): string {
     const b = this.#b;
     this.#p++; // opening quote
+    // Short printable ASCII up to the closing quote (most keys and BYTES elements): built
+    // from char codes, without a TextDecoder call and a view per string.
+    const start = this.#p;
+    let q = start;
+    for (let c = b[q]; q - start < SHORT_ASCII && c !== undefined && c >= 0x20 && c < 0x80 && c !== 0x22 && c !== 0x5c; c = b[++q]);
+    if (b[q] === 0x22) {
+      let s = "";
+      for (let i = start; i < q; i++) s += String.fromCharCode(b[i]!);
+      this.#p = q + 1;
+      return s;
+    }
     let out = "";
     let run = this.#p;
     for (;;) {

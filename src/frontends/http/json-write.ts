@@ -133,6 +133,57 @@ export function tensorDataJson(t: Tensor): string {
   return joinNumbers(view);
 }
 
+/** JSON outputs up to this many bytes of tensor data are written in one piece. */
+export const JSON_SLICE_BYTES = 256 * 1024;
+/** Elements written between turns of the event loop: a few ms of formatting. */
+const SLICE_ELEMENTS = 1 << 16;
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * tensorDataJson for outputs of any size: over JSON_SLICE_BYTES, the elements are written
+ * SLICE_ELEMENTS at a time with a turn of the event loop between slices, so that an 8M
+ * element output does not hold other clients for seconds. The same text either way.
+ */
+export async function tensorDataJsonAsync(t: Tensor): Promise<string> {
+  if (t.data.byteLength <= JSON_SLICE_BYTES || t.datatype === "FP16" || t.datatype === "BF16") return tensorDataJson(t);
+  const count = elementCount(t.shape);
+  const size = ELEMENT_SIZE[t.datatype];
+  if (size > 0 && t.data.byteLength !== count * size) return tensorDataJson(t); // its error
+  let text = "[";
+  let off = 0;
+  for (let first = 0; first < count; first += SLICE_ELEMENTS) {
+    const n = Math.min(SLICE_ELEMENTS, count - first);
+    let end = off + n * size;
+    if (size === 0) {
+      // BYTES: find where the slice's last element ends (stringsJson checks the framing).
+      end = off;
+      for (let i = 0; i < n && end + 4 <= t.data.byteLength; i++) {
+        end += 4 + ((t.data[end]! | (t.data[end + 1]! << 8) | (t.data[end + 2]! << 16) | (t.data[end + 3]! << 24)) >>> 0);
+      }
+    }
+    const part = tensorDataJson({ ...t, shape: [n], data: t.data.subarray(off, Math.min(end, t.data.byteLength)) });
+    text += (first > 0 ? "," : "") + part.slice(1, -1);
+    off = end;
+    await turn();
+  }
+  return text + "]";
+}
+
+/**
+ * Throws INVALID_ARG when an output to be written as JSON holds more than `limit` bytes of
+ * tensor data: as text it would take several times that in memory and in time (a 30M
+ * element FP32 output took 570 MB). Binary data has no such bound.
+ */
+export function checkJsonOutputSize(t: Tensor, model: string, limit: number): void {
+  if (t.data.byteLength > limit) {
+    throw invalidArg(
+      `output '${t.name}' of model '${model}' has ${t.data.byteLength} bytes of data, more than the ${limit} bytes one JSON output may have ` +
+        "(--http-max-input-size); request it as binary data (binary_data: true) instead",
+    );
+  }
+}
+
 /** Response parameters: bool, int64 (integers and bigints), double and string, in order. */
 export function parametersJson(params: Parameters): string {
   let s = "{";

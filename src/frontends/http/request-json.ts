@@ -6,6 +6,7 @@
 import { invalidArg } from "../../core/errors.ts";
 import { ELEMENT_SIZE, isDataType, shapeToString } from "../../core/tensor.ts";
 import { valuesToBytes } from "../../core/tensor-values.ts";
+import { checkBytesElements } from "../../core/tensor-limits.ts";
 import type { InferenceRequest, InputTensor, Parameters, ParameterValue, RequestedOutput } from "../../core/request.ts";
 import type { JsonValue } from "./json-parse.ts";
 
@@ -32,15 +33,6 @@ interface Decoding {
   /** --http-max-input-size: the most bytes one JSON `data` input may decode to. */
   maxInputSize: number;
 }
-
-/**
- * Most elements one BYTES input may declare, whether its data comes as JSON, binary or
- * shared memory. Triton has no such limit; here each element costs about 500 ns in the
- * ONNX Runtime binding (a view, a C string, a pointer, and the same back), so 8M one-byte
- * elements, well inside 64 MiB, held every other client for seconds. 2^20 elements take
- * about 0.7 s in all, in steps of at most 0.4 s.
- */
-export const MAX_BYTES_ELEMENTS = 1 << 20;
 
 /** Triton's message for a JSON input whose decoded size is over --http-max-input-size. */
 const inputTooLarge = (name: string, size: string, limit: number) =>
@@ -192,11 +184,7 @@ function decodeInput(raw: JsonValue, d: Decoding): InputTensor {
   if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
   const shape = shapeOf(input, name);
   const count = shape.reduce((a, b) => a * b, 1);
-  if (datatype === "BYTES" && count > MAX_BYTES_ELEMENTS) {
-    throw invalidArg(
-      `input '${name}' has ${count} BYTES elements (shape ${shapeToString(shape)}), more than the ${MAX_BYTES_ELEMENTS} one BYTES input may have`,
-    );
-  }
+  if (datatype === "BYTES") checkBytesElements(name, shape, count);
   const tensor: InputTensor = { name, datatype, shape, data: new Uint8Array(0) };
   if (params !== undefined) tensor.parameters = flatParameters(params, `input '${name}'`, d);
 

@@ -4,10 +4,10 @@
  * the raw binary request. Checks the wire format only; the core checks against the model.
  */
 import { invalidArg } from "../../core/errors.ts";
-import type { DataType } from "../../core/tensor.ts";
+import type { DataType, Tensor } from "../../core/tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import { checkJsonDepth, jsonText, parseJsonExact, parseJsonExactAsync, parseJsonFast, shapeMayHoldDouble } from "./json-parse.ts";
-import { parametersJson, tensorDataJson } from "./json-write.ts";
+import { checkJsonOutputSize, JSON_SLICE_BYTES, parametersJson, tensorDataJson, tensorDataJsonAsync } from "./json-write.ts";
 import { NEEDS_EXACT, requestFromJson } from "./request-json.ts";
 
 export interface DecodeContext {
@@ -55,7 +55,11 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
 /**
  * decodeInferRequest for the server: when the byte-level parser is needed (JSON.parse
  * refused the body, an integer may have been rounded, or a shape may hold `1.0`), it runs
- * in slices that let other requests through.
+ * in slices that let other requests through. JSON.parse itself runs in one piece (about
+ * 10 ns a byte): sending large bodies to the sliced parser instead was measured and
+ * dropped, as it is 10-20 times slower (a 32 MB body of 8M strings took 15 s on a loaded
+ * machine, past Bun's idle timeout). With --http-thread-count, decoding runs on the
+ * frontend worker threads instead.
  */
 export async function decodeInferRequestAsync(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): Promise<InferenceRequest> {
   const parts = splitBody(body, headerLength, ctx);
@@ -140,9 +144,16 @@ function binaryChooser(request: InferenceRequest): (name: string) => boolean {
  * one), model_name, model_version, parameters (when there are any), outputs. When any
  * binary output has bytes, the body is the JSON followed by those bytes in output order,
  * with contentType application/octet-stream and headerLength the JSON's byte length;
- * otherwise the body is the JSON text.
+ * otherwise the body is the JSON text. An output written as JSON may hold at most
+ * `maxJsonOutput` bytes (--http-max-input-size); `written` has the `data` text of outputs
+ * already written (by encodeInferResponseAsync).
  */
-export function encodeInferResponse(response: InferenceResponse, request: InferenceRequest): EncodedResponse {
+export function encodeInferResponse(
+  response: InferenceResponse,
+  request: InferenceRequest,
+  maxJsonOutput = Infinity,
+  written?: ReadonlyMap<Tensor, string>,
+): EncodedResponse {
   const isBinary = binaryChooser(request);
   const blobs: Uint8Array[] = [];
   let json = "{";
@@ -160,7 +171,8 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
       json += `,"parameters":{"binary_data_size":${t.data.byteLength}}}`;
       if (t.data.byteLength > 0) blobs.push(t.data);
     } else {
-      json += `,"data":${tensorDataJson(t)}}`;
+      checkJsonOutputSize(t, response.modelName, maxJsonOutput);
+      json += `,"data":${written?.get(t) ?? tensorDataJson(t)}}`;
     }
   }
   json += "]}";
@@ -177,4 +189,24 @@ export function encodeInferResponse(response: InferenceResponse, request: Infere
     off += b.byteLength;
   }
   return { body, contentType: "application/octet-stream", headerLength: head.byteLength };
+}
+
+/**
+ * encodeInferResponse for the server: JSON outputs over JSON_SLICE_BYTES are written in
+ * slices that let other requests through (tensorDataJsonAsync), and the answer is then a
+ * promise; without such outputs it is the encoded response itself, with no promise made
+ * (a small request pays nothing for the slicing).
+ */
+export function encodeInferResponseAsync(response: InferenceResponse, request: InferenceRequest, maxJsonOutput = Infinity): EncodedResponse | Promise<EncodedResponse> {
+  const isBinary = binaryChooser(request);
+  const large = response.outputs.filter((t) => !t.sharedMemory && t.data.byteLength > JSON_SLICE_BYTES && !isBinary(t.name));
+  if (large.length === 0) return encodeInferResponse(response, request, maxJsonOutput);
+  return (async () => {
+    const written = new Map<Tensor, string>();
+    for (const t of large) {
+      checkJsonOutputSize(t, response.modelName, maxJsonOutput);
+      written.set(t, await tensorDataJsonAsync(t));
+    }
+    return encodeInferResponse(response, request, maxJsonOutput, written);
+  })();
 }

@@ -7,7 +7,7 @@
 import { fromWebRequest, toWebResponse, holdingOpen, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import { readBody, compressFor } from "./body.ts";
 import { httpStatus } from "./status.ts";
-import { decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength } from "./tensor-codec.ts";
+import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength, type EncodedResponse } from "./tensor-codec.ts";
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
@@ -151,8 +151,18 @@ async function decode(req: ReturnType<typeof fromWebRequest>, raw: Uint8Array): 
   return request;
 }
 
-function encode(acceptEncoding: string | undefined, response: InferenceResponse, request: InferenceRequest): Response {
-  const encoded = encodeInferResponse(response, request);
+/** The answer to an inference; a promise only when a large JSON output is written in slices. Errors in Triton's shape. */
+function encode(acceptEncoding: string | undefined, response: InferenceResponse, request: InferenceRequest): Response | Promise<Response> {
+  try {
+    const pending = encodeInferResponseAsync(response, request, config.maxInputSize);
+    if (pending instanceof Promise) return pending.then((e) => respond(acceptEncoding, e), (err: unknown) => errorResponse(wireError(err)));
+    return respond(acceptEncoding, pending);
+  } catch (err) {
+    return errorResponse(wireError(err));
+  }
+}
+
+function respond(acceptEncoding: string | undefined, encoded: EncodedResponse): Response {
   const headers: Record<string, string> = { "content-type": encoded.contentType };
   if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
   const compressed = compressFor(acceptEncoding, encoded.body);

@@ -190,3 +190,18 @@ describe("parseJsonExactAsync", () => {
     await expect(parseJsonExactAsync(new Uint8Array(3 << 20).fill(0x5b))).rejects.toThrow("JSON nesting depth exceeds maximum allowed limit (10000) at 10000");
   });
 });
+
+describe("parseJsonExact: strings of every length around the short-ASCII path (#29)", () => {
+  it("gives JSON.parse's strings for printable ASCII (DEL included), escapes and UTF-8 at lengths 0 to 40", () => {
+    const values: string[] = [];
+    for (let n = 0; n <= 40; n++) {
+      values.push("a".repeat(n), "\u007f".repeat(n), `${"b".repeat(n)}"`, `${"c".repeat(n)}é`, `${"d".repeat(n)}\\`, `${"e".repeat(n)}\t`);
+    }
+    const text = JSON.stringify({ keys: values, [`k${"x".repeat(20)}`]: 1 });
+    expect(parseJsonExact(new TextEncoder().encode(text))).toEqual(JSON.parse(text));
+  });
+
+  it("an unterminated short string is still rapidjson's error", () => {
+    expect(() => parseJsonExact(new TextEncoder().encode('["abc'))).toThrow("Missing a closing quotation mark in string. at 5");
+  });
+});

@@ -1,6 +1,6 @@
 /** §1.2: response tensor data and parameters as Triton's rapidjson writer prints them. */
 import { describe, it, expect } from "vitest";
-import { formatDouble, parametersJson, tensorDataJson } from "../../../src/frontends/http/json-write.ts";
+import { checkJsonOutputSize, formatDouble, JSON_SLICE_BYTES, parametersJson, tensorDataJson, tensorDataJsonAsync } from "../../../src/frontends/http/json-write.ts";
 import { ELEMENT_SIZE, joinBytes, type DataType, type Tensor } from "../../../src/core/tensor.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 
@@ -139,5 +139,50 @@ describe("parametersJson", () => {
       '{"b":true,"i":-3,"big":9223372036854775807,"d":0.5,"whole":1.1805916207174113e21,"s":"x\\"y"}',
     );
     expect(parametersJson({})).toBe("{}");
+  });
+});
+
+describe("tensorDataJsonAsync: large outputs in slices (#29)", () => {
+  const n = 200_000; // over JSON_SLICE_BYTES for every type below, three slices and a part
+  const cases: [string, () => Tensor][] = [
+    ["FP32 with integral, fractional and non-finite values", () => tensor("FP32", new Uint8Array(Float32Array.from({ length: n }, (_, i) => (i === 7 ? NaN : i === 9 ? -Infinity : (i % 1000) / 8)).buffer))],
+    ["FP64 fractions only (the native join)", () => tensor("FP64", new Uint8Array(Float64Array.from({ length: n }, (_, i) => i + 0.25).buffer))],
+    ["INT64 beyond 2^53", () => tensor("INT64", new Uint8Array(BigInt64Array.from({ length: n }, (_, i) => 2n ** 60n + BigInt(i)).buffer))],
+    ["BOOL", () => tensor("BOOL", Uint8Array.from({ length: 300_000 }, (_, i) => i % 3))],
+    ["INT8", () => tensor("INT8", Uint8Array.from({ length: 300_000 }, (_, i) => i))],
+    ["BYTES with escapes, multi-byte text and invalid UTF-8", () => {
+      const parts = Array.from({ length: n }, (_, i) => (i % 5 === 0 ? bytes(0xff, 0x22, 0x0a) : utf8(`é${i}\\"`)));
+      return tensor("BYTES", joinBytes(parts), [n]);
+    }],
+  ];
+  it.each(cases)("%s: the same text as tensorDataJson", async (_, make) => {
+    const t = make();
+    expect(t.data.byteLength).toBeGreaterThan(JSON_SLICE_BYTES);
+    const sliced = await tensorDataJsonAsync(t);
+    expect(sliced).toBe(tensorDataJson(t));
+    expect(sliced.length).toBeGreaterThan(n);
+  });
+
+  it("lets the event loop run between slices", async () => {
+    let turns = 0;
+    const timer = setInterval(() => turns++, 0);
+    await tensorDataJsonAsync(tensor("FP32", new Uint8Array(new Float32Array(1_000_000).fill(0.5).buffer)));
+    clearInterval(timer);
+    expect(turns).toBeGreaterThan(0);
+  });
+
+  it("BYTES whose framing ends early → the same INTERNAL error as tensorDataJson", async () => {
+    const t = tensor("BYTES", joinBytes(Array.from({ length: 100_000 }, () => utf8("abcd"))), [100_001]);
+    await expect(tensorDataJsonAsync(t)).rejects.toThrow("output tensor shape does not match size of output for 'Y'");
+  });
+});
+
+describe("checkJsonOutputSize", () => {
+  it("allows up to the limit, refuses beyond it naming the output, the model and the way out", () => {
+    const t = tensor("FP32", new Uint8Array(400));
+    expect(() => checkJsonOutputSize(t, "m", 400)).not.toThrow();
+    expect(() => checkJsonOutputSize(t, "m", 399)).toThrow(
+      "output 'Y' of model 'm' has 400 bytes of data, more than the 399 bytes one JSON output may have (--http-max-input-size); request it as binary data (binary_data: true) instead",
+    );
   });
 });

@@ -1,6 +1,9 @@
 /** P-06, P-07, P-11, P-12, P-13, §1.2, §2.1: HTTP JSON and binary tensor codec, Triton's words. */
 import { describe, it, expect } from "vitest";
-import { decodeInferRequest, decodeInferRequestAsync, encodeInferResponse, parseInferenceHeaderLength, type DecodeContext } from "../../../src/frontends/http/tensor-codec.ts";
+import { decodeInferRequest, decodeInferRequestAsync, encodeInferResponse, encodeInferResponseAsync, parseInferenceHeaderLength, type DecodeContext } from "../../../src/frontends/http/tensor-codec.ts";
+import { joinBytes } from "../../../src/core/tensor.ts";
+import { requestFromJson } from "../../../src/frontends/http/request-json.ts";
+import { parseJsonExactAsync } from "../../../src/frontends/http/json-parse.ts";
 import type { InferenceRequest, InferenceResponse } from "../../../src/core/request.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import type { DataType } from "../../../src/core/tensor.ts";
@@ -554,5 +557,42 @@ describe("encodeInferResponse", () => {
     const req = decodeInferRequest(body, undefined, ctx);
     const out = jsonText(encodeInferResponse({ modelName: "m", modelVersion: "1", outputs: req.inputs }, request()).body);
     for (const [dt, d] of data) expect(out).toContain(`"datatype":"${dt}","shape":[${count(d)}],"data":${d}}`);
+  });
+});
+
+describe("large tensors (#29): sliced decode and encode give the same values", () => {
+  const n = 2 ** 20;
+  const strings = Array.from({ length: n }, (_, i) => (i % 7 === 0 ? `é"${i}\n` : `s${i}`));
+  const ctx: DecodeContext = { modelName: "m" };
+
+  it("a 2^20-element BYTES body decodes to the same exact bytes through JSON.parse and the sliced byte parser", async () => {
+    const json = new TextEncoder().encode(JSON.stringify({ id: "big", inputs: [{ name: "S", datatype: "BYTES", shape: [1, n], data: strings }, { name: "I", datatype: "INT64", shape: [2], data: [1, 2] }] }));
+    const fast = await decodeInferRequestAsync(json, undefined, ctx);
+    const sliced = requestFromJson(await parseJsonExactAsync(json), new Uint8Array(0), ctx, true);
+    expect(sliced.id).toBe("big");
+    expect(sliced.inputs.map((i) => [i.name, i.shape])).toEqual([["S", [1, n]], ["I", [2]]]);
+    expect(Buffer.compare(sliced.inputs[0]!.data, fast.inputs[0]!.data)).toBe(0);
+    expect(Buffer.compare(sliced.inputs[1]!.data, fast.inputs[1]!.data)).toBe(0);
+    const enc = new TextEncoder();
+    expect(Buffer.compare(fast.inputs[0]!.data, joinBytes(strings.map((s) => enc.encode(s))))).toBe(0);
+  });
+
+  it("encodeInferResponseAsync writes a 2^20-element BYTES output in slices, the same text as encodeInferResponse", async () => {
+    const enc = new TextEncoder();
+    const response: InferenceResponse = { modelName: "m", modelVersion: "1", outputs: [{ name: "Y", datatype: "BYTES", shape: [1, n], data: joinBytes(strings.map((s) => enc.encode(s))) }] };
+    const request: InferenceRequest = { modelName: "m", parameters: {}, inputs: [] };
+    const sliced = await encodeInferResponseAsync(response, request);
+    expect(sliced).toEqual(encodeInferResponse(response, request));
+    expect((JSON.parse(sliced.body as string) as { outputs: { data: string[] }[] }).outputs[0]!.data).toEqual(strings);
+  });
+
+  it("an output over the JSON bound → INVALID_ARG naming it; the same output as binary data is sent", async () => {
+    const response: InferenceResponse = { modelName: "m", modelVersion: "1", outputs: [{ name: "Y", datatype: "FP32", shape: [300_000], data: new Uint8Array(1_200_000) }] };
+    const asJson: InferenceRequest = { modelName: "m", parameters: {}, inputs: [] };
+    const message = "output 'Y' of model 'm' has 1200000 bytes of data, more than the 1048576 bytes one JSON output may have (--http-max-input-size); request it as binary data (binary_data: true) instead";
+    await expect(encodeInferResponseAsync(response, asJson, 1 << 20)).rejects.toMatchObject({ code: "INVALID_ARG", message });
+    expect(() => encodeInferResponse(response, asJson, 1 << 20)).toThrow(message);
+    const binary = await encodeInferResponseAsync(response, { ...asJson, parameters: { binary_data_output: true } }, 1 << 20);
+    expect((binary.body as Uint8Array).byteLength).toBe(binary.headerLength! + 1_200_000);
   });
 });
