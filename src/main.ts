@@ -163,7 +163,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const sources = await RepositorySources.open(options.modelRepositories);
   const refresh = sources.remote.length > 0 ? () => sources.refresh() : undefined;
   try {
-    return await startWithRepositories(options, backends, [typescript, python], sources, refresh);
+    return await startWithRepositories(options, backends, { typescript, python }, sources, refresh);
   } catch (err) {
     sources.close();
     throw err;
@@ -174,8 +174,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 async function startWithRepositories(
   options: ServerOptions,
   backends: BackendRegistry,
-  /** The backends whose models make BLS calls into the server. */
-  blsBackends: readonly Pick<TypeScriptBackend, "setRunner">[],
+  /** The backends whose models make BLS calls into the server (python's custom metrics join /metrics). */
+  blsBackends: { typescript: TypeScriptBackend; python: PythonBackend },
   sources: RepositorySources,
   refresh: (() => Promise<boolean>) | undefined,
 ): Promise<RunningServer> {
@@ -218,7 +218,8 @@ async function startWithRepositories(
     (request) => server.inferStep(request),
     (request) => server.inferStepStream(request),
   );
-  for (const b of blsBackends) b.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
+  const { python } = blsBackends;
+  for (const b of [blsBackends.typescript, python]) b.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
   log.info(modelSummary(repository.index()));
   const failures = repository.failures();
@@ -256,6 +257,7 @@ async function startWithRepositories(
           namespacing: o.modelNamespacing,
         },
       );
+      python.metrics.attach(metricsRegistry.registry);
       server.onSuccess = metricsRegistry.observe;
       server.onFirstResponse = metricsRegistry.firstResponse;
       metricsHandler = createMetricsHandler(metricsRegistry);

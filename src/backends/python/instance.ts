@@ -100,14 +100,20 @@ export class PythonInstance implements BackendInstance {
   async #start(): Promise<void> {
     const s = this.#s;
     const memory = new StubMemory(s.shmSize);
+    const metrics = s.metrics.scope();
     const stub: StubProcess = new StubProcess({
       label: this.#label,
       interpreter: s.interpreter,
       modelPath: s.ctx.modelPath,
       memory,
       timeoutMs: s.timeoutMs,
-      onMessage: (m) => this.#onMessage(stub, m),
-      onExit: (reason) => this.#onExit(stub, reason),
+      onMessage: (m) => {
+        if (!metrics.handle(m, (reply) => stub.send(reply))) this.#onMessage(stub, m);
+      },
+      onExit: (reason) => {
+        metrics.release();
+        this.#onExit(stub, reason);
+      },
     });
     this.#stub = stub;
     this.#memory = memory;
@@ -307,7 +313,7 @@ export class PythonInstance implements BackendInstance {
         stub.endInput();
         break;
       default:
-        if (!this.#s.metrics.handle(m, (reply) => stub.send(reply))) log.warn(`${this.#label}: unknown message '${String(m.t)}' from the stub`);
+        log.warn(`${this.#label}: unknown message '${String(m.t)}' from the stub`);
     }
   }
 

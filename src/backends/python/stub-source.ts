@@ -289,24 +289,32 @@ class Runtime:
             sink((resp, bool(m.get("final"))))
 
     # Custom metrics: registered with the server, which exports them on /metrics.
+    def _metric_call(self, msg):
+        q = queue.Queue()
+        cid = self._id()
+        self.calls[cid] = q.put
+        msg["c"] = cid
+        send(msg)
+        reply = q.get()
+        if reply.get("e"):
+            raise pb_utils.TritonModelException(reply["e"])
+        return reply.get("v")
+
     def family_new(self, family):
         family._id = self._id()
-        send({"t": "mfam", "f": family._id, "n": family._name, "d": family._description, "k": family._kind})
+        self._metric_call({"t": "mfam", "f": family._id, "n": family._name, "d": family._description, "k": family._kind})
 
     def metric_new(self, family, labels, buckets=None):
         mid = self._id()
-        send({"t": "mnew", "f": family._id, "id": mid, "l": {str(k): str(v) for k, v in labels.items()}, "b": buckets})
+        self._metric_call({"t": "mnew", "f": family._id, "id": mid, "l": {str(k): str(v) for k, v in labels.items()},
+                           "b": None if buckets is None else [float(b) for b in buckets]})
         return mid
 
     def metric_op(self, mid, op, value):
         send({"t": "mop", "id": mid, "op": op, "v": float(value)})
 
     def metric_value(self, mid):
-        q = queue.Queue()
-        cid = self._id()
-        self.calls[cid] = q.put
-        send({"t": "mget", "c": cid, "id": mid})
-        return q.get()
+        return self._metric_call({"t": "mget", "id": mid})
 
 
 class _StreamIterator:
@@ -347,7 +355,7 @@ def on_message(m):
     elif t == "mval":
         sink = rt.calls.pop(m["c"], None)
         if sink:
-            sink(m["v"])
+            sink(m)
     elif t == "cancel":
         r = rt.requests.get((m["id"], m["i"]))
         if r is not None:

@@ -237,6 +237,42 @@ input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `;
 
+/** py_metrics: custom metrics (a counter, a gauge, a histogram); COUNT is the counter's value after this request. */
+const METRICS = `
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        labels = {"model": args["model_name"], "version": args["model_version"]}
+        self.requests = pb_utils.MetricFamily("custom_requests", "Requests seen", pb_utils.MetricFamily.COUNTER).Metric(labels=labels)
+        self.last = pb_utils.MetricFamily("custom_last_value", "Last X", pb_utils.MetricFamily.GAUGE).Metric(labels=labels)
+        self.hist = pb_utils.MetricFamily("custom_x", "X values", pb_utils.MetricFamily.HISTOGRAM).Metric(labels=labels, buckets=[1.0, 5.0])
+        try:
+            pb_utils.MetricFamily("custom_requests", "Another help", pb_utils.MetricFamily.GAUGE)
+            self.clash = "no error"
+        except pb_utils.TritonModelException as e:
+            self.clash = str(e)
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = float(pb_utils.get_input_tensor_by_name(r, "X").as_numpy()[0])
+            self.requests.increment(1)
+            self.last.set(x)
+            self.hist.observe(x)
+            out.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("COUNT", np.array([self.requests.value()], dtype=np.float64)),
+                pb_utils.Tensor("CLASH", np.array([self.clash.encode()], dtype=np.object_)),
+            ]))
+        return out
+`;
+
+const METRICS_CONFIG = `backend: "python"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "COUNT" data_type: TYPE_FP64 dims: [ 1 ] }, { name: "CLASH" data_type: TYPE_STRING dims: [ 1 ] } ]
+`;
+
 /** py_no_numpy: its EXECUTION_ENV_PATH holds a bin/python3 that runs Python without site-packages (so without numpy). */
 const NO_NUMPY_CONFIG = `backend: "python"
 parameters { key: "EXECUTION_ENV_PATH" value: { string_value: "$$TRITON_MODEL_DIRECTORY/env" } }
@@ -268,6 +304,8 @@ export function pythonModels(python: string): Record<string, string> {
     "py_bls/1/model.py": BLS,
     "py_cancel/config.pbtxt": CANCEL_CONFIG,
     "py_cancel/1/model.py": CANCEL,
+    "py_metrics/config.pbtxt": METRICS_CONFIG,
+    "py_metrics/1/model.py": METRICS,
     "py_no_numpy/config.pbtxt": NO_NUMPY_CONFIG,
     "py_no_numpy/1/model.py": ADD_SUB,
     "py_no_numpy/env/bin/python3": `#!/bin/sh\nexec ${python} -S "$@"\n`,

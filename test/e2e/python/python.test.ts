@@ -180,6 +180,33 @@ describe("python backend: decoupled models and BLS", () => {
   });
 });
 
+describe("python backend: custom metrics", () => {
+  it("MetricFamily / Metric counters, gauges and histograms appear on /metrics", async () => {
+    const call = (x: number) => inferJson(server, "py_metrics", { inputs: [{ name: "X", datatype: "FP32", shape: [1], data: [x] }] });
+    const first = await call(3);
+    expect(first.json.outputs[0].data).toEqual([1]);
+    expect(first.json.outputs[1].data[0]).toBe("metric family 'custom_requests' already exists with another kind or description");
+    expect((await call(7)).json.outputs[0].data).toEqual([2]);
+    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    const l = 'model="py_metrics",version="1"';
+    for (const line of [
+      "# HELP custom_requests Requests seen",
+      "# TYPE custom_requests counter",
+      `custom_requests{${l}} 2`,
+      "# TYPE custom_last_value gauge",
+      `custom_last_value{${l}} 7`,
+      "# TYPE custom_x histogram",
+      `custom_x_bucket{${l},le="1"} 0`,
+      `custom_x_bucket{${l},le="5"} 1`,
+      `custom_x_bucket{${l},le="+Inf"} 2`,
+      `custom_x_sum{${l}} 10`,
+      `custom_x_count{${l}} 2`,
+    ]) {
+      expect(text.split("\n")).toContain(line);
+    }
+  });
+});
+
 describe("python backend: load failures", () => {
   async function reason(model: string): Promise<string> {
     const index = (await (await post("/v2/repository/index", {})).json()) as any[];
