@@ -22,6 +22,9 @@ import type { CustomMetrics } from "./metrics.ts";
 
 const log = getLogger("src/backends/python/instance.ts");
 
+/** How long copied response blocks may wait for an exec message to carry their release to the stub. */
+const FREE_DELAY_MS = 20;
+
 /** A tensor as the channel describes it: name, datatype, shape, offset and byte size in a region. */
 interface Desc {
   n: string;
@@ -80,6 +83,9 @@ export class PythonInstance implements BackendInstance {
   readonly #senders = new Map<string, { p: PreparedRequest; sink: ResponseSink | undefined; forget: () => void }>();
   #next = 0;
   #closed = false;
+  /** Offsets of the stub's blocks the server has copied: sent with the next exec, or after FREE_DELAY_MS. */
+  #toFree: number[] = [];
+  #freeTimer: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(s: InstanceSetup) {
     this.#s = s;
@@ -181,21 +187,26 @@ export class PythonInstance implements BackendInstance {
     const blocks: number[] = [];
     let reqs: unknown[];
     try {
-      reqs = requests.map((p) => ({
-        id: p.request.id ?? "",
-        corr: p.control.sequenceId === undefined ? 0 : typeof p.control.sequenceId === "bigint" ? Number(p.control.sequenceId) : p.control.sequenceId,
-        flags: (p.control.sequenceStart ? 1 : 0) | (p.control.sequenceEnd ? 2 : 0),
-        p: Object.fromEntries(Object.entries(p.request.parameters ?? {}).map(([k, v]) => [k, typeof v === "bigint" ? Number(v) : v])),
-        m: this.#s.ctx.modelName,
-        v: this.#s.ctx.version,
-        out: p.outputNames,
-        cancelled: p.request.signal?.aborted === true,
-        in: p.inputs.map((t) => {
-          const o = memory.put(t.data, `input '${t.name}'`);
-          blocks.push(o);
-          return { n: t.name, d: t.datatype, s: t.shape, o, b: t.data.byteLength };
-        }),
-      }));
+      // Fields at their defaults are left out: the message is the per-request cost.
+      reqs = requests.map((p) => {
+        const r: Record<string, unknown> = {
+          out: p.outputNames,
+          in: p.inputs.map((t) => {
+            const o = memory.put(t.data, `input '${t.name}'`);
+            blocks.push(o);
+            return { n: t.name, d: t.datatype, s: t.shape, o, b: t.data.byteLength };
+          }),
+        };
+        if (p.request.id) r.id = p.request.id;
+        const sid = p.control.sequenceId;
+        if (sid !== undefined) r.corr = typeof sid === "bigint" ? Number(sid) : sid;
+        const flags = (p.control.sequenceStart ? 1 : 0) | (p.control.sequenceEnd ? 2 : 0);
+        if (flags) r.flags = flags;
+        const params = Object.entries(p.request.parameters ?? {});
+        if (params.length > 0) r.p = Object.fromEntries(params.map(([k, v]) => [k, typeof v === "bigint" ? Number(v) : v]));
+        if (p.request.signal?.aborted) r.cancelled = true;
+        return r;
+      });
     } catch (err) {
       for (const b of blocks) memory.blocks.release(b);
       return failAll(ServerError.from(err));
@@ -215,7 +226,7 @@ export class PythonInstance implements BackendInstance {
     const end = stub.wait();
     const done = await new Promise<Message>((resolve) => {
       this.#execs.set(id, { requests, blocks, resolve, forget: this.#decoupled ? () => {} : forgetAll });
-      stub.send({ t: "exec", id, reqs });
+      stub.send({ t: "exec", id, reqs, fr: this.#takeFrees() });
     }).finally(end);
     const t2 = nowNs();
     const result = (outcomes: RequestOutcome[]): RequestsResult => ({ outcomes, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: nowNs() - t2 });
@@ -245,8 +256,19 @@ export class PythonInstance implements BackendInstance {
         return { name: String(d.n), datatype: d.d, shape: d.s.map(Number), data: this.#memory!.take(d.o, d.b) };
       });
     } finally {
-      stub.send({ t: "free", o: descs.map((d) => d.o) });
+      for (const d of descs) this.#toFree.push(d.o);
+      this.#freeTimer ??= setTimeout(() => {
+        this.#freeTimer = undefined;
+        if (this.#toFree.length > 0 && this.#stub === stub) stub.send({ t: "free", o: this.#takeFrees() });
+      }, FREE_DELAY_MS);
+      (this.#freeTimer as { unref?: () => void }).unref?.();
     }
+  }
+
+  #takeFrees(): number[] {
+    const out = this.#toFree;
+    this.#toFree = [];
+    return out;
   }
 
   #outcome(stub: StubProcess, p: PreparedRequest, r: WireResponse): RequestOutcome {
@@ -393,6 +415,7 @@ export class PythonInstance implements BackendInstance {
   #onExit(stub: StubProcess, reason: string): void {
     if (stub !== this.#stub) return;
     this.#stub = undefined;
+    this.#toFree = [];
     this.#memory?.close();
     this.#memory = undefined;
     if (this.#init) {

@@ -59,6 +59,9 @@ def _reader():
     try:
         while True:
             m = recv()
+            if "fr" in m:  # blocks the server has copied, freed with its next message
+                for o in m["fr"]:
+                    arena.release(o)
             if m["t"] == "ping":
                 send({"t": "pong", "n": m["n"]})
             elif m["t"] in ("exec", "init", "auto", "fini"):
@@ -383,9 +386,9 @@ def execute(model, m, decoupled):
     ident = m["id"]
     requests = []
     for i, r in enumerate(m["reqs"]):
-        req = pb_utils.InferenceRequest(inputs=get_tensors(r["in"]), requested_output_names=r["out"], request_id=r["id"],
-                                        correlation_id=r["corr"], flags=r["flags"], parameters=r["p"], model_name=r["m"],
-                                        model_version=r["v"])
+        req = pb_utils.InferenceRequest(inputs=get_tensors(r["in"]), requested_output_names=r["out"], request_id=r.get("id", ""),
+                                        correlation_id=r.get("corr", 0), flags=r.get("flags", 0), parameters=r.get("p"),
+                                        model_name=model_name, model_version=model_version)
         if r.get("cancelled"):
             req._cancelled.set()
         key = (ident, i)
@@ -418,10 +421,11 @@ def execute(model, m, decoupled):
 
 instance_name = ""
 model_name = ""
+model_version = -1
 
 
 def main():
-    global instance_name, model_name
+    global instance_name, model_name, model_version
     asyncio.set_event_loop(rt.loop)
     model = None
     decoupled = False
@@ -442,6 +446,7 @@ def main():
         elif t == "init":
             instance_name = m["args"]["model_instance_name"]
             model_name = m["args"]["model_name"]
+            model_version = int(m["args"]["model_version"])
             decoupled = m["decoupled"]
             try:
                 model = load_model_class()()
