@@ -314,8 +314,23 @@ export function pythonModels(python: string): Record<string, string> {
   };
 }
 
+/** py_crash_stream (decoupled): sends OUT = 0, then ends its stub. */
+const CRASH_STREAM = `
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        sender = requests[0].get_response_sender()
+        sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([0], dtype=np.int32))]))
+        os._exit(9)
+`;
+
 /** The files of the crash/hang server's repository. */
 export const CRASH_MODELS: Record<string, string> = {
+  "py_crash_stream/config.pbtxt": REPEAT_CONFIG,
+  "py_crash_stream/1/model.py": CRASH_STREAM,
   "py_crash/config.pbtxt": CRASH_CONFIG,
   "py_crash/1/model.py": CRASH,
 };

@@ -269,6 +269,16 @@ describe("python backend: a stub that crashes or hangs", () => {
     expect(crash.log()).toContain("the Python stub process was restarted");
   }, 60_000);
 
+  it("a decoupled stub that dies mid-stream ends its stream with the error after what it sent", async () => {
+    const res = await fetch(`${crash.url}/v2/models/py_crash_stream/generate_stream`, { method: "POST", body: JSON.stringify({ N: 1 }) });
+    expect(res.status).toBe(200);
+    const evs = (await res.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+    expect(evs).toEqual([
+      { model_name: "py_crash_stream", model_version: "1", OUT: 0 },
+      { error: "Failed to process the request(s) for model 'py_crash_stream' instance 'py_crash_stream_0': the Python stub process exited with code 9; the instance is being restarted" },
+    ]);
+  }, 60_000);
+
   it("a stub that stops answering is killed after the health-check timeout, and is restarted", async () => {
     const before = (await call(0)).json.outputs[0].data[0];
     const hung = await call(2);
