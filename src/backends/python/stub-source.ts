@@ -366,6 +366,9 @@ def on_message(m):
 
 
 def load_model_class():
+    here = os.path.dirname(os.path.abspath(model_path))
+    if here not in sys.path:
+        sys.path.append(here)  # as Triton's stub: modules beside model.py import
     spec = importlib.util.spec_from_file_location("model", model_path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["model"] = module

@@ -64,11 +64,12 @@ class TritonPythonModel:
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy() * 2)]) for r in requests]
 `;
 
-/** py_echo: BYTES in and out, the request's id, parameters and requested outputs; "fail" / "raise" fail it. */
+/** py_echo: BYTES in and out (upper-cased by a module beside it), the request's id, parameters and requested outputs; "fail" / "raise" fail it. */
 const ECHO = `
 import json
 import numpy as np
 import triton_python_backend_utils as pb_utils
+from helper import shout
 
 class TritonPythonModel:
     def execute(self, requests):
@@ -82,7 +83,7 @@ class TritonPythonModel:
             if text[0] == b"fail":
                 responses.append(pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError("bad text", pb_utils.TritonError.INVALID_ARG)))
                 continue
-            upper = np.array([t.upper() for t in text], dtype=np.object_)
+            upper = np.array([shout(t) for t in text], dtype=np.object_)
             meta = np.array([r.request_id(), r.parameters(), json.dumps(r.requested_output_names()), str(r.correlation_id())], dtype=np.object_)
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", upper), pb_utils.Tensor("META", meta)]))
         return responses
@@ -296,6 +297,7 @@ export function pythonModels(python: string): Record<string, string> {
     "py_auto/1/model.py": AUTO,
     "py_echo/config.pbtxt": ECHO_CONFIG,
     "py_echo/1/echo.py": ECHO,
+    "py_echo/1/helper.py": "def shout(b):\n    return b.upper()\n",
     "py_repeat/config.pbtxt": REPEAT_CONFIG,
     "py_repeat/1/model.py": REPEAT,
     "py_square/config.pbtxt": SQUARE_CONFIG,
