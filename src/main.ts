@@ -13,6 +13,7 @@ import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { TypeScriptBackend } from "./backends/typescript/backend.ts";
+import { PythonBackend } from "./backends/python/backend.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
@@ -157,11 +158,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   backends.register(new OpenVinoBackend());
   const typescript = new TypeScriptBackend();
   backends.register(typescript);
+  const python = new PythonBackend({ ...options.backendConfig[""], ...options.backendConfig["python"] });
+  backends.register(python);
   // Object-storage repositories are copied into local folders; the rest of the server sees only those.
   const sources = await RepositorySources.open(options.modelRepositories);
   const refresh = sources.remote.length > 0 ? () => sources.refresh() : undefined;
   try {
-    return await startWithRepositories(options, backends, typescript, sources, refresh);
+    return await startWithRepositories(options, backends, { typescript, python }, sources, refresh);
   } catch (err) {
     sources.close();
     throw err;
@@ -172,7 +175,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 async function startWithRepositories(
   options: ServerOptions,
   backends: BackendRegistry,
-  typescript: TypeScriptBackend,
+  /** The backends whose models make BLS calls into the server (python's custom metrics join /metrics). */
+  blsBackends: { typescript: TypeScriptBackend; python: PythonBackend },
   sources: RepositorySources,
   refresh: (() => Promise<boolean>) | undefined,
 ): Promise<RunningServer> {
@@ -216,7 +220,8 @@ async function startWithRepositories(
     (request) => server.inferStep(request),
     (request) => server.inferStepStream(request),
   );
-  typescript.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
+  const { python } = blsBackends;
+  for (const b of [blsBackends.typescript, python]) b.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
   await repository.loadAll();
   log.infoLines(modelSummary(repository.index()));
   const failures = repository.failures();
@@ -254,6 +259,7 @@ async function startWithRepositories(
           namespacing: o.modelNamespacing,
         },
       );
+      python.metrics.attach(metricsRegistry.registry);
       server.onSuccess = metricsRegistry.observe;
       server.onFirstResponse = metricsRegistry.firstResponse;
       metricsHandler = createMetricsHandler(metricsRegistry);

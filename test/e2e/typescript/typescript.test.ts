@@ -177,8 +177,6 @@ output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] }, { name: "META" dat
   repo.add("ts_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("init exploded"); }\n  execute() { return []; }\n}\n`);
   repo.add("ts_worker_init_fail/config.pbtxt", faultyIo + `parameters { key: "execution_thread" value: { string_value: "worker" } }\n`);
   repo.add("ts_worker_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("worker init exploded"); }\n  execute() { return []; }\n}\n`);
-  repo.add("py_model/config.pbtxt", `backend: "python"\n${faultyIo.split("\n").slice(1).join("\n")}`);
-  repo.add("py_model/1/model.py", "class TritonPythonModel: pass\n");
   repo.add(
     "ts_counter/config.pbtxt",
     `backend: "typescript"
@@ -415,8 +413,6 @@ describe("typescript backend", () => {
     expect(server.log()).toMatch(/initialize failed: Error: init exploded.*\\n\s+at /);
     expect(entry("ts_worker_init_fail").state).toBe("UNAVAILABLE");
     expect(entry("ts_worker_init_fail").reason).toContain("initialize failed (worker): Error: worker init exploded");
-    expect(entry("py_model").state).toBe("UNAVAILABLE");
-    expect(entry("py_model").reason).toBe("model 'py_model': backend 'python' is not supported by this server");
     expect(entry("ts_faulty").state).toBe("READY");
   });
 

@@ -1,0 +1,106 @@
+/**
+ * Python backend benchmark (issue #32, item 5): the server's CPU per request for the
+ * ONNX model `simple` (INT32 add/sub, [1,16]) and `py_simple`, the same config with
+ * `backend: "python"` and a numpy model.py doing the same add/sub, in one server and one
+ * run. Server CPU is the server process's own utime + stime (/proc/<pid>/stat, without
+ * its stub children) over a fixed number of requests sent over HTTP at concurrency 4;
+ * the stubs' CPU is reported beside it. Goal: py_simple's server CPU per request at most
+ * 1.5 times simple's.
+ *
+ *   npm run build && bun scripts/bench-python.ts [--binary=dist/nereid] [--requests=3000] [--python=/usr/bin/python3]
+ */
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, cpSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const BINARY = resolve(arg("binary", join(root, "dist", "nereid")));
+const REQUESTS = Number(arg("requests", "3000"));
+const PYTHON = arg("python", "/usr/bin/python3");
+const CONCURRENCY = 4;
+
+const repo = mkdtempSync(join(tmpdir(), "nereid-bench-py-"));
+cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
+mkdirSync(join(repo, "py_simple", "1"), { recursive: true });
+const config = readFileSync(join(repo, "simple", "config.pbtxt"), "utf8");
+writeFileSync(join(repo, "py_simple", "config.pbtxt"), config.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'));
+writeFileSync(
+  join(repo, "py_simple", "1", "model.py"),
+  `import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            a = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
+        return out
+`,
+);
+
+const port = 18500 + Math.floor(Math.random() * 400);
+const server = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--grpc-port=0", "--allow-metrics=false", `--backend-config=python,interpreter=${PYTHON}`], { stdio: ["ignore", "pipe", "pipe"] });
+let log = "";
+server.stdout!.on("data", (c) => (log += c));
+server.stderr!.on("data", (c) => (log += c));
+const url = `http://127.0.0.1:${port}`;
+for (let i = 0; ; i++) {
+  if (i > 600) throw new Error(`server did not become ready:\n${log}`);
+  try {
+    if ((await fetch(`${url}/v2/health/ready`)).ok) break;
+  } catch {}
+  await new Promise((r) => setTimeout(r, 100));
+}
+
+const TICK = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2).split(" ");
+  return ((Number(f[11]) + Number(f[12])) * 1000) / TICK;
+}
+function stubPids(): number[] {
+  const out = execFileSync("pgrep", ["-P", String(server.pid)]).toString().trim();
+  return out ? out.split("\n").map(Number) : [];
+}
+
+const body = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+  ],
+});
+
+async function run(model: string, n: number): Promise<void> {
+  let left = n;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (left-- > 0) {
+        const r = await fetch(`${url}/v2/models/${model}/infer`, { method: "POST", body });
+        if (r.status !== 200) throw new Error(`${model}: ${r.status} ${await r.text()}`);
+        await r.arrayBuffer();
+      }
+    }),
+  );
+}
+
+const rows: { model: string; serverUs: number; stubUs: number; wallUs: number }[] = [];
+for (const model of ["simple", "py_simple", "simple", "py_simple"]) {
+  await run(model, 300); // warm up
+  const stubs = stubPids();
+  const s0 = cpuMs(server.pid!);
+  const k0 = stubs.reduce((a, p) => a + cpuMs(p), 0);
+  const t0 = performance.now();
+  await run(model, REQUESTS);
+  const wall = performance.now() - t0;
+  const serverMs = cpuMs(server.pid!) - s0;
+  const stubMs = stubs.reduce((a, p) => a + cpuMs(p), 0) - k0;
+  rows.push({ model, serverUs: (serverMs * 1000) / REQUESTS, stubUs: (stubMs * 1000) / REQUESTS, wallUs: (wall * 1000) / REQUESTS });
+}
+server.kill("SIGTERM");
+
+console.log(`| model | server CPU µs/request | stub CPU µs/request | wall µs/request (c=${CONCURRENCY}) |\n|---|---|---|---|`);
+for (const r of rows) console.log(`| ${r.model} | ${r.serverUs.toFixed(0)} | ${r.model === "simple" ? "-" : r.stubUs.toFixed(0)} | ${r.wallUs.toFixed(0)} |`);
+const mean = (m: string) => rows.filter((r) => r.model === m).reduce((a, r) => a + r.serverUs, 0) / 2;
+console.log(`\nserver CPU ratio py_simple / simple: ${(mean("py_simple") / mean("simple")).toFixed(2)} (goal <= 1.5)`);

@@ -1,0 +1,24 @@
+/**
+ * @module The stub's Python files (stub-source.ts, pb-utils-source.ts), written once per
+ * server process into a private folder (mkdtemp: mode 0700, owned by the server's user)
+ * that the server removes when it exits; a model's stub imports them from there.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PB_UTILS_SOURCE } from "./pb-utils-source.ts";
+import { STUB_SOURCE } from "./stub-source.ts";
+
+let dir: string | undefined;
+
+/** The folder holding `stub.py` and `triton_python_backend_utils.py`. */
+export function stubFiles(): { dir: string; stub: string } {
+  if (!dir) {
+    const d = mkdtempSync(join(tmpdir(), "nereid-python-"));
+    writeFileSync(join(d, "triton_python_backend_utils.py"), PB_UTILS_SOURCE, { mode: 0o600 });
+    writeFileSync(join(d, "stub.py"), STUB_SOURCE, { mode: 0o600 });
+    process.once("exit", () => rmSync(d, { recursive: true, force: true }));
+    dir = d;
+  }
+  return { dir, stub: join(dir, "stub.py") };
+}
