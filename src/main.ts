@@ -13,6 +13,7 @@ import { OnnxRuntimeBackend } from "./backends/onnxruntime/backend.ts";
 import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { TypeScriptBackend } from "./backends/typescript/backend.ts";
+import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
@@ -190,6 +191,7 @@ async function startWithRepositories(
       namespacing: options.modelNamespacing,
       rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
       loadRetryCount: options.modelLoadRetryCount,
+      unloadAbortMs: options.exitTimeoutSecs * 1000,
     },
     backends,
   );
@@ -431,6 +433,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     notifyServiceManager("STOPPING=1\nSTATUS=draining in-flight requests");
     void running.shutdown().then(stopRequested);
   };
+  // A model's stray error (a rejection nobody handles, a throw from a timer) is logged, not fatal.
+  installStrayErrorHandlers();
   process.once("SIGINT", () => onSignal("SIGINT"));
   process.once("SIGTERM", () => onSignal("SIGTERM"));
   try {
