@@ -16,9 +16,16 @@ type Wire = { message: string; code?: string; stack?: string };
 type Response = { outputs: { name: string }[] };
 
 let model: Model | undefined;
+let modelName = "";
+let decoupled = false;
 const calls = new Map<number, { resolve: (r: unknown) => void; reject: (e: unknown) => void }>();
 const streams = new Map<number, (m: any) => void>();
-const executions = new Map<number, AbortController[]>();
+/** Each request's cancellation (`exec:index`), until it is answered: at the end of its execute, or a decoupled one's final send. */
+const controllers = new Map<string, AbortController>();
+/** Decoupled requests whose final has not been sent. */
+const open = new Set<string>();
+/** Executes that have not returned. */
+const running = new Set<number>();
 let nextCall = 0;
 const post = (m: unknown) => self.postMessage(m);
 
@@ -115,13 +122,24 @@ function modelRequest(r: any, index: number, exec: number, controller: AbortCont
         },
       };
     },
-    getResponseSender: () => ({
-      send: (response: unknown, options?: { final?: boolean }) => post({ type: "send", exec, index, response, final: !!options?.final }),
-    }),
+    getResponseSender: () => {
+      if (!decoupled) throw Object.assign(new Error(`model '${modelName}' is not decoupled: getResponseSender() needs model_transaction_policy { decoupled: true }`), { code: "UNSUPPORTED" });
+      const key = `${exec}:${index}`;
+      if (controllers.has(key)) open.add(key);
+      return {
+        send: (response: unknown, options?: { final?: boolean }) => {
+          const final = !!options?.final;
+          if (final && open.delete(key) && !running.has(exec)) controllers.delete(key);
+          post({ type: "send", exec, index, response, final });
+        },
+      };
+    },
   };
 }
 
-async function init(m: { url: string; path: string; args: object }): Promise<void> {
+async function init(m: { url: string; path: string; args: { modelName?: string; modelConfig?: { model_transaction_policy?: { decoupled?: boolean } } } }): Promise<void> {
+  modelName = String(m.args.modelName);
+  decoupled = m.args.modelConfig?.model_transaction_policy?.decoupled === true;
   try {
     registerEmbeddedPackages();
     const mod = (await import(m.url)) as { default?: unknown };
@@ -155,23 +173,23 @@ async function autoComplete(m: { url: string; path: string; config: object }): P
 
 async function execute(m: { id: number; requests: any[] }): Promise<void> {
   // Plain loops: the model may have replaced Array.prototype's methods in this realm.
-  const controllers: AbortController[] = [];
   const requests: unknown[] = [];
   for (let index = 0; index < m.requests.length; index++) {
     const { cancelled, ...r } = m.requests[index];
     const c = new AbortController();
     if (cancelled) c.abort();
-    controllers.push(c);
+    controllers.set(`${m.id}:${index}`, c);
     requests.push(modelRequest(r, index, m.id, c));
   }
-  executions.set(m.id, controllers);
+  running.add(m.id);
   try {
     const responses = await model!.execute(requests);
     post({ type: "done", id: m.id, responses });
   } catch (err) {
     post({ type: "done", id: m.id, thrown: errorOf(err) });
   } finally {
-    executions.delete(m.id);
+    running.delete(m.id);
+    for (let index = 0; index < m.requests.length; index++) if (!open.has(`${m.id}:${index}`)) controllers.delete(`${m.id}:${index}`);
   }
 }
 
@@ -185,7 +203,7 @@ self.onmessage = async (e: MessageEvent) => {
     case "execute":
       return execute(m);
     case "cancel":
-      executions.get(m.id)?.[m.index]?.abort();
+      controllers.get(`${m.id}:${m.index}`)?.abort();
       return;
     case "blsStreamItem":
     case "blsStreamEnd":

@@ -40,8 +40,6 @@ interface Pending {
   requests: InferenceRequest[];
   resolve: (r: InferenceResponse[] | void) => void;
   reject: (e: unknown) => void;
-  /** Stops relaying the requests' cancellation to the worker. */
-  forget: () => void;
 }
 
 /** Who the instance is, for messages, and whom it tells when it gives up. */
@@ -113,6 +111,8 @@ export class WorkerModel implements TritonModel {
   #next = 0;
   /** Decoupled models: the main-thread requests whose senders the worker's sends go to, until their final. */
   readonly #senders = new Map<string, InferenceRequest>();
+  /** Each request's relay of its cancellation to the worker (`exec:index`), until it is answered (a decoupled one: until its final). */
+  readonly #relays = new Map<string, () => void>();
   /** Deaths since the last completed execute. */
   #deaths = 0;
   /** Set once the instance no longer serves (given up, aborted or finalized): executes fail with it. */
@@ -166,14 +166,13 @@ export class WorkerModel implements TritonModel {
     if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
     return new Promise((resolve, reject) => {
       // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
-      const listeners = requests.map((r, index) => {
-        if (r.signal.aborted) return undefined;
+      requests.forEach((r, index) => {
+        if (r.signal.aborted) return;
         const cancel = () => this.#worker?.postMessage({ type: "cancel", id, index });
         r.signal.addEventListener("abort", cancel, { once: true });
-        return cancel;
+        this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
       });
-      const forget = () => listeners.forEach((l, i) => l && requests[i]!.signal.removeEventListener("abort", l));
-      this.#pending.set(id, { requests, resolve, reject, forget });
+      this.#pending.set(id, { requests, resolve, reject });
       worker.postMessage({ type: "execute", id, requests: plain });
     });
   }
@@ -211,10 +210,7 @@ export class WorkerModel implements TritonModel {
   /** Everything the instance holds fails with `error`: its executes, the BLS calls they made, open decoupled streams. */
   #failAll(error: ServerError): number {
     const n = this.#pending.size;
-    for (const p of this.#pending.values()) {
-      p.forget();
-      p.reject(error);
-    }
+    for (const p of this.#pending.values()) p.reject(error);
     this.#pending.clear();
     for (const c of this.#blsCalls.values()) c.abort();
     this.#blsCalls.clear();
@@ -226,6 +222,8 @@ export class WorkerModel implements TritonModel {
       }
     }
     this.#senders.clear();
+    for (const forget of this.#relays.values()) forget();
+    this.#relays.clear();
     return n;
   }
 
@@ -274,6 +272,20 @@ export class WorkerModel implements TritonModel {
     }
   }
 
+  #forget(key: string): void {
+    this.#relays.get(key)?.();
+    this.#relays.delete(key);
+  }
+
+  /** The request a worker's BLS call was made for: one of an execute still running, or a decoupled one whose sender is still open. */
+  #requestOf(exec: number, index: number): InferenceRequest | undefined {
+    return this.#pending.get(exec)?.requests[index] ?? this.#senders.get(`${exec}:${index}`);
+  }
+
+  #answered(): { message: string; code: string } {
+    return { message: `model '${this.#owner.model}': BLS call refused: its request has been answered`, code: "UNAVAILABLE" };
+  }
+
   #handle(worker: Worker, m: any): void {
     switch (m.type) {
       case "ready":
@@ -299,14 +311,18 @@ export class WorkerModel implements TritonModel {
         this.#pending.delete(m.id);
         if (!p) return;
         this.#deaths = 0;
-        p.forget();
+        // A decoupled request may still be answering: its cancellation is relayed until its final.
+        p.requests.forEach((_, i) => this.#senders.has(`${m.id}:${i}`) || this.#forget(`${m.id}:${i}`));
         if (m.thrown) p.reject(Object.assign(new Error(String(m.thrown.message)), { code: m.thrown.code }));
         else p.resolve(m.responses);
         break;
       }
       case "bls": {
-        const request = this.#pending.get(m.exec)?.requests[m.index];
-        if (!request) return;
+        const request = this.#requestOf(m.exec, m.index);
+        if (!request) {
+          this.#worker?.postMessage({ type: "blsResult", id: m.id, error: this.#answered() });
+          return;
+        }
         // The worker's signal cannot cross; a blsCancel message aborts this one instead.
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
@@ -320,8 +336,11 @@ export class WorkerModel implements TritonModel {
         break;
       }
       case "blsStream": {
-        const request = this.#pending.get(m.exec)?.requests[m.index];
-        if (!request) return;
+        const request = this.#requestOf(m.exec, m.index);
+        if (!request) {
+          this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id, error: this.#answered() });
+          return;
+        }
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
         void (async () => {
@@ -346,7 +365,10 @@ export class WorkerModel implements TritonModel {
         const key = `${m.exec}:${m.index}`;
         const request = this.#senders.get(key);
         if (!request) return;
-        if (m.final) this.#senders.delete(key);
+        if (m.final) {
+          this.#senders.delete(key);
+          if (!this.#pending.has(m.exec)) this.#forget(key);
+        }
         try {
           request.getResponseSender().send(m.response ?? undefined, { final: m.final === true });
         } catch (err) {

@@ -79,6 +79,41 @@ export default class M {
   );
   add("ts_spin", `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); for (;;) {} } }\n`);
   add("ts_main_hang", `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); return new Promise(() => {}); } }\n`, MAIN);
+  // Decoupled, in workers: ts_drip answers every 2 ms until it sees the cancel (and logs it);
+  // ts_stream_exit answers once, then calls process.exit.
+  const decoupled = `model_transaction_policy { decoupled: true }\n`;
+  add(
+    "ts_drip",
+    `export default class M {
+  initialize(a) { this.log = a.logger; }
+  execute(requests) {
+    for (const r of requests) {
+      const sender = r.getResponseSender();
+      let i = 0;
+      const tick = () => {
+        if (r.isCancelled()) { this.log.info("cancel seen after " + i + " response(s)"); return sender.send(undefined, { final: true }); }
+        sender.send({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i++] }] });
+        setTimeout(tick, 2);
+      };
+      tick();
+    }
+  }
+}
+`,
+    decoupled,
+  );
+  add(
+    "ts_stream_exit",
+    `export default class M {
+  execute(requests) {
+    const sender = requests[0].getResponseSender();
+    sender.send({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [1] }] });
+    setTimeout(() => process.exit(2), 10);
+  }
+}
+`,
+    decoupled,
+  );
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--exit-timeout-secs=1", "--allow-grpc=false"]);
 });
 
@@ -192,5 +227,28 @@ describe("an execute that never returns", () => {
     expect([entry.state, entry.reason]).toEqual(["UNAVAILABLE", "unloaded"]);
     expect(server.log()).toContain(`model '${name}' version 1: executions still running 1 s after the unload began; aborting them`);
     await simpleAnswers();
+  });
+});
+
+describe("decoupled models in worker threads", () => {
+  const stream = (model: string, signal?: AbortSignal) => fetch(`${server.url}/v2/models/${model}/generate_stream`, { method: "POST", body: JSON.stringify({ IN: 1 }), signal });
+
+  it("a client gone mid-stream: the worker's request sees the cancel after its execute returned", async () => {
+    const controller = new AbortController();
+    const res = await stream("ts_drip", controller.signal);
+    const first = new TextDecoder().decode((await res.body!.getReader().read()).value);
+    expect(first.startsWith('data: {"model_name":"ts_drip","model_version":"1","OUT":0}')).toBe(true);
+    controller.abort();
+    expect(await logged("model 'ts_drip': cancel seen after")).toMatch(/model 'ts_drip': cancel seen after \d+ response\(s\)/);
+  });
+
+  it("a worker that ends mid-stream closes the stream with an error event naming model and instance", async () => {
+    const text = await (await stream("ts_stream_exit")).text();
+    expect(text).toBe(
+      'data: {"model_name":"ts_stream_exit","model_version":"1","OUT":1}\n\n' +
+        'data: {"error":"model \'ts_stream_exit\' instance ts_stream_exit_0: the worker ended: the model called process.exit(2)"}\n\n',
+    );
+    const again = await (await stream("ts_stream_exit")).text();
+    expect(again.startsWith('data: {"model_name":"ts_stream_exit","model_version":"1","OUT":1}')).toBe(true);
   });
 });
