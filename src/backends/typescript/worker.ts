@@ -47,7 +47,7 @@ export interface WorkerOwner {
   model: string;
   instance: string;
   logger: ModelLogger;
-  /** The instance cannot serve any more (its restart failed): the model should be marked UNAVAILABLE with `reason`. */
+  /** The instance cannot serve any more (its restart failed): the model should be marked UNAVAILABLE with `reason` (and it is logged there). */
   unavailable(reason: string): void;
 }
 
@@ -244,7 +244,7 @@ export class WorkerModel implements TritonModel {
     if (this.#gone) return;
     this.#deaths++;
     if (this.#deaths > MAX_RESTARTS) {
-      this.#giveUp(`${who}: the worker ended ${this.#deaths} times in a row without completing an execute; last: ${reason}`);
+      this.#giveUp(`${who}: the worker ended ${this.#deaths} times in a row without completing an execute (last: ${reason.split("\n")[0]})`);
       return;
     }
     log.error(`${who}: the worker ${reason}; ${failed} execution(s) failed; restarting it`);
@@ -257,7 +257,6 @@ export class WorkerModel implements TritonModel {
   #giveUp(reason: string): void {
     if (this.#gone) return;
     this.#gone = unavailable(reason);
-    log.error(reason);
     this.#failAll(this.#gone);
     this.#owner.unavailable(reason);
   }

@@ -77,6 +77,7 @@ export default class M {
 }
 `,
   );
+  add("ts_always_exit", `export default class M { execute() { process.exit(1); } }\n`);
   add("ts_spin", `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); for (;;) {} } }\n`);
   add("ts_main_hang", `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); return new Promise(() => {}); } }\n`, MAIN);
   // Decoupled, in workers: ts_drip answers every 2 ms until it sees the cancel (and logs it);
@@ -187,6 +188,20 @@ describe("worker-thread instances (the default): a fault ends the worker, which 
     expect(after.status).toBe(503);
     expect(after.json.error).toBe(`Request for unknown model: 'ts_no_restart' has no available versions: ${entry!.reason}`);
     await simpleAnswers();
+  });
+
+  it("a worker that ends on every execute is restarted three times, then the model is UNAVAILABLE", async () => {
+    const who = "model 'ts_always_exit' instance ts_always_exit_0";
+    for (let i = 1; i <= 4; i++) {
+      const r = await call("ts_always_exit", i);
+      expect([r.status, r.json]).toEqual([500, { error: `${who}: the worker ended: the model called process.exit(1)` }]);
+    }
+    const reason = `${who}: the worker ended 4 times in a row without completing an execute (last: ended: the model called process.exit(1))`;
+    expect(await logged(`model 'ts_always_exit' version 1 is UNAVAILABLE: ${reason}`)).toContain(`${who}: the worker ended: the model called process.exit(1); 1 execution(s) failed; restarting it`);
+    const entry = (await index()).find((e) => e.name === "ts_always_exit")!;
+    expect([entry.state, entry.reason]).toEqual(["UNAVAILABLE", reason]);
+    const after = await call("ts_always_exit", 5);
+    expect([after.status, after.json]).toEqual([503, { error: `Request for unknown model: 'ts_always_exit' has no available versions: ${reason}` }]);
   });
 
   it("a model replacing JSON.stringify and Array.prototype.map changes only its own worker", async () => {
