@@ -32,7 +32,9 @@ mkdirSync(repo);
 spawnSync("cp", ["-r", join(root, "model_repository", "simple_identity"), repo]);
 mkdirSync(join(repo, "ts_identity", "1"), { recursive: true });
 const onnxConfig = readFileSync(join(repo, "simple_identity", "config.pbtxt"), "utf8");
-writeFileSync(join(repo, "ts_identity", "config.pbtxt"), onnxConfig.replace('name: "simple_identity"', 'name: "ts_identity"').replace('platform: "onnxruntime_onnx"', 'backend: "typescript"'));
+// ts_identity runs on the main thread (opt-in since #29: worker threads are the default).
+const tsConfig = onnxConfig.replace('name: "simple_identity"', 'name: "ts_identity"').replace('platform: "onnxruntime_onnx"', 'backend: "typescript"');
+writeFileSync(join(repo, "ts_identity", "config.pbtxt"), tsConfig + 'parameters { key: "execution_thread" value: { string_value: "main" } }\n');
 writeFileSync(
   join(repo, "ts_identity", "1", "model.ts"),
   `export default class Identity {
@@ -47,8 +49,7 @@ writeFileSync(
 mkdirSync(join(repo, "ts_identity_worker", "1"), { recursive: true });
 writeFileSync(
   join(repo, "ts_identity_worker", "config.pbtxt"),
-  readFileSync(join(repo, "ts_identity", "config.pbtxt"), "utf8").replace('name: "ts_identity"', 'name: "ts_identity_worker"') +
-    'parameters { key: "execution_thread" value: { string_value: "worker" } }\n',
+  tsConfig.replace('name: "ts_identity"', 'name: "ts_identity_worker"') + 'parameters { key: "execution_thread" value: { string_value: "worker" } }\n',
 );
 writeFileSync(join(repo, "ts_identity_worker", "1", "model.ts"), readFileSync(join(repo, "ts_identity", "1", "model.ts"), "utf8"));
 

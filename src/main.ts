@@ -14,6 +14,7 @@ import { TensorRtBackend } from "./backends/tensorrt/backend.ts";
 import { OpenVinoBackend } from "./backends/openvino/backend.ts";
 import { TypeScriptBackend } from "./backends/typescript/backend.ts";
 import { PythonBackend } from "./backends/python/backend.ts";
+import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts";
 import { ModelRepositoryManager } from "./repository/manager.ts";
 import { RateLimiter } from "./scheduler/rate-limiter.ts";
 import { modelSummary } from "./repository/model-summary.ts";
@@ -196,6 +197,7 @@ async function startWithRepositories(
       rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
       loadRetryCount: options.modelLoadRetryCount,
       allowModelCodeOverrides: options.allowModelCodeOverrides,
+      unloadAbortMs: options.exitTimeoutSecs * 1000,
     },
     backends,
   );
@@ -442,6 +444,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     notifyServiceManager("STOPPING=1\nSTATUS=draining in-flight requests");
     void running.shutdown().then(stopRequested);
   };
+  // A model's stray error (a rejection nobody handles, a throw from a timer) is logged, not fatal.
+  installStrayErrorHandlers();
   process.once("SIGINT", () => onSignal("SIGINT"));
   process.once("SIGTERM", () => onSignal("SIGTERM"));
   try {

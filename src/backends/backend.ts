@@ -26,6 +26,11 @@ export interface BackendLoadContext {
   modelPath: string;
   /** `--backend-config=<this backend>,key=value` settings. */
   backendConfig: Record<string, string>;
+  /**
+   * The backend found, after the load, that the model can no longer serve (an instance
+   * that failed and could not be restarted): the version becomes UNAVAILABLE with `reason`.
+   */
+  unavailable?(reason: string): void;
 }
 
 export interface ExecuteResult {
@@ -61,6 +66,12 @@ export interface BackendInstance {
    * schedulers call it instead of concatenating inputs and splitting outputs.
    */
   executeRequests?(requests: readonly PreparedRequest[]): Promise<RequestsResult>;
+  /**
+   * Optional: ends the work in flight now (an unload whose drain outlasted its grace):
+   * every execution still running fails with `error`, and the instance serves no more.
+   * close() still follows.
+   */
+  abort?(error: ServerError): void;
   close(): void;
 }
 

@@ -38,6 +38,11 @@ export interface LoaderOptions {
   rateLimiter?: RateLimiter;
   /** `--allow-model-code-overrides`: a load's file overrides may be run as code. */
   allowModelCodeOverrides?: boolean;
+  /**
+   * How long an unload waits for executions to finish before it aborts those of instances
+   * that can be aborted (TypeScript models); the CLI passes --exit-timeout-secs. Default 30 s.
+   */
+  unloadAbortMs?: number;
 }
 
 /** `instance`, running each batch only while the rate limiter has given it `claim`'s resources. */
@@ -54,6 +59,7 @@ function rateLimited(instance: BackendInstance, limiter: RateLimiter, claim: Rat
     name: instance.name,
     execute: (inputs, names) => held(() => instance.execute(inputs, names)),
     ...(instance.executeRequests ? { executeRequests: (requests: Parameters<NonNullable<BackendInstance["executeRequests"]>>[0]) => held(() => instance.executeRequests!(requests)) } : {}),
+    ...(instance.abort ? { abort: (error: ServerError) => instance.abort!(error) } : {}),
     close: () => instance.close(),
   };
 }
@@ -167,7 +173,7 @@ export class ModelLoader {
         const missing = ensembleSteps(config).map((s) => s.model_name!).filter((m) => !ctx.knows(m));
         if (missing.length > 0) throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
       }
-      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, ctx.streamRunner));
+      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, ctx.streamRunner), this.#opts.unloadAbortMs);
       mv.transition("READY");
       if (backend) {
         mv.loadDurationSecs = (performance.now() - started) / 1000;
@@ -197,6 +203,7 @@ export class ModelLoader {
       modelDir: dir,
       modelPath,
       backendConfig: this.#backendConfig(backend.name),
+      unavailable: (reason) => mv.fail(reason),
     });
     try {
       const planned: { group: NonNullable<ModelConfig["instance_group"]>[number]; kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"; device: number }[] = [];

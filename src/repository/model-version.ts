@@ -2,7 +2,8 @@
  * @module One loaded (or failed) version of a model: its config, signature, lifecycle
  * state, backend instances, scheduler and statistics.
  */
-import { internal } from "../core/errors.ts";
+import { internal, unavailable } from "../core/errors.ts";
+import { getLogger } from "../core/logger.ts";
 import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { ModelStats } from "../core/stats.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
@@ -14,10 +15,15 @@ export type ModelState = "UNKNOWN" | "LOADING" | "READY" | "UNLOADING" | "UNAVAI
 const ALLOWED: Record<ModelState, readonly ModelState[]> = {
   UNKNOWN: ["LOADING", "UNAVAILABLE"],
   LOADING: ["READY", "UNAVAILABLE"],
-  READY: ["UNLOADING"],
+  READY: ["UNLOADING", "UNAVAILABLE"],
   UNLOADING: ["UNAVAILABLE"],
   UNAVAILABLE: ["LOADING"],
 };
+
+const log = getLogger("src/repository/model-version.ts");
+
+/** How long an unload waits for executions before it aborts the instances that can be (default). */
+export const UNLOAD_ABORT_MS = 30_000;
 
 export class ModelVersion {
   readonly name: string;
@@ -39,6 +45,7 @@ export class ModelVersion {
   #backendModel: BackendModel | undefined;
   #instances: BackendInstance[] = [];
   #scheduler: Scheduler | undefined;
+  #unloadAbortMs = UNLOAD_ABORT_MS;
 
   constructor(name: string, version: number, modelDir: string, config: ModelConfig, namespace = "") {
     this.name = name;
@@ -58,10 +65,18 @@ export class ModelVersion {
   }
 
   /** Takes ownership of the backend model, its instances and the scheduler over them. */
-  attach(backendModel: BackendModel | undefined, instances: BackendInstance[], scheduler: Scheduler): void {
+  attach(backendModel: BackendModel | undefined, instances: BackendInstance[], scheduler: Scheduler, unloadAbortMs = UNLOAD_ABORT_MS): void {
     this.#backendModel = backendModel;
     this.#instances = instances;
     this.#scheduler = scheduler;
+    this.#unloadAbortMs = unloadAbortMs;
+  }
+
+  /** A served version whose backend can no longer serve it: UNAVAILABLE with the reason (a later load replaces it). */
+  fail(reason: string): void {
+    if (this.state !== "READY") return;
+    this.transition("UNAVAILABLE", reason);
+    log.error(`model '${this.name}' version ${this.version} is UNAVAILABLE: ${reason}`);
   }
 
   get scheduler(): Scheduler {
@@ -81,12 +96,31 @@ export class ModelVersion {
   /** Drains the scheduler, then frees instances and the backend model, each once. */
   async unload(): Promise<void> {
     if (this.state === "READY") this.transition("UNLOADING");
-    await this.#scheduler?.stop();
+    await this.#drain();
     for (const inst of this.#instances) inst.close();
     this.#instances = [];
     this.#backendModel?.close();
     this.#backendModel = undefined;
     this.#scheduler = undefined;
     if (this.state === "UNLOADING") this.transition("UNAVAILABLE", "unloaded");
+  }
+
+  /**
+   * The scheduler's drain; executions still running after the grace are aborted on the
+   * instances that can abort them (an execute that never returns cannot hold the unload).
+   */
+  async #drain(): Promise<void> {
+    const stopping = this.#scheduler?.stop();
+    if (!stopping || !this.#instances.some((i) => i.abort)) return stopping;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const graceOver = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), this.#unloadAbortMs)));
+    const drained = await Promise.race([stopping.then(() => true as const), graceOver]);
+    clearTimeout(timer);
+    if (drained) return;
+    const secs = this.#unloadAbortMs / 1000;
+    log.error(`model '${this.name}' version ${this.version}: executions still running ${secs} s after the unload began; aborting them`);
+    const error = unavailable(`model '${this.name}' version ${this.version} was unloaded while this request ran (aborted after ${secs} s)`);
+    for (const inst of this.#instances) inst.abort?.(error);
+    await stopping;
   }
 }

@@ -87,7 +87,8 @@ export interface InferenceRequest {
   infer(call: BlsRequest): Promise<BlsResponse>;
   /**
    * BLS to a decoupled model (or any model): its responses as they come, ending after
-   * its final one. Throws (with `code`) on an error response. Main-thread models only.
+   * its final one. Throws (with `code`) on an error response. In a worker-thread instance
+   * the responses are relayed from the main thread one by one.
    */
   stream(call: BlsRequest): AsyncIterable<BlsResponse>;
   /**

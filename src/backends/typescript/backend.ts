@@ -17,7 +17,8 @@ import type { Backend, BackendInstance, BackendLoadContext, BackendModel, Execut
 import { TRITON_CODES, type ResponseSender, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
 import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
-import { WorkerModel, workerUnavailable } from "./worker.ts";
+import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";
+import { claimModelFiles } from "./stray-errors.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
 
@@ -51,6 +52,10 @@ function moduleUrl(modelPath: string): string {
   return "Bun" in globalThis && modelPath.startsWith("/") ? modelPath + v : pathToFileURL(modelPath).href + v;
 }
 
+const importFailed = (modelPath: string, err: unknown) => unavailable(`failed to import '${modelPath}': ${(err as Error)?.stack ?? String(err)}`, err);
+const noClass = (modelPath: string) => invalidArg(`'${modelPath}' has no default export class (export default class { execute(requests) {...} })`);
+const noConfig = (modelPath: string) => invalidArg(`'${modelPath}': autoCompleteConfig returned no config`);
+
 async function importModelClass(modelPath: string): Promise<TritonModelClass> {
   registerEmbeddedPackages();
   const url = moduleUrl(modelPath);
@@ -58,11 +63,21 @@ async function importModelClass(modelPath: string): Promise<TritonModelClass> {
   try {
     mod = (await import(url)) as { default?: unknown };
   } catch (err) {
-    const e = err as Error;
-    throw unavailable(`failed to import '${modelPath}': ${e?.stack ?? String(err)}`, err);
+    throw importFailed(modelPath, err);
   }
-  if (typeof mod.default !== "function") throw invalidArg(`'${modelPath}' has no default export class (export default class { execute(requests) {...} })`);
+  if (typeof mod.default !== "function") throw noClass(modelPath);
   return mod.default as TritonModelClass;
+}
+
+/**
+ * Where the model's code runs: "worker" (the default where the runtime has Web Workers:
+ * its own thread and globals, its faults contained) or "main" (the server's event loop
+ * and realm, for trusted models that need the lowest latency).
+ */
+function executionThread(config: ModelConfig, model: string): "main" | "worker" {
+  const thread = stringParameters(config)["execution_thread"] ?? (hasWorkers() ? "worker" : "main");
+  if (thread !== "main" && thread !== "worker") throw invalidArg(`model '${model}': parameter execution_thread must be "main" or "worker", not '${thread}'`);
+  return thread;
 }
 
 function stringParameters(config: ModelConfig): Record<string, string> {
@@ -123,6 +138,8 @@ class TsInstance implements BackendInstance {
   readonly #batched: boolean;
   readonly #decoupled: boolean;
   readonly #runner: () => Runners | undefined;
+  /** The executions running, each failed at once by abort(). */
+  readonly #running = new Set<(error: ServerError) => void>();
   #closed = false;
 
   constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => Runners | undefined) {
@@ -158,7 +175,7 @@ class TsInstance implements BackendInstance {
     const t1 = nowNs();
     let responses: InferenceResponse[] | void;
     try {
-      responses = await this.#model.execute(modelRequests);
+      responses = await this.#run(modelRequests);
     } catch (err) {
       const error = modelError(this.#modelName, err, TRITON_CODES);
       return { outcomes: requests.map(() => ({ error })), computeInputNs: t1 - t0, computeInferNs: nowNs() - t1, computeOutputNs: 0 };
@@ -181,6 +198,27 @@ class TsInstance implements BackendInstance {
       outcomes = requests.map((p, i) => this.#outcome(p, responses[i]));
     }
     return { outcomes, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: nowNs() - t2 };
+  }
+
+  /** The model's execute, failed by abort() if it is still running then. */
+  #run(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
+    return new Promise((resolve, reject) => {
+      this.#running.add(reject);
+      let result: Promise<InferenceResponse[] | void>;
+      try {
+        result = Promise.resolve(this.#model.execute(requests));
+      } catch (err) {
+        result = Promise.reject(err);
+      }
+      result.then(resolve, reject).finally(() => this.#running.delete(reject));
+    });
+  }
+
+  /** Fails the executions still running with `error`; a worker-thread instance's worker is ended. */
+  abort(error: ServerError): void {
+    for (const reject of this.#running) reject(error);
+    this.#running.clear();
+    if (this.#model instanceof WorkerModel) this.#model.abort(error);
   }
 
   #outcome(p: PreparedRequest, r: InferenceResponse | undefined): RequestOutcome {
@@ -311,10 +349,13 @@ class TsModel implements BackendModel {
   readonly #cls: TritonModelClass | undefined;
   readonly #runner: () => Runners | undefined;
 
-  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, runner: () => Runners | undefined) {
+  readonly #release: () => void;
+
+  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, runner: () => Runners | undefined, release: () => void = () => {}) {
     this.#ctx = ctx;
     this.#cls = cls;
     this.#runner = runner;
+    this.#release = release;
   }
 
   async createInstance(name: string, kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL", deviceId: number): Promise<BackendInstance> {
@@ -331,15 +372,14 @@ class TsModel implements BackendModel {
       parameters,
       logger: modelLogger(ctx.modelName),
     };
-    const thread = parameters["execution_thread"] ?? "main";
-    if (thread === "worker") {
+    if (!this.#cls) {
+      const owner = { model: ctx.modelName, instance: name, logger: args.logger, unavailable: (reason: string) => ctx.unavailable?.(reason) };
       try {
-        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args), ctx, this.#runner);
+        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args, owner), ctx, this.#runner);
       } catch (err) {
         throw workerUnavailable(ctx.modelName, name, err);
       }
     }
-    if (thread !== "main") throw invalidArg(`model '${ctx.modelName}': parameter execution_thread must be "main" or "worker", not '${thread}'`);
     let model: TritonModel;
     try {
       model = new this.#cls!();
@@ -352,7 +392,9 @@ class TsModel implements BackendModel {
     return new TsInstance(name, model, ctx, this.#runner);
   }
 
-  close(): void {}
+  close(): void {
+    this.#release();
+  }
 }
 
 export class TypeScriptBackend implements Backend {
@@ -370,20 +412,42 @@ export class TypeScriptBackend implements Backend {
   readonly #imported = new Map<string, TritonModelClass>();
 
   async autoComplete(config: ModelConfig, modelPath: string): Promise<ModelConfig> {
+    if (executionThread(config, config.name ?? modelPath) === "worker") return this.#autoCompleteInWorker(config, modelPath);
     const cls = await importModelClass(modelPath);
     this.#imported.set(modelPath, cls);
     if (typeof cls.autoCompleteConfig !== "function") return config;
     const out = await cls.autoCompleteConfig(structuredClone(config));
-    if (!out || typeof out !== "object") throw invalidArg(`'${modelPath}': autoCompleteConfig returned no config`);
+    if (!out || typeof out !== "object") throw noConfig(modelPath);
     return out as ModelConfig;
+  }
+
+  /** A worker-thread model's module is imported in a worker for its autoCompleteConfig too: its top level never runs here. */
+  async #autoCompleteInWorker(config: ModelConfig, modelPath: string): Promise<ModelConfig> {
+    const r = await autoCompleteInWorker(moduleUrl(modelPath), modelPath, structuredClone(config));
+    if ("error" in r) {
+      if (r.stage === "import") throw importFailed(modelPath, r.error);
+      if (r.stage === "class") throw noClass(modelPath);
+      throw r.error;
+    }
+    if (!r.found) return config;
+    if (!r.config || typeof r.config !== "object") throw noConfig(modelPath);
+    return r.config as ModelConfig;
   }
 
   async load(ctx: BackendLoadContext): Promise<BackendModel> {
     // Worker instances import the module in their worker; the main thread does not run it.
-    const inWorker = stringParameters(ctx.config)["execution_thread"] === "worker";
+    const inWorker = executionThread(ctx.config, ctx.modelName) === "worker";
     const imported = this.#imported.get(ctx.modelPath);
     this.#imported.delete(ctx.modelPath);
-    const cls = inWorker ? undefined : (imported ?? (await importModelClass(ctx.modelPath)));
-    return new TsModel(ctx, cls, () => this.#runner);
+    if (inWorker) return new TsModel(ctx, undefined, () => this.#runner);
+    // A main-thread model's stray errors (a rejection nobody handles, a throw from a
+    // timer) are told apart from the server's by its files in their stacks.
+    const release = claimModelFiles(ctx.modelDir, ctx.modelName);
+    try {
+      return new TsModel(ctx, imported ?? (await importModelClass(ctx.modelPath)), () => this.#runner, release);
+    } catch (err) {
+      release();
+      throw err;
+    }
   }
 }

@@ -1,192 +1,158 @@
 /**
- * @module Worker-thread instances of the `typescript` backend (model config parameter
- * `execution_thread: "worker"`): the model's module is imported inside a Worker, so a
- * CPU-bound `execute` leaves the server's event loop free. On the main thread the
- * instance is a proxy TritonModel: requests go to the worker as plain data (structured
- * clone), responses come back the same way and are checked on the main thread like any
- * other model's, and BLS calls are posted back and run through the main thread's
- * `request.infer` or `request.stream` (chain check, server path), a stream's responses
- * posted to the worker one by one.
+ * @module Worker-thread instances of the `typescript` backend (the default; model config
+ * parameter `execution_thread`): each instance imports the model's module inside a Worker
+ * of its own (worker-entry.ts), so the model has its own globals, a CPU-bound `execute`
+ * leaves the server's event loop free, and the model's faults end its worker, not the
+ * server. On the main thread the instance is a proxy TritonModel: requests go to the
+ * worker as plain data (structured clone), responses come back the same way and are
+ * checked on the main thread like any other model's, and BLS calls are posted back and
+ * run through the main thread's `request.infer` or `request.stream` (chain check, server
+ * path), a stream's responses posted to the worker one by one.
  *
- * The worker's code is a string started from a Blob URL: it works from the compiled
- * binary (no separate entry file to bundle) under Bun and Deno; Node has no global Worker.
+ * A worker that ends (an unhandled rejection or uncaught exception in the model, a call
+ * to process.exit, a message the server cannot read) fails the requests it held with
+ * INTERNAL naming the model, instance and reason, is logged, and is replaced by a fresh
+ * one (`initialize` again). When that initialize fails, or the worker keeps dying before
+ * it completes an execute, the instance gives up and the model is reported unavailable.
  */
-import { unavailable, unsupported } from "../../core/errors.ts";
+import { internal, unavailable, unsupported, type ServerError } from "../../core/errors.ts";
+import { getLogger } from "../../core/logger.ts";
 import type { BlsRequest, InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 
-const WORKER_SOURCE = `
-let model;
-const calls = new Map();
-const streams = new Map();
-const executions = new Map();
-let nextCall = 0;
-const post = (m) => self.postMessage(m);
-const logger = {
-  info: (msg) => post({ type: "log", level: "info", msg: String(msg) }),
-  warn: (msg) => post({ type: "log", level: "warn", msg: String(msg) }),
-  error: (msg) => post({ type: "log", level: "error", msg: String(msg) }),
-  verbose: (msg) => post({ type: "log", level: "verbose", msg: String(msg) }),
-};
-const errorOf = (err) => ({ message: err instanceof Error ? err.message : typeof err === "string" ? err : String(err?.message ?? err), code: err?.code, stack: err?.stack });
-self.onmessage = async (e) => {
-  const m = e.data;
-  if (m.type === "init") {
-    try {
-      const mod = await import(m.url);
-      if (typeof mod.default !== "function") throw new Error("'" + m.path + "' has no default export class");
-      model = new mod.default();
-      if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
-      if (model.initialize) await model.initialize({ ...m.args, logger });
-      post({ type: "ready" });
-    } catch (err) {
-      post({ type: "initError", error: errorOf(err) });
-    }
-  } else if (m.type === "execute") {
-    const controllers = m.requests.map((r) => {
-      const c = new AbortController();
-      if (r.cancelled) c.abort();
-      return c;
-    });
-    executions.set(m.id, controllers);
-    const requests = m.requests.map(({ cancelled, ...r }, index) => ({
-      ...r,
-      input: (n) => r.inputs.find((t) => t.name === n),
-      isCancelled: () => controllers[index].signal.aborted,
-      signal: controllers[index].signal,
-      infer: ({ signal, ...call }) => new Promise((resolve, reject) => {
-        const id = nextCall++;
-        calls.set(id, { resolve, reject });
-        post({ type: "bls", id, exec: m.id, index, call });
-        if (signal) {
-          const cancel = () => post({ type: "blsCancel", id });
-          if (signal.aborted) cancel();
-          else signal.addEventListener("abort", cancel, { once: true });
-        }
-      }),
-      stream: ({ signal, ...call }) => {
-        // The main thread runs the stream and posts each response; an early return or the
-        // signal cancels it there.
-        const id = nextCall++;
-        const queue = [];
-        let ended = false, failed, wake;
-        const cancel = () => post({ type: "blsCancel", id });
-        streams.set(id, (msg) => {
-          if (msg.type === "blsStreamItem") queue.push({ ...msg.response, output: (n) => msg.response.outputs.find((t) => t.name === n) });
-          else {
-            ended = true;
-            if (msg.error) failed = Object.assign(new Error(msg.error.message), { code: msg.error.code });
-            streams.delete(id);
-          }
-          if (wake) { const w = wake; wake = undefined; w(); }
-        });
-        post({ type: "blsStream", id, exec: m.id, index, call });
-        if (signal) {
-          if (signal.aborted) cancel();
-          else signal.addEventListener("abort", cancel, { once: true });
-        }
-        return {
-          [Symbol.asyncIterator]() {
-            return {
-              next: async () => {
-                while (queue.length === 0 && !ended) await new Promise((r) => (wake = r));
-                if (queue.length > 0) return { value: queue.shift(), done: false };
-                if (failed) throw failed;
-                return { value: undefined, done: true };
-              },
-              return: async () => {
-                if (!ended) { ended = true; streams.delete(id); cancel(); }
-                return { value: undefined, done: true };
-              },
-            };
-          },
-        };
-      },
-      getResponseSender: () => ({
-        send: (response, options) => post({ type: "send", exec: m.id, index, response, final: !!(options && options.final) }),
-      }),
-    }));
-    try {
-      const responses = await model.execute(requests);
-      post({ type: "done", id: m.id, responses });
-    } catch (err) {
-      post({ type: "done", id: m.id, thrown: errorOf(err) });
-    } finally {
-      executions.delete(m.id);
-    }
-  } else if (m.type === "cancel") {
-    executions.get(m.id)?.[m.index]?.abort();
-  } else if (m.type === "blsStreamItem" || m.type === "blsStreamEnd") {
-    streams.get(m.id)?.(m);
-  } else if (m.type === "blsResult") {
-    const c = calls.get(m.id);
-    calls.delete(m.id);
-    if (m.error) c.reject(Object.assign(new Error(m.error.message), { code: m.error.code }));
-    else c.resolve({ ...m.response, output: (n) => m.response.outputs.find((t) => t.name === n) });
-  } else if (m.type === "finalize") {
-    try { if (model && model.finalize) await model.finalize(); } catch (err) { logger.error("finalize failed: " + (err && err.stack || err)); }
-    post({ type: "finalized" });
-  }
-};
-`;
+const log = getLogger("src/backends/typescript/worker.ts");
 
-let sourceUrl: string | undefined;
+/** The worker's module: beside this one from source; the compiled binary's entry names its embedded copy. */
+let workerEntry: string | undefined;
+export function setTypeScriptWorkerEntry(specifier: string): void {
+  workerEntry = specifier;
+}
+const entry = () => workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href;
+
+/** Whether this runtime has Web Workers (Bun, Deno; not Node). */
+export const hasWorkers = (): boolean => typeof Worker === "function";
 
 const FINALIZE_LIMIT_MS = 10_000;
+/** Deaths in a row, with no execute completed in between, after which an instance gives up. */
+export const MAX_RESTARTS = 3;
+const LOG_LEVELS = new Set(["info", "warn", "error", "verbose"]);
 
 interface Pending {
   requests: InferenceRequest[];
   resolve: (r: InferenceResponse[] | void) => void;
   reject: (e: unknown) => void;
-  /** Stops relaying the requests' cancellation to the worker. */
-  forget: () => void;
+}
+
+/** Who the instance is, for messages, and whom it tells when it gives up. */
+export interface WorkerOwner {
+  model: string;
+  instance: string;
+  logger: ModelLogger;
+  /** The instance cannot serve any more (its restart failed): the model should be marked UNAVAILABLE with `reason` (and it is logged there). */
+  unavailable(reason: string): void;
+}
+
+type WireError = { message?: unknown; code?: unknown; stack?: unknown };
+const fromWire = (e: WireError) => Object.assign(new Error(String(e?.stack ?? e?.message ?? "unknown error")), { code: e?.code });
+
+/** One worker thread: started, its messages handed on, its end reported once. */
+function startWorker(onMessage: (m: any) => void, onEnd: (reason: string) => void): Worker {
+  const worker = new Worker(entry(), { type: "module" });
+  worker.onmessage = (e: MessageEvent) => onMessage(e.data);
+  worker.onerror = (e: ErrorEvent) => {
+    // Handled here: under Deno an error event left alone is thrown again in the main thread.
+    e.preventDefault?.();
+    onEnd(`failed: ${e.message}`);
+  };
+  // Bun reports a worker's end with a close event (its exit code).
+  worker.addEventListener("close", (e: Event) => onEnd(`exited with code ${(e as { code?: number }).code ?? "?"}`));
+  return worker;
+}
+
+/** What autoCompleteInWorker found: the completed config, or where it failed. */
+export type AutoCompleteResult = { found: boolean; config: unknown } | { stage: "import" | "class" | "autoComplete"; error: Error };
+
+/** Runs a model class's static autoCompleteConfig in a worker of its own (the module's top level never runs on the main thread). */
+export function autoCompleteInWorker(url: string, path: string, config: object): Promise<AutoCompleteResult> {
+  if (!hasWorkers()) throw unsupported("execution_thread 'worker' needs a runtime with Web Workers (Bun or Deno)");
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (f: () => void) => {
+      if (settled) return;
+      settled = true;
+      worker.terminate();
+      f();
+    };
+    const worker = startWorker(
+      (m) => {
+        if (m?.type === "config") settle(() => resolve({ found: m.found === true, config: m.config }));
+        else if (m?.type === "initError") settle(() => resolve({ stage: m.stage, error: fromWire(m.error) }));
+        else if (m?.type === "fatal") settle(() => reject(new Error(String(m.reason))));
+      },
+      (reason) => settle(() => reject(new Error(`the worker ${reason}`))),
+    );
+    worker.postMessage({ type: "autoComplete", url, path, config });
+  });
 }
 
 /** A TritonModel whose module lives in a Worker; `create` resolves once its initialize has. */
 export class WorkerModel implements TritonModel {
-  readonly #worker: Worker;
-  readonly #logger: ModelLogger;
+  readonly #url: string;
+  readonly #path: string;
+  readonly #args: Omit<InitializeArgs, "logger">;
+  readonly #owner: WorkerOwner;
+  readonly #decoupled: boolean;
+  #worker: Worker | undefined;
+  /** Settles when the current worker has initialized (or could not). */
+  #ready: Promise<void> = Promise.resolve();
+  #starting: { resolve: () => void; reject: (e: Error) => void } | undefined;
   readonly #pending = new Map<number, Pending>();
   /** BLS calls the worker made that are still running, by the worker's call id. */
   readonly #blsCalls = new Map<number, AbortController>();
   #next = 0;
   /** Decoupled models: the main-thread requests whose senders the worker's sends go to, until their final. */
   readonly #senders = new Map<string, InferenceRequest>();
-  #decoupled = false;
-  #ready: { resolve: () => void; reject: (e: unknown) => void } | undefined;
+  /** Each request's relay of its cancellation to the worker (`exec:index`), until it is answered (a decoupled one: until its final). */
+  readonly #relays = new Map<string, () => void>();
+  /** Deaths since the last completed execute. */
+  #deaths = 0;
+  /** Set once the instance no longer serves (given up, aborted or finalized): executes fail with it. */
+  #gone: ServerError | undefined;
   #finalized: (() => void) | undefined;
 
-  private constructor(logger: ModelLogger) {
-    if (typeof Worker !== "function") throw unsupported("execution_thread 'worker' needs a runtime with Web Workers (Bun or Deno)");
-    sourceUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
-    this.#worker = new Worker(sourceUrl, { type: "module" });
-    this.#logger = logger;
-    this.#worker.onmessage = (e: MessageEvent) => this.#onMessage(e.data);
-    this.#worker.onerror = (e: ErrorEvent) => {
-      const err = new Error(`worker error: ${e.message}`);
-      this.#ready?.reject(err);
-      for (const p of this.#pending.values()) {
-        p.forget();
-        p.reject(err);
-      }
-      this.#pending.clear();
-    };
+  private constructor(url: string, path: string, args: Omit<InitializeArgs, "logger">, owner: WorkerOwner) {
+    if (!hasWorkers()) throw unsupported("execution_thread 'worker' needs a runtime with Web Workers (Bun or Deno)");
+    this.#url = url;
+    this.#path = path;
+    this.#args = args;
+    this.#owner = owner;
+    this.#decoupled = (args.modelConfig as { model_transaction_policy?: { decoupled?: boolean } }).model_transaction_policy?.decoupled === true;
   }
 
-  static async create(url: string, path: string, args: InitializeArgs): Promise<WorkerModel> {
-    const { logger, ...plain } = args;
-    const m = new WorkerModel(logger);
-    m.#decoupled = (plain.modelConfig as { model_transaction_policy?: { decoupled?: boolean } }).model_transaction_policy?.decoupled === true;
-    await new Promise<void>((resolve, reject) => {
-      m.#ready = { resolve, reject };
-      m.#worker.postMessage({ type: "init", url, path, args: plain });
-    }).catch((err) => {
-      m.#worker.terminate();
-      throw err;
-    });
+  static async create(url: string, path: string, args: InitializeArgs, owner: WorkerOwner): Promise<WorkerModel> {
+    const { logger: _, ...plain } = args;
+    const m = new WorkerModel(url, path, plain, owner);
+    await m.#start();
     return m;
   }
 
-  execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
+  /** A fresh worker, initialized; rejects (the worker ended) when initialize fails. */
+  #start(): Promise<void> {
+    const worker = startWorker(
+      (m) => this.#onMessage(worker, m),
+      (reason) => this.#ended(worker, reason),
+    );
+    this.#worker = worker;
+    this.#ready = new Promise<void>((resolve, reject) => {
+      this.#starting = { resolve, reject };
+      worker.postMessage({ type: "init", url: this.#url, path: this.#path, args: this.#args });
+    });
+    return this.#ready;
+  }
+
+  async execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
+    await this.#ready.catch(() => undefined);
+    if (this.#gone) throw this.#gone;
+    const worker = this.#worker!;
     const id = this.#next++;
     const plain = requests.map((r) => ({
       id: r.id,
@@ -195,84 +161,196 @@ export class WorkerModel implements TritonModel {
       parameters: r.parameters,
       correlationId: r.correlationId,
       flags: r.flags,
+      cancelled: r.signal.aborted,
     }));
     if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
     return new Promise((resolve, reject) => {
       // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
-      const listeners = requests.map((r, index) => {
-        if (r.signal.aborted) return undefined;
-        const cancel = () => this.#worker.postMessage({ type: "cancel", id, index });
+      requests.forEach((r, index) => {
+        if (r.signal.aborted) return;
+        const cancel = () => this.#worker?.postMessage({ type: "cancel", id, index });
         r.signal.addEventListener("abort", cancel, { once: true });
-        return cancel;
+        this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
       });
-      const forget = () => listeners.forEach((l, i) => l && requests[i]!.signal.removeEventListener("abort", l));
-      this.#pending.set(id, { requests, resolve, reject, forget });
-      this.#worker.postMessage({ type: "execute", id, requests: plain.map((p, i) => ({ ...p, cancelled: requests[i]!.signal.aborted })) });
+      this.#pending.set(id, { requests, resolve, reject });
+      worker.postMessage({ type: "execute", id, requests: plain });
     });
   }
 
   /** Runs the model's finalize in the worker, then ends the worker (after 10 s at most, for a worker stuck in execute). */
   finalize(): Promise<void> {
+    this.#gone ??= unavailable(`model '${this.#owner.model}' instance ${this.#owner.instance} is unloaded`);
+    const worker = this.#worker;
+    if (!worker) return Promise.resolve();
     let timer: ReturnType<typeof setTimeout> | undefined;
     return new Promise<void>((resolve) => {
       this.#finalized = resolve;
       timer = setTimeout(resolve, FINALIZE_LIMIT_MS);
       (timer as { unref?: () => void }).unref?.();
-      this.#worker.postMessage({ type: "finalize" });
+      worker.postMessage({ type: "finalize" });
     }).finally(() => {
       clearTimeout(timer);
-      this.#worker.terminate();
+      this.#stop(worker);
     });
   }
 
-  #onMessage(m: any): void {
+  /** Ends the worker now: what it holds fails with `error`, and the instance serves no more. */
+  abort(error: ServerError): void {
+    this.#gone ??= error;
+    const worker = this.#worker;
+    if (worker) this.#stop(worker);
+    this.#failAll(error);
+  }
+
+  #stop(worker: Worker): void {
+    if (this.#worker === worker) this.#worker = undefined;
+    worker.terminate();
+  }
+
+  /** Everything the instance holds fails with `error`: its executes, the BLS calls they made, open decoupled streams. */
+  #failAll(error: ServerError): number {
+    const n = this.#pending.size;
+    for (const p of this.#pending.values()) p.reject(error);
+    this.#pending.clear();
+    for (const c of this.#blsCalls.values()) c.abort();
+    this.#blsCalls.clear();
+    for (const request of this.#senders.values()) {
+      try {
+        request.getResponseSender().send({ error: { message: error.message, code: error.code as "INTERNAL" } }, { final: true });
+      } catch {
+        // Its sender was closed already.
+      }
+    }
+    this.#senders.clear();
+    for (const forget of this.#relays.values()) forget();
+    this.#relays.clear();
+    return n;
+  }
+
+  /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
+  #ended(worker: Worker, reason: string): void {
+    if (this.#worker !== worker) return; // ended on purpose, or already handled
+    this.#stop(worker);
+    this.#finalized?.();
+    const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
+    const starting = this.#starting;
+    this.#starting = undefined;
+    if (starting) {
+      // During initialize: the start fails (create() reports it; a restart gives up).
+      starting.reject(new Error(`the worker ${reason}`));
+      return;
+    }
+    const failed = this.#failAll(internal(`${who}: the worker ${reason}`));
+    if (this.#gone) return;
+    this.#deaths++;
+    if (this.#deaths > MAX_RESTARTS) {
+      this.#giveUp(`${who}: the worker ended ${this.#deaths} times in a row without completing an execute (last: ${reason.split("\n")[0]})`);
+      return;
+    }
+    log.error(`${who}: the worker ${reason}; ${failed} execution(s) failed; restarting it`);
+    this.#start().then(
+      () => log.info(`${who}: worker restarted`),
+      (err) => this.#giveUp(`${who}: the worker ${reason.split("\n")[0]}, and its restart failed: ${(err as Error)?.message ?? String(err)}`),
+    );
+  }
+
+  #giveUp(reason: string): void {
+    if (this.#gone) return;
+    this.#gone = unavailable(reason);
+    this.#failAll(this.#gone);
+    this.#owner.unavailable(reason);
+  }
+
+  #onMessage(worker: Worker, m: any): void {
+    if (this.#worker !== worker) return;
+    try {
+      this.#handle(worker, m);
+    } catch (err) {
+      // The model posted something the protocol does not know: its worker is not trusted further.
+      this.#ended(worker, `sent a message the server cannot handle (${(err as Error)?.message ?? String(err)})`);
+    }
+  }
+
+  #forget(key: string): void {
+    this.#relays.get(key)?.();
+    this.#relays.delete(key);
+  }
+
+  /** The request a worker's BLS call was made for: one of an execute still running, or a decoupled one whose sender is still open. */
+  #requestOf(exec: number, index: number): InferenceRequest | undefined {
+    return this.#pending.get(exec)?.requests[index] ?? this.#senders.get(`${exec}:${index}`);
+  }
+
+  #answered(): { message: string; code: string } {
+    return { message: `model '${this.#owner.model}': BLS call refused: its request has been answered`, code: "UNAVAILABLE" };
+  }
+
+  #handle(worker: Worker, m: any): void {
     switch (m.type) {
       case "ready":
-        this.#ready?.resolve();
+        this.#starting?.resolve();
+        this.#starting = undefined;
         break;
-      case "initError":
-        this.#ready?.reject(Object.assign(new Error(m.error.stack ?? m.error.message), { code: m.error.code }));
+      case "initError": {
+        const starting = this.#starting;
+        this.#starting = undefined;
+        this.#stop(worker);
+        starting?.reject(fromWire(m.error));
+        break;
+      }
+      case "fatal":
+        this.#ended(worker, `ended: ${String(m.reason)}`);
         break;
       case "log":
-        this.#logger[m.level as keyof ModelLogger](m.msg);
+        if (!LOG_LEVELS.has(m.level)) throw new Error(`log level '${String(m.level)}'`);
+        this.#owner.logger[m.level as keyof ModelLogger](String(m.msg));
         break;
       case "done": {
         const p = this.#pending.get(m.id);
         this.#pending.delete(m.id);
         if (!p) return;
-        p.forget();
-        if (m.thrown) p.reject(Object.assign(new Error(m.thrown.message), { code: m.thrown.code }));
+        this.#deaths = 0;
+        // A decoupled request may still be answering: its cancellation is relayed until its final.
+        p.requests.forEach((_, i) => this.#senders.has(`${m.id}:${i}`) || this.#forget(`${m.id}:${i}`));
+        if (m.thrown) p.reject(Object.assign(new Error(String(m.thrown.message)), { code: m.thrown.code }));
         else p.resolve(m.responses);
         break;
       }
       case "bls": {
-        const p = this.#pending.get(m.exec);
-        const request = p?.requests[m.index];
-        if (!request) return;
+        const request = this.#requestOf(m.exec, m.index);
+        if (!request) {
+          this.#worker?.postMessage({ type: "blsResult", id: m.id, error: this.#answered() });
+          return;
+        }
         // The worker's signal cannot cross; a blsCancel message aborts this one instead.
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
-        request.infer({ ...(m.call as BlsRequest), signal: controller.signal }).then(
-          (r) => this.#worker.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
-          (err) => this.#worker.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
-        ).finally(() => this.#blsCalls.delete(m.id));
+        request
+          .infer({ ...(m.call as BlsRequest), signal: controller.signal })
+          .then(
+            (r) => this.#worker?.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
+            (err) => this.#worker?.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
+          )
+          .finally(() => this.#blsCalls.delete(m.id));
         break;
       }
       case "blsStream": {
-        const p = this.#pending.get(m.exec);
-        const request = p?.requests[m.index];
-        if (!request) return;
+        const request = this.#requestOf(m.exec, m.index);
+        if (!request) {
+          this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id, error: this.#answered() });
+          return;
+        }
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
         void (async () => {
           try {
             for await (const r of request.stream({ ...(m.call as BlsRequest), signal: controller.signal })) {
               if (controller.signal.aborted) break;
-              this.#worker.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } });
+              this.#worker?.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } });
             }
-            this.#worker.postMessage({ type: "blsStreamEnd", id: m.id });
+            this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id });
           } catch (err) {
-            this.#worker.postMessage({ type: "blsStreamEnd", id: m.id, error: { message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code } });
+            this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id, error: { message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code } });
           } finally {
             this.#blsCalls.delete(m.id);
           }
@@ -286,17 +364,22 @@ export class WorkerModel implements TritonModel {
         const key = `${m.exec}:${m.index}`;
         const request = this.#senders.get(key);
         if (!request) return;
-        if (m.final) this.#senders.delete(key);
+        if (m.final) {
+          this.#senders.delete(key);
+          if (!this.#pending.has(m.exec)) this.#forget(key);
+        }
         try {
-          request.getResponseSender().send(m.response ?? undefined, { final: m.final });
+          request.getResponseSender().send(m.response ?? undefined, { final: m.final === true });
         } catch (err) {
-          this.#logger.error(`response sender: ${(err as Error)?.message ?? String(err)}`);
+          this.#owner.logger.error(`response sender: ${(err as Error)?.message ?? String(err)}`);
         }
         break;
       }
       case "finalized":
         this.#finalized?.();
         break;
+      default:
+        throw new Error(`message type '${String(m?.type)}'`);
     }
   }
 }

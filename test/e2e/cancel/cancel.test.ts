@@ -190,18 +190,22 @@ beforeAll(async () => {
   repo = makeRepository(["simple"]);
   const io = (inName: string, outName: string, outDims: string) =>
     `input [{ name: "${inName}" data_type: TYPE_INT32 dims: [1] }]\noutput [{ name: "${outName}" data_type: TYPE_INT32 dims: ${outDims} }]\ninstance_group [{ count: 1 kind: KIND_CPU }]\n`;
-  repo.add("ts_wait/config.pbtxt", `name: "ts_wait"\nbackend: "typescript"\nmax_batch_size: 1\ndynamic_batching { }\n${io("IN", "OUT", "[1]")}`);
+  // ts_wait and ts_probe share a gate in globalThis, ts_outer is the main-thread BLS caller,
+  // and ts_drip's RSS floor is the server's own (a worker's heap is collected lazily): they
+  // run on the main thread.
+  const main = `parameters { key: "execution_thread" value: { string_value: "main" } }\n`;
+  repo.add("ts_wait/config.pbtxt", `name: "ts_wait"\nbackend: "typescript"\nmax_batch_size: 1\ndynamic_batching { }\n${main}${io("IN", "OUT", "[1]")}`);
   repo.add("ts_wait/1/model.ts", WAIT);
-  repo.add("ts_probe/config.pbtxt", `name: "ts_probe"\nbackend: "typescript"\n${io("IN", "STATE", "[3]")}`);
+  repo.add("ts_probe/config.pbtxt", `name: "ts_probe"\nbackend: "typescript"\n${main}${io("IN", "STATE", "[3]")}`);
   repo.add("ts_probe/1/model.js", PROBE);
-  repo.add("ts_outer/config.pbtxt", `name: "ts_outer"\nbackend: "typescript"\n${io("IN", "OUT", "[1]")}`);
+  repo.add("ts_outer/config.pbtxt", `name: "ts_outer"\nbackend: "typescript"\n${main}${io("IN", "OUT", "[1]")}`);
   repo.add("ts_outer/1/model.js", OUTER);
   repo.add(
     "ts_outer_worker/config.pbtxt",
     `name: "ts_outer_worker"\nbackend: "typescript"\nparameters { key: "execution_thread" value: { string_value: "worker" } }\n${io("IN", "OUT", "[1]")}`,
   );
   repo.add("ts_outer_worker/1/model.js", OUTER_WORKER);
-  repo.add("ts_drip/config.pbtxt", `name: "ts_drip"\nbackend: "typescript"\nmodel_transaction_policy { decoupled: true }\n${io("IN", "OUT", "[1]")}`);
+  repo.add("ts_drip/config.pbtxt", `name: "ts_drip"\nbackend: "typescript"\nmodel_transaction_policy { decoupled: true }\n${main}${io("IN", "OUT", "[1]")}`);
   repo.add("ts_drip/1/model.js", DRIP);
   server = await startServerProcess([`--model-repository=${repo.dir}`]);
   grpc = inferenceClient(server.grpcTarget!);

@@ -173,7 +173,7 @@ output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] }, { name: "META" dat
   repo.add("ts_faulty/1/model.js", FAULTY);
   repo.add("ts_import_fail/config.pbtxt", faultyIo);
   repo.add("ts_import_fail/1/model.ts", `throw new Error("boom at import");\nexport default class X { execute() { return []; } }\n`);
-  repo.add("ts_init_fail/config.pbtxt", faultyIo);
+  repo.add("ts_init_fail/config.pbtxt", faultyIo + `parameters { key: "execution_thread" value: { string_value: "main" } }\n`);
   repo.add("ts_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("init exploded"); }\n  execute() { return []; }\n}\n`);
   repo.add("ts_worker_init_fail/config.pbtxt", faultyIo + `parameters { key: "execution_thread" value: { string_value: "worker" } }\n`);
   repo.add("ts_worker_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("worker init exploded"); }\n  execute() { return []; }\n}\n`);

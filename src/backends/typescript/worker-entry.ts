@@ -1,0 +1,228 @@
+/**
+ * @module One worker-thread instance of a `typescript` model (worker.ts starts it; the
+ * compiled binary carries it as an entry point of its own, scripts/build.ts). It imports
+ * the model's module, runs `initialize`, `execute` and `finalize`, and talks to the main
+ * thread by message: requests in, responses, logger lines, BLS calls and decoupled sends
+ * out. A fault the model leaves behind (an unhandled rejection, an uncaught exception, a
+ * call to `process.exit`) is posted as `fatal` before the worker ends, so the main
+ * thread fails the instance's requests with the reason and starts a fresh worker.
+ */
+import { registerEmbeddedPackages } from "./embedded-packages.ts";
+
+declare const self: { onmessage: ((e: MessageEvent) => void) | null; postMessage(m: unknown): void };
+
+type Model = { initialize?(args: unknown): unknown; execute(requests: unknown[]): unknown; finalize?(): unknown };
+type Wire = { message: string; code?: string; stack?: string };
+type Response = { outputs: { name: string }[] };
+
+let model: Model | undefined;
+let modelName = "";
+let decoupled = false;
+const calls = new Map<number, { resolve: (r: unknown) => void; reject: (e: unknown) => void }>();
+const streams = new Map<number, (m: any) => void>();
+/** Each request's cancellation (`exec:index`), until it is answered: at the end of its execute, or a decoupled one's final send. */
+const controllers = new Map<string, AbortController>();
+/** Decoupled requests whose final has not been sent. */
+const open = new Set<string>();
+/** Executes that have not returned. */
+const running = new Set<number>();
+let nextCall = 0;
+const post = (m: unknown) => self.postMessage(m);
+
+const logger = {
+  info: (msg: unknown) => post({ type: "log", level: "info", msg: String(msg) }),
+  warn: (msg: unknown) => post({ type: "log", level: "warn", msg: String(msg) }),
+  error: (msg: unknown) => post({ type: "log", level: "error", msg: String(msg) }),
+  verbose: (msg: unknown) => post({ type: "log", level: "verbose", msg: String(msg) }),
+};
+
+const errorOf = (err: any): Wire => ({
+  message: err instanceof Error ? err.message : typeof err === "string" ? err : String(err?.message ?? err),
+  code: typeof err?.code === "string" ? err.code : undefined,
+  stack: typeof err?.stack === "string" ? err.stack : undefined,
+});
+const describe = (err: any): string => (typeof err?.stack === "string" ? err.stack : err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+const withOutput = (r: Response) => ({ ...r, output: (n: string) => r.outputs.find((t) => t.name === n) });
+
+// The model's faults end this worker, reported first: the main thread cannot otherwise
+// tell an exit from a crash under every runtime. process.exit itself is kept working.
+const exit = process.exit.bind(process) as (code?: number) => never;
+let ending = false;
+function fatal(reason: string, code: number): never {
+  if (!ending) {
+    ending = true;
+    post({ type: "fatal", reason });
+  }
+  return exit(code);
+}
+process.on("unhandledRejection", (reason) => fatal(`unhandled rejection: ${describe(reason)}`, 1));
+process.on("uncaughtException", (err) => fatal(`uncaught exception: ${describe(err)}`, 1));
+process.exit = ((code?: number) => fatal(`the model called process.exit(${code ?? ""})`, typeof code === "number" ? code : 0)) as typeof process.exit;
+
+function modelRequest(r: any, index: number, exec: number, controller: AbortController) {
+  return {
+    ...r,
+    input: (n: string) => r.inputs.find((t: { name: string }) => t.name === n),
+    isCancelled: () => controller.signal.aborted,
+    signal: controller.signal,
+    infer: ({ signal, ...call }: { signal?: AbortSignal }) =>
+      new Promise((resolve, reject) => {
+        const id = nextCall++;
+        calls.set(id, { resolve, reject });
+        post({ type: "bls", id, exec, index, call });
+        if (signal) {
+          const cancel = () => post({ type: "blsCancel", id });
+          if (signal.aborted) cancel();
+          else signal.addEventListener("abort", cancel, { once: true });
+        }
+      }),
+    stream: ({ signal, ...call }: { signal?: AbortSignal }) => {
+      // The main thread runs the stream and posts each response; an early return or the
+      // signal cancels it there.
+      const id = nextCall++;
+      const queue: unknown[] = [];
+      let ended = false;
+      let failed: Error | undefined;
+      let wake: (() => void) | undefined;
+      const cancel = () => post({ type: "blsCancel", id });
+      streams.set(id, (msg) => {
+        if (msg.type === "blsStreamItem") queue.push(withOutput(msg.response));
+        else {
+          ended = true;
+          if (msg.error) failed = Object.assign(new Error(msg.error.message), { code: msg.error.code });
+          streams.delete(id);
+        }
+        const w = wake;
+        wake = undefined;
+        w?.();
+      });
+      post({ type: "blsStream", id, exec, index, call });
+      if (signal) {
+        if (signal.aborted) cancel();
+        else signal.addEventListener("abort", cancel, { once: true });
+      }
+      return {
+        [Symbol.asyncIterator]() {
+          return {
+            next: async () => {
+              while (queue.length === 0 && !ended) await new Promise<void>((r) => (wake = r));
+              if (queue.length > 0) return { value: queue.shift(), done: false };
+              if (failed) throw failed;
+              return { value: undefined, done: true };
+            },
+            return: async () => {
+              if (!ended) {
+                ended = true;
+                streams.delete(id);
+                cancel();
+              }
+              return { value: undefined, done: true };
+            },
+          };
+        },
+      };
+    },
+    getResponseSender: () => {
+      if (!decoupled) throw Object.assign(new Error(`model '${modelName}' is not decoupled: getResponseSender() needs model_transaction_policy { decoupled: true }`), { code: "UNSUPPORTED" });
+      const key = `${exec}:${index}`;
+      if (controllers.has(key)) open.add(key);
+      return {
+        send: (response: unknown, options?: { final?: boolean }) => {
+          const final = !!options?.final;
+          if (final && open.delete(key) && !running.has(exec)) controllers.delete(key);
+          post({ type: "send", exec, index, response, final });
+        },
+      };
+    },
+  };
+}
+
+async function init(m: { url: string; path: string; args: { modelName?: string; modelConfig?: { model_transaction_policy?: { decoupled?: boolean } } } }): Promise<void> {
+  modelName = String(m.args.modelName);
+  decoupled = m.args.modelConfig?.model_transaction_policy?.decoupled === true;
+  try {
+    registerEmbeddedPackages();
+    const mod = (await import(m.url)) as { default?: unknown };
+    if (typeof mod.default !== "function") throw new Error(`'${m.path}' has no default export class`);
+    model = new (mod.default as new () => Model)();
+    if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
+    if (model.initialize) await model.initialize({ ...m.args, logger });
+    post({ type: "ready" });
+  } catch (err) {
+    post({ type: "initError", error: errorOf(err) });
+  }
+}
+
+/** The module's static autoCompleteConfig, run here so that its top level never runs on the main thread. */
+async function autoComplete(m: { url: string; path: string; config: object }): Promise<void> {
+  registerEmbeddedPackages();
+  let cls: (((...a: unknown[]) => unknown) & { autoCompleteConfig?(config: object): unknown }) | undefined;
+  try {
+    cls = ((await import(m.url)) as { default?: typeof cls }).default;
+  } catch (err) {
+    return post({ type: "initError", stage: "import", error: errorOf(err) });
+  }
+  if (typeof cls !== "function") return post({ type: "initError", stage: "class", error: { message: "no default export class" } });
+  try {
+    const config = typeof cls.autoCompleteConfig === "function" ? await cls.autoCompleteConfig(m.config) : undefined;
+    post({ type: "config", found: typeof cls.autoCompleteConfig === "function", config });
+  } catch (err) {
+    post({ type: "initError", stage: "autoComplete", error: errorOf(err) });
+  }
+}
+
+async function execute(m: { id: number; requests: any[] }): Promise<void> {
+  // Plain loops: the model may have replaced Array.prototype's methods in this realm.
+  const requests: unknown[] = [];
+  for (let index = 0; index < m.requests.length; index++) {
+    const { cancelled, ...r } = m.requests[index];
+    const c = new AbortController();
+    if (cancelled) c.abort();
+    controllers.set(`${m.id}:${index}`, c);
+    requests.push(modelRequest(r, index, m.id, c));
+  }
+  running.add(m.id);
+  try {
+    const responses = await model!.execute(requests);
+    post({ type: "done", id: m.id, responses });
+  } catch (err) {
+    post({ type: "done", id: m.id, thrown: errorOf(err) });
+  } finally {
+    running.delete(m.id);
+    for (let index = 0; index < m.requests.length; index++) if (!open.has(`${m.id}:${index}`)) controllers.delete(`${m.id}:${index}`);
+  }
+}
+
+self.onmessage = async (e: MessageEvent) => {
+  const m = e.data;
+  switch (m.type) {
+    case "init":
+      return init(m);
+    case "autoComplete":
+      return autoComplete(m);
+    case "execute":
+      return execute(m);
+    case "cancel":
+      controllers.get(`${m.id}:${m.index}`)?.abort();
+      return;
+    case "blsStreamItem":
+    case "blsStreamEnd":
+      streams.get(m.id)?.(m);
+      return;
+    case "blsResult": {
+      const c = calls.get(m.id);
+      calls.delete(m.id);
+      if (m.error) c?.reject(Object.assign(new Error(m.error.message), { code: m.error.code }));
+      else c?.resolve(withOutput(m.response));
+      return;
+    }
+    case "finalize":
+      try {
+        if (model?.finalize) await model.finalize();
+      } catch (err) {
+        logger.error(`finalize failed: ${describe(err)}`);
+      }
+      post({ type: "finalized" });
+      return;
+  }
+};
