@@ -41,8 +41,10 @@ const BURST = `export default class Burst {
   }
 }`;
 
+// On the main thread: a worker-thread instance would post (copy) the shared buffer with each response.
 const CONFIG = `name: "burst"
 backend: "typescript"
+parameters { key: "execution_thread" value: { string_value: "main" } }
 max_batch_size: 0
 model_transaction_policy { decoupled: true }
 input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "SIZE" data_type: TYPE_INT32 dims: [ 1 ] } ]
