@@ -89,6 +89,7 @@ const entry = join(work, "entry.ts");
 const HTTP_WORKER = "src/frontends/http/worker-entry.ts";
 const GRPC_WORKER = "src/frontends/grpc/worker-entry.ts";
 const TS_WORKER = "src/backends/typescript/worker-entry.ts";
+const DECODE_WORKER = "src/frontends/http/decode-entry.ts";
 // Written beside and renamed, so that two builds at once (tests run in parallel) never read a half-written entry.
 writeFileSync(
   `${entry}.${process.pid}`,
@@ -100,11 +101,13 @@ import { setEmbeddedOrtLibrary } from ${JSON.stringify(rel(join(root, "ffi/onnxr
 import { setHttpWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/http/workers.ts")))};
 import { setGrpcWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/grpc/workers.ts")))};
 import { setTypeScriptWorkerEntry } from ${JSON.stringify(rel(join(root, "src/backends/typescript/worker.ts")))};
+import { setDecodeThreadEntry } from ${JSON.stringify(rel(join(root, "src/frontends/http/decode-thread.ts")))};
 setKoffiNativePath(koffiNode);
 setEmbeddedOrtLibrary(ortLibrary, { zstd: true, size: ${ortCompressed.size} });
 setHttpWorkerEntry(${JSON.stringify(`./${HTTP_WORKER}`)});
 setGrpcWorkerEntry(${JSON.stringify(`./${GRPC_WORKER}`)});
 setTypeScriptWorkerEntry(${JSON.stringify(`./${TS_WORKER}`)});
+setDecodeThreadEntry(${JSON.stringify(`./${DECODE_WORKER}`)});
 void import(${JSON.stringify(rel(join(root, "src/main.ts")))}).then(({ runCli }) => runCli());
 `,
 );
@@ -115,5 +118,5 @@ const bun = process.execPath;
 // --bytecode (which needs CommonJS output, hence no top-level await in the entry) ships
 // pre-parsed JavaScriptCore bytecode: start-up to a listening server drops by ~60 ms, and to
 // ready serving `simple` by ~220 ms (measured 2026-11-25), for 13 MB more binary.
-run(bun, ["build", "--compile", `--target=${target}`, "--minify", ...(BYTECODE ? ["--bytecode"] : []), "--format=cjs", "--sourcemap=none", entry, HTTP_WORKER, GRPC_WORKER, TS_WORKER, "--outfile", outfile]);
+run(bun, ["build", "--compile", `--target=${target}`, "--minify", ...(BYTECODE ? ["--bytecode"] : []), "--format=cjs", "--sourcemap=none", entry, HTTP_WORKER, GRPC_WORKER, TS_WORKER, DECODE_WORKER, "--outfile", outfile]);
 console.log(`built ${relative(root, outfile)} (${target})`);

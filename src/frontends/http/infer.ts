@@ -6,6 +6,7 @@ import { invalidArg, unsupported } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
+import { decodeOnThread, decodesOnThread } from "./decode-thread.ts";
 import { forwardHeaders } from "../header-forward.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { ModelSignature } from "../../core/signature.ts";
@@ -25,12 +26,14 @@ export async function handleInfer(
   if (resolved && server.isDecoupled(resolved)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
-  const request = await decodeInferRequestAsync(body, headerLength, {
-    modelName: model,
-    modelVersion: version,
-    maxInputSize,
-    rawInput: (byteLength) => rawInputShape((resolved ?? server.modelForInference(model, version, true)).signature, model, byteLength),
-  });
+  const request = decodesOnThread(body, headerLength)
+    ? await decodeOnThread(body, headerLength, { modelName: model, modelVersion: version, maxInputSize })
+    : await decodeInferRequestAsync(body, headerLength, {
+        modelName: model,
+        modelVersion: version,
+        maxInputSize,
+        rawInput: (byteLength) => rawInputShape((resolved ?? server.modelForInference(model, version, true)).signature, model, byteLength),
+      });
   if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
   if (req.signal) request.signal = req.signal;
