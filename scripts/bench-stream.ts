@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
-import { Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from "@grpc/grpc-js";
+import { type Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from "@grpc/grpc-js";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
 import { machineHeading, waitReady } from "./lib/bench.ts";
 

@@ -397,7 +397,7 @@ async function startWithRepositories(
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs(argv);
   } catch (err) {

@@ -278,7 +278,7 @@ export class OrtSession {
   /** A zeroed output tensor in JS memory when the output's shape is fixed (apart from the batch). */
   #preallocate(name: string, batch: number | undefined): OrtOutput | undefined {
     const info = this.outputs.find((o) => o.name === name);
-    if (!info || !info.isTensor || !hasFixedSize(info.elementType)) return undefined;
+    if (!info?.isTensor || !hasFixedSize(info.elementType)) return undefined;
     const shape = info.shape.map((d, i) => (i === 0 && d === -1 ? batch ?? -1 : d));
     if (shape.some((d) => d < 0)) return undefined;
     const bytes = shape.reduce((a, b) => a * b, 1) * elementSize(info.elementType);

@@ -58,6 +58,7 @@ export class OrtValue {
   readonly #api: OrtApi;
   #handle: Pointer;
   /** The JS memory a zero-copy tensor points into: referenced until the value is released. */
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written only, to keep the memory alive while the native value points into it
   #data: Uint8Array | undefined;
 
   private constructor(api: OrtApi, handle: Pointer, data?: Uint8Array) {

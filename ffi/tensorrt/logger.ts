@@ -50,6 +50,7 @@ export class TrtLogger {
   readonly hasTypeInfo: boolean;
   readonly #captures: string[][] = [];
   // Native memory and callback slots, referenced for the life of the process.
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written only, to keep the native callbacks alive
   readonly #keep: unknown[];
 
   private constructor(lib: KoffiLibrary) {

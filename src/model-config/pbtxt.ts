@@ -3,7 +3,7 @@
  * ModelConfig shape of types.ts, driven by the reflected schema so that every field of
  * model_config.proto round-trips. Unknown fields are errors, as in Triton's parser.
  */
-import protobuf from "protobufjs";
+import type protobuf from "protobufjs";
 import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, typeName, setKey, fieldNamed, enumHasName, type FieldKind } from "./schema.ts";
 import { tokenize, syntaxError, type Token } from "./pbtxt-lexer.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
@@ -194,8 +194,7 @@ class Parser {
         if (t.kind === "ident" && TRUE_WORDS.has(t.text)) return true;
         if (t.kind === "ident" && FALSE_WORDS.has(t.text)) return false;
         if (t.kind === "number" && (t.text === "1" || t.text === "0")) return t.text === "1";
-        this.#fail(t, `expected true or false for '${name}', found ${describe(t)}`);
-      // falls through (unreachable: #fail throws)
+        return this.#fail(t, `expected true or false for '${name}', found ${describe(t)}`);
       case "int":
       case "uint": {
         if (t.kind !== "number" || !INTEGER.test(t.text)) this.#fail(t, `expected an integer for '${name}', found ${describe(t)}`);
@@ -213,11 +212,10 @@ class Parser {
           return Number(s);
         }
         if (t.kind === "ident" && /^(inf|infinity|nan)$/i.test(t.text)) return /nan/i.test(t.text) ? NaN : Infinity;
-        this.#fail(t, `expected a number for '${name}', found ${describe(t)}`);
+        return this.#fail(t, `expected a number for '${name}', found ${describe(t)}`);
       }
-      // falls through (unreachable: #fail throws)
       default:
-        this.#fail(t, `unsupported field kind for '${name}'`);
+        return this.#fail(t, `unsupported field kind for '${name}'`);
     }
   }
 }

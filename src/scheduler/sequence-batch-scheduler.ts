@@ -216,7 +216,7 @@ export class SequenceBatchScheduler implements Scheduler {
       return;
     }
     const members = this.#tables[best]!.members;
-    let slot = members.findIndex((m) => m === undefined);
+    let slot = members.indexOf(undefined);
     if (slot < 0) slot = members.length;
     members[slot] = seq;
     seq.instance = best;

@@ -30,7 +30,7 @@ afterAll(async () => {
   repo?.remove();
 });
 
-describe("Deno", () => {
+describe("Deno itself", () => {
   it("is Deno 2", async () => {
     const { stdout } = await promisify(execFile)(denoBinary(), ["--version"], { env: { ...process.env, ...DENO_ENV } });
     expect(stdout).toMatch(/^deno 2\.\d+\.\d+/);
@@ -39,7 +39,7 @@ describe("Deno", () => {
 
 frontendSuite("Deno", () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
 
-describe("Deno", () => {
+describe("Deno running the server", () => {
   it("stops on SIGTERM with exit code 0", async () => {
     expect(await server.stop("SIGTERM")).toBe(0);
     expect(server.log()).toContain("All models are stopped");

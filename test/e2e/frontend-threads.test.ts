@@ -10,7 +10,7 @@ import { gzipSync } from "node:zlib";
 import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { frontendSuite } from "../suites/frontend.ts";
-import { Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
+import { type Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, ElemType } from "../../scripts/lib/onnx-builder.ts";

@@ -6,7 +6,6 @@
 import { describe, it, expect, beforeAll, afterAll, vi } from "vitest";
 import { ElemType, valueInfo, node } from "../../scripts/lib/onnx-builder.ts";
 import { OrtSession } from "../../ffi/onnxruntime/session.ts";
-import { OrtEnvironment, OrtSessionOptions } from "../../ffi/onnxruntime/handles.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
 import {
   ModelDir, params, loadModel, instanceFor, rejection, bytesOf, int32s, float32s, addSubSpec, addSubInputs, matmulSpec, matmulInput,

@@ -69,7 +69,7 @@ describe("bindOrtApi", () => {
     const lines = message.split("\n");
     expect(lines[0]).toBe("cannot load ONNX Runtime (libonnxruntime.so.1); tried:");
     expect(lines[1]).toMatch(/^ {2}\/nonexistent\/a\/libonnxruntime\.so\.1: .*No such file or directory/);
-    expect(lines[2]).toMatch(new RegExp(`^  ${escape(notElf)}: .*invalid ELF header`));
+    expect(lines[2]).toMatch(new RegExp(`^  ${regexEscape(notElf)}: .*invalid ELF header`));
     expect(lines).toHaveLength(3);
   });
 
@@ -349,7 +349,7 @@ it("an output whose dynamic dim 0 is not the batch gets its computed shape", asy
 
 // ---------------------------------------------------------------------------------------
 
-function escape(s: string): string {
+function regexEscape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
 
@@ -371,9 +371,9 @@ describe("errors", () => {
     const path = join(dir.path, "missing.onnx");
     const model = await loadModel(dir.path, path);
     const err = await rejection(model.createInstance("m_0", "KIND_CPU", 0));
-    expect(err.message).toMatch(new RegExp(`^onnxruntime: CreateSession\\(${escape(path)}\\): ORT_NO_SUCHFILE: .*${escape(path)}`));
+    expect(err.message).toMatch(new RegExp(`^onnxruntime: CreateSession\\(${regexEscape(path)}\\): ORT_NO_SUCHFILE: .*${regexEscape(path)}`));
     model.close();
-    await expect(backend.describe(path, {})).rejects.toThrow(new RegExp(`^onnxruntime: CreateSession\\(${escape(path)}\\): ORT_NO_SUCHFILE: `));
+    await expect(backend.describe(path, {})).rejects.toThrow(new RegExp(`^onnxruntime: CreateSession\\(${regexEscape(path)}\\): ORT_NO_SUCHFILE: `));
     // A folder without model.onnx names the file looked for.
     const folder = join(dir.path, "empty-folder");
     mkdirSync(folder);

@@ -77,7 +77,7 @@ export function mutateStructure(doc: Doc, r: Rng): Doc {
   return root.root!;
 }
 
-const TOKEN = /"(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|-?(?:0[xX][0-9a-fA-F]+|[0-9][0-9eE.+\-]*|\.[0-9]+)|[A-Za-z_][A-Za-z0-9_.]*|#[^\n]*|\s+|[\s\S]/g;
+const TOKEN = /"(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|-?(?:0[xX][0-9a-fA-F]+|[0-9][0-9eE.+-]*|\.[0-9]+)|[A-Za-z_][A-Za-z0-9_.]*|#[^\n]*|\s+|[\s\S]/g;
 
 export function tokens(text: string): string[] {
   return text.match(TOKEN) ?? [];

@@ -2,7 +2,7 @@
  * A grpc-js client for tests, built from the same proto files as the server
  * (proto/*.proto through src/frontends/grpc/protos.ts), calling with plain objects.
  */
-import { Client, credentials, makeGenericClientConstructor, type ChannelCredentials, type ServiceError, type Metadata } from "@grpc/grpc-js";
+import { type Client, credentials, makeGenericClientConstructor, type ChannelCredentials, type ServiceError, type Metadata } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 
 export type Call = (request: object) => Promise<any>;

@@ -2,20 +2,17 @@
  * @module GRPCInferenceService and grpc.health.v1.Health handlers: each translates a
  * request message into a call on the core and the result (or ServerError) back.
  */
-import { type ServerUnaryCall, type sendUnaryData, type ServerDuplexStream, type UntypedServiceImplementation, Metadata } from "@grpc/grpc-js";
+import type { ServerUnaryCall, sendUnaryData, ServerDuplexStream, UntypedServiceImplementation, Metadata } from "@grpc/grpc-js";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { GRPC_CATEGORY, type Restrictions } from "../restricted.ts";
 import { ServerError } from "../../core/errors.ts";
-import { getLogger } from "../../core/logger.ts";
-import { grpcStatus, toGrpcError } from "./status.ts";
+import { toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import { exactInteger } from "./parameters.ts";
 import { streamInfer } from "./stream.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { InferenceResponse } from "../../core/request.ts";
 import { forwardHeaders, type HeaderForwarder } from "../header-forward.ts";
-
-const log = getLogger("src/frontends/grpc/service.ts");
 
 export interface GrpcServiceOptions {
   /** --grpc-restricted-protocol groups. */

@@ -106,7 +106,7 @@ export function shapeMayHoldDouble(text: string): boolean {
     if (text.charCodeAt(j++) !== 0x3a) continue;
     while (isSpace(text.charCodeAt(j))) j++;
     if (text.charCodeAt(j) !== 0x5b) continue;
-    for (let c = text.charCodeAt(++j); c === c && c !== 0x5d; c = text.charCodeAt(++j)) {
+    for (let c = text.charCodeAt(++j); !Number.isNaN(c) && c !== 0x5d; c = text.charCodeAt(++j)) {
       if (c === 0x2e || c === 0x65 || c === 0x45) return true;
     }
   }

@@ -123,9 +123,9 @@ describe("explicit model control", () => {
     });
     expect(r.status).toBe(200);
     expectSum(await inferSimple("simple_from_files", 2, 100), 2, 100);
-    const escape = await post("/v2/repository/models/x/load", { parameters: { config: simpleConfigJson({ name: "x" }), "file:../evil": model } });
-    expect(escape.status).toBe(400);
-    expect(((await escape.json()) as { error: string }).error).toBe("file override path '../evil' of model 'x' leaves the model folder");
+    const leaving = await post("/v2/repository/models/x/load", { parameters: { config: simpleConfigJson({ name: "x" }), "file:../evil": model } });
+    expect(leaving.status).toBe(400);
+    expect(((await leaving.json()) as { error: string }).error).toBe("file override path '../evil' of model 'x' leaves the model folder");
   });
 
   it("loads and unloads over gRPC", async () => {

@@ -9,7 +9,7 @@
  * generate_stream (the image as base64) and ModelStreamInfer.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { status, Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from "@grpc/grpc-js";
+import { status, type Client, credentials, makeGenericClientConstructor, type ClientDuplexStream } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 import { startServerProcess, ROOT, type ServerProcess } from "../../helpers/server-process.ts";
 import { inferenceClient, type Call } from "../../helpers/grpc-client.ts";

@@ -7,7 +7,7 @@
  * classification request that needs it with a clear error, and nothing else.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { cpSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, truncateSync, } from "node:fs";
 import { join } from "node:path";
 import { inferJson, SIMPLE_TWOS_AND_THREES, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";

@@ -7,7 +7,7 @@
  * ensembles with a decoupled step (decoupled themselves; Triton's load-time flow rule).
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream } from "@grpc/grpc-js";
+import { type Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream } from "@grpc/grpc-js";
 import { gzipSync } from "node:zlib";
 import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";

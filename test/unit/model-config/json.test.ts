@@ -3,7 +3,7 @@
  * repository load API takes it (configFromJson).
  */
 import { describe, it, expect } from "vitest";
-import protobuf from "protobufjs";
+import type protobuf from "protobufjs";
 import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
 import { configToJson, configFromJson } from "../../../src/model-config/json.ts";
 import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SequenceBatchScheduler } from "../../../src/scheduler/sequence-batch-scheduler.ts";
 import { sequenceSettings } from "../../../src/scheduler/sequence/config.ts";
 import { ModelStats } from "../../../src/core/stats.ts";
-import { ServerError } from "../../../src/core/errors.ts";
+import type { ServerError } from "../../../src/core/errors.ts";
 import { ManualBackend, ManualClock, floats, testModel, request, settle, type Execution } from "../../helpers/scheduler-fakes.ts";
 import type { Tensor } from "../../../src/core/tensor.ts";
 import type { ScheduledResult } from "../../../src/scheduler/scheduler.ts";

@@ -7,7 +7,7 @@
 import { describe, it, expect, beforeEach, afterEach } from "vitest";
 import { readdirSync, readlinkSync } from "node:fs";
 import { SharedMemoryManager } from "../../../src/server/shared-memory.ts";
-import { ServerError } from "../../../src/core/errors.ts";
+import type { ServerError } from "../../../src/core/errors.ts";
 import { createSharedMemory, truncateSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
 
 const KEY = `/nereid-unit-${process.pid}`;
