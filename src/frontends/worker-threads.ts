@@ -4,7 +4,7 @@
  * cross threads, and the main thread's half of an inference request whose body a worker
  * decoded: the model first, then the core, as the one-thread handlers do it.
  */
-import { ServerError, unsupported, type ErrorCode } from "../core/errors.ts";
+import { ServerError, type ErrorCode } from "../core/errors.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
 import type { Logger } from "../core/logger.ts";
@@ -152,8 +152,7 @@ export async function inferForWorker(
   else delete request.modelVersion;
   request.signal = signal;
   try {
-    const resolved = server.modelForRequest(m.model, m.version);
-    if (resolved && server.isDecoupled(resolved)) throw unsupported(decoupledMessage);
+    const resolved = server.resolve(m.model, m.version, { unary: decoupledMessage });
     return { t: "response", response: await server.inferAsync(request, resolved) };
   } catch (err) {
     const e = ServerError.from(err);

@@ -20,6 +20,7 @@ import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../reposi
 import { MAX_LABEL_FILE_BYTES, readRepositoryText } from "../repository/text-file.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { Tensor } from "../core/tensor.ts";
+import type { ModelSignature } from "../core/signature.ts";
 import type { FailureReason } from "../core/stats.ts";
 
 export type ServerState = "STARTING" | "READY" | "EXITING";
@@ -202,18 +203,24 @@ export class InferenceServer {
    */
   modelForInference(name: string, version?: string, continuing = false, resolved?: ModelVersion, namespace?: string): ModelVersion {
     if (this.state === "EXITING" && !continuing) throw unavailable("Server is stopping");
-    // A version resolved earlier (modelForRequest) that has since begun to unload is looked up again.
+    // A version resolved earlier (resolve) that has since begun to unload is looked up again.
     return resolved?.ready ? resolved : this.repository.getModel(name, version, namespace);
   }
 
   /**
-   * The model an inference request names, resolved before its body is read, as Triton's
-   * HTTP frontend does (an unknown or unavailable model is reported first). Undefined while
-   * the server is stopping: whether the request is let in then depends on its sequence
-   * parameters, which inferAsync reads. Pass the result to inferAsync to look up once.
+   * The one way a frontend's inference request reaches a model: `name` and `version`
+   * resolved before the body is read, as Triton's frontends do (an unknown or unavailable
+   * model is reported first). With `unary`, the message a decoupled model is refused with
+   * (a unary entry cannot carry its 0..N responses). Hand the result to inferAsync or
+   * inferStream so that the model is looked up once. While the server is stopping nothing
+   * is resolved yet: whether the request is let in depends on its sequence parameters,
+   * which inferAsync reads.
    */
-  modelForRequest(name: string, version?: string): ModelVersion | undefined {
-    return this.state === "EXITING" ? undefined : this.repository.getModel(name, version);
+  resolve(name: string, version: string | undefined, opts: { unary?: string } = {}): ResolvedModel {
+    const mv = this.state === "EXITING" ? undefined : this.repository.getModel(name, version);
+    const decoupled = mv !== undefined && this.isDecoupled(mv);
+    if (decoupled && opts.unary !== undefined) throw new ServerError("UNSUPPORTED", opts.unary);
+    return new ResolvedModel(mv, decoupled, () => (mv ?? this.modelForInference(name, version, true)).signature);
   }
 
   /** The trace extension's settings, global or `model`'s (which must exist); `update` changes them first. */
@@ -274,8 +281,8 @@ export class InferenceServer {
    * Runs one client's inference request through validation, the model's scheduler and
    * post-processing. Its input bytes count against `maxQueuedBytes` until it is answered.
    */
-  inferAsync(request: InferenceRequest, model?: ModelVersion): Promise<InferenceResponse> {
-    return this.#infer(request, true, model) as Promise<InferenceResponse>;
+  inferAsync(request: InferenceRequest, model?: ResolvedModel): Promise<InferenceResponse> {
+    return this.#infer(request, true, model?.version) as Promise<InferenceResponse>;
   }
 
   /** An ensemble step or other request made inside the server: its caller already holds the bytes. */
@@ -294,8 +301,8 @@ export class InferenceServer {
    * model's one response with the final flag, or an error (final). Ends after the final
    * one, or as soon as `request.signal` aborts (what the model sends later is dropped).
    */
-  inferStream(request: InferenceRequest, model?: ModelVersion): AsyncGenerator<StreamedResponse> {
-    return this.#stream(request, true, model);
+  inferStream(request: InferenceRequest, model?: ResolvedModel): AsyncGenerator<StreamedResponse> {
+    return this.#stream(request, true, model?.version);
   }
 
   /** inferStream for a request made inside the server (BLS). */
@@ -626,4 +633,24 @@ function responseBytes(r: StreamedResponse): number {
   let n = 0;
   for (const o of r.response?.outputs ?? []) n += o.data.byteLength;
   return n;
+}
+
+/** The model a frontend's request names, as InferenceServer.resolve found it. */
+export class ResolvedModel {
+  /** @internal The version, when one was found (not while the server is stopping). */
+  readonly version: ModelVersion | undefined;
+  /** Whether the model is decoupled (0..N responses a request): only the streaming entries serve it. */
+  readonly decoupled: boolean;
+  readonly #signature: () => ModelSignature;
+
+  constructor(version: ModelVersion | undefined, decoupled: boolean, signature: () => ModelSignature) {
+    this.version = version;
+    this.decoupled = decoupled;
+    this.#signature = signature;
+  }
+
+  /** The model's inputs, outputs and batching (to decode a raw binary or generate body): looked up when the server is stopping. */
+  signature(): ModelSignature {
+    return this.#signature();
+  }
 }

@@ -104,6 +104,11 @@ describe("layers", () => {
     expect(upward).toEqual([]);
   });
 
+  it("keeps the frontends off the repository: they reach models through the server's resolve (#31)", () => {
+    const reaching = FILES.filter((f) => f.startsWith("src/frontends/")).flatMap((f) => importsOf(f).filter((t) => t.startsWith("src/repository/")).map((t) => `${f} → ${t}`));
+    expect(reaching).toEqual([]);
+  });
+
   it("has no cycle between files, type-only imports included (#31)", () => {
     const graph = new Map(FILES.map((f) => [f, importsOf(f).filter((t) => FILES.includes(t))]));
     const cycles: string[] = [];

@@ -193,8 +193,7 @@ export function forwarded(pattern: RegExp | undefined, metadata: Metadata): Head
 
 /** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
 function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal, forward?: HeaderForwarder): Promise<InferenceResponse> {
-  const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
-  if (model && server.isDecoupled(model)) throw new ServerError("UNSUPPORTED", "ModelInfer RPC doesn't support models with decoupled transaction policy");
+  const model = server.resolve(msg.model_name ?? "", msg.model_version || undefined, { unary: "ModelInfer RPC doesn't support models with decoupled transaction policy" });
   const request = toInferenceRequest(msg);
   forward?.(request.parameters);
   if (signal) request.signal = signal;

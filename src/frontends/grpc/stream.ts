@@ -11,17 +11,26 @@ import type { ServerDuplexStream } from "@grpc/grpc-js";
 import { ServerError } from "../../core/errors.ts";
 import { toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
-import type { InferenceServer } from "../../server/server.ts";
+import type { InferenceServer, ResolvedModel } from "../../server/server.ts";
 import type { StreamedResponse } from "../../core/request.ts";
 import type { HeaderForwarder } from "../header-forward.ts";
 
 type Call = ServerDuplexStream<WireInferRequest, unknown>;
 
+/** The model a stream message names, or why it names none (reported as that message's error). */
+function resolveFor(server: InferenceServer, msg: WireInferRequest): ResolvedModel | ServerError {
+  try {
+    return server.resolve(msg.model_name ?? "", msg.model_version || undefined);
+  } catch (err) {
+    return ServerError.from(err);
+  }
+}
+
 /** One request's responses: its own errors (decoding, unknown model) as one final error. */
-async function* responsesOf(server: InferenceServer, msg: WireInferRequest, signal: AbortSignal, forward: HeaderForwarder): AsyncGenerator<StreamedResponse> {
+async function* responsesOf(server: InferenceServer, msg: WireInferRequest, model: ResolvedModel | ServerError, signal: AbortSignal, forward: HeaderForwarder): AsyncGenerator<StreamedResponse> {
   let events: AsyncGenerator<StreamedResponse>;
   try {
-    const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
+    if (model instanceof ServerError) throw model;
     const request = toInferenceRequest(msg);
     forward?.(request.parameters);
     request.signal = signal;
@@ -31,15 +40,6 @@ async function* responsesOf(server: InferenceServer, msg: WireInferRequest, sign
     return;
   }
   yield* events;
-}
-
-function isDecoupled(server: InferenceServer, msg: WireInferRequest): boolean {
-  try {
-    const model = server.modelForRequest(msg.model_name ?? "", msg.model_version || undefined);
-    return model !== undefined && server.isDecoupled(model);
-  } catch {
-    return false;
-  }
 }
 
 function emptyFinalAsked(msg: WireInferRequest): boolean {
@@ -87,10 +87,11 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
   call.on("data", (msg: WireInferRequest) => {
     const controller = new AbortController();
     controllers.add(controller);
-    const events = responsesOf(server, msg, controller.signal, forward);
+    const model = resolveFor(server, msg);
+    const events = responsesOf(server, msg, model, controller.signal, forward);
     const emptyFinal = emptyFinalAsked(msg);
     let work: Promise<void>;
-    if (isDecoupled(server, msg)) {
+    if (!(model instanceof ServerError) && model.decoupled) {
       work = (async () => {
         for await (const r of events) {
           if (r.error && grpcErrorMode) return fail(r.error);

@@ -15,7 +15,7 @@ import { checkJsonDepth } from "./json-parse.ts";
 import { tensorDataJson, parametersJson } from "./json-write.ts";
 import { tooLarge } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
-import type { ModelVersion } from "../../repository/model-version.ts";
+import type { ModelSignature } from "../../core/signature.ts";
 import type { InferenceRequest, InferenceResponse, InputTensor, Parameters, StreamedResponse } from "../../core/request.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
@@ -29,14 +29,13 @@ export async function handleGenerate(
   maxInputSize: number,
   streaming: boolean,
 ): Promise<HttpResponse> {
-  const resolved = server.modelForRequest(model, version);
+  const resolved = server.resolve(model, version);
   const encoding = (req.header("content-encoding") ?? "identity").trim().toLowerCase();
   if (encoding !== "identity" && encoding !== "") throw invalidArg(`Unsupported Content-Encoding '${encoding}' for generate: only identity is accepted`);
   const declared = req.header("content-length");
   if (declared !== undefined && Number(declared) > maxInputSize) throw tooLarge(declared, maxInputSize);
   const body = await req.body(maxInputSize);
-  const mv = resolved ?? server.modelForInference(model, version, true);
-  const request = generateRequest(body, model, version, mv);
+  const request = generateRequest(body, model, version, resolved.signature());
   request.signal = req.signal;
   const events = server.inferStream(request, resolved);
   if (!streaming) return single(events);
@@ -95,7 +94,7 @@ export function responseJson(r: InferenceResponse): string {
 }
 
 /** The body's fields as the model's inputs and the request's parameters. */
-export function generateRequest(body: Uint8Array, model: string, version: string | undefined, mv: ModelVersion): InferenceRequest {
+export function generateRequest(body: Uint8Array, model: string, version: string | undefined, sig: ModelSignature): InferenceRequest {
   checkJsonDepth(body);
   let doc: unknown;
   try {
@@ -120,8 +119,8 @@ export function generateRequest(body: Uint8Array, model: string, version: string
   const inputs: InputTensor[] = [];
   const parameters: Parameters = {};
   for (const [key, value] of Object.entries(fields)) {
-    if (mv.signature.inputs.has(key)) {
-      inputs.push(inputTensor(mv, key, value));
+    if (sig.inputs.has(key)) {
+      inputs.push(inputTensor(sig, key, value));
       continue;
     }
     if (key.startsWith("triton_")) throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
@@ -140,9 +139,9 @@ export function generateRequest(body: Uint8Array, model: string, version: string
  * input's dims: the fixed dims as declared, the element count left over in the
  * innermost variable dim, other variable dims 1, a batch dim of 1 for batching models.
  */
-function inputTensor(mv: ModelVersion, name: string, value: unknown): InputTensor {
-  const datatype = mv.signature.inputTypes.get(name)!;
-  const dims = (mv.signature.inputs.get(name)!.dims ?? []).map(Number);
+function inputTensor(sig: ModelSignature, name: string, value: unknown): InputTensor {
+  const datatype = sig.inputTypes.get(name)!;
+  const dims = (sig.inputs.get(name)!.dims ?? []).map(Number);
   const values = Array.isArray(value) ? (value as unknown[]).flat(Infinity) : [value];
   const fixed = dims.reduce((n, d) => (d === -1 ? n : n * d), 1);
   const innermost = dims.lastIndexOf(-1);
@@ -150,6 +149,6 @@ function inputTensor(mv: ModelVersion, name: string, value: unknown): InputTenso
   if (elementCount(shape) !== values.length || !Number.isInteger(shape[innermost] ?? 0)) {
     throw invalidArg(`generate: field '${name}' has ${values.length} element(s), which do not fit input '${name}' with dims [${dims.join(",")}]`);
   }
-  const batched = mv.signature.maxBatchSize > 0;
+  const batched = sig.maxBatchSize > 0;
   return { name, datatype, shape: batched ? [1, ...shape] : shape, data: valuesToBytes(datatype, values, `input '${name}'`) };
 }

@@ -2,7 +2,7 @@
  * @module POST /v2/models/{m}[/versions/{v}]/infer: body → InferenceRequest (codec),
  * the core's inferAsync, InferenceResponse → body (codec).
  */
-import { invalidArg, unsupported } from "../../core/errors.ts";
+import { invalidArg, } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
@@ -22,8 +22,7 @@ export async function handleInfer(
 ): Promise<HttpResponse> {
   // As in Triton, an unknown or unavailable model is reported before the body is parsed
   // (whether a stopping server still takes the request depends on its sequence parameters).
-  const resolved = server.modelForRequest(model, version);
-  if (resolved && server.isDecoupled(resolved)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+  const resolved = server.resolve(model, version, { unary: "HTTP end point doesn't support models with decoupled transaction policy" });
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
   const request = decodesOnThread(body, headerLength)
@@ -32,7 +31,7 @@ export async function handleInfer(
         modelName: model,
         modelVersion: version,
         maxInputSize,
-        rawInput: (byteLength) => rawInputShape((resolved ?? server.modelForInference(model, version, true)).signature, model, byteLength),
+        rawInput: (byteLength) => rawInputShape(resolved.signature(), model, byteLength),
       });
   if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
