@@ -4,7 +4,7 @@
  * BYTES), and the check of a model's outputs against its config.
  */
 import { ServerError, internal } from "../../core/errors.ts";
-import { ELEMENT_SIZE, elementCount, fromConfigType, type DataType, type Tensor } from "../../core/tensor.ts";
+import { ELEMENT_SIZE, elementCount, joinBytes, fromConfigType, type DataType, type Tensor } from "../../core/tensor.ts";
 import type { ModelOutput } from "../../core/model-config-types.ts";
 import type { Datatype, Tensor as ModelTensor } from "./api.ts";
 
@@ -59,14 +59,7 @@ export function fromModelTensor(t: ModelTensor, what: string): Tensor {
   if (dt === "BYTES") {
     if (!Array.isArray(t.data)) throw new Error(`${what} '${t.name}' (BYTES) data must be an array of strings or Uint8Array`);
     const parts = (t.data as unknown[]).map((e) => (typeof e === "string" ? encoder.encode(e) : e instanceof Uint8Array ? e : encoder.encode(String(e))));
-    bytes = new Uint8Array(parts.reduce((a, p) => a + 4 + p.byteLength, 0));
-    const view = new DataView(bytes.buffer);
-    let off = 0;
-    for (const p of parts) {
-      view.setUint32(off, p.byteLength, true);
-      bytes.set(p, off + 4);
-      off += 4 + p.byteLength;
-    }
+    bytes = joinBytes(parts);
     if (parts.length !== count) throw new Error(`${what} '${t.name}' has ${parts.length} elements for shape [${t.shape.join(",")}]`);
   } else {
     const size = ELEMENT_SIZE[dt];
