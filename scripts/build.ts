@@ -84,8 +84,8 @@ const rel = (p: string) => {
   return r.startsWith(".") ? r : `./${r}`;
 };
 const entry = join(work, "entry.ts");
-// The HTTP and gRPC frontends' worker threads are entry points of their own; the binary finds
-// their embedded copies by the paths given here, relative to the project root (src/frontends/*/workers.ts).
+// Worker threads' entries are entry points of their own; the binary finds their embedded
+// copies by these paths from the project root (src/core/worker-url.ts, told by --define).
 const HTTP_WORKER = "src/frontends/http/worker-entry.ts";
 const GRPC_WORKER = "src/frontends/grpc/worker-entry.ts";
 const TS_WORKER = "src/backends/typescript/worker-entry.ts";
@@ -98,16 +98,8 @@ import koffiNode from ${JSON.stringify(rel(koffi))} with { type: "file" };
 import ortLibrary from ${JSON.stringify(rel(ortCompressed.path))} with { type: "file" };
 import { setKoffiNativePath } from ${JSON.stringify(rel(join(root, "ffi/load.ts")))};
 import { setEmbeddedOrtLibrary } from ${JSON.stringify(rel(join(root, "ffi/onnxruntime/library.ts")))};
-import { setHttpWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/http/workers.ts")))};
-import { setGrpcWorkerEntry } from ${JSON.stringify(rel(join(root, "src/frontends/grpc/workers.ts")))};
-import { setTypeScriptWorkerEntry } from ${JSON.stringify(rel(join(root, "src/backends/typescript/worker.ts")))};
-import { setDecodeThreadEntry } from ${JSON.stringify(rel(join(root, "src/frontends/http/decode-thread.ts")))};
 setKoffiNativePath(koffiNode);
 setEmbeddedOrtLibrary(ortLibrary, { zstd: true, size: ${ortCompressed.size} });
-setHttpWorkerEntry(${JSON.stringify(`./${HTTP_WORKER}`)});
-setGrpcWorkerEntry(${JSON.stringify(`./${GRPC_WORKER}`)});
-setTypeScriptWorkerEntry(${JSON.stringify(`./${TS_WORKER}`)});
-setDecodeThreadEntry(${JSON.stringify(`./${DECODE_WORKER}`)});
 void import(${JSON.stringify(rel(join(root, "src/main.ts")))}).then(({ runCli }) => runCli());
 `,
 );
@@ -118,5 +110,5 @@ const bun = process.execPath;
 // --bytecode (which needs CommonJS output, hence no top-level await in the entry) ships
 // pre-parsed JavaScriptCore bytecode: start-up to a listening server drops by ~60 ms, and to
 // ready serving `simple` by ~220 ms (measured 2026-11-25), for 13 MB more binary.
-run(bun, ["build", "--compile", `--target=${target}`, "--minify", ...(BYTECODE ? ["--bytecode"] : []), "--format=cjs", "--sourcemap=none", entry, HTTP_WORKER, GRPC_WORKER, TS_WORKER, DECODE_WORKER, "--outfile", outfile]);
+run(bun, ["build", "--compile", `--target=${target}`, "--minify", ...(BYTECODE ? ["--bytecode"] : []), "--format=cjs", "--sourcemap=none", "--define", "NEREID_COMPILED=true", entry, HTTP_WORKER, GRPC_WORKER, TS_WORKER, DECODE_WORKER, "--outfile", outfile]);
 console.log(`built ${relative(root, outfile)} (${target})`);

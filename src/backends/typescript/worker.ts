@@ -15,18 +15,14 @@
  * one (`initialize` again). When that initialize fails, or the worker keeps dying before
  * it completes an execute, the instance gives up and the model is reported unavailable.
  */
+import { workerUrl } from "../../core/worker-url.ts";
 import { internal, unavailable, unsupported, type ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import type { BlsRequest, InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 
 const log = getLogger("src/backends/typescript/worker.ts");
 
-/** The worker's module: beside this one from source; the compiled binary's entry names its embedded copy. */
-let workerEntry: string | undefined;
-export function setTypeScriptWorkerEntry(specifier: string): void {
-  workerEntry = specifier;
-}
-const entry = () => workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href;
+const entry = () => workerUrl("src/backends/typescript/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url));
 
 /** Whether this runtime has Web Workers (Bun, Deno; not Node). */
 export const hasWorkers = (): boolean => typeof Worker === "function";

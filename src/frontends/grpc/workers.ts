@@ -7,6 +7,7 @@
  * workers relay go to the same handlers (service.ts, stream.ts) as on one thread. The
  * first worker binds the port (a free one for port 0), the others then join it.
  */
+import { workerUrl } from "../../core/worker-url.ts";
 import { EventEmitter } from "node:events";
 import { Metadata, status, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { getLogger } from "../../core/logger.ts";
@@ -17,12 +18,6 @@ import type { GrpcListener, GrpcListenOptions } from "./server.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
 
 const log = getLogger("src/frontends/grpc/workers.ts");
-
-/** The worker's module: beside this one from source; the compiled binary's entry names its embedded copy. */
-let workerEntry: string | undefined;
-export function setGrpcWorkerEntry(specifier: string): void {
-  workerEntry = specifier;
-}
 
 type Send = (m: ToGrpcWorker) => void;
 type Handler = (call: unknown, callback?: (err: { code?: number; details?: string; message?: string } | null, value?: unknown) => void) => void;
@@ -125,7 +120,7 @@ class GrpcFrontendWorker {
   constructor(server: InferenceServer, services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation }) {
     this.#server = server;
     this.#services = services;
-    this.#thread = new WorkerThread(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href, "gRPC", log, (m) => this.#onMessage(m));
+    this.#thread = new WorkerThread(workerUrl("src/frontends/grpc/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "gRPC", log, (m) => this.#onMessage(m));
     this.#send = (m) => this.#thread.send(m);
   }
 

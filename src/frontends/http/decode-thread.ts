@@ -6,6 +6,7 @@
  * worker threads do and transfers the request's tensors back. Under Bun (the binary) only;
  * elsewhere, for smaller bodies and for raw binary bodies the caller decodes in place.
  */
+import { workerUrl } from "../../core/worker-url.ts";
 import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest } from "../../core/request.ts";
 import type { DecodeContext } from "./tensor-codec.ts";
@@ -28,12 +29,6 @@ export interface DecodeJob {
 
 export type DecodeReply = { id: number; request: InferenceRequest; error?: undefined } | { id: number; error: WireError; request?: undefined };
 
-let entry: string | undefined;
-
-/** Where the compiled binary keeps the decode thread's entry (scripts/build.ts). */
-export function setDecodeThreadEntry(specifier: string): void {
-  entry = specifier;
-}
 
 let worker: Worker | undefined;
 let nextId = 0;
@@ -41,7 +36,7 @@ const waiting = new Map<number, { resolve: (r: InferenceRequest) => void; reject
 
 function thread(): Worker {
   if (worker) return worker;
-  const w = new Worker(entry ?? new URL("./decode-entry.ts", import.meta.url).href);
+  const w = new Worker(workerUrl("src/frontends/http/decode-entry.ts", new URL("./decode-entry.ts", import.meta.url)));
   w.onmessage = (e: MessageEvent<DecodeReply>) => {
     const job = waiting.get(e.data.id);
     if (!job) return;

@@ -7,6 +7,7 @@
  * post whole go through the same handler (routes.ts) as on one thread. The first worker
  * binds the port (a free one for port 0), the others then join it.
  */
+import { workerUrl } from "../../core/worker-url.ts";
 import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { tooLarge } from "./body.ts";
@@ -20,13 +21,6 @@ import { inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worke
 const log = getLogger("src/frontends/http/workers.ts");
 const EMPTY = new Uint8Array(0);
 
-/** The worker's module: beside this one from source; the compiled binary's entry names its embedded copy. */
-let workerEntry: string | undefined;
-export function setHttpWorkerEntry(specifier: string): void {
-  workerEntry = specifier;
-}
-
-
 /** One worker thread and the requests of its clients that the main thread is working on. */
 class FrontendWorker {
   readonly #thread: WorkerThread<WorkerConfig, ToWorker, FromWorker>;
@@ -39,7 +33,7 @@ class FrontendWorker {
   constructor(server: InferenceServer, handler: HttpHandler) {
     this.#server = server;
     this.#handler = handler;
-    this.#thread = new WorkerThread(workerEntry ?? new URL("./worker-entry.ts", import.meta.url).href, "HTTP", log, (m) => this.#onMessage(m));
+    this.#thread = new WorkerThread(workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "HTTP", log, (m) => this.#onMessage(m));
   }
 
   start(config: WorkerConfig): Promise<number> {
