@@ -8,7 +8,7 @@
  */
 import { credentials, Metadata, makeGenericClientConstructor, type Client, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
 import { serviceDefinition } from "../frontends/grpc/protos.ts";
-import { httpErrorText } from "./errors.ts";
+import { errorOf, httpErrorText } from "./errors.ts";
 import { Http1Pool } from "./http1.ts";
 import type { InputSpec, PerfTensor } from "./inputs.ts";
 
@@ -95,10 +95,13 @@ export function httpClient(url: string, model: string, version: string, o: Clien
   const extra = Object.fromEntries(o.headers);
   const call = async (method: "GET" | "POST", full: string, body?: object) => {
     const res = await fetch(origin.origin + full, { method, headers: { ...extra, ...(body ? { "Content-Type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
-    const text = await res.text();
-    const parsed = (text ? JSON.parse(text) : {}) as Record<string, unknown>;
-    if (!res.ok) throw new Error(`${method} ${origin.origin + full}: ${res.status} ${String(parsed.error ?? "")}`);
-    return parsed;
+    const answer = await res.text();
+    if (!res.ok) throw new Error(`${method} ${origin.origin + full}: ${res.status} ${errorOf(answer) ?? answer}`);
+    try {
+      return (answer ? JSON.parse(answer) : {}) as Record<string, unknown>;
+    } catch {
+      throw new Error(`${method} ${origin.origin + full}: the answer is not JSON`);
+    }
   };
   const get = (sub: string) => call("GET", path + sub);
   const pool = new Http1Pool(origin.hostname, Number(origin.port || 80));

@@ -39,11 +39,15 @@ export class FailureLog {
 /** The error text of a failed HTTP answer: Triton's `{"error": "..."}`, or the status and the body as it came. */
 export function httpErrorText(status: number, body: Uint8Array): string {
   const raw = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8");
+  return errorOf(raw) ?? `HTTP ${status}${raw ? `: ${raw}` : ""}`;
+}
+
+/** The `error` string of a Triton error body, or undefined when `text` is not one. */
+export function errorOf(text: string): string | undefined {
   try {
-    const e = (JSON.parse(raw) as { error?: unknown }).error;
-    if (typeof e === "string") return e;
+    const e = (JSON.parse(text) as { error?: unknown }).error;
+    return typeof e === "string" ? e : undefined;
   } catch {
-    // not JSON: shown as it came
+    return undefined;
   }
-  return `HTTP ${status}${raw ? `: ${raw}` : ""}`;
 }
