@@ -71,7 +71,7 @@ export const PERF_USAGE = `Usage: nereid perf -m <model> [options]   (perf_analy
   --verbose-csv                       add Avg latency, request/response, response wait to the CSV
   --sequence-length <n>               requests per sequence, for sequence models (default 20)
   --sequence-length-variation <pct>   vary each sequence's length by up to this percentage (default 20)
-  --sequence-id-range <start>[:<end>] sequence ids to use (default 1 up, 2^32 of them)
+  --sequence-id-range <start>[:<end>] sequence ids start to end-1, in turn (default 1, 2^32 ids)
   --num-of-sequences <n>              sequences at once in request-rate mode (default 4)
   -H <name:value>                     an extra HTTP header (gRPC metadata) on every request (repeatable)
   --async                             accepted: requests are always sent asynchronously here

@@ -239,7 +239,10 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
     expect(bad.stderr).toBe(`--input-data ${short}: input 'INPUT0' of entry 0: 3 bytes given, expected 64 for INT32 shape [16]\n`);
   });
 
-  it("the OCR ensemble with an image file from a directory named after its input, zero errors", async () => {
+  it("the OCR ensemble with an image file from a directory named after its input, zero errors; random bytes show the model's error", async () => {
+    const random = await perf(["-m", "ocr", "-u", http(full), "-p", "300"]);
+    expect(random.code).toBe(1);
+    expect(random.stderr).toMatch(/^Failed to retrieve results from inference request: (\d+) of \1 requests failed\. The server answered:\n  \1x .*'image' is not a PNG or JPEG file \(unknown signature\): send the bytes of a PNG or JPEG file\n$/);
     const data = join(dir, "ocr-data");
     mkdirSync(data);
     writeFileSync(join(data, "image"), readFileSync(join(ROOT, "docs", "ocr-example.png")));
