@@ -8,7 +8,8 @@
  */
 import { connect } from "node:net";
 
-export interface Http1Result { status: number; sendNs: number; waitNs: number; recvNs: number }
+/** A response's status and timings; its body only when the status is not 200 (the error to show). */
+export interface Http1Result { status: number; sendNs: number; waitNs: number; recvNs: number; body?: Uint8Array }
 
 // Milliseconds as a double: no BigInt to allocate per timestamp, four of them per request.
 const now = () => performance.now();
@@ -95,11 +96,12 @@ class Connection {
       total = end + 4; // no body
     }
     if (total === undefined || this.#buf.length < total) return;
+    const body = status === 200 ? undefined : Buffer.from(b.subarray(end + 4, total));
     // Usually the chunk held exactly one response: no view of the rest to make.
     this.#buf = this.#buf.length === total ? EMPTY : this.#buf.subarray(total);
     this.#pending = undefined;
     const done = now();
-    p.resolve({ status, sendNs: (p.sent - p.start) * MS_TO_NS, waitNs: (p.first - p.sent) * MS_TO_NS, recvNs: (done - p.first) * MS_TO_NS });
+    p.resolve({ status, sendNs: (p.sent - p.start) * MS_TO_NS, waitNs: (p.first - p.sent) * MS_TO_NS, recvNs: (done - p.first) * MS_TO_NS, body });
   }
 
   close(): void {

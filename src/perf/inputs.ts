@@ -1,11 +1,15 @@
 /**
  * @module The tensors `nereid perf` sends, as perf_analyzer makes them: from the model's
  * metadata and config, with `-b` items in the batch dimension, `--shape` for variable
- * dims, and values that are random, zero, or read from a JSON file in perf_analyzer's
+ * dims, and values that are random, zero, read from a JSON file in perf_analyzer's
  * format (`{"data": [{"INPUT0": [...], "INPUT1": {"content": [...], "shape": [...]}}]}`,
- * one entry per request in turn).
+ * one entry per request in turn; `{"b64": "..."}` in place of an array or of "content"
+ * gives the item's raw bytes), or from a directory with one file per input, named after
+ * it (raw bytes; a BYTES input of one element takes the whole file as that element, one
+ * of several elements takes one line each).
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { ELEMENT_SIZE, elementCount, isDataType, joinBytes, type DataType } from "../core/tensor.ts";
 
 export interface InputSpec { name: string; datatype: string; shape: number[] }
@@ -105,6 +109,7 @@ export function makeRequestData(inputs: readonly InputSpec[], maxBatchSize: numb
       }),
     ];
   }
+  if (isDirectory(mode)) return [fromDirectory(inputs, mode, batched, shapes, full, repeat)];
   let doc: { data?: unknown };
   try {
     doc = JSON.parse(readFileSync(mode, "utf8")) as { data?: unknown };
@@ -116,14 +121,87 @@ export function makeRequestData(inputs: readonly InputSpec[], maxBatchSize: numb
     inputs.map((input) => {
       const datatype = input.datatype as DataType;
       const v = entry[input.name];
+      const where = `--input-data ${mode}: input '${input.name}' of entry ${k}`;
       if (v === undefined) throw new Error(`--input-data ${mode}: entry ${k} has no values for input '${input.name}'`);
-      const content = (Array.isArray(v) ? v : (v as { content?: unknown }).content) as unknown[];
-      if (!Array.isArray(content)) throw new Error(`--input-data ${mode}: input '${input.name}' of entry ${k} is neither an array nor {"content": [...]}`);
+      const obj = (Array.isArray(v) ? {} : v) as { content?: unknown; shape?: number[]; b64?: unknown };
+      const content = Array.isArray(v) ? v : obj.b64 !== undefined ? obj : obj.content;
+      const shape = obj.shape ?? itemShape(input, batched, shapes);
+      const b64 = (content as { b64?: unknown } | undefined)?.b64;
+      if (b64 !== undefined) {
+        if (typeof b64 !== "string") throw new Error(`${where}: the value of "b64" must be a string`);
+        return { name: input.name, datatype, shape: full(shape), bytes: repeat(rawItem(datatype, Buffer.from(b64, "base64"), shape, where)) };
+      }
+      if (!Array.isArray(content)) throw new Error(`${where} is neither an array, {"content": [...]} nor {"b64": "..."}`);
       const flat = content.flat(Infinity) as unknown[];
-      const given = Array.isArray(v) ? undefined : ((v as { shape?: number[] }).shape);
-      const shape = given ?? itemShape(input, batched, shapes);
-      if (elementCount(shape) !== flat.length) throw new Error(`--input-data ${mode}: input '${input.name}' of entry ${k} has ${flat.length} values for shape [${shape.join(",")}]`);
+      if (elementCount(shape) !== flat.length) throw new Error(`${where} has ${flat.length} values for shape [${shape.join(",")}]`);
       return { name: input.name, datatype, shape: full(shape), bytes: repeat(encode(datatype, flat)) };
     }),
   );
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `bytes` are exactly `count` length-prefixed BYTES elements. */
+function isSerialized(bytes: Uint8Array, count: number): boolean {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    if (at + 4 > bytes.byteLength) return false;
+    at += 4 + view.getUint32(at, true);
+  }
+  return at === bytes.byteLength;
+}
+
+/**
+ * One item's raw bytes, given as they are (b64 or a file), checked against its shape: for
+ * BYTES, either already length-prefixed elements (perf_analyzer's b64 form) or, for an
+ * item of one element, that element's bytes (an image file, say).
+ */
+function rawItem(datatype: DataType, bytes: Uint8Array, shape: number[], where: string): Uint8Array {
+  const n = elementCount(shape);
+  if (datatype === "BYTES") {
+    if (isSerialized(bytes, n)) return bytes;
+    if (n === 1) return joinBytes([bytes]);
+    throw new Error(`${where}: ${bytes.byteLength} bytes are not ${n} length-prefixed BYTES elements for shape [${shape.join(",")}]`);
+  }
+  const expected = n * ELEMENT_SIZE[datatype];
+  if (bytes.byteLength !== expected) throw new Error(`${where}: ${bytes.byteLength} bytes given, expected ${expected} for ${datatype} shape [${shape.join(",")}]`);
+  return bytes;
+}
+
+/** perf_analyzer's directory form: a file per input, named after it, holding one item. */
+function fromDirectory(
+  inputs: readonly InputSpec[],
+  dir: string,
+  batched: boolean,
+  shapes: ReadonlyMap<string, number[]>,
+  full: (item: number[]) => number[],
+  repeat: (bytes: Uint8Array) => Uint8Array,
+): PerfTensor[] {
+  const names = new Set(inputs.map((i) => i.name));
+  for (const f of readdirSync(dir)) if (!names.has(f)) throw new Error(`--input-data ${dir}: file '${f}' is not named after an input of the model`);
+  return inputs.map((input) => {
+    const datatype = input.datatype as DataType;
+    const shape = itemShape(input, batched, shapes);
+    const where = `--input-data ${dir}: input '${input.name}'`;
+    let bytes: Uint8Array;
+    try {
+      bytes = new Uint8Array(readFileSync(join(dir, input.name)));
+    } catch (err) {
+      throw new Error(`${where}: ${(err as Error).message}`);
+    }
+    if (datatype === "BYTES" && elementCount(shape) > 1) {
+      const lines = Buffer.from(bytes).toString("utf8").split("\n");
+      if (lines.at(-1) === "") lines.pop();
+      if (lines.length !== elementCount(shape)) throw new Error(`${where}: ${lines.length} lines for ${elementCount(shape)} elements of shape [${shape.join(",")}]`);
+      return { name: input.name, datatype, shape: full(shape), bytes: repeat(encode(datatype, lines)) };
+    }
+    return { name: input.name, datatype, shape: full(shape), bytes: repeat(rawItem(datatype, bytes, shape, where)) };
+  });
 }

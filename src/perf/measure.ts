@@ -4,8 +4,11 @@
  * stop once the last three windows agree within the stability percentage on
  * throughput and latency (the average, or --percentile's). The result merges those
  * three windows: the client's latencies and the server's statistics over the same span.
+ * A failed request ends the setting after its window, as perf_analyzer stops at the
+ * first: the result then merges every window so far and says it failed.
  */
 import type { PerfClient, ServerStats, Timing } from "./client.ts";
+import type { FailureLog } from "./errors.ts";
 
 export interface Completed { endMs: number; latencyNs: number; timing: Timing }
 
@@ -84,17 +87,33 @@ function summarize(setting: number, done: readonly Completed[], durationMs: numb
 /** A running load: completions go to `sink`; stop() resolves once every request it sent has settled. */
 interface Load { stop(): Promise<void>; sent(): number }
 
-/** `concurrency` requests always in flight, each sent as the previous one returns. */
-export function concurrencyLoad(send: () => () => Promise<Timing>, concurrency: number, sink: (c: Completed) => void): Load {
+/** A request ready to go out, for slot (worker or sequence) `slot`. */
+export type Sender = (slot: number) => () => Promise<Timing>;
+/** The request that closes slot `slot`'s open sequence when the load stops, if it has one. */
+export type Finisher = (slot: number) => (() => Promise<Timing>) | undefined;
+
+/** Sends `fire`, timing it, and gives its completion to `sink`. */
+async function timed(fire: () => Promise<Timing>, sink: (c: Completed) => void): Promise<void> {
+  const t0 = performance.now();
+  const timing = await fire();
+  const end = performance.now();
+  sink({ endMs: end, latencyNs: (end - t0) * 1e6, timing });
+}
+
+/** `concurrency` requests always in flight, each sent as the previous one returns; worker i is slot i. */
+export function concurrencyLoad(send: Sender, concurrency: number, sink: (c: Completed) => void, finish?: Finisher): Load {
   let running = true;
   let sent = 0;
-  const worker = async () => {
+  const worker = async (_: unknown, slot: number) => {
     while (running) {
-      const fire = send();
-      const t0 = performance.now();
+      const fire = send(slot);
       sent++;
-      const timing = await fire();
-      sink({ endMs: performance.now(), latencyNs: (performance.now() - t0) * 1e6, timing });
+      await timed(fire, sink);
+    }
+    const last = finish?.(slot);
+    if (last) {
+      sent++;
+      await timed(last, sink);
     }
   };
   const workers = Array.from({ length: concurrency }, worker);
@@ -107,11 +126,24 @@ export function concurrencyLoad(send: () => () => Promise<Timing>, concurrency: 
   };
 }
 
-/** Requests sent at `rate` per second, evenly spaced, whether or not earlier ones returned. */
-export function rateLoad(send: () => () => Promise<Timing>, rate: number, sink: (c: Completed) => void): Load {
+/**
+ * Requests sent at `rate` per second, evenly spaced, whether or not earlier ones
+ * returned, over `slots` slots in turn. With sequences, a slot's request waits for its
+ * previous one (a sequence's requests reach the server in order), and its latency is
+ * timed from when it goes out.
+ */
+export function rateLoad(send: Sender, rate: number, sink: (c: Completed) => void, slots = 1, ordered = false, finish?: Finisher): Load {
   let running = true;
   let sent = 0;
   const inflight = new Set<Promise<void>>();
+  const tails: Promise<void>[] = Array.from({ length: slots }, () => Promise.resolve());
+  const go = (slot: number, fire: () => Promise<Timing>) => {
+    sent++;
+    const p = ordered ? tails[slot]!.then(() => timed(fire, sink)) : timed(fire, sink);
+    tails[slot] = p;
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+  };
   const start = performance.now();
   const gapMs = 1000 / rate;
   const loop = (async () => {
@@ -121,18 +153,18 @@ export function rateLoad(send: () => () => Promise<Timing>, rate: number, sink: 
       // Behind schedule, still yield to I/O between sends, so that answers are read.
       await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
       if (!running) break;
-      const fire = send();
-      const t0 = performance.now();
-      sent++;
-      const p = fire().then((timing) => sink({ endMs: performance.now(), latencyNs: (performance.now() - t0) * 1e6, timing }));
-      inflight.add(p);
-      void p.finally(() => inflight.delete(p));
+      const slot = sent % slots;
+      go(slot, send(slot));
     }
   })();
   return {
     async stop() {
       running = false;
       await loop;
+      for (let slot = 0; slot < slots; slot++) {
+        const last = finish?.(slot);
+        if (last) go(slot, last);
+      }
       await Promise.all(inflight);
     },
     sent: () => sent,
@@ -142,8 +174,9 @@ export function rateLoad(send: () => () => Promise<Timing>, rate: number, sink: 
 /**
  * Measures one setting: runs `start`'s load window after window until three in a row
  * are stable; returns the merged measurement and how many requests the load sent in
- * all (every window, the unstable ones included). Throws when -max-trials windows pass
- * without stability, with perf_analyzer's message.
+ * all (every window, the unstable ones included). Every failed request goes to
+ * `failures`; a window with one ends the setting (`failed`). Throws when -max-trials
+ * windows pass without stability, with perf_analyzer's message.
  */
 export async function measure(
   client: PerfClient,
@@ -151,9 +184,13 @@ export async function measure(
   kind: "concurrency" | "request rate",
   start: (sink: (c: Completed) => void) => Load,
   o: MeasureOptions,
-): Promise<{ result: Measurement; sent: number }> {
+  failures: FailureLog,
+): Promise<{ result: Measurement; sent: number; failed: boolean }> {
   let current: Completed[] = [];
-  const load = start((c) => current.push(c));
+  const load = start((c) => {
+    current.push(c);
+    if (!c.timing.ok) failures.add(c.timing.error ?? "the request failed without an error message");
+  });
   const windows: { done: Completed[]; ms: number; stats: [ServerStats, ServerStats] }[] = [];
   try {
     let before = await client.stats();
@@ -171,10 +208,11 @@ export async function measure(
       o.onWindow?.({ throughput: w.throughput, latencyUs, requests: w.requests }, pass);
       before = after;
       t0 = performance.now();
-      if (windows.length >= 3 && stable(windows.slice(-3), o)) {
-        const last = windows.slice(-3);
-        const merged = summarize(setting, last.flatMap((x) => x.done), last.reduce((s, x) => s + x.ms, 0), o.batchSize, diff(last[0]!.stats[0], last[2]!.stats[1]));
-        return { result: merged, sent: await stopLoad() };
+      const failed = done.some((c) => !c.timing.ok);
+      if (failed || (windows.length >= 3 && stable(windows.slice(-3), o))) {
+        const last = failed ? windows : windows.slice(-3);
+        const merged = summarize(setting, last.flatMap((x) => x.done), last.reduce((s, x) => s + x.ms, 0), o.batchSize, diff(last[0]!.stats[0], last.at(-1)!.stats[1]));
+        return { result: merged, sent: await stopLoad(), failed };
       }
     }
   } catch (err) {

@@ -2,7 +2,10 @@
  * @module `nereid perf`'s command line, with perf_analyzer's flag names and defaults:
  * -m, -x, -u, -i, -b, -p, -s, -f, -v, --concurrency-range, --request-rate-range,
  * --percentile, --shape, --input-data, --max-trials, --verbose-csv,
- * --measurement-interval, --stability-percentage.
+ * --measurement-interval, --stability-percentage, --latency-report-file; sequences
+ * (--sequence-length, --sequence-length-variation, --sequence-id-range,
+ * --num-of-sequences); -H, --async, --streaming, --shared-memory;
+ * --collect-metrics, --metrics-url, --metrics-interval.
  */
 
 export interface Range { start: number; end: number; step: number }
@@ -27,6 +30,23 @@ export interface PerfOptions {
   csvFile: string | undefined;
   verboseCsv: boolean;
   verbose: boolean;
+  sequenceLength: number;
+  /** Percent. */
+  sequenceLengthVariation: number;
+  sequenceIdStart: number;
+  /** How many ids from sequenceIdStart. */
+  sequenceIdRange: number;
+  /** Sequences kept going at once in request-rate mode. */
+  numOfSequences: number;
+  /** -H: extra headers, in order. */
+  headers: [string, string][];
+  /** --async: accepted; perf's requests are always asynchronous (one event loop). */
+  async: boolean;
+  streaming: boolean;
+  sharedMemory: "none" | "system";
+  collectMetrics: boolean;
+  metricsUrl: string;
+  metricsIntervalMs: number;
 }
 
 export class PerfUsageError extends Error {}
@@ -44,9 +64,22 @@ export const PERF_USAGE = `Usage: nereid perf -m <model> [options]   (perf_analy
   --max-trials <n>                    windows tried before giving up (default 10)
   --percentile <p>                    stabilize and report on the p-th latency percentile
   --shape <input>:<d1>,<d2>,...       dims of an input with variable dims (repeatable)
-  --input-data random|zero|<file.json>  input values (default random)
-  -f <file.csv>                       write the results as CSV
+  --input-data random|zero|<file.json>|<dir>  input values (default random); a JSON file in
+                                      perf_analyzer's format (arrays, {"content", "shape"}, {"b64"}),
+                                      or a directory with one file per input, named after it
+  -f, --latency-report-file <file.csv>  write the results as CSV
   --verbose-csv                       add Avg latency, request/response, response wait to the CSV
+  --sequence-length <n>               requests per sequence, for sequence models (default 20)
+  --sequence-length-variation <pct>   vary each sequence's length by up to this percentage (default 20)
+  --sequence-id-range <start>[:<end>] sequence ids start to end-1, in turn (default 1, 2^32 ids)
+  --num-of-sequences <n>              sequences at once in request-rate mode (default 4)
+  -H <name:value>                     an extra HTTP header (gRPC metadata) on every request (repeatable)
+  --async                             accepted: requests are always sent asynchronously here
+  --streaming                         send over one gRPC ModelStreamInfer stream (decoupled models; needs -i grpc)
+  --shared-memory none|system         inputs through system shared memory (server: --allow-client-shm=true)
+  --collect-metrics                   scrape the server's metrics during each measurement
+  --metrics-url <url>                 where (default localhost:8002/metrics)
+  --metrics-interval <ms>             how often (default 1000)
   -v                                  print every measurement window`;
 
 function int(flag: string, v: string, min = 1): number {
@@ -94,6 +127,18 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
     csvFile: undefined,
     verboseCsv: false,
     verbose: false,
+    sequenceLength: 20,
+    sequenceLengthVariation: 20,
+    sequenceIdStart: 1,
+    sequenceIdRange: 2 ** 32,
+    numOfSequences: 4,
+    headers: [],
+    async: false,
+    streaming: false,
+    sharedMemory: "none",
+    collectMetrics: false,
+    metricsUrl: "localhost:8002/metrics",
+    metricsIntervalMs: 1000,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -141,7 +186,46 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
         break;
       }
       case "--input-data": o.inputData = value(); break;
-      case "-f": o.csvFile = value(); break;
+      case "-f": case "--latency-report-file": o.csvFile = value(); break;
+      case "--sequence-length": o.sequenceLength = int(flag, value()); break;
+      case "--sequence-length-variation": {
+        const v = value();
+        const n = Number(v);
+        if (v === "" || !Number.isFinite(n) || n < 0) throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected a percentage >= 0`);
+        o.sequenceLengthVariation = n;
+        break;
+      }
+      case "--sequence-id-range": {
+        const v = value();
+        const m = /^([0-9]+)(?::([0-9]+))?$/.exec(v);
+        const start = Number(m?.[1]);
+        const end = m?.[2] === undefined ? undefined : Number(m[2]);
+        if (!m || start < 1 || (end !== undefined && end <= start)) throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected <start>[:<end>] with 0 < start < end`);
+        o.sequenceIdStart = start;
+        o.sequenceIdRange = end === undefined ? 2 ** 32 : end - start;
+        break;
+      }
+      case "--num-of-sequences": o.numOfSequences = int(flag, value()); break;
+      case "-H": {
+        const v = value();
+        const colon = v.indexOf(":");
+        const name = colon > 0 ? v.slice(0, colon).trim() : "";
+        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(v)) throw new PerfUsageError(`invalid value '${v}' for -H: expected <name>:<value>`);
+        o.headers.push([name, v.slice(colon + 1).trim()]);
+        break;
+      }
+      case "--async": case "-a": o.async = true; break;
+      case "--streaming": o.streaming = true; break;
+      case "--shared-memory": {
+        const v = value();
+        if (v === "cuda") throw new PerfUsageError("--shared-memory cuda is not supported by nereid perf: use system or none");
+        if (v !== "none" && v !== "system") throw new PerfUsageError(`invalid value '${v}' for --shared-memory: expected none or system`);
+        o.sharedMemory = v;
+        break;
+      }
+      case "--collect-metrics": o.collectMetrics = true; break;
+      case "--metrics-url": o.metricsUrl = value(); break;
+      case "--metrics-interval": o.metricsIntervalMs = int(flag, value()); break;
       case "--verbose-csv": o.verboseCsv = true; break;
       case "-v": case "--verbose": o.verbose = true; break;
       default:
@@ -150,5 +234,6 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
   }
   if (!o.model) throw new PerfUsageError("-m <model> is required");
   if (!o.url) o.url = o.protocol === "http" ? "localhost:8000" : "localhost:8001";
+  if (o.streaming && o.protocol !== "grpc") throw new PerfUsageError("--streaming needs -i grpc");
   return o;
 }

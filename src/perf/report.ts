@@ -4,6 +4,7 @@
  * increasing throughput, latencies in µs).
  */
 import type { Measurement } from "./measure.ts";
+import type { MetricsSummary } from "./metrics.ts";
 import type { PerfOptions } from "./options.ts";
 
 const us = (x: number) => String(Math.round(x));
@@ -27,7 +28,7 @@ export function settingsText(o: PerfOptions): string {
     '  Using "time_windows" mode for stabilization',
     `  Stabilizing using ${o.percentile ? `p${o.percentile} latency` : "average latency"} and throughput`,
     `  Measurement window: ${o.measurementIntervalMs} msec`,
-    o.requestRate ? "  Using uniform distribution on request generation" : "  Using synchronous calls for inference",
+    o.requestRate ? "  Using uniform distribution on request generation" : `  Using ${o.async || o.streaming ? "asynchronous" : "synchronous"} calls for inference`,
     "",
   ].join("\n");
 }
@@ -99,4 +100,19 @@ export function csvText(ms: readonly Measurement[], o: PerfOptions): string {
     return cells.join(",");
   });
   return [csvHeader(o), ...rows].join("\n") + "\n";
+}
+
+/** --collect-metrics: perf_analyzer's "Server Prometheus Metrics" block for a setting. */
+export function metricsText(m: MetricsSummary): string {
+  const lines = ["  Server Prometheus Metrics: "];
+  const block = (title: string, values: Map<string, number>, unit: (v: number) => string) => {
+    lines.push(`    ${title}:`);
+    for (const [gpu, v] of values) lines.push(`      ${gpu} : ${unit(v)}`);
+  };
+  block("Avg GPU Utilization", m.utilization, (v) => `${round(v * 100)}%`);
+  block("Avg GPU Power Usage", m.power, (v) => `${round(v)} watts`);
+  block("Max GPU Memory Usage", m.memoryUsed, (v) => `${Math.round(v)} bytes`);
+  block("Total GPU Memory", m.memoryTotal, (v) => `${Math.round(v)} bytes`);
+  lines.push(`    Scrapes: ${m.scrapes}${m.error ? ` (failed: ${m.error})` : ""}`);
+  return lines.join("\n") + "\n\n";
 }

@@ -4,13 +4,17 @@
  * split, perf_analyzer's CSV header, HTTP and gRPC, batch sizes, input data from a file,
  * request-rate mode, and clear errors. Stability is set loose (-s 100): what these
  * tests check is counting and formats, not the shared machine's steadiness.
+ * Issue #33 item 4: failed requests counted, the server's error shown and exit 1;
+ * sequence models (simple_sequence) with zero errors; b64 and per-input-file data (the
+ * OCR ensemble with an image); -H; --streaming (a decoupled model); --shared-memory
+ * system; --collect-metrics.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serverCommand, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { ROOT, serverCommand, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 
 let repo: ReturnType<typeof makeRepository>;
@@ -42,8 +46,8 @@ function perf(args: string[]): Promise<{ code: number | null; stdout: string; st
   });
 }
 
-async function stats(model: string) {
-  const res = await fetch(`${server.url}/v2/models/${model}/stats`);
+async function stats(model: string, on: ServerProcess = server) {
+  const res = await fetch(`${on.url}/v2/models/${model}/stats`);
   const s = ((await res.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: { success: { count: number } } }[] }).model_stats[0]!;
   return { success: s.inference_stats.success.count, inferences: s.inference_count, executions: s.execution_count };
 }
@@ -136,5 +140,155 @@ describe("nereid perf", () => {
     const unknown = await perf(["-m", "nosuch", "-u", server.url.replace("http://", "")]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/: 404 Request for unknown model: 'nosuch' is not found\n$/);
+  });
+});
+
+/** ts_repeat (decoupled): for input N, N responses OUT = 0..N-1, then a response-less final. */
+const REPEAT = `
+export default class Repeat {
+  execute(requests) {
+    for (const r of requests) {
+      const n = r.input("N").data[0];
+      const sender = r.getResponseSender();
+      for (let i = 0; i < n; i++) sender.send({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [i] }] });
+      sender.send(undefined, { final: true });
+    }
+  }
+}
+`;
+
+const OCR_MODELS = ["ocr", "ocr_pre", "ocr_det", "ocr_boxes", "ocr_cls", "ocr_rotate", "ocr_rec", "ocr_ctc"];
+
+describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () => {
+  let full: ServerProcess;
+  let locked: ServerProcess;
+  let extra: string;
+  let simpleOnly: ReturnType<typeof makeRepository>;
+  const sent = (stdout: string) => num(stdout, /^Requests sent in all: (\d+)$/m);
+  const http = (s: ServerProcess) => s.url.replace("http://", "");
+
+  beforeAll(async () => {
+    extra = mkdtempSync(join(tmpdir(), "nereid-perf-repo-"));
+    mkdirSync(join(extra, "ts_repeat", "1"), { recursive: true });
+    writeFileSync(join(extra, "ts_repeat", "config.pbtxt"), `name: "ts_repeat"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`);
+    writeFileSync(join(extra, "ts_repeat", "1", "model.ts"), REPEAT);
+    simpleOnly = makeRepository(["simple"]);
+    const loads = ["simple", "simple_sequence", "ts_repeat", ...OCR_MODELS].map((m) => `--load-model=${m}`);
+    [full, locked] = await Promise.all([
+      startServerProcess([`--model-repository=${join(ROOT, "model_repository")}`, `--model-repository=${extra}`, "--model-control-mode=explicit", ...loads, "--allow-client-shm=true"], { timeoutMs: 120_000 }),
+      startServerProcess([`--model-repository=${simpleOnly.dir}`, "--http-restricted-api=inference:infer-key=secret"]),
+    ]);
+  }, 180_000);
+
+  afterAll(async () => {
+    await full?.stop();
+    await locked?.stop();
+    if (extra) rmSync(extra, { recursive: true, force: true });
+    simpleOnly?.remove();
+  });
+
+  it("simple_sequence over HTTP and gRPC: sequence ids, starts and ends sent, zero errors, every request counted by the server", async () => {
+    for (const args of [
+      ["-u", http(full), "--concurrency-range", "1:2", "--sequence-length", "5"],
+      ["-i", "grpc", "-u", full.grpcTarget!, "--request-rate-range", "200", "--num-of-sequences", "3", "--sequence-id-range", "100:110"],
+    ]) {
+      const before = await stats("simple_sequence", full);
+      const r = await perf(["-m", "simple_sequence", ...args, "-p", "300", "-s", "100", "-v"]);
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(r.stdout).not.toContain("Failed request count");
+      const n = sent(r.stdout);
+      expect(n).toBeGreaterThan(0);
+      expect((await stats("simple_sequence", full)).success - before.success).toBe(n);
+    }
+  });
+
+  it("a load the server refuses: every failure counted, the server's error shown, exit 1; -H with the header it wants passes", async () => {
+    const before = await stats("simple", locked);
+    const r = await perf(["-m", "simple", "-u", http(locked), "-p", "200", "-v"]);
+    expect(r.code).toBe(1);
+    const n = sent(r.stdout);
+    expect(n).toBeGreaterThan(0);
+    expect(r.stdout).toMatch(/^    Request count: 0\n    Failed request count: \d+\n/m);
+    expect(r.stderr).toBe(`Failed to retrieve results from inference request: ${n} of ${n} requests failed. The server answered:\n  ${n}x This API is restricted, expecting header 'infer-key'\n`);
+    expect((await stats("simple", locked)).success).toBe(before.success);
+    const ok = await perf(["-m", "simple", "-u", http(locked), "-H", "infer-key: secret", "-p", "200", "-s", "100", "-v"]);
+    expect(ok.stderr).toBe("");
+    expect(ok.code).toBe(0);
+    expect((await stats("simple", locked)).success - before.success).toBe(sent(ok.stdout));
+  });
+
+  it("b64 input data: raw INT32 items and a BYTES element", async () => {
+    const ints = Buffer.from(new Int32Array(Array.from({ length: 16 }, (_, i) => i)).buffer).toString("base64");
+    const file = join(dir, "b64.json");
+    writeFileSync(file, JSON.stringify({ data: [{ INPUT0: { b64: ints }, INPUT1: { content: { b64: ints }, shape: [16] } }] }));
+    const before = await stats("simple");
+    const r = await perf(["-m", "simple", "-u", server.url.replace("http://", ""), "--input-data", file, "-p", "200", "-s", "100", "-v"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect((await stats("simple")).success - before.success).toBe(sent(r.stdout));
+    const bytes = join(dir, "b64-bytes.json");
+    writeFileSync(bytes, JSON.stringify({ data: [{ INPUT0: { b64: Buffer.from("hello\n").toString("base64"), shape: [1] } }] }));
+    const s = await perf(["-m", "simple_identity", "-i", "grpc", "-u", server.grpcTarget!, "--input-data", bytes, "-p", "200", "-s", "100"]);
+    expect(s.stderr).toBe("");
+    expect(s.code).toBe(0);
+    const short = join(dir, "b64-short.json");
+    writeFileSync(short, JSON.stringify({ data: [{ INPUT0: { b64: "AAAA" }, INPUT1: { b64: ints } }] }));
+    const bad = await perf(["-m", "simple", "-u", server.url.replace("http://", ""), "--input-data", short]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(`--input-data ${short}: input 'INPUT0' of entry 0: 3 bytes given, expected 64 for INT32 shape [16]\n`);
+  });
+
+  it("the OCR ensemble with an image file from a directory named after its input, zero errors; random bytes show the model's error", async () => {
+    const random = await perf(["-m", "ocr", "-u", http(full), "-p", "300"]);
+    expect(random.code).toBe(1);
+    expect(random.stderr).toMatch(/^Failed to retrieve results from inference request: (\d+) of \1 requests failed\. The server answered:\n  \1x .*'image' is not a PNG or JPEG file \(unknown signature\): send the bytes of a PNG or JPEG file\n$/);
+    const data = join(dir, "ocr-data");
+    mkdirSync(data);
+    writeFileSync(join(data, "image"), readFileSync(join(ROOT, "docs", "ocr-example.png")));
+    const before = await stats("ocr", full);
+    const r = await perf(["-m", "ocr", "-u", http(full), "--input-data", data, "-p", "1000", "-s", "100", "-v"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const n = sent(r.stdout);
+    expect(n).toBeGreaterThan(0);
+    expect((await stats("ocr", full)).success - before.success).toBe(n);
+  }, 60_000);
+
+  it("--streaming drives a decoupled model over ModelStreamInfer; without it, perf says to use it", async () => {
+    const file = join(dir, "repeat.json");
+    writeFileSync(file, JSON.stringify({ data: [{ N: [3] }] }));
+    const before = await stats("ts_repeat", full);
+    const r = await perf(["-m", "ts_repeat", "-i", "grpc", "-u", full.grpcTarget!, "--streaming", "--concurrency-range", "2", "--input-data", file, "-p", "300", "-s", "100", "-v"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("  Using asynchronous calls for inference\n");
+    expect((await stats("ts_repeat", full)).success - before.success).toBe(sent(r.stdout));
+    const unary = await perf(["-m", "ts_repeat", "-i", "grpc", "-u", full.grpcTarget!, "--input-data", file]);
+    expect(unary.code).toBe(1);
+    expect(unary.stderr).toBe("model 'ts_repeat' is decoupled: measure it with -i grpc --streaming\n");
+  });
+
+  it("--shared-memory system: inputs through registered regions over HTTP and gRPC, unregistered at the end", async () => {
+    for (const args of [["-u", http(full)], ["-i", "grpc", "-u", full.grpcTarget!]]) {
+      const before = await stats("simple", full);
+      const r = await perf(["-m", "simple", ...args, "--shared-memory", "system", "-p", "200", "-s", "100", "-v"]);
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect((await stats("simple", full)).success - before.success).toBe(sent(r.stdout));
+      expect(await (await fetch(`${full.url}/v2/systemsharedmemory/status`)).json()).toEqual([]);
+    }
+    // The first server keeps client shared memory off (the default): its refusal is shown.
+    const off = await perf(["-m", "simple", "-u", server.url.replace("http://", ""), "--shared-memory", "system"]);
+    expect(off.code).toBe(1);
+    expect(off.stderr).toMatch(/: 503 Client shared memory is disabled\. Start the server with '--allow-client-shm=true' to enable\.\n$/);
+  });
+
+  it("--collect-metrics scrapes the server's metrics URL during each setting", async () => {
+    const r = await perf(["-m", "simple", "-u", http(full), "--collect-metrics", "--metrics-url", `${full.metricsUrl}/metrics`, "--metrics-interval", "100", "-p", "300", "-s", "100"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^  Server Prometheus Metrics: \n    Avg GPU Utilization:\n/m);
+    expect(num(r.stdout, /^    Scrapes: (\d+)$/m)).toBeGreaterThanOrEqual(3);
   });
 });

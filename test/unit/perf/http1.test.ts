@@ -39,10 +39,12 @@ describe("nereid perf's HTTP/1.1 client", () => {
     const port = await serve((n) => [n % 2 === 0 ? "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" : "HTTP/1.1 400 Bad Request\r\ncontent-length: 3\r\n\r\nbad"]);
     const pool = new Http1Pool("127.0.0.1", port);
     const bytes = request(port);
-    const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await pool.send(bytes)).status);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await pool.send(bytes));
     pool.close();
-    expect(statuses).toEqual([200, 400, 200, 400]);
+    expect(answers.map((a) => a.status)).toEqual([200, 400, 200, 400]);
+    // The body comes back only with an error status: the error to show.
+    expect(answers.map((a) => (a.body ? Buffer.from(a.body).toString() : undefined))).toEqual([undefined, "bad", undefined, "bad"]);
   });
 
   it("waits for a response split over several writes, chunked or not, and for one with no body", async () => {
