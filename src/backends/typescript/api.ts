@@ -96,6 +96,8 @@ export interface BlsResponse {
   version: number;
   outputs: Tensor[];
   output(name: string): Tensor | undefined;
+  /** The callee's response parameters ({} when it set none). */
+  parameters: Record<string, ResponseParameter>;
 }
 
 export interface InferenceRequest {

@@ -114,7 +114,9 @@ function responseParameters(model: string, v: unknown): CoreParameters | undefin
 
 function blsResponse(r: CoreResponse): BlsResponse {
   const outputs = r.outputs.map(toModelTensor);
-  return { model: r.modelName, version: Number(r.modelVersion), outputs, output: (n) => outputs.find((t) => t.name === n) };
+  const parameters: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(r.parameters ?? {})) parameters[k] = typeof v === "bigint" ? Number(v) : v;
+  return { model: r.modelName, version: Number(r.modelVersion), outputs, output: (n) => outputs.find((t) => t.name === n), parameters };
 }
 
 /**

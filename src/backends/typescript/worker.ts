@@ -339,7 +339,7 @@ export class WorkerModel implements TritonModel {
         request
           .infer({ ...(m.call as BlsRequest), signal: controller.signal })
           .then(
-            (r) => this.#worker?.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
+            (r) => this.#worker?.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters } }),
             (err) => this.#worker?.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
           )
           .finally(() => this.#blsCalls.delete(m.id));
@@ -357,7 +357,7 @@ export class WorkerModel implements TritonModel {
           try {
             for await (const r of request.stream({ ...(m.call as BlsRequest), signal: controller.signal })) {
               if (controller.signal.aborted) break;
-              this.#worker?.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } });
+              this.#worker?.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters } });
             }
             this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id });
           } catch (err) {

@@ -33,6 +33,29 @@ input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `;
 
+/** ts_params_bls: calls ts_params (with infer) and ts_params_stream (with stream) and answers their parameters as JSON. */
+const BLS = `
+export default class Bls {
+  async execute(requests) {
+    const out = [];
+    for (const r of requests) {
+      const one = await r.infer({ model: "ts_params", inputs: [{ name: "X", datatype: "INT32", shape: [1], data: [6] }] });
+      const seen = [];
+      for await (const s of r.stream({ model: "ts_params_stream", inputs: [{ name: "N", datatype: "INT32", shape: [1], data: [2] }] })) seen.push(s.parameters);
+      out.push({ outputs: [{ name: "P", datatype: "BYTES", shape: [2], data: [JSON.stringify(one.parameters), JSON.stringify(seen)] }] });
+    }
+    return out;
+  }
+}
+`;
+
+const BLS_CONFIG = (name: string, thread: string) => `name: "${name}"
+backend: "typescript"
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "P" data_type: TYPE_STRING dims: [ 2 ] } ]
+parameters { key: "execution_thread" value: { string_value: "${thread}" } }
+`;
+
 /** ts_params_stream (decoupled): N responses OUT = i with parameters { index: i, last }, the final flag on the last. */
 const STREAM = `
 export default class Stream {
@@ -106,6 +129,10 @@ beforeAll(async () => {
   repo.add("ts_params_main/1/model.js", PARAMS);
   repo.add("ts_params_stream/config.pbtxt", STREAM_CONFIG);
   repo.add("ts_params_stream/1/model.js", STREAM);
+  for (const thread of ["worker", "main"]) {
+    repo.add(`ts_params_bls_${thread}/config.pbtxt`, BLS_CONFIG(`ts_params_bls_${thread}`, thread));
+    repo.add(`ts_params_bls_${thread}/1/model.js`, BLS);
+  }
   repo.add("ts_metrics/config.pbtxt", METRICS_CONFIG("ts_metrics", "worker"));
   repo.add("ts_metrics/1/model.js", METRICS);
   repo.add("ts_metrics_main/config.pbtxt", METRICS_CONFIG("ts_metrics_main", "main"));
@@ -186,6 +213,18 @@ describe("TypeScript response parameters", () => {
     const res = await post("/v2/models/ts_params_stream/generate_stream", { N: 3 });
     const events = (await res.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
     expect(events).toEqual([0, 1, 2].map((i) => ({ model_name: "ts_params_stream", model_version: "1", OUT: i, index: i, last: i === 2, tag: "s" })));
+  });
+
+  it.each(["worker", "main"])("BLS (%s thread): infer() and stream() responses carry the callee's parameters", async (thread) => {
+    const r = await inferJson(server, `ts_params_bls_${thread}`, x(0));
+    expect(r.status).toBe(200);
+    expect(r.json.outputs[0].data.map((d: string) => JSON.parse(d))).toEqual([
+      { note: "x is 6", count: 12, ratio: 1.5, even: true },
+      [
+        { index: 0, last: false, tag: "s" },
+        { index: 1, last: true, tag: "s" },
+      ],
+    ]);
   });
 
   it("parameters that are not an object of strings, booleans and finite numbers fail that request", async () => {

@@ -181,7 +181,7 @@ describe("ocr_bls", () => {
     const infer = async (call: BlsRequest): Promise<BlsResponse> => {
       calls.push(`${call.model}(${call.inputs.map((i) => i.name).join(",")})`);
       const outs = canned[call.model]!;
-      return { model: call.model, version: 1, outputs: outs, output: (n) => outs.find((o) => o.name === n) };
+      return { model: call.model, version: 1, outputs: outs, output: (n) => outs.find((o) => o.name === n), parameters: {} };
     };
     return { calls, infer };
   }
