@@ -24,6 +24,11 @@ def add_sub_inputs(module):
     return inputs
 
 
+def clients(http, grpc):
+    """(protocol, tritonclient module, client) for HTTP, then gRPC."""
+    return (("http", httpclient, httpclient.InferenceServerClient(http)), ("grpc", grpcclient, grpcclient.InferenceServerClient(grpc)))
+
+
 def tensor(result, name):
     out = result.as_numpy(name)
     if out is None:
@@ -39,7 +44,7 @@ def error(e):
 
 def check_add_sub(http, grpc, _metrics):
     seen = {}
-    for proto, module, client in (("http", httpclient, httpclient.InferenceServerClient(http)), ("grpc", grpcclient, grpcclient.InferenceServerClient(grpc))):
+    for proto, module, client in clients(http, grpc):
         outputs = [module.InferRequestedOutput("OUTPUT0"), module.InferRequestedOutput("OUTPUT1")]
         result = client.infer("py_add_sub", add_sub_inputs(module), outputs=outputs, request_id="add-sub-1")
         seen[proto] = {
@@ -54,7 +59,7 @@ def check_add_sub(http, grpc, _metrics):
 def check_bytes(http, grpc, _metrics):
     seen = {}
     text = np.array([b"abc", "Z\u00fcrich".encode(), b""], dtype=np.object_)
-    for proto, module, client in (("http", httpclient, httpclient.InferenceServerClient(http)), ("grpc", grpcclient, grpcclient.InferenceServerClient(grpc))):
+    for proto, module, client in clients(http, grpc):
         inp = module.InferInput("TEXT", [3], "BYTES")
         inp.set_data_from_numpy(text)
         result = client.infer("py_echo", [inp], outputs=[module.InferRequestedOutput("UPPER")], request_id="bytes-1", parameters={"tag": "x"})
@@ -65,7 +70,7 @@ def check_bytes(http, grpc, _metrics):
 
 def check_bls(http, grpc, _metrics):
     seen = {}
-    for proto, module, client in (("http", httpclient, httpclient.InferenceServerClient(http)), ("grpc", grpcclient, grpcclient.InferenceServerClient(grpc))):
+    for proto, module, client in clients(http, grpc):
         x = module.InferInput("X", [4], "FP32")
         x.set_data_from_numpy(np.array([1, 2, 3, 4], dtype=np.float32))
         n = module.InferInput("N", [1], "INT32")
@@ -112,7 +117,7 @@ def check_decoupled(_http, grpc, _metrics):
 
 def check_metrics(http, grpc, metrics):
     counts = []
-    for proto, module, client in (("http", httpclient, httpclient.InferenceServerClient(http)), ("grpc", grpcclient, grpcclient.InferenceServerClient(grpc))):
+    for proto, module, client in clients(http, grpc):
         for x in (3.0, 7.0) if proto == "http" else (0.5,):
             inp = module.InferInput("X", [1], "FP32")
             inp.set_data_from_numpy(np.array([x], dtype=np.float32))
@@ -124,7 +129,7 @@ def check_metrics(http, grpc, metrics):
 
 def check_errors(http, grpc, _metrics):
     seen = {}
-    for proto, module, client in (("http", httpclient, httpclient.InferenceServerClient(http)), ("grpc", grpcclient, grpcclient.InferenceServerClient(grpc))):
+    for proto, module, client in clients(http, grpc):
         for word in ("fail", "raise"):
             inp = module.InferInput("TEXT", [1], "BYTES")
             inp.set_data_from_numpy(np.array([word.encode()], dtype=np.object_))
