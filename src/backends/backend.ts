@@ -11,6 +11,7 @@ import type { Tensor } from "../core/tensor.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { ModelFileIO } from "../model-config/model-file-io.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
+import type { Parameters } from "../core/request.ts";
 import type { ServerError } from "../core/errors.ts";
 
 export type { ModelFileIO, TensorSpec } from "../model-config/model-file-io.ts";
@@ -41,8 +42,8 @@ export interface ExecuteResult {
   computeOutputNs?: number;
 }
 
-/** One request's result from a per-request execution: its outputs, or the error that fails it alone. */
-export type RequestOutcome = { outputs: Tensor[]; error?: undefined } | { error: ServerError; outputs?: undefined };
+/** One request's result from a per-request execution: its outputs (and response parameters), or the error that fails it alone. */
+export type RequestOutcome = { outputs: Tensor[]; parameters?: Parameters; error?: undefined } | { error: ServerError; outputs?: undefined; parameters?: undefined };
 
 export interface RequestsResult {
   /** One per request, in order. */

@@ -82,7 +82,7 @@ export class DefaultScheduler implements Scheduler {
         const computeInferNs = rr.computeInferNs ?? Math.max(0, nowNs() - start - computeInputNs - computeOutputNs);
         this.#stats.recordExecution(request.batchSize, computeInputNs, computeInferNs, computeOutputNs);
         if (outcome.error) throw outcome.error;
-        return { outputs: outcome.outputs, queueNs: start - enqueuedAt, computeInputNs, computeInferNs, computeOutputNs };
+        return { outputs: outcome.outputs, parameters: outcome.parameters, queueNs: start - enqueuedAt, computeInputNs, computeInferNs, computeOutputNs };
       }
       const r = await instance.execute(request.inputs, request.outputNames);
       const computeInputNs = r.computeInputNs ?? 0;

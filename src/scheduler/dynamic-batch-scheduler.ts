@@ -244,7 +244,7 @@ export class DynamicBatchScheduler implements Scheduler {
         e,
         o.error
           ? { ok: false, error: o.error }
-          : { ok: true, value: { outputs: o.outputs, queueNs: dispatchedAt - e.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs } },
+          : { ok: true, value: { outputs: o.outputs, parameters: o.parameters, queueNs: dispatchedAt - e.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs } },
       );
     });
   }

@@ -7,9 +7,12 @@
  */
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
+import type { Parameters } from "../core/request.ts";
 
 export interface ScheduledResult {
   outputs: Tensor[];
+  /** Response parameters the model set (per-request backends: typescript). */
+  parameters?: Parameters;
   queueNs: number;
   computeInputNs: number;
   computeInferNs: number;

@@ -385,7 +385,7 @@ export class SequenceBatchScheduler implements Scheduler {
       }
       this.#finish(seq, r, done);
       if (o.error) r.reject(o.error);
-      else r.resolve({ outputs: o.outputs, queueNs: now - r.enqueuedAt, computeInputNs: inNs, computeInferNs: inferNs, computeOutputNs: outNs });
+      else r.resolve({ outputs: o.outputs, parameters: o.parameters, queueNs: now - r.enqueuedAt, computeInputNs: inNs, computeInferNs: inferNs, computeOutputNs: outNs });
     });
   }
 

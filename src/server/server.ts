@@ -13,7 +13,7 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { ResponseCache } from "../cache/cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor, type SentResponse, type StreamedResponse } from "../core/request.ts";
+import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor, type Parameters, type SentResponse, type StreamedResponse } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
@@ -439,6 +439,8 @@ export class InferenceServer {
       let key = "";
       let lookupNs = 0;
       let outputs: Tensor[];
+      // The model's response parameters (a cache hit has none: the cache keeps outputs).
+      let parameters: Parameters | undefined;
       let hit: Tensor[] | undefined;
       if (cache) {
         const lookupStart = nowNs();
@@ -466,6 +468,7 @@ export class InferenceServer {
           mv.stats.recordCacheMiss(cacheMissNs);
         }
         outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
+        parameters = result.parameters;
         const end = nowNs();
         const requestNs = end - start;
         mv.stats.recordSuccess(requestNs, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
@@ -494,6 +497,7 @@ export class InferenceServer {
       }
       const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs: this.#toSharedMemory(request, outputs) };
       if (request.id) response.id = request.id;
+      if (parameters) response.parameters = parameters;
       return response;
     } catch (err) {
       const e = ServerError.from(err);

@@ -19,7 +19,7 @@ import type { InferRunner, Runners, StreamRunner } from "../typescript/backend.t
 import { StubMemory } from "./arena.ts";
 import { PythonInstance } from "./instance.ts";
 import { resolveInterpreter, type Interpreter } from "./interpreter.ts";
-import { CustomMetrics } from "./metrics.ts";
+import { CUSTOM_METRICS, type CustomMetrics } from "../custom-metrics.ts";
 import { StubProcess, type Message } from "./stub-process.ts";
 
 const DEFAULT_SHM_BYTES = 64 << 20;
@@ -66,7 +66,8 @@ export class PythonBackend implements Backend {
   readonly defaultModelFilename = "model.py";
   readonly gpus = "own" as const;
   readonly #backendConfig: Record<string, string>;
-  readonly metrics = new CustomMetrics();
+  /** Shared with the typescript backend: one set of families on /metrics. */
+  readonly metrics: CustomMetrics = CUSTOM_METRICS;
   #runners: Runners | undefined;
 
   /** `backendConfig`: the merged `--backend-config` settings for python (auto-complete runs before a load gives them). */

@@ -18,7 +18,7 @@ import { checkOutput } from "../typescript/tensors.ts";
 import { StubMemory } from "./arena.ts";
 import type { Interpreter } from "./interpreter.ts";
 import { StubProcess, stubFailed, type Message } from "./stub-process.ts";
-import type { CustomMetrics } from "./metrics.ts";
+import type { CustomMetrics } from "../custom-metrics.ts";
 
 const log = getLogger("src/backends/python/instance.ts");
 

@@ -42,6 +42,40 @@ export interface InitializeArgs {
   /** The config's `parameters` map, string values. */
   parameters: Record<string, string>;
   logger: ModelLogger;
+  /** Custom metrics, exported on /metrics with the server's own families. */
+  metrics: ModelMetrics;
+}
+
+export type MetricKind = "counter" | "gauge" | "histogram";
+
+/**
+ * Custom metrics (Triton's pb_utils.MetricFamily / Metric). A family is known by its name:
+ * instances (and models) making the same name with the same kind and description share
+ * it; another kind or description is refused. A metric is one set of labels of a family.
+ * What an instance made goes when it is unloaded, unless another instance still uses it.
+ */
+export interface ModelMetrics {
+  /** Makes (or joins) a family; rejects with an Error (`code` "INVALID_ARG") for a bad name or a clash. */
+  family(options: { name: string; description: string; kind: MetricKind }): Promise<MetricFamily>;
+}
+
+export interface MetricFamily {
+  readonly name: string;
+  readonly kind: MetricKind;
+  /** The metric with these labels (made on first use); a histogram needs increasing, finite `buckets`. */
+  metric(options?: { labels?: Record<string, string>; buckets?: number[] }): Promise<Metric>;
+}
+
+/** Changes apply in the order made; a call the kind does not allow throws. */
+export interface Metric {
+  /** Counter (not below zero) and gauge. */
+  increment(value: number): void;
+  /** Gauge. */
+  set(value: number): void;
+  /** Histogram. */
+  observe(value: number): void;
+  /** Counter and gauge: the value after every change made before this call. */
+  value(): Promise<number>;
 }
 
 export interface BlsRequest {
@@ -62,6 +96,8 @@ export interface BlsResponse {
   version: number;
   outputs: Tensor[];
   output(name: string): Tensor | undefined;
+  /** The callee's response parameters ({} when it set none). */
+  parameters: Record<string, ResponseParameter>;
 }
 
 export interface InferenceRequest {
@@ -105,8 +141,15 @@ export interface ResponseSender {
 
 export type TritonCode = "INVALID_ARG" | "NOT_FOUND" | "UNAVAILABLE" | "UNSUPPORTED" | "INTERNAL" | "ALREADY_EXISTS" | "CANCELLED";
 
-/** One per request, same order. `error` fails that request alone (INTERNAL unless `code`). */
-export type InferenceResponse = { outputs: Tensor[] } | { error: string | { message: string; code?: TritonCode } };
+/** A response parameter: string, boolean, integer (int64 over gRPC) or other number (double over gRPC). */
+export type ResponseParameter = string | number | boolean;
+
+/**
+ * One per request, same order. `error` fails that request alone (INTERNAL unless `code`).
+ * `parameters` reach the client as Triton's response parameters (HTTP and gRPC
+ * `parameters`, generate's top-level fields).
+ */
+export type InferenceResponse = { outputs: Tensor[]; parameters?: Record<string, ResponseParameter> } | { error: string | { message: string; code?: TritonCode } };
 
 export interface TritonModel {
   initialize?(args: InitializeArgs): void | Promise<void>;

@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
 import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, ResponseSink, StreamedResponse } from "../../core/request.ts";
+import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, Parameters as CoreParameters, ResponseSink, StreamedResponse } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
@@ -19,6 +19,8 @@ import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tenso
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";
 import { claimModelFiles } from "./stray-errors.ts";
+import { metricsClient } from "./metrics.ts";
+import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
 
@@ -96,9 +98,25 @@ function modelLogger(model: string): ModelLogger {
   };
 }
 
+/** A response's `parameters`, checked: an object of strings, booleans and finite numbers (undefined when absent or empty). */
+function responseParameters(model: string, v: unknown): CoreParameters | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v)) throw internal(`model '${model}' returned response 'parameters' that are not an object`);
+  const out: CoreParameters = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (typeof x !== "string" && typeof x !== "boolean" && !(typeof x === "number" && Number.isFinite(x))) {
+      throw internal(`model '${model}' returned response parameter '${k}' that is not a string, boolean or finite number`);
+    }
+    Object.defineProperty(out, k, { value: x, writable: true, enumerable: true, configurable: true });
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 function blsResponse(r: CoreResponse): BlsResponse {
   const outputs = r.outputs.map(toModelTensor);
-  return { model: r.modelName, version: Number(r.modelVersion), outputs, output: (n) => outputs.find((t) => t.name === n) };
+  const parameters: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(r.parameters ?? {})) parameters[k] = typeof v === "bigint" ? Number(v) : v;
+  return { model: r.modelName, version: Number(r.modelVersion), outputs, output: (n) => outputs.find((t) => t.name === n), parameters };
 }
 
 /**
@@ -126,7 +144,7 @@ class Sender implements ResponseSender {
     if (final) this.#closed = true;
     const o = this.check(response);
     if (o.error) this.sink?.({ error: o.error, final });
-    else this.sink?.({ outputs: o.outputs, final });
+    else this.sink?.({ outputs: o.outputs, ...(o.parameters ? { parameters: o.parameters } : {}), final });
   }
 }
 
@@ -140,10 +158,13 @@ class TsInstance implements BackendInstance {
   readonly #runner: () => Runners | undefined;
   /** The executions running, each failed at once by abort(). */
   readonly #running = new Set<(error: ServerError) => void>();
+  /** The custom metrics a main-thread model made (a worker-thread model's are its worker's). */
+  readonly #metrics: MetricsScope | undefined;
   #closed = false;
 
-  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => Runners | undefined) {
+  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => Runners | undefined, metrics?: MetricsScope) {
     this.name = name;
+    this.#metrics = metrics;
     this.#model = model;
     this.#modelName = ctx.modelName;
     this.#outputs = new Map((ctx.config.output ?? []).map((o) => [o.name!, o]));
@@ -231,6 +252,7 @@ class TsInstance implements BackendInstance {
     const list = (r as { outputs?: ModelTensor[] }).outputs;
     if (!Array.isArray(list)) return { error: internal(`model '${model}' returned a response without 'outputs'`) };
     try {
+      const parameters = responseParameters(model, (r as { parameters?: unknown }).parameters);
       const wanted = new Set(p.outputNames);
       const outputs: Tensor[] = [];
       for (const mt of list) {
@@ -249,7 +271,7 @@ class TsInstance implements BackendInstance {
       for (const n of asked) if (!outputs.some((t) => t.name === n)) throw internal(`model '${model}' returned no output '${n}', which the request asked for`);
       // Outputs in the order the request expects them.
       outputs.sort((a, b) => p.outputNames.indexOf(a.name) - p.outputNames.indexOf(b.name));
-      return { outputs };
+      return parameters ? { outputs, parameters } : { outputs };
     } catch (err) {
       return { error: ServerError.from(err) };
     }
@@ -332,6 +354,7 @@ class TsInstance implements BackendInstance {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#metrics?.release();
     if (!this.#model.finalize) return;
     // close() is synchronous: finalize starts now (its synchronous part runs before close
     // returns), runs once, and its failure is logged.
@@ -373,23 +396,27 @@ class TsModel implements BackendModel {
       logger: modelLogger(ctx.modelName),
     };
     if (!this.#cls) {
+      // The worker's metrics calls are posted here and answered by a scope of its own (worker.ts).
       const owner = { model: ctx.modelName, instance: name, logger: args.logger, unavailable: (reason: string) => ctx.unavailable?.(reason) };
       try {
-        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args, owner), ctx, this.#runner);
+        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args, owner, CUSTOM_METRICS), ctx, this.#runner);
       } catch (err) {
         throw workerUnavailable(ctx.modelName, name, err);
       }
     }
+    const scope = CUSTOM_METRICS.scope();
+    const metrics = metricsClient((m) => scope.handle(m, (reply) => metrics.receive(reply)));
     let model: TritonModel;
     try {
       model = new this.#cls!();
       if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
-      await model.initialize?.(args);
+      await model.initialize?.({ ...args, metrics: metrics.api });
     } catch (err) {
+      scope.release();
       const e = err as Error;
       throw unavailable(`model '${ctx.modelName}' instance ${name}: initialize failed: ${e?.stack ?? String(err)}`, err);
     }
-    return new TsInstance(name, model, ctx, this.#runner);
+    return new TsInstance(name, model, ctx, this.#runner, scope);
   }
 
   close(): void {

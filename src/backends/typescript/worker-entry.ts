@@ -8,6 +8,7 @@
  * thread fails the instance's requests with the reason and starts a fresh worker.
  */
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
+import { metricsClient } from "./metrics.ts";
 
 declare const self: { onmessage: ((e: MessageEvent) => void) | null; postMessage(m: unknown): void };
 
@@ -28,6 +29,8 @@ const open = new Set<string>();
 const running = new Set<number>();
 let nextCall = 0;
 const post = (m: unknown) => self.postMessage(m);
+/** Custom metrics: each call posted to the main thread, whose replies come back as metricReply. */
+const metrics = metricsClient((m) => post({ type: "metric", m }));
 
 const logger = {
   info: (msg: unknown) => post({ type: "log", level: "info", msg: String(msg) }),
@@ -146,7 +149,7 @@ async function init(m: { url: string; path: string; args: { modelName?: string; 
     if (typeof mod.default !== "function") throw new Error(`'${m.path}' has no default export class`);
     model = new (mod.default as new () => Model)();
     if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
-    if (model.initialize) await model.initialize({ ...m.args, logger });
+    if (model.initialize) await model.initialize({ ...m.args, logger, metrics: metrics.api });
     post({ type: "ready" });
   } catch (err) {
     post({ type: "initError", error: errorOf(err) });
@@ -204,6 +207,9 @@ self.onmessage = async (e: MessageEvent) => {
       return execute(m);
     case "cancel":
       controllers.get(`${m.id}:${m.index}`)?.abort();
+      return;
+    case "metricReply":
+      metrics.receive(m.m);
       return;
     case "blsStreamItem":
     case "blsStreamEnd":

@@ -19,6 +19,7 @@ import { workerUrl } from "../../core/worker-url.ts";
 import { internal, unavailable, unsupported, type ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import type { BlsRequest, InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
+import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
 
 const log = getLogger("src/backends/typescript/worker.ts");
 
@@ -94,8 +95,11 @@ export function autoCompleteInWorker(url: string, path: string, config: object):
 export class WorkerModel implements TritonModel {
   readonly #url: string;
   readonly #path: string;
-  readonly #args: Omit<InitializeArgs, "logger">;
+  readonly #args: Omit<InitializeArgs, "logger" | "metrics">;
   readonly #owner: WorkerOwner;
+  readonly #metrics: CustomMetrics;
+  /** The custom metrics the current worker made: released when it ends, so a restarted worker starts afresh. */
+  #scope: MetricsScope | undefined;
   readonly #decoupled: boolean;
   #worker: Worker | undefined;
   /** Settles when the current worker has initialized (or could not). */
@@ -115,18 +119,19 @@ export class WorkerModel implements TritonModel {
   #gone: ServerError | undefined;
   #finalized: (() => void) | undefined;
 
-  private constructor(url: string, path: string, args: Omit<InitializeArgs, "logger">, owner: WorkerOwner) {
+  private constructor(url: string, path: string, args: Omit<InitializeArgs, "logger" | "metrics">, owner: WorkerOwner, metrics: CustomMetrics) {
     if (!hasWorkers()) throw unsupported("execution_thread 'worker' needs a runtime with Web Workers (Bun or Deno)");
     this.#url = url;
     this.#path = path;
     this.#args = args;
     this.#owner = owner;
+    this.#metrics = metrics;
     this.#decoupled = (args.modelConfig as { model_transaction_policy?: { decoupled?: boolean } }).model_transaction_policy?.decoupled === true;
   }
 
-  static async create(url: string, path: string, args: InitializeArgs, owner: WorkerOwner): Promise<WorkerModel> {
+  static async create(url: string, path: string, args: Omit<InitializeArgs, "metrics">, owner: WorkerOwner, metrics: CustomMetrics): Promise<WorkerModel> {
     const { logger: _, ...plain } = args;
-    const m = new WorkerModel(url, path, plain, owner);
+    const m = new WorkerModel(url, path, plain, owner, metrics);
     await m.#start();
     return m;
   }
@@ -138,6 +143,8 @@ export class WorkerModel implements TritonModel {
       (reason) => this.#ended(worker, reason),
     );
     this.#worker = worker;
+    this.#scope?.release();
+    this.#scope = this.#metrics.scope();
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#starting = { resolve, reject };
       worker.postMessage({ type: "init", url: this.#url, path: this.#path, args: this.#args });
@@ -199,7 +206,11 @@ export class WorkerModel implements TritonModel {
   }
 
   #stop(worker: Worker): void {
-    if (this.#worker === worker) this.#worker = undefined;
+    if (this.#worker === worker) {
+      this.#worker = undefined;
+      this.#scope?.release();
+      this.#scope = undefined;
+    }
     worker.terminate();
   }
 
@@ -324,7 +335,7 @@ export class WorkerModel implements TritonModel {
         request
           .infer({ ...(m.call as BlsRequest), signal: controller.signal })
           .then(
-            (r) => this.#worker?.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } }),
+            (r) => this.#worker?.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters } }),
             (err) => this.#worker?.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
           )
           .finally(() => this.#blsCalls.delete(m.id));
@@ -342,7 +353,7 @@ export class WorkerModel implements TritonModel {
           try {
             for await (const r of request.stream({ ...(m.call as BlsRequest), signal: controller.signal })) {
               if (controller.signal.aborted) break;
-              this.#worker?.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs } });
+              this.#worker?.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters } });
             }
             this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id });
           } catch (err) {
@@ -369,6 +380,13 @@ export class WorkerModel implements TritonModel {
         } catch (err) {
           this.#owner.logger.error(`response sender: ${(err as Error)?.message ?? String(err)}`);
         }
+        break;
+      }
+      case "metric": {
+        // The model's custom-metrics call (metrics.ts), answered by this worker's scope.
+        const msg = m.m;
+        if (typeof msg !== "object" || msg === null || typeof msg.t !== "string") throw new Error("metric message without a type");
+        if (!this.#scope?.handle(msg, (reply) => worker.postMessage({ type: "metricReply", m: reply }))) throw new Error(`metric message type '${String(msg.t)}'`);
         break;
       }
       case "finalized":

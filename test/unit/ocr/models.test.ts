@@ -33,6 +33,7 @@ function initArgs(model: string): InitializeArgs {
     repositoryPath: join(REPO, model),
     parameters,
     logger: { info: log, warn: log, error: log, verbose: log },
+    metrics: { family: () => Promise.reject(new Error("the OCR models make no metrics")) },
   };
 }
 
@@ -180,7 +181,7 @@ describe("ocr_bls", () => {
     const infer = async (call: BlsRequest): Promise<BlsResponse> => {
       calls.push(`${call.model}(${call.inputs.map((i) => i.name).join(",")})`);
       const outs = canned[call.model]!;
-      return { model: call.model, version: 1, outputs: outs, output: (n) => outs.find((o) => o.name === n) };
+      return { model: call.model, version: 1, outputs: outs, output: (n) => outs.find((o) => o.name === n), parameters: {} };
     };
     return { calls, infer };
   }

@@ -1,12 +1,19 @@
 /**
- * @module Custom metrics a Python model makes (pb_utils.MetricFamily / Metric), exported
- * on /metrics with the server's own families, as Triton exports them. A family is known
+ * @module Custom metrics a model makes (Python: pb_utils.MetricFamily / Metric;
+ * TypeScript: `args.metrics`), exported on /metrics with the server's own families, as
+ * Triton exports them. Both backends speak the same small message protocol to a scope
+ * (`mfam` makes or joins a family, `mnew` a metric, `mop` changes one, `mget` reads one;
+ * replies are `mval`): a Python stub over its pipe, a TypeScript worker by postMessage, a
+ * main-thread TypeScript model directly. A family is known
  * by its name (instances making the same family share it; the same name with another
- * kind or description is refused), a metric by its family and labels. Each stub gets a
- * scope that remembers what it made; when the stub ends, metrics no other stub uses go.
+ * kind or description is refused), a metric by its family and labels. Each stub (or TypeScript
+ * instance / worker) gets a scope that remembers what it made; when it ends, metrics no
+ * other scope uses go.
  */
 import type { Registry } from "prom-client";
-import type { Message } from "./stub-process.ts";
+
+/** One message of the protocol (field names as the Python stub sends them). */
+export type Message = { t: string; [key: string]: any };
 
 const KINDS = ["counter", "gauge", "histogram"] as const;
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -50,6 +57,12 @@ class Family {
   reset(): void {}
 }
 
+export interface MetricsScope {
+  /** Handles `m` when it is a metrics message (false otherwise); `reply` answers `mfam`, `mnew` and `mget`. */
+  handle(m: Message, reply: (m: Message) => void): boolean;
+  release(): void;
+}
+
 export class CustomMetrics {
   readonly #families = new Map<string, Family>();
   #registry: Registry | undefined;
@@ -64,8 +77,8 @@ export class CustomMetrics {
     if (this.#registry && !this.#registry.getSingleMetric(f.name)) this.#registry.registerMetric(f as unknown as Parameters<Registry["registerMetric"]>[0]);
   }
 
-  /** What one stub made: its message handler, and release() when the stub ends. */
-  scope(): { handle(m: Message, reply: (m: Message) => void): boolean; release(): void } {
+  /** What one stub (or TypeScript instance) made: its message handler, and release() when it ends. */
+  scope(): MetricsScope {
     const owner = {};
     const families = new Map<number, Family>();
     const metrics = new Map<number, { family: Family; series: Series }>();
@@ -148,3 +161,6 @@ export class CustomMetrics {
     };
   }
 }
+
+/** The custom metrics of every backend of the process (main.ts attaches them to the metrics listener's registry). */
+export const CUSTOM_METRICS = new CustomMetrics();
