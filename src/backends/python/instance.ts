@@ -5,6 +5,7 @@
  * a health check) fails what it had with INTERNAL naming the model and instance, and is
  * started again.
  */
+import { responseParameters } from "../response-parameters.ts";
 import { ERROR_CODES, ServerError, internal, unavailable, type ErrorCode } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { nowNs } from "../../core/clock.ts";
@@ -42,6 +43,8 @@ interface WireError {
 interface WireResponse {
   outs?: Desc[];
   err?: WireError;
+  /** The response's parameters (pb_utils.InferenceResponse(parameters=...)), checked here. */
+  p?: unknown;
 }
 
 export interface InstanceSetup {
@@ -287,7 +290,8 @@ export class PythonInstance implements BackendInstance {
         if (!outputs.some((t) => t.name === n)) throw internal(`model '${model}' returned no output '${n}', which the request asked for`);
       }
       outputs.sort((a, b) => p.outputNames.indexOf(a.name) - p.outputNames.indexOf(b.name));
-      return { outputs };
+      const parameters = responseParameters(model, r.p);
+      return parameters ? { outputs, parameters } : { outputs };
     } catch (err) {
       return { error: ServerError.from(err) };
     }
@@ -354,7 +358,7 @@ export class PythonInstance implements BackendInstance {
     }
     const o = this.#outcome(stub, s.p, m as WireResponse);
     if (o.error) s.sink?.({ error: o.error, final });
-    else s.sink?.({ outputs: o.outputs, final });
+    else s.sink?.({ outputs: o.outputs, ...(o.parameters ? { parameters: o.parameters } : {}), final });
   }
 
   /** A BLS call from the model: through the server like any request, results written into the server's region. */

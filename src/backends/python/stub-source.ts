@@ -206,7 +206,10 @@ def response_msg(resp):
     if resp.has_error():
         return {"err": error_of(resp.error())}
     try:
-        return {"outs": put_tensors(resp.output_tensors())}
+        msg = {"outs": put_tensors(resp.output_tensors())}
+        if resp._parameters:
+            msg["p"] = resp._parameters
+        return msg
     except Exception as e:
         return {"err": error_of(e)}
 

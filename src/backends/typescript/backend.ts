@@ -21,6 +21,7 @@ import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from
 import { claimModelFiles } from "./stray-errors.ts";
 import { metricsClient } from "./metrics.ts";
 import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
+import { responseParameters } from "../response-parameters.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
 
@@ -96,20 +97,6 @@ function modelLogger(model: string): ModelLogger {
     error: (m) => log.error(p + m),
     verbose: (m) => log.verbose(1, p + m),
   };
-}
-
-/** A response's `parameters`, checked: an object of strings, booleans and finite numbers (undefined when absent or empty). */
-function responseParameters(model: string, v: unknown): CoreParameters | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "object" || Array.isArray(v)) throw internal(`model '${model}' returned response 'parameters' that are not an object`);
-  const out: CoreParameters = {};
-  for (const [k, x] of Object.entries(v)) {
-    if (typeof x !== "string" && typeof x !== "boolean" && !(typeof x === "number" && Number.isFinite(x))) {
-      throw internal(`model '${model}' returned response parameter '${k}' that is not a string, boolean or finite number`);
-    }
-    Object.defineProperty(out, k, { value: x, writable: true, enumerable: true, configurable: true });
-  }
-  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 function blsResponse(r: CoreResponse): BlsResponse {

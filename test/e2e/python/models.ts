@@ -288,9 +288,32 @@ input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `;
 
+/** py_params: a response with parameters (pb_utils.InferenceResponse(parameters=...)); X = 1 gives parameters no client can receive. */
+const PARAMS = `import triton_python_backend_utils as pb_utils
+import numpy as np
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = int(pb_utils.get_input_tensor_by_name(r, "X").as_numpy()[0])
+            params = {"source": "py", "count": x * 3, "ratio": 0.5, "ok": True} if x != 1 else {"nested": [1, 2]}
+            y = pb_utils.Tensor("Y", np.array([x], dtype=np.int32))
+            out.append(pb_utils.InferenceResponse(output_tensors=[y], parameters=params))
+        return out
+`;
+
+const PARAMS_CONFIG = `backend: "python"
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`;
+
 /** The files of the main server's repository. */
 export function pythonModels(python: string): Record<string, string> {
   return {
+    "py_params/config.pbtxt": PARAMS_CONFIG,
+    "py_params/1/model.py": PARAMS,
     "py_add_sub/config.pbtxt": ADD_SUB_CONFIG,
     "py_add_sub/1/model.py": ADD_SUB,
     "py_auto/config.pbtxt": `backend: "python"\n`,

@@ -124,6 +124,16 @@ describe("python backend: ordinary models", () => {
     expect(meta[3]).toBe("0");
   });
 
+  it("a response's parameters reach the client; parameters that are not strings, booleans or numbers fail the request (#32)", async () => {
+    const { status, json } = await inferJson(server, "py_params", { inputs: [{ name: "X", datatype: "INT32", shape: [1], data: [2] }] });
+    expect(status).toBe(200);
+    expect(json.parameters).toEqual({ source: "py", count: 6, ratio: 0.5, ok: true });
+    expect(json.outputs).toEqual([{ name: "Y", datatype: "INT32", shape: [1], data: [2] }]);
+    const bad = await inferJson(server, "py_params", { inputs: [{ name: "X", datatype: "INT32", shape: [1], data: [1] }] });
+    expect(bad.status).toBe(500);
+    expect(bad.json).toEqual({ error: "model 'py_params' returned response parameter 'nested' that is not a string, boolean or finite number" });
+  });
+
   it("a response's TritonError keeps its code; a raised exception fails the request naming the instance", async () => {
     const bad = await inferJson(server, "py_echo", { inputs: [{ name: "TEXT", datatype: "BYTES", shape: [1], data: ["fail"] }] });
     expect(bad.status).toBe(400);
