@@ -3,7 +3,7 @@
  * are read from each ready model version's statistics at scrape time, so the request
  * path pays nothing for metrics.
  */
-import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
+import { Counter, Gauge, Registry, Summary } from "prom-client";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { CpuSampler } from "./cpu.ts";
 import { GpuSampler } from "./gpu.ts";

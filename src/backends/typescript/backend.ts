@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
 import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, Parameters as CoreParameters, ResponseSink, StreamedResponse } from "../../core/request.ts";
+import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, ResponseSink, StreamedResponse } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
