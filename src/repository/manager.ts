@@ -587,9 +587,10 @@ export class ModelRepositoryManager {
     // Retire what is no longer served: in-flight requests finish on it first.
     const kept = new Set(versions.values());
     const retired = old ? [...old.versions.values()].filter((v) => !kept.has(v)) : [];
-    // A version the policy no longer selects stays listed, UNAVAILABLE "unloaded" once
-    // drained, as Triton's ModelLifeCycle keeps it.
-    for (const v of old?.versions.values() ?? []) if (!versions.has(v.version)) versions.set(v.version, v);
+    // A served version the policy no longer selects stays listed, UNAVAILABLE "unloaded"
+    // once drained, as Triton's ModelLifeCycle keeps it (one that had failed goes: its
+    // failure no longer holds the server's readiness back).
+    for (const v of old?.versions.values() ?? []) if (!versions.has(v.version) && (v.ready || v.unloaded)) versions.set(v.version, v);
     this.#models.set(key, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
     const oldDir = old?.overrideDir !== overrideDir ? old?.overrideDir : undefined;
     if (retired.length > 0 || oldDir) {

@@ -281,6 +281,30 @@ describe("explicit model control", () => {
   });
 });
 
+describe("a failed version the version policy drops", () => {
+  it("goes from the index, so it stops holding the server's readiness back", async () => {
+    const own = makeRepository(["simple"]);
+    own.add("half/config.pbtxt", readFileSync(join(own.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "half"') + "version_policy { all {} }\n");
+    own.add("half/1/model.onnx", readFileSync(join(own.dir, "simple", "1", "model.onnx")));
+    own.add("half/2/README", "no model file");
+    const s = await startServerProcess([`--model-repository=${own.dir}`, "--model-control-mode=explicit", "--allow-grpc=false", "--allow-metrics=false"]);
+    const at = (path: string, body?: object) => fetch(`${s.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
+    const listed = async () => ((await (await at("/v2/repository/index")).json()) as { name: string; version?: string; state?: string }[]).filter((e) => e.name === "half");
+    try {
+      expect((await at("/v2/repository/models/half/load")).status).toBe(400);
+      expect((await listed()).map((e) => [e.version, e.state])).toEqual([["1", "READY"], ["2", "UNAVAILABLE"]]);
+      expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(400);
+      const only1 = await at("/v2/repository/models/half/load", { parameters: { config: simpleConfigJson({ name: "half", version_policy: { specific: { versions: [1] } } }) } });
+      expect(only1.status).toBe(200);
+      expect(await listed()).toEqual([{ name: "half", version: "1", state: "READY" }]);
+      expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(200);
+    } finally {
+      await s.stop();
+      own.remove();
+    }
+  });
+});
+
 describe("--load-model=*", () => {
   it("loads every model of the repository in explicit mode", async () => {
     const s = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*"]);
