@@ -419,6 +419,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const o = parsed.options;
+  for (const w of o.warnings) process.stderr.write(`${w}\n`);
   configureLog({ info: o.logInfo, warning: o.logWarning, error: o.logError, verbose: o.logVerbose, format: o.logFormat });
   if (o.logFile) {
     try {

@@ -139,6 +139,10 @@ export interface ServerOptions {
    * what it means for this server; logged once at start.
    */
   inertFlags: { flag: string; value: string; meaning: string }[];
+  /** The deprecated `--strict-model-config`'s value, when given (it sets disableAutoCompleteConfig). */
+  strictModelConfig?: boolean;
+  /** Warnings about the command line that tritonserver prints to stderr as it parses it (deprecated flags), in its words. */
+  warnings: string[];
 }
 
 export interface RateLimitResource {
@@ -232,6 +236,7 @@ export function defaultOptions(): ServerOptions {
     vertexAiPredictRoute: "",
     vertexAiHealthRoute: "",
     inertFlags: [],
+    warnings: [],
   };
 }
 
@@ -472,7 +477,15 @@ const FLAGS: Record<string, FlagSpec> = {
   "load-model": { kind: "string", help: "Model to load at start in explicit mode (repeatable; * for all).", apply: (o, v) => o.loadModels.push(v) },
   "model-config-name": { kind: "string", help: "Use <model>/configs/<name>.pbtxt when present.", apply: (o, v) => (o.modelConfigName = v) },
   "disable-auto-complete-config": { kind: "flag", help: "Do not complete configs from the model files.", apply: (o) => (o.disableAutoCompleteConfig = true) },
-  "strict-model-config": { kind: "bool", help: "Deprecated: true = --disable-auto-complete-config.", apply: (o, v) => (o.disableAutoCompleteConfig = parseBool("strict-model-config", v)) },
+  "strict-model-config": {
+    kind: "bool",
+    help: "Deprecated: true = --disable-auto-complete-config.",
+    apply: (o, v) => {
+      o.warnings.push("Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
+      o.strictModelConfig = parseBool("strict-model-config", v);
+      o.disableAutoCompleteConfig = o.strictModelConfig;
+    },
+  },
   "exit-on-error": { kind: "bool", help: "Exit when a model fails to load (default true).", apply: (o, v) => (o.exitOnError = parseBool("exit-on-error", v)) },
   "strict-readiness": { kind: "bool", help: "Ready only when every model is ready (default true).", apply: (o, v) => (o.strictReadiness = parseBool("strict-readiness", v)) },
   "exit-timeout-secs": { kind: "int", help: "Graceful shutdown budget (default 30).", apply: (o, v) => (o.exitTimeoutSecs = parseInt10("exit-timeout-secs", v)) },
@@ -708,6 +721,11 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     } else {
       spec.apply(o, value);
     }
+  }
+  // --disable-auto-complete-config wins over a --strict-model-config=false given anywhere, as in tritonserver.
+  if (argv.includes("--disable-auto-complete-config")) {
+    if (o.strictModelConfig === false) o.warnings.push("Warning: Overriding deprecated '--strict-model-config' from False to True in favor of '--disable-auto-complete-config'!");
+    o.disableAutoCompleteConfig = true;
   }
   finishVertexAi(o, argv, env);
   if (o.modelRepositories.length === 0) throw new UsageError("--model-repository must be specified");

@@ -119,6 +119,25 @@ export function parseControl(params: Parameters): RequestControl {
   };
 }
 
+/**
+ * The request parameters Triton consumes rather than passing to the backend (P-29): the
+ * control fields and HTTP's output-kind switch. Of Triton's reserved keys (server
+ * src/common.h kReservedParameterKeys) only `headers` is not among them: neither of its
+ * frontends treats it specially, so it reaches the model like any custom key.
+ */
+const CONSUMED_PARAMETER_KEYS: ReadonlySet<string> = new Set(["sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output"]);
+
+/** The parameters a model sees: the request's own, less the keys the server consumes. */
+export function modelParameters(params: Parameters | undefined): Parameters {
+  const out: Parameters = {};
+  for (const [key, value] of Object.entries(params ?? {})) {
+    if (CONSUMED_PARAMETER_KEYS.has(key)) continue;
+    if (key === "__proto__") Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
+    else out[key] = value;
+  }
+  return out;
+}
+
 /** The continuation of a sequence already running (an ID without START): it may reach a model being unloaded. */
 export function continuesSequence(control: RequestControl): boolean {
   return control.sequenceId !== undefined && !control.sequenceStart;

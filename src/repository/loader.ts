@@ -28,6 +28,19 @@ import type { ModelConfig } from "../core/model-config-types.ts";
 
 const log = getLogger("src/repository/loader.ts");
 
+/**
+ * Repository agents (`model_repository_agents`) are not run here: each one a config names
+ * gets a warning, and the model's files load as they are (Triton would run the agent, or
+ * fail the load when it has no such agent).
+ */
+function warnRepositoryAgents(config: ModelConfig, name: string): void {
+  const agents = (config.model_repository_agents as { agents?: unknown } | undefined)?.agents;
+  for (const agent of Array.isArray(agents) ? agents : agents === undefined ? [] : [agents]) {
+    const agentName = String((agent as { name?: unknown } | null)?.name ?? "");
+    log.warn(`model '${name}': repository agent '${agentName}' is not supported and is ignored; the model's files load unchanged`);
+  }
+}
+
 export interface LoaderOptions {
   modelConfigName: string;
   disableAutoCompleteConfig: boolean;
@@ -105,6 +118,7 @@ export class ModelLoader {
       throw invalidArg(`model '${name}' has no config.pbtxt and auto-complete is disabled (--disable-auto-complete-config)`);
     }
     validateConfigFileNames(config, name);
+    warnRepositoryAgents(config, name);
     const versions = listVersions(dir);
     const latestDir = versions.length > 0 ? join(dir, String(versions[versions.length - 1])) : undefined;
     if (isEnsemble(config)) {

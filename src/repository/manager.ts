@@ -138,6 +138,15 @@ export class ModelRepositoryManager {
     return scanFolders(this.#opts.repositories, this.#opts.namespacing === true, this.#opts.repositoryNames);
   }
 
+  /** The model folders the repositories hold now; the last scan's when one cannot be read (the load reports that). */
+  #listed(): Map<string, ModelLocation> {
+    try {
+      return this.#scan().models;
+    } catch {
+      return this.#known;
+    }
+  }
+
   /** The keys among `keys` that stand for a model called `name`. */
   #keysOf(name: string, keys: Iterable<string>): string[] {
     const out: string[] = [];
@@ -335,10 +344,14 @@ export class ModelRepositoryManager {
     return [...this.#models.values()].flatMap((e) => [...e.versions.values()]);
   }
 
-  /** The repository index extension's entries. */
+  /**
+   * The repository index extension's entries. The repositories are read again each time,
+   * as Triton's RepositoryIndex reads their folders (P-17): in explicit mode a model
+   * folder added after the start is listed before anything loads it.
+   */
   index(readyOnly = false): IndexEntry[] {
     const out: IndexEntry[] = [];
-    const keys = new Set([...this.#known.keys(), ...this.#models.keys(), ...this.#loading.keys()]);
+    const keys = new Set([...this.#listed().keys(), ...this.#models.keys(), ...this.#loading.keys()]);
     const byName = (a: string, b: string) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : a < b ? -1 : a > b ? 1 : 0);
     for (const key of [...keys].sort(byName)) {
       const name = nameOf(key);
@@ -421,8 +434,9 @@ export class ModelRepositoryManager {
   }
 
   /**
-   * An ensemble with a decoupled step is decoupled (its config says so from here on), and a
-   * step may not mix the outputs of two decoupled steps (Triton's load-time rule). The
+   * An ensemble with a decoupled step is decoupled (its config says so from here on), a
+   * step may not mix the outputs of two decoupled steps (Triton's load-time rule), and no
+   * batching step may allow a smaller max_batch_size than the ensemble's. The
    * steps' configs are those of their models' served versions, so a step model still
    * loading is waited for. Returns Triton's reason when the flow is refused.
    */
@@ -438,6 +452,12 @@ export class ModelRepositoryManager {
       const required = Number(step.model_version ?? -1);
       const mv = required === -1 ? ready[ready.length - 1] : ready.find((v) => v.version === required);
       if (mv?.config.model_transaction_policy?.decoupled === true) decoupled.add(model);
+      // A batching step must take the ensemble's largest batch (S-15, Triton's ValidateEnsembleConfig).
+      const stepMax = Number(mv?.config.max_batch_size ?? 0);
+      const ensembleMax = Number(config.max_batch_size ?? 0);
+      if (stepMax !== 0 && stepMax < ensembleMax) {
+        return `ensemble ${nameOf(key)} allows maximum batch size ${ensembleMax}, but it contains model ${model} which only allows maximum batch size to be ${stepMax}`;
+      }
     }
     try {
       if (ensembleDecoupled(config, (m) => decoupled.has(m))) config.model_transaction_policy = { ...config.model_transaction_policy, decoupled: true };
@@ -564,11 +584,14 @@ export class ModelRepositoryManager {
       mv.transition("UNAVAILABLE", `version ${v} of model '${name}' is not in the model repository`);
       versions.set(v, mv);
     }
-    this.#models.set(key, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
-
     // Retire what is no longer served: in-flight requests finish on it first.
     const kept = new Set(versions.values());
     const retired = old ? [...old.versions.values()].filter((v) => !kept.has(v)) : [];
+    // A served version the policy no longer selects stays listed, UNAVAILABLE "unloaded"
+    // once drained, as Triton's ModelLifeCycle keeps it (one that had failed goes: its
+    // failure no longer holds the server's readiness back).
+    for (const v of old?.versions.values() ?? []) if (!versions.has(v.version) && (v.ready || v.unloaded)) versions.set(v.version, v);
+    this.#models.set(key, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
     const oldDir = old?.overrideDir !== overrideDir ? old?.overrideDir : undefined;
     if (retired.length > 0 || oldDir) {
       const done = Promise.all(retired.map((v) => v.unload())).then(() => {

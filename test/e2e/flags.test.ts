@@ -36,7 +36,7 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "load-model": ["simple", ["--model-control-mode=explicit"], async (s) => expect((await get(s, "/v2/models/simple/ready")).status).toBe(200)],
   "model-config-name": ["production"],
   "disable-auto-complete-config": [""],
-  "strict-model-config": ["false"],
+  "strict-model-config": ["false", [], (s) => expect(s.log()).toContain("Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.\n")],
   "exit-on-error": ["false"],
   "strict-readiness": ["false"],
   "exit-timeout-secs": ["30"],

@@ -85,6 +85,23 @@ describe("parseArgs", () => {
     expect(run("--model-repository=/m", "--disable-auto-complete-config").disableAutoCompleteConfig).toBe(true);
   });
 
+  it("warns of the deprecated --strict-model-config in tritonserver's words; --disable-auto-complete-config wins wherever it stands", () => {
+    const deprecated = "Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.";
+    const overridden = "Warning: Overriding deprecated '--strict-model-config' from False to True in favor of '--disable-auto-complete-config'!";
+    expect(run("--model-repository=/m").warnings).toEqual([]);
+    expect(run("--model-repository=/m", "--disable-auto-complete-config").warnings).toEqual([]);
+    expect(run("--model-repository=/m", "--strict-model-config=true").warnings).toEqual([deprecated]);
+    const off = run("--model-repository=/m", "--strict-model-config=false");
+    expect({ warnings: off.warnings, disabled: off.disableAutoCompleteConfig }).toEqual({ warnings: [deprecated], disabled: false });
+    for (const order of [
+      ["--disable-auto-complete-config", "--strict-model-config=false"],
+      ["--strict-model-config=false", "--disable-auto-complete-config"],
+    ]) {
+      const o = run("--model-repository=/m", ...order);
+      expect({ warnings: o.warnings, disabled: o.disableAutoCompleteConfig }).toEqual({ warnings: [deprecated, overridden], disabled: true });
+    }
+  });
+
   it("rejects what tritonserver rejects", () => {
     expect(() => parseArgs(["--model-repository=/m", "--bogus"])).toThrow(new UsageError("unknown option '--bogus'"));
     expect(() => parseArgs(["--http-port=80"])).toThrow("--model-repository must be specified");

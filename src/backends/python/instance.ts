@@ -10,7 +10,7 @@ import { ERROR_CODES, ServerError, internal, unavailable, type ErrorCode } from 
 import { getLogger } from "../../core/logger.ts";
 import { nowNs } from "../../core/clock.ts";
 import { isDataType, type Tensor } from "../../core/tensor.ts";
-import type { InferenceRequest as CoreRequest, ResponseSink } from "../../core/request.ts";
+import { modelParameters, type InferenceRequest as CoreRequest, type ResponseSink } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelOutput } from "../../core/model-config-types.ts";
 import type { BackendInstance, BackendLoadContext, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
@@ -205,7 +205,7 @@ export class PythonInstance implements BackendInstance {
         if (sid !== undefined) r.corr = typeof sid === "bigint" ? Number(sid) : sid;
         const flags = (p.control.sequenceStart ? 1 : 0) | (p.control.sequenceEnd ? 2 : 0);
         if (flags) r.flags = flags;
-        const params = Object.entries(p.request.parameters ?? {});
+        const params = Object.entries(modelParameters(p.request.parameters));
         if (params.length > 0) r.p = Object.fromEntries(params.map(([k, v]) => [k, typeof v === "bigint" ? Number(v) : v]));
         if (p.request.signal?.aborted) r.cancelled = true;
         return r;

@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
 import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, ResponseSink, StreamedResponse } from "../../core/request.ts";
+import { modelParameters, type InferenceRequest as CoreRequest, type InferenceResponse as CoreResponse, type ResponseSink, type StreamedResponse } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
@@ -267,7 +267,7 @@ class TsInstance implements BackendInstance {
   #modelRequest(p: PreparedRequest, sender: Sender | undefined): InferenceRequest {
     const inputs = p.inputs.map(toModelTensor);
     const parameters: Record<string, string | number | boolean> = {};
-    for (const [k, v] of Object.entries(p.request.parameters ?? {})) parameters[k] = typeof v === "bigint" ? Number(v) : v;
+    for (const [k, v] of Object.entries(modelParameters(p.request.parameters))) parameters[k] = typeof v === "bigint" ? Number(v) : v;
     const sid = p.control.sequenceId;
     const chain = [...(chains.get(p.request) ?? []), this.#modelName];
     const signal = p.request.signal ?? NEVER_CANCELLED;

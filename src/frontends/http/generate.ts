@@ -13,6 +13,7 @@ import { valuesToBytes } from "../../core/tensor-values.ts";
 import { elementCount } from "../../core/tensor.ts";
 import { checkJsonDepth } from "./json-parse.ts";
 import { tensorDataJson, parametersJson } from "./json-write.ts";
+import { forwardHeaders } from "../header-forward.ts";
 import { tooLarge } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { ModelSignature } from "../../core/signature.ts";
@@ -28,6 +29,7 @@ export async function handleGenerate(
   version: string | undefined,
   maxInputSize: number,
   streaming: boolean,
+  headerForward?: RegExp,
 ): Promise<HttpResponse> {
   const resolved = server.resolve(model, version);
   const encoding = (req.header("content-encoding") ?? "identity").trim().toLowerCase();
@@ -36,6 +38,8 @@ export async function handleGenerate(
   if (declared !== undefined && Number(declared) > maxInputSize) throw tooLarge(declared, maxInputSize);
   const body = await req.body(maxInputSize);
   const request = generateRequest(body, model, version, resolved.signature());
+  // Beyond Triton, whose generate endpoints forward no headers: --http-header-forward-pattern applies here as on /infer (P-30).
+  if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
   request.signal = req.signal;
   const events = server.inferStream(request, resolved);
   if (!streaming) return single(events);

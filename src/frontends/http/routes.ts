@@ -198,7 +198,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       case "generate":
       case "generate_stream":
         if (method !== "POST") return METHOD_NOT_ALLOWED();
-        return handleGenerate(server, req, model, version, opts.maxInputSize, action === "generate_stream");
+        return handleGenerate(server, req, model, version, opts.maxInputSize, action === "generate_stream", opts.headerForward);
       default:
         return NOT_FOUND();
     }

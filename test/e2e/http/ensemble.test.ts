@@ -1,7 +1,8 @@
 /**
  * S-15: ensembles through the server binary: data flows between steps by their input
  * and output maps, independent steps run, composing models keep their own statistics,
- * and a broken data flow keeps the ensemble from loading with the reason.
+ * and a broken data flow or a max_batch_size beyond a batching step's keeps the ensemble
+ * from loading with the reason.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
@@ -53,6 +54,13 @@ ensemble_scheduling { step [ { model_name: "simple" input_map { key: "INPUT0" va
       `ensemble_scheduling { step [ { model_name: "ghost" input_map { key: "X" value: "IN_A" } output_map { key: "Y" value: "OUT" } } ] }\n`,
   );
   repo.add("orphan_chain/1/.keep", "");
+  // Batches of up to 16 through simple, which takes 8 at most: refused at load (S-15).
+  repo.add(
+    "wide_chain/config.pbtxt",
+    `name: "wide_chain"\nplatform: "ensemble"\nmax_batch_size: 16\n${io(["IN_A", "IN_B"], "input")}\n${io(["OUT"], "output")}\n` +
+      `ensemble_scheduling { step [ { model_name: "simple" input_map { key: "INPUT0" value: "IN_A" } input_map { key: "INPUT1" value: "IN_B" } output_map { key: "OUTPUT0" value: "OUT" } } ] }\n`,
+  );
+  repo.add("wide_chain/1/.keep", "");
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false"]);
 });
 
@@ -85,7 +93,8 @@ describe("ensembles", () => {
     const meta = (await (await fetch(`${server.url}/v2/models/simple_chain`)).json()) as { platform: string };
     expect(meta.platform).toBe("ensemble");
     const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as { model_stats: { execution_count: number; inference_count: number }[] };
-    expect(stats.model_stats[0]).toMatchObject({ execution_count: 3, inference_count: 6 });
+    // Empty, as Triton reports it unless its opt-in CUDA memory tracker is built in and enabled (P-21).
+    expect(stats.model_stats[0]).toMatchObject({ execution_count: 3, inference_count: 6, memory_usage: [] });
     const ens = (await (await fetch(`${server.url}/v2/models/simple_chain/stats`)).json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
     expect(ens.model_stats[0]!.inference_stats.success.count).toBe(1);
   });
@@ -118,5 +127,15 @@ describe("ensembles", () => {
       state: "UNAVAILABLE",
       reason: "ensemble 'orphan_chain': step model(s) 'ghost' not in any model repository",
     });
+  });
+
+  it("refuses at load an ensemble whose max_batch_size exceeds a batching step's, with Triton's reason", async () => {
+    const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; state?: string; reason?: string }[];
+    expect(index.find((e) => e.name === "wide_chain")).toEqual({
+      name: "wide_chain",
+      state: "UNAVAILABLE",
+      reason: "ensemble wide_chain allows maximum batch size 16, but it contains model simple which only allows maximum batch size to be 8",
+    });
+    expect((await fetch(`${server.url}/v2/models/wide_chain/ready`)).status).toBe(503);
   });
 });

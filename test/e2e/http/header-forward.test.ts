@@ -4,6 +4,11 @@
  * and gRPC metadata reach the model as string request parameters (a TypeScript model
  * echoes its parameters); matching is case-insensitive unless the pattern starts with
  * (?-i); a matching reserved or triton_ name fails the request with Triton's message.
+ * Beyond Triton, /generate and /generate_stream forward headers too.
+ *
+ * The keys Triton consumes (P-29: sequence_id, sequence_start, sequence_end, priority,
+ * timeout, binary_data_output) do not reach the model over either protocol; `headers`, a
+ * key no Triton frontend treats specially, reaches it over both.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Metadata, type ServiceError } from "@grpc/grpc-js";
@@ -51,13 +56,13 @@ async function httpParams(headers: Record<string, string>, parameters: object = 
   return { status: res.status, error: json.error, params: json.outputs ? JSON.parse(json.outputs[0]!.data[0]!) : undefined };
 }
 
-function grpcParams(md: Record<string, string>): Promise<Record<string, unknown>> {
+function grpcParams(md: Record<string, string>, parameters: object = {}): Promise<Record<string, unknown>> {
   const { client } = inferenceClient(server.grpcTarget!);
   const metadata = new Metadata();
   for (const [k, v] of Object.entries(md)) metadata.set(k, v);
   return new Promise((resolve, reject) =>
     (client as any).ModelInfer(
-      { model_name: "params", inputs: [{ name: "X", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)] },
+      { model_name: "params", parameters, inputs: [{ name: "X", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)] },
       metadata,
       (err: ServiceError | null, res: { raw_output_contents: Uint8Array[] }) => {
         client.close();
@@ -86,6 +91,56 @@ describe.each(MODES)("%s", (_mode, flags) => {
 
     it("forwards nothing without a matching header", async () => {
       expect((await httpParams({ "x-other": "no" })).params).toEqual({});
+    });
+  });
+
+  describe("generate endpoints (beyond Triton)", () => {
+    it("/generate forwards matching headers beside the body's parameters", async () => {
+      const res = await fetch(`${server.url}/v2/models/params/generate`, { method: "POST", headers: { "x-fwd-user": "carol", "x-other": "no" }, body: JSON.stringify({ X: 1, mine: "m" }) });
+      expect(res.status).toBe(200);
+      const json = (await res.json()) as { PARAMS: string };
+      expect(JSON.parse(json.PARAMS)).toEqual({ mine: "m", "x-fwd-user": "carol" });
+    });
+
+    it("/generate_stream forwards them too", async () => {
+      const res = await fetch(`${server.url}/v2/models/params/generate_stream`, { method: "POST", headers: { "X-Fwd-Trace": "t-2" }, body: JSON.stringify({ X: 1 }) });
+      expect(res.status).toBe(200);
+      const events = (await res.text()).split("\n").filter((l) => l.startsWith("data: "));
+      expect(events.map((l) => JSON.parse(JSON.parse(l.slice(6)).PARAMS))).toEqual([{ "x-fwd-trace": "t-2" }]);
+    });
+  });
+
+  describe("reserved request parameters (P-29)", () => {
+    const reserved = { sequence_id: 0, sequence_start: false, sequence_end: false, priority: 0, timeout: 0, binary_data_output: false };
+
+    it("HTTP: the keys Triton consumes do not reach the model; custom keys and `headers` do", async () => {
+      const r = await httpParams({}, { ...reserved, custom: "c", headers: "h" });
+      expect(r.status).toBe(200);
+      expect(r.params).toEqual({ custom: "c", headers: "h" });
+    });
+
+    it("gRPC: the same keys are consumed; custom keys and `headers` reach the model", async () => {
+      const params = await grpcParams(
+        {},
+        {
+          sequence_id: { int64_param: 0 },
+          sequence_start: { bool_param: false },
+          sequence_end: { bool_param: false },
+          priority: { int64_param: 0 },
+          timeout: { int64_param: 0 },
+          binary_data_output: { bool_param: true },
+          triton_enable_empty_final_response: { bool_param: true },
+          custom: { int64_param: 7 },
+          headers: { string_param: "h" },
+        },
+      );
+      expect(params).toEqual({ custom: 7, headers: "h" });
+    });
+
+    it("/generate: a reserved key in the body is consumed too", async () => {
+      const res = await fetch(`${server.url}/v2/models/params/generate`, { method: "POST", body: JSON.stringify({ X: 1, priority: 0, timeout: 0, other: true }) });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(((await res.json()) as { PARAMS: string }).PARAMS)).toEqual({ other: true });
     });
   });
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository, simpleConfigJson } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { eventually } from "../../helpers/eventually.ts";
 
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
@@ -70,6 +71,20 @@ describe("explicit model control", () => {
     ]);
     expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
     expect((await fetch(`${server.url}/v2/models/simple_identity/ready`)).status).toBe(404);
+  });
+
+  it("lists a model folder added after the start before anything loads it, and forgets it once removed (P-17)", async () => {
+    repo.add("late_model/config.pbtxt", 'name: "late_model"\nbackend: "onnxruntime"\n');
+    try {
+      expect(await index()).toEqual([{ name: "late_model" }, { name: "simple", version: "1", state: "READY" }, { name: "simple_identity" }]);
+      expect((await post("/v2/repository/index", { ready: true }).then((r) => r.json()))).toEqual([{ name: "simple", version: "1", state: "READY" }]);
+    } finally {
+      rmSync(join(repo.dir, "late_model"), { recursive: true, force: true });
+    }
+    expect(await index()).toEqual([
+      { name: "simple", version: "1", state: "READY" },
+      { name: "simple_identity" },
+    ]);
   });
 
   it("loads and unloads over HTTP; an unloaded model is UNAVAILABLE 'unloaded' and the server stays ready", async () => {
@@ -237,6 +252,56 @@ describe("explicit model control", () => {
     expect((await index()).find((e) => e.name === "chain_broken")?.state).not.toBe("READY");
     // The next test loads the whole repository: take the broken pair out again.
     for (const m of ["chain_broken", "nofile"]) rmSync(join(repo.dir, m), { recursive: true, force: true });
+  });
+
+  it("keeps a version the version policy drops listed as UNAVAILABLE 'unloaded', as Triton does", async () => {
+    const onnx = readFileSync(join(repo.dir, "simple", "1", "model.onnx"));
+    repo.add("multi/config.pbtxt", readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "multi"'));
+    repo.add("multi/1/model.onnx", onnx);
+    repo.add("multi/2/model.onnx", onnx);
+    try {
+      expect((await post("/v2/repository/models/multi/load")).status).toBe(200);
+      expect((await index()).filter((e) => e.name === "multi")).toEqual([{ name: "multi", version: "2", state: "READY" }]);
+      const specific = await post("/v2/repository/models/multi/load", { parameters: { config: simpleConfigJson({ name: "multi", version_policy: { specific: { versions: [1] } } }) } });
+      expect(specific.status).toBe(200);
+      // Version 2 drains first (UNLOADING), then shows as Triton shows it.
+      await eventually(async () =>
+        expect((await index()).filter((e) => e.name === "multi")).toEqual([
+          { name: "multi", version: "1", state: "READY" },
+          { name: "multi", version: "2", state: "UNAVAILABLE", reason: "unloaded" },
+        ]),
+      );
+      const v2 = await fetch(`${server.url}/v2/models/multi/versions/2/infer`, { method: "POST", body: simpleBody(1, 0) });
+      expect(v2.status).toBe(503);
+      expectSum(await inferSimple("multi", 2, 5), 2, 5);
+    } finally {
+      await post("/v2/repository/models/multi/unload");
+      rmSync(join(repo.dir, "multi"), { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a failed version the version policy drops", () => {
+  it("goes from the index, so it stops holding the server's readiness back", async () => {
+    const own = makeRepository(["simple"]);
+    own.add("half/config.pbtxt", readFileSync(join(own.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "half"') + "version_policy { all {} }\n");
+    own.add("half/1/model.onnx", readFileSync(join(own.dir, "simple", "1", "model.onnx")));
+    own.add("half/2/README", "no model file");
+    const s = await startServerProcess([`--model-repository=${own.dir}`, "--model-control-mode=explicit", "--allow-grpc=false", "--allow-metrics=false"]);
+    const at = (path: string, body?: object) => fetch(`${s.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
+    const listed = async () => ((await (await at("/v2/repository/index")).json()) as { name: string; version?: string; state?: string }[]).filter((e) => e.name === "half");
+    try {
+      expect((await at("/v2/repository/models/half/load")).status).toBe(400);
+      expect((await listed()).map((e) => [e.version, e.state])).toEqual([["1", "READY"], ["2", "UNAVAILABLE"]]);
+      expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(400);
+      const only1 = await at("/v2/repository/models/half/load", { parameters: { config: simpleConfigJson({ name: "half", version_policy: { specific: { versions: [1] } } }) } });
+      expect(only1.status).toBe(200);
+      expect(await listed()).toEqual([{ name: "half", version: "1", state: "READY" }]);
+      expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(200);
+    } finally {
+      await s.stop();
+      own.remove();
+    }
   });
 });
 

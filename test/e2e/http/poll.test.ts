@@ -42,9 +42,14 @@ describe("poll mode", () => {
     );
     await eventually(async () => expect((await index()).find((e) => e.name === "simple_copy")?.state).toBe("READY"));
 
-    // Added version (the default policy serves the latest only).
+    // Added version (the default policy serves the latest only): version 1 stays listed, unloaded, as in Triton.
     cpSync(join(repo.dir, "simple", "1"), join(repo.dir, "simple", "2"), { recursive: true });
-    await eventually(async () => expect((await index()).filter((e) => e.name === "simple")).toEqual([{ name: "simple", version: "2", state: "READY" }]));
+    await eventually(async () =>
+      expect((await index()).filter((e) => e.name === "simple")).toEqual([
+        { name: "simple", version: "1", state: "UNAVAILABLE", reason: "unloaded" },
+        { name: "simple", version: "2", state: "READY" },
+      ]),
+    );
 
     // Changed config.
     writeFileSync(
@@ -58,7 +63,7 @@ describe("poll mode", () => {
 
     // Removed model.
     rmSync(join(repo.dir, "simple_identity"), { recursive: true, force: true });
-    await eventually(async () => expect((await index()).map((e) => e.name)).toEqual(["simple", "simple_copy"]));
+    await eventually(async () => expect((await index()).map((e) => e.name)).toEqual(["simple", "simple", "simple_copy"]));
     expect((await fetch(`${server.url}/v2/models/simple_identity/ready`)).status).toBe(404);
     expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
   });
