@@ -35,7 +35,11 @@ export function getKoffi(): Koffi {
     // A .node path goes through process.dlopen (Node) or Bun's native-module loader.
     koffi = (path ? require(path) : require("koffi")) as Koffi;
   } catch (err) {
-    throw new LibraryLoadError(`cannot load koffi's native module from ${path ?? "the koffi package"}: ${(err as Error).message}`, { library: "koffi", call: "require", cause: err });
+    throw new LibraryLoadError(`cannot load koffi's native module from ${path ?? "the koffi package"}: ${(err as Error).message}`, {
+      library: "koffi",
+      call: "require",
+      cause: err,
+    });
   }
   return koffi;
 }

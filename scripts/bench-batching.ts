@@ -34,7 +34,6 @@ if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: npm run build`);
 if (!existsSync(join(MLP, "1", "model.onnx"))) throw new Error("model_repository is not generated: npm run models");
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
 
-
 // --- repository: the example MLP (batched), a copy without batching, simple and a cached simple ---
 const repo = join(work, "repo");
 cpSync(MLP, join(repo, "simple_fp32_mlp"), { recursive: true });
@@ -46,7 +45,8 @@ writeFileSync(join(repo, "simple_fp32_mlp_nobatch", "config.pbtxt"), unbatched);
 cpSync(join(root, "model_repository", "simple"), join(repo, "simple_cached"), { recursive: true });
 writeFileSync(
   join(repo, "simple_cached", "config.pbtxt"),
-  readFileSync(join(root, "model_repository", "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "simple_cached"') + "response_cache { enable: true }\n",
+  readFileSync(join(root, "model_repository", "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "simple_cached"') +
+    "response_cache { enable: true }\n",
 );
 
 // --- 1. in-process ORT at batch 32 ---
@@ -72,7 +72,10 @@ async function inProcess(seconds: number): Promise<{ itemsPerSec: number; msPerB
 }
 
 // --- wrk bodies ---
-const mlpHeader = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 512], datatype: "FP32", parameters: { binary_data_size: 2048 } }], parameters: { binary_data_output: true } });
+const mlpHeader = JSON.stringify({
+  inputs: [{ name: "INPUT0", shape: [1, 512], datatype: "FP32", parameters: { binary_data_size: 2048 } }],
+  parameters: { binary_data_output: true },
+});
 const mlpBody = Buffer.concat([Buffer.from(mlpHeader), Buffer.from(new Float32Array(512).map((_, i) => i / 512).buffer)]);
 writeFileSync(join(work, "mlp.body"), mlpBody);
 writeFileSync(
@@ -111,13 +114,22 @@ async function meanBatch(base: string, model: string): Promise<number> {
 
 // --- run ---
 const ort = await inProcess(DURATION);
-console.log(`in-process ORT batch 32: ${Math.round(ort.itemsPerSec)} items/s (${ort.msPerBatch.toFixed(2)} ms per batch, ${ort.cpuUsPerItem.toFixed(0)} µs CPU per item)`);
+console.log(
+  `in-process ORT batch 32: ${Math.round(ort.itemsPerSec)} items/s (${ort.msPerBatch.toFixed(2)} ms per batch, ${ort.cpuUsPerItem.toFixed(0)} µs CPU per item)`,
+);
 
 const port = 18700;
 const log = openSync(join(work, "nereid.log"), "w");
 const nereid: ChildProcess = spawn(
   BINARY,
-  [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false", "--cache-config=local,size=16777216"],
+  [
+    `--model-repository=${repo}`,
+    `--http-port=${port}`,
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+    "--log-info=false",
+    "--cache-config=local,size=16777216",
+  ],
   { stdio: ["ignore", log, log] },
 );
 const base = `http://127.0.0.1:${port}`;
@@ -128,7 +140,8 @@ const mlp = join(work, "mlp.lua");
 wrk(url("simple_fp32_mlp"), 32, 2, mlp); // warm-up
 wrk(url("simple_fp32_mlp_nobatch"), 32, 2, mlp);
 const r: Record<string, WrkResult> = {};
-const items = async () => ((await (await fetch(`${base}/v2/models/simple_fp32_mlp/stats`)).json()) as { model_stats: { inference_count: number }[] }).model_stats[0]!.inference_count;
+const items = async () =>
+  ((await (await fetch(`${base}/v2/models/simple_fp32_mlp/stats`)).json()) as { model_stats: { inference_count: number }[] }).model_stats[0]!.inference_count;
 const [cpuBefore, itemsBefore] = [procStat(nereid.pid!).cpuTicks, await items()];
 r.batched32 = wrk(url("simple_fp32_mlp"), 32, DURATION, mlp);
 // The server's CPU per item over the batched run (every thread of the process; ticks of 10 ms).

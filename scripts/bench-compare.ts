@@ -80,7 +80,10 @@ const body = JSON.stringify({
   ],
 });
 writeFileSync(join(work, "json.body"), body);
-writeFileSync(join(work, "json.lua"), `wrk.method = "POST"\nlocal f = io.open("${join(work, "json.body")}", "rb"); wrk.body = f:read("*a"); f:close()\nwrk.headers["Content-Type"] = "application/json"\n`);
+writeFileSync(
+  join(work, "json.lua"),
+  `wrk.method = "POST"\nlocal f = io.open("${join(work, "json.body")}", "rb"); wrk.body = f:read("*a"); f:close()\nwrk.headers["Content-Type"] = "application/json"\n`,
+);
 writeFileSync(join(work, "naive.ts"), naiveServerSource(root, join(repo, "simple/1/model.onnx")));
 
 interface Server {
@@ -100,7 +103,11 @@ const SERVERS: Server[] = [
     return nereidAt(b.label, b.path);
   }),
   ...binaries.map((b) => nereidAt(b, b)),
-  { label: "naive Bun.serve + koffi ORT (reference)", command: (port) => [process.execPath, join(work, "naive.ts"), String(port)], url: (port) => `http://127.0.0.1:${port}/` },
+  {
+    label: "naive Bun.serve + koffi ORT (reference)",
+    command: (port) => [process.execPath, join(work, "naive.ts"), String(port)],
+    url: (port) => `http://127.0.0.1:${port}/`,
+  },
 ];
 
 async function measure(s: Server, port: number): Promise<number> {
@@ -143,7 +150,10 @@ const rows = [
   "",
   "| server | server CPU µs/request | ÷ this build | ÷ naive | rounds |",
   "| --- | --- | --- | --- | --- |",
-  ...SERVERS.map((s, i) => `| ${s.label} | ${us[i]!.toFixed(1)} | ${(us[i]! / us[0]!).toFixed(2)} | ${(us[i]! / naive).toFixed(2)} | ${samples[i]!.map((x) => x.toFixed(1)).join(", ")} |`),
+  ...SERVERS.map(
+    (s, i) =>
+      `| ${s.label} | ${us[i]!.toFixed(1)} | ${(us[i]! / us[0]!).toFixed(2)} | ${(us[i]! / naive).toFixed(2)} | ${samples[i]!.map((x) => x.toFixed(1)).join(", ")} |`,
+  ),
   "",
 ];
 mkdirSync(resolve(OUT, ".."), { recursive: true });

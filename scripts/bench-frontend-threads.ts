@@ -22,14 +22,23 @@ const ROUNDS = Number(arg("rounds", "3"));
 const OUT = resolve(root, arg("out", "scripts/results/frontend-threads.md"));
 const BINARY = join(root, "dist", "nereid");
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
-for (const tool of ["wrk", "h2load"]) if (spawnSync(tool, ["--version"]).error) throw new Error(`${tool} is not installed (apt-get install wrk nghttp2-client)`);
+for (const tool of ["wrk", "h2load"])
+  if (spawnSync(tool, ["--version"]).error) throw new Error(`${tool} is not installed (apt-get install wrk nghttp2-client)`);
 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-threads-"));
 const repo = simpleAndIdentityRepository(root, work);
 const A = Array.from({ length: 16 }, (_, i) => i);
 const N1M = 262_144;
 const big = Array.from({ length: N1M }, (_, i) => (i % 1000) / 7);
-writeFileSync(join(work, "simple.json"), JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] }));
+writeFileSync(
+  join(work, "simple.json"),
+  JSON.stringify({
+    inputs: [
+      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+    ],
+  }),
+);
 writeFileSync(join(work, "big.json"), JSON.stringify({ inputs: [{ name: "X", shape: [N1M], datatype: "FP32", data: big }] }));
 const lua = (file: string) => {
   const p = join(work, `${file}.lua`);
@@ -40,19 +49,50 @@ const PORT = 18750;
 const GRPC_PORT = 18751;
 
 const a = new Uint8Array(Int32Array.from(A).buffer);
-writeFileSync(join(work, "simple.grpc"), grpcFrame({ model_name: "simple", inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }));
-writeFileSync(join(work, "big.grpc"), grpcFrame({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [N1M] }], raw_input_contents: [new Uint8Array(Float32Array.from(big).buffer)] }));
+writeFileSync(
+  join(work, "simple.grpc"),
+  grpcFrame({ model_name: "simple", inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }),
+);
+writeFileSync(
+  join(work, "big.grpc"),
+  grpcFrame({
+    model_name: "fp32_identity",
+    inputs: [{ name: "X", datatype: "FP32", shape: [N1M] }],
+    raw_input_contents: [new Uint8Array(Float32Array.from(big).buffer)],
+  }),
+);
 
 function wrk(path: string, script: string, threads: number, c: number): { rps: number; failed: number } {
-  const out = spawnSync("wrk", ["-t", String(threads), "-c", String(c), "-d", `${DURATION}s`, "-s", script, `http://127.0.0.1:${PORT}${path}`], { encoding: "utf8" }).stdout;
+  const out = spawnSync("wrk", ["-t", String(threads), "-c", String(c), "-d", `${DURATION}s`, "-s", script, `http://127.0.0.1:${PORT}${path}`], {
+    encoding: "utf8",
+  }).stdout;
   return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0), failed: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) };
 }
 
 /** h2load on `connections` connections with `streams` calls in flight on each; a failed call is one without grpc-status 0 as well. */
 function h2load(file: string, connections: number, streams: number): { rps: number; failed: number } {
-  const args = ["-D", String(DURATION), "-c", String(connections), "-m", String(streams), "-t", "1", "-d", join(work, file), "-H", "content-type: application/grpc", "-H", "te: trailers", `http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`];
+  const args = [
+    "-D",
+    String(DURATION),
+    "-c",
+    String(connections),
+    "-m",
+    String(streams),
+    "-t",
+    "1",
+    "-d",
+    join(work, file),
+    "-H",
+    "content-type: application/grpc",
+    "-H",
+    "te: trailers",
+    `http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`,
+  ];
   const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
-  return { rps: Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? 0), failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0) };
+  return {
+    rps: Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? 0),
+    failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0),
+  };
 }
 
 const CELLS = ["simple JSON", "1 MB JSON", "simple gRPC", "1 MB gRPC"] as const;
@@ -61,7 +101,15 @@ type Cell = (typeof CELLS)[number];
 async function measure(threads: number): Promise<Record<Cell, { rps: number; failed: number }>> {
   const server = spawn(
     BINARY,
-    [`--model-repository=${repo}`, `--http-port=${PORT}`, `--grpc-port=${GRPC_PORT}`, "--allow-metrics=false", "--log-info=false", `--http-thread-count=${threads}`, `--grpc-infer-thread-count=${threads}`],
+    [
+      `--model-repository=${repo}`,
+      `--http-port=${PORT}`,
+      `--grpc-port=${GRPC_PORT}`,
+      "--allow-metrics=false",
+      "--log-info=false",
+      `--http-thread-count=${threads}`,
+      `--grpc-infer-thread-count=${threads}`,
+    ],
     { stdio: "ignore" },
   );
   try {

@@ -26,24 +26,46 @@ for (const tool of ["wrk", "h2load"]) if (spawnSync(tool, ["--version"]).error) 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-grpc-"));
 const repo = simpleAndIdentityRepository(root, work);
 
-const server = spawn(BINARY, [`--model-repository=${repo}`, "--http-port=18700", "--grpc-port=18701", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+const server = spawn(BINARY, [`--model-repository=${repo}`, "--http-port=18700", "--grpc-port=18701", "--allow-metrics=false", "--log-info=false"], {
+  stdio: "ignore",
+});
 await waitReady("http://127.0.0.1:18700/v2/health/ready");
 
-
 const A = Int32Array.from({ length: 16 }, (_, i) => i);
-const simpleProto = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [new Uint8Array(A.buffer), new Uint8Array(A.buffer)] };
+const simpleProto = {
+  model_name: "simple",
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+  ],
+  raw_input_contents: [new Uint8Array(A.buffer), new Uint8Array(A.buffer)],
+};
 const N1M = (1024 * 1024) / 4;
 const big = new Float32Array(N1M).map((_, i) => (i % 1000) / 7);
 const bigProto = { model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [N1M] }], raw_input_contents: [new Uint8Array(big.buffer)] };
 writeFileSync(join(work, "simple.grpc"), grpcFrame(simpleProto));
 writeFileSync(join(work, "big.grpc"), grpcFrame(bigProto));
-writeFileSync(join(work, "simple.json"), JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: [...A] }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: [...A] }] }));
+writeFileSync(
+  join(work, "simple.json"),
+  JSON.stringify({
+    inputs: [
+      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: [...A] },
+      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: [...A] },
+    ],
+  }),
+);
 writeFileSync(join(work, "big.json"), JSON.stringify({ inputs: [{ name: "X", shape: [N1M], datatype: "FP32", data: [...big] }] }));
-const binHeader = JSON.stringify({ inputs: [{ name: "X", shape: [N1M], datatype: "FP32", parameters: { binary_data_size: N1M * 4 } }], parameters: { binary_data_output: true } });
+const binHeader = JSON.stringify({
+  inputs: [{ name: "X", shape: [N1M], datatype: "FP32", parameters: { binary_data_size: N1M * 4 } }],
+  parameters: { binary_data_output: true },
+});
 writeFileSync(join(work, "big.bin"), Buffer.concat([Buffer.from(binHeader), Buffer.from(big.buffer)]));
 const lua = (file: string, headerLength?: number) => {
   const p = join(work, `${file}.lua`);
-  writeFileSync(p, `wrk.method = "POST"\nlocal f = io.open("${join(work, file)}", "rb"); wrk.body = f:read("*a"); f:close()\n${headerLength !== undefined ? `wrk.headers["Inference-Header-Content-Length"] = "${headerLength}"` : ""}\n`);
+  writeFileSync(
+    p,
+    `wrk.method = "POST"\nlocal f = io.open("${join(work, file)}", "rb"); wrk.body = f:read("*a"); f:close()\n${headerLength !== undefined ? `wrk.headers["Inference-Header-Content-Length"] = "${headerLength}"` : ""}\n`,
+  );
   return p;
 };
 
@@ -51,7 +73,23 @@ const lua = (file: string, headerLength?: number) => {
 const wrkOn = (port: number, path: string, script: string, c: number) => wrk(`http://127.0.0.1:${port}${path}`, c, DURATION, script, { threads: 1 });
 
 function h2load(file: string, c: number): { rps: number; failed: number } {
-  const args = ["-D", String(DURATION), "-c", "1", "-m", String(c), "-t", "1", "-d", join(work, file), "-H", "content-type: application/grpc", "-H", "te: trailers", "http://127.0.0.1:18701/inference.GRPCInferenceService/ModelInfer"];
+  const args = [
+    "-D",
+    String(DURATION),
+    "-c",
+    "1",
+    "-m",
+    String(c),
+    "-t",
+    "1",
+    "-d",
+    join(work, file),
+    "-H",
+    "content-type: application/grpc",
+    "-H",
+    "te: trailers",
+    "http://127.0.0.1:18701/inference.GRPCInferenceService/ModelInfer",
+  ];
   const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
   const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? 0);
   const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
@@ -77,7 +115,11 @@ for (let round = 0; round < ROUNDS; round++) {
   const bb = wrkOn(18700, "/v2/models/fp32_identity/infer", lua("big.bin", Buffer.byteLength(binHeader)), 4);
   add("bigBin", { rps: bb.rps, failed: bb.errors });
   add("bigGrpc", h2load("big.grpc", 4));
-  console.log(`round ${round + 1}: ${Object.entries(cells).map(([k, v]) => `${k} ${v.at(-1)!.rps.toFixed(1)}${v.at(-1)!.failed ? ` (${v.at(-1)!.failed} failed)` : ""}`).join(", ")}`);
+  console.log(
+    `round ${round + 1}: ${Object.entries(cells)
+      .map(([k, v]) => `${k} ${v.at(-1)!.rps.toFixed(1)}${v.at(-1)!.failed ? ` (${v.at(-1)!.failed} failed)` : ""}`)
+      .join(", ")}`,
+  );
 }
 server.kill("SIGTERM");
 naive.kill("SIGTERM");

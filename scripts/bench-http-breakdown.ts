@@ -57,7 +57,10 @@ writeFileSync(
 
 const REPLY = `'{"live":true,"ready":true,"model":"simple","ok":1}', { headers: { "content-type": "application/json" } }`;
 writeFileSync(join(work, "bare.ts"), `Bun.serve({ port: Number(process.argv[2]), fetch: () => new Response(${REPLY}) });\n`);
-writeFileSync(join(work, "bare-body.ts"), `Bun.serve({ port: Number(process.argv[2]), async fetch(req) { await req.bytes(); return new Response(${REPLY}); } });\n`);
+writeFileSync(
+  join(work, "bare-body.ts"),
+  `Bun.serve({ port: Number(process.argv[2]), async fetch(req) { await req.bytes(); return new Response(${REPLY}); } });\n`,
+);
 writeFileSync(
   join(work, "stub-core.ts"),
   `import { InferenceServer } from ${JSON.stringify(join(root, "src/server/server.ts"))};
@@ -110,7 +113,12 @@ const nereid = (preload?: string) => (port: number) => [
 const inferUrl = (port: number) => `http://127.0.0.1:${port}/v2/models/simple/infer`;
 const LAYERS: Layer[] = [
   { label: "bare Bun.serve, GET, fixed reply", args: (p) => [join(work, "bare.ts"), String(p)], url: (p) => `http://127.0.0.1:${p}/`, post: false },
-  { label: "bare Bun.serve, POST body read, fixed reply", args: (p) => [join(work, "bare-body.ts"), String(p)], url: (p) => `http://127.0.0.1:${p}/`, post: true },
+  {
+    label: "bare Bun.serve, POST body read, fixed reply",
+    args: (p) => [join(work, "bare-body.ts"), String(p)],
+    url: (p) => `http://127.0.0.1:${p}/`,
+    post: true,
+  },
   { label: "nereid, core stubbed (HTTP frontend only)", args: nereid("stub-core.ts"), url: inferUrl, post: true },
   { label: "nereid, ORT Run stubbed (frontend + core)", args: nereid("stub-ort.ts"), url: inferUrl, post: true },
   { label: "nereid as shipped", args: nereid(), url: inferUrl, post: true },
@@ -118,8 +126,7 @@ const LAYERS: Layer[] = [
   { label: "naive Bun.serve + koffi ORT (reference)", args: (p) => [join(work, "naive.ts"), String(p)], url: (p) => `http://127.0.0.1:${p}/`, post: true },
 ];
 
-const runWrk = (url: string, post: boolean, seconds: number) =>
-  wrk(url, 16, seconds, post ? join(work, "json.lua") : undefined, { threads: 1, cpus: "1" });
+const runWrk = (url: string, post: boolean, seconds: number) => wrk(url, 16, seconds, post ? join(work, "json.lua") : undefined, { threads: 1, cpus: "1" });
 
 async function measure(layer: Layer, port: number): Promise<{ usPerRequest: number; rps: number; errors: number }> {
   const child: ChildProcess = spawn("taskset", ["-c", "0", bun, ...layer.args(port)], { stdio: "ignore" });
@@ -160,7 +167,9 @@ let prev: number | undefined;
 const us = samples.map((s) => median(s.map((x) => x.usPerRequest)));
 LAYERS.forEach((layer, i) => {
   const added = i >= 1 && i <= 5 && prev !== undefined ? `+${(us[i]! - prev).toFixed(1)}` : "";
-  rows.push(`| ${layer.label} | ${us[i]!.toFixed(1)} | ${added} | ${Math.round(median(samples[i]!.map((x) => x.rps))).toLocaleString("en-US")} | ${samples[i]!.reduce((n, x) => n + x.errors, 0)} |`);
+  rows.push(
+    `| ${layer.label} | ${us[i]!.toFixed(1)} | ${added} | ${Math.round(median(samples[i]!.map((x) => x.rps))).toLocaleString("en-US")} | ${samples[i]!.reduce((n, x) => n + x.errors, 0)} |`,
+  );
   if (i <= 4) prev = us[i];
 });
 rows.push("");

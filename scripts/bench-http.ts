@@ -30,7 +30,6 @@ const work = mkdtempSync(join(tmpdir(), "nereid-bench-"));
 if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: npm run build`);
 if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed (apt-get install wrk)");
 
-
 function startNereid(port: number, logFile?: string, repository = join(root, "model_repository")): ChildProcess {
   const out = logFile ? openSync(logFile, "w") : "ignore";
   const child = spawn(BINARY, [`--model-repository=${repository}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
@@ -96,7 +95,14 @@ spawnSync("cp", ["-r", join(root, "model_repository", "simple"), simpleOnly]);
 const startup = await measureStartup(10);
 startup.sort((a, b) => a - b);
 
-const bare = spawn(process.execPath, ["-e", `Bun.serve({ port: 18600, fetch: () => new Response('{"live":true,"ready":true,"model":"simple","ok":1}', { headers: { "content-type": "application/json" } }) })`], { stdio: "ignore" });
+const bare = spawn(
+  process.execPath,
+  [
+    "-e",
+    `Bun.serve({ port: 18600, fetch: () => new Response('{"live":true,"ready":true,"model":"simple","ok":1}', { headers: { "content-type": "application/json" } }) })`,
+  ],
+  { stdio: "ignore" },
+);
 const nereid = startNereid(18601, join(work, "nereid.log"));
 const naive = spawn(process.execPath, [join(work, "naive.ts"), "18602"], { stdio: "ignore" });
 await waitReady("http://127.0.0.1:18600/");
@@ -117,7 +123,7 @@ for (const c of [1, 16, 64]) {
   const after = await stats("http://127.0.0.1:18601");
   if (c === 1) {
     const n = after.count - before.count;
-    overheadNs = ((after.successNs - before.successNs) - (after.inferNs - before.inferNs)) / n;
+    overheadNs = (after.successNs - before.successNs - (after.inferNs - before.inferNs)) / n;
   }
   results[`binary-${c}`] = wrk(inferUrl, c, DURATION, join(work, "bin.lua"));
 }
@@ -146,7 +152,13 @@ lone.kill("SIGTERM");
 
 const fmt = (r: WrkResult) => `${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}`;
 rows.push(machineHeading(), "", `Binary: \`${BINARY}\`.`);
-rows.push("", `wrk, ${DURATION} s per cell, one run; \`simple\` (INT32 [1,16] + [1,16]).`, "", "| server | c | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- |");
+rows.push(
+  "",
+  `wrk, ${DURATION} s per cell, one run; \`simple\` (INT32 [1,16] + [1,16]).`,
+  "",
+  "| server | c | req/s | p50 ms | p99 ms | non-2xx |",
+  "| --- | --- | --- | --- | --- | --- |",
+);
 for (const c of [1, 16, 64]) {
   rows.push(`| bare Bun.serve (ceiling) | ${c} | ${fmt(results[`bare-${c}`]!)} |`);
   rows.push(`| naive Bun.serve + koffi ORT (reference) | ${c} | ${fmt(results[`naive-${c}`]!)} |`);

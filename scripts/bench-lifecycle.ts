@@ -20,7 +20,15 @@ if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build"
 const port = 18800;
 const child = spawn(
   BINARY,
-  [`--model-repository=${join(root, "model_repository")}`, "--model-control-mode=explicit", "--load-model=simple_fp32_mlp", `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"],
+  [
+    `--model-repository=${join(root, "model_repository")}`,
+    "--model-control-mode=explicit",
+    "--load-model=simple_fp32_mlp",
+    `--http-port=${port}`,
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+    "--log-info=false",
+  ],
   { stdio: "ignore" },
 );
 const base = `http://127.0.0.1:${port}`;

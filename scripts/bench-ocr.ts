@@ -42,20 +42,40 @@ const MODELS = ["ocr", "ocr_bls"];
 
 const port = 18870;
 const loads = [...ORT_STEPS, ...TS_STEPS, ...MODELS].map((m) => `--load-model=${m}`);
-const child = spawn(BINARY, [`--model-repository=${REPO}`, "--model-control-mode=explicit", ...loads, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
-  stdio: ["ignore", "ignore", "inherit"],
-});
+const child = spawn(
+  BINARY,
+  [
+    `--model-repository=${REPO}`,
+    "--model-control-mode=explicit",
+    ...loads,
+    `--http-port=${port}`,
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+    "--log-info=false",
+  ],
+  {
+    stdio: ["ignore", "ignore", "inherit"],
+  },
+);
 const base = `http://127.0.0.1:${port}`;
 await waitReady(`${base}/v2/health/ready`, 60_000);
 
 async function infer(model: string): Promise<void> {
-  const r = await fetch(`${base}/v2/models/${model}/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(HEADER.length) }, body: IMAGE });
+  const r = await fetch(`${base}/v2/models/${model}/infer`, {
+    method: "POST",
+    headers: { "Inference-Header-Content-Length": String(HEADER.length) },
+    body: IMAGE,
+  });
   const json = (await r.json()) as { outputs?: { name: string; data: string[] }[]; error?: string };
   const text = JSON.stringify(json.outputs?.find((o) => o.name === "text")?.data);
   if (r.status !== 200 || text !== EXPECTED) throw new Error(`${model}: ${r.status} ${text ?? json.error}`);
 }
 
-interface Durations { count: number; successNs: number; inferNs: number }
+interface Durations {
+  count: number;
+  successNs: number;
+  inferNs: number;
+}
 async function stats(model: string): Promise<Durations> {
   const s = (await (await fetch(`${base}/v2/models/${model}/stats`)).json()) as {
     model_stats: { inference_stats: Record<string, { count: number; ns: number }> }[];
@@ -67,7 +87,16 @@ async function allStats(): Promise<Map<string, Durations>> {
   return new Map(await Promise.all([...ORT_STEPS, ...TS_STEPS, ...MODELS].map(async (m) => [m, await stats(m)] as const)));
 }
 
-interface Result { model: string; c: number; ips: number; p50: number; p99: number; images: number; steps: Map<string, number>; totalMs: number }
+interface Result {
+  model: string;
+  c: number;
+  ips: number;
+  p50: number;
+  p99: number;
+  images: number;
+  steps: Map<string, number>;
+  totalMs: number;
+}
 
 async function run(model: string, c: number, seconds: number): Promise<Result> {
   const before = await allStats();

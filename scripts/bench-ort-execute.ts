@@ -41,8 +41,16 @@ try {
           let last: Awaited<ReturnType<typeof inst.execute>> | undefined;
           for (let i = 0; i < RUNS; i++) last = await inst.execute(inputs, ["SUM", "DIFF"]);
           us[mode]!.push(((performance.now() - t0) * 1000) / RUNS);
-          check(int32s(last!.outputs[0]!), a.map((x, i) => x + b[i]!), `${mode} SUM`);
-          check(int32s(last!.outputs[1]!), a.map((x, i) => x - b[i]!), `${mode} DIFF`);
+          check(
+            int32s(last!.outputs[0]!),
+            a.map((x, i) => x + b[i]!),
+            `${mode} SUM`,
+          );
+          check(
+            int32s(last!.outputs[1]!),
+            a.map((x, i) => x - b[i]!),
+            `${mode} DIFF`,
+          );
         }
       }
     } finally {
@@ -56,7 +64,12 @@ try {
     using options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
     using session = new OrtSession(env, dir.model(addSubSpec("bench_session")), options);
     const inputs = addSubInputs(1).inputs.map((t) => ({ name: t.name, elementType: 6, shape: t.shape, data: t.data }));
-    const cases = { "sync, preallocated": [false, true], "sync, ORT-allocated": [false, false], "async, preallocated": [true, true], "async, ORT-allocated": [true, false] } as const;
+    const cases = {
+      "sync, preallocated": [false, true],
+      "sync, ORT-allocated": [false, false],
+      "async, preallocated": [true, true],
+      "async, ORT-allocated": [true, false],
+    } as const;
     const us: Record<string, number[]> = {};
     for (let round = 0; round < 5; round++) {
       for (const [label, [async, batched]] of Object.entries(cases)) {
@@ -66,7 +79,11 @@ try {
         (us[label] ??= []).push(((performance.now() - t0) * 1000) / RUNS);
       }
     }
-    lines.push(`| Add/Sub INT32 [1,16], µs per OrtSession.run() (median of 5×${RUNS}) | ${Object.keys(cases).map((k) => `${k} ${median(us[k]!).toFixed(1)}`).join(", ")} |`);
+    lines.push(
+      `| Add/Sub INT32 [1,16], µs per OrtSession.run() (median of 5×${RUNS}) | ${Object.keys(cases)
+        .map((k) => `${k} ${median(us[k]!).toFixed(1)}`)
+        .join(", ")} |`,
+    );
   }
 } finally {
   dir.close();

@@ -45,7 +45,16 @@ writeFileSync(
   `local f = io.open("${join(work, "body.bin")}", "rb")\nwrk.method = "POST"\nwrk.body = f:read("*all")\nf:close()\nwrk.headers["Inference-Header-Content-Length"] = "${Buffer.byteLength(header)}"\nwrk.headers["Content-Type"] = "application/octet-stream"\n`,
 );
 
-const server = spawn(...onCore("0", BINARY, [`--model-repository=${join(root, "model_repository")}`, `--http-port=${PORT}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"]), { stdio: "ignore" });
+const server = spawn(
+  ...onCore("0", BINARY, [
+    `--model-repository=${join(root, "model_repository")}`,
+    `--http-port=${PORT}`,
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+    "--log-info=false",
+  ]),
+  { stdio: "ignore" },
+);
 try {
   await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`, 60_000);
   const rows: string[] = [];
@@ -54,7 +63,26 @@ try {
   const fmt = (x: number) => Math.round(x).toLocaleString("en-US");
   /** One nereid perf measurement at concurrency c: its throughput and client p50/p99 in ms. */
   const runPerf = (c: number) => {
-    const r = spawnSync(...onCore("1", BINARY, ["perf", "-m", "simple", "-u", `127.0.0.1:${PORT}`, "--concurrency-range", String(c), "-p", String(WINDOW_MS), "-s", STABILITY, "--max-trials", "20", "--input-data", "random"]), { encoding: "utf8" });
+    const r = spawnSync(
+      ...onCore("1", BINARY, [
+        "perf",
+        "-m",
+        "simple",
+        "-u",
+        `127.0.0.1:${PORT}`,
+        "--concurrency-range",
+        String(c),
+        "-p",
+        String(WINDOW_MS),
+        "-s",
+        STABILITY,
+        "--max-trials",
+        "20",
+        "--input-data",
+        "random",
+      ]),
+      { encoding: "utf8" },
+    );
     if (r.status !== 0) throw new Error(`nereid perf failed at c=${c}:\n${r.stdout}\n${r.stderr}`);
     return {
       tput: Number(/throughput: ([\d.]+) infer\/sec, latency/.exec(r.stdout)?.[1]),
@@ -72,7 +100,13 @@ try {
       for (const which of order) {
         if (which === "perf") perfs.push(runPerf(c));
         else {
-          const w = wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, c, Math.round((3 * WINDOW_MS) / 1000), join(work, "infer.lua"), PIN ? { cpus: "1" } : {});
+          const w = wrk(
+            `http://127.0.0.1:${PORT}/v2/models/simple/infer`,
+            c,
+            Math.round((3 * WINDOW_MS) / 1000),
+            join(work, "infer.lua"),
+            PIN ? { cpus: "1" } : {},
+          );
           if (w.errors > 0) throw new Error(`wrk got ${w.errors} errors at c=${c}`);
           wrks.push(w);
         }
@@ -85,7 +119,9 @@ try {
     // slowed for both still gives a fair ratio.
     const each = perfs.map((p, i) => p.tput / wrks[i]!.rps);
     const ratio = median(each);
-    rows.push(`| ${c} | ${fmt(tput)} | ${median(perfs.map((p) => p.p50)).toFixed(2)} | ${median(perfs.map((p) => p.p99)).toFixed(2)} | ${fmt(rps)} | ${median(wrks.map((w) => w.p50)).toFixed(2)} | ${median(wrks.map((w) => w.p99)).toFixed(2)} | ${(ratio * 100).toFixed(1)}% | ${each.map((r) => `${(r * 100).toFixed(0)}%`).join(" ")} |`);
+    rows.push(
+      `| ${c} | ${fmt(tput)} | ${median(perfs.map((p) => p.p50)).toFixed(2)} | ${median(perfs.map((p) => p.p99)).toFixed(2)} | ${fmt(rps)} | ${median(wrks.map((w) => w.p50)).toFixed(2)} | ${median(wrks.map((w) => w.p99)).toFixed(2)} | ${(ratio * 100).toFixed(1)}% | ${each.map((r) => `${(r * 100).toFixed(0)}%`).join(" ")} |`,
+    );
     ratios.push(`c=${c}: ${(ratio * 100).toFixed(1)}%`);
     console.log(rows.at(-1));
   }

@@ -25,7 +25,10 @@ const repo = mkdtempSync(join(tmpdir(), "nereid-bench-py-"));
 cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
 mkdirSync(join(repo, "py_simple", "1"), { recursive: true });
 const config = readFileSync(join(repo, "simple", "config.pbtxt"), "utf8");
-writeFileSync(join(repo, "py_simple", "config.pbtxt"), config.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'));
+writeFileSync(
+  join(repo, "py_simple", "config.pbtxt"),
+  config.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'),
+);
 writeFileSync(
   join(repo, "py_simple", "1", "model.py"),
   `import triton_python_backend_utils as pb_utils
@@ -42,7 +45,11 @@ class TritonPythonModel:
 );
 
 const port = 18500 + Math.floor(Math.random() * 400);
-const server = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--grpc-port=0", "--allow-metrics=false", `--backend-config=python,interpreter=${PYTHON}`], { stdio: ["ignore", "pipe", "pipe"] });
+const server = spawn(
+  BINARY,
+  [`--model-repository=${repo}`, `--http-port=${port}`, "--grpc-port=0", "--allow-metrics=false", `--backend-config=python,interpreter=${PYTHON}`],
+  { stdio: ["ignore", "pipe", "pipe"] },
+);
 let log = "";
 server.stdout!.on("data", (c) => (log += c));
 server.stderr!.on("data", (c) => (log += c));
@@ -57,11 +64,15 @@ for (let i = 0; ; i++) {
 
 const TICK = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
 function cpuMs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2).split(" ");
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2)
+    .split(" ");
   return ((Number(f[11]) + Number(f[12])) * 1000) / TICK;
 }
 function stubPids(): number[] {
-  const out = execFileSync("pgrep", ["-P", String(server.pid)]).toString().trim();
+  const out = execFileSync("pgrep", ["-P", String(server.pid)])
+    .toString()
+    .trim();
   return out ? out.split("\n").map(Number) : [];
 }
 

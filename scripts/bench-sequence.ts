@@ -34,7 +34,9 @@ writeFileSync(
 );
 
 const port = 18850;
-const child = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+const child = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
+  stdio: "ignore",
+});
 const base = `http://127.0.0.1:${port}`;
 await waitReady(`${base}/v2/health/ready`);
 

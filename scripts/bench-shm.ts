@@ -30,11 +30,23 @@ writeFileSync(
   join(repo, "fp32_identity", "config.pbtxt"),
   'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
 );
-writeFileSync(join(repo, "fp32_identity", "1", "model.onnx"), encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+writeFileSync(
+  join(repo, "fp32_identity", "1", "model.onnx"),
+  encodeModel({
+    name: "id",
+    inputs: [valueInfo("X", ElemType.FLOAT, ["n"])],
+    outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])],
+    nodes: [node("Identity", ["X"], ["Y"])],
+  }),
+);
 
 const httpPort = 18870;
 const grpcPort = 18871;
-const child = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${httpPort}`, `--grpc-port=${grpcPort}`, "--allow-metrics=false", "--log-info=false", "--allow-client-shm=true"], { stdio: "ignore" });
+const child = spawn(
+  BINARY,
+  [`--model-repository=${repo}`, `--http-port=${httpPort}`, `--grpc-port=${grpcPort}`, "--allow-metrics=false", "--log-info=false", "--allow-client-shm=true"],
+  { stdio: "ignore" },
+);
 const base = `http://127.0.0.1:${httpPort}`;
 await waitReady(`${base}/v2/health/ready`);
 
@@ -55,13 +67,27 @@ async function time(fn: () => Promise<void>): Promise<{ p50: number; mean: numbe
 
 // HTTP binary extension, driven by curl (one process, one kept-alive connection): Bun's
 // fetch spends ~10x longer than the server on a 16 MiB body, which would measure the client.
-const header = JSON.stringify({ inputs: [{ name: "X", shape: [COUNT], datatype: "FP32", parameters: { binary_data_size: BYTES } }], parameters: { binary_data_output: true } });
+const header = JSON.stringify({
+  inputs: [{ name: "X", shape: [COUNT], datatype: "FP32", parameters: { binary_data_size: BYTES } }],
+  parameters: { binary_data_output: true },
+});
 const bodyFile = join(repo, "body.bin");
 writeFileSync(bodyFile, Buffer.concat([Buffer.from(header), Buffer.from(payload)]));
 const curlArgs: string[] = [];
 for (let i = 0; i < N + 3; i++) {
   if (i > 0) curlArgs.push("--next");
-  curlArgs.push("-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download} %{time_total}\\n", "-H", `Inference-Header-Content-Length: ${Buffer.byteLength(header)}`, "--data-binary", `@${bodyFile}`, `${base}/v2/models/fp32_identity/infer`);
+  curlArgs.push(
+    "-s",
+    "-o",
+    "/dev/null",
+    "-w",
+    "%{http_code} %{size_download} %{time_total}\\n",
+    "-H",
+    `Inference-Header-Content-Length: ${Buffer.byteLength(header)}`,
+    "--data-binary",
+    `@${bodyFile}`,
+    `${base}/v2/models/fp32_identity/infer`,
+  );
 }
 const curl = spawnSync("curl", curlArgs, { encoding: "utf8", maxBuffer: 1 << 20 });
 const curlMs = curl.stdout
@@ -78,8 +104,10 @@ const http = { p50: curlMs[Math.floor(N / 2)]!, mean: curlMs.reduce((a, b) => a 
 
 // gRPC raw contents.
 const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-const client = new Ctor(`127.0.0.1:${grpcPort}`, credentials.createInsecure(), { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 }) as Client &
-  Record<string, (req: object, cb: (err: Error | null, res: { raw_output_contents: Uint8Array[] }) => void) => void>;
+const client = new Ctor(`127.0.0.1:${grpcPort}`, credentials.createInsecure(), {
+  "grpc.max_receive_message_length": -1,
+  "grpc.max_send_message_length": -1,
+}) as Client & Record<string, (req: object, cb: (err: Error | null, res: { raw_output_contents: Uint8Array[] }) => void) => void>;
 const grpc = await time(
   () =>
     new Promise<void>((res, rej) =>
@@ -97,8 +125,14 @@ createSharedMemory(IN, BYTES);
 createSharedMemory(OUTR, BYTES);
 const inMap = SharedMemoryMapping.open(IN, BYTES);
 const outMap = SharedMemoryMapping.open(OUTR, BYTES);
-for (const [name, key] of [["in", IN], ["out", OUTR]] as const) {
-  const r = await fetch(`${base}/v2/systemsharedmemory/region/${name}/register`, { method: "POST", body: JSON.stringify({ key, offset: 0, byte_size: BYTES }) });
+for (const [name, key] of [
+  ["in", IN],
+  ["out", OUTR],
+] as const) {
+  const r = await fetch(`${base}/v2/systemsharedmemory/region/${name}/register`, {
+    method: "POST",
+    body: JSON.stringify({ key, offset: 0, byte_size: BYTES }),
+  });
   if (r.status !== 200) throw new Error(`register ${name}: ${await r.text()}`);
 }
 const shmBody = JSON.stringify({
@@ -118,7 +152,8 @@ unlinkSharedMemory(IN);
 unlinkSharedMemory(OUTR);
 child.kill("SIGTERM");
 
-const row = (name: string, r: { p50: number; mean: number }) => `| ${name} | ${r.p50.toFixed(2)} | ${r.mean.toFixed(2)} | ${((2 * BYTES) / 2 ** 20 / (r.p50 / 1000)).toFixed(0)} |`;
+const row = (name: string, r: { p50: number; mean: number }) =>
+  `| ${name} | ${r.p50.toFixed(2)} | ${r.mean.toFixed(2)} | ${((2 * BYTES) / 2 ** 20 / (r.p50 / 1000)).toFixed(0)} |`;
 const lines = [
   machineHeading(),
   "",

@@ -29,7 +29,10 @@ const M1 = 1 << 20;
 /** The BYTES elements of the large requests: short, distinct strings (one character for 8M, to fit in 64 MiB of JSON). */
 const element = (i: number, n: number) => (n > M1 ? String(i % 10) : `s${i % 100_000}`);
 
-interface Sent { status: string; ms: number }
+interface Sent {
+  status: string;
+  ms: number;
+}
 
 /** Child mode: sends one large request (case `name`) and prints { status, ms }. */
 async function send(name: string): Promise<Sent> {
@@ -57,13 +60,19 @@ async function send(name: string): Promise<Sent> {
   const grpc = (request: object) =>
     new Promise<Sent>((res) => {
       const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-      const client = new Ctor(`127.0.0.1:${GRPC}`, credentials.createInsecure(), { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 }) as unknown as Record<string, (r: object, cb: (e: ServiceError | null, r: unknown) => void) => void>;
+      const client = new Ctor(`127.0.0.1:${GRPC}`, credentials.createInsecure(), {
+        "grpc.max_receive_message_length": -1,
+        "grpc.max_send_message_length": -1,
+      }) as unknown as Record<string, (r: object, cb: (e: ServiceError | null, r: unknown) => void) => void>;
       client.ModelInfer!(request, (err) => res(done(err ? `gRPC ${err.code}: ${err.details.slice(0, 120)}` : "OK")));
     });
   const jsonBytes = (n: number) => JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], data: strings(n) }] });
   const binaryBody = (n: number) => {
     const data = binaryBytes(n);
-    const header = JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: data.byteLength } }], parameters: { binary_data_output: true } });
+    const header = JSON.stringify({
+      inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: data.byteLength } }],
+      parameters: { binary_data_output: true },
+    });
     const head = new TextEncoder().encode(header);
     const body = new Uint8Array(head.byteLength + data.byteLength);
     body.set(head);
@@ -74,15 +83,49 @@ async function send(name: string): Promise<Sent> {
   // Bodies are built before the clock starts.
   let run: () => Promise<Sent>;
   switch (name) {
-    case "json-1M": { const b = jsonBytes(M1); run = () => http("simple_identity", b); break; }
-    case "binary-1M": { const { body, headers } = binaryBody(M1); run = () => http("simple_identity", body, headers); break; }
-    case "grpc-raw-1M": { const d = binaryBytes(M1); run = () => grpc({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, M1] }], raw_input_contents: [d] }); break; }
-    case "grpc-contents-1M": { const e = new TextEncoder(); const c = strings(M1).map((s) => e.encode(s)); run = () => grpc({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, M1], contents: { bytes_contents: c } }] }); break; }
-    case "json-8M": { const b = jsonBytes(8 * M1); run = () => http("simple_identity", b); break; }
-    case "grpc-raw-8M": { const d = binaryBytes(8 * M1); run = () => grpc({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 8 * M1] }], raw_input_contents: [d] }); break; }
-    case "json-out-8M": { const b = bigOut(8 * M1); run = () => http("big_output", b); break; }
-    case "json-out-30M": { const b = bigOut(30_000_000); run = () => http("big_output", b); break; }
-    default: throw new Error(`unknown case ${name}`);
+    case "json-1M": {
+      const b = jsonBytes(M1);
+      run = () => http("simple_identity", b);
+      break;
+    }
+    case "binary-1M": {
+      const { body, headers } = binaryBody(M1);
+      run = () => http("simple_identity", body, headers);
+      break;
+    }
+    case "grpc-raw-1M": {
+      const d = binaryBytes(M1);
+      run = () => grpc({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, M1] }], raw_input_contents: [d] });
+      break;
+    }
+    case "grpc-contents-1M": {
+      const e = new TextEncoder();
+      const c = strings(M1).map((s) => e.encode(s));
+      run = () => grpc({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, M1], contents: { bytes_contents: c } }] });
+      break;
+    }
+    case "json-8M": {
+      const b = jsonBytes(8 * M1);
+      run = () => http("simple_identity", b);
+      break;
+    }
+    case "grpc-raw-8M": {
+      const d = binaryBytes(8 * M1);
+      run = () => grpc({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 8 * M1] }], raw_input_contents: [d] });
+      break;
+    }
+    case "json-out-8M": {
+      const b = bigOut(8 * M1);
+      run = () => http("big_output", b);
+      break;
+    }
+    case "json-out-30M": {
+      const b = bigOut(30_000_000);
+      run = () => http("big_output", b);
+      break;
+    }
+    default:
+      throw new Error(`unknown case ${name}`);
   }
   return run();
 }
@@ -136,12 +179,21 @@ writeFileSync(
 );
 
 const log = openSync(join(work, "nereid.log"), "w");
-const server: ChildProcess = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${HTTP}`, `--grpc-port=${GRPC}`, "--allow-metrics=false", "--log-info=false"], { stdio: ["ignore", log, log] });
+const server: ChildProcess = spawn(
+  BINARY,
+  [`--model-repository=${repo}`, `--http-port=${HTTP}`, `--grpc-port=${GRPC}`, "--allow-metrics=false", "--log-info=false"],
+  { stdio: ["ignore", log, log] },
+);
 const base = `http://127.0.0.1:${HTTP}`;
 await waitReady(`${base}/v2/health/ready`, 120_000);
 
 const A = Array.from({ length: 16 }, (_, i) => i);
-const SIMPLE = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] });
+const SIMPLE = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+  ],
+});
 async function probeOnce(): Promise<number> {
   const t0 = performance.now();
   const res = await fetch(`${base}/v2/models/simple/infer`, { method: "POST", body: SIMPLE });
@@ -185,7 +237,9 @@ for (let round = 0; round < ROUNDS; round++) {
     const r = (results[name] ??= { worst: [], sent: [] });
     r.worst.push(Math.max(...lat));
     r.sent.push(sent);
-    console.log(`round ${round + 1} ${name}: worst simple ${Math.max(...lat).toFixed(1)} ms over ${lat.length} probes; large request ${sent.status} in ${sent.ms} ms`);
+    console.log(
+      `round ${round + 1} ${name}: worst simple ${Math.max(...lat).toFixed(1)} ms over ${lat.length} probes; large request ${sent.status} in ${sent.ms} ms`,
+    );
     await sleep(500);
   }
 }

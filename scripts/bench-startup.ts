@@ -58,7 +58,15 @@ const nereid: number[] = [];
 const naive: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   const port = 18800 + (i % 50);
-  nereid.push(await timeToReady(() => spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" }), `http://127.0.0.1:${port}/v2/health/ready`));
+  nereid.push(
+    await timeToReady(
+      () =>
+        spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
+          stdio: "ignore",
+        }),
+      `http://127.0.0.1:${port}/v2/health/ready`,
+    ),
+  );
   naive.push(await timeToReady(() => spawn(process.execPath, [join(work, "naive.ts"), String(port)], { stdio: "ignore" }), `http://127.0.0.1:${port}/`));
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -47,9 +47,14 @@ add(
 `,
 );
 add("unary/config.pbtxt", `name: "unary"\nbackend: "typescript"\nmax_batch_size: 0\n${io}`);
-add("unary/1/model.js", `export default class Unary {\n  execute(requests) {\n    return requests.map((r) => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: r.input("N").data }] }));\n  }\n}\n`);
+add(
+  "unary/1/model.js",
+  `export default class Unary {\n  execute(requests) {\n    return requests.map((r) => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: r.input("N").data }] }));\n  }\n}\n`,
+);
 
-const server = spawn(BINARY, [`--model-repository=${work}`, "--http-port=18800", "--grpc-port=18801", "--allow-metrics=false", "--log-info=false"], { stdio: "ignore" });
+const server = spawn(BINARY, [`--model-repository=${work}`, "--http-port=18800", "--grpc-port=18801", "--allow-metrics=false", "--log-info=false"], {
+  stdio: "ignore",
+});
 await waitReady("http://127.0.0.1:18800/v2/models/repeat/ready");
 await waitReady("http://127.0.0.1:18800/v2/models/unary/ready");
 
@@ -58,7 +63,11 @@ const client = new Ctor("127.0.0.1:18801", credentials.createInsecure()) as unkn
   ModelStreamInfer: () => ClientDuplexStream<object, any>;
   ModelInfer: (req: object, cb: (err: unknown, res: any) => void) => void;
 };
-const request = (model: string, n: number) => ({ model_name: model, inputs: [{ name: "N", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([n]).buffer)] });
+const request = (model: string, n: number) => ({
+  model_name: model,
+  inputs: [{ name: "N", datatype: "INT32", shape: [1] }],
+  raw_input_contents: [Buffer.from(new Int32Array([n]).buffer)],
+});
 
 /** One stream; each round sends one request and waits for its N responses (the last is final). Returns ms per round. */
 async function grpcStream(rounds: number): Promise<number[]> {
@@ -88,7 +97,11 @@ async function grpcStream(rounds: number): Promise<number[]> {
 async function grpcUnary(count: number): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
-    await new Promise<void>((res, rej) => client.ModelInfer(request("unary", i), (err, r) => (err ? rej(err) : Buffer.from(r.raw_output_contents[0]).readInt32LE(0) === i ? res() : rej(new Error("wrong answer")))));
+    await new Promise<void>((res, rej) =>
+      client.ModelInfer(request("unary", i), (err, r) =>
+        err ? rej(err) : Buffer.from(r.raw_output_contents[0]).readInt32LE(0) === i ? res() : rej(new Error("wrong answer")),
+      ),
+    );
   }
   return (performance.now() - t0) / count;
 }

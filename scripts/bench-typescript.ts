@@ -55,13 +55,20 @@ writeFileSync(join(repo, "ts_identity_worker", "1", "model.ts"), readFileSync(jo
 
 const body = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 2], datatype: "BYTES", data: ["hello", "world"] }] });
 writeFileSync(join(work, "body.json"), body);
-writeFileSync(join(work, "post.lua"), `wrk.method = "POST"\nlocal f = io.open("${join(work, "body.json")}", "rb"); wrk.body = f:read("*a"); f:close()\nwrk.headers["Content-Type"] = "application/json"\n`);
+writeFileSync(
+  join(work, "post.lua"),
+  `wrk.method = "POST"\nlocal f = io.open("${join(work, "body.json")}", "rb"); wrk.body = f:read("*a"); f:close()\nwrk.headers["Content-Type"] = "application/json"\n`,
+);
 
 const PORT = 18701;
 const base = `http://127.0.0.1:${PORT}`;
-const nereid: ChildProcess = spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${PORT}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
-  stdio: ["ignore", openSync(join(work, "nereid.log"), "w"), openSync(join(work, "nereid.log"), "a")],
-});
+const nereid: ChildProcess = spawn(
+  BINARY,
+  [`--model-repository=${repo}`, `--http-port=${PORT}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"],
+  {
+    stdio: ["ignore", openSync(join(work, "nereid.log"), "w"), openSync(join(work, "nereid.log"), "a")],
+  },
+);
 await waitReady(`${base}/v2/health/ready`);
 const MODELS = ["simple_identity", "ts_identity", "ts_identity_worker"];
 for (const m of MODELS) {
@@ -73,7 +80,11 @@ await sleep(200);
 async function stats(model: string) {
   const s = (await (await fetch(`${base}/v2/models/${model}/stats`)).json()) as any;
   const i = s.model_stats[0].inference_stats;
-  return { count: i.success.count as number, successNs: i.success.ns as number, backendNs: (i.compute_input.ns + i.compute_infer.ns + i.compute_output.ns) as number };
+  return {
+    count: i.success.count as number,
+    successNs: i.success.ns as number,
+    backendNs: (i.compute_input.ns + i.compute_infer.ns + i.compute_output.ns) as number,
+  };
 }
 
 const results: Record<string, WrkResult & { backendUs: number; requestUs: number }> = {};
@@ -99,7 +110,9 @@ rows.push(
 for (const c of [1, 16]) {
   for (const model of MODELS) {
     const r = results[`${model}-${c}`]!;
-    rows.push(`| ${{ simple_identity: "ONNX simple_identity", ts_identity: "TypeScript identity (main thread)", ts_identity_worker: "TypeScript identity (worker thread)" }[model]} | ${c} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.backendUs.toFixed(1)} | ${r.requestUs.toFixed(1)} |`);
+    rows.push(
+      `| ${{ simple_identity: "ONNX simple_identity", ts_identity: "TypeScript identity (main thread)", ts_identity_worker: "TypeScript identity (worker thread)" }[model]} | ${c} | ${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.backendUs.toFixed(1)} | ${r.requestUs.toFixed(1)} |`,
+    );
   }
 }
 const d1 = results["ts_identity-1"]!.requestUs - results["simple_identity-1"]!.requestUs;

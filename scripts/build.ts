@@ -110,5 +110,22 @@ const bun = process.execPath;
 // --bytecode (which needs CommonJS output, hence no top-level await in the entry) ships
 // pre-parsed JavaScriptCore bytecode: start-up to a listening server drops by ~60 ms, and to
 // ready serving `simple` by ~220 ms (measured 2026-11-25), for 13 MB more binary.
-run(bun, ["build", "--compile", `--target=${target}`, "--minify", ...(BYTECODE ? ["--bytecode"] : []), "--format=cjs", "--sourcemap=none", "--define", "NEREID_COMPILED=true", entry, HTTP_WORKER, GRPC_WORKER, TS_WORKER, DECODE_WORKER, "--outfile", outfile]);
+run(bun, [
+  "build",
+  "--compile",
+  `--target=${target}`,
+  "--minify",
+  ...(BYTECODE ? ["--bytecode"] : []),
+  "--format=cjs",
+  "--sourcemap=none",
+  "--define",
+  "NEREID_COMPILED=true",
+  entry,
+  HTTP_WORKER,
+  GRPC_WORKER,
+  TS_WORKER,
+  DECODE_WORKER,
+  "--outfile",
+  outfile,
+]);
 console.log(`built ${relative(root, outfile)} (${target})`);

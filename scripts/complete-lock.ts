@@ -16,8 +16,26 @@ const lockPath = join(root, "package-lock.json");
 const lock = JSON.parse(readFileSync(lockPath, "utf8"));
 const packages: Record<string, Record<string, unknown>> = lock.packages;
 
-const OS: Record<string, string> = { android: "android", darwin: "darwin", freebsd: "freebsd", linux: "linux", openbsd: "openbsd", openharmony: "openharmony", win32: "win32" };
-const CPU: Record<string, string> = { "arm-eabi": "arm", arm64: "arm64", x64: "x64", ia32: "ia32", arm: "arm", loong64: "loong64", ppc64: "ppc64", riscv64: "riscv64", s390x: "s390x" };
+const OS: Record<string, string> = {
+  android: "android",
+  darwin: "darwin",
+  freebsd: "freebsd",
+  linux: "linux",
+  openbsd: "openbsd",
+  openharmony: "openharmony",
+  win32: "win32",
+};
+const CPU: Record<string, string> = {
+  "arm-eabi": "arm",
+  arm64: "arm64",
+  x64: "x64",
+  ia32: "ia32",
+  arm: "arm",
+  loong64: "loong64",
+  ppc64: "ppc64",
+  riscv64: "riscv64",
+  s390x: "s390x",
+};
 
 function platformOf(name: string): { os?: string[]; cpu?: string[]; libc?: string[] } {
   const m = /\/[a-z]+-([a-z0-9]+)-([a-z0-9]+)(?:-([a-z]+))?$/.exec(name);

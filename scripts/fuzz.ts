@@ -14,7 +14,21 @@
  */
 import { mkdirSync, writeFileSync, existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fuzzHttp, fuzzLoad, fuzzGrpc, fuzzPbtxt, fuzzGenerate, fuzzSagemaker, fuzzVertex, summary, TARGETS, type Finding, type Target, type TargetStats, type RunOptions } from "../test/fuzz/run.ts";
+import {
+  fuzzHttp,
+  fuzzLoad,
+  fuzzGrpc,
+  fuzzPbtxt,
+  fuzzGenerate,
+  fuzzSagemaker,
+  fuzzVertex,
+  summary,
+  TARGETS,
+  type Finding,
+  type Target,
+  type TargetStats,
+  type RunOptions,
+} from "../test/fuzz/run.ts";
 import { fuzzCacheEntry, fuzzListing } from "../test/fuzz/store-run.ts";
 import { startFuzzFixture, startFuzzServer, type FuzzFixture } from "../test/fuzz/servers.ts";
 import { CORPUS } from "../test/fuzz/corpus.ts";
@@ -54,7 +68,9 @@ function write(f: Finding) {
     join(dir, "finding.txt"),
     `${f.problem}\n\nknown open: ${f.known ?? "no"}\nrequest: ${f.request}\nanswer: ${f.answer ?? "-"}\nreplay: bun scripts/fuzz.ts --target=${f.target} --seed=${f.seed} --case=${f.index}\n`,
   );
-  console.log(`  finding ${f.target}#${f.index}${f.known ? ` (known: ${f.known})` : ""}: ${f.problem.slice(0, 200)}${n === WRITE_MAX ? ` (further ones of this kind are counted, not written)` : ""}`);
+  console.log(
+    `  finding ${f.target}#${f.index}${f.known ? ` (known: ${f.known})` : ""}: ${f.problem.slice(0, 200)}${n === WRITE_MAX ? ` (further ones of this kind are counted, not written)` : ""}`,
+  );
 }
 
 const opts = (target: string): RunOptions => ({
@@ -74,12 +90,14 @@ try {
   for (const target of targets) {
     if (target === "corpus") {
       for (const c of CORPUS) {
-        const problem = await c.run({
-          server: fixture!.server,
-          scratch: fixture!.scratch,
-          base64Model: fixture!.modelBase64,
-          startServer: (args) => startFuzzServer([`--model-repository=${fixture!.repoDir}`, ...args]),
-        }).catch((err: Error) => `threw: ${err.message}`);
+        const problem = await c
+          .run({
+            server: fixture!.server,
+            scratch: fixture!.scratch,
+            base64Model: fixture!.modelBase64,
+            startServer: (args) => startFuzzServer([`--model-repository=${fixture!.repoDir}`, ...args]),
+          })
+          .catch((err: Error) => `threw: ${err.message}`);
         console.log(`corpus ${problem ? "FAIL" : "pass"} ${c.id}${isKnownOpen(c.id) ? " (known open)" : ""}${problem ? `: ${problem.slice(0, 300)}` : ""}`);
         if (!fixture!.server.alive()) await fixture!.server.restart();
       }
@@ -88,15 +106,23 @@ try {
     console.log(`${target}: running`);
     const o = opts(target);
     const s =
-      target === "http" ? await fuzzHttp(fixture!.server, o)
-      : target === "load" ? await fuzzLoad(fixture!.server, { modelBase64: fixture!.modelBase64 }, o)
-      : target === "grpc" ? await fuzzGrpc(fixture!.server, o)
-      : target === "generate" ? await fuzzGenerate(fixture!.server, o)
-      : target === "sagemaker" ? await fuzzSagemaker(fixture!.server, o)
-      : target === "vertex" ? await fuzzVertex(fixture!.server, o)
-      : target === "cache-entry" ? fuzzCacheEntry(o)
-      : target === "listing" ? await fuzzListing(o)
-      : fuzzPbtxt(o);
+      target === "http"
+        ? await fuzzHttp(fixture!.server, o)
+        : target === "load"
+          ? await fuzzLoad(fixture!.server, { modelBase64: fixture!.modelBase64 }, o)
+          : target === "grpc"
+            ? await fuzzGrpc(fixture!.server, o)
+            : target === "generate"
+              ? await fuzzGenerate(fixture!.server, o)
+              : target === "sagemaker"
+                ? await fuzzSagemaker(fixture!.server, o)
+                : target === "vertex"
+                  ? await fuzzVertex(fixture!.server, o)
+                  : target === "cache-entry"
+                    ? fuzzCacheEntry(o)
+                    : target === "listing"
+                      ? await fuzzListing(o)
+                      : fuzzPbtxt(o);
     results.push(s);
     console.log(summary(s));
   }

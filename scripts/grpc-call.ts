@@ -15,7 +15,10 @@ if (!(method in definition)) {
   process.exit(2);
 }
 const Client = makeGenericClientConstructor(definition, "GRPCInferenceService");
-const client = new Client(target, credentials.createInsecure()) as unknown as Record<string, (req: object, cb: (err: ServiceError | null, res: unknown) => void) => void>;
+const client = new Client(target, credentials.createInsecure()) as unknown as Record<
+  string,
+  (req: object, cb: (err: ServiceError | null, res: unknown) => void) => void
+>;
 client[method]!(JSON.parse(body), (err, res) => {
   if (err) {
     console.error(`ERROR: ${err.code} ${err.details}`);

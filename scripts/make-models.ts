@@ -287,7 +287,9 @@ function wrapSilero(bytes: Uint8Array): Uint8Array {
   const g = model.graph!;
   g.input = (g.input ?? []).filter((i) => !["sr", "h", "c"].includes(i.name ?? ""));
   g.input.push(valueInfo("h_in", ElemType.FLOAT, ["batch", 2, 64]) as never, valueInfo("c_in", ElemType.FLOAT, ["batch", 2, 64]) as never);
-  (g.initializer ??= []).push(onnx.TensorProto.create({ name: "sr", dataType: ElemType.INT64, dims: [], rawData: new Uint8Array(BigInt64Array.of(16000n).buffer) }));
+  (g.initializer ??= []).push(
+    onnx.TensorProto.create({ name: "sr", dataType: ElemType.INT64, dims: [], rawData: new Uint8Array(BigInt64Array.of(16000n).buffer) }),
+  );
   (g.node ??= []).unshift(
     onnx.NodeProto.create(node("Transpose", ["h_in"], ["h"], { perm: [1, 0, 2] }) as never),
     onnx.NodeProto.create(node("Transpose", ["c_in"], ["c"], { perm: [1, 0, 2] }) as never),

@@ -49,8 +49,15 @@ const grpcPort = httpPort + 1;
 const server = spawn(
   BINARY,
   [
-    `--model-repository=${repo}`, `--http-port=${httpPort}`, `--grpc-port=${grpcPort}`, "--allow-metrics=false", "--log-info=false",
-    "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true", `--http-max-input-size=${MAX_INPUT}`,
+    `--model-repository=${repo}`,
+    `--http-port=${httpPort}`,
+    `--grpc-port=${grpcPort}`,
+    "--allow-metrics=false",
+    "--log-info=false",
+    "--model-control-mode=explicit",
+    "--load-model=*",
+    "--allow-client-shm=true",
+    `--http-max-input-size=${MAX_INPUT}`,
   ],
   { stdio: ["ignore", "ignore", "pipe"] },
 );
@@ -80,7 +87,13 @@ async function go(): Promise<boolean> {
 
 const ints = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
 function simpleBody(a: number[], b: number[], extra: object = {}) {
-  return { ...extra, inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: a }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: b }] };
+  return {
+    ...extra,
+    inputs: [
+      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: a },
+      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: b },
+    ],
+  };
 }
 const equal = (x: readonly number[] | undefined, y: readonly number[]) => !!x && x.length === y.length && x.every((v, i) => v === y[i]);
 
@@ -98,7 +111,8 @@ async function post(path: string, body: string | Uint8Array, headers: Record<str
 function expectRefusal(what: string, r: { status: number; text: string }, allowOk = false): void {
   count(`${what}: ${r.status}`);
   if (r.status === 200 && allowOk) return;
-  if (r.status === 200 || r.status === 0 || (r.status >= 500 && r.status !== 501 && r.status !== 503)) return problem(`${what}: status ${r.status}: ${r.text.slice(0, 200)}`);
+  if (r.status === 200 || r.status === 0 || (r.status >= 500 && r.status !== 501 && r.status !== 503))
+    return problem(`${what}: status ${r.status}: ${r.text.slice(0, 200)}`);
   try {
     const e = JSON.parse(r.text) as { error?: unknown };
     if (typeof e.error !== "string" || e.error.length === 0 || e.error.length > 4096) problem(`${what}: error body ${r.text.slice(0, 200)}`);
@@ -125,7 +139,17 @@ async function httpValid(seed: number): Promise<void> {
     const r = await post("/v2/models/simple/infer", JSON.stringify(simpleBody(a, b)));
     count(`http valid: ${r.status}`);
     const out = r.status === 200 ? (JSON.parse(r.text) as { outputs: { name: string; data: number[] }[] }).outputs : [];
-    if (!equal(out[0]?.data, a.map((x, i) => x + b[i]!)) || !equal(out[1]?.data, a.map((x, i) => x - b[i]!))) problem(`http valid: ${r.status} ${r.text.slice(0, 200)}`);
+    if (
+      !equal(
+        out[0]?.data,
+        a.map((x, i) => x + b[i]!),
+      ) ||
+      !equal(
+        out[1]?.data,
+        a.map((x, i) => x - b[i]!),
+      )
+    )
+      problem(`http valid: ${r.status} ${r.text.slice(0, 200)}`);
   }
 }
 
@@ -136,11 +160,20 @@ async function grpcValid(): Promise<void> {
     try {
       const r = await call("ModelInfer", {
         model_name: "simple",
-        inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }],
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
         raw_input_contents: [i32(a), i32(b)],
       });
       count("grpc valid: OK");
-      if (!equal(fromI32(r.raw_output_contents[0]), a.map((x, i) => x + b[i]!))) problem("grpc valid: wrong sum");
+      if (
+        !equal(
+          fromI32(r.raw_output_contents[0]),
+          a.map((x, i) => x + b[i]!),
+        )
+      )
+        problem("grpc valid: wrong sum");
     } catch (e) {
       problem(`grpc valid: ${(e as ServiceError).code} ${(e as ServiceError).details}`);
     }
@@ -162,7 +195,10 @@ async function sequences(): Promise<void> {
         const last = step === 4;
         let got: number | undefined;
         if (j === 0) {
-          const r = await post("/v2/models/simple_sequence/infer", `{"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${last}},"inputs":[{"name":"INPUT","shape":[1,1],"datatype":"INT32","data":[${v}]}]}`);
+          const r = await post(
+            "/v2/models/simple_sequence/infer",
+            `{"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${last}},"inputs":[{"name":"INPUT","shape":[1,1],"datatype":"INT32","data":[${v}]}]}`,
+          );
           count(`sequence http: ${r.status}`);
           if (r.status !== 200) problem(`sequence ${id}: step ${step}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
           got = r.status === 200 ? (JSON.parse(r.text) as { outputs: { data: number[] }[] }).outputs[0]!.data[0] : undefined;
@@ -192,13 +228,35 @@ const hostile: [string, () => Promise<{ status: number; text: string }>][] = [
   ["gzip bomb", () => post("/v2/models/simple/infer", gzipSync(Buffer.alloc(MAX_INPUT - 1, "[")), { "content-encoding": "gzip" })],
   ["over max input", () => post("/v2/models/simple/infer", new Uint8Array(MAX_INPUT + 1))],
   ["huge shape", () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1e9, 16], datatype: "INT32", data: [1] }] }))],
-  ["many BYTES", () => post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[1,200000],"datatype":"BYTES","data":[${'"a",'.repeat(199_999)}"a"]}]}`)],
+  [
+    "many BYTES",
+    () =>
+      post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[1,200000],"datatype":"BYTES","data":[${'"a",'.repeat(199_999)}"a"]}]}`),
+  ],
   ["float dims", () => post("/v2/models/simple/infer", '{"inputs":[{"name":"INPUT0","shape":[1.0,16],"datatype":"INT32","data":[1]}]}')],
   ["bad escape", () => post("/v2/repository/models/%zz/load", "")],
   ["trace file", () => post("/v2/trace/setting", JSON.stringify({ trace_file: "/tmp/nereid-soak-trace" }))],
-  ["load traversal", () => post(`/v2/repository/models/${encodeURIComponent("../../x")}/load`, JSON.stringify({ parameters: { config: "{}", "file:1/model.onnx": "AAAA" } }))],
-  ["truncated JSON", () => post("/v2/models/simple/infer", JSON.stringify(simpleBody(ints(16, (i) => i), ints(16, (i) => i))).slice(0, 40))],
-  ["wrong datatype", () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP64", data: ints(16, (i) => i) }] }))],
+  [
+    "load traversal",
+    () => post(`/v2/repository/models/${encodeURIComponent("../../x")}/load`, JSON.stringify({ parameters: { config: "{}", "file:1/model.onnx": "AAAA" } })),
+  ],
+  [
+    "truncated JSON",
+    () =>
+      post(
+        "/v2/models/simple/infer",
+        JSON.stringify(
+          simpleBody(
+            ints(16, (i) => i),
+            ints(16, (i) => i),
+          ),
+        ).slice(0, 40),
+      ),
+  ],
+  [
+    "wrong datatype",
+    () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP64", data: ints(16, (i) => i) }] })),
+  ],
   ["binary header past body", () => post("/v2/models/simple/infer", "{}", { "inference-header-content-length": "999" })],
 ];
 
@@ -218,14 +276,23 @@ async function hostileGrpc(): Promise<void> {
     { raw_input_contents: [Buffer.alloc(3)] },
   ];
   for (let k = 0; await go(); k++) {
-    const req = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [i32(ints(16, (i) => i)), i32(ints(16, (i) => i))], ...bad[k % bad.length] };
+    const req = {
+      model_name: "simple",
+      inputs: [
+        { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+        { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+      ],
+      raw_input_contents: [i32(ints(16, (i) => i)), i32(ints(16, (i) => i))],
+      ...bad[k % bad.length],
+    };
     try {
       await call("ModelInfer", req);
       problem(`grpc hostile ${k % bad.length}: accepted`);
     } catch (e) {
       const err = e as ServiceError;
       count(`grpc hostile: ${err.code}`);
-      if (err.code === 13 || err.code === 2 || (err.code === 14 && /connect/i.test(err.details))) problem(`grpc hostile ${k % bad.length}: ${err.code} ${err.details}`);
+      if (err.code === 13 || err.code === 2 || (err.code === 14 && /connect/i.test(err.details)))
+        problem(`grpc hostile ${k % bad.length}: ${err.code} ${err.details}`);
       if ((err.details ?? "").length > 4096) problem(`grpc hostile ${k % bad.length}: error of ${err.details.length} characters`);
     }
   }
@@ -266,7 +333,12 @@ async function sharedMemory(): Promise<void> {
     const reg = await post(`/v2/systemsharedmemory/region/${region}/register`, JSON.stringify({ key, offset: 0, byte_size: 256 }));
     if (reg.status !== 200) problem(`shm register: ${reg.status} ${reg.text}`);
     const body = JSON.stringify({
-      inputs: ["INPUT0", "INPUT1"].map((name, i) => ({ name, shape: [1, 16], datatype: "INT32", parameters: { shared_memory_region: region, shared_memory_offset: 64 * i, shared_memory_byte_size: 64 } })),
+      inputs: ["INPUT0", "INPUT1"].map((name, i) => ({
+        name,
+        shape: [1, 16],
+        datatype: "INT32",
+        parameters: { shared_memory_region: region, shared_memory_offset: 64 * i, shared_memory_byte_size: 64 },
+      })),
       outputs: [{ name: "OUTPUT0", parameters: { shared_memory_region: region, shared_memory_offset: 128, shared_memory_byte_size: 64 } }],
     });
     const inflight = Array.from({ length: 4 }, () => post("/v2/models/simple/infer", body));
@@ -275,7 +347,13 @@ async function sharedMemory(): Promise<void> {
       if (r.status === 200) {
         count("shm infer: 200");
         const out = Array.from(new Int32Array(Uint8Array.from(map.bytes.subarray(128, 192)).buffer));
-        if (!equal(out, a.map((x) => 3 * x))) problem(`shm infer: output ${out.slice(0, 4)}`);
+        if (
+          !equal(
+            out,
+            a.map((x) => 3 * x),
+          )
+        )
+          problem(`shm infer: output ${out.slice(0, 4)}`);
       } else expectRefusal("shm infer", r);
     }
     map.unmap();
@@ -388,13 +466,21 @@ const lines = [
     `${Math.min(...rss.map((s) => s.mib)).toFixed(0)} and ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
   "",
   `Settled readings 5 s apart (MiB): after warm-up ${warmReadings.map((x) => x.toFixed(0)).join(", ")}; at the end ${endReadings.map((x) => x.toFixed(0)).join(", ")}.`,
-  ...(curve.length > 2 ? ["", `Settled RSS over the run (minute of the run: MiB): ${curve.map((c) => `${c.minute.toFixed(0)}: ${c.mib.toFixed(0)}`).join(", ")}.`] : []),
+  ...(curve.length > 2
+    ? ["", `Settled RSS over the run (minute of the run: MiB): ${curve.map((c) => `${c.minute.toFixed(0)}: ${c.mib.toFixed(0)}`).join(", ")}.`]
+    : []),
   "",
   "| what: answer | count |",
   "| --- | --- |",
-  ...[...counts.entries()].filter(([k]) => k !== "PROBLEM").sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `| ${k} | ${v} |`),
+  ...[...counts.entries()]
+    .filter(([k]) => k !== "PROBLEM")
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `| ${k} | ${v} |`),
   "",
-  `RSS (MiB) and open descriptors, one sample a minute: ${rss.filter((_, i) => i % 6 === 0 || i === rss.length - 1).map((x) => `${x.minute.toFixed(0)}m ${x.mib.toFixed(0)}/${x.fds}`).join(", ")}.`,
+  `RSS (MiB) and open descriptors, one sample a minute: ${rss
+    .filter((_, i) => i % 6 === 0 || i === rss.length - 1)
+    .map((x) => `${x.minute.toFixed(0)}m ${x.mib.toFixed(0)}/${x.fds}`)
+    .join(", ")}.`,
   "",
   ...(problems.length > 0 ? ["Problems:", "", ...problems.map((p) => `- ${p.replace(/\n/g, " ")}`), ""] : []),
 ];

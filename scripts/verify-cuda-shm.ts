@@ -29,12 +29,28 @@ buf.write(new Uint8Array(64), undefined, 128);
 
 const env = { ...process.env };
 delete env.BUN_BE_BUN;
-const server = spawn(bin, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false", "--allow-client-shm=true", "--model-control-mode=explicit", "--load-model=simple"], { stdio: "inherit", env });
+const server = spawn(
+  bin,
+  [
+    `--model-repository=${repo}`,
+    `--http-port=${port}`,
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+    "--log-info=false",
+    "--allow-client-shm=true",
+    "--model-control-mode=explicit",
+    "--load-model=simple",
+  ],
+  { stdio: "inherit", env },
+);
 let failed = false;
 try {
   await waitReady(`${base}/v2/health/ready`);
   const handle = Buffer.from(buf.ipcHandle()).toString("base64");
-  const reg = await fetch(`${base}/v2/cudasharedmemory/region/gpu/register`, { method: "POST", body: JSON.stringify({ raw_handle: { b64: handle }, device_id: 0, byte_size: 256 }) });
+  const reg = await fetch(`${base}/v2/cudasharedmemory/region/gpu/register`, {
+    method: "POST",
+    body: JSON.stringify({ raw_handle: { b64: handle }, device_id: 0, byte_size: 256 }),
+  });
   line(reg.status === 200, "register a CUDA IPC handle", reg.status === 200 ? "" : await reg.text());
   const status = await (await fetch(`${base}/v2/cudasharedmemory/status`)).json();
   line(JSON.stringify(status) === JSON.stringify([{ name: "gpu", device_id: 0, byte_size: 256 }]), "CUDA region status", JSON.stringify(status));
@@ -55,7 +71,11 @@ try {
   const sum = Array.from(new Int32Array(out.buffer));
   const wantSum = Array.from(a, (x, i) => x + b[i]!);
   const diff = body.outputs?.find((o) => o.name === "OUTPUT1")?.data;
-  line(res.status === 200 && JSON.stringify(sum) === JSON.stringify(wantSum), "inputs read from GPU memory, OUTPUT0 written into it", res.status === 200 ? `[${sum.slice(0, 4).join(",")},…]` : body.error);
+  line(
+    res.status === 200 && JSON.stringify(sum) === JSON.stringify(wantSum),
+    "inputs read from GPU memory, OUTPUT0 written into it",
+    res.status === 200 ? `[${sum.slice(0, 4).join(",")},…]` : body.error,
+  );
   line(JSON.stringify(diff) === JSON.stringify(Array.from(a, (x, i) => x - b[i]!)), "OUTPUT1 returned as JSON beside it");
   const un = await fetch(`${base}/v2/cudasharedmemory/region/gpu/unregister`, { method: "POST" });
   line(un.status === 200 && JSON.stringify(await (await fetch(`${base}/v2/cudasharedmemory/status`)).json()) === "[]", "unregister");

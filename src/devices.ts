@@ -22,9 +22,7 @@ import { OrtEnvironment } from "../ffi/onnxruntime/handles.ts";
 export function tensorRtReport(): string {
   try {
     const { path, version, supported } = probeTensorRt();
-    return supported
-      ? `TensorRT ${version.text} (${path})`
-      : `TensorRT ${version.text} (${path}): not usable, the tensorrt backend needs TensorRT 10`;
+    return supported ? `TensorRT ${version.text} (${path})` : `TensorRT ${version.text} (${path}): not usable, the tensorrt backend needs TensorRT 10`;
   } catch (err) {
     return `no TensorRT: ${(err as Error).message}`;
   }

@@ -251,7 +251,11 @@ export class Nereid {
    */
   async listen(which: { http?: ListenerSpec; grpc?: ListenerSpec; metrics?: ListenerSpec }): Promise<Endpoints> {
     const places: ListenPlaces = {};
-    const place = (spec: ListenerSpec | undefined, port: "httpPort" | "grpcPort" | "metricsPort", address: "httpAddress" | "grpcAddress" | "metricsAddress") => {
+    const place = (
+      spec: ListenerSpec | undefined,
+      port: "httpPort" | "grpcPort" | "metricsPort",
+      address: "httpAddress" | "grpcAddress" | "metricsAddress",
+    ) => {
       if (typeof spec !== "object") return;
       if (spec.port !== undefined) places[port] = spec.port;
       if (spec.address !== undefined) places[address] = spec.address;
@@ -266,7 +270,8 @@ export class Nereid {
   /** The listeners running now. A wildcard address is reported as 127.0.0.1. */
   get endpoints(): Endpoints {
     const r = this.#running;
-    const host = (address = "") => (address === "" || address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address.includes(":") ? `[${address}]` : address);
+    const host = (address = "") =>
+      address === "" || address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address.includes(":") ? `[${address}]` : address;
     const out: Endpoints = {};
     if (r.http) out.http = `http://${host(r.addresses.http)}:${r.http.port}`;
     if (r.grpc) out.grpc = `${host(r.addresses.grpc)}:${r.grpc.port}`;

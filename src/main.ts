@@ -223,7 +223,11 @@ async function startWithRepositories(
     (request) => server.inferStepStream(request),
   );
   const { python } = blsBackends;
-  for (const b of [blsBackends.typescript, python]) b.setRunner((request) => server.inferStep(request), (request) => server.inferStepStream(request));
+  for (const b of [blsBackends.typescript, python])
+    b.setRunner(
+      (request) => server.inferStep(request),
+      (request) => server.inferStepStream(request),
+    );
   await repository.loadAll();
   log.infoLines(modelSummary(repository.index()));
   const failures = repository.failures();
@@ -234,7 +238,12 @@ async function startWithRepositories(
   }
   let poller: RepositoryPoller | undefined;
   if (options.modelControlMode === "poll") {
-    poller = new RepositoryPoller({ repositories: sources.folders, intervalSecs: options.repositoryPollSecs, onChange: () => repository.poll(), check: refresh });
+    poller = new RepositoryPoller({
+      repositories: sources.folders,
+      intervalSecs: options.repositoryPollSecs,
+      onChange: () => repository.poll(),
+      check: refresh,
+    });
     await poller.start();
   }
 
@@ -271,7 +280,8 @@ async function startWithRepositories(
     }
     if (which.grpc && !running.grpc) {
       const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
-      const listen = threads > 1 ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts) : (opts: GrpcListenOptions) => listenGrpc(server, opts);
+      const listen =
+        threads > 1 ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts) : (opts: GrpcListenOptions) => listenGrpc(server, opts);
       running.grpc = await listen({
         restricted: restrictionMap(o.grpcRestrictedProtocol),
         headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),
@@ -333,9 +343,14 @@ async function startWithRepositories(
       if (!drained) {
         log.error("Exit timeout expired. Exiting immediately.");
         removeAllOverrideFiles(); // the models still loaded keep theirs otherwise
-      }
-      else log.info("All models are stopped, unloading models");
-      const closing = Promise.all([running.http?.close(), running.grpc?.close(), running.metrics?.close(), running.sagemaker?.close(), running.vertexAi?.close()]);
+      } else log.info("All models are stopped, unloading models");
+      const closing = Promise.all([
+        running.http?.close(),
+        running.grpc?.close(),
+        running.metrics?.close(),
+        running.sagemaker?.close(),
+        running.vertexAi?.close(),
+      ]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
       statusBoard?.stop();

@@ -288,8 +288,21 @@ function parseBackendConfig(o: ServerOptions, v: string): void {
 
 /** The keys of Triton's redis cache (redis_cache src/redis_cache.cc, RedisCache::Create). */
 export const REDIS_CACHE_KEYS = [
-  "host", "port", "user", "password", "db", "connect_timeout", "socket_timeout", "pool_size", "wait_timeout",
-  "tls_enabled", "cert", "key", "cacert", "cacert_dir", "sni",
+  "host",
+  "port",
+  "user",
+  "password",
+  "db",
+  "connect_timeout",
+  "socket_timeout",
+  "pool_size",
+  "wait_timeout",
+  "tls_enabled",
+  "cert",
+  "key",
+  "cacert",
+  "cacert_dir",
+  "sni",
 ] as const;
 
 /** `--cache-config <cache>,<key>=<value>` (repeatable): the `local` cache's size or one of the `redis` cache's keys. */
@@ -301,7 +314,8 @@ function parseCacheConfig(o: ServerOptions, v: string): void {
     if (key !== "size") throw new UsageError(`--cache-config: unknown key '${key}' for the local cache (expected size)`);
     o.cacheSizeBytes = parseInt10("cache-config size", value!, 1);
   } else if (cache === "redis") {
-    if (!(REDIS_CACHE_KEYS as readonly string[]).includes(key!)) throw new UsageError(`--cache-config: unknown key '${key}' for the redis cache (expected one of ${REDIS_CACHE_KEYS.join(", ")})`);
+    if (!(REDIS_CACHE_KEYS as readonly string[]).includes(key!))
+      throw new UsageError(`--cache-config: unknown key '${key}' for the redis cache (expected one of ${REDIS_CACHE_KEYS.join(", ")})`);
     (o.redisCacheConfig ??= {})[key!] = value!;
   } else {
     throw new UsageError(`--cache-config: cache '${cache}' is not available; Nereid has the 'local' and 'redis' caches`);
@@ -319,7 +333,8 @@ function finishRedisCacheConfig(o: ServerOptions, env: Readonly<Record<string, s
     );
   }
   parseInt10("cache-config redis port", c.port, 1);
-  for (const k of ["db", "connect_timeout", "socket_timeout", "pool_size", "wait_timeout"] as const) if (c[k] !== undefined) parseInt10(`cache-config redis ${k}`, c[k], 0);
+  for (const k of ["db", "connect_timeout", "socket_timeout", "pool_size", "wait_timeout"] as const)
+    if (c[k] !== undefined) parseInt10(`cache-config redis ${k}`, c[k], 0);
   if (c.user === undefined && env.TRITONCACHE_REDIS_USERNAME !== undefined) c.user = env.TRITONCACHE_REDIS_USERNAME;
   if (c.password === undefined && env.TRITONCACHE_REDIS_PASSWORD !== undefined) c.password = env.TRITONCACHE_REDIS_PASSWORD;
 }
@@ -342,7 +357,8 @@ function parseTraceConfig(o: ServerOptions, v: string): void {
   const m = /^(?:([^,=]+),)?([^,=]+)=(.*)$/.exec(v);
   if (!m) throw new UsageError(`--trace-config must be [<mode>,]<key>=<value>, got '${v}'`);
   const [, mode, key, value] = m;
-  if (mode !== undefined && mode !== "triton") throw new UsageError(`--trace-config: trace mode '${mode}' is not available; Nereid writes Triton-mode trace files`);
+  if (mode !== undefined && mode !== "triton")
+    throw new UsageError(`--trace-config: trace mode '${mode}' is not available; Nereid writes Triton-mode trace files`);
   switch (key) {
     case "mode":
       if (value !== "triton") throw new UsageError(`--trace-config: trace mode '${value}' is not available; Nereid writes Triton-mode trace files`);
@@ -394,7 +410,8 @@ function finishSagemaker(o: ServerOptions, env: Readonly<Record<string, string |
   const type = env.SAGEMAKER_TRITON_INFERENCE_TYPE ?? "infer";
   if (!o.allowSagemaker) return;
   if (ping !== "ready" && ping !== "live") throw new UsageError(`SAGEMAKER_TRITON_PING_MODE must be 'ready' or 'live', got '${ping}'`);
-  if (type !== "infer" && type !== "generate" && type !== "generate_stream") throw new UsageError(`Invalid SAGEMAKER_TRITON_INFERENCE_TYPE '${type}'. Must be one of: infer, generate, generate_stream.`);
+  if (type !== "infer" && type !== "generate" && type !== "generate_stream")
+    throw new UsageError(`Invalid SAGEMAKER_TRITON_INFERENCE_TYPE '${type}'. Must be one of: infer, generate, generate_stream.`);
   o.sagemakerPingMode = ping;
   o.sagemakerInferenceType = type;
 }
@@ -424,7 +441,8 @@ function checkPortCollision(o: ServerOptions): void {
       if (a.range && (b.port < a.range[0] || b.port > a.range[1])) {
         throw new UsageError(`The server cannot listen to ${b.name} requests at port ${b.port}, allowed port range is [${a.range[0]}, ${a.range[1]}]`);
       }
-      if (a.port === b.port) throw new UsageError(`The server cannot listen to ${a.name} requests and ${b.name} requests at the same address and port ${a.address}:${a.port}`);
+      if (a.port === b.port)
+        throw new UsageError(`The server cannot listen to ${a.name} requests and ${b.name} requests at the same address and port ${a.address}:${a.port}`);
     }
   });
 }
@@ -446,7 +464,10 @@ function finishVertexAi(o: ServerOptions, argv: readonly string[], env: Readonly
   // Triton's messages, its "API_" typo included.
   if (!o.vertexAiPredictRoute) throw new UsageError("API_PREDICT_ROUTE is not defined for Vertex AI endpoint");
   if (!o.vertexAiHealthRoute) throw new UsageError("AIP_HEALTH_ROUTE is not defined for Vertex AI endpoint");
-  for (const [name, route] of [["AIP_PREDICT_ROUTE", o.vertexAiPredictRoute], ["AIP_HEALTH_ROUTE", o.vertexAiHealthRoute]] as const) {
+  for (const [name, route] of [
+    ["AIP_PREDICT_ROUTE", o.vertexAiPredictRoute],
+    ["AIP_HEALTH_ROUTE", o.vertexAiHealthRoute],
+  ] as const) {
     try {
       new RegExp(route);
     } catch (err) {
@@ -464,16 +485,26 @@ function parseRateLimitResource(o: ServerOptions, v: string): void {
 }
 
 const FLAGS: Record<string, FlagSpec> = {
-  "model-repository": { kind: "string", help: "A model repository: a local folder, or s3://, as:// or gs:// object storage (repeatable).", apply: (o, v) => o.modelRepositories.push(v) },
+  "model-repository": {
+    kind: "string",
+    help: "A model repository: a local folder, or s3://, as:// or gs:// object storage (repeatable).",
+    apply: (o, v) => o.modelRepositories.push(v),
+  },
   "model-store": { kind: "string", help: "Alias of --model-repository.", apply: (o, v) => o.modelRepositories.push(v) },
   "model-control-mode": {
-    kind: "string", help: "none | poll | explicit (default none).",
+    kind: "string",
+    help: "none | poll | explicit (default none).",
     apply: (o, v) => {
-      if (v !== "none" && v !== "poll" && v !== "explicit") throw new UsageError(`invalid value '${v}' for --model-control-mode: expected none, poll or explicit`);
+      if (v !== "none" && v !== "poll" && v !== "explicit")
+        throw new UsageError(`invalid value '${v}' for --model-control-mode: expected none, poll or explicit`);
       o.modelControlMode = v;
     },
   },
-  "repository-poll-secs": { kind: "int", help: "Poll interval in seconds (default 15).", apply: (o, v) => (o.repositoryPollSecs = parseInt10("repository-poll-secs", v)) },
+  "repository-poll-secs": {
+    kind: "int",
+    help: "Poll interval in seconds (default 15).",
+    apply: (o, v) => (o.repositoryPollSecs = parseInt10("repository-poll-secs", v)),
+  },
   "load-model": { kind: "string", help: "Model to load at start in explicit mode (repeatable; * for all).", apply: (o, v) => o.loadModels.push(v) },
   "model-config-name": { kind: "string", help: "Use <model>/configs/<name>.pbtxt when present.", apply: (o, v) => (o.modelConfigName = v) },
   "disable-auto-complete-config": { kind: "flag", help: "Do not complete configs from the model files.", apply: (o) => (o.disableAutoCompleteConfig = true) },
@@ -487,42 +518,109 @@ const FLAGS: Record<string, FlagSpec> = {
     },
   },
   "exit-on-error": { kind: "bool", help: "Exit when a model fails to load (default true).", apply: (o, v) => (o.exitOnError = parseBool("exit-on-error", v)) },
-  "strict-readiness": { kind: "bool", help: "Ready only when every model is ready (default true).", apply: (o, v) => (o.strictReadiness = parseBool("strict-readiness", v)) },
-  "exit-timeout-secs": { kind: "int", help: "Graceful shutdown budget (default 30).", apply: (o, v) => (o.exitTimeoutSecs = parseInt10("exit-timeout-secs", v)) },
+  "strict-readiness": {
+    kind: "bool",
+    help: "Ready only when every model is ready (default true).",
+    apply: (o, v) => (o.strictReadiness = parseBool("strict-readiness", v)),
+  },
+  "exit-timeout-secs": {
+    kind: "int",
+    help: "Graceful shutdown budget (default 30).",
+    apply: (o, v) => (o.exitTimeoutSecs = parseInt10("exit-timeout-secs", v)),
+  },
   id: { kind: "string", help: "Server id reported in metadata (default triton).", apply: (o, v) => (o.id = v) },
   "allow-http": { kind: "bool", help: "Serve HTTP (default true).", apply: (o, v) => (o.allowHttp = parseBool("allow-http", v)) },
   "http-port": { kind: "int", help: "HTTP port (default 8000).", apply: (o, v) => (o.httpPort = port("http-port", v)) },
   "http-address": { kind: "string", help: "HTTP address (default 0.0.0.0).", apply: (o, v) => (o.httpAddress = v) },
-  "http-max-input-size": { kind: "int", help: "Largest HTTP request body in bytes (default 64 MiB).", apply: (o, v) => (o.httpMaxInputSize = parseInt10("http-max-input-size", v, 1)) },
+  "http-max-input-size": {
+    kind: "int",
+    help: "Largest HTTP request body in bytes (default 64 MiB).",
+    apply: (o, v) => (o.httpMaxInputSize = parseInt10("http-max-input-size", v, 1)),
+  },
   "allow-grpc": { kind: "bool", help: "Serve gRPC (default true).", apply: (o, v) => (o.allowGrpc = parseBool("allow-grpc", v)) },
   "grpc-port": { kind: "int", help: "gRPC port (default 8001).", apply: (o, v) => (o.grpcPort = port("grpc-port", v)) },
   "grpc-address": { kind: "string", help: "gRPC address (default 0.0.0.0).", apply: (o, v) => (o.grpcAddress = v) },
-  "grpc-keepalive-time": { kind: "int", help: "Keepalive ping interval in ms (default 7200000).", apply: (o, v) => (o.grpcKeepaliveTimeMs = parseInt10("grpc-keepalive-time", v)) },
-  "grpc-keepalive-timeout": { kind: "int", help: "Keepalive ping timeout in ms (default 20000).", apply: (o, v) => (o.grpcKeepaliveTimeoutMs = parseInt10("grpc-keepalive-timeout", v)) },
-  "grpc-keepalive-permit-without-calls": { kind: "bool", help: "Allow keepalive pings without calls (default false).", apply: (o, v) => (o.grpcKeepalivePermitWithoutCalls = parseBool("grpc-keepalive-permit-without-calls", v)) },
-  "grpc-http2-max-pings-without-data": { kind: "int", help: "Pings allowed without data (default 2).", apply: (o, v) => (o.grpcHttp2MaxPingsWithoutData = parseInt10("grpc-http2-max-pings-without-data", v)) },
-  "grpc-http2-min-recv-ping-interval-without-data": { kind: "int", help: "Minimum ping interval without data in ms (default 300000).", apply: (o, v) => (o.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10("grpc-http2-min-recv-ping-interval-without-data", v)) },
-  "grpc-http2-max-ping-strikes": { kind: "int", help: "Bad pings before the connection closes (default 2).", apply: (o, v) => (o.grpcHttp2MaxPingStrikes = parseInt10("grpc-http2-max-ping-strikes", v)) },
-  "grpc-max-connection-age": { kind: "int", help: "Close a connection (GOAWAY) this many ms after it opened (default 0: never).", apply: (o, v) => (o.grpcMaxConnectionAgeMs = parseInt10("grpc-max-connection-age", v, 0, INT32_MAX)) },
-  "grpc-max-connection-age-grace": { kind: "int", help: "Calls still running at the max age get this many ms more (default 0: unlimited).", apply: (o, v) => (o.grpcMaxConnectionAgeGraceMs = parseInt10("grpc-max-connection-age-grace", v, 0, INT32_MAX)) },
-  "grpc-max-connections": { kind: "int", help: "Open gRPC connections at most (default 1024, 0: no limit); at the limit a new one replaces the oldest without a handshake or the one idle longest, and is closed only when every connection has a call in flight.", apply: (o, v) => (o.grpcMaxConnections = parseInt10("grpc-max-connections", v)) },
-  "grpc-handshake-timeout-secs": { kind: "int", help: "Close a connection that has not sent the HTTP/2 preface (with TLS: finished the TLS handshake) within this (default 10, 0: never).", apply: (o, v) => (o.grpcHandshakeTimeoutSecs = parseInt10("grpc-handshake-timeout-secs", v, 0, MAX_TIMER_SECS)) },
-  "grpc-idle-timeout-secs": { kind: "int", help: "Close a connection with no call for this long (default 300, 0: never).", apply: (o, v) => (o.grpcIdleTimeoutSecs = parseInt10("grpc-idle-timeout-secs", v, 0, MAX_TIMER_SECS)) },
+  "grpc-keepalive-time": {
+    kind: "int",
+    help: "Keepalive ping interval in ms (default 7200000).",
+    apply: (o, v) => (o.grpcKeepaliveTimeMs = parseInt10("grpc-keepalive-time", v)),
+  },
+  "grpc-keepalive-timeout": {
+    kind: "int",
+    help: "Keepalive ping timeout in ms (default 20000).",
+    apply: (o, v) => (o.grpcKeepaliveTimeoutMs = parseInt10("grpc-keepalive-timeout", v)),
+  },
+  "grpc-keepalive-permit-without-calls": {
+    kind: "bool",
+    help: "Allow keepalive pings without calls (default false).",
+    apply: (o, v) => (o.grpcKeepalivePermitWithoutCalls = parseBool("grpc-keepalive-permit-without-calls", v)),
+  },
+  "grpc-http2-max-pings-without-data": {
+    kind: "int",
+    help: "Pings allowed without data (default 2).",
+    apply: (o, v) => (o.grpcHttp2MaxPingsWithoutData = parseInt10("grpc-http2-max-pings-without-data", v)),
+  },
+  "grpc-http2-min-recv-ping-interval-without-data": {
+    kind: "int",
+    help: "Minimum ping interval without data in ms (default 300000).",
+    apply: (o, v) => (o.grpcHttp2MinRecvPingIntervalWithoutDataMs = parseInt10("grpc-http2-min-recv-ping-interval-without-data", v)),
+  },
+  "grpc-http2-max-ping-strikes": {
+    kind: "int",
+    help: "Bad pings before the connection closes (default 2).",
+    apply: (o, v) => (o.grpcHttp2MaxPingStrikes = parseInt10("grpc-http2-max-ping-strikes", v)),
+  },
+  "grpc-max-connection-age": {
+    kind: "int",
+    help: "Close a connection (GOAWAY) this many ms after it opened (default 0: never).",
+    apply: (o, v) => (o.grpcMaxConnectionAgeMs = parseInt10("grpc-max-connection-age", v, 0, INT32_MAX)),
+  },
+  "grpc-max-connection-age-grace": {
+    kind: "int",
+    help: "Calls still running at the max age get this many ms more (default 0: unlimited).",
+    apply: (o, v) => (o.grpcMaxConnectionAgeGraceMs = parseInt10("grpc-max-connection-age-grace", v, 0, INT32_MAX)),
+  },
+  "grpc-max-connections": {
+    kind: "int",
+    help: "Open gRPC connections at most (default 1024, 0: no limit); at the limit a new one replaces the oldest without a handshake or the one idle longest, and is closed only when every connection has a call in flight.",
+    apply: (o, v) => (o.grpcMaxConnections = parseInt10("grpc-max-connections", v)),
+  },
+  "grpc-handshake-timeout-secs": {
+    kind: "int",
+    help: "Close a connection that has not sent the HTTP/2 preface (with TLS: finished the TLS handshake) within this (default 10, 0: never).",
+    apply: (o, v) => (o.grpcHandshakeTimeoutSecs = parseInt10("grpc-handshake-timeout-secs", v, 0, MAX_TIMER_SECS)),
+  },
+  "grpc-idle-timeout-secs": {
+    kind: "int",
+    help: "Close a connection with no call for this long (default 300, 0: never).",
+    apply: (o, v) => (o.grpcIdleTimeoutSecs = parseInt10("grpc-idle-timeout-secs", v, 0, MAX_TIMER_SECS)),
+  },
   "allow-metrics": { kind: "bool", help: "Serve Prometheus metrics (default true).", apply: (o, v) => (o.allowMetrics = parseBool("allow-metrics", v)) },
   "metrics-port": { kind: "int", help: "Metrics port (default 8002).", apply: (o, v) => (o.metricsPort = port("metrics-port", v)) },
   "metrics-address": { kind: "string", help: "Metrics address (default: the HTTP address).", apply: (o, v) => (o.metricsAddress = v) },
-  "metrics-interval-ms": { kind: "int", help: "CPU/GPU metrics sampling interval in ms (default 2000).", apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)) },
-  "allow-cpu-metrics": { kind: "bool", help: "Report nv_cpu_* metrics (default true).", apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)) },
+  "metrics-interval-ms": {
+    kind: "int",
+    help: "CPU/GPU metrics sampling interval in ms (default 2000).",
+    apply: (o, v) => (o.metricsIntervalMs = parseInt10("metrics-interval-ms", v, 1)),
+  },
+  "allow-cpu-metrics": {
+    kind: "bool",
+    help: "Report nv_cpu_* metrics (default true).",
+    apply: (o, v) => (o.allowCpuMetrics = parseBool("allow-cpu-metrics", v)),
+  },
   "max-queued-bytes": {
     kind: "int",
     help: "Input bytes that unanswered requests may hold together; past it 503 'Exceeds maximum queue size' (default 1073741824; 0: no bound).",
     apply: (o, v) => (o.maxQueuedBytes = parseInt10("max-queued-bytes", v)),
   },
-  "allow-client-shm": { kind: "bool", help: "Allow clients to register shared-memory regions (default false).", apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)) },
+  "allow-client-shm": {
+    kind: "bool",
+    help: "Allow clients to register shared-memory regions (default false).",
+    apply: (o, v) => (o.allowClientShm = parseBool("allow-client-shm", v)),
+  },
   "allow-model-code-overrides": {
     kind: "bool",
-    help:
-      "Let a model load's file and config overrides bring code that the server runs: TypeScript/JavaScript, Python or shared-library files, the typescript backend over uploaded files, accelerator parameters that name host files (Nereid's own; default false: refused with 400 / INVALID_ARGUMENT).",
+    help: "Let a model load's file and config overrides bring code that the server runs: TypeScript/JavaScript, Python or shared-library files, the typescript backend over uploaded files, accelerator parameters that name host files (Nereid's own; default false: refused with 400 / INVALID_ARGUMENT).",
     apply: (o, v) => (o.allowModelCodeOverrides = parseBool("allow-model-code-overrides", v)),
   },
   "allow-status-page": {
@@ -530,108 +628,260 @@ const FLAGS: Record<string, FlagSpec> = {
     help: "Serve the live status page at /nereid/status and its data at /nereid/status.json on the HTTP port (Nereid's own; default false).",
     apply: (o, v) => (o.allowStatusPage = parseBool("allow-status-page", v)),
   },
-  "allow-gpu-metrics": { kind: "bool", help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).", apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)) },
-  "http-restricted-api": { kind: "string", help: "<apis>:<key>=<value>: those APIs need HTTP header <key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.httpRestrictedApi, "http-restricted-api", v) },
-  "grpc-restricted-protocol": { kind: "string", help: "<protocols>:<key>=<value>: those RPCs need metadata triton-grpc-protocol-<key>: <value> (repeatable).", apply: (o, v) => addRestriction(o.grpcRestrictedProtocol, "grpc-restricted-protocol", v) },
-  "trace-config": { kind: "string", help: "[triton,]<key>=<value> with level (OFF|TIMESTAMPS), rate, count, file, log-frequency (repeatable).", apply: parseTraceConfig },
+  "allow-gpu-metrics": {
+    kind: "bool",
+    help: "Report nv_gpu_* metrics through NVML when a GPU driver is present (default true).",
+    apply: (o, v) => (o.allowGpuMetrics = parseBool("allow-gpu-metrics", v)),
+  },
+  "http-restricted-api": {
+    kind: "string",
+    help: "<apis>:<key>=<value>: those APIs need HTTP header <key>: <value> (repeatable).",
+    apply: (o, v) => addRestriction(o.httpRestrictedApi, "http-restricted-api", v),
+  },
+  "grpc-restricted-protocol": {
+    kind: "string",
+    help: "<protocols>:<key>=<value>: those RPCs need metadata triton-grpc-protocol-<key>: <value> (repeatable).",
+    apply: (o, v) => addRestriction(o.grpcRestrictedProtocol, "grpc-restricted-protocol", v),
+  },
+  "trace-config": {
+    kind: "string",
+    help: "[triton,]<key>=<value> with level (OFF|TIMESTAMPS), rate, count, file, log-frequency (repeatable).",
+    apply: parseTraceConfig,
+  },
   "trace-file": { kind: "string", help: "Deprecated: --trace-config triton,file=<path>.", apply: (o, v) => parseTraceConfig(o, `file=${v}`) },
   "trace-level": { kind: "string", help: "Deprecated: --trace-config level=<level>.", apply: (o, v) => parseTraceConfig(o, `level=${v}`) },
   "trace-rate": { kind: "string", help: "Deprecated: --trace-config rate=<n>.", apply: (o, v) => parseTraceConfig(o, `rate=${v}`) },
   "trace-count": { kind: "string", help: "Deprecated: --trace-config count=<n>.", apply: (o, v) => parseTraceConfig(o, `count=${v}`) },
-  "metrics-config": { kind: "string", help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).", apply: parseMetricsConfig },
-  "cache-config": { kind: "string", help: "local,size=<bytes> or redis,<key>=<value> (repeatable; host, port, user, password, db, tls_enabled, ...): the response cache (models opt in with response_cache { enable: true }).", apply: parseCacheConfig },
-  "response-cache-byte-size": { kind: "int", help: "Deprecated: same as --cache-config local,size=<bytes>.", apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)) },
+  "metrics-config": {
+    kind: "string",
+    help: "counter_latencies=<bool>, summary_latencies=<bool>, summary_quantiles=<q>:<err>,... (repeatable).",
+    apply: parseMetricsConfig,
+  },
+  "cache-config": {
+    kind: "string",
+    help: "local,size=<bytes> or redis,<key>=<value> (repeatable; host, port, user, password, db, tls_enabled, ...): the response cache (models opt in with response_cache { enable: true }).",
+    apply: parseCacheConfig,
+  },
+  "response-cache-byte-size": {
+    kind: "int",
+    help: "Deprecated: same as --cache-config local,size=<bytes>.",
+    apply: (o, v) => (o.cacheSizeBytes = parseInt10("response-cache-byte-size", v, 1)),
+  },
   "log-verbose": { kind: "int", help: "Verbose log level (default 0).", apply: (o, v) => (o.logVerbose = parseInt10("log-verbose", v)) },
   "log-info": { kind: "bool", help: "Log info messages (default true).", apply: (o, v) => (o.logInfo = parseBool("log-info", v)) },
   "log-warning": { kind: "bool", help: "Log warnings (default true).", apply: (o, v) => (o.logWarning = parseBool("log-warning", v)) },
   "log-error": { kind: "bool", help: "Log errors (default true).", apply: (o, v) => (o.logError = parseBool("log-error", v)) },
   "log-format": {
-    kind: "string", help: "default | ISO8601.",
+    kind: "string",
+    help: "default | ISO8601.",
     apply: (o, v) => {
       if (v !== "default" && v !== "ISO8601") throw new UsageError(`invalid value '${v}' for --log-format: expected default or ISO8601`);
       o.logFormat = v;
     },
   },
-  "backend-config": { kind: "string", help: "<backend>,<key>=<value> (repeatable), e.g. onnxruntime,library=/path/libonnxruntime.so.1", apply: parseBackendConfig },
+  "backend-config": {
+    kind: "string",
+    help: "<backend>,<key>=<value> (repeatable), e.g. onnxruntime,library=/path/libonnxruntime.so.1",
+    apply: parseBackendConfig,
+  },
   "log-file": { kind: "string", help: "Write the log to this file instead of the console.", apply: (o, v) => (o.logFile = v) },
-  "trace-log-frequency": { kind: "string", help: "Deprecated: --trace-config triton,log-frequency=<n>.", apply: (o, v) => parseTraceConfig(o, `log-frequency=${v}`) },
-  "model-load-thread-count": { kind: "int", help: "Model versions loading at once (default 4).", apply: (o, v) => (o.modelLoadThreadCount = parseInt10("model-load-thread-count", v, 1)) },
-  "model-load-retry-count": { kind: "int", help: "Further tries of a model load that failed (default 0).", apply: (o, v) => (o.modelLoadRetryCount = parseInt10("model-load-retry-count", v)) },
-  "model-namespacing": { kind: "bool", help: "Same-named models in different repositories serve side by side (default false).", apply: (o, v) => (o.modelNamespacing = parseBool("model-namespacing", v)) },
+  "trace-log-frequency": {
+    kind: "string",
+    help: "Deprecated: --trace-config triton,log-frequency=<n>.",
+    apply: (o, v) => parseTraceConfig(o, `log-frequency=${v}`),
+  },
+  "model-load-thread-count": {
+    kind: "int",
+    help: "Model versions loading at once (default 4).",
+    apply: (o, v) => (o.modelLoadThreadCount = parseInt10("model-load-thread-count", v, 1)),
+  },
+  "model-load-retry-count": {
+    kind: "int",
+    help: "Further tries of a model load that failed (default 0).",
+    apply: (o, v) => (o.modelLoadRetryCount = parseInt10("model-load-retry-count", v)),
+  },
+  "model-namespacing": {
+    kind: "bool",
+    help: "Same-named models in different repositories serve side by side (default false).",
+    apply: (o, v) => (o.modelNamespacing = parseBool("model-namespacing", v)),
+  },
   "rate-limit": {
-    kind: "string", help: "off | execution_count (default off): instances run when their rate_limiter resources are free, by priority.",
+    kind: "string",
+    help: "off | execution_count (default off): instances run when their rate_limiter resources are free, by priority.",
     apply: (o, v) => {
       if (v !== "off" && v !== "execution_count") throw new UsageError(`invalid value '${v}' for --rate-limit: expected off or execution_count`);
       o.rateLimit = v;
     },
   },
-  "rate-limit-resource": { kind: "string", help: "<name>:<count>[:<device>]: resources available to the rate limiter (repeatable).", apply: parseRateLimitResource },
+  "rate-limit-resource": {
+    kind: "string",
+    help: "<name>:<count>[:<device>]: resources available to the rate limiter (repeatable).",
+    apply: parseRateLimitResource,
+  },
   "http-thread-count": {
-    kind: "int", help: "Worker threads handling HTTP requests, at most the number of cores; Bun only (default and 1: the main thread serves HTTP; Triton's default of 8 is not applied).",
+    kind: "int",
+    help: "Worker threads handling HTTP requests, at most the number of cores; Bun only (default and 1: the main thread serves HTTP; Triton's default of 8 is not applied).",
     apply: (o, v) => {
       o.httpThreadCount = parseInt10("http-thread-count", v, 1);
       o.httpThreadCountGiven = true;
     },
   },
   "grpc-infer-thread-count": {
-    kind: "int", help: "Worker threads handling gRPC calls, at most the number of cores; Bun only (default and 1: the main thread serves gRPC).",
+    kind: "int",
+    help: "Worker threads handling gRPC calls, at most the number of cores; Bun only (default and 1: the main thread serves gRPC).",
     apply: (o, v) => {
       o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1);
       o.grpcInferThreadCountGiven = true;
     },
   },
-  "reuse-http-port": { kind: "bool", help: "Let several servers listen on the HTTP port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseHttpPort = parseBool("reuse-http-port", v)) },
-  "reuse-grpc-port": { kind: "bool", help: "Let several servers listen on the gRPC port (SO_REUSEPORT; default false).", apply: (o, v) => (o.reuseGrpcPort = parseBool("reuse-grpc-port", v)) },
-  "http-header-forward-pattern": { kind: "string", help: "HTTP headers matching this regular expression become request parameters.", apply: (o, v) => (o.httpHeaderForwardPattern = v) },
-  "grpc-header-forward-pattern": { kind: "string", help: "gRPC metadata matching this regular expression becomes request parameters.", apply: (o, v) => (o.grpcHeaderForwardPattern = v) },
+  "reuse-http-port": {
+    kind: "bool",
+    help: "Let several servers listen on the HTTP port (SO_REUSEPORT; default false).",
+    apply: (o, v) => (o.reuseHttpPort = parseBool("reuse-http-port", v)),
+  },
+  "reuse-grpc-port": {
+    kind: "bool",
+    help: "Let several servers listen on the gRPC port (SO_REUSEPORT; default false).",
+    apply: (o, v) => (o.reuseGrpcPort = parseBool("reuse-grpc-port", v)),
+  },
+  "http-header-forward-pattern": {
+    kind: "string",
+    help: "HTTP headers matching this regular expression become request parameters.",
+    apply: (o, v) => (o.httpHeaderForwardPattern = v),
+  },
+  "grpc-header-forward-pattern": {
+    kind: "string",
+    help: "gRPC metadata matching this regular expression becomes request parameters.",
+    apply: (o, v) => (o.grpcHeaderForwardPattern = v),
+  },
   "grpc-use-ssl": { kind: "bool", help: "Serve gRPC over TLS (default false).", apply: (o, v) => (o.grpcUseSsl = parseBool("grpc-use-ssl", v)) },
-  "grpc-use-ssl-mutual": { kind: "bool", help: "Serve gRPC over mutual TLS; preempts --grpc-use-ssl (default false).", apply: (o, v) => (o.grpcUseSslMutual = parseBool("grpc-use-ssl-mutual", v)) },
+  "grpc-use-ssl-mutual": {
+    kind: "bool",
+    help: "Serve gRPC over mutual TLS; preempts --grpc-use-ssl (default false).",
+    apply: (o, v) => (o.grpcUseSslMutual = parseBool("grpc-use-ssl-mutual", v)),
+  },
   "grpc-server-cert": { kind: "string", help: "PEM server certificate for gRPC TLS.", apply: (o, v) => (o.grpcServerCert = v) },
   "grpc-server-key": { kind: "string", help: "PEM server key for gRPC TLS.", apply: (o, v) => (o.grpcServerKey = v) },
   "grpc-root-cert": { kind: "string", help: "PEM root certificate clients are checked against (mutual TLS).", apply: (o, v) => (o.grpcRootCert = v) },
   "grpc-infer-response-compression-level": {
-    kind: "string", help: "none | low | medium | high (default none).",
+    kind: "string",
+    help: "none | low | medium | high (default none).",
     apply: (o, v) => {
-      if (v !== "none" && v !== "low" && v !== "medium" && v !== "high") throw new UsageError(`invalid value '${v}' for --grpc-infer-response-compression-level: expected none, low, medium or high`);
+      if (v !== "none" && v !== "low" && v !== "medium" && v !== "high")
+        throw new UsageError(`invalid value '${v}' for --grpc-infer-response-compression-level: expected none, low, medium or high`);
       o.grpcInferResponseCompressionLevel = v;
-      if (v !== "none") o.inertFlags.push({ flag: "grpc-infer-response-compression-level", value: v, meaning: "responses go out uncompressed: grpc-js, Nereid's gRPC server, does not compress what a server sends (requests compressed by the client are read)" });
+      if (v !== "none")
+        o.inertFlags.push({
+          flag: "grpc-infer-response-compression-level",
+          value: v,
+          meaning:
+            "responses go out uncompressed: grpc-js, Nereid's gRPC server, does not compress what a server sends (requests compressed by the client are read)",
+        });
     },
   },
-  "allow-sagemaker": { kind: "bool", help: "Serve SageMaker's /ping and /invocations (default false).", apply: (o, v) => (o.allowSagemaker = parseBool("allow-sagemaker", v)) },
+  "allow-sagemaker": {
+    kind: "bool",
+    help: "Serve SageMaker's /ping and /invocations (default false).",
+    apply: (o, v) => (o.allowSagemaker = parseBool("allow-sagemaker", v)),
+  },
   "sagemaker-port": { kind: "int", help: "SageMaker port (default 8080).", apply: (o, v) => (o.sagemakerPort = port("sagemaker-port", v)) },
   "sagemaker-safe-port-range": {
-    kind: "string", help: "<lo>-<hi>: the ports the other endpoints may use.",
+    kind: "string",
+    help: "<lo>-<hi>: the ports the other endpoints may use.",
     apply: (o, v) => {
       const m = /^(\d+)-(\d+)$/.exec(v);
       if (!m) throw new UsageError(`invalid value '${v}' for --sagemaker-safe-port-range: expected <integer>-<integer>`);
       o.sagemakerSafePortRange = [port("sagemaker-safe-port-range", m[1]!), port("sagemaker-safe-port-range", m[2]!)];
     },
   },
-  "allow-vertex-ai": { kind: "bool", help: "Serve Vertex AI's health and predict routes (default true iff AIP_MODE=PREDICTION).", apply: (o, v) => (o.allowVertexAi = parseBool("allow-vertex-ai", v)) },
+  "allow-vertex-ai": {
+    kind: "bool",
+    help: "Serve Vertex AI's health and predict routes (default true iff AIP_MODE=PREDICTION).",
+    apply: (o, v) => (o.allowVertexAi = parseBool("allow-vertex-ai", v)),
+  },
   "vertex-ai-port": { kind: "int", help: "Vertex AI port (default AIP_HTTP_PORT, else 8080).", apply: (o, v) => (o.vertexAiPort = port("vertex-ai-port", v)) },
-  "vertex-ai-default-model": { kind: "string", help: "The model a Vertex AI predict request goes to when it names none.", apply: (o, v) => (o.vertexAiDefaultModel = v) },
-  "sagemaker-thread-count": inert("int", "Threads handling SageMaker requests (default 8).", "the SageMaker routes share the HTTP frontend's event loop", (f, v) => parseInt10(f, v, 1)),
-  "vertex-ai-thread-count": inert("int", "Threads handling Vertex AI requests (default 8).", "the Vertex AI routes share the HTTP frontend's event loop", (f, v) => parseInt10(f, v, 1)),
-  "grpc-infer-allocation-pool-size": inert("int", "Request/response states kept for reuse (default 8).", "Nereid keeps no pool of gRPC request states", (f, v) => parseInt10(f, v)),
-  "grpc-max-response-pool-size": inert("int", "Response objects allocated at once (default unlimited).", "Nereid keeps no pool of gRPC responses", (f, v) => parseInt10(f, v, 1)),
-  "cache-directory": inert("string", "Where cache libraries are searched (default /opt/tritonserver/caches).", "the local and redis caches are built in; no cache library is loaded"),
-  "backend-directory": inert("string", "Where backend libraries are searched (default /opt/tritonserver/backends).", "the backends are built in; native runtimes are found as docs/hardware.md says (--backend-config <backend>,library=<path>)"),
+  "vertex-ai-default-model": {
+    kind: "string",
+    help: "The model a Vertex AI predict request goes to when it names none.",
+    apply: (o, v) => (o.vertexAiDefaultModel = v),
+  },
+  "sagemaker-thread-count": inert(
+    "int",
+    "Threads handling SageMaker requests (default 8).",
+    "the SageMaker routes share the HTTP frontend's event loop",
+    (f, v) => parseInt10(f, v, 1),
+  ),
+  "vertex-ai-thread-count": inert(
+    "int",
+    "Threads handling Vertex AI requests (default 8).",
+    "the Vertex AI routes share the HTTP frontend's event loop",
+    (f, v) => parseInt10(f, v, 1),
+  ),
+  "grpc-infer-allocation-pool-size": inert(
+    "int",
+    "Request/response states kept for reuse (default 8).",
+    "Nereid keeps no pool of gRPC request states",
+    (f, v) => parseInt10(f, v),
+  ),
+  "grpc-max-response-pool-size": inert("int", "Response objects allocated at once (default unlimited).", "Nereid keeps no pool of gRPC responses", (f, v) =>
+    parseInt10(f, v, 1),
+  ),
+  "cache-directory": inert(
+    "string",
+    "Where cache libraries are searched (default /opt/tritonserver/caches).",
+    "the local and redis caches are built in; no cache library is loaded",
+  ),
+  "backend-directory": inert(
+    "string",
+    "Where backend libraries are searched (default /opt/tritonserver/backends).",
+    "the backends are built in; native runtimes are found as docs/hardware.md says (--backend-config <backend>,library=<path>)",
+  ),
   "repoagent-directory": inert("string", "Where repository agents are searched (default /opt/tritonserver/repoagents).", "Nereid runs no repository agents"),
-  "pinned-memory-pool-byte-size": inert("int", "Pinned host memory pool in bytes (default 268435456).", `${NO_CUDA}; no pinned pool is allocated`, (f, v) => parseInt10(f, v)),
+  "pinned-memory-pool-byte-size": inert("int", "Pinned host memory pool in bytes (default 268435456).", `${NO_CUDA}; no pinned pool is allocated`, (f, v) =>
+    parseInt10(f, v),
+  ),
   "cuda-memory-pool-byte-size": inert("string", "<gpu>:<bytes>: CUDA memory pool per GPU (default 64 MiB; repeatable).", NO_CUDA, gpuPair),
-  "cuda-virtual-address-size": inert("string", "<gpu>:<bytes>: CUDA virtual address size for growable implicit state (repeatable).", `${NO_CUDA}; implicit state lives in host memory`, gpuPair),
-  "min-supported-compute-capability": inert("string", "GPUs below this CUDA compute capability are not used (default 6.0).", "GPU instances go to whatever device ONNX Runtime's or TensorRT's CUDA provider accepts", (f, v) => {
-    if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`invalid value '${v}' for --${f}: expected a number`);
-  }),
-  "buffer-manager-thread-count": inert("int", "Threads for tensor copies (default 0).", "tensor copies run on the request's own thread", (f, v) => parseInt10(f, v)),
-  "host-policy": inert("string", "<policy>,<setting>=<value>: numa-node, cpu-cores (repeatable).", "instances are not pinned to NUMA nodes or cores; use taskset or systemd's CPUAffinity", (f, v) => {
-    if (!/^[^,]+,[^=]+=.*$/.test(v)) throw new UsageError(`invalid value '${v}' for --${f}: expected <policy_name>,<setting>=<value>`);
-  }),
-  "model-load-gpu-limit": inert("string", "<gpu>:<fraction>: refuse loads past this share of GPU memory (repeatable).", "GPU memory is not checked before a load", (f, v) => {
-    const m = /^(\d+):([0-9.]+)$/.exec(v);
-    if (!m || !(Number(m[2]) >= 0 && Number(m[2]) <= 1)) throw new UsageError(`invalid value '${v}' for --${f}: expected <device_id>:<fraction between 0 and 1>`);
-  }),
-  "enable-peer-access": inert("bool", "Enable CUDA peer access between GPUs (default true).", "Nereid copies no tensors between GPUs itself", (f, v) => void parseBool(f, v)),
+  "cuda-virtual-address-size": inert(
+    "string",
+    "<gpu>:<bytes>: CUDA virtual address size for growable implicit state (repeatable).",
+    `${NO_CUDA}; implicit state lives in host memory`,
+    gpuPair,
+  ),
+  "min-supported-compute-capability": inert(
+    "string",
+    "GPUs below this CUDA compute capability are not used (default 6.0).",
+    "GPU instances go to whatever device ONNX Runtime's or TensorRT's CUDA provider accepts",
+    (f, v) => {
+      if (!/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`invalid value '${v}' for --${f}: expected a number`);
+    },
+  ),
+  "buffer-manager-thread-count": inert("int", "Threads for tensor copies (default 0).", "tensor copies run on the request's own thread", (f, v) =>
+    parseInt10(f, v),
+  ),
+  "host-policy": inert(
+    "string",
+    "<policy>,<setting>=<value>: numa-node, cpu-cores (repeatable).",
+    "instances are not pinned to NUMA nodes or cores; use taskset or systemd's CPUAffinity",
+    (f, v) => {
+      if (!/^[^,]+,[^=]+=.*$/.test(v)) throw new UsageError(`invalid value '${v}' for --${f}: expected <policy_name>,<setting>=<value>`);
+    },
+  ),
+  "model-load-gpu-limit": inert(
+    "string",
+    "<gpu>:<fraction>: refuse loads past this share of GPU memory (repeatable).",
+    "GPU memory is not checked before a load",
+    (f, v) => {
+      const m = /^(\d+):([0-9.]+)$/.exec(v);
+      if (!m || !(Number(m[2]) >= 0 && Number(m[2]) <= 1))
+        throw new UsageError(`invalid value '${v}' for --${f}: expected <device_id>:<fraction between 0 and 1>`);
+    },
+  ),
+  "enable-peer-access": inert(
+    "bool",
+    "Enable CUDA peer access between GPUs (default true).",
+    "Nereid copies no tensors between GPUs itself",
+    (f, v) => void parseBool(f, v),
+  ),
 };
 
 /** Every flag this parser takes, with its help text and whether it is accepted with no effect here. */
@@ -684,7 +934,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     for (const a of argv.slice(1)) {
       if (a.startsWith("--cuda-library=")) out.cudaLibrary = a.slice("--cuda-library=".length);
       else if (a === "--self-test") out.selfTest = true;
-      else if (a.startsWith("--ipc-open=")) out.ipcOpen = a.slice("--ipc-open=".length); // the self-test's second process
+      else if (a.startsWith("--ipc-open="))
+        out.ipcOpen = a.slice("--ipc-open=".length); // the self-test's second process
       else throw new UsageError(`unexpected argument '${a}' for 'devices' (expected --self-test or --cuda-library=<path>)`);
     }
     return out;
@@ -724,7 +975,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   }
   // --disable-auto-complete-config wins over a --strict-model-config=false given anywhere, as in tritonserver.
   if (argv.includes("--disable-auto-complete-config")) {
-    if (o.strictModelConfig === false) o.warnings.push("Warning: Overriding deprecated '--strict-model-config' from False to True in favor of '--disable-auto-complete-config'!");
+    if (o.strictModelConfig === false)
+      o.warnings.push("Warning: Overriding deprecated '--strict-model-config' from False to True in favor of '--disable-auto-complete-config'!");
     o.disableAutoCompleteConfig = true;
   }
   finishVertexAi(o, argv, env);

@@ -182,7 +182,9 @@ export class CudaDriver {
   static get(library?: string): CudaDriver {
     if (CudaDriver.#instance) return CudaDriver.#instance;
     const explicit = library || process.env.NEREID_CUDA_LIBRARY;
-    const candidates = explicit ? [explicit] : ["libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"];
+    const candidates = explicit
+      ? [explicit]
+      : ["libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1"];
     const { lib, path } = loadLibrary("the CUDA driver (libcuda.so.1)", candidates);
     api = declare(lib);
     check("cuInit", api.cuInit(0));
@@ -326,7 +328,9 @@ export class CudaStream {
     if (h === undefined) throw new CudaError("INTERNAL", "cuStreamSynchronize", "stream already destroyed");
     if (!pollStreams) {
       const code = await new Promise<CUresult>((resolve, reject) =>
-        this.#api.cuStreamSynchronize.async(h, (err: unknown, res: CUresult) => (err ? reject(NativeError.fromKoffi("CUDA driver", "cuStreamSynchronize", err)) : resolve(res))),
+        this.#api.cuStreamSynchronize.async(h, (err: unknown, res: CUresult) =>
+          err ? reject(NativeError.fromKoffi("CUDA driver", "cuStreamSynchronize", err)) : resolve(res),
+        ),
       );
       if (code !== CUDA_ERROR_INVALID_CONTEXT) return check("cuStreamSynchronize", code);
       pollStreams = true;

@@ -7,9 +7,7 @@
  */
 import { getKoffi, type Pointer } from "../load.ts";
 import { logSettings } from "../../src/core/logger.ts";
-import {
-  bindOrtApi, ORT_ARENA_ALLOCATOR, ORT_EXECUTION_MODE, ORT_LOGGING_LEVEL, ORT_MEM_TYPE_DEFAULT, type OrtApi,
-} from "./symbols.ts";
+import { bindOrtApi, ORT_ARENA_ALLOCATOR, ORT_EXECUTION_MODE, ORT_LOGGING_LEVEL, ORT_MEM_TYPE_DEFAULT, type OrtApi } from "./symbols.ts";
 import { check } from "./status.ts";
 import { ortLibraryCandidates } from "./library.ts";
 
@@ -191,13 +189,17 @@ function appendProvider(api: OrtApi, options: Pointer, p: ExecutionProvider): vo
     if (keys.length > 0) {
       check(
         api,
-        trt ? api.UpdateTensorRTProviderOptions(providerOptions, keys, values, keys.length) : api.UpdateCUDAProviderOptions(providerOptions, keys, values, keys.length),
+        trt
+          ? api.UpdateTensorRTProviderOptions(providerOptions, keys, values, keys.length)
+          : api.UpdateCUDAProviderOptions(providerOptions, keys, values, keys.length),
         `Update${p.name}ProviderOptions`,
       );
     }
     check(
       api,
-      trt ? api.SessionOptionsAppendExecutionProvider_TensorRT_V2(options, providerOptions) : api.SessionOptionsAppendExecutionProvider_CUDA_V2(options, providerOptions),
+      trt
+        ? api.SessionOptionsAppendExecutionProvider_TensorRT_V2(options, providerOptions)
+        : api.SessionOptionsAppendExecutionProvider_CUDA_V2(options, providerOptions),
       `SessionOptionsAppendExecutionProvider_${p.name}_V2`,
     );
   } finally {

@@ -41,9 +41,17 @@ function extractEmbedded(path: string): string {
   const target = join(dir, LIB);
   if (existsSync(target) && statSync(target).size === size) return target;
   const stored = readFileSync(path);
-  if (embeddedForm?.zstd && typeof Bun === "undefined") throw new LibraryLoadError("onnxruntime: the embedded library is zstd-compressed and only Bun decompresses it here", { library: "onnxruntime", call: "extract" });
+  if (embeddedForm?.zstd && typeof Bun === "undefined")
+    throw new LibraryLoadError("onnxruntime: the embedded library is zstd-compressed and only Bun decompresses it here", {
+      library: "onnxruntime",
+      call: "extract",
+    });
   const data = embeddedForm?.zstd ? Bun!.zstdDecompressSync(stored) : stored;
-  if (data.byteLength !== size) throw new LibraryLoadError(`onnxruntime: the embedded library decompressed to ${data.byteLength} bytes, not ${size}`, { library: "onnxruntime", call: "extract" });
+  if (data.byteLength !== size)
+    throw new LibraryLoadError(`onnxruntime: the embedded library decompressed to ${data.byteLength} bytes, not ${size}`, {
+      library: "onnxruntime",
+      call: "extract",
+    });
   mkdirSync(dir, { recursive: true });
   const tmp = `${target}.${process.pid}.tmp`;
   writeFileSync(tmp, data, { mode: 0o755 });

@@ -136,9 +136,10 @@ export class OrtSession {
     try {
       for (let i = 0; i < inputs.length; i++) {
         const input = inputs[i]!;
-        const v = input.elementType === ONNX_TYPE.STRING
-          ? await OrtValue.strings(env, input.name, input.shape, input.data ?? new Uint8Array(0))
-          : OrtValue.overData(env, input.name, input.elementType, input.shape, input.data);
+        const v =
+          input.elementType === ONNX_TYPE.STRING
+            ? await OrtValue.strings(env, input.name, input.shape, input.data ?? new Uint8Array(0))
+            : OrtValue.overData(env, input.name, input.elementType, input.shape, input.data);
         owned.push(v);
         inValues[i] = v.handle ?? 0n;
       }
@@ -279,7 +280,7 @@ export class OrtSession {
   #preallocate(name: string, batch: number | undefined): OrtOutput | undefined {
     const info = this.outputs.find((o) => o.name === name);
     if (!info?.isTensor || !hasFixedSize(info.elementType)) return undefined;
-    const shape = info.shape.map((d, i) => (i === 0 && d === -1 ? batch ?? -1 : d));
+    const shape = info.shape.map((d, i) => (i === 0 && d === -1 ? (batch ?? -1) : d));
     if (shape.some((d) => d < 0)) return undefined;
     const bytes = shape.reduce((a, b) => a * b, 1) * elementSize(info.elementType);
     return { name, elementType: info.elementType, shape, data: new Uint8Array(new ArrayBuffer(bytes)) };
@@ -349,7 +350,8 @@ function sameLayout(b: BoundRun, inputs: readonly OrtInput[], outputNames: reado
   for (let i = 0; i < inputs.length; i++) {
     const l = b.layout[i]!;
     const x = inputs[i]!;
-    if (l.name !== x.name || l.elementType !== x.elementType || !x.data || l.byteLength !== x.data.byteLength || l.shape.length !== x.shape.length) return false;
+    if (l.name !== x.name || l.elementType !== x.elementType || !x.data || l.byteLength !== x.data.byteLength || l.shape.length !== x.shape.length)
+      return false;
     for (let d = 0; d < l.shape.length; d++) if (l.shape[d] !== x.shape[d]) return false;
   }
   return true;

@@ -92,36 +92,69 @@ const PROTOTYPES = {
   GetErrorCode: [1, "int OrtGetErrorCode(void *status /* const OrtStatus* */)"],
   GetErrorMessage: [2, "const char *OrtGetErrorMessage(void *status /* const OrtStatus* */)"],
   CreateEnv: [3, "void *OrtCreateEnv(int level /* OrtLoggingLevel */, const char *logid, _Out_ void **out /* OrtEnv** */)"],
-  CreateSession: [7, "void *OrtCreateSession(void *env /* const OrtEnv* */, const char *path /* const ORTCHAR_T* */, void *options /* const OrtSessionOptions* */, void *out /* OrtSession** */)"],
-  Run: [9, "void *OrtRun(void *session /* OrtSession* */, void *runOptions /* const OrtRunOptions* */, void *inputNames /* const char* const* */, void *inputs /* const OrtValue* const* */, size_t inputCount, void *outputNames /* const char* const* */, size_t outputCount, void *outputs /* OrtValue** */)"],
+  CreateSession: [
+    7,
+    "void *OrtCreateSession(void *env /* const OrtEnv* */, const char *path /* const ORTCHAR_T* */, void *options /* const OrtSessionOptions* */, void *out /* OrtSession** */)",
+  ],
+  Run: [
+    9,
+    "void *OrtRun(void *session /* OrtSession* */, void *runOptions /* const OrtRunOptions* */, void *inputNames /* const char* const* */, void *inputs /* const OrtValue* const* */, size_t inputCount, void *outputNames /* const char* const* */, size_t outputCount, void *outputs /* OrtValue** */)",
+  ],
   CreateSessionOptions: [10, "void *OrtCreateSessionOptions(_Out_ void **out /* OrtSessionOptions** */)"],
   SetSessionExecutionMode: [13, "void *OrtSetSessionExecutionMode(void *options /* OrtSessionOptions* */, int mode /* ExecutionMode */)"],
   EnableMemPattern: [16, "void *OrtEnableMemPattern(void *options /* OrtSessionOptions* */)"],
   DisableMemPattern: [17, "void *OrtDisableMemPattern(void *options /* OrtSessionOptions* */)"],
   EnableCpuMemArena: [18, "void *OrtEnableCpuMemArena(void *options /* OrtSessionOptions* */)"],
   DisableCpuMemArena: [19, "void *OrtDisableCpuMemArena(void *options /* OrtSessionOptions* */)"],
-  SetSessionGraphOptimizationLevel: [23, "void *OrtSetSessionGraphOptimizationLevel(void *options /* OrtSessionOptions* */, int level /* GraphOptimizationLevel */)"],
+  SetSessionGraphOptimizationLevel: [
+    23,
+    "void *OrtSetSessionGraphOptimizationLevel(void *options /* OrtSessionOptions* */, int level /* GraphOptimizationLevel */)",
+  ],
   SetIntraOpNumThreads: [24, "void *OrtSetIntraOpNumThreads(void *options /* OrtSessionOptions* */, int n)"],
   SetInterOpNumThreads: [25, "void *OrtSetInterOpNumThreads(void *options /* OrtSessionOptions* */, int n)"],
   SessionGetInputCount: [30, "void *OrtSessionGetInputCount(void *session /* const OrtSession* */, _Out_ size_t *out)"],
   SessionGetOutputCount: [31, "void *OrtSessionGetOutputCount(void *session /* const OrtSession* */, _Out_ size_t *out)"],
   SessionGetInputTypeInfo: [33, "void *OrtSessionGetInputTypeInfo(void *session /* const OrtSession* */, size_t index, _Out_ void **out /* OrtTypeInfo** */)"],
-  SessionGetOutputTypeInfo: [34, "void *OrtSessionGetOutputTypeInfo(void *session /* const OrtSession* */, size_t index, _Out_ void **out /* OrtTypeInfo** */)"],
-  SessionGetInputName: [36, "void *OrtSessionGetInputName(void *session /* const OrtSession* */, size_t index, void *allocator /* OrtAllocator* */, _Out_ void **out /* char** */)"],
-  SessionGetOutputName: [37, "void *OrtSessionGetOutputName(void *session /* const OrtSession* */, size_t index, void *allocator /* OrtAllocator* */, _Out_ void **out /* char** */)"],
-  CreateTensorAsOrtValue: [48, "void *OrtCreateTensorAsOrtValue(void *allocator /* OrtAllocator* */, void *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, void *out /* OrtValue** */)"],
-  CreateTensorWithDataAsOrtValue: [49, "void *OrtCreateTensorWithDataAsOrtValue(void *info /* const OrtMemoryInfo* */, void *data, size_t byteLength, void *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, void *out /* OrtValue** */)"],
+  SessionGetOutputTypeInfo: [
+    34,
+    "void *OrtSessionGetOutputTypeInfo(void *session /* const OrtSession* */, size_t index, _Out_ void **out /* OrtTypeInfo** */)",
+  ],
+  SessionGetInputName: [
+    36,
+    "void *OrtSessionGetInputName(void *session /* const OrtSession* */, size_t index, void *allocator /* OrtAllocator* */, _Out_ void **out /* char** */)",
+  ],
+  SessionGetOutputName: [
+    37,
+    "void *OrtSessionGetOutputName(void *session /* const OrtSession* */, size_t index, void *allocator /* OrtAllocator* */, _Out_ void **out /* char** */)",
+  ],
+  CreateTensorAsOrtValue: [
+    48,
+    "void *OrtCreateTensorAsOrtValue(void *allocator /* OrtAllocator* */, void *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, void *out /* OrtValue** */)",
+  ],
+  CreateTensorWithDataAsOrtValue: [
+    49,
+    "void *OrtCreateTensorWithDataAsOrtValue(void *info /* const OrtMemoryInfo* */, void *data, size_t byteLength, void *shape /* const int64_t* */, size_t shapeLen, int type /* ONNXTensorElementDataType */, void *out /* OrtValue** */)",
+  ],
   GetTensorMutableData: [51, "void *OrtGetTensorMutableData(void *value /* OrtValue* */, void *out /* void** */)"],
   FillStringTensor: [52, "void *OrtFillStringTensor(void *value /* OrtValue* */, void *strings /* const char* const* */, size_t count)"],
   GetStringTensorDataLength: [53, "void *OrtGetStringTensorDataLength(void *value /* const OrtValue* */, _Out_ size_t *out)"],
-  GetStringTensorContent: [54, "void *OrtGetStringTensorContent(void *value /* const OrtValue* */, void *buffer, size_t bufferLength, void *offsets /* size_t* */, size_t offsetsLength)"],
-  CastTypeInfoToTensorInfo: [55, "void *OrtCastTypeInfoToTensorInfo(void *typeInfo /* const OrtTypeInfo* */, _Out_ void **out /* const OrtTensorTypeAndShapeInfo** */)"],
+  GetStringTensorContent: [
+    54,
+    "void *OrtGetStringTensorContent(void *value /* const OrtValue* */, void *buffer, size_t bufferLength, void *offsets /* size_t* */, size_t offsetsLength)",
+  ],
+  CastTypeInfoToTensorInfo: [
+    55,
+    "void *OrtCastTypeInfoToTensorInfo(void *typeInfo /* const OrtTypeInfo* */, _Out_ void **out /* const OrtTensorTypeAndShapeInfo** */)",
+  ],
   GetOnnxTypeFromTypeInfo: [56, "void *OrtGetOnnxTypeFromTypeInfo(void *typeInfo /* const OrtTypeInfo* */, _Out_ int *out /* ONNXType* */)"],
   GetTensorElementType: [60, "void *OrtGetTensorElementType(void *info /* const OrtTensorTypeAndShapeInfo* */, void *out /* ONNXTensorElementDataType* */)"],
   GetDimensionsCount: [61, "void *OrtGetDimensionsCount(void *info /* const OrtTensorTypeAndShapeInfo* */, void *out /* size_t* */)"],
   GetDimensions: [62, "void *OrtGetDimensions(void *info /* const OrtTensorTypeAndShapeInfo* */, void *dims /* int64_t* */, size_t count)"],
   GetTensorTypeAndShape: [65, "void *OrtGetTensorTypeAndShape(void *value /* const OrtValue* */, void *out /* OrtTensorTypeAndShapeInfo** */)"],
-  CreateCpuMemoryInfo: [69, "void *OrtCreateCpuMemoryInfo(int allocatorType /* OrtAllocatorType */, int memType /* OrtMemType */, _Out_ void **out /* OrtMemoryInfo** */)"],
+  CreateCpuMemoryInfo: [
+    69,
+    "void *OrtCreateCpuMemoryInfo(int allocatorType /* OrtAllocatorType */, int memType /* OrtMemType */, _Out_ void **out /* OrtMemoryInfo** */)",
+  ],
   AllocatorFree: [76, "void *OrtAllocatorFree(void *allocator /* OrtAllocator* */, void *p)"],
   GetAllocatorWithDefaultOptions: [78, "void *OrtGetAllocatorWithDefaultOptions(_Out_ void **out /* OrtAllocator** */)"],
   ReleaseEnv: [92, "void OrtReleaseEnv(void *env /* OrtEnv* */)"],
@@ -135,17 +168,35 @@ const PROTOTYPES = {
   GetAvailableProviders: [125, "void *OrtGetAvailableProviders(_Out_ void **out /* char*** */, _Out_ int *count)"],
   ReleaseAvailableProviders: [126, "void *OrtReleaseAvailableProviders(void *providers /* char** */, int count)"],
   AddSessionConfigEntry: [130, "void *OrtAddSessionConfigEntry(void *options /* OrtSessionOptions* */, const char *key, const char *value)"],
-  GetResizedStringTensorElementBuffer: [252, "void *OrtGetResizedStringTensorElementBuffer(void *value /* OrtValue* */, size_t index, size_t length, _Out_ void **buffer /* char** */)"],
+  GetResizedStringTensorElementBuffer: [
+    252,
+    "void *OrtGetResizedStringTensorElementBuffer(void *value /* OrtValue* */, size_t index, size_t length, _Out_ void **buffer /* char** */)",
+  ],
   // Execution providers (version 9, 11, 12 blocks of ort_api_1_to_N in onnxruntime_c_api.cc).
-  SessionOptionsAppendExecutionProvider_TensorRT_V2: [170, "void *OrtSessionOptionsAppendExecutionProvider_TensorRT_V2(void *options /* OrtSessionOptions* */, void *trt /* const OrtTensorRTProviderOptionsV2* */)"],
+  SessionOptionsAppendExecutionProvider_TensorRT_V2: [
+    170,
+    "void *OrtSessionOptionsAppendExecutionProvider_TensorRT_V2(void *options /* OrtSessionOptions* */, void *trt /* const OrtTensorRTProviderOptionsV2* */)",
+  ],
   CreateTensorRTProviderOptions: [171, "void *OrtCreateTensorRTProviderOptions(_Out_ void **out /* OrtTensorRTProviderOptionsV2** */)"],
-  UpdateTensorRTProviderOptions: [172, "void *OrtUpdateTensorRTProviderOptions(void *trt /* OrtTensorRTProviderOptionsV2* */, const char **keys, const char **values, size_t n)"],
+  UpdateTensorRTProviderOptions: [
+    172,
+    "void *OrtUpdateTensorRTProviderOptions(void *trt /* OrtTensorRTProviderOptionsV2* */, const char **keys, const char **values, size_t n)",
+  ],
   ReleaseTensorRTProviderOptions: [174, "void OrtReleaseTensorRTProviderOptions(void *trt /* OrtTensorRTProviderOptionsV2* */)"],
-  SessionOptionsAppendExecutionProvider_CUDA_V2: [204, "void *OrtSessionOptionsAppendExecutionProvider_CUDA_V2(void *options /* OrtSessionOptions* */, void *cuda /* const OrtCUDAProviderOptionsV2* */)"],
+  SessionOptionsAppendExecutionProvider_CUDA_V2: [
+    204,
+    "void *OrtSessionOptionsAppendExecutionProvider_CUDA_V2(void *options /* OrtSessionOptions* */, void *cuda /* const OrtCUDAProviderOptionsV2* */)",
+  ],
   CreateCUDAProviderOptions: [205, "void *OrtCreateCUDAProviderOptions(_Out_ void **out /* OrtCUDAProviderOptionsV2** */)"],
-  UpdateCUDAProviderOptions: [206, "void *OrtUpdateCUDAProviderOptions(void *cuda /* OrtCUDAProviderOptionsV2* */, const char **keys, const char **values, size_t n)"],
+  UpdateCUDAProviderOptions: [
+    206,
+    "void *OrtUpdateCUDAProviderOptions(void *cuda /* OrtCUDAProviderOptionsV2* */, const char **keys, const char **values, size_t n)",
+  ],
   ReleaseCUDAProviderOptions: [208, "void OrtReleaseCUDAProviderOptions(void *cuda /* OrtCUDAProviderOptionsV2* */)"],
-  SessionOptionsAppendExecutionProvider: [216, "void *OrtSessionOptionsAppendExecutionProvider(void *options /* OrtSessionOptions* */, const char *provider, const char **keys, const char **values, size_t n)"],
+  SessionOptionsAppendExecutionProvider: [
+    216,
+    "void *OrtSessionOptionsAppendExecutionProvider(void *options /* OrtSessionOptions* */, const char *provider, const char **keys, const char **values, size_t n)",
+  ],
 } as const satisfies Record<keyof OrtApiFunctions, readonly [number, string]>;
 
 export type OrtApi = { [K in keyof OrtApiFunctions]: KoffiFunc<OrtApiFunctions[K]> } & {
@@ -161,8 +212,23 @@ export type OrtApi = { [K in keyof OrtApiFunctions]: KoffiFunc<OrtApiFunctions[K
 
 /** ONNXTensorElementDataType */
 export const ONNX_TYPE = {
-  UNDEFINED: 0, FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT16: 5, INT32: 6, INT64: 7, STRING: 8,
-  BOOL: 9, FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13, COMPLEX64: 14, COMPLEX128: 15, BFLOAT16: 16,
+  UNDEFINED: 0,
+  FLOAT: 1,
+  UINT8: 2,
+  INT8: 3,
+  UINT16: 4,
+  INT16: 5,
+  INT32: 6,
+  INT64: 7,
+  STRING: 8,
+  BOOL: 9,
+  FLOAT16: 10,
+  DOUBLE: 11,
+  UINT32: 12,
+  UINT64: 13,
+  COMPLEX64: 14,
+  COMPLEX128: 15,
+  BFLOAT16: 16,
 } as const;
 
 /** ONNXType of a tensor: the only kind of value served. */
@@ -170,9 +236,21 @@ export const ONNX_VALUE_TYPE_TENSOR = 1;
 
 /** OrtErrorCode names by value. */
 export const ORT_ERROR_CODES = [
-  "ORT_OK", "ORT_FAIL", "ORT_INVALID_ARGUMENT", "ORT_NO_SUCHFILE", "ORT_NO_MODEL", "ORT_ENGINE_ERROR",
-  "ORT_RUNTIME_EXCEPTION", "ORT_INVALID_PROTOBUF", "ORT_MODEL_LOADED", "ORT_NOT_IMPLEMENTED", "ORT_INVALID_GRAPH",
-  "ORT_EP_FAIL", "ORT_MODEL_LOAD_CANCELED", "ORT_MODEL_REQUIRES_COMPILATION", "ORT_NOT_FOUND",
+  "ORT_OK",
+  "ORT_FAIL",
+  "ORT_INVALID_ARGUMENT",
+  "ORT_NO_SUCHFILE",
+  "ORT_NO_MODEL",
+  "ORT_ENGINE_ERROR",
+  "ORT_RUNTIME_EXCEPTION",
+  "ORT_INVALID_PROTOBUF",
+  "ORT_MODEL_LOADED",
+  "ORT_NOT_IMPLEMENTED",
+  "ORT_INVALID_GRAPH",
+  "ORT_EP_FAIL",
+  "ORT_MODEL_LOAD_CANCELED",
+  "ORT_MODEL_REQUIRES_COMPILATION",
+  "ORT_NOT_FOUND",
 ] as const;
 
 export const ORT_LOGGING_LEVEL = { VERBOSE: 0, INFO: 1, WARNING: 2, ERROR: 3, FATAL: 4 } as const;
@@ -190,19 +268,30 @@ export function bindOrtApi(candidates: readonly (string | Unusable)[]): OrtApi {
   try {
     base = lib.func("void *OrtGetApiBase()")();
   } catch (err) {
-    throw new LibraryLoadError(`${path} does not export OrtGetApiBase: ${(err as Error).message}`, { library: "ONNX Runtime", call: "OrtGetApiBase", cause: err });
+    throw new LibraryLoadError(`${path} does not export OrtGetApiBase: ${(err as Error).message}`, {
+      library: "ONNX Runtime",
+      call: "OrtGetApiBase",
+      cause: err,
+    });
   }
   // struct OrtApiBase { const OrtApi* (*GetApi)(uint32_t version); const char* (*GetVersionString)(void); }
   const [getApi, getVersion] = koffi.decode(base, "void *", 2) as [Pointer, Pointer];
   const version = koffi.call(getVersion, protoType("const char *OrtGetVersionString()")) as string;
   const table = koffi.call(getApi, protoType("void *OrtGetApi(uint32_t version)"), ORT_API_VERSION) as Pointer;
-  if (!table) throw new LibraryLoadError(`ONNX Runtime ${version} at ${path} does not provide C API version ${ORT_API_VERSION}`, { library: "ONNX Runtime", call: "OrtApiBase::GetApi" });
+  if (!table)
+    throw new LibraryLoadError(`ONNX Runtime ${version} at ${path} does not provide C API version ${ORT_API_VERSION}`, {
+      library: "ONNX Runtime",
+      call: "OrtApiBase::GetApi",
+    });
   const maxIndex = Math.max(...Object.values(PROTOTYPES).map(([i]) => i));
   const entries = koffi.decode(table, "void *", maxIndex + 1) as Pointer[];
   const api = { version, libraryPath: path, library: lib } as OrtApi;
   for (const [name, [index, proto]] of Object.entries(PROTOTYPES)) {
     if (!entries[index]) {
-      throw new LibraryLoadError(`ONNX Runtime ${version} at ${path} has no entry ${index} (${name}) in its C API table`, { library: "ONNX Runtime", call: "OrtApiBase::GetApi" });
+      throw new LibraryLoadError(`ONNX Runtime ${version} at ${path} has no entry ${index} (${name}) in its C API table`, {
+        library: "ONNX Runtime",
+        call: "OrtApiBase::GetApi",
+      });
     }
     (api as unknown as Record<string, unknown>)[name] = koffi.decode(entries[index], protoType(proto));
   }

@@ -154,7 +154,11 @@ export class OrtValue {
     const offsets = new BigUint64Array(new ArrayBuffer(Math.max(count, 1) * 8));
     if (count > STRING_SLICE) {
       const h = this.#handle;
-      check(api, await onWorker("GetStringTensorContent", (done) => api.GetStringTensorContent.async(h, buf, total, offsets, count, done)), `GetStringTensorContent(${name})`);
+      check(
+        api,
+        await onWorker("GetStringTensorContent", (done) => api.GetStringTensorContent.async(h, buf, total, offsets, count, done)),
+        `GetStringTensorContent(${name})`,
+      );
     } else if (count > 0) {
       check(api, api.GetStringTensorContent(this.#handle, buf, total, offsets, count), `GetStringTensorContent(${name})`);
     }
@@ -293,9 +297,19 @@ export function readTypeAndShape(api: OrtApi, info: Pointer): { elementType: num
 }
 
 const SIZES: Readonly<Record<number, number>> = {
-  [ONNX_TYPE.FLOAT]: 4, [ONNX_TYPE.UINT8]: 1, [ONNX_TYPE.INT8]: 1, [ONNX_TYPE.UINT16]: 2, [ONNX_TYPE.INT16]: 2,
-  [ONNX_TYPE.INT32]: 4, [ONNX_TYPE.INT64]: 8, [ONNX_TYPE.BOOL]: 1, [ONNX_TYPE.FLOAT16]: 2, [ONNX_TYPE.DOUBLE]: 8,
-  [ONNX_TYPE.UINT32]: 4, [ONNX_TYPE.UINT64]: 8, [ONNX_TYPE.BFLOAT16]: 2,
+  [ONNX_TYPE.FLOAT]: 4,
+  [ONNX_TYPE.UINT8]: 1,
+  [ONNX_TYPE.INT8]: 1,
+  [ONNX_TYPE.UINT16]: 2,
+  [ONNX_TYPE.INT16]: 2,
+  [ONNX_TYPE.INT32]: 4,
+  [ONNX_TYPE.INT64]: 8,
+  [ONNX_TYPE.BOOL]: 1,
+  [ONNX_TYPE.FLOAT16]: 2,
+  [ONNX_TYPE.DOUBLE]: 8,
+  [ONNX_TYPE.UINT32]: 4,
+  [ONNX_TYPE.UINT64]: 8,
+  [ONNX_TYPE.BFLOAT16]: 2,
 };
 
 /** Whether the element type has a fixed size (every served type but STRING). */

@@ -72,7 +72,9 @@ export class OvInferRequest {
       this.#held = held;
       const t1 = nowNs();
       const status = await new Promise<number>((resolve, reject) =>
-        api.ov_infer_request_infer.async(h, (err: unknown, res: number) => (err ? reject(NativeError.fromKoffi("openvino", "ov_infer_request_infer", err)) : resolve(res))),
+        api.ov_infer_request_infer.async(h, (err: unknown, res: number) =>
+          err ? reject(NativeError.fromKoffi("openvino", "ov_infer_request_infer", err)) : resolve(res),
+        ),
       );
       check(api, status, "ov_infer_request_infer");
       const t2 = nowNs();

@@ -43,7 +43,9 @@ function newerFirst(a: string, b: string): number {
 
 function versionedIn(dir: string): string[] {
   try {
-    return readdirSync(dir).filter((n) => VERSIONED.test(n)).map((n) => join(dir, n));
+    return readdirSync(dir)
+      .filter((n) => VERSIONED.test(n))
+      .map((n) => join(dir, n));
   } catch {
     return [];
   }
@@ -76,7 +78,10 @@ export function openVinoLibraryCandidates(explicit: string | undefined): (string
   const searchDirs = [
     ...(process.env.LD_LIBRARY_PATH ?? "").split(":").filter(Boolean),
     ...installLibDirs(),
-    `/usr/lib/${TRIPLET}`, "/usr/lib64", "/usr/lib", "/usr/local/lib",
+    `/usr/lib/${TRIPLET}`,
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
   ];
   // Soname links and the files they point to are one library: keep the file's own path.
   const found = new Set<string>();

@@ -60,7 +60,11 @@ export class OvModel {
   #ports(input: boolean): OvPortInfo[] {
     const api = this.#runtime.api;
     const size = outPointer();
-    check(api, input ? api.ov_model_inputs_size(this.#handle, size) : api.ov_model_outputs_size(this.#handle, size), input ? "ov_model_inputs_size" : "ov_model_outputs_size");
+    check(
+      api,
+      input ? api.ov_model_inputs_size(this.#handle, size) : api.ov_model_outputs_size(this.#handle, size),
+      input ? "ov_model_inputs_size" : "ov_model_outputs_size",
+    );
     const list: OvPortInfo[] = [];
     for (let index = 0; index < Number(size[0]); index++) {
       const out = outPointer();

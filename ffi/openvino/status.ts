@@ -20,7 +20,11 @@ import { OV_STATUS, statusName } from "./types.ts";
 import type { OvApi } from "./symbols.ts";
 
 const SETS_LAST_ERROR: ReadonlySet<number> = new Set([
-  OV_STATUS.GENERAL_ERROR, OV_STATUS.NOT_IMPLEMENTED, OV_STATUS.REQUEST_BUSY, OV_STATUS.INFER_CANCELLED, OV_STATUS.UNKNOW_EXCEPTION,
+  OV_STATUS.GENERAL_ERROR,
+  OV_STATUS.NOT_IMPLEMENTED,
+  OV_STATUS.REQUEST_BUSY,
+  OV_STATUS.INFER_CANCELLED,
+  OV_STATUS.UNKNOW_EXCEPTION,
 ]);
 
 function code(status: number): ErrorCode {

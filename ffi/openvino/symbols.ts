@@ -88,8 +88,7 @@ const PROTOTYPES = {
   ov_version_free: "void ov_version_free(ov_version_t *version)",
   ov_core_create: "int ov_core_create(void *core /* ov_core_t** */)",
   ov_core_free: "void ov_core_free(void *core /* ov_core_t* */)",
-  ov_core_read_model:
-    "int ov_core_read_model(void *core /* const ov_core_t* */, const char *model_path, const char *bin_path, void *model /* ov_model_t** */)",
+  ov_core_read_model: "int ov_core_read_model(void *core /* const ov_core_t* */, const char *model_path, const char *bin_path, void *model /* ov_model_t** */)",
   // Variadic: property_args_size, then that many `const char*` key/value arguments.
   ov_core_compile_model:
     "int ov_core_compile_model(void *core /* const ov_core_t* */, void *model /* const ov_model_t* */, const char *device_name, size_t property_args_size, void *compiled_model /* ov_compiled_model_t** */, ...)",
@@ -107,10 +106,8 @@ const PROTOTYPES = {
   ov_model_free: "void ov_model_free(void *model /* ov_model_t* */)",
   // ov_node.h
   ov_port_get_any_name: "int ov_port_get_any_name(void *port /* const ov_output_const_port_t* */, void *tensor_name /* char** */)",
-  ov_port_get_element_type:
-    "int ov_port_get_element_type(void *port /* const ov_output_const_port_t* */, void *tensor_type /* ov_element_type_e* */)",
-  ov_port_get_partial_shape:
-    "int ov_port_get_partial_shape(void *port /* const ov_output_const_port_t* */, _Out_ ov_partial_shape_t *partial_shape)",
+  ov_port_get_element_type: "int ov_port_get_element_type(void *port /* const ov_output_const_port_t* */, void *tensor_type /* ov_element_type_e* */)",
+  ov_port_get_partial_shape: "int ov_port_get_partial_shape(void *port /* const ov_output_const_port_t* */, _Out_ ov_partial_shape_t *partial_shape)",
   ov_output_const_port_free: "void ov_output_const_port_free(void *port /* ov_output_const_port_t* */)",
   // ov_partial_shape.h
   ov_partial_shape_free: "void ov_partial_shape_free(ov_partial_shape_t *partial_shape)",

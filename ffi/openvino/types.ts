@@ -65,7 +65,26 @@ export const ELEMENT_TYPE_TABLES: readonly ElementTypeTable[] = [
   {
     since: [2024, 2],
     label: "2024.2 - 2025.0",
-    names: ["UNDEFINED", "DYNAMIC", "BOOLEAN", ...COMMON_HEAD, "U2", "U3", "U4", "U6", "U8", "U16", "U32", "U64", "NF4", "F8E4M3", "F8E5M3", "STRING", "F4E2M1", "F8E8M0"],
+    names: [
+      "UNDEFINED",
+      "DYNAMIC",
+      "BOOLEAN",
+      ...COMMON_HEAD,
+      "U2",
+      "U3",
+      "U4",
+      "U6",
+      "U8",
+      "U16",
+      "U32",
+      "U64",
+      "NF4",
+      "F8E4M3",
+      "F8E5M3",
+      "STRING",
+      "F4E2M1",
+      "F8E8M0",
+    ],
   },
   {
     since: [2023, 0],
@@ -79,9 +98,19 @@ export const OLDEST_SUPPORTED = ELEMENT_TYPE_TABLES[ELEMENT_TYPE_TABLES.length -
 
 /** OpenVINO element type name → Triton datatype; the rest (i4, u1, nf4, f8, string...) are not served. */
 const TO_TRITON: Readonly<Record<string, DataType>> = {
-  BOOLEAN: "BOOL", BF16: "BF16", F16: "FP16", F32: "FP32", F64: "FP64",
-  I8: "INT8", I16: "INT16", I32: "INT32", I64: "INT64",
-  U8: "UINT8", U16: "UINT16", U32: "UINT32", U64: "UINT64",
+  BOOLEAN: "BOOL",
+  BF16: "BF16",
+  F16: "FP16",
+  F32: "FP32",
+  F64: "FP64",
+  I8: "INT8",
+  I16: "INT16",
+  I32: "INT32",
+  I64: "INT64",
+  U8: "UINT8",
+  U16: "UINT16",
+  U32: "UINT32",
+  U64: "UINT64",
 };
 
 /** "2024.4.0-16579-c3152d32c9c-releases/2024/4" → [2024, 4]; undefined when it does not start so. */

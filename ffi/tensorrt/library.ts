@@ -117,7 +117,10 @@ export class TensorRtLibrary {
     try {
       create = lib.func(ENTRY_POINTS.createInferRuntime_INTERNAL);
     } catch (err) {
-      throw new TensorRtError(`${path} does not export createInferRuntime_INTERNAL (${(err as Error).message})`, { call: "createInferRuntime_INTERNAL", code: "UNAVAILABLE" });
+      throw new TensorRtError(`${path} does not export createInferRuntime_INTERNAL (${(err as Error).message})`, {
+        call: "createInferRuntime_INTERNAL",
+        code: "UNAVAILABLE",
+      });
     }
     TensorRtLibrary.#instance = new TensorRtLibrary(path, version, TrtLogger.get(lib), create);
     return TensorRtLibrary.#instance;

@@ -174,7 +174,8 @@ export function deletePublicObject(obj: bigint): void {
 
 /** A shape as Dims64 (at most MAX_DIMS dimensions). */
 export function toDims(shape: readonly number[]): Dims64 {
-  if (shape.length > DIMS64.MAX_DIMS) throw new TensorRtError(`a TensorRT shape has at most ${DIMS64.MAX_DIMS} dimensions, got ${shape.length}`, { code: "INVALID_ARG" });
+  if (shape.length > DIMS64.MAX_DIMS)
+    throw new TensorRtError(`a TensorRT shape has at most ${DIMS64.MAX_DIMS} dimensions, got ${shape.length}`, { code: "INVALID_ARG" });
   const d = new Array<number>(DIMS64.MAX_DIMS).fill(0);
   shape.forEach((v, i) => (d[i] = v));
   return { nbDims: shape.length, d };

@@ -16,7 +16,15 @@ export function simpleAndIdentityRepository(root: string, work: string): string 
     join(repo, "fp32_identity", "config.pbtxt"),
     'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n',
   );
-  writeFileSync(join(repo, "fp32_identity", "1", "model.onnx"), encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+  writeFileSync(
+    join(repo, "fp32_identity", "1", "model.onnx"),
+    encodeModel({
+      name: "id",
+      inputs: [valueInfo("X", ElemType.FLOAT, ["n"])],
+      outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])],
+      nodes: [node("Identity", ["X"], ["Y"])],
+    }),
+  );
   return repo;
 }
 

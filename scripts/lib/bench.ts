@@ -25,7 +25,13 @@ export async function waitReady(url: string, timeoutMs = 20_000, method = "GET",
   throw new Error(`not ready: ${url}`);
 }
 
-export interface WrkResult { rps: number; p50: number; p99: number; errors: number; requests: number }
+export interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  requests: number;
+}
 
 /** CPU time used so far (user + system, in 1/100 s ticks) and resident memory of a process. */
 export function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
@@ -50,9 +56,10 @@ function parseMs(s: string): number {
 export function wrk(url: string, c: number, seconds: number, script?: string, opts: { threads?: number; cpus?: string } = {}): WrkResult {
   const threads = opts.threads ?? (c === 1 ? 1 : 2);
   const args = ["-t", String(threads), "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
-  const out = opts.cpus === undefined
-    ? spawnSync("wrk", args, { encoding: "utf8" }).stdout
-    : spawnSync("taskset", ["-c", opts.cpus, "wrk", ...args], { encoding: "utf8" }).stdout;
+  const out =
+    opts.cpus === undefined
+      ? spawnSync("wrk", args, { encoding: "utf8" }).stdout
+      : spawnSync("taskset", ["-c", opts.cpus, "wrk", ...args], { encoding: "utf8" }).stdout;
   return {
     requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),

@@ -43,7 +43,9 @@ export interface ExecuteResult {
 }
 
 /** One request's result from a per-request execution: its outputs (and response parameters), or the error that fails it alone. */
-export type RequestOutcome = { outputs: Tensor[]; parameters?: Parameters; error?: undefined } | { error: ServerError; outputs?: undefined; parameters?: undefined };
+export type RequestOutcome =
+  | { outputs: Tensor[]; parameters?: Parameters; error?: undefined }
+  | { error: ServerError; outputs?: undefined; parameters?: undefined };
 
 export interface RequestsResult {
   /** One per request, in order. */

@@ -89,9 +89,10 @@ export class CustomMetrics {
           case "mfam": {
             const kind = KINDS[m.k as number];
             const name = String(m.n);
-            if (!kind || !NAME.test(name)) return fail(reply, m.c, `invalid metric family name '${name}' or kind`), true;
+            if (!kind || !NAME.test(name)) return (fail(reply, m.c, `invalid metric family name '${name}' or kind`), true);
             let f = this.#families.get(name);
-            if (f && (f.type !== kind || f.help !== String(m.d))) return fail(reply, m.c, `metric family '${name}' already exists with another kind or description`), true;
+            if (f && (f.type !== kind || f.help !== String(m.d)))
+              return (fail(reply, m.c, `metric family '${name}' already exists with another kind or description`), true);
             if (!f) {
               f = new Family(name, String(m.d), kind);
               this.#families.set(name, f);
@@ -105,12 +106,12 @@ export class CustomMetrics {
           case "mnew": {
             const f = families.get(m.f as number);
             const labels = Object.fromEntries(Object.entries((m.l ?? {}) as Record<string, string>).map(([k, v]) => [String(k), String(v)]));
-            if (!f) return fail(reply, m.c, "unknown metric family"), true;
+            if (!f) return (fail(reply, m.c, "unknown metric family"), true);
             const bad = Object.keys(labels).find((k) => !LABEL.test(k) || k === "le");
-            if (bad !== undefined) return fail(reply, m.c, `invalid label name '${bad}'`), true;
+            if (bad !== undefined) return (fail(reply, m.c, `invalid label name '${bad}'`), true);
             const buckets = Array.isArray(m.b) ? (m.b as unknown[]).map(Number) : undefined;
             if (f.type === "histogram" && (!buckets || buckets.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= buckets[i - 1]!)))) {
-              return fail(reply, m.c, "a histogram metric needs increasing, finite buckets"), true;
+              return (fail(reply, m.c, "a histogram metric needs increasing, finite buckets"), true);
             }
             const key = JSON.stringify(Object.entries(labels).sort());
             let s = f.series.get(key);

@@ -92,7 +92,8 @@ export function decodeEntry(value: Uint8Array, wanted: readonly string[] = []): 
     if (typeof datatype !== "string" || !isDataType(datatype)) return { invalid: `output ${quote(name)} has an unknown datatype` };
     const count = elementCountOf(shape);
     if (count === undefined) return { invalid: `output ${quote(name)} has a shape that is not non-negative integers` };
-    if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 0) return { invalid: `output ${quote(name)} has a byte length that is not a non-negative integer` };
+    if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 0)
+      return { invalid: `output ${quote(name)} has a byte length that is not a non-negative integer` };
     if (at + bytes > buf.byteLength) return { invalid: `output ${quote(name)} runs past the end of the value` };
     const data = new Uint8Array(buf.buffer, buf.byteOffset + at, bytes);
     const mismatch = dataMismatch(name, datatype, count, data);

@@ -78,7 +78,8 @@ export class RedisResponseCache implements ResponseCache {
         ...(connectTimeout > 0 ? { connectTimeout } : {}),
         ...tlsOptions(config),
         // The first connection is tried once (start-up fails as in Triton); later ones forever.
-        reconnectStrategy: (retries: number, cause: Error) => (this.#connectedOnce && !this.#closed ? Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) : cause),
+        reconnectStrategy: (retries: number, cause: Error) =>
+          this.#connectedOnce && !this.#closed ? Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) : cause,
       } as never,
       ...(config.user !== undefined ? { username: config.user } : {}),
       ...(config.password !== undefined ? { password: config.password } : {}),

@@ -5,16 +5,7 @@
  */
 import type { FailureReason } from "./stats.ts";
 
-export const ERROR_CODES = [
-  "UNKNOWN",
-  "INTERNAL",
-  "NOT_FOUND",
-  "INVALID_ARG",
-  "UNAVAILABLE",
-  "UNSUPPORTED",
-  "ALREADY_EXISTS",
-  "CANCELLED",
-] as const;
+export const ERROR_CODES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED", "ALREADY_EXISTS", "CANCELLED"] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

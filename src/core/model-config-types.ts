@@ -7,11 +7,25 @@
  */
 
 export type ConfigDataType =
-  | "TYPE_INVALID" | "TYPE_BOOL" | "TYPE_UINT8" | "TYPE_UINT16" | "TYPE_UINT32" | "TYPE_UINT64"
-  | "TYPE_INT8" | "TYPE_INT16" | "TYPE_INT32" | "TYPE_INT64" | "TYPE_FP16" | "TYPE_FP32"
-  | "TYPE_FP64" | "TYPE_STRING" | "TYPE_BF16";
+  | "TYPE_INVALID"
+  | "TYPE_BOOL"
+  | "TYPE_UINT8"
+  | "TYPE_UINT16"
+  | "TYPE_UINT32"
+  | "TYPE_UINT64"
+  | "TYPE_INT8"
+  | "TYPE_INT16"
+  | "TYPE_INT32"
+  | "TYPE_INT64"
+  | "TYPE_FP16"
+  | "TYPE_FP32"
+  | "TYPE_FP64"
+  | "TYPE_STRING"
+  | "TYPE_BF16";
 
-export interface ModelTensorReshape { shape?: number[] }
+export interface ModelTensorReshape {
+  shape?: number[];
+}
 
 export interface ModelInput {
   name?: string;
@@ -77,7 +91,9 @@ export interface ModelDynamicBatching {
   priority_queue_policy?: Record<string, ModelQueuePolicy>;
 }
 
-export interface ModelParameter { string_value?: string }
+export interface ModelParameter {
+  string_value?: string;
+}
 
 /** The whole ModelConfig; fields not listed here are kept as-is by the index signature. */
 export interface ModelConfig {

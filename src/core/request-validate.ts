@@ -118,9 +118,7 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     const config = sig.inputs.get(input.name)!;
     const expectedType = sig.inputTypes.get(input.name)!;
     if (input.datatype !== expectedType) {
-      throw invalidArg(
-        `inference input '${input.name}' data-type is '${input.datatype}', but model '${model}' expects '${expectedType}'`,
-      );
+      throw invalidArg(`inference input '${input.name}' data-type is '${input.datatype}', but model '${model}' expects '${expectedType}'`);
     }
     const dims = config.dims ?? [];
     const itemShape = maxBatch > 0 ? input.shape.slice(1) : input.shape;
@@ -140,16 +138,12 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
       checkBytesElements(input.name, input.shape, count);
       const elements = countBytesElements(input.data, `input '${input.name}' for model '${model}'`);
       if (elements !== count) {
-        throw invalidArg(
-          `expected ${count} string elements for inference input '${input.name}' for model '${model}', got ${elements}`,
-        );
+        throw invalidArg(`expected ${count} string elements for inference input '${input.name}' for model '${model}', got ${elements}`);
       }
     } else {
       const expectedBytes = count * ELEMENT_SIZE[input.datatype];
       if (input.data.byteLength !== expectedBytes) {
-        throw invalidArg(
-          `input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${expectedBytes}, got ${input.data.byteLength}`,
-        );
+        throw invalidArg(`input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
       }
     }
     const reshaped = applyReshape(config, itemShape);

@@ -3,11 +3,19 @@
  * (ModelStatistics: inference_stats, batch_stats, counts, last_inference).
  */
 
-export interface Duration { count: number; ns: number }
+export interface Duration {
+  count: number;
+  ns: number;
+}
 
 const zero = (): Duration => ({ count: 0, ns: 0 });
 
-export interface BatchStat { batch_size: number; compute_input: Duration; compute_infer: Duration; compute_output: Duration }
+export interface BatchStat {
+  batch_size: number;
+  compute_input: Duration;
+  compute_infer: Duration;
+  compute_output: Duration;
+}
 
 /** Triton's nv_inference_request_failure reasons. */
 export type FailureReason = "REJECTED" | "CANCELED" | "BACKEND" | "OTHER";

@@ -47,7 +47,13 @@ export function printTable(headers: readonly string[], rows: readonly (readonly 
   const needs = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const widths = shares(needs, width);
   const lines = [divider(widths), ...row(headers, widths), divider(widths)];
-  for (const r of rows) lines.push(...row(headers.map((_, i) => r[i] ?? ""), widths));
+  for (const r of rows)
+    lines.push(
+      ...row(
+        headers.map((_, i) => r[i] ?? ""),
+        widths,
+      ),
+    );
   lines.push(divider(widths));
   return "\n" + lines.join("\n") + "\n";
 }

@@ -20,6 +20,8 @@ export const MAX_BYTES_ELEMENTS = 1 << 20;
  */
 export function checkBytesElements(name: string, shape: readonly number[], count: number): void {
   if (count > MAX_BYTES_ELEMENTS) {
-    throw invalidArg(`input '${name}' has ${count} BYTES elements (shape ${shapeToString(shape)}), more than the ${MAX_BYTES_ELEMENTS} one BYTES input may have`);
+    throw invalidArg(
+      `input '${name}' has ${count} BYTES elements (shape ${shapeToString(shape)}), more than the ${MAX_BYTES_ELEMENTS} one BYTES input may have`,
+    );
   }
 }

@@ -69,8 +69,12 @@ export function floatToBf16(v: number): number {
 }
 
 const INT_RANGE = {
-  INT8: [-128, 127], INT16: [-32768, 32767], INT32: [-2147483648, 2147483647],
-  UINT8: [0, 255], UINT16: [0, 65535], UINT32: [0, 4294967295],
+  INT8: [-128, 127],
+  INT16: [-32768, 32767],
+  INT32: [-2147483648, 2147483647],
+  UINT8: [0, 255],
+  UINT16: [0, 65535],
+  UINT32: [0, 4294967295],
 } as const;
 const INT_ARRAYS = { INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array } as const;
 const BIG_RANGE = { INT64: [-(2n ** 63n), 2n ** 63n - 1n], UINT64: [0n, 2n ** 64n - 1n] } as const;
@@ -189,8 +193,7 @@ function serializeStrings(values: readonly (string | Uint8Array)[]): Uint8Array 
  */
 export function valuesToBytes(datatype: DataType, values: readonly unknown[], context: string): Uint8Array {
   const n = values.length;
-  const bad = (i: number, want: string) =>
-    invalidArg(`${context}: element ${i} of 'data' is ${show(values[i])}, expected ${want} for datatype ${datatype}`);
+  const bad = (i: number, want: string) => invalidArg(`${context}: element ${i} of 'data' is ${show(values[i])}, expected ${want} for datatype ${datatype}`);
   switch (datatype) {
     case "BYTES": {
       for (let i = 0; i < n; i++) {
@@ -264,9 +267,16 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
 }
 
 export type TypedView =
-  | Int8Array | Int16Array | Int32Array | BigInt64Array
-  | Uint8Array | Uint16Array | Uint32Array | BigUint64Array
-  | Float32Array | Float64Array;
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array
+  | Uint16Array
+  | Uint32Array
+  | BigUint64Array
+  | Float32Array
+  | Float64Array;
 
 /**
  * A typed view of fixed-size tensor bytes (FP16/BF16 as their Uint16 bits, BOOL as Uint8);
@@ -279,16 +289,29 @@ export function typedView(datatype: Exclude<DataType, "BYTES">, data: Uint8Array
   const { buffer, byteOffset } = aligned;
   const n = Math.floor(aligned.byteLength / size);
   switch (datatype) {
-    case "INT8": return new Int8Array(buffer, byteOffset, n);
-    case "INT16": return new Int16Array(buffer, byteOffset, n);
-    case "INT32": return new Int32Array(buffer, byteOffset, n);
-    case "INT64": return new BigInt64Array(buffer, byteOffset, n);
-    case "UINT8": case "BOOL": return new Uint8Array(buffer, byteOffset, n);
-    case "UINT16": case "FP16": case "BF16": return new Uint16Array(buffer, byteOffset, n);
-    case "UINT32": return new Uint32Array(buffer, byteOffset, n);
-    case "UINT64": return new BigUint64Array(buffer, byteOffset, n);
-    case "FP32": return new Float32Array(buffer, byteOffset, n);
-    case "FP64": return new Float64Array(buffer, byteOffset, n);
+    case "INT8":
+      return new Int8Array(buffer, byteOffset, n);
+    case "INT16":
+      return new Int16Array(buffer, byteOffset, n);
+    case "INT32":
+      return new Int32Array(buffer, byteOffset, n);
+    case "INT64":
+      return new BigInt64Array(buffer, byteOffset, n);
+    case "UINT8":
+    case "BOOL":
+      return new Uint8Array(buffer, byteOffset, n);
+    case "UINT16":
+    case "FP16":
+    case "BF16":
+      return new Uint16Array(buffer, byteOffset, n);
+    case "UINT32":
+      return new Uint32Array(buffer, byteOffset, n);
+    case "UINT64":
+      return new BigUint64Array(buffer, byteOffset, n);
+    case "FP32":
+      return new Float32Array(buffer, byteOffset, n);
+    case "FP64":
+      return new Float64Array(buffer, byteOffset, n);
   }
 }
 
@@ -299,11 +322,16 @@ export function typedView(datatype: Exclude<DataType, "BYTES">, data: Uint8Array
  */
 export function bytesToValues(datatype: DataType, data: Uint8Array): TensorValue[] {
   switch (datatype) {
-    case "BYTES": return splitBytes(data);
-    case "BOOL": return Array.from(data, (b) => b !== 0);
-    case "FP16": return Array.from(typedView(datatype, data) as Uint16Array, fp16ToFloat);
-    case "BF16": return Array.from(typedView(datatype, data) as Uint16Array, bf16ToFloat);
-    default: return Array.from(typedView(datatype, data) as ArrayLike<number | bigint>);
+    case "BYTES":
+      return splitBytes(data);
+    case "BOOL":
+      return Array.from(data, (b) => b !== 0);
+    case "FP16":
+      return Array.from(typedView(datatype, data) as Uint16Array, fp16ToFloat);
+    case "BF16":
+      return Array.from(typedView(datatype, data) as Uint16Array, bf16ToFloat);
+    default:
+      return Array.from(typedView(datatype, data) as ArrayLike<number | bigint>);
   }
 }
 

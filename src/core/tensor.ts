@@ -5,19 +5,26 @@
  */
 import { invalidArg } from "./errors.ts";
 
-export const DATA_TYPES = [
-  "BOOL", "UINT8", "UINT16", "UINT32", "UINT64",
-  "INT8", "INT16", "INT32", "INT64",
-  "FP16", "FP32", "FP64", "BYTES", "BF16",
-] as const;
+export const DATA_TYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16"] as const;
 
 export type DataType = (typeof DATA_TYPES)[number];
 
 /** Element size in bytes; 0 for BYTES (variable). */
 export const ELEMENT_SIZE: Readonly<Record<DataType, number>> = {
-  BOOL: 1, UINT8: 1, UINT16: 2, UINT32: 4, UINT64: 8,
-  INT8: 1, INT16: 2, INT32: 4, INT64: 8,
-  FP16: 2, FP32: 4, FP64: 8, BYTES: 0, BF16: 2,
+  BOOL: 1,
+  UINT8: 1,
+  UINT16: 2,
+  UINT32: 4,
+  UINT64: 8,
+  INT8: 1,
+  INT16: 2,
+  INT32: 4,
+  INT64: 8,
+  FP16: 2,
+  FP32: 4,
+  FP64: 8,
+  BYTES: 0,
+  BF16: 2,
 };
 
 export function isDataType(s: string): s is DataType {

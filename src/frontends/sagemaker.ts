@@ -30,7 +30,11 @@ export interface SagemakerOptions {
 const BINARY_MIME = "application/vnd.sagemaker-triton.binary+json;json-header-size=";
 const MODELS = /^\/models(?:\/)?([^/]+)?(\/invoke)?$/;
 
-const error = (status: number, message: string): HttpResponse => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: message }) });
+const error = (status: number, message: string): HttpResponse => ({
+  status,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ error: message }),
+});
 
 /** The headers Triton's SageMaker server does not read (its compression type is always identity). */
 const IGNORED = new Set(["content-encoding", "accept-encoding"]);

@@ -153,17 +153,42 @@ export function createMetricsRegistry(
     counter("nv_inference_count", "Number of inferences performed (does not include cached requests)", (v) => v.stats.inferenceCount);
     counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", (v) => v.stats.executionCount);
     if (opts.counterLatencies !== false) {
-      counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)", (v) => v.stats.success.ns * US);
-      counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)", (v) => v.stats.queue.ns * US);
-      counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)", (v) => v.stats.computeInput.ns * US);
-      counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)", (v) => v.stats.computeInfer.ns * US);
-      counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)", (v) => v.stats.computeOutput.ns * US);
+      counter(
+        "nv_inference_request_duration_us",
+        "Cumulative inference request duration in microseconds (includes cached requests)",
+        (v) => v.stats.success.ns * US,
+      );
+      counter(
+        "nv_inference_queue_duration_us",
+        "Cumulative inference queuing duration in microseconds (includes cached requests)",
+        (v) => v.stats.queue.ns * US,
+      );
+      counter(
+        "nv_inference_compute_input_duration_us",
+        "Cumulative compute input duration in microseconds (does not include cached requests)",
+        (v) => v.stats.computeInput.ns * US,
+      );
+      counter(
+        "nv_inference_compute_infer_duration_us",
+        "Cumulative compute inference duration in microseconds (does not include cached requests)",
+        (v) => v.stats.computeInfer.ns * US,
+      );
+      counter(
+        "nv_inference_compute_output_duration_us",
+        "Cumulative inference compute output duration in microseconds (does not include cached requests)",
+        (v) => v.stats.computeOutput.ns * US,
+      );
     }
     const cached = opts.cacheEnabled ?? (() => false);
     counter("nv_cache_num_hits_per_model", "Number of cache hits per model", (v) => v.stats.cacheHit.count, cached);
     counter("nv_cache_num_misses_per_model", "Number of cache misses per model", (v) => v.stats.cacheMiss.count, cached);
     counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.cacheHit.ns * US, cached);
-    counter("nv_cache_miss_duration_per_model", "Total cache miss (insert+lookup) duration per model, in microseconds", (v) => v.stats.cacheMiss.ns * US, cached);
+    counter(
+      "nv_cache_miss_duration_per_model",
+      "Total cache miss (insert+lookup) duration per model, in microseconds",
+      (v) => v.stats.cacheMiss.ns * US,
+      cached,
+    );
     new Gauge({
       name: "nv_model_load_duration_secs",
       help: "Model load time in seconds",
@@ -184,8 +209,12 @@ export function createMetricsRegistry(
         for (const v of source.versions()) this.set(tagged(v), v.ready ? v.scheduler.pendingCount() : 0);
       },
     });
-    if (opts.summaryQuantiles) observeSummaries = summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false), [...base, ...tagLabels], tagged);
-    perModel = registry.getMetricsAsArray().map((m) => m.name).filter((n) => !before.has(n));
+    if (opts.summaryQuantiles)
+      observeSummaries = summaries(registry, opts.summaryQuantiles, opts.cacheEnabled ?? (() => false), [...base, ...tagLabels], tagged);
+    perModel = registry
+      .getMetricsAsArray()
+      .map((m) => m.name)
+      .filter((n) => !before.has(n));
   };
   const refresh = () => {
     const keys = tagKeysOf(source.versions());
@@ -199,15 +228,50 @@ export function createMetricsRegistry(
   // Triton reports its CUDA pinned host-memory pool; Nereid allocates none (tensors go to
   // ONNX Runtime, TensorRT and OpenVINO, which pin what they need themselves), so both are 0,
   // as on a Triton host without CUDA.
-  new Gauge({ name: "nv_pinned_memory_pool_total_bytes", help: "Pinned memory pool total memory size, in bytes", registers: [registry], collect() { this.set(0); } });
-  new Gauge({ name: "nv_pinned_memory_pool_used_bytes", help: "Pinned memory pool used memory size, in bytes", registers: [registry], collect() { this.set(0); } });
+  new Gauge({
+    name: "nv_pinned_memory_pool_total_bytes",
+    help: "Pinned memory pool total memory size, in bytes",
+    registers: [registry],
+    collect() {
+      this.set(0);
+    },
+  });
+  new Gauge({
+    name: "nv_pinned_memory_pool_used_bytes",
+    help: "Pinned memory pool used memory size, in bytes",
+    registers: [registry],
+    collect() {
+      this.set(0);
+    },
+  });
 
   let sampler: CpuSampler | undefined;
   if (opts.cpu) {
     sampler = new CpuSampler(opts.intervalMs);
-    new Gauge({ name: "nv_cpu_utilization", help: "CPU utilization rate [0.0 - 1.0]", registers: [registry], collect() { this.set(sampler!.utilization); } });
-    new Gauge({ name: "nv_cpu_memory_total_bytes", help: "CPU total memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().total); } });
-    new Gauge({ name: "nv_cpu_memory_used_bytes", help: "CPU used memory (RAM), in bytes", registers: [registry], collect() { this.set(sampler!.memory().used); } });
+    new Gauge({
+      name: "nv_cpu_utilization",
+      help: "CPU utilization rate [0.0 - 1.0]",
+      registers: [registry],
+      collect() {
+        this.set(sampler!.utilization);
+      },
+    });
+    new Gauge({
+      name: "nv_cpu_memory_total_bytes",
+      help: "CPU total memory (RAM), in bytes",
+      registers: [registry],
+      collect() {
+        this.set(sampler!.memory().total);
+      },
+    });
+    new Gauge({
+      name: "nv_cpu_memory_used_bytes",
+      help: "CPU used memory (RAM), in bytes",
+      registers: [registry],
+      collect() {
+        this.set(sampler!.memory().used);
+      },
+    });
   }
   let gpu: GpuSampler | undefined;
   if (opts.gpu) {
@@ -260,7 +324,12 @@ export function createMetricsRegistry(
     };
   }
   const firstResponse = histogram ? (v: ModelVersion, ns: number) => histogram.observe(v, ns) : undefined;
-  return { registry, metrics: () => (refresh(), registry.metrics()), observe, firstResponse, close: () => {
+  return {
+    registry,
+    metrics: () => (refresh(), registry.metrics()),
+    observe,
+    firstResponse,
+    close: () => {
       sampler?.close();
       gpu?.close();
     },

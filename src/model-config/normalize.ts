@@ -58,9 +58,7 @@ export function normalizeModelConfig(input: ModelConfig, opts: { modelName: stri
   if (!isEnsemble(config)) {
     // A group Triton adds is named after the model; listed groups without a name get <model>_<index>.
     const groups = config.instance_group?.length ? config.instance_group : [{ name: config.name }];
-    config.instance_group = groups.map((g, idx) =>
-      normalizeGroup({ ...g, name: g.name || `${config.name}_${idx}` }, config.backend, opts.gpuCount),
-    );
+    config.instance_group = groups.map((g, idx) => normalizeGroup({ ...g, name: g.name || `${config.name}_${idx}` }, config.backend, opts.gpuCount));
     const opt = (config.optimization ??= {}) as Record<string, { enable?: boolean } | undefined>;
     opt.input_pinned_memory ??= { enable: true };
     opt.output_pinned_memory ??= { enable: true };

@@ -4,7 +4,20 @@
  * model_config.proto round-trips. Unknown fields are errors, as in Triton's parser.
  */
 import type protobuf from "protobufjs";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, typeName, setKey, fieldNamed, enumHasName, type FieldKind } from "./schema.ts";
+import {
+  modelConfigType,
+  fieldKind,
+  scalarKind,
+  realOneof,
+  mapKeyType,
+  integerBounds,
+  defaultScalar,
+  typeName,
+  setKey,
+  fieldNamed,
+  enumHasName,
+  type FieldKind,
+} from "./schema.ts";
 import { tokenize, syntaxError, type Token } from "./pbtxt-lexer.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
@@ -147,7 +160,8 @@ class Parser {
     let value: unknown;
     while (!this.#isSymbol(close)) {
       const t = this.#next();
-      if (t.kind !== "ident" || (t.text !== "key" && t.text !== "value")) this.#fail(t, `expected 'key' or 'value' in map '${field.name}', found ${describe(t)}`);
+      if (t.kind !== "ident" || (t.text !== "key" && t.text !== "value"))
+        this.#fail(t, `expected 'key' or 'value' in map '${field.name}', found ${describe(t)}`);
       const isKey = t.text === "key";
       if (this.#isSymbol(":")) this.#next();
       else if (isKey || valueKind !== "message") this.#fail(this.#peek(), `expected ':' after '${t.text}'`);

@@ -72,7 +72,11 @@ export function sequenceBatchingSchema(maxBatch: number) {
   const utilization = (s: SequenceBatching) => s.direct?.minimum_slot_utilization ?? 0;
   return v.pipe(
     sequenceObject,
-    rule<SequenceBatching>("control_input", (s) => controlProblem(s) === undefined, (s) => controlProblem(s)!),
+    rule<SequenceBatching>(
+      "control_input",
+      (s) => controlProblem(s) === undefined,
+      (s) => controlProblem(s)!,
+    ),
     rule<SequenceBatching>(
       "oldest",
       (s) => preferred(s).every((b) => b > 0),

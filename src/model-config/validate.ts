@@ -68,9 +68,21 @@ function tensorSchema(kind: "input" | "output", ctx: Context) {
   const shape = (t: Tensor) => t.reshape?.shape ?? [];
   return v.pipe(
     tensorObject,
-    rule<Tensor>("name", (t) => !!t.name, () => `model ${kind} must specify 'name'`),
-    rule<Tensor>("data_type", (t) => !!t.data_type && t.data_type !== "TYPE_INVALID", (t) => `${named(t)} must specify 'data_type'`),
-    rule<Tensor>("dims", (t) => (t.dims?.length ?? 0) > 0, (t) => `${named(t)} must specify 'dims'`),
+    rule<Tensor>(
+      "name",
+      (t) => !!t.name,
+      () => `model ${kind} must specify 'name'`,
+    ),
+    rule<Tensor>(
+      "data_type",
+      (t) => !!t.data_type && t.data_type !== "TYPE_INVALID",
+      (t) => `${named(t)} must specify 'data_type'`,
+    ),
+    rule<Tensor>(
+      "dims",
+      (t) => (t.dims?.length ?? 0) > 0,
+      (t) => `${named(t)} must specify 'dims'`,
+    ),
     rule<Tensor>(
       "reshape",
       (t) => !(t.reshape && shape(t).length === 0 && ctx.maxBatch === 0),
@@ -86,19 +98,31 @@ function tensorSchema(kind: "input" | "output", ctx: Context) {
       (t) => firstBad(shape(t)) === undefined,
       (t) => `${named(t)} reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension, got ${firstBad(shape(t))}`,
     ),
-    rule<Tensor>("reshape", (t) => !t.reshape || !reshapeProblem(t.dims!, shape(t)), (t) => `${named(t)} ${reshapeProblem(t.dims!, shape(t))}`),
+    rule<Tensor>(
+      "reshape",
+      (t) => !t.reshape || !reshapeProblem(t.dims!, shape(t)),
+      (t) => `${named(t)} ${reshapeProblem(t.dims!, shape(t))}`,
+    ),
     rule<Tensor>(
       "format",
       (t) => !(t.format === "FORMAT_NHWC" || t.format === "FORMAT_NCHW") || t.dims!.length === 3,
       () => "model input NHWC/NCHW require 3 dims",
     ),
-    rule<Tensor>("is_shape_tensor", (t) => !t.is_shape_tensor || ctx.platform === TENSORRT_PLATFORM, () => "shape tensors are only supported for TensorRT platform"),
+    rule<Tensor>(
+      "is_shape_tensor",
+      (t) => !t.is_shape_tensor || ctx.platform === TENSORRT_PLATFORM,
+      () => "shape tensors are only supported for TensorRT platform",
+    ),
     rule<Tensor>(
       "is_non_linear_format_io",
       (t) => !t.is_non_linear_format_io || ctx.platform === TENSORRT_PLATFORM,
       () => "Non-linear IO format is only supported for the TensorRT platform",
     ),
-    rule<Tensor>("is_non_linear_format_io", (t) => !t.is_non_linear_format_io || t.dims!.length === 3, () => `Non-linear IO format ${kind} requires 3 dims`),
+    rule<Tensor>(
+      "is_non_linear_format_io",
+      (t) => !t.is_non_linear_format_io || t.dims!.length === 3,
+      () => `Non-linear IO format ${kind} requires 3 dims`,
+    ),
   );
 }
 
@@ -155,7 +179,11 @@ function dynamicBatchingSchema(ctx: Context) {
       (d) => levels(d) === 0 || badKey(d) === undefined,
       (d) => `priority queue policy must have priority level in range [1, ${levels(d)}], got ${badKey(d)}`,
     ),
-    rule<DynamicBatching>("priority_levels", (d) => !d.preserve_ordering || levels(d) <= 1, () => `Only one priority level is allowed ${ordered}`),
+    rule<DynamicBatching>(
+      "priority_levels",
+      (d) => !d.preserve_ordering || levels(d) <= 1,
+      () => `Only one priority level is allowed ${ordered}`,
+    ),
     rule<DynamicBatching>(
       "default_queue_policy",
       (d) => !d.preserve_ordering || !delays(d.default_queue_policy),
@@ -182,7 +210,11 @@ function instanceGroupSchema(ctx: Context) {
   const named = (g: Group) => `instance group '${g.name ?? ""}'`;
   return v.pipe(
     groupObject,
-    rule<Group>("count", (g) => g.count === undefined || g.count >= 1, (g) => `${named(g)} count must be >= 1, got ${g.count}`),
+    rule<Group>(
+      "count",
+      (g) => g.count === undefined || g.count >= 1,
+      (g) => `${named(g)} count must be >= 1, got ${g.count}`,
+    ),
     rule<Group>(
       "gpus",
       (g) => !(g.kind === "KIND_CPU" || g.kind === "KIND_MODEL") || !g.gpus?.length,
@@ -217,20 +249,36 @@ function batchIOSchema(what: "input" | "output", ctx: Context) {
       (b) => sources(b).length === 1,
       (b) => `batch ${what} kind '${b.kind ?? defaultKind}' expects 1 source input, got ${sources(b).length}`,
     ),
-    rule<BatchIO>("source_input", (b) => unknownSource(b) === undefined, (b) => `unknown source input name '${unknownSource(b)}'`),
+    rule<BatchIO>(
+      "source_input",
+      (b) => unknownSource(b) === undefined,
+      (b) => `unknown source input name '${unknownSource(b)}'`,
+    ),
   ];
   if (what === "input") {
     return v.pipe(
       batchIOObject,
       ...common,
-      rule<BatchIO>("data_type", (b) => b.data_type === "TYPE_INT32" || b.data_type === "TYPE_FP32", () => "batch input data type must be TYPE_INT32 or TYPE_FP32"),
+      rule<BatchIO>(
+        "data_type",
+        (b) => b.data_type === "TYPE_INT32" || b.data_type === "TYPE_FP32",
+        () => "batch input data type must be TYPE_INT32 or TYPE_FP32",
+      ),
     );
   }
   return v.pipe(
     batchIOObject,
     ...common,
-    rule<BatchIO>("target_name", (b) => unknownTarget(b) === undefined, (b) => `unknown target output name '${unknownTarget(b)}'`),
-    rule<BatchIO>("target_name", (b) => duplicate(targets(b)) === undefined, (b) => `target output name '${duplicate(targets(b))}' can only be specified once`),
+    rule<BatchIO>(
+      "target_name",
+      (b) => unknownTarget(b) === undefined,
+      (b) => `unknown target output name '${unknownTarget(b)}'`,
+    ),
+    rule<BatchIO>(
+      "target_name",
+      (b) => duplicate(targets(b)) === undefined,
+      (b) => `target output name '${duplicate(targets(b))}' can only be specified once`,
+    ),
   );
 }
 
@@ -239,7 +287,13 @@ function configObject(ctx: Context) {
     name: v.optional(v.string()),
     platform: v.optional(v.string()),
     backend: v.optional(v.string()),
-    max_batch_size: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0, (issue) => `'max_batch_size' must be non-negative, got ${issue.input}`))),
+    max_batch_size: v.optional(
+      v.pipe(
+        v.number(),
+        v.integer(),
+        v.minValue(0, (issue) => `'max_batch_size' must be non-negative, got ${issue.input}`),
+      ),
+    ),
     input: v.optional(v.array(tensorSchema("input", ctx))),
     output: v.optional(v.array(tensorSchema("output", ctx))),
     batch_input: v.optional(v.array(batchIOSchema("input", ctx))),
@@ -260,20 +314,52 @@ function configSchema(ctx: Context) {
   const cacheUnsupported = (what: string) => `Response Cache does not currently support model '${m}' with ${what}. Please disable the response cache.`;
   return v.pipe(
     configObject(ctx),
-    rule<Config>("name", (c) => !c.name || c.name === m, (c) => `config name '${c.name}' does not match the model directory name '${m}'`),
-    rule<Config>("input", (c) => duplicate(names(c.input)) === undefined, (c) => `model input '${duplicate(names(c.input))}' is specified more than once`),
-    rule<Config>("output", (c) => duplicate(names(c.output)) === undefined, (c) => `model output '${duplicate(names(c.output))}' is specified more than once`),
+    rule<Config>(
+      "name",
+      (c) => !c.name || c.name === m,
+      (c) => `config name '${c.name}' does not match the model directory name '${m}'`,
+    ),
+    rule<Config>(
+      "input",
+      (c) => duplicate(names(c.input)) === undefined,
+      (c) => `model input '${duplicate(names(c.input))}' is specified more than once`,
+    ),
+    rule<Config>(
+      "output",
+      (c) => duplicate(names(c.output)) === undefined,
+      (c) => `model output '${duplicate(names(c.output))}' is specified more than once`,
+    ),
     v.check((c) => (c.input?.length ?? 0) + (c.output?.length ?? 0) > 0 || c.backend === "python", "model must specify at least one input or output"),
-    rule<Config>("platform", (c) => c.platform !== "ensemble" || !!c.ensemble_scheduling, () => `ensemble scheduling must be set for ensemble '${m}' whose platform is ensemble`),
+    rule<Config>(
+      "platform",
+      (c) => c.platform !== "ensemble" || !!c.ensemble_scheduling,
+      () => `ensemble scheduling must be set for ensemble '${m}' whose platform is ensemble`,
+    ),
     rule<Config>(
       "ensemble_scheduling",
       (c) => !c.ensemble_scheduling || c.platform === "ensemble",
       () => `ensemble scheduling cannot be set for model '${m}' whose platform is not ensemble`,
     ),
-    rule<Config>("ensemble_scheduling", (c) => !c.ensemble_scheduling || (c.ensemble_scheduling.step?.length ?? 0) > 0, () => `must specify one or more 'step's for ensemble '${m}'`),
-    rule<Config>("ensemble_scheduling", (c) => (c.ensemble_scheduling?.step ?? []).every((s) => !!s.model_name), () => `must specify 'model_name' in step of ensemble '${m}'`),
-    rule<Config>("response_cache", (c) => !(c.response_cache?.enable && c.sequence_batching), () => cacheUnsupported("sequence batching scheduler")),
-    rule<Config>("response_cache", (c) => !(c.response_cache?.enable && c.model_transaction_policy?.decoupled), () => cacheUnsupported("'decoupled' transaction policy")),
+    rule<Config>(
+      "ensemble_scheduling",
+      (c) => !c.ensemble_scheduling || (c.ensemble_scheduling.step?.length ?? 0) > 0,
+      () => `must specify one or more 'step's for ensemble '${m}'`,
+    ),
+    rule<Config>(
+      "ensemble_scheduling",
+      (c) => (c.ensemble_scheduling?.step ?? []).every((s) => !!s.model_name),
+      () => `must specify 'model_name' in step of ensemble '${m}'`,
+    ),
+    rule<Config>(
+      "response_cache",
+      (c) => !(c.response_cache?.enable && c.sequence_batching),
+      () => cacheUnsupported("sequence batching scheduler"),
+    ),
+    rule<Config>(
+      "response_cache",
+      (c) => !(c.response_cache?.enable && c.model_transaction_policy?.decoupled),
+      () => cacheUnsupported("'decoupled' transaction policy"),
+    ),
   );
 }
 

@@ -24,10 +24,20 @@ export interface ServerStats {
 }
 
 /** One request's client-side timings, in ns from its start; `error` is the server's answer when it failed. */
-export interface Timing { sendNs: number; waitNs: number; recvNs: number; ok: boolean; error?: string }
+export interface Timing {
+  sendNs: number;
+  waitNs: number;
+  recvNs: number;
+  ok: boolean;
+  error?: string;
+}
 
 /** A request's place in a sequence (perf_analyzer's sequence_id / sequence_start / sequence_end). */
-export interface SequenceFlags { id: number; start: boolean; end: boolean }
+export interface SequenceFlags {
+  id: number;
+  start: boolean;
+  end: boolean;
+}
 
 /** What perf needs of the model: its inputs and outputs, and from its config how to drive it. */
 export interface ModelInfo {
@@ -41,7 +51,11 @@ export interface ModelInfo {
 }
 
 /** Where a tensor's bytes lie in a registered system shared-memory region. */
-export interface ShmPlace { region: string; offset: number; byteSize: number }
+export interface ShmPlace {
+  region: string;
+  offset: number;
+  byteSize: number;
+}
 
 /** A tensor to send: its bytes in the body, or (with --shared-memory system) in a region. */
 export type SendTensor = PerfTensor & { shm?: ShmPlace };
@@ -68,10 +82,20 @@ const zero = { count: 0, ns: 0 };
 
 /** The version's entry of a statistics answer, with absent fields as zero. */
 function pickStats(body: { model_stats?: Record<string, unknown>[] }): ServerStats {
-  const s = body.model_stats?.[0] as { inference_stats?: Record<string, { count?: number; ns?: number }>; inference_count?: number; execution_count?: number } | undefined;
+  const s = body.model_stats?.[0] as
+    | { inference_stats?: Record<string, { count?: number; ns?: number }>; inference_count?: number; execution_count?: number }
+    | undefined;
   if (!s) throw new Error("the server returned no statistics for the model");
   const d = (k: string) => ({ count: Number(s.inference_stats?.[k]?.count ?? 0), ns: Number(s.inference_stats?.[k]?.ns ?? 0) });
-  return { success: d("success") ?? zero, queue: d("queue"), compute_input: d("compute_input"), compute_infer: d("compute_infer"), compute_output: d("compute_output"), inference_count: Number(s.inference_count ?? 0), execution_count: Number(s.execution_count ?? 0) };
+  return {
+    success: d("success") ?? zero,
+    queue: d("queue"),
+    compute_input: d("compute_input"),
+    compute_infer: d("compute_infer"),
+    compute_output: d("compute_output"),
+    inference_count: Number(s.inference_count ?? 0),
+    execution_count: Number(s.execution_count ?? 0),
+  };
 }
 
 type Config = { max_batch_size?: number; sequence_batching?: unknown; model_transaction_policy?: { decoupled?: boolean } };
@@ -94,7 +118,11 @@ export function httpClient(url: string, model: string, version: string, o: Clien
   const path = `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${version}` : ""}`;
   const extra = Object.fromEntries(o.headers);
   const call = async (method: "GET" | "POST", full: string, body?: object) => {
-    const res = await fetch(origin.origin + full, { method, headers: { ...extra, ...(body ? { "Content-Type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    const res = await fetch(origin.origin + full, {
+      method,
+      headers: { ...extra, ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     const answer = await res.text();
     if (!res.ok) throw new Error(`${method} ${origin.origin + full}: ${res.status} ${errorOf(answer) ?? answer}`);
     try {
@@ -122,15 +150,27 @@ export function httpClient(url: string, model: string, version: string, o: Clien
     prepare(tensors, outputs) {
       const inline = tensors.filter((t) => !t.shm);
       const request = {
-        inputs: tensors.map((t) => ({ name: t.name, shape: t.shape, datatype: t.datatype, parameters: t.shm ? shmParams(t.shm) : { binary_data_size: t.bytes.byteLength } })),
+        inputs: tensors.map((t) => ({
+          name: t.name,
+          shape: t.shape,
+          datatype: t.datatype,
+          parameters: t.shm ? shmParams(t.shm) : { binary_data_size: t.bytes.byteLength },
+        })),
         outputs: outputs.map((name) => ({ name, parameters: { binary_data: true } })),
       };
       const data = Buffer.concat(inline.map((t) => t.bytes));
       const encode = (header: Uint8Array) =>
-        Http1Pool.encode(origin.host, `${path}/infer`, { ...extra, "Inference-Header-Content-Length": String(header.byteLength), "Content-Type": "application/octet-stream" }, Buffer.concat([header, data]));
+        Http1Pool.encode(
+          origin.host,
+          `${path}/infer`,
+          { ...extra, "Inference-Header-Content-Length": String(header.byteLength), "Content-Type": "application/octet-stream" },
+          Buffer.concat([header, data]),
+        );
       const fixed = encode(Buffer.from(JSON.stringify(request)));
       return async (seq) => {
-        const bytes = seq ? encode(Buffer.from(JSON.stringify({ ...request, parameters: { sequence_id: seq.id, sequence_start: seq.start, sequence_end: seq.end } }))) : fixed;
+        const bytes = seq
+          ? encode(Buffer.from(JSON.stringify({ ...request, parameters: { sequence_id: seq.id, sequence_start: seq.start, sequence_end: seq.end } })))
+          : fixed;
         try {
           const r = await pool.send(bytes);
           const ok = r.status === 200;
@@ -153,7 +193,8 @@ type StreamResponse = { error_message?: string; infer_response?: { id?: string; 
 export function grpcClient(url: string, model: string, version: string, o: ClientOptions): PerfClient {
   const target = url.replace(/^grpc:\/\//, "");
   const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-  const client = new Ctor(target, credentials.createInsecure(), { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 }) as Client & Record<string, Unary>;
+  const client = new Ctor(target, credentials.createInsecure(), { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 }) as Client &
+    Record<string, Unary>;
   const metadata = () => {
     const md = new Metadata();
     for (const [k, v] of o.headers) md.add(k.toLowerCase(), v);
@@ -161,7 +202,9 @@ export function grpcClient(url: string, model: string, version: string, o: Clien
   };
   const call = (name: string, req: object) =>
     new Promise<Record<string, unknown>>((resolve, reject) =>
-      client[name]!.call(client, req, metadata(), (err: ServiceError | null, res: unknown) => (err ? reject(new Error(`${name}: ${err.details || err.message}`)) : resolve(res as Record<string, unknown>))),
+      client[name]!.call(client, req, metadata(), (err: ServiceError | null, res: unknown) =>
+        err ? reject(new Error(`${name}: ${err.details || err.message}`)) : resolve(res as Record<string, unknown>),
+      ),
     );
   // --streaming: one stream for the run, each request's completion found by its id.
   let stream: ClientDuplexStream<object, StreamResponse> | undefined;
@@ -192,7 +235,11 @@ export function grpcClient(url: string, model: string, version: string, o: Clien
   return {
     async model() {
       const [m, c] = await Promise.all([call("ModelMetadata", { name: model, version }), call("ModelConfig", { name: model, version })]);
-      const inputs = (m.inputs as { name: string; datatype: string; shape: number[] }[]).map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape.map(Number) }));
+      const inputs = (m.inputs as { name: string; datatype: string; shape: number[] }[]).map((i) => ({
+        name: i.name,
+        datatype: i.datatype,
+        shape: i.shape.map(Number),
+      }));
       return modelInfo({ inputs, outputs: m.outputs as { name: string }[] }, c.config as Config);
     },
     async stats() {
@@ -216,7 +263,13 @@ export function grpcClient(url: string, model: string, version: string, o: Clien
       };
       const withSeq = (seq: SequenceFlags | undefined, more: Record<string, unknown> = {}) =>
         seq || Object.keys(more).length
-          ? { ...req, parameters: { ...more, ...(seq ? { sequence_id: { int64_param: seq.id }, sequence_start: { bool_param: seq.start }, sequence_end: { bool_param: seq.end } } : {}) } }
+          ? {
+              ...req,
+              parameters: {
+                ...more,
+                ...(seq ? { sequence_id: { int64_param: seq.id }, sequence_start: { bool_param: seq.start }, sequence_end: { bool_param: seq.end } } : {}),
+              },
+            }
           : req;
       if (o.streaming) {
         return (seq) =>

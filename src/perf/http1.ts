@@ -9,7 +9,13 @@
 import { connect } from "node:net";
 
 /** A response's status and timings; its body only when the status is not 200 (the error to show). */
-export interface Http1Result { status: number; sendNs: number; waitNs: number; recvNs: number; body?: Uint8Array }
+export interface Http1Result {
+  status: number;
+  sendNs: number;
+  waitNs: number;
+  recvNs: number;
+  body?: Uint8Array;
+}
 
 // Milliseconds as a double: no BigInt to allocate per timestamp, four of them per request.
 const now = () => performance.now();
@@ -43,7 +49,13 @@ interface Transport {
   close(): void;
 }
 
-interface Pending { resolve: (r: Http1Result) => void; reject: (e: Error) => void; start: number; sent: number; first: number }
+interface Pending {
+  resolve: (r: Http1Result) => void;
+  reject: (e: Error) => void;
+  start: number;
+  sent: number;
+  first: number;
+}
 
 /** One keep-alive connection: one request at a time, its response read from the chunks the transport delivers. */
 class Connection {
@@ -184,7 +196,14 @@ export class Http1Pool {
 
   /** A request's bytes: request line, headers and body, built once and sent as often as wanted. */
   static encode(host: string, path: string, headers: Record<string, string>, body: Uint8Array): Buffer {
-    const lines = [`POST ${path} HTTP/1.1`, `Host: ${host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.byteLength}`, "", ""];
+    const lines = [
+      `POST ${path} HTTP/1.1`,
+      `Host: ${host}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      `Content-Length: ${body.byteLength}`,
+      "",
+      "",
+    ];
     return Buffer.concat([Buffer.from(lines.join("\r\n"), "latin1"), body]);
   }
 

@@ -12,10 +12,19 @@ import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ELEMENT_SIZE, elementCount, isDataType, joinBytes, type DataType } from "../core/tensor.ts";
 
-export interface InputSpec { name: string; datatype: string; shape: number[] }
+export interface InputSpec {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
 
 /** One input of one request: its full shape (batch dimension included) and raw bytes. */
-export interface PerfTensor { name: string; datatype: DataType; shape: number[]; bytes: Uint8Array }
+export interface PerfTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  bytes: Uint8Array;
+}
 
 /** The tensors of each distinct request; requests cycle through them. */
 export type PerfRequestData = PerfTensor[][];
@@ -32,18 +41,43 @@ function encode(datatype: DataType, values: readonly unknown[]): Uint8Array {
     const o = i * size;
     const v = Number(raw);
     switch (datatype) {
-      case "BOOL": view.setUint8(o, raw === true || v !== 0 ? 1 : 0); break;
-      case "UINT8": view.setUint8(o, v); break;
-      case "INT8": view.setInt8(o, v); break;
-      case "UINT16": view.setUint16(o, v, true); break;
-      case "INT16": view.setInt16(o, v, true); break;
-      case "UINT32": view.setUint32(o, v, true); break;
-      case "INT32": view.setInt32(o, v, true); break;
-      case "UINT64": view.setBigUint64(o, BigInt(Math.trunc(v)), true); break;
-      case "INT64": view.setBigInt64(o, BigInt(Math.trunc(v)), true); break;
-      case "FP32": view.setFloat32(o, v, true); break;
-      case "FP64": view.setFloat64(o, v, true); break;
-      case "FP16": case "BF16": view.setUint16(o, datatype === "BF16" ? bf16(v) : fp16(v), true); break;
+      case "BOOL":
+        view.setUint8(o, raw === true || v !== 0 ? 1 : 0);
+        break;
+      case "UINT8":
+        view.setUint8(o, v);
+        break;
+      case "INT8":
+        view.setInt8(o, v);
+        break;
+      case "UINT16":
+        view.setUint16(o, v, true);
+        break;
+      case "INT16":
+        view.setInt16(o, v, true);
+        break;
+      case "UINT32":
+        view.setUint32(o, v, true);
+        break;
+      case "INT32":
+        view.setInt32(o, v, true);
+        break;
+      case "UINT64":
+        view.setBigUint64(o, BigInt(Math.trunc(v)), true);
+        break;
+      case "INT64":
+        view.setBigInt64(o, BigInt(Math.trunc(v)), true);
+        break;
+      case "FP32":
+        view.setFloat32(o, v, true);
+        break;
+      case "FP64":
+        view.setFloat64(o, v, true);
+        break;
+      case "FP16":
+      case "BF16":
+        view.setUint16(o, datatype === "BF16" ? bf16(v) : fp16(v), true);
+        break;
     }
   });
   return out;
@@ -81,12 +115,19 @@ function itemShape(input: InputSpec, batched: boolean, shapes: ReadonlyMap<strin
     }
     return given;
   }
-  if (dims.some((d) => d < 0)) throw new Error(`input '${input.name}' has variable dims [${dims.join(",")}]: give them with --shape ${input.name}:<d1>,<d2>,...`);
+  if (dims.some((d) => d < 0))
+    throw new Error(`input '${input.name}' has variable dims [${dims.join(",")}]: give them with --shape ${input.name}:<d1>,<d2>,...`);
   return dims;
 }
 
 /** The request data for `mode` (random, zero or a JSON file) with batch size `batch`. */
-export function makeRequestData(inputs: readonly InputSpec[], maxBatchSize: number, batch: number, mode: string, shapes: ReadonlyMap<string, number[]>): PerfRequestData {
+export function makeRequestData(
+  inputs: readonly InputSpec[],
+  maxBatchSize: number,
+  batch: number,
+  mode: string,
+  shapes: ReadonlyMap<string, number[]>,
+): PerfRequestData {
   const batched = maxBatchSize > 0;
   if (!batched && batch > 1) throw new Error(`batch size ${batch} given for a model that does not batch (max_batch_size 0)`);
   if (batched && batch > maxBatchSize) throw new Error(`batch size ${batch} is more than the model's max_batch_size ${maxBatchSize}`);
@@ -116,7 +157,8 @@ export function makeRequestData(inputs: readonly InputSpec[], maxBatchSize: numb
   } catch (err) {
     throw new Error(`--input-data ${mode}: ${(err as Error).message}`);
   }
-  if (!Array.isArray(doc.data) || doc.data.length === 0) throw new Error(`--input-data ${mode}: expected {"data": [ {<input>: [values] or {"content": [...], "shape": [...]}}, ... ]}`);
+  if (!Array.isArray(doc.data) || doc.data.length === 0)
+    throw new Error(`--input-data ${mode}: expected {"data": [ {<input>: [values] or {"content": [...], "shape": [...]}}, ... ]}`);
   return doc.data.map((entry: Record<string, unknown>, k: number) =>
     inputs.map((input) => {
       const datatype = input.datatype as DataType;
@@ -171,7 +213,8 @@ function rawItem(datatype: DataType, bytes: Uint8Array, shape: number[], where: 
     throw new Error(`${where}: ${bytes.byteLength} bytes are not ${n} length-prefixed BYTES elements for shape [${shape.join(",")}]`);
   }
   const expected = n * ELEMENT_SIZE[datatype];
-  if (bytes.byteLength !== expected) throw new Error(`${where}: ${bytes.byteLength} bytes given, expected ${expected} for ${datatype} shape [${shape.join(",")}]`);
+  if (bytes.byteLength !== expected)
+    throw new Error(`${where}: ${bytes.byteLength} bytes given, expected ${expected} for ${datatype} shape [${shape.join(",")}]`);
   return bytes;
 }
 
@@ -199,7 +242,8 @@ function fromDirectory(
     if (datatype === "BYTES" && elementCount(shape) > 1) {
       const lines = Buffer.from(bytes).toString("utf8").split("\n");
       if (lines.at(-1) === "") lines.pop();
-      if (lines.length !== elementCount(shape)) throw new Error(`${where}: ${lines.length} lines for ${elementCount(shape)} elements of shape [${shape.join(",")}]`);
+      if (lines.length !== elementCount(shape))
+        throw new Error(`${where}: ${lines.length} lines for ${elementCount(shape)} elements of shape [${shape.join(",")}]`);
       return { name: input.name, datatype, shape: full(shape), bytes: repeat(encode(datatype, lines)) };
     }
     return { name: input.name, datatype, shape: full(shape), bytes: repeat(rawItem(datatype, bytes, shape, where)) };

@@ -10,7 +10,11 @@
 import type { PerfClient, ServerStats, Timing } from "./client.ts";
 import type { FailureLog } from "./errors.ts";
 
-export interface Completed { endMs: number; latencyNs: number; timing: Timing }
+export interface Completed {
+  endMs: number;
+  latencyNs: number;
+  timing: Timing;
+}
 
 export interface Measurement {
   /** Concurrency or request rate. */
@@ -29,7 +33,11 @@ export interface Measurement {
   server: ServerStats;
 }
 
-export interface WindowReport { throughput: number; latencyUs: number; requests: number }
+export interface WindowReport {
+  throughput: number;
+  latencyUs: number;
+  requests: number;
+}
 
 export interface MeasureOptions {
   batchSize: number;
@@ -85,7 +93,10 @@ function summarize(setting: number, done: readonly Completed[], durationMs: numb
 }
 
 /** A running load: completions go to `sink`; stop() resolves once every request it sent has settled. */
-interface Load { stop(): Promise<void>; sent(): number }
+interface Load {
+  stop(): Promise<void>;
+  sent(): number;
+}
 
 /** A request ready to go out, for slot (worker or sequence) `slot`. */
 export type Sender = (slot: number) => () => Promise<Timing>;
@@ -211,7 +222,13 @@ export async function measure(
       const failed = done.some((c) => !c.timing.ok);
       if (failed || (windows.length >= 3 && stable(windows.slice(-3), o))) {
         const last = failed ? windows : windows.slice(-3);
-        const merged = summarize(setting, last.flatMap((x) => x.done), last.reduce((s, x) => s + x.ms, 0), o.batchSize, diff(last[0]!.stats[0], last.at(-1)!.stats[1]));
+        const merged = summarize(
+          setting,
+          last.flatMap((x) => x.done),
+          last.reduce((s, x) => s + x.ms, 0),
+          o.batchSize,
+          diff(last[0]!.stats[0], last.at(-1)!.stats[1]),
+        );
         return { result: merged, sent: await stopLoad(), failed };
       }
     }
@@ -220,7 +237,9 @@ export async function measure(
     throw err;
   }
   await load.stop();
-  throw new Error(`Failed to obtain stable measurement within ${o.maxTrials} measurement windows for ${kind} ${setting}. Please try to increase the --measurement-interval.`);
+  throw new Error(
+    `Failed to obtain stable measurement within ${o.maxTrials} measurement windows for ${kind} ${setting}. Please try to increase the --measurement-interval.`,
+  );
 
   async function stopLoad(): Promise<number> {
     await load.stop();
@@ -229,7 +248,13 @@ export async function measure(
 }
 
 function percentileOf(done: readonly Completed[], p: number): number {
-  return percentile(done.filter((c) => c.timing.ok).map((c) => c.latencyNs / 1000).sort((a, b) => a - b), p);
+  return percentile(
+    done
+      .filter((c) => c.timing.ok)
+      .map((c) => c.latencyNs / 1000)
+      .sort((a, b) => a - b),
+    p,
+  );
 }
 
 /** perf_analyzer's rule: each window's throughput and latency within ±s% of the three windows' mean. */

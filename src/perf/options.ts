@@ -8,7 +8,11 @@
  * --collect-metrics, --metrics-url, --metrics-interval.
  */
 
-export interface Range { start: number; end: number; step: number }
+export interface Range {
+  start: number;
+  end: number;
+  step: number;
+}
 
 export interface PerfOptions {
   model: string;
@@ -91,7 +95,8 @@ function range(flag: string, v: string, integer: boolean): Range {
   const parts = v.split(":");
   const num = (s: string) => {
     const n = Number(s);
-    if (s === "" || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected <start>[:<end>[:<step>]] with ${integer ? "integers" : "numbers"} > 0`);
+    if (s === "" || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n)))
+      throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected <start>[:<end>[:<step>]] with ${integer ? "integers" : "numbers"} > 0`);
     return n;
   };
   if (parts.length > 3) throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected <start>[:<end>[:<step>]]`);
@@ -151,27 +156,45 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
       return next;
     };
     switch (flag) {
-      case "-m": o.model = value(); break;
-      case "-x": o.version = value(); break;
-      case "-u": o.url = value(); break;
+      case "-m":
+        o.model = value();
+        break;
+      case "-x":
+        o.version = value();
+        break;
+      case "-u":
+        o.url = value();
+        break;
       case "-i": {
         const v = value().toLowerCase();
         if (v !== "http" && v !== "grpc") throw new PerfUsageError(`invalid value '${v}' for -i: expected http or grpc`);
         o.protocol = v;
         break;
       }
-      case "-b": o.batchSize = int("-b", value()); break;
-      case "-p": case "--measurement-interval": o.measurementIntervalMs = int(flag, value(), 10); break;
-      case "-s": case "--stability-percentage": {
+      case "-b":
+        o.batchSize = int("-b", value());
+        break;
+      case "-p":
+      case "--measurement-interval":
+        o.measurementIntervalMs = int(flag, value(), 10);
+        break;
+      case "-s":
+      case "--stability-percentage": {
         const v = value();
         const n = Number(v);
         if (!Number.isFinite(n) || n <= 0) throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected a percentage > 0`);
         o.stabilityPercentage = n;
         break;
       }
-      case "--max-trials": o.maxTrials = int(flag, value(), 3); break;
-      case "--concurrency-range": o.concurrency = range(flag, value(), true); break;
-      case "--request-rate-range": o.requestRate = range(flag, value(), false); break;
+      case "--max-trials":
+        o.maxTrials = int(flag, value(), 3);
+        break;
+      case "--concurrency-range":
+        o.concurrency = range(flag, value(), true);
+        break;
+      case "--request-rate-range":
+        o.requestRate = range(flag, value(), false);
+        break;
       case "--percentile": {
         const p = int(flag, value());
         if (p > 99) throw new PerfUsageError(`invalid value '${p}' for --percentile: expected 1 to 99`);
@@ -185,9 +208,16 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
         o.shapes.set(m[1]!, m[2]!.split(",").map(Number));
         break;
       }
-      case "--input-data": o.inputData = value(); break;
-      case "-f": case "--latency-report-file": o.csvFile = value(); break;
-      case "--sequence-length": o.sequenceLength = int(flag, value()); break;
+      case "--input-data":
+        o.inputData = value();
+        break;
+      case "-f":
+      case "--latency-report-file":
+        o.csvFile = value();
+        break;
+      case "--sequence-length":
+        o.sequenceLength = int(flag, value());
+        break;
       case "--sequence-length-variation": {
         const v = value();
         const n = Number(v);
@@ -200,12 +230,15 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
         const m = /^([0-9]+)(?::([0-9]+))?$/.exec(v);
         const start = Number(m?.[1]);
         const end = m?.[2] === undefined ? undefined : Number(m[2]);
-        if (!m || start < 1 || (end !== undefined && end <= start)) throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected <start>[:<end>] with 0 < start < end`);
+        if (!m || start < 1 || (end !== undefined && end <= start))
+          throw new PerfUsageError(`invalid value '${v}' for ${flag}: expected <start>[:<end>] with 0 < start < end`);
         o.sequenceIdStart = start;
         o.sequenceIdRange = end === undefined ? 2 ** 32 : end - start;
         break;
       }
-      case "--num-of-sequences": o.numOfSequences = int(flag, value()); break;
+      case "--num-of-sequences":
+        o.numOfSequences = int(flag, value());
+        break;
       case "-H": {
         const v = value();
         const colon = v.indexOf(":");
@@ -214,8 +247,13 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
         o.headers.push([name, v.slice(colon + 1).trim()]);
         break;
       }
-      case "--async": case "-a": o.async = true; break;
-      case "--streaming": o.streaming = true; break;
+      case "--async":
+      case "-a":
+        o.async = true;
+        break;
+      case "--streaming":
+        o.streaming = true;
+        break;
       case "--shared-memory": {
         const v = value();
         if (v === "cuda") throw new PerfUsageError("--shared-memory cuda is not supported by nereid perf: use system or none");
@@ -223,11 +261,22 @@ export function parsePerfArgs(argv: readonly string[]): PerfOptions {
         o.sharedMemory = v;
         break;
       }
-      case "--collect-metrics": o.collectMetrics = true; break;
-      case "--metrics-url": o.metricsUrl = value(); break;
-      case "--metrics-interval": o.metricsIntervalMs = int(flag, value()); break;
-      case "--verbose-csv": o.verboseCsv = true; break;
-      case "-v": case "--verbose": o.verbose = true; break;
+      case "--collect-metrics":
+        o.collectMetrics = true;
+        break;
+      case "--metrics-url":
+        o.metricsUrl = value();
+        break;
+      case "--metrics-interval":
+        o.metricsIntervalMs = int(flag, value());
+        break;
+      case "--verbose-csv":
+        o.verboseCsv = true;
+        break;
+      case "-v":
+      case "--verbose":
+        o.verbose = true;
+        break;
       default:
         throw new PerfUsageError(`unknown option '${arg}'`);
     }

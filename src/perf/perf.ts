@@ -47,7 +47,9 @@ export async function runPerf(argv: readonly string[], out: (s: string) => void 
     }
     const outputs = info.outputs.map((x) => x.name);
     const prepared = sendData.map((tensors) => client.prepare(tensors, outputs));
-    const seq = info.sequence ? new Sequencer({ length: o.sequenceLength, variation: o.sequenceLengthVariation, idStart: o.sequenceIdStart, idRange: o.sequenceIdRange }) : undefined;
+    const seq = info.sequence
+      ? new Sequencer({ length: o.sequenceLength, variation: o.sequenceLengthVariation, idStart: o.sequenceIdStart, idRange: o.sequenceIdRange })
+      : undefined;
     let next = 0;
     const send: Sender = (slot) => {
       const fire = prepared[next++ % prepared.length]!;
@@ -82,7 +84,12 @@ export async function runPerf(argv: readonly string[], out: (s: string) => void 
           stabilityPercentage: o.stabilityPercentage,
           maxTrials: o.maxTrials,
           percentile: o.percentile,
-          onWindow: o.verbose ? (w, pass) => out(`  Pass [${pass}] throughput: ${Number(w.throughput.toPrecision(6))} infer/sec. ${o.percentile ? `p${o.percentile}` : "Avg"} latency: ${Math.round(w.latencyUs)} usec\n`) : undefined,
+          onWindow: o.verbose
+            ? (w, pass) =>
+                out(
+                  `  Pass [${pass}] throughput: ${Number(w.throughput.toPrecision(6))} infer/sec. ${o.percentile ? `p${o.percentile}` : "Avg"} latency: ${Math.round(w.latencyUs)} usec\n`,
+                )
+            : undefined,
         },
         failures,
       ).finally(() => metrics?.stop());
@@ -108,4 +115,3 @@ export async function runPerf(argv: readonly string[], out: (s: string) => void 
     client.close();
   }
 }
-

@@ -28,7 +28,9 @@ export function settingsText(o: PerfOptions): string {
     '  Using "time_windows" mode for stabilization',
     `  Stabilizing using ${o.percentile ? `p${o.percentile} latency` : "average latency"} and throughput`,
     `  Measurement window: ${o.measurementIntervalMs} msec`,
-    o.requestRate ? "  Using uniform distribution on request generation" : `  Using ${o.async || o.streaming ? "asynchronous" : "synchronous"} calls for inference`,
+    o.requestRate
+      ? "  Using uniform distribution on request generation"
+      : `  Using ${o.async || o.streaming ? "asynchronous" : "synchronous"} calls for inference`,
     "",
   ].join("\n");
 }
@@ -61,12 +63,15 @@ export function measurementText(m: Measurement, o: PerfOptions): string {
 
 const round = (x: number) => String(Number(x.toPrecision(6)));
 
-const latencyOf = (m: Measurement, o: PerfOptions) => (o.percentile ? m.percentilesUs[o.percentile] ?? percentileFallback(m, o.percentile) : m.avgLatencyUs);
+const latencyOf = (m: Measurement, o: PerfOptions) => (o.percentile ? (m.percentilesUs[o.percentile] ?? percentileFallback(m, o.percentile)) : m.avgLatencyUs);
 const percentileFallback = (m: Measurement, p: number) => m.percentilesUs[p] ?? m.avgLatencyUs;
 
 export function summaryText(ms: readonly Measurement[], o: PerfOptions): string {
   const lines = [`Inferences/Second vs. Client ${o.percentile ? `p${o.percentile}` : "Average"} Batch Latency`];
-  for (const m of ms) lines.push(`${o.requestRate ? "Request Rate" : "Concurrency"}: ${m.setting}, throughput: ${round(m.throughput)} infer/sec, latency ${us(latencyOf(m, o))} usec`);
+  for (const m of ms)
+    lines.push(
+      `${o.requestRate ? "Request Rate" : "Concurrency"}: ${m.setting}, throughput: ${round(m.throughput)} infer/sec, latency ${us(latencyOf(m, o))} usec`,
+    );
   return lines.join("\n") + "\n";
 }
 
@@ -92,13 +97,26 @@ export function csvHeader(o: PerfOptions): string {
 }
 
 export function csvText(ms: readonly Measurement[], o: PerfOptions): string {
-  const rows = [...ms].sort((a, b) => a.throughput - b.throughput).map((m) => {
-    const s = serverSplit(m);
-    const network = Math.max(0, m.avgLatencyUs - m.avgSendUs - m.avgRecvUs - s.queue - s.input - s.infer - s.output);
-    const cells = [String(m.setting), round(m.throughput), us(m.avgSendUs), us(network), us(s.queue), us(s.input), us(s.infer), us(s.output), us(m.avgRecvUs), ...[50, 90, 95, 99].map((p) => us(m.percentilesUs[p] ?? 0))];
-    if (o.verboseCsv) cells.push(us(m.avgLatencyUs), us(m.avgSendUs + m.avgRecvUs), us(m.avgWaitUs));
-    return cells.join(",");
-  });
+  const rows = [...ms]
+    .sort((a, b) => a.throughput - b.throughput)
+    .map((m) => {
+      const s = serverSplit(m);
+      const network = Math.max(0, m.avgLatencyUs - m.avgSendUs - m.avgRecvUs - s.queue - s.input - s.infer - s.output);
+      const cells = [
+        String(m.setting),
+        round(m.throughput),
+        us(m.avgSendUs),
+        us(network),
+        us(s.queue),
+        us(s.input),
+        us(s.infer),
+        us(s.output),
+        us(m.avgRecvUs),
+        ...[50, 90, 95, 99].map((p) => us(m.percentilesUs[p] ?? 0)),
+      ];
+      if (o.verboseCsv) cells.push(us(m.avgLatencyUs), us(m.avgSendUs + m.avgRecvUs), us(m.avgWaitUs));
+      return cells.join(",");
+    });
   return [csvHeader(o), ...rows].join("\n") + "\n";
 }
 

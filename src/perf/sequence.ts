@@ -19,7 +19,10 @@ export interface SequenceOptions {
   idRange: number;
 }
 
-interface Slot { id: number; remaining: number }
+interface Slot {
+  id: number;
+  remaining: number;
+}
 
 export class Sequencer {
   readonly #o: SequenceOptions;

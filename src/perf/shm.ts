@@ -26,7 +26,10 @@ export async function placeInSharedMemory(client: PerfClient, data: PerfRequestD
       const name = `nereid_perf_${process.pid}_${k}`;
       const key = `/${name}`;
       // A region may not be empty: an all-empty request still gets one byte.
-      const size = Math.max(1, tensors.reduce((n, t) => n + t.bytes.byteLength, 0));
+      const size = Math.max(
+        1,
+        tensors.reduce((n, t) => n + t.bytes.byteLength, 0),
+      );
       createSharedMemory(key, size);
       const entry = { name, key, registered: false };
       placed.push(entry);

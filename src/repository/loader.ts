@@ -71,7 +71,9 @@ function rateLimited(instance: BackendInstance, limiter: RateLimiter, claim: Rat
   return {
     name: instance.name,
     execute: (inputs, names) => held(() => instance.execute(inputs, names)),
-    ...(instance.executeRequests ? { executeRequests: (requests: Parameters<NonNullable<BackendInstance["executeRequests"]>>[0]) => held(() => instance.executeRequests!(requests)) } : {}),
+    ...(instance.executeRequests
+      ? { executeRequests: (requests: Parameters<NonNullable<BackendInstance["executeRequests"]>>[0]) => held(() => instance.executeRequests!(requests)) }
+      : {}),
     ...(instance.abort ? { abort: (error: ServerError) => instance.abort!(error) } : {}),
     close: () => instance.close(),
   };
@@ -132,7 +134,9 @@ export class ModelLoader {
       const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : undefined;
       throw what
         ? unsupported(`model '${name}': ${what} is not supported by this server`)
-        : invalidArg(`unable to determine the backend of model '${name}': set 'backend' or 'platform' in config.pbtxt, or put a model file (e.g. model.onnx) in a version folder`);
+        : invalidArg(
+            `unable to determine the backend of model '${name}': set 'backend' or 'platform' in config.pbtxt, or put a model file (e.g. model.onnx) in a version folder`,
+          );
     }
     // Before auto-complete, which may already import the model file.
     if (location.clientFiles) checkOverrideBackend(name, backend.name, this.#opts.allowModelCodeOverrides === true);
@@ -184,8 +188,11 @@ export class ModelLoader {
         backendModel = await this.#instantiate(mv, config, backend, instances);
       } else {
         // An ensemble has no instances: its steps call other models, which must exist.
-        const missing = ensembleSteps(config).map((s) => s.model_name!).filter((m) => !ctx.knows(m));
-        if (missing.length > 0) throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
+        const missing = ensembleSteps(config)
+          .map((s) => s.model_name!)
+          .filter((m) => !ctx.knows(m));
+        if (missing.length > 0)
+          throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
       }
       mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, ctx.streamRunner), this.#opts.unloadAbortMs);
       mv.transition("READY");
@@ -229,7 +236,9 @@ export class ModelLoader {
           // A backend with its own GPUs (OpenVINO's GPU plugin) checks the device itself.
           const gpus = backend.gpus === "own" ? { count: 1 } : this.#gpus();
           if (gpus.count === 0) {
-            throw invalidArg(`instance group '${group.name}' of model '${name}' specifies KIND_GPU, but no GPU is available on this host${gpus.reason ? ` (${gpus.reason})` : ""}`);
+            throw invalidArg(
+              `instance group '${group.name}' of model '${name}' specifies KIND_GPU, but no GPU is available on this host${gpus.reason ? ` (${gpus.reason})` : ""}`,
+            );
           }
           devices = group.gpus?.length ? group.gpus : Array.from({ length: gpus.count }, (_, i) => i);
         }
@@ -243,7 +252,9 @@ export class ModelLoader {
       created.forEach((r, i) => {
         if (r.status !== "fulfilled") return;
         const { group, device } = planned[i]!;
-        instances.push(limiter && group.rate_limiter?.resources?.length ? rateLimited(r.value, limiter, limiter.register(name, group.rate_limiter, device)) : r.value);
+        instances.push(
+          limiter && group.rate_limiter?.resources?.length ? rateLimited(r.value, limiter, limiter.register(name, group.rate_limiter, device)) : r.value,
+        );
       });
       const failed = created.find((r): r is PromiseRejectedResult => r.status === "rejected");
       if (failed) throw failed.reason;

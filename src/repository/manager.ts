@@ -411,7 +411,13 @@ export class ModelRepositoryManager {
    * version first, as Triton's dependency graph does (nested ensembles too). Returns
    * Triton's reason when a step model cannot be served, else undefined.
    */
-  async #loadComposingModels(key: string, namespace: string | undefined, config: ModelConfig, scan: ReturnType<typeof scanFolders>, chain: readonly string[]): Promise<string | undefined> {
+  async #loadComposingModels(
+    key: string,
+    namespace: string | undefined,
+    config: ModelConfig,
+    scan: ReturnType<typeof scanFolders>,
+    chain: readonly string[],
+  ): Promise<string | undefined> {
     if (this.controlMode !== "explicit" || !isEnsemble(config)) return undefined;
     const name = nameOf(key);
     for (const step of ensembleSteps(config)) {
@@ -440,7 +446,13 @@ export class ModelRepositoryManager {
    * steps' configs are those of their models' served versions, so a step model still
    * loading is waited for. Returns Triton's reason when the flow is refused.
    */
-  async #decoupling(key: string, namespace: string | undefined, config: ModelConfig, scan: ReturnType<typeof scanFolders>, chain: readonly string[]): Promise<string | undefined> {
+  async #decoupling(
+    key: string,
+    namespace: string | undefined,
+    config: ModelConfig,
+    scan: ReturnType<typeof scanFolders>,
+    chain: readonly string[],
+  ): Promise<string | undefined> {
     if (!isEnsemble(config)) return undefined;
     const decoupled = new Set<string>();
     for (const step of ensembleSteps(config)) {
@@ -531,7 +543,8 @@ export class ModelRepositoryManager {
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const { config } = resolved;
-    const missing = (await this.#loadComposingModels(key, location.namespace, config, scan, chain)) ?? (await this.#decoupling(key, location.namespace, config, scan, chain));
+    const missing =
+      (await this.#loadComposingModels(key, location.namespace, config, scan, chain)) ?? (await this.#decoupling(key, location.namespace, config, scan, chain));
     if (missing) {
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
       if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure: missing });

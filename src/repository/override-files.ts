@@ -61,14 +61,17 @@ export function checkOverride(name: string, config: ModelConfig | undefined, fil
   const params: [string, string][] = Object.keys(config.parameters ?? {})
     .filter((k) => k.startsWith("session."))
     .map((k) => [k, "parameter"]);
-  const acc = (config.optimization as { execution_accelerators?: Record<string, { name?: string; parameters?: Record<string, unknown> }[] | undefined> } | undefined)
-    ?.execution_accelerators;
+  const acc = (
+    config.optimization as { execution_accelerators?: Record<string, { name?: string; parameters?: Record<string, unknown> }[] | undefined> } | undefined
+  )?.execution_accelerators;
   for (const list of Object.values(acc ?? {})) {
     for (const a of list ?? []) for (const k of Object.keys(a.parameters ?? {})) params.push([k, `'${a.name}' accelerator parameter`]);
   }
   const host = params.find(([k]) => HOST_PARAMETER.test(k));
   if (host) {
-    throw invalidArg(`config override of model '${name}': ${host[1]} '${host[0]}' names host files or memory, refused unless the server runs with ${MODEL_CODE_FLAG}`);
+    throw invalidArg(
+      `config override of model '${name}': ${host[1]} '${host[0]}' names host files or memory, refused unless the server runs with ${MODEL_CODE_FLAG}`,
+    );
   }
 }
 
@@ -79,7 +82,9 @@ export function checkOverride(name: string, config: ModelConfig | undefined, fil
  */
 export function checkOverrideBackend(name: string, backend: string, allowCode: boolean): void {
   if (!allowCode && CODE_BACKENDS.has(backend)) {
-    throw invalidArg(`model '${name}': backend '${backend}' runs the model's files as code, and the file overrides are the client's; refused unless the server runs with ${MODEL_CODE_FLAG}`);
+    throw invalidArg(
+      `model '${name}': backend '${backend}' runs the model's files as code, and the file overrides are the client's; refused unless the server runs with ${MODEL_CODE_FLAG}`,
+    );
   }
 }
 

@@ -97,7 +97,9 @@ export class RemoteRepository {
       return changed;
     } catch (err) {
       if (!this.#failing) {
-        log.warn(`cannot read model repository '${this.url}': ${message(err)}; models are served from the local copy in '${this.dir}' until it can be read again`);
+        log.warn(
+          `cannot read model repository '${this.url}': ${message(err)}; models are served from the local copy in '${this.dir}' until it can be read again`,
+        );
       }
       this.#failing = true;
       return false;

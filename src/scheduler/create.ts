@@ -33,7 +33,12 @@ export interface ScheduledModel {
  * The scheduler over `instances` (none for an ensemble, whose steps call other models
  * through `runner`, the server's inference path).
  */
-export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner | undefined, streamRunner?: ModelStreamRunner): Scheduler {
+export function createScheduler(
+  model: ScheduledModel,
+  instances: readonly BackendInstance[],
+  runner: ModelRunner | undefined,
+  streamRunner?: ModelStreamRunner,
+): Scheduler {
   if (isEnsemble(model.config)) {
     if (!runner) throw internal(`ensemble '${model.name}' has no model runner to call its steps with`);
     return new EnsembleScheduler(model.config, runner, model.namespace, streamRunner);

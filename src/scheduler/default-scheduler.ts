@@ -36,9 +36,7 @@ export class DefaultScheduler implements Scheduler {
 
   enqueue(request: PreparedRequest): Promise<ScheduledResult> {
     if (this.#drain.stopping) {
-      return Promise.reject(
-        unavailable(`Server is stopping, scheduler for model '${this.#modelName}' has stopped accepting new inference requests`),
-      );
+      return Promise.reject(unavailable(`Server is stopping, scheduler for model '${this.#modelName}' has stopped accepting new inference requests`));
     }
     const signal = request.request.signal;
     if (signal?.aborted) return Promise.reject(cancelled(request.request.id));

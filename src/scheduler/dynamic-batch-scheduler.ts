@@ -83,9 +83,7 @@ export class DynamicBatchScheduler implements Scheduler {
   enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {
     const id = prepared.request.id;
     if (this.#drain.stopping) {
-      return Promise.reject(
-        unavailable(`${logPrefix(id)}Server is stopping, scheduler for model has stopped accepting new inference requests`),
-      );
+      return Promise.reject(unavailable(`${logPrefix(id)}Server is stopping, scheduler for model has stopped accepting new inference requests`));
     }
     const signal = prepared.request.signal;
     if (signal?.aborted) return Promise.reject(cancelled(id));
@@ -204,7 +202,12 @@ export class DynamicBatchScheduler implements Scheduler {
         return;
       }
       const single = entries.length === 1;
-      const inputs = single ? entries[0]!.prepared.inputs : concatInputs(entries.map((e) => e.prepared.inputs), this.#rules.ragged);
+      const inputs = single
+        ? entries[0]!.prepared.inputs
+        : concatInputs(
+            entries.map((e) => e.prepared.inputs),
+            this.#rules.ragged,
+          );
       const names = single ? entries[0]!.prepared.outputNames : unionOfOutputs(entries);
       const start = this.#clock.now();
       const r = await instance.execute(inputs, names);
@@ -214,7 +217,12 @@ export class DynamicBatchScheduler implements Scheduler {
       const computeInferNs = r.computeInferNs ?? Math.max(0, total - computeInputNs - computeOutputNs);
       const sizes = entries.map((e) => e.batchSize);
       const perRequest = single ? [r.outputs] : splitOutputs(r.outputs, sizes, this.#modelName);
-      this.#stats.recordExecution(sizes.reduce((a, b) => a + b, 0), computeInputNs, computeInferNs, computeOutputNs);
+      this.#stats.recordExecution(
+        sizes.reduce((a, b) => a + b, 0),
+        computeInputNs,
+        computeInferNs,
+        computeOutputNs,
+      );
       entries.forEach((e, i) =>
         this.#finish(e, {
           ok: true,
@@ -237,14 +245,22 @@ export class DynamicBatchScheduler implements Scheduler {
     const computeInputNs = r.computeInputNs ?? 0;
     const computeOutputNs = r.computeOutputNs ?? 0;
     const computeInferNs = r.computeInferNs ?? Math.max(0, total - computeInputNs - computeOutputNs);
-    this.#stats.recordExecution(entries.reduce((a, e) => a + e.batchSize, 0), computeInputNs, computeInferNs, computeOutputNs);
+    this.#stats.recordExecution(
+      entries.reduce((a, e) => a + e.batchSize, 0),
+      computeInputNs,
+      computeInferNs,
+      computeOutputNs,
+    );
     entries.forEach((e, i) => {
       const o = r.outcomes[i]!;
       this.#finish(
         e,
         o.error
           ? { ok: false, error: o.error }
-          : { ok: true, value: { outputs: o.outputs, parameters: o.parameters, queueNs: dispatchedAt - e.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs } },
+          : {
+              ok: true,
+              value: { outputs: o.outputs, parameters: o.parameters, queueNs: dispatchedAt - e.enqueuedAt, computeInputNs, computeInferNs, computeOutputNs },
+            },
       );
     });
   }

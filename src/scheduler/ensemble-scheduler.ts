@@ -62,7 +62,8 @@ export function checkEnsembleFlow(config: ModelConfig): void {
   const available = new Set([...(config.input ?? []).map((i) => i.name!), ...produced.keys()]);
   for (const s of steps) {
     for (const t of Object.values(s.input_map!)) {
-      if (!available.has(t)) throw invalidArg(`ensemble '${name}': step '${s.model_name}' reads tensor '${t}', which is neither an ensemble input nor a step output`);
+      if (!available.has(t))
+        throw invalidArg(`ensemble '${name}': step '${s.model_name}' reads tensor '${t}', which is neither an ensemble input nor a step output`);
     }
   }
   for (const o of config.output ?? []) {
@@ -87,7 +88,8 @@ export function ensembleDecoupled(config: ModelConfig, isDecoupled: (model: stri
     for (const s of ready) {
       pending.delete(s);
       const from = new Set(Object.values(s.input_map!).map((t) => lineage.get(t)!));
-      if (from.size > 1) throw invalidArg(`in ensemble ${config.name}, step of model '${s.model_name}' receives inputs originated from different decoupled models`);
+      if (from.size > 1)
+        throw invalidArg(`in ensemble ${config.name}, step of model '${s.model_name}' receives inputs originated from different decoupled models`);
       const own = isDecoupled(s.model_name!) ? ++lineages : ([...from][0] ?? 0);
       for (const t of Object.values(s.output_map!)) lineage.set(t, own);
     }
@@ -127,7 +129,8 @@ class StepGate {
 
   release(): void {
     const next = this.#waiting.shift();
-    if (next) next(); // the slot passes straight to the next waiter
+    if (next)
+      next(); // the slot passes straight to the next waiter
     else this.#held--;
   }
 }
@@ -164,7 +167,8 @@ export class EnsembleScheduler implements Scheduler {
       while (pending.size > 0) {
         if (signal?.aborted) throw cancelled(prepared.request.id);
         const ready = [...pending].filter((s) => Object.values(s.input_map!).every((t) => tensors.has(t)));
-        if (ready.length === 0) throw new ServerError("INTERNAL", `no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
+        if (ready.length === 0)
+          throw new ServerError("INTERNAL", `no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
         for (const s of ready) pending.delete(s);
         await Promise.all(ready.map((s) => this.#runStep(s, tensors, prepared.request)));
       }

@@ -69,7 +69,9 @@ export class RateLimiter {
       if (!name) throw invalidArg(`model '${model}': a rate_limiter resource needs a name`);
       const flag = this.#flagCount(name, !!r.global, device);
       if (flag !== undefined && flag < count) {
-        throw invalidArg(`Resource count for '${name}' is limited to ${flag} which will prevent scheduling of one or more model instances, the minimum required count is ${count}`);
+        throw invalidArg(
+          `Resource count for '${name}' is limited to ${flag} which will prevent scheduling of one or more model instances, the minimum required count is ${count}`,
+        );
       }
       const key = keyOf(name, !!r.global, device);
       needs.push([key, count]);

@@ -141,7 +141,17 @@ export class SequenceBatchScheduler implements Scheduler {
         this.#assign(seq);
       }
       seq.ending = end;
-      const r: SeqRequest = { prepared, enqueuedAt: now, key: batchKey(prepared.inputs, this.#rules), start, end, corrId: id, resolve, reject, forget: () => {} };
+      const r: SeqRequest = {
+        prepared,
+        enqueuedAt: now,
+        key: batchKey(prepared.inputs, this.#rules),
+        start,
+        end,
+        corrId: id,
+        resolve,
+        reject,
+        forget: () => {},
+      };
       seq.queue.push(r);
       this.#drain.enter();
       this.#pending++;
@@ -168,7 +178,10 @@ export class SequenceBatchScheduler implements Scheduler {
     this.#pending -= dropped.length;
     seq.ending = true;
     seq.cancelled = true;
-    log.verbose(1, `${logPrefix(r.prepared.request.id)}sequence ${seq.corrId} of model '${this.#model}' cancelled: ${dropped.length} queued request(s) answered CANCELLED`);
+    log.verbose(
+      1,
+      `${logPrefix(r.prepared.request.id)}sequence ${seq.corrId} of model '${this.#model}' cancelled: ${dropped.length} queued request(s) answered CANCELLED`,
+    );
     if (!seq.running && seq.queue.length === 0 && this.#sequences.get(seq.key) === seq) this.#release(seq);
     for (const d of dropped) {
       d.forget();
@@ -276,7 +289,8 @@ export class SequenceBatchScheduler implements Scheduler {
     const maxPreferred = Math.max(0, ...this.#settings.preferred);
     const delay = this.#settings.maxQueueDelayNs;
     const age = now - rows[0]!.queue[0]!.enqueuedAt;
-    const full = rows.length >= this.#settings.maxBatchSize || (maxPreferred > 0 && rows.length >= maxPreferred) || this.#settings.preferred.includes(rows.length);
+    const full =
+      rows.length >= this.#settings.maxBatchSize || (maxPreferred > 0 && rows.length >= maxPreferred) || this.#settings.preferred.includes(rows.length);
     // Every candidate already has a request in: waiting cannot make the batch bigger.
     const allIn = rows.length === t.members.filter((m) => m !== undefined && !m.running).length;
     if (delay === 0 || full || allIn || age >= delay) return { rows, waitNs: 0 };
@@ -315,7 +329,13 @@ export class SequenceBatchScheduler implements Scheduler {
       const inNs = result.computeInputNs ?? 0;
       const outNs = result.computeOutputNs ?? 0;
       const inferNs = result.computeInferNs ?? Math.max(0, total - inNs - outNs);
-      const perRow = this.#batched ? splitOutputs(result.outputs, rows.map(() => 1), this.#model) : [result.outputs];
+      const perRow = this.#batched
+        ? splitOutputs(
+            result.outputs,
+            rows.map(() => 1),
+            this.#model,
+          )
+        : [result.outputs];
       this.#stats.recordExecution(real.length, inNs, inferNs, outNs);
       const done = this.#clock.now();
       rows.forEach((r, i) => {
@@ -385,7 +405,15 @@ export class SequenceBatchScheduler implements Scheduler {
       }
       this.#finish(seq, r, done);
       if (o.error) r.reject(o.error);
-      else r.resolve({ outputs: o.outputs, parameters: o.parameters, queueNs: now - r.enqueuedAt, computeInputNs: inNs, computeInferNs: inferNs, computeOutputNs: outNs });
+      else
+        r.resolve({
+          outputs: o.outputs,
+          parameters: o.parameters,
+          queueNs: now - r.enqueuedAt,
+          computeInputNs: inNs,
+          computeInferNs: inferNs,
+          computeOutputNs: outNs,
+        });
     });
   }
 

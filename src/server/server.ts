@@ -13,7 +13,18 @@ import { classify } from "./classification.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { ResponseCache } from "../cache/cache.ts";
-import { DEFAULT_MAX_QUEUED_BYTES, continuesSequence, logPrefix, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor, type Parameters, type SentResponse, type StreamedResponse } from "../core/request.ts";
+import {
+  DEFAULT_MAX_QUEUED_BYTES,
+  continuesSequence,
+  logPrefix,
+  parseControl,
+  type InferenceRequest,
+  type InferenceResponse,
+  type OutputTensor,
+  type Parameters,
+  type SentResponse,
+  type StreamedResponse,
+} from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
@@ -74,7 +85,18 @@ export class InferenceServer {
   trace: TraceManager | undefined;
   /** Called with each successful request's durations (the metrics summaries), when set. */
   onSuccess:
-    | ((mv: ModelVersion, d: { requestNs: number; queueNs: number; computeInputNs?: number; computeInferNs?: number; computeOutputNs?: number; cacheHitNs?: number; cacheMissNs?: number }) => void)
+    | ((
+        mv: ModelVersion,
+        d: {
+          requestNs: number;
+          queueNs: number;
+          computeInputNs?: number;
+          computeInferNs?: number;
+          computeOutputNs?: number;
+          cacheHitNs?: number;
+          cacheMissNs?: number;
+        },
+      ) => void)
     | undefined;
   /** Called with the time to a decoupled request's first response (the first-response histogram), when set. */
   onFirstResponse: ((mv: ModelVersion, ns: number) => void) | undefined;
@@ -338,7 +360,12 @@ export class InferenceServer {
         finished = true;
         drop();
         overflow.abort();
-        queue.push({ error: unavailable(`${logPrefix(request.id)}Exceeds maximum queue size: responses waiting for the client to read would hold more than the server allows; the request is cancelled`), final: true });
+        queue.push({
+          error: unavailable(
+            `${logPrefix(request.id)}Exceeds maximum queue size: responses waiting for the client to read would hold more than the server allows; the request is cancelled`,
+          ),
+          final: true,
+        });
         notify();
         return;
       }
@@ -393,7 +420,12 @@ export class InferenceServer {
     return this.#queuedBytes;
   }
 
-  async #infer(request: InferenceRequest, admit: boolean, model?: ModelVersion, stream?: (r: StreamedResponse) => void): Promise<InferenceResponse | undefined> {
+  async #infer(
+    request: InferenceRequest,
+    admit: boolean,
+    model?: ModelVersion,
+    stream?: (r: StreamedResponse) => void,
+  ): Promise<InferenceResponse | undefined> {
     const control = parseControl(request.parameters);
     const mv = this.modelForInference(request.modelName, request.modelVersion, continuesSequence(control), model, request.modelNamespace);
     const decoupled = this.isDecoupled(mv);
@@ -537,7 +569,15 @@ export class InferenceServer {
    * handed to the stream; after the client has gone (the request's signal) it is counted
    * as cancelled and dropped.
    */
-  #decoupledSink(mv: ModelVersion, request: InferenceRequest, names: string[], classification: ReadonlyMap<string, number>, stream: (r: StreamedResponse) => void, start: number, onFinal: () => void) {
+  #decoupledSink(
+    mv: ModelVersion,
+    request: InferenceRequest,
+    names: string[],
+    classification: ReadonlyMap<string, number>,
+    stream: (r: StreamedResponse) => void,
+    start: number,
+    onFinal: () => void,
+  ) {
     let index = 0;
     let last = nowNs();
     return (sent: SentResponse) => {
@@ -586,7 +626,13 @@ export class InferenceServer {
         );
       }
       this.#sharedMemory.write(ref, t.data, `output '${t.name}'`);
-      return { name: t.name, datatype: t.datatype, shape: t.shape, data: new Uint8Array(0), sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength } };
+      return {
+        name: t.name,
+        datatype: t.datatype,
+        shape: t.shape,
+        data: new Uint8Array(0),
+        sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength },
+      };
     });
   }
 

@@ -89,7 +89,14 @@ export class SharedMemoryManager {
     this.#gate();
     if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
     if (name.startsWith("triton_python_backend_shm_region_")) throw invalidArg(`shared memory region name '${name}' is reserved`);
-    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0) {
+    if (
+      typeof offset !== "number" ||
+      !Number.isSafeInteger(offset) ||
+      offset < 0 ||
+      typeof byteSize !== "number" ||
+      !Number.isSafeInteger(byteSize) ||
+      byteSize <= 0
+    ) {
       throw invalidArg(`invalid offset ${offset} or byte_size ${byteSize} for shared memory region '${name}'`);
     }
     // A SharedMemoryError keeps Triton's code: INTERNAL when the object cannot be opened, INVALID_ARG when it is too small.
@@ -119,7 +126,8 @@ export class SharedMemoryManager {
   registerCuda(name: string, rawHandle: Uint8Array, deviceId: number, byteSize: number | bigint): void {
     this.#gate();
     if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
-    if (typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0) throw invalidArg(`invalid byte_size ${byteSize} for CUDA shared memory region '${name}'`);
+    if (typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0)
+      throw invalidArg(`invalid byte_size ${byteSize} for CUDA shared memory region '${name}'`);
     let context: PrimaryContext | undefined;
     try {
       context = CudaDriver.get().primaryContext(deviceId);
@@ -234,7 +242,9 @@ export class SharedMemoryManager {
     try {
       n = r.file.readAt(out, start);
     } catch (err) {
-      throw new ServerError(ServerError.from(err).code, `cannot read shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, { cause: err });
+      throw new ServerError(ServerError.from(err).code, `cannot read shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     if (n < ref.byteSize) throw truncated(r, what, n > 0 ? start + n : endOf(r.file, start), start, ref.byteSize);
     return out;
@@ -259,7 +269,9 @@ export class SharedMemoryManager {
       r.file.writeAt(data, start);
     } catch (err) {
       if (err instanceof ServerError) throw err;
-      throw new ServerError(ServerError.from(err).code, `cannot write shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, { cause: err });
+      throw new ServerError(ServerError.from(err).code, `cannot write shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

@@ -21,18 +21,26 @@ const canUnshare = spawnSync("unshare", ["-m", "true"], { stdio: "ignore" }).sta
 const smoke = (args: string[]) => execFileSync(join(ROOT, "scripts", "smoke-arm64.sh"), args, { cwd: ROOT, encoding: "utf8", timeout: 400_000 });
 
 describe.skipIf(!hasQemu || !hasArm64Libc)("arm64 binary under qemu", () => {
-  it.skipIf(canUnshare)("starts and serves server metadata (no root here, so no inference)", () => {
-    const out = smoke(["--no-infer"]);
-    expect(out).toContain('"name":"triton"');
-    expect(out).toContain("arm64 server OK without models");
-  }, 450_000);
+  it.skipIf(canUnshare)(
+    "starts and serves server metadata (no root here, so no inference)",
+    () => {
+      const out = smoke(["--no-infer"]);
+      expect(out).toContain('"name":"triton"');
+      expect(out).toContain("arm64 server OK without models");
+    },
+    450_000,
+  );
 
-  it.skipIf(!canUnshare)("starts, serves server metadata, and answers inferences through ORT's arm64 library", () => {
-    const out = smoke([]);
-    expect(out).toContain("arm64 server OK without models");
-    expect(out).toContain('"name":"OUTPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]');
-    expect(out).toContain('"name":"OUTPUT1","datatype":"INT32","shape":[1,16],"data":[-1,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14]');
-    expect(out).toContain('"name":"OUTPUT0","datatype":"BYTES","shape":[1,3],"data":["arm64","","hé"]');
-    expect(out).toMatch(/arm64 OK \(x86_64 host, .*qemu-aarch64/);
-  }, 450_000);
+  it.skipIf(!canUnshare)(
+    "starts, serves server metadata, and answers inferences through ORT's arm64 library",
+    () => {
+      const out = smoke([]);
+      expect(out).toContain("arm64 server OK without models");
+      expect(out).toContain('"name":"OUTPUT0","datatype":"INT32","shape":[1,16],"data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]');
+      expect(out).toContain('"name":"OUTPUT1","datatype":"INT32","shape":[1,16],"data":[-1,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14]');
+      expect(out).toContain('"name":"OUTPUT0","datatype":"BYTES","shape":[1,3],"data":["arm64","","hé"]');
+      expect(out).toMatch(/arm64 OK \(x86_64 host, .*qemu-aarch64/);
+    },
+    450_000,
+  );
 });

@@ -67,8 +67,15 @@ describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", 
       const element = Buffer.alloc(4 + png.length);
       element.writeUInt32LE(png.length, 0);
       png.copy(element, 4);
-      const header = JSON.stringify({ inputs: [{ name: "image", shape: [1], datatype: "BYTES", parameters: { binary_data_size: element.length } }], outputs: [{ name: "text", parameters: { binary_data: false } }] });
-      const res = await fetch(`${server.url}/v2/models/ocr/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(header.length) }, body: Buffer.concat([Buffer.from(header), element]) });
+      const header = JSON.stringify({
+        inputs: [{ name: "image", shape: [1], datatype: "BYTES", parameters: { binary_data_size: element.length } }],
+        outputs: [{ name: "text", parameters: { binary_data: false } }],
+      });
+      const res = await fetch(`${server.url}/v2/models/ocr/infer`, {
+        method: "POST",
+        headers: { "Inference-Header-Content-Length": String(header.length) },
+        body: Buffer.concat([Buffer.from(header), element]),
+      });
       const json = (await res.json()) as { outputs: { data: string[] }[] };
       expect(res.status, JSON.stringify(json)).toBe(200);
       expect(json.outputs[0]!.data).toContain("NEREID SERVES OCR");

@@ -38,15 +38,33 @@ beforeAll(async () => {
   http = `http://127.0.0.1:${ports[0]}`;
   // The whole example repository, the OCR pipeline's TypeScript steps included: the binary carries pngjs and jpeg-js for them.
   container = podman(
-    ...RUN, "run", "-d", "--network=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-    "-v", `${join(ROOT, "model_repository")}:/models:ro`,
-    IMAGE, "--model-repository=/models", `--http-port=${ports[0]}`, `--grpc-port=${ports[1]}`, `--metrics-port=${ports[2]}`,
-  ).split("\n").pop()!;
+    ...RUN,
+    "run",
+    "-d",
+    "--network=host",
+    "--ulimit",
+    "nofile=1024:1024",
+    "--ulimit",
+    "nproc=1024:1024",
+    "-v",
+    `${join(ROOT, "model_repository")}:/models:ro`,
+    IMAGE,
+    "--model-repository=/models",
+    `--http-port=${ports[0]}`,
+    `--grpc-port=${ports[1]}`,
+    `--metrics-port=${ports[2]}`,
+  )
+    .split("\n")
+    .pop()!;
   for (const end = Date.now() + 180_000; ; ) {
-    const ready = await fetch(`${http}/v2/health/ready`).then((r) => r.status === 200, () => false);
+    const ready = await fetch(`${http}/v2/health/ready`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ready) break;
     const state = podman("inspect", "--format", "{{.State.Status}}", container);
-    if (state !== "running" || Date.now() > end) throw new Error(`the container did not become ready (${state}):\n${spawnSync("podman", ["logs", container], { encoding: "utf8" }).stderr}`);
+    if (state !== "running" || Date.now() > end)
+      throw new Error(`the container did not become ready (${state}):\n${spawnSync("podman", ["logs", container], { encoding: "utf8" }).stderr}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }, 900_000);
@@ -133,16 +151,23 @@ function ensureArm64Packages(): void {
   const foreign = execFileSync("dpkg", ["--print-foreign-architectures"], { encoding: "utf8" });
   if (foreign.split("\n").includes("arm64")) return;
   const add = spawnSync("sh", ["-c", "dpkg --add-architecture arm64 && apt-get update -qq"], { encoding: "utf8", timeout: 600_000 });
-  if (add.status !== 0) throw new Error(`The arm64 image needs Debian's arm64 packages; 'dpkg --add-architecture arm64 && apt-get update' failed:\n${add.stderr}`);
+  if (add.status !== 0)
+    throw new Error(`The arm64 image needs Debian's arm64 packages; 'dpkg --add-architecture arm64 && apt-get update' failed:\n${add.stderr}`);
 }
 
 describe("arm64 container image (#21)", () => {
   it("builds for linux/arm64 with the arm64 libraries, and its files serve inferences under qemu-user", () => {
     ensureDebianPackages(["qemu-aarch64-static"], ["qemu-user-static"], "The arm64 image is checked under qemu-user");
     ensureArm64Packages();
-    execFileSync(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "scripts", "build.ts"), "--target=bun-linux-arm64"], { cwd: ROOT, stdio: "pipe", timeout: 600_000 });
+    execFileSync(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "scripts", "build.ts"), "--target=bun-linux-arm64"], {
+      cwd: ROOT,
+      stdio: "pipe",
+      timeout: 600_000,
+    });
     const image = `nereid:${VERSION}-arm64`;
-    expect(execFileSync(join(ROOT, "scripts", "build-image.sh"), ["arm64"], { cwd: ROOT, encoding: "utf8", timeout: 600_000 })).toMatch(/^nereid:.*-arm64 \d+ bytes/);
+    expect(execFileSync(join(ROOT, "scripts", "build-image.sh"), ["arm64"], { cwd: ROOT, encoding: "utf8", timeout: 600_000 })).toMatch(
+      /^nereid:.*-arm64 \d+ bytes/,
+    );
     expect(podman("image", "inspect", "--format", "{{.Os}}/{{.Architecture}} {{.Config.User}}", image)).toBe("linux/arm64 10001:10001");
     const rootfs = mkdtempSync(join(tmpdir(), "nereid-arm64-rootfs-"));
     const created = podman("create", "--platform", "linux/arm64", image).split("\n").pop()!;

@@ -52,10 +52,25 @@ const CASES: Case[] = [
   {
     code: "INVALID_ARG",
     what: "an input whose shape the model does not accept",
-    http: { method: "POST", path: "/v2/models/simple/infer", body: { inputs: [{ ...wrongShape, data: Array(15).fill(1) }, { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: Array(16).fill(1) }] } },
+    http: {
+      method: "POST",
+      path: "/v2/models/simple/infer",
+      body: {
+        inputs: [
+          { ...wrongShape, data: Array(15).fill(1) },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: Array(16).fill(1) },
+        ],
+      },
+    },
     grpc: {
       rpc: "ModelInfer",
-      request: { model_name: "simple", inputs: [{ ...wrongShape, contents: { int_contents: Array(15).fill(1) } }, { name: "INPUT1", datatype: "INT32", shape: [1, 16], contents: { int_contents: Array(16).fill(1) } }] },
+      request: {
+        model_name: "simple",
+        inputs: [
+          { ...wrongShape, contents: { int_contents: Array(15).fill(1) } },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16], contents: { int_contents: Array(16).fill(1) } },
+        ],
+      },
     },
     message: /^unexpected shape for input 'INPUT0' for model 'simple'/,
   },
@@ -96,17 +111,25 @@ const CASES: Case[] = [
   },
 ];
 
-const matches = (actual: string, expected: string | RegExp) => (typeof expected === "string" ? expect(actual).toBe(expected) : expect(actual).toMatch(expected));
+const matches = (actual: string, expected: string | RegExp) =>
+  typeof expected === "string" ? expect(actual).toBe(expected) : expect(actual).toMatch(expected);
 
 describe("one request per code a client can provoke, over both protocols", () => {
   beforeAll(async () => {
     // The region ALREADY_EXISTS collides with.
-    const r = await fetch(`${server.url}/v2/systemsharedmemory/region/taken/register`, { method: "POST", body: JSON.stringify({ key: KEY, offset: 0, byte_size: 64 }) });
+    const r = await fetch(`${server.url}/v2/systemsharedmemory/region/taken/register`, {
+      method: "POST",
+      body: JSON.stringify({ key: KEY, offset: 0, byte_size: 64 }),
+    });
     expect(r.status).toBe(200);
   });
 
   it("covers every code but CANCELLED and UNKNOWN", () => {
-    expect(CASES.map((c) => c.code).sort()).toEqual(Object.keys(ERROR_CATALOG).filter((c) => c !== "CANCELLED" && c !== "UNKNOWN").sort());
+    expect(CASES.map((c) => c.code).sort()).toEqual(
+      Object.keys(ERROR_CATALOG)
+        .filter((c) => c !== "CANCELLED" && c !== "UNKNOWN")
+        .sort(),
+    );
   });
 
   it.each(CASES)("$code over HTTP: $what", async (c) => {
@@ -119,10 +142,12 @@ describe("one request per code a client can provoke, over both protocols", () =>
   });
 
   it.each(CASES)("$code over gRPC: $what", async (c) => {
-    const err = await grpc.call(c.grpc.rpc)(c.grpc.request).then(
-      () => undefined,
-      (e: { code: number; details: string }) => e,
-    );
+    const err = await grpc
+      .call(c.grpc.rpc)(c.grpc.request)
+      .then(
+        () => undefined,
+        (e: { code: number; details: string }) => e,
+      );
     expect(err?.code).toBe(ERROR_CATALOG[c.code].grpc);
     matches(err!.details, c.message);
   });

@@ -24,7 +24,10 @@ afterAll(() => {
 });
 
 type Check = (s: ServerProcess) => Promise<void> | void;
-const inert = (flag: string, value: string): Check => (s) => expect(s.log()).toContain(`--${flag}=${value} accepted; it has no effect here: `);
+const inert =
+  (flag: string, value: string): Check =>
+  (s) =>
+    expect(s.log()).toContain(`--${flag}=${value} accepted; it has no effect here: `);
 const get = async (s: ServerProcess, path: string) => fetch(`${s.url}${path}`);
 
 /** flag → [value, extra arguments, what to check once it is up]. */
@@ -36,7 +39,11 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "load-model": ["simple", ["--model-control-mode=explicit"], async (s) => expect((await get(s, "/v2/models/simple/ready")).status).toBe(200)],
   "model-config-name": ["production"],
   "disable-auto-complete-config": [""],
-  "strict-model-config": ["false", [], (s) => expect(s.log()).toContain("Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.\n")],
+  "strict-model-config": [
+    "false",
+    [],
+    (s) => expect(s.log()).toContain("Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.\n"),
+  ],
   "exit-on-error": ["false"],
   "strict-readiness": ["false"],
   "exit-timeout-secs": ["30"],
@@ -69,7 +76,11 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "allow-model-code-overrides": ["true", ["--model-control-mode=explicit"]],
   "allow-status-page": ["true", [], async (s) => expect((await get(s, "/nereid/status.json")).status).toBe(200)],
   "allow-gpu-metrics": ["false"],
-  "http-restricted-api": ["model-repository:admin-key=secret", [], async (s) => expect((await fetch(`${s.url}/v2/repository/index`, { method: "POST" })).status).toBe(403)],
+  "http-restricted-api": [
+    "model-repository:admin-key=secret",
+    [],
+    async (s) => expect((await fetch(`${s.url}/v2/repository/index`, { method: "POST" })).status).toBe(403),
+  ],
   "grpc-restricted-protocol": ["model-repository:admin-key=secret"],
   "trace-config": ["rate=100"],
   "trace-file": [join(tmp, "trace.json")],
@@ -94,7 +105,9 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
     [],
     async (s) => {
       await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify(SIMPLE_TWOS_AND_THREES) });
-      expect(await (await fetch(`${s.metricsUrl}/metrics`)).text()).toContain(`nv_inference_request_success{model="simple",version="1",namespace="${repo.dir}"} 1`);
+      expect(await (await fetch(`${s.metricsUrl}/metrics`)).text()).toContain(
+        `nv_inference_request_success{model="simple",version="1",namespace="${repo.dir}"} 1`,
+      );
     },
   ],
   "rate-limit": ["execution_count"],
@@ -157,7 +170,11 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
 describe("the flag table covers every flag", () => {
   it("names each flag the parser takes", () => {
     // --log-file has a test of its own below: its log, "Started HTTPService" included, goes to the file.
-    expect([...Object.keys(STARTS), "log-file"].sort()).toEqual(flagTable().map((f) => f.name).sort());
+    expect([...Object.keys(STARTS), "log-file"].sort()).toEqual(
+      flagTable()
+        .map((f) => f.name)
+        .sort(),
+    );
   });
 });
 
@@ -178,7 +195,9 @@ describe("--log-file", () => {
   it("writes the log to the file instead of the console", async () => {
     const file = join(tmp, "server.log");
     const { cmd, args } = serverCommand();
-    const child = spawn(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--grpc-port=0", "--metrics-port=0", `--log-file=${file}`], { stdio: "ignore" });
+    const child = spawn(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--grpc-port=0", "--metrics-port=0", `--log-file=${file}`], {
+      stdio: "ignore",
+    });
     try {
       let text = "";
       for (let i = 0; i < 300 && !text.includes("Started HTTPService"); i++) {

@@ -21,4 +21,8 @@ afterAll(async () => {
   repo?.remove();
 });
 
-frontendSuite({ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind], () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
+frontendSuite({ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind], () => ({
+  url: server.url,
+  grpcTarget: server.grpcTarget!,
+  metricsUrl: server.metricsUrl!,
+}));

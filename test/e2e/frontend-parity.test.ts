@@ -61,7 +61,11 @@ const CASES: Case[] = [
   {
     what: "a CUDA shared-memory region on a device beyond 32 bits",
     code: "INVALID_ARG",
-    http: { method: "POST", path: "/v2/cudasharedmemory/region/c1/register", body: JSON.stringify({ raw_handle: { b64: "" }, device_id: 2 ** 40, byte_size: 64 }) },
+    http: {
+      method: "POST",
+      path: "/v2/cudasharedmemory/region/c1/register",
+      body: JSON.stringify({ raw_handle: { b64: "" }, device_id: 2 ** 40, byte_size: 64 }),
+    },
     grpc: { rpc: "CudaSharedMemoryRegister", request: { name: "c1", raw_handle: Buffer.alloc(0), device_id: 2 ** 40, byte_size: 64 } },
     message: "'device_id' must be a non-negative 32-bit integer",
   },
@@ -81,7 +85,8 @@ const CASES: Case[] = [
   },
 ];
 
-const matches = (actual: string, expected: string | RegExp) => (typeof expected === "string" ? expect(actual).toBe(expected) : expect(actual).toMatch(expected));
+const matches = (actual: string, expected: string | RegExp) =>
+  typeof expected === "string" ? expect(actual).toBe(expected) : expect(actual).toMatch(expected);
 
 describe("the same bad request gets the same answer over HTTP and gRPC", () => {
   it.each(CASES)("$code: $what", async (c) => {
@@ -89,10 +94,12 @@ describe("the same bad request gets the same answer over HTTP and gRPC", () => {
     const body = (await res.json()) as { error: string };
     expect({ status: res.status, error: body.error }).toMatchObject({ status: ERROR_CATALOG[c.code].http });
     matches(body.error, c.message);
-    const err = await grpc.call(c.grpc.rpc)(c.grpc.request).then(
-      () => undefined,
-      (e: { code: number; details: string }) => e,
-    );
+    const err = await grpc
+      .call(c.grpc.rpc)(c.grpc.request)
+      .then(
+        () => undefined,
+        (e: { code: number; details: string }) => e,
+      );
     expect(err?.code).toBe(ERROR_CATALOG[c.code].grpc);
     matches(err!.details, c.message);
   });

@@ -51,8 +51,14 @@ const HOLD = `export default class Hold {
 /** `simple` and the decoupled `count` and `drip`, each with an INT32 input N and output OUT. */
 function decoupledRepository(): ReturnType<typeof makeRepository> {
   const models = makeRepository(["simple"]);
-  for (const [name, source] of [["count", COUNT], ["drip", DRIP]] as const) {
-    models.add(`${name}/config.pbtxt`, `name: "${name}"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`);
+  for (const [name, source] of [
+    ["count", COUNT],
+    ["drip", DRIP],
+  ] as const) {
+    models.add(
+      `${name}/config.pbtxt`,
+      `name: "${name}"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+    );
     models.add(`${name}/1/model.js`, source);
   }
   return models;
@@ -63,7 +69,14 @@ let repo: ReturnType<typeof makeRepository>;
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true", "--http-thread-count=3", "--grpc-infer-thread-count=3"]);
+  server = await startServerProcess([
+    `--model-repository=${repo.dir}`,
+    "--model-control-mode=explicit",
+    "--load-model=*",
+    "--allow-client-shm=true",
+    "--http-thread-count=3",
+    "--grpc-infer-thread-count=3",
+  ]);
   // Under Bun the frontends move to worker threads (at most one per core); the suite's answers must not change.
   expect(server.log()).toMatch(/HTTP frontend on [23] worker threads/);
   expect(server.log()).toMatch(/gRPC frontend on [23] worker threads/);
@@ -74,7 +87,10 @@ afterAll(async () => {
   repo?.remove();
 });
 
-frontendSuite(`${{ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind]}, HTTP and gRPC on worker threads`, () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
+frontendSuite(
+  `${{ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind]}, HTTP and gRPC on worker threads`,
+  () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }),
+);
 
 describe("HTTP on worker threads: what the main thread answers for them", () => {
   let other: ServerProcess;
@@ -92,7 +108,10 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
   it("streams generate_stream's events through a worker, in order", async () => {
     const res = await fetch(`${other.url}/v2/models/count/generate_stream`, { method: "POST", body: JSON.stringify({ N: 50 }) });
     expect([res.status, res.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
-    const events = (await res.text()).split("\n\n").filter(Boolean).map((e) => JSON.parse(e.slice("data: ".length)).OUT);
+    const events = (await res.text())
+      .split("\n\n")
+      .filter(Boolean)
+      .map((e) => JSON.parse(e.slice("data: ".length)).OUT);
     expect(events).toEqual(Array.from({ length: 50 }, (_, i) => i));
   });
 
@@ -122,7 +141,10 @@ describe("HTTP on worker threads: what the main thread answers for them", () => 
     const large = await fetch(`${other.url}/v2/models/nope/infer`, { method: "POST", body: "x".repeat(5000) });
     expect(large.status).toBe(404);
     const tooLarge = await fetch(`${other.url}/v2/models/simple/infer`, { method: "POST", body: "x".repeat(5000) });
-    expect([tooLarge.status, await tooLarge.json()]).toEqual([400, { error: "Request JSON size of 5000 exceeds the maximum allowed value of 4096. Use --http-max-input-size to increase the limit." }]);
+    expect([tooLarge.status, await tooLarge.json()]).toEqual([
+      400,
+      { error: "Request JSON size of 5000 exceeds the maximum allowed value of 4096. Use --http-max-input-size to increase the limit." },
+    ]);
   });
 });
 
@@ -131,10 +153,24 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
   let models: ReturnType<typeof makeRepository>;
   beforeAll(async () => {
     models = decoupledRepository();
-    models.add("hold/config.pbtxt", 'name: "hold"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    models.add(
+      "hold/config.pbtxt",
+      'name: "hold"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
+    );
     models.add("hold/1/model.js", HOLD);
-    models.add("fp32_identity/config.pbtxt", 'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n');
-    models.add("fp32_identity/1/model.onnx", encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+    models.add(
+      "fp32_identity/config.pbtxt",
+      'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
+    );
+    models.add(
+      "fp32_identity/1/model.onnx",
+      encodeModel({
+        name: "id",
+        inputs: [valueInfo("X", ElemType.FLOAT, ["n"])],
+        outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])],
+        nodes: [node("Identity", ["X"], ["Y"])],
+      }),
+    );
     other = await startServerProcess([
       `--model-repository=${models.dir}`,
       "--grpc-infer-thread-count=2",
@@ -148,8 +184,13 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
     await other?.stop();
     models?.remove();
   });
-  const n = (v: number) => ({ model_name: "count", inputs: [{ name: "N", datatype: "INT32", shape: [1] }], raw_input_contents: [new Uint8Array(Int32Array.of(v).buffer)] });
-  const outOf = (r: { infer_response?: { raw_output_contents?: Uint8Array[] } }) => new Int32Array(new Uint8Array(r.infer_response!.raw_output_contents![0]!).buffer)[0];
+  const n = (v: number) => ({
+    model_name: "count",
+    inputs: [{ name: "N", datatype: "INT32", shape: [1] }],
+    raw_input_contents: [new Uint8Array(Int32Array.of(v).buffer)],
+  });
+  const outOf = (r: { infer_response?: { raw_output_contents?: Uint8Array[] } }) =>
+    new Int32Array(new Uint8Array(r.infer_response!.raw_output_contents![0]!).buffer)[0];
 
   /** Opens ModelStreamInfer, writes `requests`, and reads until the server ends the stream (or `stopAfter` messages, then cancels). */
   async function stream(requests: object[], stopAfter?: number): Promise<any[]> {
@@ -186,7 +227,12 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
   it("a stream's in-band error for an unknown model, and the stream goes on", async () => {
     const msgs = await stream([{ model_name: "nope" }, n(2)]);
     expect(msgs[0].error_message).toBe("Request for unknown model: 'nope' is not found");
-    expect(msgs.slice(1).filter((m) => m.infer_response?.raw_output_contents?.length).map(outOf)).toEqual([0, 1]);
+    expect(
+      msgs
+        .slice(1)
+        .filter((m) => m.infer_response?.raw_output_contents?.length)
+        .map(outOf),
+    ).toEqual([0, 1]);
   });
 
   const canceled = async (model: string) => {
@@ -218,9 +264,19 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
     try {
       const bad = { model_name: "nope", inputs: [{ name: "X", datatype: "NOPE", shape: [1] }] };
       await expect(call("ModelInfer")(bad)).rejects.toMatchObject({ code: 5, details: "Request for unknown model: 'nope' is not found" });
-      await expect(call("ModelInfer")(n(1))).rejects.toMatchObject({ code: 12, details: "ModelInfer RPC doesn't support models with decoupled transaction policy" });
+      await expect(call("ModelInfer")(n(1))).rejects.toMatchObject({
+        code: 12,
+        details: "ModelInfer RPC doesn't support models with decoupled transaction policy",
+      });
       const a = new Uint8Array(Int32Array.from({ length: 16 }, (_, i) => i).buffer);
-      const simple = { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [a, a] };
+      const simple = {
+        model_name: "simple",
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
+        raw_input_contents: [a, a],
+      };
       const r = await call("ModelInfer")(simple);
       expect([...new Int32Array(new Uint8Array(r.raw_output_contents[0]).buffer)]).toEqual(Array.from({ length: 16 }, (_, i) => 2 * i));
     } finally {
@@ -233,17 +289,36 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
     const x = new Float32Array(n).map((_, i) => Math.sin(i) * 1e3);
     const { client, call } = inferenceClient(other.grpcTarget!);
     try {
-      const r = await call("ModelInfer")({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [n] }], raw_input_contents: [new Uint8Array(x.buffer)] });
+      const r = await call("ModelInfer")({
+        model_name: "fp32_identity",
+        inputs: [{ name: "X", datatype: "FP32", shape: [n] }],
+        raw_input_contents: [new Uint8Array(x.buffer)],
+      });
       expect(Buffer.compare(Buffer.from(r.raw_output_contents[0]), Buffer.from(x.buffer))).toBe(0);
       // 1 MB tensors, each different, 8 at once on each protocol: each answer is its own request's.
       const m = 262_144;
       const xs = Array.from({ length: 8 }, (_, k) => new Float32Array(m).map((_, i) => i * 0.5 + k));
-      const header = JSON.stringify({ inputs: [{ name: "X", shape: [m], datatype: "FP32", parameters: { binary_data_size: m * 4 } }], outputs: [{ name: "Y", parameters: { binary_data: true } }] });
+      const header = JSON.stringify({
+        inputs: [{ name: "X", shape: [m], datatype: "FP32", parameters: { binary_data_size: m * 4 } }],
+        outputs: [{ name: "Y", parameters: { binary_data: true } }],
+      });
       const [grpcAnswers, httpAnswers] = await Promise.all([
-        Promise.all(xs.map((v) => call("ModelInfer")({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [m] }], raw_input_contents: [new Uint8Array(v.buffer)] }).then((a) => Buffer.from(a.raw_output_contents[0])))),
+        Promise.all(
+          xs.map((v) =>
+            call("ModelInfer")({
+              model_name: "fp32_identity",
+              inputs: [{ name: "X", datatype: "FP32", shape: [m] }],
+              raw_input_contents: [new Uint8Array(v.buffer)],
+            }).then((a) => Buffer.from(a.raw_output_contents[0])),
+          ),
+        ),
         Promise.all(
           xs.map(async (v) => {
-            const res = await fetch(`${other.url}/v2/models/fp32_identity/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(header.length) }, body: Buffer.concat([Buffer.from(header), Buffer.from(v.buffer)]) });
+            const res = await fetch(`${other.url}/v2/models/fp32_identity/infer`, {
+              method: "POST",
+              headers: { "Inference-Header-Content-Length": String(header.length) },
+              body: Buffer.concat([Buffer.from(header), Buffer.from(v.buffer)]),
+            });
             const body = Buffer.from(await res.arrayBuffer());
             return body.subarray(Number(res.headers.get("inference-header-content-length")));
           }),
@@ -264,7 +339,9 @@ describe("gRPC (and HTTP) on worker threads: what the main thread answers for th
       await expect(call("RepositoryIndex")({})).rejects.toMatchObject({ code: 14, details: "This protocol is restricted, expecting header 'admin-key'" });
       const md = new Metadata();
       md.set("triton-grpc-protocol-admin-key", "yes");
-      const index = await new Promise<any>((resolve, reject) => (client as any).RepositoryIndex({}, md, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
+      const index = await new Promise<any>((resolve, reject) =>
+        (client as any).RepositoryIndex({}, md, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))),
+      );
       expect(index.models.map((m: { name: string }) => m.name).sort()).toEqual(["count", "drip", "fp32_identity", "hold", "simple"]);
     } finally {
       client.close();

@@ -77,7 +77,10 @@ async function binaryPart(res: Response): Promise<{ json: any; data: Uint8Array 
 }
 
 async function grpcError(p: Promise<unknown>): Promise<{ code: number; details: string }> {
-  const err = (await p.then(() => undefined, (e: ServiceError) => e))!;
+  const err = (await p.then(
+    () => undefined,
+    (e: ServiceError) => e,
+  ))!;
   expect(err).toBeDefined();
   return { code: err.code, details: err.details };
 }
@@ -109,20 +112,30 @@ describe.each([
     });
 
     it("HTTP binary → 400", async () => {
-      const { body, headers } = binaryBody({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: empty.byteLength } }] }, empty);
+      const { body, headers } = binaryBody(
+        { inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: empty.byteLength } }] },
+        empty,
+      );
       const res = await post("simple_identity", body, headers);
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ error: message });
     });
 
     it("gRPC raw_input_contents → INVALID_ARGUMENT (it used to be accepted)", async () => {
-      const r = await grpcError(grpc.call("ModelInfer")({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n] }], raw_input_contents: [empty] }));
+      const r = await grpcError(
+        grpc.call("ModelInfer")({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n] }], raw_input_contents: [empty] }),
+      );
       expect(r).toEqual({ code: 3, details: message });
     });
 
     it("gRPC typed bytes_contents → INVALID_ARGUMENT", async () => {
       const none = new Uint8Array(0);
-      const r = await grpcError(grpc.call("ModelInfer")({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], contents: { bytes_contents: Array(n).fill(none) } }] }));
+      const r = await grpcError(
+        grpc.call("ModelInfer")({
+          model_name: "simple_identity",
+          inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], contents: { bytes_contents: Array(n).fill(none) } }],
+        }),
+      );
       expect(r).toEqual({ code: 3, details: message });
     });
   });
@@ -143,7 +156,10 @@ describe.each([
 
     it("HTTP binary in, binary out", async () => {
       const { body, headers } = binaryBody(
-        { inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: serialized.byteLength } }], parameters: { binary_data_output: true } },
+        {
+          inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: serialized.byteLength } }],
+          parameters: { binary_data_output: true },
+        },
         serialized,
       );
       const res = await post("simple_identity", body, headers);
@@ -154,17 +170,27 @@ describe.each([
     });
 
     it("gRPC raw_input_contents and typed bytes_contents", async () => {
-      const raw = await grpc.call("ModelInfer")({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n] }], raw_input_contents: [serialized] });
+      const raw = await grpc.call("ModelInfer")({
+        model_name: "simple_identity",
+        inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n] }],
+        raw_input_contents: [serialized],
+      });
       expect(raw.outputs[0].shape.map(Number)).toEqual([1, n]);
       expect(Buffer.compare(raw.raw_output_contents[0], serialized)).toBe(0);
-      const typed = await grpc.call("ModelInfer")({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], contents: { bytes_contents: strings.map((s) => enc.encode(s)) } }] });
+      const typed = await grpc.call("ModelInfer")({
+        model_name: "simple_identity",
+        inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], contents: { bytes_contents: strings.map((s) => enc.encode(s)) } }],
+      });
       expect(Buffer.compare(typed.raw_output_contents[0], serialized)).toBe(0);
     });
   });
 
   describe("JSON outputs are bounded by --http-max-input-size", () => {
     const request = (n: number, binary = false) =>
-      JSON.stringify({ inputs: [{ name: "N", datatype: "INT32", shape: [1], data: [n] }], ...(binary ? { outputs: [{ name: "Y", parameters: { binary_data: true } }] } : {}) });
+      JSON.stringify({
+        inputs: [{ name: "N", datatype: "INT32", shape: [1], data: [n] }],
+        ...(binary ? { outputs: [{ name: "Y", parameters: { binary_data: true } }] } : {}),
+      });
     const expected = (n: number) => Float32Array.from({ length: n }, (_, i) => (i % 1000) / 8);
 
     it("over the bound as JSON → 400 naming the output and model; as binary data → 200 with every byte", async () => {
@@ -199,7 +225,9 @@ describe.each([
     });
 
     it("gRPC → INTERNAL with the same message", async () => {
-      const r = await grpcError(grpc.call("ModelInfer")({ model_name: "string_in_fp32", inputs: [{ name: "N", datatype: "INT32", shape: [1], contents: { int_contents: [1] } }] }));
+      const r = await grpcError(
+        grpc.call("ModelInfer")({ model_name: "string_in_fp32", inputs: [{ name: "N", datatype: "INT32", shape: [1], contents: { int_contents: [1] } }] }),
+      );
       expect(r).toEqual({ code: 13, details: message });
     });
   });
@@ -219,7 +247,7 @@ describe("large JSON bodies on the decode thread (frontends on the main thread)"
   const long = "x".repeat(5 * 1024 * 1024);
 
   it("a 5 MiB JSON body comes back exact, decoded on the decode thread", async () => {
-    const strings = [long, "", "é\"\\\n", "s3"];
+    const strings = [long, "", 'é"\\\n', "s3"];
     const res = await post("simple_identity", JSON.stringify({ id: "big", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 4], data: strings }] }));
     expect(res.status).toBe(200);
     const doc = (await res.json()) as { id: string; model_name: string; outputs: { shape: number[]; data: string[] }[] };
@@ -230,9 +258,13 @@ describe("large JSON bodies on the decode thread (frontends on the main thread)"
 
   it("decoding errors there are the same answers as on the main thread, naming the model", async () => {
     // Data that does not fit the shape; binary data shorter than its binary_data_size.
-    const shape = (pad: string) => post("simple_identity", JSON.stringify({ id: pad, inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2], data: ["a"] }] }));
+    const shape = (pad: string) =>
+      post("simple_identity", JSON.stringify({ id: pad, inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2], data: ["a"] }] }));
     const short = (pad: string) => {
-      const { body, headers } = binaryBody({ id: pad, inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: 9 } }] }, new Uint8Array([1, 0, 0, 0, 65]));
+      const { body, headers } = binaryBody(
+        { id: pad, inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: 9 } }] },
+        new Uint8Array([1, 0, 0, 0, 65]),
+      );
       return post("simple_identity", body, headers);
     };
     for (const send of [shape, short]) {

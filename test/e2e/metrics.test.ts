@@ -53,7 +53,12 @@ describe("metrics endpoint", () => {
     const load = sample(text, "nv_model_load_duration_secs", simple)!;
     expect(load).toBeGreaterThan(0);
     expect(load).toBeLessThan(60);
-    for (const [reason, n] of [["REJECTED", 0], ["CANCELED", 0], ["BACKEND", 0], ["OTHER", 1]] as const) {
+    for (const [reason, n] of [
+      ["REJECTED", 0],
+      ["CANCELED", 0],
+      ["BACKEND", 0],
+      ["OTHER", 1],
+    ] as const) {
       expect(sample(text, "nv_inference_request_failure", `${simple},reason="${reason}"`)).toBe(n);
     }
     expect(sample(text, "nv_inference_request_success", 'model="simple_identity",version="1"')).toBe(0);
@@ -100,7 +105,10 @@ describe("--metrics-config histogram_latencies=true (M-06, #17)", () => {
       }
       const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
       expect(text).toContain("# TYPE nv_inference_first_response_histogram_ms histogram");
-      const buckets = text.split("\n").filter((l) => l.startsWith('nv_inference_first_response_histogram_ms_bucket{') && l.includes('model="simple"')).map((l) => /le="([^"]+)"/.exec(l)![1]);
+      const buckets = text
+        .split("\n")
+        .filter((l) => l.startsWith("nv_inference_first_response_histogram_ms_bucket{") && l.includes('model="simple"'))
+        .map((l) => /le="([^"]+)"/.exec(l)![1]);
       expect(buckets).toEqual(["100", "500", "2000", "5000", "+Inf"]);
       expect(sample(text, "nv_inference_first_response_histogram_ms_bucket", 'le="+Inf",model="simple",version="1"')).toBe(3);
       expect(sample(text, "nv_inference_first_response_histogram_ms_count", 'model="simple",version="1"')).toBe(3);
@@ -126,23 +134,33 @@ export default class Three {
 
   it("takes a model's buckets from model_metrics, and observes a decoupled request's first response once", async () => {
     const config = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8");
-    repo.add("simple_buckets/config.pbtxt", config.replace(/name: "simple"/, 'name: "simple_buckets"') +
-      'model_metrics { metric_control [ { metric_identifier { family: "nv_inference_first_response_histogram_ms" } histogram_options { buckets: [ 10, 1, 100 ] } } ] }\n');
+    repo.add(
+      "simple_buckets/config.pbtxt",
+      config.replace(/name: "simple"/, 'name: "simple_buckets"') +
+        'model_metrics { metric_control [ { metric_identifier { family: "nv_inference_first_response_histogram_ms" } histogram_options { buckets: [ 10, 1, 100 ] } } ] }\n',
+    );
     repo.add("simple_buckets/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
-    repo.add("three/config.pbtxt", 'name: "three"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\n' +
-      'input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+    repo.add(
+      "three/config.pbtxt",
+      'name: "three"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\n' +
+        'input [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
+    );
     repo.add("three/1/model.js", THREE);
     const s = await startServerProcess([`--model-repository=${repo.dir}`, "--metrics-config=histogram_latencies=true"]);
     try {
       const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) });
-      for (const m of ["simple", "simple_buckets", "simple_buckets"]) expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
+      for (const m of ["simple", "simple_buckets", "simple_buckets"])
+        expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
       for (let i = 0; i < 2; i++) {
         const res = await fetch(`${s.url}/v2/models/three/generate_stream`, { method: "POST", body: JSON.stringify({ N: 3 }) });
         expect((await res.text()).split("data: ").length - 1).toBe(3);
       }
       const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
       const buckets = (model: string) =>
-        text.split("\n").filter((l) => l.startsWith("nv_inference_first_response_histogram_ms_bucket{") && l.includes(`model="${model}"`)).map((l) => /le="([^"]+)"/.exec(l)![1]);
+        text
+          .split("\n")
+          .filter((l) => l.startsWith("nv_inference_first_response_histogram_ms_bucket{") && l.includes(`model="${model}"`))
+          .map((l) => /le="([^"]+)"/.exec(l)![1]);
       expect(buckets("simple")).toEqual(["100", "500", "2000", "5000", "+Inf"]);
       expect(buckets("simple_buckets")).toEqual(["1", "10", "100", "+Inf"]);
       expect(sample(text, "nv_inference_first_response_histogram_ms_count", 'model="simple_buckets",version="1"')).toBe(2);
@@ -164,7 +182,9 @@ describe("metric_tags (M-01, #17)", () => {
       .split("\n")
       .filter((l) => l.startsWith(`${name}{`))
       .map((l) => ({
-        labels: Object.fromEntries([...l.slice(l.indexOf("{") + 1, l.lastIndexOf("}")).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!])),
+        labels: Object.fromEntries(
+          [...l.slice(l.indexOf("{") + 1, l.lastIndexOf("}")).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]),
+        ),
         value: Number(l.slice(l.lastIndexOf(" ") + 1)),
       }));
   }
@@ -179,8 +199,12 @@ describe("metric_tags (M-01, #17)", () => {
     tagged("simple_tagged", 'metric_tags { key: "team" value: "ocr" }\nmetric_tags { key: "tier" value: "gold" }\n');
     tagged("simple_site", 'metric_tags { key: "site" value: "eu" }\n');
     const s = await startServerProcess([
-      `--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple", "--load-model=simple_tagged",
-      "--metrics-config=summary_latencies=true", "--metrics-config=histogram_latencies=true",
+      `--model-repository=${repo.dir}`,
+      "--model-control-mode=explicit",
+      "--load-model=simple",
+      "--load-model=simple_tagged",
+      "--metrics-config=summary_latencies=true",
+      "--metrics-config=histogram_latencies=true",
     ]);
     try {
       const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(1) })) });
@@ -190,10 +214,17 @@ describe("metric_tags (M-01, #17)", () => {
         { labels: { model: "simple", version: "1" }, value: 1 },
         { labels: { model: "simple_tagged", version: "1", _team: "ocr", _tier: "gold" }, value: 1 },
       ]);
-      expect(series(text, "nv_inference_request_failure").filter((x) => x.labels.model === "simple_tagged").map((x) => x.labels._team)).toEqual(["ocr", "ocr", "ocr", "ocr"]);
+      expect(
+        series(text, "nv_inference_request_failure")
+          .filter((x) => x.labels.model === "simple_tagged")
+          .map((x) => x.labels._team),
+      ).toEqual(["ocr", "ocr", "ocr", "ocr"]);
       // The families observed per request carry the tags too.
       for (const family of ["nv_inference_queue_summary_us_count", "nv_inference_first_response_histogram_ms_count"]) {
-        expect(series(text, family).find((x) => x.labels.model === "simple_tagged"), family).toEqual({ labels: { model: "simple_tagged", version: "1", _team: "ocr", _tier: "gold" }, value: 1 });
+        expect(
+          series(text, family).find((x) => x.labels.model === "simple_tagged"),
+          family,
+        ).toEqual({ labels: { model: "simple_tagged", version: "1", _team: "ocr", _tier: "gold" }, value: 1 });
       }
 
       expect((await fetch(`${s.url}/v2/repository/models/simple_site/load`, { method: "POST" })).status).toBe(200);
@@ -219,16 +250,23 @@ describe("promtool check metrics (#17)", () => {
     repo.add("simple_cached/config.pbtxt", config.replace(/name: "simple"/, 'name: "simple_cached"') + "response_cache { enable: true }\n");
     repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
     const s = await startServerProcess([
-      `--model-repository=${repo.dir}`, "--cache-config=local,size=1048576", "--metrics-config=summary_latencies=true", "--metrics-config=histogram_latencies=true",
+      `--model-repository=${repo.dir}`,
+      "--cache-config=local,size=1048576",
+      "--metrics-config=summary_latencies=true",
+      "--metrics-config=histogram_latencies=true",
     ]);
     try {
       const body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array(16).fill(2) })) });
-      for (const m of ["simple", "simple_cached", "simple_cached"]) expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
+      for (const m of ["simple", "simple_cached", "simple_cached"])
+        expect((await fetch(`${s.url}/v2/models/${m}/infer`, { method: "POST", body })).status).toBe(200);
       const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
       expect(text).toContain("nv_cache_hit_summary_per_model_count");
       expect(text).toContain("nv_inference_first_response_histogram_ms_bucket");
       const r = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
-      const findings = (r.stdout + r.stderr).split("\n").map((l) => l.trim()).filter(Boolean);
+      const findings = (r.stdout + r.stderr)
+        .split("\n")
+        .map((l) => l.trim())
+        .filter(Boolean);
       expect(findings.filter((l) => !TRITON_NAME_LINT.test(l))).toEqual([]);
       expect([0, 3]).toContain(r.status); // 3: lint findings only; 1 would be a parse error
     } finally {

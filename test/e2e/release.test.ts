@@ -30,11 +30,20 @@ afterAll(() => rmSync(join(out, ".."), { recursive: true, force: true }));
 
 describe("npm run release (#21)", () => {
   it("builds x86-64 and arm64 executables with SHA-256 sums that verify", () => {
-    const printed = execFileSync("bash", [join(ROOT, "scripts", "release.sh"), "--no-images", `--out=${out}`], { cwd: ROOT, encoding: "utf8", timeout: 600_000 });
+    const printed = execFileSync("bash", [join(ROOT, "scripts", "release.sh"), "--no-images", `--out=${out}`], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 600_000,
+    });
     const x64 = `nereid-${VERSION}-linux-x64`;
     const arm64 = `nereid-${VERSION}-linux-arm64`;
     expect(readdirSync(out).sort()).toEqual(["SHA256SUMS", arm64, x64].sort());
-    expect(printed.trim().split("\n").map((l) => l.split(/\s+/)[1])).toEqual([arm64, x64]);
+    expect(
+      printed
+        .trim()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[1]),
+    ).toEqual([arm64, x64]);
     expect(execFileSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: out, encoding: "utf8" })).toBe(`${arm64}: OK\n${x64}: OK\n`);
     expect(elfMachine(join(out, x64))).toBe(62);
     expect(elfMachine(join(out, arm64))).toBe(183);

@@ -6,7 +6,14 @@
 import { describe, it, expect } from "vitest";
 import { existsSync } from "node:fs";
 import { getKoffi, LibraryLoadError } from "../../ffi/load.ts";
-import { CudaDriver, CU_DEVICE_ATTRIBUTE, CU_IPC_HANDLE_SIZE, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, CUDA_ERROR_NO_DEVICE, ipcHandleType } from "../../ffi/cuda/driver.ts";
+import {
+  CudaDriver,
+  CU_DEVICE_ATTRIBUTE,
+  CU_IPC_HANDLE_SIZE,
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS,
+  CUDA_ERROR_NO_DEVICE,
+  ipcHandleType,
+} from "../../ffi/cuda/driver.ts";
 import { runServerToExit } from "../helpers/server-process.ts";
 
 const hasDriver = ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1"].some(existsSync);

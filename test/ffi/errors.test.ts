@@ -75,7 +75,11 @@ describe("ONNX Runtime", () => {
     ];
     for (const [name, code] of cases) {
       let released = false;
-      const api = { GetErrorCode: () => ORT_ERROR_CODES.indexOf(name), GetErrorMessage: () => "why", ReleaseStatus: () => (released = true) } as unknown as OrtApi;
+      const api = {
+        GetErrorCode: () => ORT_ERROR_CODES.indexOf(name),
+        GetErrorMessage: () => "why",
+        ReleaseStatus: () => (released = true),
+      } as unknown as OrtApi;
       const err = expectNative(ortStatusError(api, 1n, "Run"), code, "onnxruntime", "Run");
       expect(err.message).toBe(`onnxruntime: Run: ${name}: why`);
       expect(released).toBe(true);
@@ -117,7 +121,12 @@ describe("OpenVINO", () => {
 
 describe("TensorRT", () => {
   it("a failed call is INTERNAL unless the caller knows better; a shape beyond TensorRT's limit is INVALID_ARG", async () => {
-    const failed = expectNative(TensorRtError.failed("IRuntime::deserializeCudaEngine", ["bad blob"]), "INTERNAL", "TensorRT", "IRuntime::deserializeCudaEngine");
+    const failed = expectNative(
+      TensorRtError.failed("IRuntime::deserializeCudaEngine", ["bad blob"]),
+      "INTERNAL",
+      "TensorRT",
+      "IRuntime::deserializeCudaEngine",
+    );
     expect(failed.message).toBe("TensorRT IRuntime::deserializeCudaEngine failed: bad blob");
     const shape = "IExecutionContext::setInputShape('X', [9])";
     expectNative(TensorRtError.failed(shape, [], { code: "INVALID_ARG" }), "INVALID_ARG", "TensorRT", shape);
@@ -129,7 +138,14 @@ describe("TensorRT", () => {
 describe("the CUDA driver", () => {
   it("maps CUresult to Triton's code", () => {
     expect([1, 101, 400, 100, 801, 2, 201, 999].map(cudaErrorCode)).toEqual([
-      "INVALID_ARG", "INVALID_ARG", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED", "INTERNAL", "INTERNAL", "INTERNAL",
+      "INVALID_ARG",
+      "INVALID_ARG",
+      "INVALID_ARG",
+      "UNAVAILABLE",
+      "UNSUPPORTED",
+      "INTERNAL",
+      "INTERNAL",
+      "INTERNAL",
     ]);
   });
 

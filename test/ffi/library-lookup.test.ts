@@ -18,7 +18,10 @@ beforeAll(() => (tmp = mkdtempSync(join(tmpdir(), "nereid-lookup-"))));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 afterEach(() => {
   setEmbeddedOrtLibrary(undefined);
-  for (const [key, value] of [["NEREID_ONNXRUNTIME_LIBRARY", saved.lib], ["XDG_CACHE_HOME", saved.cache]] as const) {
+  for (const [key, value] of [
+    ["NEREID_ONNXRUNTIME_LIBRARY", saved.lib],
+    ["XDG_CACHE_HOME", saved.cache],
+  ] as const) {
     if (value === undefined) delete process.env[key];
     else process.env[key] = value;
   }

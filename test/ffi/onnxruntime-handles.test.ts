@@ -18,7 +18,13 @@ afterAll(() => dir.close());
 afterEach(() => vi.restoreAllMocks());
 
 const env = OrtEnvironment.get();
-const CONFIG: SessionConfig = { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: GRAPH_OPTIMIZATION_LEVEL.ENABLE_ALL, allowSpinning: false, memArena: true };
+const CONFIG: SessionConfig = {
+  intraOpThreads: 1,
+  interOpThreads: 1,
+  graphOptimizationLevel: GRAPH_OPTIMIZATION_LEVEL.ENABLE_ALL,
+  allowSpinning: false,
+  memArena: true,
+};
 
 /** Records the pointers passed to one of the API's release functions. */
 function releases(fn: "ReleaseValue" | "ReleaseSession" | "ReleaseSessionOptions" | "ReleaseMemoryInfo") {
@@ -78,10 +84,16 @@ describe("a run releases each of its OrtValues once", () => {
     const diffOnly = await run([i32Input("A", 3, 1), i32Input("B", 3, 4)], ["DIFF"]);
     const swapped = await run([i32Input("B", 1, 10), i32Input("A", 1, 3)], ["SUM", "DIFF"]);
     const b1again = await run([i32Input("A", 1, 0), i32Input("B", 1, 2)], ["SUM", "DIFF"]);
-    expect(b3.map((o) => o.shape)).toEqual([[3, 16], [3, 16]]);
+    expect(b3.map((o) => o.shape)).toEqual([
+      [3, 16],
+      [3, 16],
+    ]);
     expect(values(b3[0]!)).toEqual(Array(48).fill(7));
     expect(values(b3[1]!)).toEqual(Array(48).fill(3));
-    expect(b1.map((o) => o.shape)).toEqual([[1, 16], [1, 16]]);
+    expect(b1.map((o) => o.shape)).toEqual([
+      [1, 16],
+      [1, 16],
+    ]);
     expect([values(b1[0]!), values(b1[1]!)]).toEqual([Array(16).fill(5), Array(16).fill(3)]);
     expect([values(b3again[0]!), values(b3again[1]!)]).toEqual([Array(48).fill(14), Array(48).fill(2)]);
     expect(diffOnly.map((o) => o.name)).toEqual(["DIFF"]);
@@ -94,7 +106,10 @@ describe("a run releases each of its OrtValues once", () => {
     expectDistinctAndNonNull(spy.mock.calls, 15);
   });
 
-  for (const [mode, async] of [["sync", false], ["async", true]] as const) {
+  for (const [mode, async] of [
+    ["sync", false],
+    ["async", true],
+  ] as const) {
     it(`${mode}, not batched: 2 inputs + 2 outputs ORT allocates`, async () => {
       const { session, close } = sessionFor(dir.model(addSubSpec("h_unbatched")));
       const spy = releases("ReleaseValue");
@@ -106,12 +121,14 @@ describe("a run releases each of its OrtValues once", () => {
   }
 
   it("string tensors in and out", async () => {
-    const { session, close } = sessionFor(dir.model({
-      name: "h_strings",
-      inputs: [valueInfo("X", ElemType.STRING, [-1])],
-      outputs: [valueInfo("Y", ElemType.STRING, [-1])],
-      nodes: [node("Identity", ["X"], ["Y"])],
-    }));
+    const { session, close } = sessionFor(
+      dir.model({
+        name: "h_strings",
+        inputs: [valueInfo("X", ElemType.STRING, [-1])],
+        outputs: [valueInfo("Y", ElemType.STRING, [-1])],
+        nodes: [node("Identity", ["X"], ["Y"])],
+      }),
+    );
     const spy = releases("ReleaseValue");
     // Serialized as Triton does; one element holds a 0 byte (written at its exact length).
     const data = joinBytes([Uint8Array.of(1, 2), Uint8Array.of(), Uint8Array.of(0, 9)]);
@@ -132,21 +149,23 @@ describe("a run releases each of its OrtValues once", () => {
   });
 
   it("string input whose framing does not match its shape → INVALID_ARG, nothing leaked", async () => {
-    const { session, close } = sessionFor(dir.model({
-      name: "h_strings_bad",
-      inputs: [valueInfo("X", ElemType.STRING, [-1])],
-      outputs: [valueInfo("Y", ElemType.STRING, [-1])],
-      nodes: [node("Identity", ["X"], ["Y"])],
-    }));
+    const { session, close } = sessionFor(
+      dir.model({
+        name: "h_strings_bad",
+        inputs: [valueInfo("X", ElemType.STRING, [-1])],
+        outputs: [valueInfo("Y", ElemType.STRING, [-1])],
+        nodes: [node("Identity", ["X"], ["Y"])],
+      }),
+    );
     const spy = releases("ReleaseValue");
     // Two elements declared; the first claims the bytes the second's prefix needs.
     const data = Uint8Array.of(4, 0, 0, 0, 97, 98, 99, 100);
     await expect(session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [2], data }], ["Y"], false)).rejects.toThrow(
       "onnxruntime: string input 'X': element 0 runs past the end of the data",
     );
-    await expect(session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [1], data: Uint8Array.of(1, 0, 0, 0, 97, 98) }], ["Y"], false)).rejects.toThrow(
-      "onnxruntime: string input 'X': 1 bytes follow the last of its 1 elements",
-    );
+    await expect(
+      session.run([{ name: "X", elementType: ONNX_TYPE.STRING, shape: [1], data: Uint8Array.of(1, 0, 0, 0, 97, 98) }], ["Y"], false),
+    ).rejects.toThrow("onnxruntime: string input 'X': 1 bytes follow the last of its 1 elements");
     // Each failed run released the one value it had made (the same address may come back).
     expect(spy.mock.calls.map((c) => typeof c[0] === "bigint" && c[0] !== 0n)).toEqual([true, true]);
     close();
@@ -162,7 +181,9 @@ describe("a run releases each of its OrtValues once", () => {
     expectDistinctAndNonNull(spy.mock.calls, 2);
     // Mismatched shapes fail inside ORT's kernels.
     spy.mockClear();
-    await expect(session.run([i32Input("A", 1, 1), { ...i32Input("B", 1, 1), shape: [2, 8] }], ["SUM", "DIFF"], false, false)).rejects.toThrow(/^onnxruntime: Run: /);
+    await expect(session.run([i32Input("A", 1, 1), { ...i32Input("B", 1, 1), shape: [2, 8] }], ["SUM", "DIFF"], false, false)).rejects.toThrow(
+      /^onnxruntime: Run: /,
+    );
     expect(spy.mock.calls.length).toBeGreaterThanOrEqual(2);
     expect(new Set(spy.mock.calls.map((c) => c[0])).size).toBe(spy.mock.calls.length);
     const ok = await session.run([i32Input("A", 1, 4), i32Input("B", 1, 1)], ["SUM"], false, true);

@@ -8,8 +8,20 @@ import { ElemType, valueInfo, node } from "../../scripts/lib/onnx-builder.ts";
 import { OrtSession } from "../../ffi/onnxruntime/session.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
 import {
-  ModelDir, params, loadModel, instanceFor, rejection, bytesOf, int32s, float32s, addSubSpec, addSubInputs, matmulSpec, matmulInput,
-  matmulReferenceRow, MATMUL_N,
+  ModelDir,
+  params,
+  loadModel,
+  instanceFor,
+  rejection,
+  bytesOf,
+  int32s,
+  float32s,
+  addSubSpec,
+  addSubInputs,
+  matmulSpec,
+  matmulInput,
+  matmulReferenceRow,
+  MATMUL_N,
 } from "./ort-helpers.ts";
 
 const dir = new ModelDir();

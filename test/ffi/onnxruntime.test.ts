@@ -15,9 +15,7 @@ import { LibraryLoadError } from "../../ffi/load.ts";
 import { ServerError } from "../../src/core/errors.ts";
 import { joinBytes, splitBytes, type DataType, type Tensor } from "../../src/core/tensor.ts";
 import type { ModelConfig } from "../../src/core/model-config-types.ts";
-import {
-  ModelDir, backend, params, loadModel, instanceFor, rejection, bytesOf, int32s, float32s, i32Tensor, addSubSpec, addSubInputs,
-} from "./ort-helpers.ts";
+import { ModelDir, backend, params, loadModel, instanceFor, rejection, bytesOf, int32s, float32s, i32Tensor, addSubSpec, addSubInputs } from "./ort-helpers.ts";
 
 const dir = new ModelDir();
 beforeAll(() => dir.open());
@@ -81,12 +79,36 @@ describe("bindOrtApi", () => {
 // ---------------------------------------------------------------------------------------
 
 const ELEM: Record<DataType, number> = {
-  BOOL: ElemType.BOOL, UINT8: ElemType.UINT8, UINT16: ElemType.UINT16, UINT32: ElemType.UINT32, UINT64: ElemType.UINT64,
-  INT8: ElemType.INT8, INT16: ElemType.INT16, INT32: ElemType.INT32, INT64: ElemType.INT64, FP16: ElemType.FLOAT16,
-  FP32: ElemType.FLOAT, FP64: ElemType.DOUBLE, BF16: ElemType.BFLOAT16, BYTES: ElemType.STRING,
+  BOOL: ElemType.BOOL,
+  UINT8: ElemType.UINT8,
+  UINT16: ElemType.UINT16,
+  UINT32: ElemType.UINT32,
+  UINT64: ElemType.UINT64,
+  INT8: ElemType.INT8,
+  INT16: ElemType.INT16,
+  INT32: ElemType.INT32,
+  INT64: ElemType.INT64,
+  FP16: ElemType.FLOAT16,
+  FP32: ElemType.FLOAT,
+  FP64: ElemType.DOUBLE,
+  BF16: ElemType.BFLOAT16,
+  BYTES: ElemType.STRING,
 };
 const SIZE: Record<DataType, number> = {
-  BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8, BYTES: 0,
+  BOOL: 1,
+  UINT8: 1,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 2,
+  FP16: 2,
+  BF16: 2,
+  UINT32: 4,
+  INT32: 4,
+  FP32: 4,
+  UINT64: 8,
+  INT64: 8,
+  FP64: 8,
+  BYTES: 0,
 };
 
 /** The extreme and special values of each type (NaN payloads, -0, subnormals, infinities, min/max). */
@@ -166,7 +188,10 @@ describe("every Triton datatype through an Identity model", () => {
             expect(r.outputs).toHaveLength(1);
             const out = r.outputs[0]!;
             expect({ name: out.name, datatype: out.datatype, shape: out.shape, bytes: out.data.byteLength }).toEqual({
-              name: "Y", datatype: dt, shape: [batch, 4], bytes: expected.byteLength,
+              name: "Y",
+              datatype: dt,
+              shape: [batch, 4],
+              bytes: expected.byteLength,
             });
             expect(Buffer.from(out.data).equals(Buffer.from(expected))).toBe(true);
             if (dt === "BYTES") expect(splitBytes(out.data).map((s) => s.byteLength)).toEqual(stringElements(batch * 4).map((s) => s.byteLength));
@@ -211,16 +236,25 @@ describe("every Triton datatype through an Identity model", () => {
       nodes: [node("Identity", ["X"], ["Y"]), node("Identity", ["S"], ["T"])],
     });
     expect(await backend.describe(path, {})).toEqual({
-      inputs: [{ name: "X", datatype: "FP32", shape: [-1, 3, -1, -1] }, { name: "S", datatype: "INT64", shape: [] }],
-      outputs: [{ name: "Y", datatype: "FP32", shape: [-1, 3, -1, -1] }, { name: "T", datatype: "INT64", shape: [] }],
+      inputs: [
+        { name: "X", datatype: "FP32", shape: [-1, 3, -1, -1] },
+        { name: "S", datatype: "INT64", shape: [] },
+      ],
+      outputs: [
+        { name: "Y", datatype: "FP32", shape: [-1, 3, -1, -1] },
+        { name: "T", datatype: "INT64", shape: [] },
+      ],
     });
     const { inst, close } = await instanceFor(dir.path, path);
     try {
       const s = bytesOf(BigInt64Array.of(-42n));
-      const r = await inst.execute([
-        { name: "X", datatype: "FP32", shape: [1, 3, 1, 1], data: bytesOf(Float32Array.of(1, 2, 3)) },
-        { name: "S", datatype: "INT64", shape: [], data: s },
-      ], ["T"]);
+      const r = await inst.execute(
+        [
+          { name: "X", datatype: "FP32", shape: [1, 3, 1, 1], data: bytesOf(Float32Array.of(1, 2, 3)) },
+          { name: "S", datatype: "INT64", shape: [], data: s },
+        ],
+        ["T"],
+      );
       expect(r.outputs).toEqual([{ name: "T", datatype: "INT64", shape: [], data: s }]);
     } finally {
       close();
@@ -255,7 +289,10 @@ describe("every Triton datatype through an Identity model", () => {
       const x = Float32Array.of(1, -2, 0.5, 3.140625, Infinity, -0, 0.0078125);
       const r = await inst.execute([{ name: "X", datatype: "FP32", shape: [x.length], data: bytesOf(x) }], []);
       const u16 = (t: Tensor) => [...new Uint16Array(t.data.slice().buffer)];
-      expect(r.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual([["H", "FP16", [7]], ["B", "BF16", [7]]]);
+      expect(r.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual([
+        ["H", "FP16", [7]],
+        ["B", "BF16", [7]],
+      ]);
       expect(u16(r.outputs[0]!)).toEqual([0x3c00, 0xc000, 0x3800, 0x4248, 0x7c00, 0x8000, 0x2000]);
       expect(u16(r.outputs[1]!)).toEqual([0x3f80, 0xc000, 0x3f00, 0x4049, 0x7f80, 0x8000, 0x3c00]);
     } finally {
@@ -275,8 +312,14 @@ describe.each(["auto", "sync", "async"])("Add/Sub INT32 [-1,16] (run_mode %s)", 
 
   it("describe() gives both outputs", async () => {
     expect(await backend.describe(dir.model(addSubSpec()), {})).toEqual({
-      inputs: [{ name: "A", datatype: "INT32", shape: [-1, 16] }, { name: "B", datatype: "INT32", shape: [-1, 16] }],
-      outputs: [{ name: "SUM", datatype: "INT32", shape: [-1, 16] }, { name: "DIFF", datatype: "INT32", shape: [-1, 16] }],
+      inputs: [
+        { name: "A", datatype: "INT32", shape: [-1, 16] },
+        { name: "B", datatype: "INT32", shape: [-1, 16] },
+      ],
+      outputs: [
+        { name: "SUM", datatype: "INT32", shape: [-1, 16] },
+        { name: "DIFF", datatype: "INT32", shape: [-1, 16] },
+      ],
     });
   });
 
@@ -284,7 +327,10 @@ describe.each(["auto", "sync", "async"])("Add/Sub INT32 [-1,16] (run_mode %s)", 
     it(`gives exact results at batch ${batch}, outputs in the asked order`, async () => {
       const { a, b, inputs } = addSubInputs(batch, batch);
       const r = await inst.inst.execute(inputs, ["DIFF", "SUM"]);
-      expect(r.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual([["DIFF", "INT32", [batch, 16]], ["SUM", "INT32", [batch, 16]]]);
+      expect(r.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual([
+        ["DIFF", "INT32", [batch, 16]],
+        ["SUM", "INT32", [batch, 16]],
+      ]);
       expect(int32s(r.outputs[0]!)).toEqual(a.map((x, i) => x - b[i]!));
       expect(int32s(r.outputs[1]!)).toEqual(a.map((x, i) => x + b[i]!));
       expect(r.computeInferNs).toBeGreaterThan(0);
@@ -356,7 +402,10 @@ function regexEscape(s: string): string {
 describe("errors", () => {
   it("a corrupt model file fails at createInstance and describe with ORT's reason", async () => {
     const rnd = mulberry32(1234);
-    const path = dir.write("corrupt", Uint8Array.from({ length: 4096 }, () => Math.floor(rnd() * 256)));
+    const path = dir.write(
+      "corrupt",
+      Uint8Array.from({ length: 4096 }, () => Math.floor(rnd() * 256)),
+    );
     const model = await loadModel(dir.path, path);
     const err = await rejection(model.createInstance("c_0", "KIND_CPU", 0));
     expect(err.message.startsWith(`onnxruntime: CreateSession(${path}): `)).toBe(true);
@@ -395,12 +444,32 @@ describe("errors", () => {
     afterAll(() => inst.close());
 
     const cases: [string, Tensor[], string[], RegExp][] = [
-      ["a wrong shape", [{ name: "X", datatype: "FP32", shape: [3, 2], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Got invalid dimensions for input: X/],
+      [
+        "a wrong shape",
+        [{ name: "X", datatype: "FP32", shape: [3, 2], data: new Uint8Array(24) }],
+        ["Y"],
+        /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Got invalid dimensions for input: X/,
+      ],
       ["a wrong rank", [{ name: "X", datatype: "FP32", shape: [6], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: /],
-      ["a wrong datatype", [{ name: "X", datatype: "INT32", shape: [2, 3], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Unexpected input data type/],
-      ["an unknown input", [{ name: "Z", datatype: "FP32", shape: [2, 3], data: new Uint8Array(24) }], ["Y"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Invalid input name: Z/],
+      [
+        "a wrong datatype",
+        [{ name: "X", datatype: "INT32", shape: [2, 3], data: new Uint8Array(24) }],
+        ["Y"],
+        /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Unexpected input data type/,
+      ],
+      [
+        "an unknown input",
+        [{ name: "Z", datatype: "FP32", shape: [2, 3], data: new Uint8Array(24) }],
+        ["Y"],
+        /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Invalid input name: Z/,
+      ],
       ["an unknown output", [good()], ["Q"], /^onnxruntime: Run: ORT_INVALID_ARGUMENT: Invalid output name: Q/],
-      ["too few bytes", [{ name: "X", datatype: "FP32", shape: [2, 3], data: new Uint8Array(20) }], ["Y"], /^onnxruntime: CreateTensorWithDataAsOrtValue\(X\): ORT_INVALID_ARGUMENT: not enough space/],
+      [
+        "too few bytes",
+        [{ name: "X", datatype: "FP32", shape: [2, 3], data: new Uint8Array(20) }],
+        ["Y"],
+        /^onnxruntime: CreateTensorWithDataAsOrtValue\(X\): ORT_INVALID_ARGUMENT: not enough space/,
+      ],
     ];
     for (const [what, inputs, outputs, re] of cases) {
       it(what, async () => {
@@ -432,7 +501,9 @@ describe("session options from the model config", () => {
     expect(sessionConfig({ ...base, parameters: params({ enable_mem_arena: "false" }) }).memArena).toBe(false);
     expect(sessionConfig({ ...base, parameters: params({ enable_mem_arena: "1" }) }).memArena).toBe(true);
     expect(sessionConfig({ ...base, parameters: params({ allow_spinning: "false" }) }).allowSpinning).toBe(false);
-    expect(sessionConfig({ ...base, parameters: params({ "session.disable_prepacking": "1", run_mode: "sync" }) }).entries).toEqual({ "session.disable_prepacking": "1" });
+    expect(sessionConfig({ ...base, parameters: params({ "session.disable_prepacking": "1", run_mode: "sync" }) }).entries).toEqual({
+      "session.disable_prepacking": "1",
+    });
   });
 
   it("maps optimization.graph.level as Triton does: -1 → ENABLE_BASIC, 1 → ENABLE_EXTENDED, 2 → DISABLE_ALL, 0 and unset → ENABLE_ALL", () => {
@@ -447,7 +518,8 @@ describe("session options from the model config", () => {
   });
 
   it("defaults: intra threads = floor(cores / instances) ≥ 1, one inter thread, arena on, no spinning", () => {
-    const intra = (instance_group?: ModelConfig["instance_group"]) => sessionConfig({ name: "m", ...(instance_group ? { instance_group } : {}) }).intraOpThreads;
+    const intra = (instance_group?: ModelConfig["instance_group"]) =>
+      sessionConfig({ name: "m", ...(instance_group ? { instance_group } : {}) }).intraOpThreads;
     expect(intra(undefined)).toBe(cores);
     expect(intra([])).toBe(cores);
     expect(intra([{ kind: "KIND_CPU" }])).toBe(cores);
@@ -498,8 +570,12 @@ describe("session options from the model config", () => {
   });
 
   it("maps Triton's execution_accelerators to ORT providers and option keys, per instance kind as Triton's onnxruntime backend does", () => {
-    const cfg = (gpu: object[], cpu: object[] = []) => ({ name: "m", optimization: { execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } } }) as ModelConfig;
-    const both = cfg([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824", trt_engine_cache_enable: "1" } }], [{ name: "openvino", parameters: { device_type: "CPU" } }]);
+    const cfg = (gpu: object[], cpu: object[] = []) =>
+      ({ name: "m", optimization: { execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } } }) as ModelConfig;
+    const both = cfg(
+      [{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824", trt_engine_cache_enable: "1" } }],
+      [{ name: "openvino", parameters: { device_type: "CPU" } }],
+    );
     // A KIND_GPU instance on GPU 1: TensorRT, then CUDA, both on the instance's GPU, then the CPU accelerators.
     expect(executionProviders(both, 1)).toEqual([
       { name: "TensorRT", options: { trt_fp16_enable: "1", trt_max_workspace_size: "1073741824", trt_engine_cache_enable: "1", device_id: "1" } },
@@ -509,31 +585,48 @@ describe("session options from the model config", () => {
     // A CPU instance ignores the GPU accelerators.
     expect(executionProviders(both)).toEqual([{ name: "OpenVINO", options: { device_type: "CPU" } }]);
     // The cuda accelerator's parameters go to the CUDA provider; the instance's GPU wins over a device_id given there.
-    expect(executionProviders(cfg([{ name: "cuda", parameters: { device_id: "1", gpu_mem_limit: "1000000" } }]), 0)).toEqual([{ name: "CUDA", options: { device_id: "0", gpu_mem_limit: "1000000" } }]);
+    expect(executionProviders(cfg([{ name: "cuda", parameters: { device_id: "1", gpu_mem_limit: "1000000" } }]), 0)).toEqual([
+      { name: "CUDA", options: { device_id: "0", gpu_mem_limit: "1000000" } },
+    ]);
     expect(executionProviders({ name: "m" }, 2)).toEqual([{ name: "CUDA", options: { device_id: "2" } }]);
     expect(executionProviders({ name: "m" })).toEqual([]);
-    expect(() => executionProviders(cfg([{ name: "tensorrt", parameters: { precision_mode: "FP8" } }]))).toThrow("unsupported precision mode 'FP8' for the tensorrt accelerator");
+    expect(() => executionProviders(cfg([{ name: "tensorrt", parameters: { precision_mode: "FP8" } }]))).toThrow(
+      "unsupported precision mode 'FP8' for the tensorrt accelerator",
+    );
     expect(() => executionProviders(cfg([{ name: "tpu" }]))).toThrow("unknown gpu execution accelerator 'tpu' (expected tensorrt or cuda)");
   });
 
   it("KIND_GPU instances and CPU accelerators reach ONNX Runtime's provider API; this CPU build refuses each with its own message", async () => {
     const path = dir.model(addSubSpec("opts_acc"));
-    const optimization = (gpu: object[], cpu: object[] = []) => ({ execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu } });
+    const optimization = (gpu: object[], cpu: object[] = []) => ({
+      execution_accelerators: { gpu_execution_accelerator: gpu, cpu_execution_accelerator: cpu },
+    });
     // GPU accelerators only matter to KIND_GPU instances: the model loads and its CPU instances serve.
-    const gpuOnly = await loadModel(dir.path, path, { name: "acc", optimization: optimization([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } }]) });
+    const gpuOnly = await loadModel(dir.path, path, {
+      name: "acc",
+      optimization: optimization([{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } }]),
+    });
     const cpuInstance = await gpuOnly.createInstance("c", "KIND_CPU", 0);
     cpuInstance.close();
     const trt = await rejection(gpuOnly.createInstance("g", "KIND_GPU", 0));
     expect(trt.code).toBe("UNSUPPORTED");
-    expect(trt.message).toMatch(/^model 'acc': execution provider\(s\) TensorRT, CUDA needed by its KIND_GPU instances on GPU 0: onnxruntime: (Create|Update)TensorRTProviderOptions: ORT_\w+: [\s\S]+\(providers compiled into this ONNX Runtime: [\w, ]*CPUExecutionProvider\)$/);
+    expect(trt.message).toMatch(
+      /^model 'acc': execution provider\(s\) TensorRT, CUDA needed by its KIND_GPU instances on GPU 0: onnxruntime: (Create|Update)TensorRTProviderOptions: ORT_\w+: [\s\S]+\(providers compiled into this ONNX Runtime: [\w, ]*CPUExecutionProvider\)$/,
+    );
     gpuOnly.close();
     const plain = await loadModel(dir.path, path, { name: "acc" });
     const cuda = await rejection(plain.createInstance("g", "KIND_GPU", 1));
     expect(cuda.code).toBe("UNSUPPORTED");
-    expect(cuda.message).toMatch(/^model 'acc': execution provider\(s\) CUDA needed by its KIND_GPU instances on GPU 1: onnxruntime: (CreateCUDAProviderOptions|UpdateCUDAProviderOptions|SessionOptionsAppendExecutionProvider_CUDA_V2): ORT_\w+: [\s\S]+/);
+    expect(cuda.message).toMatch(
+      /^model 'acc': execution provider\(s\) CUDA needed by its KIND_GPU instances on GPU 1: onnxruntime: (CreateCUDAProviderOptions|UpdateCUDAProviderOptions|SessionOptionsAppendExecutionProvider_CUDA_V2): ORT_\w+: [\s\S]+/,
+    );
     plain.close();
-    const ov = await rejection(loadModel(dir.path, path, { name: "acc", optimization: optimization([], [{ name: "openvino", parameters: { device_type: "CPU" } }]) }));
-    expect(ov.message).toMatch(/^model 'acc': execution provider\(s\) OpenVINO requested by its execution_accelerators: onnxruntime: SessionOptionsAppendExecutionProvider\(OpenVINO\): ORT_\w+: [\s\S]+/);
+    const ov = await rejection(
+      loadModel(dir.path, path, { name: "acc", optimization: optimization([], [{ name: "openvino", parameters: { device_type: "CPU" } }]) }),
+    );
+    expect(ov.message).toMatch(
+      /^model 'acc': execution provider\(s\) OpenVINO requested by its execution_accelerators: onnxruntime: SessionOptionsAppendExecutionProvider\(OpenVINO\): ORT_\w+: [\s\S]+/,
+    );
     const unknown = await rejection(loadModel(dir.path, path, { name: "acc", optimization: optimization([{ name: "tpu" }]) }));
     expect([unknown.code, unknown.message]).toEqual(["INVALID_ARG", "model 'acc': unknown gpu execution accelerator 'tpu' (expected tensorrt or cuda)"]);
   });
@@ -542,7 +635,10 @@ describe("session options from the model config", () => {
     const path = dir.model(addSubSpec("opts_ok"));
     const { a, b, inputs } = addSubInputs(2, 5);
     const variants: ModelConfig[] = [
-      { parameters: params({ intra_op_thread_count: "1", inter_op_thread_count: "2", enable_mem_arena: "0", allow_spinning: "true" }), optimization: { graph: { level: -1 } } },
+      {
+        parameters: params({ intra_op_thread_count: "1", inter_op_thread_count: "2", enable_mem_arena: "0", allow_spinning: "true" }),
+        optimization: { graph: { level: -1 } },
+      },
       { parameters: params({ enable_mem_arena: "1", allow_spinning: "false", "session.disable_prepacking": "1" }), optimization: { graph: { level: 1 } } },
       { optimization: { graph: { level: 0 } } },
       { parameters: params({ execution_mode: "1", inter_op_thread_count: "2", enable_mem_pattern: "false" }), optimization: { graph: { level: 2 } } },

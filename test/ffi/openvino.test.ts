@@ -49,10 +49,24 @@ describe("declarations against the OpenVINO C headers", () => {
 
   it("has ov_common.h's ov_status_e", () => {
     expect(OV_STATUS).toEqual({
-      OK: 0, GENERAL_ERROR: -1, NOT_IMPLEMENTED: -2, NETWORK_NOT_LOADED: -3, PARAMETER_MISMATCH: -4, NOT_FOUND: -5,
-      OUT_OF_BOUNDS: -6, UNEXPECTED: -7, REQUEST_BUSY: -8, RESULT_NOT_READY: -9, NOT_ALLOCATED: -10,
-      INFER_NOT_STARTED: -11, NETWORK_NOT_READ: -12, INFER_CANCELLED: -13, INVALID_C_PARAM: -14,
-      UNKNOWN_C_ERROR: -15, NOT_IMPLEMENT_C_METHOD: -16, UNKNOW_EXCEPTION: -17,
+      OK: 0,
+      GENERAL_ERROR: -1,
+      NOT_IMPLEMENTED: -2,
+      NETWORK_NOT_LOADED: -3,
+      PARAMETER_MISMATCH: -4,
+      NOT_FOUND: -5,
+      OUT_OF_BOUNDS: -6,
+      UNEXPECTED: -7,
+      REQUEST_BUSY: -8,
+      RESULT_NOT_READY: -9,
+      NOT_ALLOCATED: -10,
+      INFER_NOT_STARTED: -11,
+      NETWORK_NOT_READ: -12,
+      INFER_CANCELLED: -13,
+      INVALID_C_PARAM: -14,
+      UNKNOWN_C_ERROR: -15,
+      NOT_IMPLEMENT_C_METHOD: -16,
+      UNKNOW_EXCEPTION: -17,
     });
   });
 
@@ -64,22 +78,77 @@ describe("declarations against the OpenVINO C headers", () => {
 
   it("has ov_element_type_e as 2023.0 - 2024.1 declare it", () => {
     expect(values("2023.0 - 2024.1", ["UNDEFINED", "DYNAMIC", ...SERVED, "I4", "U1", "U4", "NF4"])).toEqual({
-      UNDEFINED: 0, DYNAMIC: 1, BOOLEAN: 2, BF16: 3, F16: 4, F32: 5, F64: 6, I8: 8, I16: 9, I32: 10, I64: 11,
-      U8: 14, U16: 15, U32: 16, U64: 17, I4: 7, U1: 12, U4: 13, NF4: 18,
+      UNDEFINED: 0,
+      DYNAMIC: 1,
+      BOOLEAN: 2,
+      BF16: 3,
+      F16: 4,
+      F32: 5,
+      F64: 6,
+      I8: 8,
+      I16: 9,
+      I32: 10,
+      I64: 11,
+      U8: 14,
+      U16: 15,
+      U32: 16,
+      U64: 17,
+      I4: 7,
+      U1: 12,
+      U4: 13,
+      NF4: 18,
     });
   });
 
   it("has ov_element_type_e as 2024.2 - 2025.0 declare it (u2, u3, u6 inserted)", () => {
     expect(values("2024.2 - 2025.0", ["UNDEFINED", "DYNAMIC", ...SERVED, "U1", "U2", "U3", "U4", "U6", "NF4", "STRING", "F8E8M0"])).toEqual({
-      UNDEFINED: 0, DYNAMIC: 1, BOOLEAN: 2, BF16: 3, F16: 4, F32: 5, F64: 6, I8: 8, I16: 9, I32: 10, I64: 11,
-      U8: 17, U16: 18, U32: 19, U64: 20, U1: 12, U2: 13, U3: 14, U4: 15, U6: 16, NF4: 21, STRING: 24, F8E8M0: 26,
+      UNDEFINED: 0,
+      DYNAMIC: 1,
+      BOOLEAN: 2,
+      BF16: 3,
+      F16: 4,
+      F32: 5,
+      F64: 6,
+      I8: 8,
+      I16: 9,
+      I32: 10,
+      I64: 11,
+      U8: 17,
+      U16: 18,
+      U32: 19,
+      U64: 20,
+      U1: 12,
+      U2: 13,
+      U3: 14,
+      U4: 15,
+      U6: 16,
+      NF4: 21,
+      STRING: 24,
+      F8E8M0: 26,
     });
   });
 
   it("has ov_element_type_e as 2025.1 on declare it (DYNAMIC folded into 0)", () => {
     expect(values("2025.1 and later", ["UNDEFINED", "DYNAMIC", ...SERVED, "U1", "U4", "STRING", "F8E8M0"])).toEqual({
-      UNDEFINED: 0, DYNAMIC: undefined, BOOLEAN: 1, BF16: 2, F16: 3, F32: 4, F64: 5, I8: 7, I16: 8, I32: 9, I64: 10,
-      U8: 16, U16: 17, U32: 18, U64: 19, U1: 11, U4: 14, STRING: 23, F8E8M0: 25,
+      UNDEFINED: 0,
+      DYNAMIC: undefined,
+      BOOLEAN: 1,
+      BF16: 2,
+      F16: 3,
+      F32: 4,
+      F64: 5,
+      I8: 7,
+      I16: 8,
+      I32: 9,
+      I64: 10,
+      U8: 16,
+      U16: 17,
+      U32: 18,
+      U64: 19,
+      U1: 11,
+      U4: 14,
+      STRING: 23,
+      F8E8M0: 25,
     });
   });
 
@@ -96,14 +165,30 @@ describe("declarations against the OpenVINO C headers", () => {
     expect(label("2025.1.0-18503-6fec06580ab-releases/2025/1")).toBe("2025.1 and later");
     expect(label("2026.1.2-0-abcdef-HEAD")).toBe("2025.1 and later");
     expect(OLDEST_SUPPORTED).toEqual([2023, 0]);
-    expect(() => elementTypeTableFor("2022.3.0-9052-9752fafe8eb-releases/2022/3")).toThrow(/^OpenVINO 2022\.3\.0-9052-9752fafe8eb-releases\/2022\/3 is older than 2023\.0/);
+    expect(() => elementTypeTableFor("2022.3.0-9052-9752fafe8eb-releases/2022/3")).toThrow(
+      /^OpenVINO 2022\.3\.0-9052-9752fafe8eb-releases\/2022\/3 is older than 2023\.0/,
+    );
     expect(() => elementTypeTableFor("custom_master_build")).toThrow(/cannot tell the OpenVINO release from its version string 'custom_master_build'/);
   });
 
   it("maps the served element types to Triton datatypes both ways in every table, and nothing else", () => {
     for (const table of ELEMENT_TYPE_TABLES) {
       const types = new ElementTypes(table);
-      const triton = { BOOLEAN: "BOOL", BF16: "BF16", F16: "FP16", F32: "FP32", F64: "FP64", I8: "INT8", I16: "INT16", I32: "INT32", I64: "INT64", U8: "UINT8", U16: "UINT16", U32: "UINT32", U64: "UINT64" } as const;
+      const triton = {
+        BOOLEAN: "BOOL",
+        BF16: "BF16",
+        F16: "FP16",
+        F32: "FP32",
+        F64: "FP64",
+        I8: "INT8",
+        I16: "INT16",
+        I32: "INT32",
+        I64: "INT64",
+        U8: "UINT8",
+        U16: "UINT16",
+        U32: "UINT32",
+        U64: "UINT64",
+      } as const;
       for (const [ov, dt] of Object.entries(triton)) {
         expect(types.toTriton(types.value(ov)!)).toBe(dt);
         expect(types.fromTriton(dt)).toBe(types.value(ov));
@@ -133,7 +218,8 @@ describe("where libopenvino_c is looked for", () => {
     mkdirSync(lib, { recursive: true });
     const wheel = join(dir, "wheel");
     mkdirSync(wheel);
-    for (const n of ["libopenvino_c.so.2024.6.0", "libopenvino_c.so.2025.4.1", "libopenvino_c.so.2500", "libopenvino.so.2541", "libopenvino_c.so.bak"]) writeFileSync(join(wheel, n), "");
+    for (const n of ["libopenvino_c.so.2024.6.0", "libopenvino_c.so.2025.4.1", "libopenvino_c.so.2500", "libopenvino.so.2541", "libopenvino_c.so.bak"])
+      writeFileSync(join(wheel, n), "");
     symlinkSync(join(wheel, "libopenvino_c.so.2025.4.1"), join(wheel, "libopenvino_c.so.2541")); // soname link: same file
     process.env.INTEL_OPENVINO_DIR = install;
     process.env.LD_LIBRARY_PATH = wheel;
@@ -208,7 +294,12 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const f32 = (values: number[], shape: number[]): Tensor => ({ name: "INPUT0", datatype: "FP32", shape, data: new Uint8Array(new Float32Array(values).buffer) });
+  const f32 = (values: number[], shape: number[]): Tensor => ({
+    name: "INPUT0",
+    datatype: "FP32",
+    shape,
+    data: new Uint8Array(new Float32Array(values).buffer),
+  });
   const floats = (t: Tensor) => Array.from(new Float32Array(t.data.buffer, t.data.byteOffset, t.data.byteLength / 4));
   const config = (extra: Partial<ModelConfig> = {}): ModelConfig => ({
     name: "ov_double",
@@ -219,7 +310,14 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
     ...extra,
   });
   const load = (cfg: ModelConfig, library = fake) =>
-    new OpenVinoBackend().load({ config: cfg, modelName: cfg.name!, version: 1, modelDir: join(dir, "repo", "ov_double"), modelPath: modelXml, backendConfig: { library } });
+    new OpenVinoBackend().load({
+      config: cfg,
+      modelName: cfg.name!,
+      version: 1,
+      modelDir: join(dir, "repo", "ov_double"),
+      modelPath: modelXml,
+      backendConfig: { library },
+    });
 
   it("reads the version and picks the element-type table from it", async () => {
     for (const [version, label, f32Value] of [
@@ -260,7 +358,9 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
   it("refuses a release older than the oldest table, with the version and the path", () => {
     process.env.FAKE_OV_VERSION = "2022.3.0-9052-9752fafe8eb-releases/2022/3";
     expect(() => OpenVinoRuntime.load([fake])).toThrow(LibraryLoadError);
-    expect(() => OpenVinoRuntime.load([fake])).toThrow(`${fake}: OpenVINO 2022.3.0-9052-9752fafe8eb-releases/2022/3 is older than 2023.0, the oldest release whose C API this server knows`);
+    expect(() => OpenVinoRuntime.load([fake])).toThrow(
+      `${fake}: OpenVINO 2022.3.0-9052-9752fafe8eb-releases/2022/3 is older than 2023.0, the oldest release whose C API this server knows`,
+    );
     expect(live()).toBe(0);
   });
 
@@ -376,11 +476,15 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
 
     const model = await load(config());
     const inst = await model.createInstance("i", "KIND_CPU", 0);
-    const bytes = await inst.execute([{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], data: new Uint8Array([1, 0, 0, 0, 65]) }], []).catch((e: unknown) => e);
+    const bytes = await inst
+      .execute([{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], data: new Uint8Array([1, 0, 0, 0, 65]) }], [])
+      .catch((e: unknown) => e);
     expect((bytes as ServerError).code).toBe("UNSUPPORTED");
     // A shape the model refuses: the library's message comes back, the instance still serves.
     const bad = await inst.execute([f32([1, 2, 3], [1, 3])], []).catch((e: unknown) => e);
-    expect((bad as Error).message).toMatch(/^openvino: ov_infer_request_set_input_tensor_by_index\(INPUT0\): GENERAL_ERROR: \[fake openvino\] The tensor shape is not compatible/);
+    expect((bad as Error).message).toMatch(
+      /^openvino: ov_infer_request_set_input_tensor_by_index\(INPUT0\): GENERAL_ERROR: \[fake openvino\] The tensor shape is not compatible/,
+    );
     expect(floats((await inst.execute([f32([0, 0, 0, 0], [1, 4])], [])).outputs[0]!)).toEqual([1, 1, 1, 1]);
     inst.close();
     model.close();

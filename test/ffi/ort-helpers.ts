@@ -73,7 +73,8 @@ export async function rejection(p: Promise<unknown>): Promise<ServerError> {
   } catch (err) {
     caught = err;
   }
-  if (!(caught instanceof ServerError)) throw new Error(`expected a rejection with a ServerError, not ${caught === undefined ? "a resolved promise" : String(caught)}`);
+  if (!(caught instanceof ServerError))
+    throw new Error(`expected a rejection with a ServerError, not ${caught === undefined ? "a resolved promise" : String(caught)}`);
   return caught;
 }
 

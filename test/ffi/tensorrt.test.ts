@@ -20,8 +20,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getKoffi, LibraryLoadError, type KoffiLibrary } from "../../ffi/load.ts";
 import {
-  DIMS64, EXECUTION_CONTEXT_ALLOCATION, ILOGGER_SLOT, IMPL_OFFSET, OPT_PROFILE_SELECTOR, PUBLIC_SLOT, SEVERITY, TENSOR_FORMAT_LINEAR,
-  TENSOR_IO_MODE, TENSOR_LOCATION, TRT_DATA_TYPE, TRT_MAJOR, VCUDA_ENGINE_SLOT, VEXECUTION_CONTEXT_SLOT, VRUNTIME_SLOT, decodeTrtVersion,
+  DIMS64,
+  EXECUTION_CONTEXT_ALLOCATION,
+  ILOGGER_SLOT,
+  IMPL_OFFSET,
+  OPT_PROFILE_SELECTOR,
+  PUBLIC_SLOT,
+  SEVERITY,
+  TENSOR_FORMAT_LINEAR,
+  TENSOR_IO_MODE,
+  TENSOR_LOCATION,
+  TRT_DATA_TYPE,
+  TRT_MAJOR,
+  VCUDA_ENGINE_SLOT,
+  VEXECUTION_CONTEXT_SLOT,
+  VRUNTIME_SLOT,
+  decodeTrtVersion,
 } from "../../ffi/tensorrt/abi.ts";
 import { dims64Type, fromDims, toDims } from "../../ffi/tensorrt/symbols.ts";
 import { probeTensorRt, tensorRtLibraryCandidates, TensorRtLibrary } from "../../ffi/tensorrt/library.ts";
@@ -53,8 +67,18 @@ afterEach(() => {
 const HEADER_SLOTS = {
   VRuntime: { getPImpl: 2, deserializeCudaEngine: 3, setMaxThreads: 12, getMaxThreads: 13 },
   VCudaEngine: {
-    getPImpl: 2, createExecutionContext: 5, getNbOptimizationProfiles: 10, getTensorShape: 19, getTensorDataType: 20, getTensorLocation: 21,
-    isShapeInferenceIO: 22, getTensorIOMode: 23, getTensorFormat: 26, getProfileShape: 29, getNbIOTensors: 30, getIOTensorName: 31,
+    getPImpl: 2,
+    createExecutionContext: 5,
+    getNbOptimizationProfiles: 10,
+    getTensorShape: 19,
+    getTensorDataType: 20,
+    getTensorLocation: 21,
+    isShapeInferenceIO: 22,
+    getTensorIOMode: 23,
+    getTensorFormat: 26,
+    getProfileShape: 29,
+    getNbIOTensors: 30,
+    getIOTensorName: 31,
   },
   VExecutionContext: { getPImpl: 2, setInputShape: 21, getTensorShape: 22, setTensorAddress: 24, enqueueV3: 37 },
 };
@@ -93,7 +117,16 @@ describe("declarations against the TensorRT 10 headers", () => {
 
   it("maps TensorRT datatypes to Triton's, and nothing for the types Triton lacks", () => {
     const t = TRT_DATA_TYPE;
-    expect([t.FLOAT, t.HALF, t.INT8, t.INT32, t.BOOL, t.UINT8, t.BF16, t.INT64].map(tritonDataType)).toEqual(["FP32", "FP16", "INT8", "INT32", "BOOL", "UINT8", "BF16", "INT64"]);
+    expect([t.FLOAT, t.HALF, t.INT8, t.INT32, t.BOOL, t.UINT8, t.BF16, t.INT64].map(tritonDataType)).toEqual([
+      "FP32",
+      "FP16",
+      "INT8",
+      "INT32",
+      "BOOL",
+      "UINT8",
+      "BF16",
+      "INT64",
+    ]);
     expect([t.FP8, t.INT4, t.FP4, t.E8M0, 99].map(tritonDataType)).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 
@@ -119,15 +152,25 @@ describe("declarations against the TensorRT 10 headers", () => {
   });
 
   // On a host with TensorRT's headers, recount the slots from the installed NvInferImpl.h.
-  const header = [process.env.NEREID_TENSORRT_INCLUDE && join(process.env.NEREID_TENSORRT_INCLUDE, "NvInferImpl.h"), "/usr/include/x86_64-linux-gnu/NvInferImpl.h", "/usr/include/aarch64-linux-gnu/NvInferImpl.h", "/usr/local/tensorrt/include/NvInferImpl.h"]
+  const header = [
+    process.env.NEREID_TENSORRT_INCLUDE && join(process.env.NEREID_TENSORRT_INCLUDE, "NvInferImpl.h"),
+    "/usr/include/x86_64-linux-gnu/NvInferImpl.h",
+    "/usr/include/aarch64-linux-gnu/NvInferImpl.h",
+    "/usr/local/tensorrt/include/NvInferImpl.h",
+  ]
     .filter((p): p is string => !!p)
     .find(existsSync);
   it.skipIf(!header)(`agrees with the installed ${header ?? "NvInferImpl.h (none here)"}`, () => {
-    const src = readFileSync(header!, "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/[^\n]*/g, "");
+    const src = readFileSync(header!, "utf8")
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/\/\/[^\n]*/g, "");
     for (const [cls, table] of Object.entries(TABLES)) {
       const body = new RegExp(`class ${cls}\\s*:\\s*public\\s+VRoot\\s*\\{([\\s\\S]*?)\\n\\};`).exec(src)?.[1];
       expect(body, cls).toBeDefined();
-      const names = body!.split(";").filter((s) => s.includes("virtual")).map((s) => /(\w+)\s*\(/.exec(s)![1]);
+      const names = body!
+        .split(";")
+        .filter((s) => s.includes("virtual"))
+        .map((s) => /(\w+)\s*\(/.exec(s)![1]);
       for (const [method, slot] of Object.entries(table)) expect(names.indexOf(method) + 2, `${cls}::${method}`).toBe(slot);
     }
   });
@@ -155,7 +198,9 @@ describe.skipIf(realLibrary)("without TensorRT", () => {
     const err = await new TensorRtBackend().load(loadContext("nogpu", "/nonexistent/model.plan", trtConfig("nogpu"), {})).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServerError);
     expect((err as ServerError).code).toBe("UNAVAILABLE");
-    expect((err as ServerError).message).toMatch(/^model 'nogpu': the tensorrt backend needs a CUDA driver: cannot load the CUDA driver \(libcuda\.so\.1\); tried:/);
+    expect((err as ServerError).message).toMatch(
+      /^model 'nogpu': the tensorrt backend needs a CUDA driver: cannot load the CUDA driver \(libcuda\.so\.1\); tried:/,
+    );
   });
 });
 
@@ -232,7 +277,10 @@ describe.skipIf(!hasCompilers)("with the test doubles (fake_nvinfer.cpp, fake_cu
   });
 
   it("refuses a library whose major version is not 10, saying which it found", () => {
-    for (const [reported, text] of [["110000", "11.0.0"], ["8601", "8.6.1"]] as const) {
+    for (const [reported, text] of [
+      ["110000", "11.0.0"],
+      ["8601", "8.6.1"],
+    ] as const) {
       process.env.FAKE_TRT_VERSION = reported;
       let err: unknown;
       try {
@@ -294,7 +342,11 @@ describe.skipIf(!hasCompilers)("with the test doubles (fake_nvinfer.cpp, fake_cu
       { name: "OUTPUT0", mode: "output", dataType: 0, shape: [-1, 4], format: 0, location: 0, shapeInference: false },
     ]);
     expect(engine.profileCount).toBe(1);
-    expect([0, 1, 2].map((sel) => engine.profileShape("INPUT0", 0, sel))).toEqual([[1, 4], [4, 4], [8, 4]]);
+    expect([0, 1, 2].map((sel) => engine.profileShape("INPUT0", 0, sel))).toEqual([
+      [1, 4],
+      [4, 4],
+      [8, 4],
+    ]);
     expect(engine.profileShape("OUTPUT0", 0, OPT_PROFILE_SELECTOR.MAX)).toBeUndefined();
     const ctx = engine.createExecutionContext();
     expect(hooks.strategy!()).toBe(EXECUTION_CONTEXT_ALLOCATION.STATIC);
@@ -374,16 +426,28 @@ describe.skipIf(!hasCompilers)("with the test doubles (fake_nvinfer.cpp, fake_cu
         "model 'trt': instance 'c' is KIND_CPU, but TensorRT engines run only on a GPU; use instance_group [ { kind: KIND_GPU } ]",
       ]);
       const gpu1 = await model.createInstance("g", "KIND_GPU", 1).catch((e: unknown) => e);
-      expect([(gpu1 as ServerError).code, (gpu1 as Error).message]).toEqual(["INVALID_ARG", "model 'trt': GPU 1 does not exist (the CUDA driver reports 1 device(s))"]);
+      expect([(gpu1 as ServerError).code, (gpu1 as Error).message]).toEqual([
+        "INVALID_ARG",
+        "model 'trt': GPU 1 does not exist (the CUDA driver reports 1 device(s))",
+      ]);
       model.close();
 
       const cases: [Partial<ModelConfig>, RegExp][] = [
-        [{ input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [5] }] }, /input 'INPUT0' has dims \[5\] in config\.pbtxt but the engine's shape is \[-1,4\] \(its first dimension is the batch\)/],
-        [{ input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [4] }] }, /input 'INPUT0' is TYPE_INT32 in config\.pbtxt but kFLOAT \(0\) \(TYPE_FP32\) in the engine/],
+        [
+          { input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [5] }] },
+          /input 'INPUT0' has dims \[5\] in config\.pbtxt but the engine's shape is \[-1,4\] \(its first dimension is the batch\)/,
+        ],
+        [
+          { input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [4] }] },
+          /input 'INPUT0' is TYPE_INT32 in config\.pbtxt but kFLOAT \(0\) \(TYPE_FP32\) in the engine/,
+        ],
         [{ input: [{ name: "X", data_type: "TYPE_FP32", dims: [4] }] }, /input 'X' is not an input of the TensorRT engine \(its inputs: 'INPUT0'\)/],
         [{ input: [] }, /the engine's input 'INPUT0' is not in config\.pbtxt/],
         [{ max_batch_size: 16 }, /max_batch_size is 16 but the engine's optimization profile 0 accepts at most 8 for input 'INPUT0'/],
-        [{ max_batch_size: 0, input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [4] }] }, /input 'INPUT0' has dims \[4\] in config\.pbtxt but the engine's shape is \[-1,4\]$/],
+        [
+          { max_batch_size: 0, input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [4] }] },
+          /input 'INPUT0' has dims \[4\] in config\.pbtxt but the engine's shape is \[-1,4\]$/,
+        ],
       ];
       for (const [over, message] of cases) {
         const m = await backend.load(loadContext("trt", plan, trtConfig("trt", over), backendConfig()));

@@ -41,7 +41,10 @@ export interface CorpusCase {
 const utf8 = new TextEncoder();
 const json = (v: unknown) => utf8.encode(JSON.stringify(v));
 const post = (path: string, body: Uint8Array | string, headers: Record<string, string> = {}): HttpCase => ({
-  method: "POST", path, headers, body: typeof body === "string" ? utf8.encode(body) : body,
+  method: "POST",
+  path,
+  headers,
+  body: typeof body === "string" ? utf8.encode(body) : body,
 });
 
 async function http(ctx: CorpusContext, c: HttpCase): Promise<{ a: HttpAnswer; problem?: string }> {
@@ -101,13 +104,16 @@ async function withGrpc<T>(ctx: CorpusContext, fn: (call: (method: string, body:
 }
 
 /** Two sequences whose ids differ only past 2^53 keep separate state (P-27). */
-async function distinctSequences(send: (id: "a" | "b", value: number, start: boolean, end: boolean) => Promise<bigint | number | string>): Promise<string | undefined> {
+async function distinctSequences(
+  send: (id: "a" | "b", value: number, start: boolean, end: boolean) => Promise<bigint | number | string>,
+): Promise<string | undefined> {
   const a1 = await send("a", 1, true, false);
   const b1 = await send("b", 100, true, false);
   const a2 = await send("a", 2, false, true);
   const b2 = await send("b", 200, false, true);
   if (typeof a2 === "string" || typeof b2 === "string") return `sequence requests failed: ${a1} ${b1} ${a2} ${b2}`;
-  if (Number(a2) !== 3 || Number(b2) !== 300) return `sequences 1234567890123456789 and 1234567890123456790 share state: got ${a2} and ${b2}, expected 3 and 300`;
+  if (Number(a2) !== 3 || Number(b2) !== 300)
+    return `sequences 1234567890123456789 and 1234567890123456790 share state: got ${a2} and ${b2}, expected 3 and 300`;
   return undefined;
 }
 
@@ -127,14 +133,26 @@ export const CORPUS: readonly CorpusCase[] = [
   {
     id: "deep-data-nesting",
     item: "data nested deeper than 100 levels is refused (P-10)",
-    run: (ctx) => expectRefused(ctx, post("/v2/models/simple/infer", SIMPLE_INPUTS("[1,16]").replace('"data":[', `"data":${"[".repeat(150)}`).replace("]},", `${"]".repeat(150)}]},`))),
+    run: (ctx) =>
+      expectRefused(
+        ctx,
+        post(
+          "/v2/models/simple/infer",
+          SIMPLE_INPUTS("[1,16]")
+            .replace('"data":[', `"data":${"[".repeat(150)}`)
+            .replace("]},", `${"]".repeat(150)}]},`),
+        ),
+      ),
   },
   {
     id: "many-one-byte-strings",
     item: "JSON data of many one-byte BYTES strings: answered (or refused) without a 500, quickly, server alive",
     run: async (ctx) => {
       const n = 300_000;
-      const { a, problem } = await http(ctx, post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[1,${n}],"datatype":"BYTES","data":[${'"a",'.repeat(n - 1)}"a"]}]}`));
+      const { a, problem } = await http(
+        ctx,
+        post("/v2/models/simple_identity/infer", `{"inputs":[{"name":"INPUT0","shape":[1,${n}],"datatype":"BYTES","data":[${'"a",'.repeat(n - 1)}"a"]}]}`),
+      );
       if (problem) return problem;
       if (a.ms > 10_000) return `took ${Math.round(a.ms)} ms`;
       return undefined;
@@ -165,7 +183,13 @@ export const CORPUS: readonly CorpusCase[] = [
     id: "int64-exact-http",
     item: "int64 contents 9007199254740993 come back exactly over HTTP JSON",
     run: async (ctx) => {
-      const { a, problem } = await http(ctx, post("/v2/models/int64_identity/infer", '{"inputs":[{"name":"INPUT0","shape":[1,2],"datatype":"INT64","data":[9007199254740993,-9223372036854775808]}]}'));
+      const { a, problem } = await http(
+        ctx,
+        post(
+          "/v2/models/int64_identity/infer",
+          '{"inputs":[{"name":"INPUT0","shape":[1,2],"datatype":"INT64","data":[9007199254740993,-9223372036854775808]}]}',
+        ),
+      );
       if (problem || a.status !== 200) return problem ?? `${a.status} ${a.body.toString()}`;
       return /"data":\[9007199254740993,-9223372036854775808\]/.test(a.body.toString()) ? undefined : `answered ${a.body.toString()}`;
     },
@@ -175,7 +199,10 @@ export const CORPUS: readonly CorpusCase[] = [
     item: "int64 contents 9007199254740993 come back exactly over gRPC int64_contents (G-02)",
     run: (ctx) =>
       withGrpc(ctx, async (call) => {
-        const body = encodeFields([str(1, "int64_identity"), msg(5, [str(1, "INPUT0"), str(2, "INT64"), packed(3, [1, 2]), msg(5, [packed(3, [9007199254740993n, -(2n ** 63n)])])])]);
+        const body = encodeFields([
+          str(1, "int64_identity"),
+          msg(5, [str(1, "INPUT0"), str(2, "INT64"), packed(3, [1, 2]), msg(5, [packed(3, [9007199254740993n, -(2n ** 63n)])])]),
+        ]);
         const out = grpcOutput(await call("ModelInfer", body));
         if (typeof out === "string") return out;
         return out[0] === 9007199254740993n && out[1] === -(2n ** 63n) ? undefined : `answered ${out.join(",")}`;
@@ -221,7 +248,11 @@ export const CORPUS: readonly CorpusCase[] = [
     item: "trace setting trace_file over HTTP is refused and nothing is written (P-22)",
     run: async (ctx) => {
       const file = join(ctx.scratch, "client-trace.json");
-      const problem = await expectRefused(ctx, post("/v2/trace/setting", JSON.stringify({ trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "1" })), 501);
+      const problem = await expectRefused(
+        ctx,
+        post("/v2/trace/setting", JSON.stringify({ trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "1" })),
+        501,
+      );
       return problem ?? (existsSync(file) ? `${file} was written` : undefined);
     },
   },
@@ -231,7 +262,10 @@ export const CORPUS: readonly CorpusCase[] = [
     run: (ctx) =>
       withGrpc(ctx, async (call) => {
         const t = messageType("inference.TraceSettingRequest");
-        const a = await call("TraceSetting", t.encode(t.fromObject({ settings: { trace_file: { value: [join(ctx.scratch, "client-trace.json")] } } })).finish());
+        const a = await call(
+          "TraceSetting",
+          t.encode(t.fromObject({ settings: { trace_file: { value: [join(ctx.scratch, "client-trace.json")] } } })).finish(),
+        );
         return a.code === 12 ? undefined : `expected UNIMPLEMENTED (12), got ${a.code}: ${a.details}`;
       }),
   },
@@ -240,16 +274,40 @@ export const CORPUS: readonly CorpusCase[] = [
     item: "repository load of model '../../x' with config and file: overrides is 400 and writes nothing outside (P-18)",
     run: async (ctx) => {
       const name = `../../nereid-fuzz-escape-${process.pid}`;
-      const config = JSON.stringify({ name, platform: "onnxruntime_onnx", max_batch_size: 8, input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [16] }, { name: "INPUT1", data_type: "TYPE_INT32", dims: [16] }], output: [{ name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16] }] });
-      const problem = await expectRefused(ctx, post(`/v2/repository/models/${encodeURIComponent(name)}/load`, json({ parameters: { config, "file:1/model.onnx": ctx.base64Model, "file:../../../x": ctx.base64Model } })));
-      return problem ?? (existsSync(join(ctx.scratch, "..", `nereid-fuzz-escape-${process.pid}`)) ? "an override was written outside the server's folders" : undefined);
+      const config = JSON.stringify({
+        name,
+        platform: "onnxruntime_onnx",
+        max_batch_size: 8,
+        input: [
+          { name: "INPUT0", data_type: "TYPE_INT32", dims: [16] },
+          { name: "INPUT1", data_type: "TYPE_INT32", dims: [16] },
+        ],
+        output: [{ name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16] }],
+      });
+      const problem = await expectRefused(
+        ctx,
+        post(
+          `/v2/repository/models/${encodeURIComponent(name)}/load`,
+          json({ parameters: { config, "file:1/model.onnx": ctx.base64Model, "file:../../../x": ctx.base64Model } }),
+        ),
+      );
+      return (
+        problem ??
+        (existsSync(join(ctx.scratch, "..", `nereid-fuzz-escape-${process.pid}`)) ? "an override was written outside the server's folders" : undefined)
+      );
     },
   },
   {
     id: "load-default-model-filename",
     item: 'default_model_filename "../../../etc/passwd" in a load override is 400 (P-18)',
     run: (ctx) =>
-      expectRefused(ctx, post("/v2/repository/models/simple/load", json({ parameters: { config: JSON.stringify({ name: "simple", platform: "onnxruntime_onnx", default_model_filename: "../../../etc/passwd" }) } }))),
+      expectRefused(
+        ctx,
+        post(
+          "/v2/repository/models/simple/load",
+          json({ parameters: { config: JSON.stringify({ name: "simple", platform: "onnxruntime_onnx", default_model_filename: "../../../etc/passwd" }) } }),
+        ),
+      ),
   },
   {
     id: "data-element-bigint-object",
@@ -265,7 +323,10 @@ export const CORPUS: readonly CorpusCase[] = [
     id: "batch-zero-then-one",
     item: "fuzz finding: inputs of batch 0 and 1 passed validation and the backend refused the tensor",
     run: async (ctx) => {
-      const body = SIMPLE_INPUTS("[1,16]").replace('"shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]', '"shape":[0,16],"datatype":"INT32","data":[]');
+      const body = SIMPLE_INPUTS("[1,16]").replace(
+        '"shape":[1,16],"datatype":"INT32","data":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]',
+        '"shape":[0,16],"datatype":"INT32","data":[]',
+      );
       const { a, problem } = await http(ctx, post("/v2/models/simple/infer", body));
       if (problem) return problem;
       const error = a.body.toString();
@@ -275,7 +336,14 @@ export const CORPUS: readonly CorpusCase[] = [
   {
     id: "load-config-deep-enum-value",
     item: "fuzz finding: a load's JSON config with a 100k-deep array as an enum value was a 500 (the error text overflowed the stack); long values were echoed whole",
-    run: (ctx) => expectRefused(ctx, post(`/v2/repository/models/${LOAD_TARGET}/load`, json({ parameters: { config: `{"input":[{"data_type":${"[".repeat(100_000)}${"]".repeat(100_000)}}]}` } }))),
+    run: (ctx) =>
+      expectRefused(
+        ctx,
+        post(
+          `/v2/repository/models/${LOAD_TARGET}/load`,
+          json({ parameters: { config: `{"input":[{"data_type":${"[".repeat(100_000)}${"]".repeat(100_000)}}]}` } }),
+        ),
+      ),
   },
   {
     id: "load-name-too-long",
@@ -289,7 +357,17 @@ export const CORPUS: readonly CorpusCase[] = [
       if (a.body.toString().includes(ctx.scratch)) return `HTTP error names a server path: ${a.body.toString().slice(0, 200)}`;
       return withGrpc(ctx, async (call) => {
         const t = messageType("inference.RepositoryModelLoadRequest");
-        const g = await call("RepositoryModelLoad", t.encode(t.fromObject({ model_name: name, parameters: { config: { string_param: config }, "file:1/model.onnx": { bytes_param: Buffer.from(ctx.base64Model, "base64") } } })).finish());
+        const g = await call(
+          "RepositoryModelLoad",
+          t
+            .encode(
+              t.fromObject({
+                model_name: name,
+                parameters: { config: { string_param: config }, "file:1/model.onnx": { bytes_param: Buffer.from(ctx.base64Model, "base64") } },
+              }),
+            )
+            .finish(),
+        );
         if (g.code !== 3) return `gRPC: expected INVALID_ARGUMENT, got ${g.code}: ${g.details.slice(0, 200)}`;
         return g.details.includes(ctx.scratch) ? `gRPC error names a server path: ${g.details.slice(0, 200)}` : undefined;
       });
@@ -308,10 +386,19 @@ export const CORPUS: readonly CorpusCase[] = [
         if (reg.problem || reg.a.status !== 200) return `register: ${reg.problem ?? reg.a.status}`;
         createSharedMemory(key, 0); // the client shrinks the object under the server
         const shm = (offset: number) => ({ shared_memory_region: "t", shared_memory_byte_size: 64, shared_memory_offset: offset });
-        const { a, problem } = await http(sctx, post("/v2/models/simple/infer", json({
-          inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shm(0) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: shm(64) }],
-          outputs: [{ name: "OUTPUT0", parameters: shm(0) }],
-        })));
+        const { a, problem } = await http(
+          sctx,
+          post(
+            "/v2/models/simple/infer",
+            json({
+              inputs: [
+                { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shm(0) },
+                { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: shm(64) },
+              ],
+              outputs: [{ name: "OUTPUT0", parameters: shm(0) }],
+            }),
+          ),
+        );
         await new Promise((r) => setTimeout(r, 200));
         if (!s.alive()) return `server died (answer: ${a?.status})`;
         return problem ?? (a.status === 200 ? "answered 200 from a region whose object is gone" : undefined);

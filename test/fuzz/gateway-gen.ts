@@ -21,9 +21,12 @@ function generateValue(datatype: string, r: Rng): Doc {
   const one = (): Doc => {
     if (r.chance(0.1)) return edgeValue(r);
     switch (datatype) {
-      case "BYTES": return r.chance(0.8) ? r.pick(["", "hello", "é", "\u{1F600}", "x".repeat(r.pick([1, 100, 5000]))]) : raw(r.pick(ODD_STRINGS));
-      case "INT64": return r.chance(0.2) ? raw(r.pick(["9007199254740993", "-9223372036854775808", "18446744073709551616"])) : r.int(2001) - 1000;
-      default: return r.int(255) - 127;
+      case "BYTES":
+        return r.chance(0.8) ? r.pick(["", "hello", "é", "\u{1F600}", "x".repeat(r.pick([1, 100, 5000]))]) : raw(r.pick(ODD_STRINGS));
+      case "INT64":
+        return r.chance(0.2) ? raw(r.pick(["9007199254740993", "-9223372036854775808", "18446744073709551616"])) : r.int(2001) - 1000;
+      default:
+        return r.int(255) - 127;
     }
   };
   return r.weighted([
@@ -49,7 +52,11 @@ function generateDoc(r: Rng): { model: string; doc: Doc } {
   if (r.chance(0.2)) {
     const p: Record<string, Doc> = {};
     for (let i = r.range(1, 3); i > 0; i--) {
-      setMember(p, r.pick(["temperature", "max_tokens", "stream", "INPUT0", "triton_x", "priority", "timeout", "__proto__", "binary_data_output"]), edgeValue(r));
+      setMember(
+        p,
+        r.pick(["temperature", "max_tokens", "stream", "INPUT0", "triton_x", "priority", "timeout", "__proto__", "binary_data_output"]),
+        edgeValue(r),
+      );
     }
     doc.parameters = r.chance(0.9) ? p : r.pick<Doc>([[], "x", null, 5]);
   }
@@ -75,7 +82,12 @@ export function genGenerateCase(r: Rng): HttpCase {
   const body = mutatedJson(doc, r, GENERATE_WORDS);
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (r.chance(0.05)) headers["content-encoding"] = r.pick(["gzip", "br", "identity", ""]);
-  const version = r.weighted([[9, ""], [1, "/versions/1"], [0.3, "/versions/9"], [0.2, "/versions/%zz"]] as const);
+  const version = r.weighted([
+    [9, ""],
+    [1, "/versions/1"],
+    [0.3, "/versions/9"],
+    [0.2, "/versions/%zz"],
+  ] as const);
   const name = r.chance(0.95) ? model : r.pick(["nope", "%zz", "..%2fx", "x".repeat(300)]);
   const route = r.chance(0.5) ? "generate" : "generate_stream";
   return { method: r.chance(0.97) ? "POST" : r.pick(["GET", "PUT"]), path: `/v2/models/${name}${version}/${route}`, headers, body };
@@ -111,22 +123,46 @@ export function genSagemakerCase(r: Rng): HttpCase {
   return r.weighted([
     [8, () => ({ ...withBinaryContentType(genInferCase(r), SAGEMAKER_MIME, r), path: "/invocations" })],
     [1, () => ({ method: r.pick(["GET", "POST"]), path: "/ping", headers: {}, body: new Uint8Array(0) })],
-    [1, () => ({
-      method: r.pick(["GET", "POST", "DELETE"]),
-      path: r.pick(["/models", "/models/", "/models/simple", "/models/simple/invoke", "/models/%2e%2e%2fetc/invoke", "/x", "/invocations/x", "/%zz"]),
-      headers: { "content-type": "application/json" },
-      body: utf8.encode(toJsonText({ model_name: r.pick(["simple", "../x"]), url: r.pick(["/opt/ml/models/x", "../../etc", "s3://b/k"]) })),
-    })],
+    [
+      1,
+      () => ({
+        method: r.pick(["GET", "POST", "DELETE"]),
+        path: r.pick(["/models", "/models/", "/models/simple", "/models/simple/invoke", "/models/%2e%2e%2fetc/invoke", "/x", "/invocations/x", "/%zz"]),
+        headers: { "content-type": "application/json" },
+        body: utf8.encode(toJsonText({ model_name: r.pick(["simple", "../x"]), url: r.pick(["/opt/ml/models/x", "../../etc", "s3://b/k"]) })),
+      }),
+    ],
   ] as const)();
 }
 
 /** The redirect targets a Vertex AI client may name: every protocol endpoint, allowed or not, and odd ones. */
 const REDIRECTS = [
-  "v2", "v2/health/live", "v2/health/ready", "v2/models/simple", "v2/models/simple/ready", "v2/models/simple/config", "v2/models/simple/stats",
-  "v2/models/stats", "v2/models/simple/versions/1/infer", "v2/models/simple/infer", "v2/models/nope/infer", "v2/repository/index",
-  "v2/repository/models/simple/load", "v2/repository/models/simple/unload", "v2/systemsharedmemory/status", "v2/systemsharedmemory/region/r0/register",
-  "v2/cudasharedmemory/region/r0/unregister", "v2/trace/setting", "v2/logging", "metrics", "", "/", "../v2/health/ready", "v2/models/%zz/infer",
-  "v2/models/simple/generate", "x".repeat(300),
+  "v2",
+  "v2/health/live",
+  "v2/health/ready",
+  "v2/models/simple",
+  "v2/models/simple/ready",
+  "v2/models/simple/config",
+  "v2/models/simple/stats",
+  "v2/models/stats",
+  "v2/models/simple/versions/1/infer",
+  "v2/models/simple/infer",
+  "v2/models/nope/infer",
+  "v2/repository/index",
+  "v2/repository/models/simple/load",
+  "v2/repository/models/simple/unload",
+  "v2/systemsharedmemory/status",
+  "v2/systemsharedmemory/region/r0/register",
+  "v2/cudasharedmemory/region/r0/unregister",
+  "v2/trace/setting",
+  "v2/logging",
+  "metrics",
+  "",
+  "/",
+  "../v2/health/ready",
+  "v2/models/%zz/infer",
+  "v2/models/simple/generate",
+  "x".repeat(300),
 ];
 
 /**
@@ -137,11 +173,28 @@ export function genVertexCase(r: Rng): HttpCase {
   const c = withBinaryContentType(genInferCase(r), VERTEX_MIME, r);
   return r.weighted([
     [5, () => ({ ...c, path: VERTEX_ROUTES.predict })],
-    [4, () => {
-      const redirect = r.pick(REDIRECTS);
-      const body = /infer$/.test(redirect) ? c.body : r.chance(0.5) ? new Uint8Array(0) : concat(utf8.encode(toJsonText(edgeValue(r))));
-      return { ...c, method: r.chance(0.9) ? "POST" : "GET", path: VERTEX_ROUTES.predict, headers: { ...c.headers, "x-vertex-ai-triton-redirect": redirect }, body };
-    }],
-    [1, () => ({ method: r.pick(["GET", "POST"]), path: r.pick([VERTEX_ROUTES.health, "/", "/predict/x", "/v2/health/ready", "/%zz"]), headers: {}, body: new Uint8Array(0) })],
+    [
+      4,
+      () => {
+        const redirect = r.pick(REDIRECTS);
+        const body = /infer$/.test(redirect) ? c.body : r.chance(0.5) ? new Uint8Array(0) : concat(utf8.encode(toJsonText(edgeValue(r))));
+        return {
+          ...c,
+          method: r.chance(0.9) ? "POST" : "GET",
+          path: VERTEX_ROUTES.predict,
+          headers: { ...c.headers, "x-vertex-ai-triton-redirect": redirect },
+          body,
+        };
+      },
+    ],
+    [
+      1,
+      () => ({
+        method: r.pick(["GET", "POST"]),
+        path: r.pick([VERTEX_ROUTES.health, "/", "/predict/x", "/v2/health/ready", "/%zz"]),
+        headers: {},
+        body: new Uint8Array(0),
+      }),
+    ],
   ] as const)();
 }

@@ -52,7 +52,12 @@ export function mutateStructure(doc: Doc, r: Rng): Doc {
       break;
     case 4: // duplicate into an array, or a new member of an object
       if (Array.isArray(node)) node.push(...node.slice(0, 1 + r.int(Math.max(1, node.length))).map(cloneDoc));
-      else if (isObjectDoc(node)) setMember(node, r.pick(["id", "name", "shape", "datatype", "data", "parameters", "inputs", "outputs", "binary_data_size", "__proto__", "x"]), edgeValue(r));
+      else if (isObjectDoc(node))
+        setMember(
+          node,
+          r.pick(["id", "name", "shape", "datatype", "data", "parameters", "inputs", "outputs", "binary_data_size", "__proto__", "x"]),
+          edgeValue(r),
+        );
       else if (Array.isArray(parent)) parent.push(cloneDoc(node));
       break;
     case 5: // swap in another subtree
@@ -72,7 +77,8 @@ export function mutateStructure(doc: Doc, r: Rng): Doc {
       } else parent[key] = edgeValue(r);
       break;
     default: // respell a number
-      parent[key] = typeof node === "number" ? raw(r.pick([`${node}.0`, `${node}e0`, `${node}E+0`, `0${node}`, `${node}.000001`, ...ODD_NUMBERS])) : edgeValue(r);
+      parent[key] =
+        typeof node === "number" ? raw(r.pick([`${node}.0`, `${node}e0`, `${node}E+0`, `0${node}`, `${node}.000001`, ...ODD_NUMBERS])) : edgeValue(r);
   }
   return root.root!;
 }
@@ -111,13 +117,13 @@ export function mutateTokens(text: string, r: Rng, words: readonly string[] = []
       break;
     }
     case 3: // a range of tokens repeated or dropped
-    {
-      const j = Math.min(ts.length, i + 1 + r.int(12));
-      const slice = ts.slice(i, j);
-      if (r.chance(0.5)) ts.splice(i, j - i);
-      else ts.splice(j, 0, ...slice);
-      break;
-    }
+      {
+        const j = Math.min(ts.length, i + 1 + r.int(12));
+        const slice = ts.slice(i, j);
+        if (r.chance(0.5)) ts.splice(i, j - i);
+        else ts.splice(j, 0, ...slice);
+        break;
+      }
     case 4:
       ts[i] = r.pick(ODD_NUMBERS);
       break;
@@ -134,8 +140,24 @@ export function mutateTokens(text: string, r: Rng, words: readonly string[] = []
 }
 
 const INTERESTING = [
-  [0x00], [0xff], [0x80], [0x7f], [0x22], [0x5c], [0x7b], [0x5b], [0x5d], [0x7d], [0x2c], [0x3a],
-  [0xef, 0xbb, 0xbf], [0xed, 0xa0, 0x80], [0xc0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xc3], [0xe2, 0x82],
+  [0x00],
+  [0xff],
+  [0x80],
+  [0x7f],
+  [0x22],
+  [0x5c],
+  [0x7b],
+  [0x5b],
+  [0x5d],
+  [0x7d],
+  [0x2c],
+  [0x3a],
+  [0xef, 0xbb, 0xbf],
+  [0xed, 0xa0, 0x80],
+  [0xc0, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xc3],
+  [0xe2, 0x82],
 ] as const;
 
 /** 1–4 byte-level changes to a copy of `bytes`. */

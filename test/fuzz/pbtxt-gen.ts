@@ -88,12 +88,93 @@ export function pbtxtSeeds(): string[] {
   return [...own, ...RICH_SEEDS];
 }
 
-const TENSOR_NAMES = ["INPUT0", "INPUT1", "OUTPUT0", "OUTPUT1", "INPUT", "OUTPUT", "START", "END", "READY", "CORRID", "STATE_IN", "STATE_OUT", "X", "Y", "IN", "OUT", "mid"];
-const ODD_TEXT = ["", "x", "é", "a b", "../../../etc/passwd", "/etc/passwd", "..", ".", "a/../../b", "\\x00", "model.onnx", "1/model.onnx", "%zz", "x".repeat(300)];
-const INT_EDGES = ["0", "1", "-1", "2", "16", "2147483647", "2147483648", "-2147483648", "-2147483649", "4294967295", "4294967296",
-  "9007199254740991", "9007199254740993", "9223372036854775807", "9223372036854775808", "18446744073709551615", "18446744073709551616",
-  "0x10", "0X7fffffff", "010", "08", "00", "-0", "1.0", "1e0", "+1", "0x", "inf"];
-const FLOAT_EDGES = ["0", "0.5", "1", "-1", "1e39", "-1e39", "1e-50", "-0", "inf", "-inf", "nan", "infinity", "-Infinity", "NaN", "1.5f", ".5", "5.", "1e", "0x1", "1e400"];
+const TENSOR_NAMES = [
+  "INPUT0",
+  "INPUT1",
+  "OUTPUT0",
+  "OUTPUT1",
+  "INPUT",
+  "OUTPUT",
+  "START",
+  "END",
+  "READY",
+  "CORRID",
+  "STATE_IN",
+  "STATE_OUT",
+  "X",
+  "Y",
+  "IN",
+  "OUT",
+  "mid",
+];
+const ODD_TEXT = [
+  "",
+  "x",
+  "é",
+  "a b",
+  "../../../etc/passwd",
+  "/etc/passwd",
+  "..",
+  ".",
+  "a/../../b",
+  "\\x00",
+  "model.onnx",
+  "1/model.onnx",
+  "%zz",
+  "x".repeat(300),
+];
+const INT_EDGES = [
+  "0",
+  "1",
+  "-1",
+  "2",
+  "16",
+  "2147483647",
+  "2147483648",
+  "-2147483648",
+  "-2147483649",
+  "4294967295",
+  "4294967296",
+  "9007199254740991",
+  "9007199254740993",
+  "9223372036854775807",
+  "9223372036854775808",
+  "18446744073709551615",
+  "18446744073709551616",
+  "0x10",
+  "0X7fffffff",
+  "010",
+  "08",
+  "00",
+  "-0",
+  "1.0",
+  "1e0",
+  "+1",
+  "0x",
+  "inf",
+];
+const FLOAT_EDGES = [
+  "0",
+  "0.5",
+  "1",
+  "-1",
+  "1e39",
+  "-1e39",
+  "1e-50",
+  "-0",
+  "inf",
+  "-inf",
+  "nan",
+  "infinity",
+  "-Infinity",
+  "NaN",
+  "1.5f",
+  ".5",
+  "5.",
+  "1e",
+  "0x1",
+  "1e400",
+];
 const BOOL_WORDS = ["true", "false", "True", "False", "t", "f", "1", "0", "yes", "TRUE"];
 
 /**
@@ -108,18 +189,27 @@ function quote(s: string, r: Rng): string {
   if (!odd(r)) return r.chance(0.9) ? `"${body}"` : `'${body.replace(/'/g, "\\'")}'`;
   return r.pick([
     `"${body.slice(0, body.length >> 1)}" "${body.slice(body.length >> 1)}"`, // adjacent strings concatenate
-    '"\\x41\\101\\u00e9"', '"\\777"', '"\\xZZ"', '"\\"', '"unterminated', '"\\U0001F600"', '"\\ud800"', "'mixed\"", '"a\nb"',
+    '"\\x41\\101\\u00e9"',
+    '"\\777"',
+    '"\\xZZ"',
+    '"\\"',
+    '"unterminated',
+    '"\\U0001F600"',
+    '"\\ud800"',
+    "'mixed\"",
+    '"a\nb"',
   ]);
 }
 
 function scalarText(field: protobuf.Field, kind: string, r: Rng): string {
   const name = field.name;
   switch (kind) {
-    case "bool": return odd(r) ? r.pick(BOOL_WORDS) : r.pick(["true", "false"]);
+    case "bool":
+      return odd(r) ? r.pick(BOOL_WORDS) : r.pick(["true", "false"]);
     case "enum": {
       const e = field.resolvedType as protobuf.Enum;
       if (!odd(r)) return r.pick(Object.keys(e.values));
-      return r.chance(0.5) ? String(r.pick([0, 1, 2, 13, 99, -1])) : r.pick(["TYPE_FOO", "kind_cpu", "\"KIND_CPU\"", "KIND_CPU.x", "constructor"]);
+      return r.chance(0.5) ? String(r.pick([0, 1, 2, 13, 99, -1])) : r.pick(["TYPE_FOO", "kind_cpu", '"KIND_CPU"', "KIND_CPU.x", "constructor"]);
     }
     case "int":
     case "uint":
@@ -158,11 +248,19 @@ const sep = (r: Rng) => (odd(r) ? r.pick([", ", "; ", " # c\n", "\t", "\r\n"]) :
 
 function messageBody(type: protobuf.Type, r: Rng, depth: number): string {
   if (depth > 6) return "";
-  return pickFields(type, r, depth).map((f) => fieldText(f, r, depth)).join(sep(r));
+  return pickFields(type, r, depth)
+    .map((f) => fieldText(f, r, depth))
+    .join(sep(r));
 }
 
 function block(type: protobuf.Type, r: Rng, depth: number): string {
-  const [open, close] = odd(r) ? r.pick([["<", ">"], ["{", ">"], ["[", "]"]] as const) : ["{", "}"];
+  const [open, close] = odd(r)
+    ? r.pick([
+        ["<", ">"],
+        ["{", ">"],
+        ["[", "]"],
+      ] as const)
+    : ["{", "}"];
   return `${open} ${messageBody(type, r, depth + 1)} ${close}`;
 }
 
@@ -172,7 +270,12 @@ function fieldText(f: protobuf.Field, r: Rng, depth: number): string {
   if (f.map) {
     const keyKind = scalarKind(mapKeyType(f));
     const entry = () => {
-      const key = keyKind === "string" ? quote(r.pick([...TENSOR_NAMES, ...ODD_TEXT.slice(0, 6)]), r) : odd(r) ? r.pick(["-1", "18446744073709551615", "x", "1.5"]) : r.pick(["0", "1", "2", "3"]);
+      const key =
+        keyKind === "string"
+          ? quote(r.pick([...TENSOR_NAMES, ...ODD_TEXT.slice(0, 6)]), r)
+          : odd(r)
+            ? r.pick(["-1", "18446744073709551615", "x", "1.5"])
+            : r.pick(["0", "1", "2", "3"]);
       const value = kind === "message" ? `value ${block(f.resolvedType as protobuf.Type, r, depth)}` : `value: ${scalarText(f, kind, r)}`;
       return `{ key: ${key} ${value} }`;
     };
@@ -249,8 +352,27 @@ export function genPbtxtCase(r: Rng): string {
     [3, () => genPbtxtFromSchema(r)],
     [2, () => `${r.pick(seedCache!)}\n${genPbtxtFromSchema(r, false)}`],
   ] as const)();
-  for (let i = r.weighted([[2, 0], [3, 1], [2, 2], [1, 4]] as const); i > 0; i--) text = respell(text, r);
-  for (let i = r.weighted([[6, 0], [3, 1], [1, r.range(2, 6)]] as const); i > 0; i--) text = mutateTokens(text, r, wordCache);
+  for (
+    let i = r.weighted([
+      [2, 0],
+      [3, 1],
+      [2, 2],
+      [1, 4],
+    ] as const);
+    i > 0;
+    i--
+  )
+    text = respell(text, r);
+  for (
+    let i = r.weighted([
+      [6, 0],
+      [3, 1],
+      [1, r.range(2, 6)],
+    ] as const);
+    i > 0;
+    i--
+  )
+    text = mutateTokens(text, r, wordCache);
   return text;
 }
 
@@ -267,11 +389,28 @@ export function genConfigDoc(r: Rng, name: string): Doc {
     output: [t("OUTPUT0"), t("OUTPUT1")],
   };
   const extras: (() => void)[] = [
-    () => (c.dynamic_batching = { preferred_batch_size: [r.pick([1, 2, 4, 8, 9, 0])], max_queue_delay_microseconds: r.pick([0, 100, "18446744073709551615"]), priority_levels: r.pick([0, 2]), default_priority_level: r.pick([0, 1, 3]) }),
-    () => (c.sequence_batching = { max_sequence_idle_microseconds: r.pick([1000, 0]), control_input: [{ name: "START", control: [{ kind: r.pick(["CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_CORRID"]), int32_false_true: [0, 1] }] }] }),
-    () => (c.instance_group = [{ kind: r.pick(["KIND_CPU", "KIND_GPU", "KIND_AUTO", "KIND_MODEL"]), count: r.pick([1, 2, 0, -1]), gpus: r.chance(0.2) ? [0, 7] : [] }]),
+    () =>
+      (c.dynamic_batching = {
+        preferred_batch_size: [r.pick([1, 2, 4, 8, 9, 0])],
+        max_queue_delay_microseconds: r.pick([0, 100, "18446744073709551615"]),
+        priority_levels: r.pick([0, 2]),
+        default_priority_level: r.pick([0, 1, 3]),
+      }),
+    () =>
+      (c.sequence_batching = {
+        max_sequence_idle_microseconds: r.pick([1000, 0]),
+        control_input: [{ name: "START", control: [{ kind: r.pick(["CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_CORRID"]), int32_false_true: [0, 1] }] }],
+      }),
+    () =>
+      (c.instance_group = [
+        { kind: r.pick(["KIND_CPU", "KIND_GPU", "KIND_AUTO", "KIND_MODEL"]), count: r.pick([1, 2, 0, -1]), gpus: r.chance(0.2) ? [0, 7] : [] },
+      ]),
     () => (c.version_policy = r.pick<Doc>([{ latest: { num_versions: r.pick([1, 0, 2]) } }, { all: {} }, { specific: { versions: [1, -1, 2] } }])),
-    () => (c.parameters = { x: { string_value: "1" }, [r.pick(["intra_op_thread_count", "inter_op_thread_count", "execution_mode", "__x"])]: { string_value: r.pick(["1", "-1", "x", "99999999999"]) } }),
+    () =>
+      (c.parameters = {
+        x: { string_value: "1" },
+        [r.pick(["intra_op_thread_count", "inter_op_thread_count", "execution_mode", "__x"])]: { string_value: r.pick(["1", "-1", "x", "99999999999"]) },
+      }),
     () => (c.default_model_filename = r.pick(["model.onnx", "../../../etc/passwd", "/etc/passwd", "", "sub/model.onnx", "..", "a\u0000b"])),
     () => (c.cc_model_filenames = { "7.5": r.pick(["m.onnx", "../x"]) }),
     () => ((c.output as Record<string, Doc>[])[0]!.label_filename = r.pick(["labels.txt", "../../etc/passwd", ""])),
@@ -282,7 +421,17 @@ export function genConfigDoc(r: Rng, name: string): Doc {
     () => ((c.input as Record<string, Doc>[])[0]!.dims = r.pick<Doc>([[-1], [0], [16, 1], [], ["16"], [2 ** 53], [-2]])),
     () => ((c.input as Record<string, Doc>[])[0]!.reshape = { shape: r.pick<Doc>([[16], [4, 4], [], [17]]) }),
     () => (c.batch_input = [{ kind: "BATCH_ELEMENT_COUNT", target_name: ["N"], data_type: "TYPE_FP32", source_input: ["INPUT0"] }]),
-    () => (c.ensemble_scheduling = { step: [{ model_name: r.pick(["simple", name, ""]), model_version: -1, input_map: { INPUT0: "INPUT0", INPUT1: "INPUT1" }, output_map: { OUTPUT0: "OUTPUT0" } }] }),
+    () =>
+      (c.ensemble_scheduling = {
+        step: [
+          {
+            model_name: r.pick(["simple", name, ""]),
+            model_version: -1,
+            input_map: { INPUT0: "INPUT0", INPUT1: "INPUT1" },
+            output_map: { OUTPUT0: "OUTPUT0" },
+          },
+        ],
+      }),
     () => (c.model_warmup = [{ name: "w", batch_size: 1, inputs: { INPUT0: { data_type: "TYPE_INT32", dims: [16], zero_data: true } } }]),
   ];
   for (let i = r.count(4); i > 0; i--) r.pick(extras)();
@@ -300,8 +449,10 @@ export function mutateConfigDoc(doc: Doc, r: Rng): Doc {
   const key = path[path.length - 1]!;
   const parent = get(root, path.slice(0, -1)) as Record<string | number, Doc>;
   const node = parent[key]!;
-  if (typeof node === "number") parent[key] = r.chance(0.6) ? r.pick([0, 1, 2, -1, 3, 4, 8, 16, 1000]) : r.pick([-2, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), 2 ** 32, 2 ** 53, 0.5, -0]);
-  else if (typeof node === "string") parent[key] = r.pick([...TENSOR_NAMES, ...ODD_TEXT, "TYPE_INT32", "TYPE_FP32", "TYPE_STRING", "KIND_GPU", "CONTROL_SEQUENCE_END", "1", "-1"]);
+  if (typeof node === "number")
+    parent[key] = r.chance(0.6) ? r.pick([0, 1, 2, -1, 3, 4, 8, 16, 1000]) : r.pick([-2, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), 2 ** 32, 2 ** 53, 0.5, -0]);
+  else if (typeof node === "string")
+    parent[key] = r.pick([...TENSOR_NAMES, ...ODD_TEXT, "TYPE_INT32", "TYPE_FP32", "TYPE_STRING", "KIND_GPU", "CONTROL_SEQUENCE_END", "1", "-1"]);
   else if (typeof node === "boolean") parent[key] = !node;
   else if (Array.isArray(node) && node.length > 0 && r.chance(0.7)) {
     if (r.chance(0.5)) node.splice(r.int(node.length), 1);
@@ -337,5 +488,7 @@ export function tameConfigDoc(doc: Doc): Doc {
 
 /** tameConfigDoc for a config already written as text (after token mutation). */
 export function tameConfigText(text: string): string {
-  return text.replace(/("count"\s*:\s*)([^,}\]\s]+)/g, (all, key: string, v: string) => (Number(v.replace(/"/g, "")) > 2 || /e|inf/i.test(v) ? `${key}1` : all));
+  return text.replace(/("count"\s*:\s*)([^,}\]\s]+)/g, (all, key: string, v: string) =>
+    Number(v.replace(/"/g, "")) > 2 || /e|inf/i.test(v) ? `${key}1` : all,
+  );
 }

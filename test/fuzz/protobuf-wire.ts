@@ -106,7 +106,21 @@ export function packed(no: number, values: readonly (bigint | number)[], as: "va
 /** A map<string, M> entry: key = 1, value = 2. */
 export const mapEntry = (no: number, key: string, value: readonly WireField[]): WireField => msg(no, [str(1, key), msg(2, value)]);
 
-const EDGE_VARINTS = [0n, 1n, 2n, 0x7fffffffn, 0x80000000n, 0xffffffffn, 0x100000000n, (1n << 53n) + 1n, (1n << 63n) - 1n, 1n << 63n, U64, U64 - 4n /* -5 */, U64 /* -1 */];
+const EDGE_VARINTS = [
+  0n,
+  1n,
+  2n,
+  0x7fffffffn,
+  0x80000000n,
+  0xffffffffn,
+  0x100000000n,
+  (1n << 53n) + 1n,
+  (1n << 63n) - 1n,
+  1n << 63n,
+  U64,
+  U64 - 4n /* -5 */,
+  U64 /* -1 */,
+];
 
 /** One change somewhere in the message tree of `b` (or a byte-level change when it is not a message). */
 export function mutateWire(b: Uint8Array, r: Rng): Uint8Array {
@@ -147,7 +161,10 @@ function mutateFields(fields: WireField[], r: Rng, depth: number): WireField[] {
       break;
     case 4:
       if (f.wt === 0) f.v = r.pick(EDGE_VARINTS);
-      else if (f.wt === 2) f.v = r.chance(0.5) ? utf8.encode(JSON.parse(r.pick(ODD_STRINGS.filter((s) => !s.includes("\\x") && !s.includes("\\u12") && s !== '"\\"')))) : Uint8Array.from([0xff, 0xfe, 0xc0, 0x80]);
+      else if (f.wt === 2)
+        f.v = r.chance(0.5)
+          ? utf8.encode(JSON.parse(r.pick(ODD_STRINGS.filter((s) => !s.includes("\\x") && !s.includes("\\u12") && s !== '"\\"'))))
+          : Uint8Array.from([0xff, 0xfe, 0xc0, 0x80]);
       else f.v = r.bytes(f.wt === 1 ? 8 : 4);
       break;
     case 5:

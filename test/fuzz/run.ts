@@ -99,7 +99,8 @@ export function count(s: TargetStats, key: string) {
   s.outcomes.set(key, (s.outcomes.get(key) ?? 0) + 1);
 }
 
-export const more = (i: number, o: RunOptions) => (o.count === undefined || i < (o.first ?? 0) + o.count) && (o.deadline === undefined || Date.now() < o.deadline);
+export const more = (i: number, o: RunOptions) =>
+  (o.count === undefined || i < (o.first ?? 0) + o.count) && (o.deadline === undefined || Date.now() < o.deadline);
 
 export function record(s: TargetStats, o: RunOptions, f: Omit<Finding, "known">) {
   const finding: Finding = { ...f, known: knownOpen(f) };
@@ -160,7 +161,8 @@ export function httpProblem(a: HttpAnswer, timeoutMs: number): string | undefine
   if (a.status === 200) {
     const head = a.headers["inference-header-content-length"];
     const json = head === undefined ? body : body.subarray(0, Number(head));
-    if (head !== undefined && !(Number(head) >= 0 && Number(head) <= body.length)) return `200 with Inference-Header-Content-Length ${head} for a ${body.length}-byte body`;
+    if (head !== undefined && !(Number(head) >= 0 && Number(head) <= body.length))
+      return `200 with Inference-Header-Content-Length ${head} for a ${body.length}-byte body`;
     if (json.length === 0) return undefined;
     try {
       JSON.parse(json.toString());
@@ -177,7 +179,8 @@ export function httpProblem(a: HttpAnswer, timeoutMs: number): string | undefine
   }
   const keys = doc && typeof doc === "object" && !Array.isArray(doc) ? Object.keys(doc) : [];
   const error = (doc as { error?: unknown })?.error;
-  if (keys.length !== 1 || typeof error !== "string" || error.length === 0) return `HTTP ${a.status} error body is not {"error": "<message>"}: ${body.subarray(0, 200).toString()}`;
+  if (keys.length !== 1 || typeof error !== "string" || error.length === 0)
+    return `HTTP ${a.status} error body is not {"error": "<message>"}: ${body.subarray(0, 200).toString()}`;
   if (error.length > MAX_ERROR) return `HTTP ${a.status} error message of ${error.length} characters (over ${MAX_ERROR})`;
   if (BACKEND_REFUSED.test(error)) return `the backend, not request validation, refused it: ${error.slice(0, 300)}`;
   return undefined;
@@ -224,7 +227,9 @@ export function cloudProblem(a: HttpAnswer, timeoutMs: number): string | undefin
 }
 
 function describeHttp(c: HttpCase): string {
-  return `${c.method} ${c.path}\n${Object.entries(c.headers).map(([k, v]) => `${k}: ${v}`).join("\n")}`;
+  return `${c.method} ${c.path}\n${Object.entries(c.headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join("\n")}`;
 }
 
 /** The known-good request's answer, or what is wrong with it. */
@@ -354,21 +359,27 @@ export function grpcProblem(c: GrpcCase, a: GrpcAnswer, ms: number, timeoutMs: n
 const KNOWN_GOOD_GRPC = (() => {
   const raw = (xs: number[]) => Buffer.from(Int32Array.from(xs).buffer);
   const t = messageType("inference.ModelInferRequest");
-  return t.encode(t.fromObject({
-    model_name: "simple",
-    inputs: [
-      { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
-      { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
-    ],
-    outputs: [{ name: "OUTPUT0" }],
-    raw_input_contents: [raw(Array.from({ length: 16 }, (_, i) => i)), raw(Array(16).fill(1))],
-  })).finish();
+  return t
+    .encode(
+      t.fromObject({
+        model_name: "simple",
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
+        outputs: [{ name: "OUTPUT0" }],
+        raw_input_contents: [raw(Array.from({ length: 16 }, (_, i) => i)), raw(Array(16).fill(1))],
+      }),
+    )
+    .finish();
 })();
 
 export async function checkKnownGoodGrpc(client: ReturnType<typeof rawGrpcClient>): Promise<string | undefined> {
   const a = await client.call("ModelInfer", KNOWN_GOOD_GRPC, 10_000);
   if (a.code !== 0) return `known-good ModelInfer answered ${a.code}: ${a.details}`;
-  const res = messageType("inference.ModelInferResponse").toObject(messageType("inference.ModelInferResponse").decode(a.body!)) as { raw_output_contents?: Uint8Array[] };
+  const res = messageType("inference.ModelInferResponse").toObject(messageType("inference.ModelInferResponse").decode(a.body!)) as {
+    raw_output_contents?: Uint8Array[];
+  };
   const bytes = res.raw_output_contents?.[0];
   const out = bytes ? Array.from(new Int32Array(Uint8Array.from(bytes).buffer)) : undefined;
   return isDeepStrictEqual(out, KNOWN_GOOD.output) ? undefined : `known-good ModelInfer answered ${JSON.stringify(out)}`;
@@ -390,7 +401,13 @@ export async function fuzzGrpc(server: FuzzServer, o: RunOptions): Promise<Targe
       count(s, `${c.more ? "stream " : ""}${a.code === 13 && a.details === DESERIALIZE ? "13 (undecodable)" : String(a.code)}`);
       let problem = grpcProblem(c, a, ms, timeoutMs);
       if (!server.alive()) problem = `server died${problem ? ` (${problem})` : ""}`;
-      const base = { target: "grpc" as const, seed: o.seed, index: i, request: c.more ? `${c.method} (${c.more.length + 1} messages; input.bin is the first)` : c.method, input: c.body };
+      const base = {
+        target: "grpc" as const,
+        seed: o.seed,
+        index: i,
+        request: c.more ? `${c.method} (${c.more.length + 1} messages; input.bin is the first)` : c.method,
+        input: c.body,
+      };
       if (problem) record(s, o, { ...base, problem, answer: `${a.code} ${a.details.slice(0, 500)}` });
       if (!server.alive()) {
         if (!server.restart) break;
@@ -445,7 +462,8 @@ export function checkPbtxt(text: string): ConfigCheck {
   try {
     const printed = printPbtxt(config);
     const again = parsePbtxt(printed);
-    if (!isDeepStrictEqual(again, config)) return { outcome: "invalid", problem: `printPbtxt round trip: the printed config reads back different:\n${printed}` };
+    if (!isDeepStrictEqual(again, config))
+      return { outcome: "invalid", problem: `printPbtxt round trip: the printed config reads back different:\n${printed}` };
   } catch (err) {
     return { outcome: "invalid", problem: `printPbtxt round trip threw ${(err as Error).name}: ${(err as Error).message}` };
   }
@@ -499,7 +517,17 @@ export function fuzzPbtxt(o: RunOptions): TargetStats {
     } else {
       kind = "json";
       let doc = genConfigDoc(r, "fz");
-      for (let n = r.weighted([[1, 0], [3, 1], [2, 2], [1, 4]] as const); n > 0; n--) doc = mutateConfigDoc(doc, r);
+      for (
+        let n = r.weighted([
+          [1, 0],
+          [3, 1],
+          [2, 2],
+          [1, 4],
+        ] as const);
+        n > 0;
+        n--
+      )
+        doc = mutateConfigDoc(doc, r);
       if (r.chance(0.25)) doc = mutateStructure(doc, r);
       text = toJsonText(doc);
       if (r.chance(0.1)) text = mutateTokens(text, r);
@@ -507,7 +535,8 @@ export function fuzzPbtxt(o: RunOptions): TargetStats {
     }
     const problem = check.problem;
     count(s, `${kind} ${check.outcome}`);
-    if (problem) record(s, o, { target: "pbtxt", seed: o.seed, index: i, problem, request: kind === "pbtxt" ? "config.pbtxt" : "config JSON", input: utf8.encode(text) });
+    if (problem)
+      record(s, o, { target: "pbtxt", seed: o.seed, index: i, problem, request: kind === "pbtxt" ? "config.pbtxt" : "config JSON", input: utf8.encode(text) });
   }
   s.ms = Date.now() - t0;
   return s;
@@ -515,7 +544,10 @@ export function fuzzPbtxt(o: RunOptions): TargetStats {
 
 /** One line per target: cases, outcomes, findings (new and known). */
 export function summary(s: TargetStats): string {
-  const outcomes = [...s.outcomes.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}×${v}`).join(" ");
+  const outcomes = [...s.outcomes.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k}×${v}`)
+    .join(" ");
   const known = s.findings.filter((f) => f.known).length;
   return `${s.target}: ${s.cases} cases in ${(s.ms / 1000).toFixed(1)} s; ${outcomes}; findings: ${s.findings.length - known} new, ${known} known-open`;
 }

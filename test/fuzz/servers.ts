@@ -74,7 +74,12 @@ export async function startFuzzFixture(extraArgs: string[] = []): Promise<FuzzFi
     "--vertex-ai-default-model=simple",
     ...extraArgs,
   ];
-  const env = { TMPDIR: scratch, SAGEMAKER_TRITON_DEFAULT_MODEL_NAME: "simple", AIP_PREDICT_ROUTE: VERTEX_ROUTES.predict, AIP_HEALTH_ROUTE: VERTEX_ROUTES.health };
+  const env = {
+    TMPDIR: scratch,
+    SAGEMAKER_TRITON_DEFAULT_MODEL_NAME: "simple",
+    AIP_PREDICT_ROUTE: VERTEX_ROUTES.predict,
+    AIP_HEALTH_ROUTE: VERTEX_ROUTES.health,
+  };
   const server = await startFuzzServer(args, { env });
   return {
     server,

@@ -16,11 +16,26 @@ const NAMES = ["OUTPUT0", "OUTPUT1", "out", "é", "", "a\nb", "__proto__", "x".r
 
 function genTensor(r: Rng, name: string): Tensor {
   const datatype: DataType = r.pick(DATA_TYPES);
-  const shape = Array.from({ length: r.int(4) }, () => r.weighted([[6, r.range(1, 4)], [1, 0], [1, r.range(5, 40)]] as const));
+  const shape = Array.from({ length: r.int(4) }, () =>
+    r.weighted([
+      [6, r.range(1, 4)],
+      [1, 0],
+      [1, r.range(5, 40)],
+    ] as const),
+  );
   const count = shape.reduce((n, d) => n * d, 1);
   const data =
     datatype === "BYTES"
-      ? joinBytes(Array.from({ length: count }, () => r.bytes(r.weighted([[3, r.int(4)], [1, r.int(40)]] as const))))
+      ? joinBytes(
+          Array.from({ length: count }, () =>
+            r.bytes(
+              r.weighted([
+                [3, r.int(4)],
+                [1, r.int(40)],
+              ] as const),
+            ),
+          ),
+        )
       : r.bytes(count * ELEMENT_SIZE[datatype]);
   return { name, datatype, shape, data };
 }
@@ -35,7 +50,11 @@ function frame(header: string, rest: Uint8Array, r: Rng): Uint8Array {
   const json = new TextEncoder().encode(header);
   const len = new Uint8Array(4);
   // The header's length, or now and then one off or anything.
-  const n = r.weighted([[8, json.byteLength], [1, json.byteLength + r.range(-2, 2)], [1, r.u32()]] as const);
+  const n = r.weighted([
+    [8, json.byteLength],
+    [1, json.byteLength + r.range(-2, 2)],
+    [1, r.u32()],
+  ] as const);
   new DataView(len.buffer).setUint32(0, Math.max(0, n) >>> 0, true);
   return concat(len, json, rest);
 }
@@ -47,12 +66,28 @@ export function genEntryCase(r: Rng): EntryCase {
   const wanted = names.filter(() => r.chance(0.7));
   if (r.chance(0.1)) wanted.push(r.pick(NAMES));
   let value: Uint8Array = encodeEntry(outputs);
-  for (let n = r.weighted([[2, 0], [4, 1], [2, 2], [1, 3]] as const); n > 0; n--) {
+  for (
+    let n = r.weighted([
+      [2, 0],
+      [4, 1],
+      [2, 2],
+      [1, 3],
+    ] as const);
+    n > 0;
+    n--
+  ) {
     const headerLength = value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, value.byteLength).getUint32(0, true) : 0;
     const within = 4 + headerLength <= value.byteLength;
     const header = within ? new TextDecoder().decode(value.subarray(4, 4 + headerLength)) : "[]";
     const rest = within ? value.subarray(4 + headerLength) : value.subarray(Math.min(4, value.byteLength));
-    switch (r.weighted([[3, "structure"], [2, "tokens"], [3, "bytes"], [1, "data"]] as const)) {
+    switch (
+      r.weighted([
+        [3, "structure"],
+        [2, "tokens"],
+        [3, "bytes"],
+        [1, "data"],
+      ] as const)
+    ) {
       case "structure": {
         let doc: Doc;
         try {
@@ -87,7 +122,8 @@ export interface ListingCase {
 const KEYS = ["repo/m/config.pbtxt", "repo/m/1/model.onnx", "repo/m/", "repo/../x", "repo/a&b<c>", "repo/é", "", "repo/" + "k".repeat(300)];
 
 function mutateText(text: string, r: Rng): string {
-  if (r.chance(0.5)) return mutateTokens(text, r, ["IsTruncated", "true", "NextContinuationToken", "NextMarker", "nextPageToken", "items", "Size", "-1", "NaN"]);
+  if (r.chance(0.5))
+    return mutateTokens(text, r, ["IsTruncated", "true", "NextContinuationToken", "NextMarker", "nextPageToken", "items", "Size", "-1", "NaN"]);
   if (r.chance(0.5)) return new TextDecoder().decode(mutateBytes(new TextEncoder().encode(text), r));
   try {
     return toJsonText(mutateStructure(JSON.parse(text) as Doc, r));
@@ -100,15 +136,39 @@ export function genListingCase(r: Rng, api: ListingApi): ListingCase {
   const pages: Page[] = [];
   const n = r.range(1, 4);
   for (let p = 0; p < n; p++) {
-    const keys = Array.from({ length: r.weighted([[4, r.int(4)], [1, r.range(5, 60)]] as const) }, () => r.pick(KEYS) + (r.chance(0.5) ? String(r.int(100)) : ""));
+    const keys = Array.from(
+      {
+        length: r.weighted([
+          [4, r.int(4)],
+          [1, r.range(5, 60)],
+        ] as const),
+      },
+      () => r.pick(KEYS) + (r.chance(0.5) ? String(r.int(100)) : ""),
+    );
     const last = p === n - 1 && r.chance(0.8);
-    const token = last ? undefined : r.weighted([[6, `t${p + 1}`], [1, "same"], [1, ""], [1, "x".repeat(r.range(1, 3000))]] as const);
+    const token = last
+      ? undefined
+      : r.weighted([
+          [6, `t${p + 1}`],
+          [1, "same"],
+          [1, ""],
+          [1, "x".repeat(r.range(1, 3000))],
+        ] as const);
     pages.push(listingPage(api, keys, token));
   }
   // Most cases mutate one page, 1–3 times; some leave the listing as it is.
   if (r.chance(0.7)) {
     const p = r.int(pages.length);
-    for (let m = r.weighted([[3, 1], [1, 2], [1, 3]] as const); m > 0; m--) pages[p] = { ...pages[p]!, body: mutateText(String(pages[p]!.body), r) };
+    for (
+      let m = r.weighted([
+        [3, 1],
+        [1, 2],
+        [1, 3],
+      ] as const);
+      m > 0;
+      m--
+    )
+      pages[p] = { ...pages[p]!, body: mutateText(String(pages[p]!.body), r) };
     if (r.chance(0.05)) pages[p] = { ...pages[p]!, status: r.pick([403, 404]) }; // not 5xx: the clients retry those after a delay
   }
   return { api, pages, then: r.chance(0.5) ? "repeat" : "error" };

@@ -30,7 +30,8 @@ export function outputsProblem(outputs: readonly Tensor[], wanted: readonly stri
     if (names.has(t.name)) return `output ${JSON.stringify(t.name)} twice`;
     names.add(t.name);
     if (!(DATA_TYPES as readonly string[]).includes(t.datatype)) return `unknown datatype ${JSON.stringify(t.datatype)}`;
-    if (!Array.isArray(t.shape) || !t.shape.every((d) => typeof d === "number" && Number.isSafeInteger(d) && d >= 0)) return `bad shape ${JSON.stringify(t.shape)}`;
+    if (!Array.isArray(t.shape) || !t.shape.every((d) => typeof d === "number" && Number.isSafeInteger(d) && d >= 0))
+      return `bad shape ${JSON.stringify(t.shape)}`;
     const n = t.shape.reduce((a, d) => a * d, 1);
     if (t.datatype === "BYTES") {
       let elements: number;
@@ -40,7 +41,8 @@ export function outputsProblem(outputs: readonly Tensor[], wanted: readonly stri
         return `output ${JSON.stringify(t.name)}: broken BYTES framing accepted`;
       }
       if (elements !== n) return `output ${JSON.stringify(t.name)}: ${elements} BYTES elements for shape ${JSON.stringify(t.shape)}`;
-    } else if (t.data.byteLength !== n * ELEMENT_SIZE[t.datatype]) return `output ${JSON.stringify(t.name)}: ${t.data.byteLength} bytes for ${t.datatype} ${JSON.stringify(t.shape)}`;
+    } else if (t.data.byteLength !== n * ELEMENT_SIZE[t.datatype])
+      return `output ${JSON.stringify(t.name)}: ${t.data.byteLength} bytes for ${t.datatype} ${JSON.stringify(t.shape)}`;
   }
   for (const w of wanted) if (!names.has(w)) return `wanted output ${JSON.stringify(w)} missing`;
   return undefined;
@@ -57,7 +59,10 @@ export function checkEntry(value: Uint8Array, wanted: readonly string[]): { outc
   }
   const ms = performance.now() - t0;
   if (ms > SLOW_MS) return { outcome: decoded.outputs ? "valid" : "invalid", problem: `slow: ${Math.round(ms)} ms` };
-  if (!decoded.outputs) return typeof decoded.invalid === "string" && decoded.invalid.length > 0 ? { outcome: "invalid" } : { outcome: "invalid", problem: "an invalid entry without a reason" };
+  if (!decoded.outputs)
+    return typeof decoded.invalid === "string" && decoded.invalid.length > 0
+      ? { outcome: "invalid" }
+      : { outcome: "invalid", problem: "an invalid entry without a reason" };
   const problem = outputsProblem(decoded.outputs, wanted);
   if (problem) return { outcome: "valid", problem: `accepted an entry it should refuse: ${problem}` };
   const again = decodeEntry(encodeEntry(decoded.outputs), wanted);
@@ -73,7 +78,15 @@ export function fuzzCacheEntry(o: RunOptions): TargetStats {
     s.cases++;
     const check = checkEntry(c.value, c.wanted);
     count(s, check.outcome);
-    if (check.problem) record(s, o, { target: "cache-entry", seed: o.seed, index: i, problem: check.problem, request: `redis value, wanted ${JSON.stringify(c.wanted)}`, input: c.value });
+    if (check.problem)
+      record(s, o, {
+        target: "cache-entry",
+        seed: o.seed,
+        index: i,
+        problem: check.problem,
+        request: `redis value, wanted ${JSON.stringify(c.wanted)}`,
+        input: c.value,
+      });
   }
   s.ms = Date.now() - t0;
   return s;
@@ -108,10 +121,13 @@ export async function fuzzListing(o: RunOptions): Promise<TargetStats> {
         return c.then === "repeat" ? listingPage(api, [`repo/more${n}`], `fresh${n}`) : { status: 403, body: "" };
       };
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const listed = server.store(c.api, FUZZ_LIST_LIMITS).list("").then(
-        (objects) => ({ objects }),
-        (err: unknown) => ({ err }),
-      );
+      const listed = server
+        .store(c.api, FUZZ_LIST_LIMITS)
+        .list("")
+        .then(
+          (objects) => ({ objects }),
+          (err: unknown) => ({ err }),
+        );
       const result = await Promise.race([listed, new Promise<"timeout">((res) => (timer = setTimeout(() => res("timeout"), timeoutMs)))]);
       clearTimeout(timer);
       let problem: string | undefined;

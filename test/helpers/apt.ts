@@ -9,7 +9,8 @@ const commandExists = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}
 /** Makes sure every command in `commands` exists, installing `packages` if one does not. */
 export function ensureDebianPackages(commands: readonly string[], packages: readonly string[], why: string): void {
   if (commands.every(commandExists)) return;
-  const run = (args: string[]) => spawnSync("apt-get", args, { encoding: "utf8", timeout: 600_000, env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  const run = (args: string[]) =>
+    spawnSync("apt-get", args, { encoding: "utf8", timeout: 600_000, env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
   let r = run(["install", "-y", "-qq", "--no-install-recommends", ...packages]);
   if (r.status !== 0) {
     run(["update", "-qq"]);
@@ -17,6 +18,8 @@ export function ensureDebianPackages(commands: readonly string[], packages: read
   }
   const missing = commands.filter((c) => !commandExists(c));
   if (missing.length > 0) {
-    throw new Error(`${why}: installing ${packages.join(", ")} with apt-get did not provide ${missing.join(", ")}:\n${`${r.error?.message ?? ""}${r.stderr ?? ""}`.slice(-2000)}`);
+    throw new Error(
+      `${why}: installing ${packages.join(", ")} with apt-get did not provide ${missing.join(", ")}:\n${`${r.error?.message ?? ""}${r.stderr ?? ""}`.slice(-2000)}`,
+    );
   }
 }

@@ -19,7 +19,9 @@ export function ensureDebianProgram(program: string, pkg: string, why: string): 
     r = aptGet(["install", "-y", "-qq", "--no-install-recommends", pkg]);
   }
   if (!existsSync(program)) {
-    throw new Error(`${why} needs ${program} from Debian's '${pkg}' package; 'apt-get install ${pkg}' failed:\n${`${r.error?.message ?? ""}${r.stderr ?? ""}`.slice(-2000)}`);
+    throw new Error(
+      `${why} needs ${program} from Debian's '${pkg}' package; 'apt-get install ${pkg}' failed:\n${`${r.error?.message ?? ""}${r.stderr ?? ""}`.slice(-2000)}`,
+    );
   }
   return program;
 }

@@ -19,7 +19,9 @@ export function denoBinary(): string {
   ];
   const found = candidates.find((c): c is string => !!c && existsSync(c));
   if (!found) {
-    throw new Error(`Deno not found (looked for ${candidates.filter(Boolean).join(", ")}): add the npm package "deno" as a dev dependency (npm i -D deno) or set NEREID_TEST_DENO`);
+    throw new Error(
+      `Deno not found (looked for ${candidates.filter(Boolean).join(", ")}): add the npm package "deno" as a dev dependency (npm i -D deno) or set NEREID_TEST_DENO`,
+    );
   }
   return found;
 }

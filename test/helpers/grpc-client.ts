@@ -11,8 +11,10 @@ export function inferenceClient(target: string) {
   const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
   const client = new Ctor(target, credentials.createInsecure(), { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 }) as Client &
     Record<string, (req: object, cb: (err: ServiceError | null, res: unknown) => void) => void>;
-  const call = (name: string): Call => (req) =>
-    new Promise((resolve, reject) => client[name]!.call(client, req, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
+  const call =
+    (name: string): Call =>
+    (req) =>
+      new Promise((resolve, reject) => client[name]!.call(client, req, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
   return { client, call };
 }
 
@@ -23,7 +25,8 @@ export function inferenceClient(target: string) {
 export function inferSimple(target: string, creds: ChannelCredentials = credentials.createInsecure(), deadlineMs = 10_000): Promise<number[]> {
   const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
   // A connection of its own, not one another client in this process already holds.
-  const client = new Ctor(target, creds, { "grpc.use_local_subchannel_pool": 1 }) as Client & Record<string, (req: object, opts: object, cb: (err: ServiceError | null, res: any) => void) => void>;
+  const client = new Ctor(target, creds, { "grpc.use_local_subchannel_pool": 1 }) as Client &
+    Record<string, (req: object, opts: object, cb: (err: ServiceError | null, res: any) => void) => void>;
   return new Promise((resolve, reject) =>
     client.ModelInfer!(SIMPLE_REQUEST, { deadline: Date.now() + deadlineMs }, (err, res) => {
       client.close();
@@ -50,7 +53,8 @@ export function simpleOutput(res: { raw_output_contents: Uint8Array[] }): number
 
 export function healthClient(target: string) {
   const Ctor = makeGenericClientConstructor(serviceDefinition("grpc.health.v1.Health"), "Health");
-  const client = new Ctor(target, credentials.createInsecure()) as Client & Record<string, (req: object, cb: (err: ServiceError | null, res: unknown) => void) => void>;
+  const client = new Ctor(target, credentials.createInsecure()) as Client &
+    Record<string, (req: object, cb: (err: ServiceError | null, res: unknown) => void) => void>;
   return (req: object) => new Promise<any>((resolve, reject) => client.Check!(req, (err, res) => (err ? reject(err) : resolve(res))));
 }
 

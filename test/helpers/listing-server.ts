@@ -41,17 +41,28 @@ const xmlEscape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").
 export function listingPage(api: ListingApi, keys: readonly string[], next: string | undefined): Page {
   if (api === "gcs") {
     const items = keys.map((name) => ({ kind: "storage#object", name, bucket: "models", size: "1", etag: "e" }));
-    return { contentType: "application/json", body: JSON.stringify({ kind: "storage#objects", items, ...(next !== undefined ? { nextPageToken: next } : {}) }) };
+    return {
+      contentType: "application/json",
+      body: JSON.stringify({ kind: "storage#objects", items, ...(next !== undefined ? { nextPageToken: next } : {}) }),
+    };
   }
   if (api === "s3") {
     const contents = keys.map((k) => `<Contents><Key>${xmlEscape(k)}</Key><Size>1</Size><ETag>"e"</ETag></Contents>`).join("");
-    const more = next !== undefined ? `<IsTruncated>true</IsTruncated><NextContinuationToken>${xmlEscape(next)}</NextContinuationToken>` : "<IsTruncated>false</IsTruncated>";
+    const more =
+      next !== undefined
+        ? `<IsTruncated>true</IsTruncated><NextContinuationToken>${xmlEscape(next)}</NextContinuationToken>`
+        : "<IsTruncated>false</IsTruncated>";
     return {
       contentType: "application/xml",
       body: `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>models</Name><Prefix></Prefix><KeyCount>${keys.length}</KeyCount><MaxKeys>1000</MaxKeys>${more}${contents}</ListBucketResult>`,
     };
   }
-  const blobs = keys.map((k) => `<Blob><Name>${xmlEscape(k)}</Name><Properties><Last-Modified>Fri, 27 Nov 2026 08:00:00 GMT</Last-Modified><Etag>0x1</Etag><Content-Length>1</Content-Length><BlobType>BlockBlob</BlobType></Properties></Blob>`).join("");
+  const blobs = keys
+    .map(
+      (k) =>
+        `<Blob><Name>${xmlEscape(k)}</Name><Properties><Last-Modified>Fri, 27 Nov 2026 08:00:00 GMT</Last-Modified><Etag>0x1</Etag><Content-Length>1</Content-Length><BlobType>BlockBlob</BlobType></Properties></Blob>`,
+    )
+    .join("");
   return {
     contentType: "application/xml",
     body: `<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="http://127.0.0.1/${AZURITE_ACCOUNT}/" ContainerName="models"><Blobs>${blobs}</Blobs><NextMarker>${next !== undefined ? xmlEscape(next) : ""}</NextMarker></EnumerationResults>`,
@@ -66,7 +77,8 @@ export async function startListingServer(script: PageScript): Promise<ListingSer
     let api: ListingApi | undefined;
     let token: string | null = null;
     if (u.pathname === "/storage/v1/b/models/o") [api, token] = ["gcs", u.searchParams.get("pageToken")];
-    else if ((u.pathname === "/models" || u.pathname === "/models/") && u.searchParams.get("list-type") === "2") [api, token] = ["s3", u.searchParams.get("continuation-token")];
+    else if ((u.pathname === "/models" || u.pathname === "/models/") && u.searchParams.get("list-type") === "2")
+      [api, token] = ["s3", u.searchParams.get("continuation-token")];
     else if (u.pathname === `/${AZURITE_ACCOUNT}/models` && u.searchParams.get("comp") === "list") [api, token] = ["azure", u.searchParams.get("marker")];
     if (!api) return void res.writeHead(404).end();
     const page = fake.script(api, fake.requests++, token ?? undefined);

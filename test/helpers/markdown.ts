@@ -11,9 +11,7 @@ export const ROOT = resolve(import.meta.dirname, "../..");
 /** README.md, ARCHITECTURE.md, SECURITY.md and docs/**\/*.md, relative to the root. */
 export function docFiles(): string[] {
   const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".md") ? [join(dir, e.name)] : [],
-    );
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".md") ? [join(dir, e.name)] : []));
   return ["README.md", "ARCHITECTURE.md", "SECURITY.md", ...walk(join(ROOT, "docs")).map((p) => relative(ROOT, p))];
 }
 

@@ -99,7 +99,9 @@ export async function startS3rver(bucket: string): Promise<ObjectServer & { endp
   const data = mkdtempSync(join(tmpdir(), "nereid-s3rver-"));
   const endpoint = `http://127.0.0.1:${port}`;
   const bin = join(ROOT, "node_modules", "s3rver", "bin", "s3rver.js");
-  const proc = serverProcess("s3rver", "SIGKILL", () => launch("s3rver", bin, ["-d", data, "-a", "127.0.0.1", "-p", String(port), "--silent"], answers(endpoint)));
+  const proc = serverProcess("s3rver", "SIGKILL", () =>
+    launch("s3rver", bin, ["-d", data, "-a", "127.0.0.1", "-p", String(port), "--silent"], answers(endpoint)),
+  );
   const client = new S3Client({
     endpoint,
     forcePathStyle: true,

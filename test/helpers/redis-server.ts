@@ -33,7 +33,9 @@ export async function startRedis(): Promise<RedisProcess> {
   const redis: RedisProcess = {
     port,
     async start() {
-      const c = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+      const c = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no"], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       child = c;
       exited = new Promise((r) => c.once("exit", () => r()));
       let out = "";

@@ -18,7 +18,8 @@ function findConvert(): string[] | undefined {
 }
 
 function aptInstall(packages: string[]): string {
-  const run = (args: string[]) => spawnSync("apt-get", args, { encoding: "utf8", timeout: 480_000, env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  const run = (args: string[]) =>
+    spawnSync("apt-get", args, { encoding: "utf8", timeout: 480_000, env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
   let r = run(["install", "-y", "-qq", "--no-install-recommends", ...packages]);
   if (r.status !== 0) {
     run(["update", "-qq"]);
@@ -59,7 +60,15 @@ export function renderText(lines: readonly string[], opts: RenderOptions = {}): 
   const height = size * (2 * lines.length + 1);
   const out = join(mkdtempSync(join(tmpdir(), "nereid-ocr-")), `text.${opts.format ?? "png"}`);
   const args = [
-    "-size", `${width}x${height}`, "xc:white", "-font", FONT, "-pointsize", String(size), "-fill", "black",
+    "-size",
+    `${width}x${height}`,
+    "xc:white",
+    "-font",
+    FONT,
+    "-pointsize",
+    String(size),
+    "-fill",
+    "black",
     ...lines.flatMap((l, i) => ["-annotate", `+${size}+${size * 2 * (i + 1)}`, l]),
     ...(opts.rotate ? ["-rotate", String(opts.rotate)] : []),
     ...(opts.quality ? ["-quality", String(opts.quality)] : []),

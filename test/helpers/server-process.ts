@@ -50,12 +50,29 @@ export async function startServerProcess(
   } = {},
 ): Promise<ServerProcess> {
   const { cmd, args: pre } =
-    typeof opts.command === "string" ? { cmd: opts.command, args: [] } : opts.command ? { cmd: opts.command[0]!, args: opts.command.slice(1) } : serverCommand();
-  const child: ChildProcess = spawn(cmd, [...pre, "--http-port=0", "--http-address=127.0.0.1", "--grpc-port=0", "--grpc-address=127.0.0.1", "--metrics-port=0", "--metrics-address=127.0.0.1", ...args], {
-    cwd: opts.cwd ?? ROOT,
-    env: opts.cleanEnv ? opts.env : { ...process.env, ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+    typeof opts.command === "string"
+      ? { cmd: opts.command, args: [] }
+      : opts.command
+        ? { cmd: opts.command[0]!, args: opts.command.slice(1) }
+        : serverCommand();
+  const child: ChildProcess = spawn(
+    cmd,
+    [
+      ...pre,
+      "--http-port=0",
+      "--http-address=127.0.0.1",
+      "--grpc-port=0",
+      "--grpc-address=127.0.0.1",
+      "--metrics-port=0",
+      "--metrics-address=127.0.0.1",
+      ...args,
+    ],
+    {
+      cwd: opts.cwd ?? ROOT,
+      env: opts.cleanEnv ? opts.env : { ...process.env, ...opts.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   const exited = new Promise<number | null>((res) => child.once("exit", (code) => res(code)));
   const port = await new Promise<number>((resolvePort, reject) => {

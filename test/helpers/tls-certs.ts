@@ -13,14 +13,59 @@ export function certificateMaker(dir: string, what: string) {
   return {
     /** A self-signed CA: `${ca}.key` and `${ca}.crt`. */
     makeCa(ca: string): void {
-      openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", `${ca}.key`, "-out", `${ca}.crt`, "-days", "2", "-subj", `/CN=${ca}`);
+      openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        `${ca}.key`,
+        "-out",
+        `${ca}.crt`,
+        "-days",
+        "2",
+        "-subj",
+        `/CN=${ca}`,
+      );
     },
     /** A key and certificate for `name` signed by `ca` (with the SANs given): `${name}.key` and `${name}.crt`. */
     makeCert(name: string, ca: string, san?: string): void {
-      openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`);
+      openssl(
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        `${name}.key`,
+        "-out",
+        `${name}.csr`,
+        "-subj",
+        `/CN=${name}`,
+      );
       const ext = join(dir, `${name}.ext`);
       writeFileSync(ext, san ? `subjectAltName=${san}\n` : "basicConstraints=CA:FALSE\n");
-      openssl("x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-extfile", ext);
+      openssl(
+        "x509",
+        "-req",
+        "-in",
+        `${name}.csr`,
+        "-CA",
+        `${ca}.crt`,
+        "-CAkey",
+        `${ca}.key`,
+        "-CAcreateserial",
+        "-out",
+        `${name}.crt`,
+        "-days",
+        "2",
+        "-extfile",
+        ext,
+      );
     },
   };
 }

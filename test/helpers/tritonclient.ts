@@ -47,6 +47,9 @@ export function tritonclientPython(): string {
   }
   // A venv's scripts name its folder: the renamed venv's python still finds its site-packages
   // (pyvenv.cfg sits beside bin/), which this check confirms.
-  if (!usable(python)) throw new Error(`tritonclient ${TRITONCLIENT_VERSION} does not import from ${dir} after installing it:\n${run(python, ["-c", "import tritonclient.grpc"], 60_000).output}`);
+  if (!usable(python))
+    throw new Error(
+      `tritonclient ${TRITONCLIENT_VERSION} does not import from ${dir} after installing it:\n${run(python, ["-c", "import tritonclient.grpc"], 60_000).output}`,
+    );
   return python;
 }

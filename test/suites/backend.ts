@@ -55,7 +55,14 @@ export function backendSuite(label: string, setup: () => BackendUnderTest | Prom
       output: [{ name: "OUTPUT0", data_type: "TYPE_FP32", dims: [4] }],
       instance_group: [{ name: `${name}_0`, kind: h.kind, count: 1, ...(h.kind === "KIND_GPU" ? { gpus: [0] } : {}) }],
     });
-    const context = (): BackendLoadContext => ({ config: config(), modelName: name, version: 1, modelDir: h.modelDir, modelPath: h.modelPath, backendConfig: h.backendConfig });
+    const context = (): BackendLoadContext => ({
+      config: config(),
+      modelName: name,
+      version: 1,
+      modelDir: h.modelDir,
+      modelPath: h.modelPath,
+      backendConfig: h.backendConfig,
+    });
     const open = async (): Promise<{ model: BackendModel; instance: BackendInstance }> => {
       const model = await h.backend.load(context());
       return { model, instance: await model.createInstance(`${name}_0`, h.kind, 0) };

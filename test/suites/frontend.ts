@@ -116,7 +116,11 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
 
     it("server and model metadata, the same over HTTP and gRPC", async () => {
       const server = (await (await get("/v2")).json()) as any;
-      expect(server).toEqual({ name: "triton", version: expect.any(String), extensions: expect.arrayContaining(["statistics", "model_repository", "binary_tensor_data"]) });
+      expect(server).toEqual({
+        name: "triton",
+        version: expect.any(String),
+        extensions: expect.arrayContaining(["statistics", "model_repository", "binary_tensor_data"]),
+      });
       expect(await call("ServerMetadata")({})).toEqual(server);
       expect(await (await get("/v2/models/simple")).json()).toEqual(SIMPLE_METADATA);
       expect(await call("ModelMetadata")({ name: "simple" })).toEqual(SIMPLE_METADATA);
@@ -151,11 +155,20 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       body.set(header);
       body.set(i32(A), header.byteLength);
       body.set(i32(B), header.byteLength + 64);
-      const bin = await fetch(`${url}/v2/models/simple/infer`, { method: "POST", body, headers: { "inference-header-content-length": String(header.byteLength) } });
+      const bin = await fetch(`${url}/v2/models/simple/infer`, {
+        method: "POST",
+        body,
+        headers: { "inference-header-content-length": String(header.byteLength) },
+      });
       expect(bin.status).toBe(200);
       const length = Number(bin.headers.get("inference-header-content-length"));
       const bytes = new Uint8Array(await bin.arrayBuffer());
-      expect(JSON.parse(new TextDecoder().decode(bytes.subarray(0, length))).outputs[0]).toEqual({ name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } });
+      expect(JSON.parse(new TextDecoder().decode(bytes.subarray(0, length))).outputs[0]).toEqual({
+        name: "OUTPUT0",
+        datatype: "INT32",
+        shape: [1, 16],
+        parameters: { binary_data_size: 64 },
+      });
       expect(ints(bytes.slice(length))).toEqual(SUM);
 
       const r = await grpcInfer();
@@ -216,7 +229,8 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       });
       expect(await grpcError(grpcInfer({ parameters: { triton_x: { bool_param: true } } }))).toEqual({
         code: GRPC.INVALID_ARGUMENT,
-        details: "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
+        details:
+          "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
       });
     });
 
@@ -291,7 +305,11 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       const tag = randomUUID().slice(0, 8);
       const IN = `/nereid-suite-${tag}-in`;
       const OUT = `/nereid-suite-${tag}-out`;
-      const region = (r: string, size: number, offset = 0) => ({ shared_memory_region: r, shared_memory_byte_size: size, ...(offset ? { shared_memory_offset: offset } : {}) });
+      const region = (r: string, size: number, offset = 0) => ({
+        shared_memory_region: r,
+        shared_memory_byte_size: size,
+        ...(offset ? { shared_memory_offset: offset } : {}),
+      });
       const grpcRegion = (r: string, size: number, offset = 0) => ({
         shared_memory_region: { string_param: r },
         shared_memory_byte_size: { int64_param: size },
@@ -307,7 +325,10 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       it("registers over HTTP and gRPC and reports the same regions on both", async () => {
         writeFileSync(`/dev/shm${IN}`, new Uint8Array([...i32(A), ...i32(B)]));
         writeFileSync(`/dev/shm${OUT}`, new Uint8Array(128));
-        expect(await answer(await post("/v2/systemsharedmemory/region/suite_in/register", { key: IN, offset: 0, byte_size: 128 }))).toEqual({ status: 200, json: undefined });
+        expect(await answer(await post("/v2/systemsharedmemory/region/suite_in/register", { key: IN, offset: 0, byte_size: 128 }))).toEqual({
+          status: 200,
+          json: undefined,
+        });
         expect(await call("SystemSharedMemoryRegister")({ name: "suite_out", key: OUT, offset: 0, byte_size: 128 })).toEqual({});
         expect(await answer(await get("/v2/systemsharedmemory/status"))).toEqual({
           status: 200,
@@ -316,15 +337,24 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
             { name: "suite_out", key: OUT, offset: 0, byte_size: 128 },
           ],
         });
-        expect(await answer(await get("/v2/systemsharedmemory/region/suite_out/status"))).toEqual({ status: 200, json: [{ name: "suite_out", key: OUT, offset: 0, byte_size: 128 }] });
+        expect(await answer(await get("/v2/systemsharedmemory/region/suite_out/status"))).toEqual({
+          status: 200,
+          json: [{ name: "suite_out", key: OUT, offset: 0, byte_size: 128 }],
+        });
         // offset 0 is proto3's default, so gRPC leaves it off the wire.
         expect(await call("SystemSharedMemoryStatus")({})).toEqual({
           regions: { suite_in: { name: "suite_in", key: IN, byte_size: 128 }, suite_out: { name: "suite_out", key: OUT, byte_size: 128 } },
         });
         expect(await call("SystemSharedMemoryStatus")({ name: "suite_in" })).toEqual({ regions: { suite_in: { name: "suite_in", key: IN, byte_size: 128 } } });
         const taken = "shared memory region 'suite_in' already in manager";
-        expect(await answer(await post("/v2/systemsharedmemory/region/suite_in/register", { key: IN, offset: 0, byte_size: 128 }))).toEqual({ status: 400, json: { error: taken } });
-        expect(await grpcError(call("SystemSharedMemoryRegister")({ name: "suite_in", key: IN, offset: 0, byte_size: 128 }))).toEqual({ code: GRPC.ALREADY_EXISTS, details: taken });
+        expect(await answer(await post("/v2/systemsharedmemory/region/suite_in/register", { key: IN, offset: 0, byte_size: 128 }))).toEqual({
+          status: 400,
+          json: { error: taken },
+        });
+        expect(await grpcError(call("SystemSharedMemoryRegister")({ name: "suite_in", key: IN, offset: 0, byte_size: 128 }))).toEqual({
+          code: GRPC.ALREADY_EXISTS,
+          details: taken,
+        });
       });
 
       it("infers with inputs read from a region and an output written into one, over HTTP and gRPC", async () => {
@@ -447,7 +477,9 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       ]);
       expect((await post("/v2/repository/models/simple_identity/unload", {})).status).toBe(200);
       expect((await get("/v2/models/simple_identity/ready")).status).not.toBe(200);
-      expect(((await (await post("/v2/repository/index", {})).json()) as any[]).find((m) => m.name === "simple_identity")).toMatchObject({ state: "UNAVAILABLE" });
+      expect(((await (await post("/v2/repository/index", {})).json()) as any[]).find((m) => m.name === "simple_identity")).toMatchObject({
+        state: "UNAVAILABLE",
+      });
       await call("RepositoryModelLoad")({ model_name: "simple_identity" });
       expect(await call("ModelReady")({ name: "simple_identity" })).toEqual({ ready: true });
       await call("RepositoryModelUnload")({ model_name: "simple_identity" });

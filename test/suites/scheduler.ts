@@ -80,7 +80,13 @@ interface Driven {
  * answered newest first (so completions interleave), `fail(i)` picks which (by index
  * in start order) fail with `error` instead.
  */
-async function drive(h: ScriptedScheduler, waits: Promise<unknown>[], out: Driven, fail: (index: number) => boolean = () => false, error?: Error): Promise<void> {
+async function drive(
+  h: ScriptedScheduler,
+  waits: Promise<unknown>[],
+  out: Driven,
+  fail: (index: number) => boolean = () => false,
+  error?: Error,
+): Promise<void> {
   let done = false;
   void Promise.all(waits).then(() => (done = true));
   let seen = out.finished.length + out.failed.length; // `out` holds every execution handled so far
@@ -132,7 +138,10 @@ function expectEachRanOnce(driven: Driven, values: number[], per: number): void 
   const runs = new Map<number, number>();
   for (const r of [...driven.finished, ...driven.failed]) for (const v of r) runs.set(v, (runs.get(v) ?? 0) + 1);
   for (const v of values) expect(runs.get(v) ?? 0, `executions of request ${v}`).toBeLessThanOrEqual(per);
-  expect([...runs.keys()].every((v) => values.includes(v)), "no rows from nowhere").toBe(true);
+  expect(
+    [...runs.keys()].every((v) => values.includes(v)),
+    "no rows from nowhere",
+  ).toBe(true);
 }
 
 export function schedulerSuite(label: string, make: () => ScriptedScheduler): void {
@@ -143,7 +152,11 @@ export function schedulerSuite(label: string, make: () => ScriptedScheduler): vo
       const tracked = values.map((v) => track(v, h.scheduler.enqueue(h.request(v))));
       expect(h.scheduler.inflightCount()).toBe(16);
       const driven: Driven = { finished: [], failed: [] };
-      await drive(h, tracked.map((x) => x.p), driven);
+      await drive(
+        h,
+        tracked.map((x) => x.p),
+        driven,
+      );
       await settle();
       for (const { t } of tracked) {
         expect(t.settlements).toBe(1);
@@ -163,7 +176,13 @@ export function schedulerSuite(label: string, make: () => ScriptedScheduler): vo
       const values = Array.from({ length: 8 }, (_, i) => i + 1);
       const tracked = values.map((v) => track(v, h.scheduler.enqueue(h.request(v))));
       const driven: Driven = { finished: [], failed: [] };
-      await drive(h, tracked.map((x) => x.p), driven, (i) => i === 0, boom);
+      await drive(
+        h,
+        tracked.map((x) => x.p),
+        driven,
+        (i) => i === 0,
+        boom,
+      );
       expect(driven.failed.length).toBe(1);
       const failedValues = new Set(driven.failed[0]);
       expect(failedValues.size).toBeGreaterThan(0);
@@ -183,7 +202,11 @@ export function schedulerSuite(label: string, make: () => ScriptedScheduler): vo
       expectEachRanOnce(driven, values, h.executionsPerRequest ?? 1);
 
       const later = [101, 102].map((v) => track(v, h.scheduler.enqueue(h.request(v))));
-      await drive(h, later.map((x) => x.p), driven);
+      await drive(
+        h,
+        later.map((x) => x.p),
+        driven,
+      );
       for (const { t } of later) {
         expect(t.settlements).toBe(1);
         expectOwnOutput(t);
@@ -262,7 +285,11 @@ export function schedulerSuite(label: string, make: () => ScriptedScheduler): vo
       controllers.get(running)!.abort();
 
       const driven: Driven = { finished: [], failed: [] };
-      await drive(h, tracked.map((x) => x.p), driven);
+      await drive(
+        h,
+        tracked.map((x) => x.p),
+        driven,
+      );
       await settle();
       expect(driven.finished.flat()).not.toContain(victim);
       const per = h.executionsPerRequest ?? 1;

@@ -45,7 +45,10 @@ function tableRows(): Row[] {
     .split("\n")
     .filter((l) => /^\|\s*[PGCRSML]-\d+\s*\|/.test(l))
     .map((l) => {
-      const cells = l.split("|").slice(1, -1).map((c) => c.trim());
+      const cells = l
+        .split("|")
+        .slice(1, -1)
+        .map((c) => c.trim());
       return { id: cells[0]!, cells };
     });
 }
@@ -65,13 +68,16 @@ function citedIds(): Map<string, string> {
     const buf = readFileSync(path);
     if (buf.includes(0)) continue; // binary
     const where = relative(ROOT, path).split(sep).join("/");
-    buf.toString("utf8").split("\n").forEach((line, i) => {
-      for (const m of line.matchAll(CITED)) {
-        const from = Number(m[2]);
-        const to = m[3] === undefined ? from : Number(m[3]);
-        for (let n = from; n <= Math.max(from, to); n++) if (!cited.has(id(m[1]!, n))) cited.set(id(m[1]!, n), `${where}:${i + 1}`);
-      }
-    });
+    buf
+      .toString("utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        for (const m of line.matchAll(CITED)) {
+          const from = Number(m[2]);
+          const to = m[3] === undefined ? from : Number(m[3]);
+          for (let n = from; n <= Math.max(from, to); n++) if (!cited.has(id(m[1]!, n))) cited.set(id(m[1]!, n), `${where}:${i + 1}`);
+        }
+      });
   }
   return cited;
 }

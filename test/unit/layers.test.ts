@@ -61,7 +61,11 @@ function specifiers(text: string): string[] {
 function importsOf(file: string): string[] {
   return specifiers(readFileSync(join(ROOT, file), "utf8"))
     .filter((spec) => spec.startsWith("."))
-    .map((spec) => relative(ROOT, resolve(ROOT, dirname(file), spec)).split("\\").join("/"));
+    .map((spec) =>
+      relative(ROOT, resolve(ROOT, dirname(file), spec))
+        .split("\\")
+        .join("/"),
+    );
 }
 
 const FILES = [...sources("src"), ...sources("ffi")];
@@ -105,7 +109,11 @@ describe("layers", () => {
   });
 
   it("keeps the frontends off the repository: they reach models through the server's resolve (#31)", () => {
-    const reaching = FILES.filter((f) => f.startsWith("src/frontends/")).flatMap((f) => importsOf(f).filter((t) => t.startsWith("src/repository/")).map((t) => `${f} → ${t}`));
+    const reaching = FILES.filter((f) => f.startsWith("src/frontends/")).flatMap((f) =>
+      importsOf(f)
+        .filter((t) => t.startsWith("src/repository/"))
+        .map((t) => `${f} → ${t}`),
+    );
     expect(reaching).toEqual([]);
   });
 

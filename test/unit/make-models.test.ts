@@ -69,7 +69,12 @@ describe("make-models: layout and configs", () => {
       expect(statSync(join(dirA, m, "config.pbtxt")).isFile()).toBe(true);
       expect(statSync(join(dirA, m, "1", "model.onnx")).size).toBeGreaterThan(0);
     }
-    expect(firstRun.trim().split("\n").map((l) => l.split(":")[0])).toEqual(MODELS);
+    expect(
+      firstRun
+        .trim()
+        .split("\n")
+        .map((l) => l.split(":")[0]),
+    ).toEqual(MODELS);
     expect(firstRun).toMatch(/^simple: written/m);
   });
 
@@ -125,7 +130,13 @@ describe("make-models: layout and configs", () => {
       name: "silero_vad",
       max_batch_size: 16,
       input: [{ name: "input", data_type: "TYPE_FP32", dims: [-1] }],
-      sequence_batching: { oldest: { max_candidate_sequences: 16 }, state: [{ input_name: "h_in", output_name: "hn_out" }, { input_name: "c_in", output_name: "cn_out" }] },
+      sequence_batching: {
+        oldest: { max_candidate_sequences: 16 },
+        state: [
+          { input_name: "h_in", output_name: "hn_out" },
+          { input_name: "c_in", output_name: "cn_out" },
+        ],
+      },
     });
     expect(cfg("ocr_det")).toMatchObject({
       name: "ocr_det",
@@ -258,7 +269,12 @@ describe("make-models: determinism and options", () => {
     const before = snapshot(dirA);
     const mtimes = [...before.keys()].map((f) => statSync(join(dirA, f)).mtimeMs);
     const rerun = generate(dirA);
-    expect(rerun.trim().split("\n").every((l) => /: unchanged \(\d+ ms\)$/.test(l))).toBe(true);
+    expect(
+      rerun
+        .trim()
+        .split("\n")
+        .every((l) => /: unchanged \(\d+ ms\)$/.test(l)),
+    ).toBe(true);
     expect([...before.keys()].map((f) => statSync(join(dirA, f)).mtimeMs)).toEqual(mtimes);
 
     generate(dirB);

@@ -12,8 +12,16 @@ describe("parseArgs", () => {
   it("applies Triton's defaults", () => {
     const o = run("--model-repository=/m");
     expect(o).toMatchObject({
-      modelRepositories: ["/m"], httpPort: 8000, grpcPort: 8001, metricsPort: 8002, exitOnError: true,
-      strictReadiness: true, id: "triton", httpMaxInputSize: 64 * 1024 * 1024, modelControlMode: "none", repositoryPollSecs: 0,
+      modelRepositories: ["/m"],
+      httpPort: 8000,
+      grpcPort: 8001,
+      metricsPort: 8002,
+      exitOnError: true,
+      strictReadiness: true,
+      id: "triton",
+      httpMaxInputSize: 64 * 1024 * 1024,
+      modelControlMode: "none",
+      repositoryPollSecs: 0,
     });
   });
 
@@ -25,8 +33,17 @@ describe("parseArgs", () => {
   });
 
   it("accepts --flag=value and --flag value, repeats and backend configs", () => {
-    const o = run("--model-repository", "/a", "--model-store=/b", "--http-port", "9000", "--allow-grpc=false",
-      "--backend-config=onnxruntime,library=/x/libonnxruntime.so.1", "--backend-config=default-max-batch-size=8", "--id=nereid");
+    const o = run(
+      "--model-repository",
+      "/a",
+      "--model-store=/b",
+      "--http-port",
+      "9000",
+      "--allow-grpc=false",
+      "--backend-config=onnxruntime,library=/x/libonnxruntime.so.1",
+      "--backend-config=default-max-batch-size=8",
+      "--id=nereid",
+    );
     expect(o.modelRepositories).toEqual(["/a", "/b"]);
     expect(o.httpPort).toBe(9000);
     expect(o.allowGrpc).toBe(false);
@@ -54,7 +71,14 @@ describe("parseArgs", () => {
       if (r.kind !== "run") throw new Error("expected run");
       return r.options;
     };
-    const flags = ["--cache-config=redis,host=cache.local", "--cache-config", "redis,port=6380", "--cache-config=redis,db=2", "--cache-config=redis,tls_enabled=true", "--cache-config=redis,sni=cache"];
+    const flags = [
+      "--cache-config=redis,host=cache.local",
+      "--cache-config",
+      "redis,port=6380",
+      "--cache-config=redis,db=2",
+      "--cache-config=redis,tls_enabled=true",
+      "--cache-config=redis,sni=cache",
+    ];
     expect(parse({}, ...flags).redisCacheConfig).toEqual({ host: "cache.local", port: "6380", db: "2", tls_enabled: "true", sni: "cache" });
     expect(parse({}, ...flags).cacheSizeBytes).toBeUndefined();
     const env = { TRITONCACHE_REDIS_USERNAME: "envuser", TRITONCACHE_REDIS_PASSWORD: "envpass" };
@@ -65,7 +89,9 @@ describe("parseArgs", () => {
     expect(() => parse({}, "--cache-config=redis,host=h")).toThrow(
       "Failed to initialize RedisCache, didn't specify address. Must at a minimum specify 'host' and 'port' in the configuration",
     );
-    expect(() => parse({}, "--cache-config=redis,host=h", "--cache-config=redis,port=x")).toThrow("invalid value 'x' for --cache-config redis port: expected an integer");
+    expect(() => parse({}, "--cache-config=redis,host=h", "--cache-config=redis,port=x")).toThrow(
+      "invalid value 'x' for --cache-config redis port: expected an integer",
+    );
     expect(() => parse({}, "--cache-config=redis,host=h", "--cache-config=redis,username=u")).toThrow(
       "--cache-config: unknown key 'username' for the redis cache (expected one of host, port, user, password, db, connect_timeout, socket_timeout, pool_size, wait_timeout, tls_enabled, cert, key, cacert, cacert_dir, sni)",
     );
@@ -107,17 +133,35 @@ describe("parseArgs", () => {
     expect(() => parseArgs(["--http-port=80"])).toThrow("--model-repository must be specified");
     expect(() => parseArgs(["--model-repository=/m", "--http-port=70000"])).toThrow("expected 0..65535");
     expect(() => parseArgs(["--model-repository=/m", "--load-model=a"])).toThrow("only allowed with --model-control-mode=explicit");
-    expect(() => parseArgs(["--model-repository=/m", "--grpc-port=8000"])).toThrow("The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000");
+    expect(() => parseArgs(["--model-repository=/m", "--grpc-port=8000"])).toThrow(
+      "The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000",
+    );
     expect(() => parseArgs(["--model-repository=/m", "stray"])).toThrow("unexpected argument 'stray'");
   });
 
   it("reads Triton's connection-age flags and Nereid's gRPC connection limits, with their defaults (issue #14)", () => {
     expect(run("--model-repository=/m")).toMatchObject({
-      grpcMaxConnectionAgeMs: 0, grpcMaxConnectionAgeGraceMs: 0, grpcMaxConnections: 1024, grpcHandshakeTimeoutSecs: 10, grpcIdleTimeoutSecs: 300,
+      grpcMaxConnectionAgeMs: 0,
+      grpcMaxConnectionAgeGraceMs: 0,
+      grpcMaxConnections: 1024,
+      grpcHandshakeTimeoutSecs: 10,
+      grpcIdleTimeoutSecs: 300,
     });
-    const o = run("--model-repository=/m", "--grpc-max-connection-age=60000", "--grpc-max-connection-age-grace=5000", "--grpc-max-connections=0",
-      "--grpc-handshake-timeout-secs=3", "--grpc-idle-timeout-secs=0");
-    expect(o).toMatchObject({ grpcMaxConnectionAgeMs: 60000, grpcMaxConnectionAgeGraceMs: 5000, grpcMaxConnections: 0, grpcHandshakeTimeoutSecs: 3, grpcIdleTimeoutSecs: 0 });
+    const o = run(
+      "--model-repository=/m",
+      "--grpc-max-connection-age=60000",
+      "--grpc-max-connection-age-grace=5000",
+      "--grpc-max-connections=0",
+      "--grpc-handshake-timeout-secs=3",
+      "--grpc-idle-timeout-secs=0",
+    );
+    expect(o).toMatchObject({
+      grpcMaxConnectionAgeMs: 60000,
+      grpcMaxConnectionAgeGraceMs: 5000,
+      grpcMaxConnections: 0,
+      grpcHandshakeTimeoutSecs: 3,
+      grpcIdleTimeoutSecs: 0,
+    });
     expect(() => run("--model-repository=/m", "--grpc-max-connections=-1")).toThrow("invalid value '-1' for --grpc-max-connections: expected 0..");
     expect(() => run("--model-repository=/m", "--grpc-idle-timeout-secs=9999999")).toThrow("expected 0..2147483");
   });
@@ -132,17 +176,46 @@ describe("every tritonserver flag is accepted (#17)", () => {
   // The 40 flags the binary stopped at ("unknown option") before, each with a value in
   // Triton's syntax; the others are covered above.
   const values: [string, string][] = [
-    ["model-load-thread-count", "8"], ["model-load-retry-count", "2"], ["model-namespacing", "false"], ["enable-peer-access", "true"],
-    ["reuse-http-port", "false"], ["http-header-forward-pattern", ""], ["http-thread-count", "8"], ["reuse-grpc-port", "false"],
-    ["grpc-header-forward-pattern", ""], ["grpc-infer-thread-count", "2"], ["grpc-infer-allocation-pool-size", "8"], ["grpc-max-response-pool-size", "100"],
-    ["grpc-use-ssl", "false"], ["grpc-use-ssl-mutual", "false"], ["grpc-server-cert", "server.crt"], ["grpc-server-key", "server.key"], ["grpc-root-cert", "ca.crt"],
-    ["grpc-infer-response-compression-level", "none"], ["log-file", ""], ["allow-sagemaker", "false"], ["sagemaker-port", "8080"],
-    ["sagemaker-safe-port-range", "8000-9000"], ["sagemaker-thread-count", "8"], ["allow-vertex-ai", "false"], ["vertex-ai-port", "8080"],
-    ["vertex-ai-thread-count", "8"], ["vertex-ai-default-model", "simple"], ["cache-directory", "/opt/tritonserver/caches"], ["rate-limit", "off"],
-    ["rate-limit-resource", "R1:10:0"], ["pinned-memory-pool-byte-size", "268435456"], ["cuda-memory-pool-byte-size", "0:67108864"],
-    ["cuda-virtual-address-size", "0:1073741824"], ["min-supported-compute-capability", "6.0"], ["buffer-manager-thread-count", "0"],
-    ["host-policy", "gpu_0,numa-node=0"], ["model-load-gpu-limit", "0:0.8"], ["backend-directory", "/opt/tritonserver/backends"],
-    ["repoagent-directory", "/opt/tritonserver/repoagents"], ["trace-log-frequency", "100"],
+    ["model-load-thread-count", "8"],
+    ["model-load-retry-count", "2"],
+    ["model-namespacing", "false"],
+    ["enable-peer-access", "true"],
+    ["reuse-http-port", "false"],
+    ["http-header-forward-pattern", ""],
+    ["http-thread-count", "8"],
+    ["reuse-grpc-port", "false"],
+    ["grpc-header-forward-pattern", ""],
+    ["grpc-infer-thread-count", "2"],
+    ["grpc-infer-allocation-pool-size", "8"],
+    ["grpc-max-response-pool-size", "100"],
+    ["grpc-use-ssl", "false"],
+    ["grpc-use-ssl-mutual", "false"],
+    ["grpc-server-cert", "server.crt"],
+    ["grpc-server-key", "server.key"],
+    ["grpc-root-cert", "ca.crt"],
+    ["grpc-infer-response-compression-level", "none"],
+    ["log-file", ""],
+    ["allow-sagemaker", "false"],
+    ["sagemaker-port", "8080"],
+    ["sagemaker-safe-port-range", "8000-9000"],
+    ["sagemaker-thread-count", "8"],
+    ["allow-vertex-ai", "false"],
+    ["vertex-ai-port", "8080"],
+    ["vertex-ai-thread-count", "8"],
+    ["vertex-ai-default-model", "simple"],
+    ["cache-directory", "/opt/tritonserver/caches"],
+    ["rate-limit", "off"],
+    ["rate-limit-resource", "R1:10:0"],
+    ["pinned-memory-pool-byte-size", "268435456"],
+    ["cuda-memory-pool-byte-size", "0:67108864"],
+    ["cuda-virtual-address-size", "0:1073741824"],
+    ["min-supported-compute-capability", "6.0"],
+    ["buffer-manager-thread-count", "0"],
+    ["host-policy", "gpu_0,numa-node=0"],
+    ["model-load-gpu-limit", "0:0.8"],
+    ["backend-directory", "/opt/tritonserver/backends"],
+    ["repoagent-directory", "/opt/tritonserver/repoagents"],
+    ["trace-log-frequency", "100"],
   ];
   it.each(values)("--%s=%s", (flag, value) => {
     const parsed = parseArgs(["--model-repository=/m", `--${flag}=${value}`], {});
@@ -152,7 +225,10 @@ describe("every tritonserver flag is accepted (#17)", () => {
   it("a flag with nothing to act on is recorded with what it means here", () => {
     const parsed = parseArgs(["--model-repository=/m", "--pinned-memory-pool-byte-size=1024", "--host-policy=p,numa-node=0"], {});
     if (parsed.kind !== "run") throw new Error(parsed.kind);
-    expect(parsed.options.inertFlags.map((f) => [f.flag, f.value])).toEqual([["pinned-memory-pool-byte-size", "1024"], ["host-policy", "p,numa-node=0"]]);
+    expect(parsed.options.inertFlags.map((f) => [f.flag, f.value])).toEqual([
+      ["pinned-memory-pool-byte-size", "1024"],
+      ["host-policy", "p,numa-node=0"],
+    ]);
     expect(parsed.options.inertFlags[0]!.meaning).toContain("no pinned pool");
   });
 
@@ -179,9 +255,21 @@ describe("every tritonserver flag is accepted (#17)", () => {
     const b = parseArgs(["--model-repository=/m", "--allow-vertex-ai=false", "--vertex-ai-port=7070", "--allow-http=true"], env);
     if (a.kind !== "run" || b.kind !== "run") throw new Error("run expected");
     // In a Vertex AI container Triton serves Vertex AI only, from AIP_STORAGE_URI.
-    expect([a.options.allowVertexAi, a.options.vertexAiPort, a.options.allowHttp, a.options.allowGrpc, a.options.modelRepositories]).toEqual([true, 9090, false, false, ["/models"]]);
+    expect([a.options.allowVertexAi, a.options.vertexAiPort, a.options.allowHttp, a.options.allowGrpc, a.options.modelRepositories]).toEqual([
+      true,
+      9090,
+      false,
+      false,
+      ["/models"],
+    ]);
     expect([a.options.vertexAiPredictRoute, a.options.vertexAiHealthRoute]).toEqual(["/p", "/h"]);
-    expect([b.options.allowVertexAi, b.options.vertexAiPort, b.options.allowHttp, b.options.allowGrpc, b.options.modelRepositories]).toEqual([false, 7070, true, false, ["/m"]]);
+    expect([b.options.allowVertexAi, b.options.vertexAiPort, b.options.allowHttp, b.options.allowGrpc, b.options.modelRepositories]).toEqual([
+      false,
+      7070,
+      true,
+      false,
+      ["/m"],
+    ]);
   });
 
   it("reads AIP_STORAGE_URI when no repository is named, with Vertex AI off too, as Triton's code does (#17)", () => {
@@ -191,18 +279,41 @@ describe("every tritonserver flag is accepted (#17)", () => {
   });
 
   it.each([
-    [["--http-port=8080", "--allow-sagemaker=true"], "The server cannot listen to HTTP requests and SageMaker requests at the same address and port 0.0.0.0:8080"],
-    [["--grpc-port=9000", "--allow-vertex-ai=true", "--vertex-ai-port=9000"], "The server cannot listen to GRPC requests and Vertex AI requests at the same address and port 0.0.0.0:9000"],
-    [["--allow-sagemaker=true", "--allow-vertex-ai=true"], "The server cannot listen to SageMaker requests and Vertex AI requests at the same address and port 0.0.0.0:8080"],
+    [
+      ["--http-port=8080", "--allow-sagemaker=true"],
+      "The server cannot listen to HTTP requests and SageMaker requests at the same address and port 0.0.0.0:8080",
+    ],
+    [
+      ["--grpc-port=9000", "--allow-vertex-ai=true", "--vertex-ai-port=9000"],
+      "The server cannot listen to GRPC requests and Vertex AI requests at the same address and port 0.0.0.0:9000",
+    ],
+    [
+      ["--allow-sagemaker=true", "--allow-vertex-ai=true"],
+      "The server cannot listen to SageMaker requests and Vertex AI requests at the same address and port 0.0.0.0:8080",
+    ],
     [["--metrics-port=8000"], "The server cannot listen to HTTP requests and metrics requests at the same address and port 0.0.0.0:8000"],
-    [["--allow-sagemaker=true", "--sagemaker-safe-port-range=8000-8001"], "The server cannot listen to metrics requests at port 8002, allowed port range is [8000, 8001]"],
-    [["--allow-sagemaker=true", "--sagemaker-safe-port-range=8000-8002", "--allow-vertex-ai=true", "--vertex-ai-port=9000"], "The server cannot listen to Vertex AI requests at port 9000, allowed port range is [8000, 8002]"],
+    [
+      ["--allow-sagemaker=true", "--sagemaker-safe-port-range=8000-8001"],
+      "The server cannot listen to metrics requests at port 8002, allowed port range is [8000, 8001]",
+    ],
+    [
+      ["--allow-sagemaker=true", "--sagemaker-safe-port-range=8000-8002", "--allow-vertex-ai=true", "--vertex-ai-port=9000"],
+      "The server cannot listen to Vertex AI requests at port 9000, allowed port range is [8000, 8002]",
+    ],
   ])("refuses colliding ports as Triton's CheckPortCollision: %j (#17)", (args, message) => {
     expect(() => parseArgs(["--model-repository=/m", ...args], { AIP_PREDICT_ROUTE: "/p", AIP_HEALTH_ROUTE: "/h" })).toThrow(new UsageError(message));
   });
 
   it("lets services on different addresses share a port, and the safe range bind only SageMaker's address, as Triton compares addresses (#17)", () => {
-    const o = run("--model-repository=/m", "--http-address=127.0.0.1", "--http-port=8080", "--metrics-address=127.0.0.1", "--allow-sagemaker=true", "--sagemaker-safe-port-range=8080-8081", "--grpc-port=8081");
+    const o = run(
+      "--model-repository=/m",
+      "--http-address=127.0.0.1",
+      "--http-port=8080",
+      "--metrics-address=127.0.0.1",
+      "--allow-sagemaker=true",
+      "--sagemaker-safe-port-range=8080-8081",
+      "--grpc-port=8081",
+    );
     expect([o.httpPort, o.sagemakerPort, o.metricsPort, o.grpcPort]).toEqual([8080, 8080, 8002, 8081]);
   });
 });

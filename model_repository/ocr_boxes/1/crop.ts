@@ -66,7 +66,15 @@ export function cropQuad(img: RgbImage, quad: Quad): FloatImage {
   const width = Math.trunc(Math.max(dist(quad[0], quad[1]), dist(quad[2], quad[3])));
   const height = Math.trunc(Math.max(dist(quad[0], quad[3]), dist(quad[1], quad[2])));
   if (width < 1 || height < 1) throw new RangeError(`box ${JSON.stringify(quad)} is empty`);
-  const h = perspectiveTransform([[0, 0], [width, 0], [width, height], [0, height]], quad);
+  const h = perspectiveTransform(
+    [
+      [0, 0],
+      [width, 0],
+      [width, height],
+      [0, height],
+    ],
+    quad,
+  );
   const out = new Float32Array(width * height * 3);
   const { width: sw, height: sh, data: src } = img;
   for (let y = 0; y < height; y++) {

@@ -269,10 +269,7 @@ export function detectBoxes(prob: Float32Array, mapW: number, mapH: number, srcW
     const grown = growRect(rect, (area * opts.unclipRatio) / perimeter);
     if (Math.min(grown.width, grown.height) < opts.minSize + 2) continue;
     const scaled = grown.corners.map(
-      (p): Point => [
-        Math.min(Math.max(roundHalfEven((p[0] / mapW) * srcW), 0), srcW),
-        Math.min(Math.max(roundHalfEven((p[1] / mapH) * srcH), 0), srcH),
-      ],
+      (p): Point => [Math.min(Math.max(roundHalfEven((p[0] / mapW) * srcW), 0), srcW), Math.min(Math.max(roundHalfEven((p[1] / mapH) * srcH), 0), srcH)],
     );
     // filter_tag_det_res: clockwise order, clip to the image, drop boxes 3 px or thinner.
     const quad = orderClockwise(scaled).map((p): Point => [Math.min(Math.max(p[0], 0), srcW - 1), Math.min(Math.max(p[1], 0), srcH - 1)]) as Quad;

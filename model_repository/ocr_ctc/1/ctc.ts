@@ -23,7 +23,8 @@ export function ctcCharacters(dictionary: string): string[] {
  * `classes` must equal chars.length.
  */
 export function ctcDecode(probs: ArrayLike<number>, n: number, steps: number, classes: number, chars: readonly string[]): DecodedLine[] {
-  if (classes !== chars.length) throw new RangeError(`the recogniser gives ${classes} classes but the dictionary has ${chars.length} (blank + characters + space)`);
+  if (classes !== chars.length)
+    throw new RangeError(`the recogniser gives ${classes} classes but the dictionary has ${chars.length} (blank + characters + space)`);
   const out: DecodedLine[] = [];
   for (let i = 0; i < n; i++) {
     let text = "";

@@ -102,7 +102,9 @@ export function decodeImage(bytes: Uint8Array, opts: DecodeOptions): RgbImage {
   if (!format) {
     const other = otherFormat(bytes);
     throw new ImageInputError(
-      other ? `unsupported image format ${other}: send PNG or JPEG` : "'image' is not a PNG or JPEG file (unknown signature): send the bytes of a PNG or JPEG file",
+      other
+        ? `unsupported image format ${other}: send PNG or JPEG`
+        : "'image' is not a PNG or JPEG file (unknown signature): send the bytes of a PNG or JPEG file",
     );
   }
   const { width, height } = imageSize(bytes, format);

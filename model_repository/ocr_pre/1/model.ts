@@ -18,7 +18,8 @@ export default class OcrPre implements TritonModel {
     const p = args.parameters;
     if (p.limit_side_len) this.#limitSide = Number(p.limit_side_len);
     if (p.max_pixels) this.#maxPixels = Number(p.max_pixels);
-    if (!(this.#limitSide >= 32) || !(this.#maxPixels > 0)) throw new Error(`ocr_pre: bad parameters limit_side_len=${p.limit_side_len} max_pixels=${p.max_pixels}`);
+    if (!(this.#limitSide >= 32) || !(this.#maxPixels > 0))
+      throw new Error(`ocr_pre: bad parameters limit_side_len=${p.limit_side_len} max_pixels=${p.max_pixels}`);
   }
 
   execute(requests: InferenceRequest[]): InferenceResponse[] {

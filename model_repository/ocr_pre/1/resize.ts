@@ -112,9 +112,12 @@ export function resizeToBgrPlanes(
   const { i0: yi0, i1: yi1, w: yw } = axis(sh, dh);
   const plane = stride * rows;
   // (v / 255 − mean) / std as v · k − o, per output plane (B, G, R).
-  const kb = 1 / (255 * std[0]), ob = mean[0] / std[0];
-  const kg = 1 / (255 * std[1]), og = mean[1] / std[1];
-  const kr = 1 / (255 * std[2]), or = mean[2] / std[2];
+  const kb = 1 / (255 * std[0]),
+    ob = mean[0] / std[0];
+  const kg = 1 / (255 * std[1]),
+    og = mean[1] / std[1];
+  const kr = 1 / (255 * std[2]),
+    or = mean[2] / std[2];
   for (let y = 0; y < dh; y++) {
     const r0 = yi0[y]! * sw * 3;
     const r1 = yi1[y]! * sw * 3;
@@ -130,7 +133,10 @@ export function resizeToBgrPlanes(
       const b = r0 + xi1[x]! * 3;
       const p = r1 + xi0[x]! * 3;
       const q = r1 + xi1[x]! * 3;
-      const wa = gx * gy, wb = fx * gy, wp = gx * fy, wq = fx * fy;
+      const wa = gx * gy,
+        wb = fx * gy,
+        wp = gx * fy,
+        wq = fx * fy;
       const red = src[a]! * wa + src[b]! * wb + src[p]! * wp + src[q]! * wq;
       const green = src[a + 1]! * wa + src[b + 1]! * wb + src[p + 1]! * wp + src[q + 1]! * wq;
       const blue = src[a + 2]! * wa + src[b + 2]! * wb + src[p + 2]! * wp + src[q + 2]! * wq;

@@ -26,7 +26,12 @@ export default class OcrRotate implements TritonModel {
       const [rows, channels, height, width] = rec.shape as [number, number, number, number];
       const n = widths.length;
       if (probs.shape[0] !== rows || n > rows || widths.some((w) => w < 0 || w > width)) {
-        return { error: { message: `ocr_rotate: ${rows} rows in rec_x (width ${width}), ${probs.shape[0]} in cls_prob, line widths [${[...widths].join(", ")}]`, code: "INVALID_ARG" } };
+        return {
+          error: {
+            message: `ocr_rotate: ${rows} rows in rec_x (width ${width}), ${probs.shape[0]} in cls_prob, line widths [${[...widths].join(", ")}]`,
+            code: "INVALID_ARG",
+          },
+        };
       }
       const flip = upsideDown(probs.data as Float32Array, n, this.#thresh);
       const data = (rec.data as Float32Array).slice(); // the input stays as it was

@@ -16,7 +16,15 @@ export function upsideDown(probs: ArrayLike<number>, n: number, thresh: number):
  * Rotates, in place, the line regions `flip` marks in `data` [n, channels, height, width]:
  * in each line, the first widths[i] columns of every plane turn by 180°.
  */
-export function rotateLines(data: Float32Array, n: number, channels: number, height: number, width: number, widths: ArrayLike<number>, flip: readonly boolean[]): void {
+export function rotateLines(
+  data: Float32Array,
+  n: number,
+  channels: number,
+  height: number,
+  width: number,
+  widths: ArrayLike<number>,
+  flip: readonly boolean[],
+): void {
   for (let i = 0; i < n; i++) {
     if (!flip[i]) continue;
     const w = widths[i]!;

@@ -51,7 +51,10 @@ function graphLevel(config: ModelConfig): number {
  * allow_spinning says so.
  */
 export function sessionConfig(config: ModelConfig, gpuDevice?: number): SessionConfig {
-  const instances = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
+  const instances = Math.max(
+    1,
+    (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0),
+  );
   const intra = intParam(config, "intra_op_thread_count", 0) || Math.max(1, Math.floor(availableParallelism() / instances));
   const inter = intParam(config, "inter_op_thread_count", 0) || 1;
   const mode = intParam(config, "execution_mode", 0);
@@ -96,8 +99,9 @@ interface Accelerator {
  * names are refused for every kind.
  */
 export function executionProviders(config: ModelConfig, gpuDevice?: number): ExecutionProvider[] {
-  const acc = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: Accelerator[]; cpu_execution_accelerator?: Accelerator[] } } | undefined)
-    ?.execution_accelerators;
+  const acc = (
+    config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: Accelerator[]; cpu_execution_accelerator?: Accelerator[] } } | undefined
+  )?.execution_accelerators;
   const gpu: ExecutionProvider[] = [];
   const cuda: Record<string, string> = {};
   for (const a of acc?.gpu_execution_accelerator ?? []) {

@@ -25,7 +25,13 @@ class OpenVinoInstance implements BackendInstance {
   readonly #inputs: ReadonlyMap<string, BoundPort>;
   readonly #outputs: ReadonlyMap<string, BoundPort>;
 
-  constructor(name: string, runtime: OpenVinoRuntime, request: OvInferRequest, inputs: ReadonlyMap<string, BoundPort>, outputs: ReadonlyMap<string, BoundPort>) {
+  constructor(
+    name: string,
+    runtime: OpenVinoRuntime,
+    request: OvInferRequest,
+    inputs: ReadonlyMap<string, BoundPort>,
+    outputs: ReadonlyMap<string, BoundPort>,
+  ) {
     this.name = name;
     this.#runtime = runtime;
     this.#request = request;
@@ -88,7 +94,11 @@ class OpenVinoModel implements BackendModel {
       try {
         compiled = this.#core.compile(this.#model, device);
       } catch (err) {
-        throw new ServerError(ServerError.from(err).code, `model '${this.#ctx.modelName}': compiling for OpenVINO device '${device}': ${(err as Error).message}`, { cause: err });
+        throw new ServerError(
+          ServerError.from(err).code,
+          `model '${this.#ctx.modelName}': compiling for OpenVINO device '${device}': ${(err as Error).message}`,
+          { cause: err },
+        );
       }
       this.#compiled.set(device, compiled);
     }

@@ -34,20 +34,31 @@ export interface BoundPort {
  * Checks the config's inputs and outputs against the model's ports: each must exist, and
  * its data_type must be the port's (BYTES is refused: the backend has no string tensors).
  */
-export function bindPorts(config: ModelConfig, types: ElementTypes, inputs: OvPortInfo[], outputs: OvPortInfo[], modelName: string): { inputs: Map<string, BoundPort>; outputs: Map<string, BoundPort> } {
+export function bindPorts(
+  config: ModelConfig,
+  types: ElementTypes,
+  inputs: OvPortInfo[],
+  outputs: OvPortInfo[],
+  modelName: string,
+): { inputs: Map<string, BoundPort>; outputs: Map<string, BoundPort> } {
   const bind = (list: { name?: string; data_type?: string }[] | undefined, ports: OvPortInfo[], kind: "input" | "output") => {
     const out = new Map<string, BoundPort>();
     for (const t of list ?? []) {
       const name = t.name ?? "";
       const port = ports.find((p) => p.name === name);
       if (!port) {
-        throw invalidArg(`model '${modelName}': ${kind} '${name}' is not an ${kind} of the OpenVINO model (its ${kind}s: ${ports.map((p) => `'${p.name}'`).join(", ") || "none"})`);
+        throw invalidArg(
+          `model '${modelName}': ${kind} '${name}' is not an ${kind} of the OpenVINO model (its ${kind}s: ${ports.map((p) => `'${p.name}'`).join(", ") || "none"})`,
+        );
       }
       const configured = t.data_type ? fromConfigType(t.data_type) : undefined;
-      if (configured === "BYTES") throw unsupported(`model '${modelName}': ${kind} '${name}' is TYPE_STRING; the openvino backend does not take string tensors`);
+      if (configured === "BYTES")
+        throw unsupported(`model '${modelName}': ${kind} '${name}' is TYPE_STRING; the openvino backend does not take string tensors`);
       const actual = portDataType(types, port, `model '${modelName}'`);
       if (configured && configured !== actual) {
-        throw invalidArg(`model '${modelName}': ${kind} '${name}' is ${t.data_type} in config.pbtxt but ${types.name(port.elementType)} (TYPE_${actual}) in the OpenVINO model`);
+        throw invalidArg(
+          `model '${modelName}': ${kind} '${name}' is ${t.data_type} in config.pbtxt but ${types.name(port.elementType)} (TYPE_${actual}) in the OpenVINO model`,
+        );
       }
       out.set(name, { port, datatype: actual });
     }
@@ -69,6 +80,7 @@ export function runInput(types: ElementTypes, bound: ReadonlyMap<string, BoundPo
 /** A run output as a Triton tensor; an element type Triton cannot carry → UNSUPPORTED. */
 export function outputTensor(types: ElementTypes, name: string, o: OvTensorData): Tensor {
   const datatype = types.toTriton(o.elementType);
-  if (!datatype) throw new ServerError("UNSUPPORTED", `output '${name}' came back as OpenVINO element type ${types.name(o.elementType)}, which has no Triton datatype`);
+  if (!datatype)
+    throw new ServerError("UNSUPPORTED", `output '${name}' came back as OpenVINO element type ${types.name(o.elementType)}, which has no Triton datatype`);
   return { name, datatype, shape: o.shape, data: o.data };
 }

@@ -112,7 +112,9 @@ export class StubMemory {
   put(data: Uint8Array, what: string): number {
     const off = this.blocks.alloc(data.byteLength);
     if (off === undefined) {
-      throw internal(`${what} of ${data.byteLength} bytes does not fit the free space of the python stub's shared memory (${this.size} bytes; raise --backend-config=python,shm-default-byte-size)`);
+      throw internal(
+        `${what} of ${data.byteLength} bytes does not fit the free space of the python stub's shared memory (${this.size} bytes; raise --backend-config=python,shm-default-byte-size)`,
+      );
     }
     this.#out!.bytes.set(data, off);
     return off;

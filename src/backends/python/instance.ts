@@ -178,7 +178,12 @@ export class PythonInstance implements BackendInstance {
 
   async executeRequests(requests: readonly PreparedRequest[]): Promise<RequestsResult> {
     const t0 = nowNs();
-    const failAll = (error: ServerError): RequestsResult => ({ outcomes: requests.map(() => ({ error })), computeInputNs: nowNs() - t0, computeInferNs: 0, computeOutputNs: 0 });
+    const failAll = (error: ServerError): RequestsResult => ({
+      outcomes: requests.map(() => ({ error })),
+      computeInputNs: nowNs() - t0,
+      computeInferNs: 0,
+      computeOutputNs: 0,
+    });
     let stub: StubProcess;
     try {
       stub = await this.#ready();
@@ -232,7 +237,12 @@ export class PythonInstance implements BackendInstance {
       stub.send({ t: "exec", id, reqs, fr: this.#takeFrees() });
     }).finally(end);
     const t2 = nowNs();
-    const result = (outcomes: RequestOutcome[]): RequestsResult => ({ outcomes, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: nowNs() - t2 });
+    const result = (outcomes: RequestOutcome[]): RequestsResult => ({
+      outcomes,
+      computeInputNs: t1 - t0,
+      computeInferNs: t2 - t1,
+      computeOutputNs: nowNs() - t2,
+    });
     if (done.t === "failed") return result(requests.map(() => ({ error: done.error as ServerError })));
     if (done.err) {
       if (this.#decoupled) requests.forEach((_, i) => this.#closeSender(`${id}:${i}`));

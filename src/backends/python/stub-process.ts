@@ -46,22 +46,31 @@ interface ChildEvents {
   end(how: string, error?: Error): void;
 }
 
-declare const Bun: {
-  spawn(o: {
-    cmd: string[];
-    env: Record<string, string | undefined>;
-    stdin: "pipe";
-    stdout: "pipe";
-    stderr: "inherit";
-    onExit(p: unknown, exitCode: number | null, signalCode: string | null): void;
-  }): { stdin: { write(b: Uint8Array): number; flush(): void; end(): void }; stdout: ReadableStream<Uint8Array>; kill(sig?: number): void };
-} | undefined;
+declare const Bun:
+  | {
+      spawn(o: {
+        cmd: string[];
+        env: Record<string, string | undefined>;
+        stdin: "pipe";
+        stdout: "pipe";
+        stderr: "inherit";
+        onExit(p: unknown, exitCode: number | null, signalCode: string | null): void;
+      }): { stdin: { write(b: Uint8Array): number; flush(): void; end(): void }; stdout: ReadableStream<Uint8Array>; kill(sig?: number): void };
+    }
+  | undefined;
 
 /** Under Bun, Bun.spawn: its pipes cost far less per message than node:child_process streams. */
 function spawnBun(cmd: string[], env: Record<string, string | undefined>, on: ChildEvents): Child {
   let proc: ReturnType<NonNullable<typeof Bun>["spawn"]>;
   try {
-    proc = Bun!.spawn({ cmd, env, stdin: "pipe", stdout: "pipe", stderr: "inherit", onExit: (_p, code, signal) => on.end(signal ? `was ended by signal ${signal}` : `exited with code ${code}`) });
+    proc = Bun!.spawn({
+      cmd,
+      env,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "inherit",
+      onExit: (_p, code, signal) => on.end(signal ? `was ended by signal ${signal}` : `exited with code ${code}`),
+    });
   } catch (err) {
     queueMicrotask(() => on.end("", err as Error));
     return { write: () => {}, endInput: () => {}, kill: () => {} };
@@ -81,10 +90,11 @@ function spawnBun(cmd: string[], env: Record<string, string | undefined>, on: Ch
     }
   };
   return {
-    write: (frame) => guard(() => {
-      proc.stdin.write(frame);
-      proc.stdin.flush();
-    }),
+    write: (frame) =>
+      guard(() => {
+        proc.stdin.write(frame);
+        proc.stdin.flush();
+      }),
     endInput: () => guard(() => proc.stdin.end()),
     kill: () => proc.kill(9),
   };

@@ -71,7 +71,9 @@ export class TrtInstance implements BackendInstance {
     for (const [name, b] of this.#binding.outputs) {
       const shape = this.#exec.tensorShape(name);
       if (shape.some((d) => d < 0)) {
-        throw unsupported(`output '${name}' has a data-dependent shape [${shape.join(",")}]; the tensorrt backend does not serve those (they need an IOutputAllocator)`);
+        throw unsupported(
+          `output '${name}' has a data-dependent shape [${shape.join(",")}]; the tensorrt backend does not serve those (they need an IOutputAllocator)`,
+        );
       }
       shapes.set(name, shape);
       this.#exec.setTensorAddress(name, this.#buffer(name, elementCount(shape) * ELEMENT_SIZE[b.datatype]).pointer);

@@ -87,7 +87,11 @@ export function bindEngine(config: ModelConfig, tensors: readonly TrtTensorInfo[
     const name = t.name ?? "";
     const info = tensors.find((e) => e.name === name && e.mode === kind);
     if (!info) {
-      const names = tensors.filter((e) => e.mode === kind).map((e) => `'${e.name}'`).join(", ") || "none";
+      const names =
+        tensors
+          .filter((e) => e.mode === kind)
+          .map((e) => `'${e.name}'`)
+          .join(", ") || "none";
       throw invalidArg(`${where}: ${kind} '${name}' is not an ${kind} of the TensorRT engine (its ${kind}s: ${names})`);
     }
     const datatype = tensorDataType(info, where);

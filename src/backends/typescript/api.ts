@@ -4,9 +4,7 @@
  * contract is docs/models/typescript.md.
  */
 
-export type Datatype =
-  | "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64"
-  | "FP16" | "FP32" | "FP64" | "BF16" | "BYTES";
+export type Datatype = "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64" | "FP16" | "FP32" | "FP64" | "BF16" | "BYTES";
 
 /**
  * Inputs: data is the typed array of the datatype (FP16/BF16: Uint16Array, BOOL:
@@ -149,7 +147,9 @@ export type ResponseParameter = string | number | boolean;
  * `parameters` reach the client as Triton's response parameters (HTTP and gRPC
  * `parameters`, generate's top-level fields).
  */
-export type InferenceResponse = { outputs: Tensor[]; parameters?: Record<string, ResponseParameter> } | { error: string | { message: string; code?: TritonCode } };
+export type InferenceResponse =
+  | { outputs: Tensor[]; parameters?: Record<string, ResponseParameter> }
+  | { error: string | { message: string; code?: TritonCode } };
 
 export interface TritonModel {
   initialize?(args: InitializeArgs): void | Promise<void>;

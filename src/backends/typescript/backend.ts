@@ -9,12 +9,29 @@ import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
 import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import { modelParameters, type InferenceRequest as CoreRequest, type InferenceResponse as CoreResponse, type ResponseSink, type StreamedResponse } from "../../core/request.ts";
+import {
+  modelParameters,
+  type InferenceRequest as CoreRequest,
+  type InferenceResponse as CoreResponse,
+  type ResponseSink,
+  type StreamedResponse,
+} from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
-import { TRITON_CODES, type ResponseSender, type BlsRequest, type BlsResponse, type InferenceRequest, type InferenceResponse, type ModelLogger, type Tensor as ModelTensor, type TritonModel, type TritonModelClass } from "./api.ts";
+import {
+  TRITON_CODES,
+  type ResponseSender,
+  type BlsRequest,
+  type BlsResponse,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ModelLogger,
+  type Tensor as ModelTensor,
+  type TritonModel,
+  type TritonModelClass,
+} from "./api.ts";
 import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";

@@ -55,7 +55,8 @@ export function metricsClient(send: (m: Message) => void): { api: ModelMetrics; 
         kind,
         async metric(o) {
           const labels = o?.labels ?? {};
-          if (typeof labels !== "object" || Object.values(labels).some((v) => typeof v !== "string")) throw misuse("metric labels must be an object of strings");
+          if (typeof labels !== "object" || Object.values(labels).some((v) => typeof v !== "string"))
+            throw misuse("metric labels must be an object of strings");
           const id = nextId++;
           await call({ t: "mnew", f, id, l: labels, b: o?.buckets });
           return metric(family.name, kind, id);

@@ -27,7 +27,8 @@ export function claimModelFiles(modelDir: string, model: string): () => void {
   };
 }
 
-const describe = (err: unknown): string => (err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : typeof err === "string" ? err : String((err as { stack?: unknown })?.stack ?? err));
+const describe = (err: unknown): string =>
+  err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : typeof err === "string" ? err : String((err as { stack?: unknown })?.stack ?? err);
 
 /** The main-thread model whose files the error's stack runs through, if any. */
 export function strayErrorOwner(err: unknown): string | undefined {

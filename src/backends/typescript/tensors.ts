@@ -8,12 +8,26 @@ import { ELEMENT_SIZE, elementCount, joinBytes, fromConfigType, type DataType, t
 import type { ModelOutput } from "../../core/model-config-types.ts";
 import type { Datatype, Tensor as ModelTensor } from "./api.ts";
 
-type TypedCtor = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView; new (length: number): ArrayBufferView; from(a: ArrayLike<unknown>): ArrayBufferView };
+type TypedCtor = {
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView;
+  new (length: number): ArrayBufferView;
+  from(a: ArrayLike<unknown>): ArrayBufferView;
+};
 
 const CTORS: Record<Exclude<DataType, "BYTES">, TypedCtor> = {
-  BOOL: Uint8Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array, UINT64: BigUint64Array as unknown as TypedCtor,
-  INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, INT64: BigInt64Array as unknown as TypedCtor,
-  FP16: Uint16Array, FP32: Float32Array, FP64: Float64Array, BF16: Uint16Array,
+  BOOL: Uint8Array,
+  UINT8: Uint8Array,
+  UINT16: Uint16Array,
+  UINT32: Uint32Array,
+  UINT64: BigUint64Array as unknown as TypedCtor,
+  INT8: Int8Array,
+  INT16: Int16Array,
+  INT32: Int32Array,
+  INT64: BigInt64Array as unknown as TypedCtor,
+  FP16: Uint16Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
+  BF16: Uint16Array,
 };
 
 /** BYTES elements of a serialized tensor, as views into its bytes. */
@@ -46,7 +60,14 @@ export function toModelTensor(t: Tensor): ModelTensor {
 const encoder = new TextEncoder();
 
 /** A model's bad element as an error message quotes it: strings JSON-quoted and cut at 40 characters. */
-const shown = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v) : typeof v === "object" && v !== null ? (Array.isArray(v) ? "an array" : "an object") : String(v));
+const shown = (v: unknown): string =>
+  typeof v === "string"
+    ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)
+    : typeof v === "object" && v !== null
+      ? Array.isArray(v)
+        ? "an array"
+        : "an object"
+      : String(v);
 
 /** A model's tensor in the server's form; throws a plain message (the caller names the model). */
 export function fromModelTensor(t: ModelTensor, what: string): Tensor {
@@ -102,7 +123,7 @@ export function checkOutput(model: string, t: Tensor, spec: ModelOutput | undefi
 export function modelError(model: string, err: unknown, codes: readonly string[]): ServerError {
   if (err instanceof ServerError) return err;
   const code = (err as { code?: unknown } | null)?.code;
-  const message = err instanceof Error ? err.message : typeof err === "string" ? err : (err as { message?: string })?.message ?? String(err);
+  const message = err instanceof Error ? err.message : typeof err === "string" ? err : ((err as { message?: string })?.message ?? String(err));
   if (typeof code === "string" && codes.includes(code)) return new ServerError(code as ServerError["code"], message, { cause: err });
   return internal(`model '${model}': ${message}`, err);
 }

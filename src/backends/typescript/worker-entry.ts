@@ -126,7 +126,10 @@ function modelRequest(r: any, index: number, exec: number, controller: AbortCont
       };
     },
     getResponseSender: () => {
-      if (!decoupled) throw Object.assign(new Error(`model '${modelName}' is not decoupled: getResponseSender() needs model_transaction_policy { decoupled: true }`), { code: "UNSUPPORTED" });
+      if (!decoupled)
+        throw Object.assign(new Error(`model '${modelName}' is not decoupled: getResponseSender() needs model_transaction_policy { decoupled: true }`), {
+          code: "UNSUPPORTED",
+        });
       const key = `${exec}:${index}`;
       if (controllers.has(key)) open.add(key);
       return {
@@ -140,7 +143,11 @@ function modelRequest(r: any, index: number, exec: number, controller: AbortCont
   };
 }
 
-async function init(m: { url: string; path: string; args: { modelName?: string; modelConfig?: { model_transaction_policy?: { decoupled?: boolean } } } }): Promise<void> {
+async function init(m: {
+  url: string;
+  path: string;
+  args: { modelName?: string; modelConfig?: { model_transaction_policy?: { decoupled?: boolean } } };
+}): Promise<void> {
   modelName = String(m.args.modelName);
   decoupled = m.args.modelConfig?.model_transaction_policy?.decoupled === true;
   try {

@@ -335,7 +335,12 @@ export class WorkerModel implements TritonModel {
         request
           .infer({ ...(m.call as BlsRequest), signal: controller.signal })
           .then(
-            (r) => this.#worker?.postMessage({ type: "blsResult", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters } }),
+            (r) =>
+              this.#worker?.postMessage({
+                type: "blsResult",
+                id: m.id,
+                response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters },
+              }),
             (err) => this.#worker?.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
           )
           .finally(() => this.#blsCalls.delete(m.id));
@@ -353,11 +358,19 @@ export class WorkerModel implements TritonModel {
           try {
             for await (const r of request.stream({ ...(m.call as BlsRequest), signal: controller.signal })) {
               if (controller.signal.aborted) break;
-              this.#worker?.postMessage({ type: "blsStreamItem", id: m.id, response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters } });
+              this.#worker?.postMessage({
+                type: "blsStreamItem",
+                id: m.id,
+                response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters },
+              });
             }
             this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id });
           } catch (err) {
-            this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id, error: { message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code } });
+            this.#worker?.postMessage({
+              type: "blsStreamEnd",
+              id: m.id,
+              error: { message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code },
+            });
           } finally {
             this.#blsCalls.delete(m.id);
           }
@@ -386,7 +399,8 @@ export class WorkerModel implements TritonModel {
         // The model's custom-metrics call (metrics.ts), answered by this worker's scope.
         const msg = m.m;
         if (typeof msg !== "object" || msg === null || typeof msg.t !== "string") throw new Error("metric message without a type");
-        if (!this.#scope?.handle(msg, (reply) => worker.postMessage({ type: "metricReply", m: reply }))) throw new Error(`metric message type '${String(msg.t)}'`);
+        if (!this.#scope?.handle(msg, (reply) => worker.postMessage({ type: "metricReply", m: reply })))
+          throw new Error(`metric message type '${String(msg.t)}'`);
         break;
       }
       case "finalized":

@@ -169,7 +169,14 @@ class Connections {
  * `sessions` is the HTTP/2 server behind the injector, whose 'session' events tell the
  * listener which connections carry calls.
  */
-export function listenTcp(address: string, port: number, limits: ConnectionLimits, injector: ConnectionInjector, sessions: EventEmitter, reusePort = false): Promise<TcpListener> {
+export function listenTcp(
+  address: string,
+  port: number,
+  limits: ConnectionLimits,
+  injector: ConnectionInjector,
+  sessions: EventEmitter,
+  reusePort = false,
+): Promise<TcpListener> {
   const connections = new Connections(limits.maxConnections);
   const warnings = new Map<string, number>();
   const warn = (message: string) => {

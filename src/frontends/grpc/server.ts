@@ -60,7 +60,8 @@ function injectorHttp2Server(server: Server): EventEmitter {
   const servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
   const found = servers instanceof Map ? [...servers.keys()] : [];
   const h2 = found.length === 1 ? found[0] : undefined;
-  if (!(h2 instanceof EventEmitter)) throw new Error("@grpc/grpc-js no longer keeps its HTTP/2 servers in 'http2Servers'; src/frontends/grpc/server.ts needs updating");
+  if (!(h2 instanceof EventEmitter))
+    throw new Error("@grpc/grpc-js no longer keeps its HTTP/2 servers in 'http2Servers'; src/frontends/grpc/server.ts needs updating");
   return h2;
 }
 
@@ -84,7 +85,8 @@ const STREAM_RESET_RATE = 100;
  */
 function widenResetGuard(h2: EventEmitter): void {
   const options = (h2 as unknown as Record<symbol, unknown>)[Symbol.for("::bunnetserveroptions::")];
-  if (typeof Bun !== "undefined" && (typeof options !== "object" || options === null)) throw new Error("Bun's HTTP/2 server no longer keeps its options under '::bunnetserveroptions::'; src/frontends/grpc/server.ts needs updating");
+  if (typeof Bun !== "undefined" && (typeof options !== "object" || options === null))
+    throw new Error("Bun's HTTP/2 server no longer keeps its options under '::bunnetserveroptions::'; src/frontends/grpc/server.ts needs updating");
   if (typeof options === "object" && options !== null) Object.assign(options, { streamResetBurst: STREAM_RESET_BURST, streamResetRate: STREAM_RESET_RATE });
 }
 
@@ -119,8 +121,16 @@ export async function listenGrpcServices(services: GrpcServices, opts: GrpcListe
   const injector = server.createConnectionInjector(credentials);
   const sessions = injectorHttp2Server(server);
   widenResetGuard(sessions);
-  if (opts.reusePort && typeof Bun === "undefined" && !nodeHasReusePort()) throw new Error(`--reuse-grpc-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
-  const tcp = await listenTcp(opts.address, opts.port, { maxConnections: opts.maxConnections, maxConnectionsFlag: opts.maxConnectionsFlag, handshakeTimeoutMs: opts.handshakeTimeoutMs, tls: !!opts.tls }, injector, sessions, opts.reusePort);
+  if (opts.reusePort && typeof Bun === "undefined" && !nodeHasReusePort())
+    throw new Error(`--reuse-grpc-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
+  const tcp = await listenTcp(
+    opts.address,
+    opts.port,
+    { maxConnections: opts.maxConnections, maxConnectionsFlag: opts.maxConnectionsFlag, handshakeTimeoutMs: opts.handshakeTimeoutMs, tls: !!opts.tls },
+    injector,
+    sessions,
+    opts.reusePort,
+  );
   return {
     port: tcp.port,
     close: () =>

@@ -53,7 +53,6 @@ export function restrict(service: UntypedServiceImplementation, restricted: Rest
 
 type Handler = (request: any) => unknown | Promise<unknown>;
 
-
 interface RepositoryControlRequest {
   repository_name?: string;
   model_name?: string;
@@ -80,7 +79,11 @@ function unary(fn: Handler) {
       callback(toGrpcError(err));
       return;
     }
-    if (result instanceof Promise) result.then((r) => callback(null, r), (err) => callback(toGrpcError(err)));
+    if (result instanceof Promise)
+      result.then(
+        (r) => callback(null, r),
+        (err) => callback(toGrpcError(err)),
+      );
     else callback(null, result);
   };
 }
@@ -102,7 +105,10 @@ function cancellable(fn: (request: any, signal: AbortSignal, metadata: Metadata)
       callback(toGrpcError(err));
       return;
     }
-    result.then((r) => callback(null, r), (err) => callback(toGrpcError(err)));
+    result.then(
+      (r) => callback(null, r),
+      (err) => callback(toGrpcError(err)),
+    );
   };
 }
 
@@ -126,12 +132,18 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     }),
     ServerMetadata: unary(() => server.serverMetadata()),
     ModelMetadata: unary((r: { name?: string; version?: string }) => server.modelMetadata(r.name ?? "", r.version || undefined)),
-    ModelInfer: cancellable(async (r: WireInferRequest, signal, metadata) => fromInferenceResponse(await infer(server, r, signal, forwarded(opts.headerForward, metadata)))),
+    ModelInfer: cancellable(async (r: WireInferRequest, signal, metadata) =>
+      fromInferenceResponse(await infer(server, r, signal, forwarded(opts.headerForward, metadata))),
+    ),
     ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call, forwarded(opts.headerForward, call.metadata)),
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
     ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
     RepositoryIndex: unary((r: { repository_name?: string; ready?: boolean }) => {
-      return { models: server.repositoryIndex(r.ready === true, r.repository_name).map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })) };
+      return {
+        models: server
+          .repositoryIndex(r.ready === true, r.repository_name)
+          .map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })),
+      };
     }),
     RepositoryModelLoad: unary(repositoryControl("load")),
     RepositoryModelUnload: unary(repositoryControl("unload")),
@@ -139,7 +151,11 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       regions: Object.fromEntries(server.sharedMemoryStatus("system", r.name || undefined).map((x) => [x.name, x])),
     })),
     SystemSharedMemoryRegister: unary((r: { name?: string; key?: string; offset?: bigint; byte_size?: bigint }) => {
-      server.registerSharedMemory("system", r.name ?? "", { key: r.key ?? "", offset: exactInteger(r.offset ?? 0n), byteSize: exactInteger(r.byte_size ?? 0n) });
+      server.registerSharedMemory("system", r.name ?? "", {
+        key: r.key ?? "",
+        offset: exactInteger(r.offset ?? 0n),
+        byteSize: exactInteger(r.byte_size ?? 0n),
+      });
       return {};
     }),
     SystemSharedMemoryUnregister: unary((r: { name?: string }) => {
@@ -170,17 +186,25 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
       const current = server.traceSetting(model, Object.keys(update).length > 0 ? update : undefined);
       return { settings: Object.fromEntries(Object.entries(current).map(([k, v]) => [k, { value: Array.isArray(v) ? v : [v] }])) };
     }),
-    LogSettings: unary((r: { settings?: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }> }) => {
-      const update = Object.fromEntries(
-        Object.entries(r.settings ?? {}).map(([k, v]) => [k, v.parameter_choice ? v[v.parameter_choice as "bool_param" | "uint32_param" | "string_param"] : undefined]),
-      );
-      const current = Object.keys(update).length > 0 ? updateLogSettings(update) : currentLogSettings();
-      return {
-        settings: Object.fromEntries(
-          Object.entries(current).map(([k, v]) => [k, typeof v === "boolean" ? { bool_param: v } : typeof v === "number" ? { uint32_param: v } : { string_param: v }]),
-        ),
-      };
-    }),
+    LogSettings: unary(
+      (r: { settings?: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }> }) => {
+        const update = Object.fromEntries(
+          Object.entries(r.settings ?? {}).map(([k, v]) => [
+            k,
+            v.parameter_choice ? v[v.parameter_choice as "bool_param" | "uint32_param" | "string_param"] : undefined,
+          ]),
+        );
+        const current = Object.keys(update).length > 0 ? updateLogSettings(update) : currentLogSettings();
+        return {
+          settings: Object.fromEntries(
+            Object.entries(current).map(([k, v]) => [
+              k,
+              typeof v === "boolean" ? { bool_param: v } : typeof v === "number" ? { uint32_param: v } : { string_param: v },
+            ]),
+          ),
+        };
+      },
+    ),
   };
 }
 
@@ -193,7 +217,9 @@ export function forwarded(pattern: RegExp | undefined, metadata: Metadata): Head
 
 /** As in Triton (and over HTTP), the model is resolved before the request is decoded: an unknown model is reported first. */
 function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSignal, forward?: HeaderForwarder): Promise<InferenceResponse> {
-  const model = server.resolve(msg.model_name ?? "", msg.model_version || undefined, { unary: "ModelInfer RPC doesn't support models with decoupled transaction policy" });
+  const model = server.resolve(msg.model_name ?? "", msg.model_version || undefined, {
+    unary: "ModelInfer RPC doesn't support models with decoupled transaction policy",
+  });
   const request = toInferenceRequest(msg);
   forward?.(request.parameters);
   if (signal) request.signal = signal;

@@ -27,7 +27,13 @@ function resolveFor(server: InferenceServer, msg: WireInferRequest): ResolvedMod
 }
 
 /** One request's responses: its own errors (decoding, unknown model) as one final error. */
-async function* responsesOf(server: InferenceServer, msg: WireInferRequest, model: ResolvedModel | ServerError, signal: AbortSignal, forward: HeaderForwarder): AsyncGenerator<StreamedResponse> {
+async function* responsesOf(
+  server: InferenceServer,
+  msg: WireInferRequest,
+  model: ResolvedModel | ServerError,
+  signal: AbortSignal,
+  forward: HeaderForwarder,
+): AsyncGenerator<StreamedResponse> {
   let events: AsyncGenerator<StreamedResponse>;
   try {
     if (model instanceof ServerError) throw model;
@@ -113,10 +119,12 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
         }
       })();
     }
-    const done = work.catch(() => undefined).finally(() => {
-      controllers.delete(controller);
-      running.delete(done);
-    });
+    const done = work
+      .catch(() => undefined)
+      .finally(() => {
+        controllers.delete(controller);
+        running.delete(done);
+      });
     running.add(done);
   });
 

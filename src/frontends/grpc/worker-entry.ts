@@ -80,7 +80,8 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
     };
     const inference: UntypedServiceImplementation = {};
     for (const method of c.inferenceMethods) {
-      inference[method] = method === "ModelInfer" ? modelInfer(opts.headerForward) : method === "ModelStreamInfer" ? relayStream : relayUnary("inference", method);
+      inference[method] =
+        method === "ModelInfer" ? modelInfer(opts.headerForward) : method === "ModelStreamInfer" ? relayStream : relayUnary("inference", method);
     }
     const health: UntypedServiceImplementation = {};
     for (const method of c.healthMethods) health[method] = relayUnary("health", method);
@@ -140,18 +141,24 @@ function modelInfer(headerForward: RegExp | undefined) {
     }
     const id = nextId++;
     const m: FromGrpcWorker = { t: "infer", id, model: msg.model_name ?? "", ...(msg.model_version ? { version: msg.model_version } : {}), request };
-    ask(id, call as ServerUnaryCall<unknown, unknown>, m, (a) => {
-      if (a.t === "failed") return callback(errorOf(a.error));
-      if (a.t !== "response") return callback(grpcError(status.INTERNAL, `unexpected answer '${a.t}' to ModelInfer`));
-      let out: unknown;
-      try {
-        out = fromInferenceResponse(a.response);
-      } catch (err) {
-        const e = ServerError.from(err);
-        return callback(grpcError(grpcStatus(e.code), e.message));
-      }
-      callback(null, out);
-    }, inputBuffers(request));
+    ask(
+      id,
+      call as ServerUnaryCall<unknown, unknown>,
+      m,
+      (a) => {
+        if (a.t === "failed") return callback(errorOf(a.error));
+        if (a.t !== "response") return callback(grpcError(status.INTERNAL, `unexpected answer '${a.t}' to ModelInfer`));
+        let out: unknown;
+        try {
+          out = fromInferenceResponse(a.response);
+        } catch (err) {
+          const e = ServerError.from(err);
+          return callback(grpcError(grpcStatus(e.code), e.message));
+        }
+        callback(null, out);
+      },
+      inputBuffers(request),
+    );
   };
 }
 

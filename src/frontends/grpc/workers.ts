@@ -120,7 +120,9 @@ class GrpcFrontendWorker {
   constructor(server: InferenceServer, services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation }) {
     this.#server = server;
     this.#services = services;
-    this.#thread = new WorkerThread(workerUrl("src/frontends/grpc/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "gRPC", log, (m) => this.#onMessage(m));
+    this.#thread = new WorkerThread(workerUrl("src/frontends/grpc/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "gRPC", log, (m) =>
+      this.#onMessage(m),
+    );
     this.#send = (m) => this.#thread.send(m);
   }
 
@@ -162,7 +164,14 @@ class GrpcFrontendWorker {
   async #infer(m: Extract<FromGrpcWorker, { t: "infer" }>): Promise<void> {
     const controller = new AbortController();
     this.#cancels.set(m.id, () => controller.abort());
-    const answer = await inferForWorker(this.#server, m, controller.signal, "ModelInfer RPC doesn't support models with decoupled transaction policy", log, "ModelInfer");
+    const answer = await inferForWorker(
+      this.#server,
+      m,
+      controller.signal,
+      "ModelInfer RPC doesn't support models with decoupled transaction policy",
+      log,
+      "ModelInfer",
+    );
     this.#cancels.delete(m.id);
     this.#send({ ...answer, id: m.id });
   }
@@ -206,7 +215,11 @@ class GrpcFrontendWorker {
  */
 export function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
   const services = { inference: inferenceService(core, opts), health: healthService(core) };
-  const listen: GrpcListenOptions = { ...opts, maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0, maxConnectionsFlag: opts.maxConnections };
+  const listen: GrpcListenOptions = {
+    ...opts,
+    maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0,
+    maxConnectionsFlag: opts.maxConnections,
+  };
   return startWorkers(
     count,
     () => {

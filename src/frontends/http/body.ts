@@ -13,9 +13,7 @@ const gunzipAsync = promisify<Uint8Array, ZlibOptions, Buffer>(gunzip);
 const inflateAsync = promisify<Uint8Array, ZlibOptions, Buffer>(inflate);
 
 export function tooLarge(size: number | string, limit: number): ServerError {
-  return invalidArg(
-    `Request JSON size of ${size} exceeds the maximum allowed value of ${limit}. Use --http-max-input-size to increase the limit.`,
-  );
+  return invalidArg(`Request JSON size of ${size} exceeds the maximum allowed value of ${limit}. Use --http-max-input-size to increase the limit.`);
 }
 
 export async function readBody(req: HttpRequest, limit: number): Promise<Uint8Array> {

@@ -29,7 +29,6 @@ export interface DecodeJob {
 
 export type DecodeReply = { id: number; request: InferenceRequest; error?: undefined } | { id: number; error: WireError; request?: undefined };
 
-
 let worker: Worker | undefined;
 let nextId = 0;
 const waiting = new Map<number, { resolve: (r: InferenceRequest) => void; reject: (e: ServerError) => void }>();

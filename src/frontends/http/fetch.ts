@@ -118,7 +118,9 @@ function setIdleTimeout(server: IdleTimeoutControl | undefined, request: Request
  * is off from when the body has come whole (a client still sending keeps it) until the
  * answer is ready, then back to IDLE_TIMEOUT_SECS.
  */
-export function holdingOpen(handle: (request: Request, onBodyRead: () => void) => Promise<Response>): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
+export function holdingOpen(
+  handle: (request: Request, onBodyRead: () => void) => Promise<Response>,
+): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
   return async (request, server) => {
     try {
       return await handle(request, () => setIdleTimeout(server, request, 0));

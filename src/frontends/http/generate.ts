@@ -57,7 +57,9 @@ async function single(events: AsyncGenerator<StreamedResponse>): Promise<HttpRes
     if (r.response) responses.push(r.response);
   }
   if (responses.length !== 1) {
-    throw invalidArg(`generate expects the model to produce exactly one response, it produced ${responses.length}; use generate_stream for models producing 0 or several responses`);
+    throw invalidArg(
+      `generate expects the model to produce exactly one response, it produced ${responses.length}; use generate_stream for models producing 0 or several responses`,
+    );
   }
   return { status: 200, headers: { "content-type": "application/json" }, body: responseJson(responses[0]!) };
 }

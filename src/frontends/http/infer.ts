@@ -2,7 +2,7 @@
  * @module POST /v2/models/{m}[/versions/{v}]/infer: body → InferenceRequest (codec),
  * the core's inferAsync, InferenceResponse → body (codec).
  */
-import { invalidArg, } from "../../core/errors.ts";
+import { invalidArg } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { readBody, compressFor } from "./body.ts";
@@ -49,9 +49,7 @@ export async function handleInfer(
 /** Triton's raw binary request: the whole body is the single input's data. */
 function rawInputShape(sig: ModelSignature, model: string, byteLength: number) {
   if (sig.inputs.size !== 1) {
-    throw invalidArg(
-      `Raw binary request (Inference-Header-Content-Length: 0) requires model '${model}' to have exactly 1 input, it has ${sig.inputs.size}`,
-    );
+    throw invalidArg(`Raw binary request (Inference-Header-Content-Length: 0) requires model '${model}' to have exactly 1 input, it has ${sig.inputs.size}`);
   }
   const [config] = sig.inputs.values();
   const name = config!.name!;
@@ -78,4 +76,3 @@ function rawInputShape(sig: ModelSignature, model: string, byteLength: number) {
   }
   return { name, datatype, shape: [...batch, ...dims] };
 }
-

@@ -117,26 +117,45 @@ const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0
 
 /** rapidjson's IterativeParsingState values that the parser can be in between tokens. */
 const S = {
-  Start: 0, Finish: 1, ObjectInitial: 2, MemberKey: 3, KeyValueDelimiter: 4, MemberValue: 5,
-  MemberDelimiter: 6, ArrayInitial: 7, Element: 8, ElementDelimiter: 9,
+  Start: 0,
+  Finish: 1,
+  ObjectInitial: 2,
+  MemberKey: 3,
+  KeyValueDelimiter: 4,
+  MemberValue: 5,
+  MemberDelimiter: 6,
+  ArrayInitial: 7,
+  Element: 8,
+  ElementDelimiter: 9,
 } as const;
 type S = (typeof S)[keyof typeof S];
 
 /** rapidjson's GetParseError_En text for the state the parser failed in (HandleError). */
 function stateError(s: S): string {
   switch (s) {
-    case S.Start: return "The document is empty.";
-    case S.Finish: return "The document root must not be followed by other values.";
-    case S.ObjectInitial: case S.MemberDelimiter: return "Missing a name for object member.";
-    case S.MemberKey: return "Missing a colon after a name of object member.";
-    case S.MemberValue: return "Missing a comma or '}' after an object member.";
-    case S.Element: return "Missing a comma or ']' after an array element.";
-    default: return "Invalid value.";
+    case S.Start:
+      return "The document is empty.";
+    case S.Finish:
+      return "The document root must not be followed by other values.";
+    case S.ObjectInitial:
+    case S.MemberDelimiter:
+      return "Missing a name for object member.";
+    case S.MemberKey:
+      return "Missing a colon after a name of object member.";
+    case S.MemberValue:
+      return "Missing a comma or '}' after an object member.";
+    case S.Element:
+      return "Missing a comma or ']' after an array element.";
+    default:
+      return "Invalid value.";
   }
 }
 
 class ParseError extends Error {
-  constructor(readonly reason: string, readonly offset: number) {
+  constructor(
+    readonly reason: string,
+    readonly offset: number,
+  ) {
     super(reason);
   }
 }

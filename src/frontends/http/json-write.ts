@@ -56,7 +56,16 @@ const utf8 = new TextDecoder();
 /** Per byte: 0 when it stands for itself in a JSON string, else the letter after '\\' ('u' for \\u00XX). */
 const ESCAPE = new Uint8Array(256);
 for (let b = 0; b < 0x20; b++) ESCAPE[b] = 0x75;
-for (const [b, e] of [[0x22, 0x22], [0x5c, 0x5c], [0x08, 0x62], [0x0c, 0x66], [0x0a, 0x6e], [0x0d, 0x72], [0x09, 0x74]]) ESCAPE[b!] = e!;
+for (const [b, e] of [
+  [0x22, 0x22],
+  [0x5c, 0x5c],
+  [0x08, 0x62],
+  [0x0c, 0x66],
+  [0x0a, 0x6e],
+  [0x0d, 0x72],
+  [0x09, 0x74],
+])
+  ESCAPE[b!] = e!;
 const HEX = new TextEncoder().encode("0123456789abcdef");
 
 /**

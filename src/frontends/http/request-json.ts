@@ -19,8 +19,7 @@ const NON_ARRAY = "attempt to access JSON non-array as array";
 const NON_BOOL = "attempt to access JSON non-boolean as boolean";
 const NON_UINT = "attempt to access JSON non-unsigned-integer as unsigned-integer";
 const missing = (key: string) => `attempt to access non-existing object member '${key}'`;
-const badType = (key: string, where = "") =>
-  `parameter '${key}'${where} has invalid type. It should be either 'int', 'bool', or 'string'.`;
+const badType = (key: string, where = "") => `parameter '${key}'${where} has invalid type. It should be either 'int', 'bool', or 'string'.`;
 
 type JsonObject = { [k: string]: JsonValue };
 

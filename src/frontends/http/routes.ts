@@ -33,8 +33,11 @@ const JSON_HEADERS = { "content-type": "application/json" };
 const EMPTY_OK: HttpResponse = { status: 200, headers: {} };
 
 const json = (status: number, value: unknown): HttpResponse => ({ status, headers: JSON_HEADERS, body: JSON.stringify(value) });
-export const errorResponse = (status: number, message: string, headers: Record<string, string> = {}): HttpResponse =>
-  ({ status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify({ error: message }) });
+export const errorResponse = (status: number, message: string, headers: Record<string, string> = {}): HttpResponse => ({
+  status,
+  headers: { ...JSON_HEADERS, ...headers },
+  body: JSON.stringify({ error: message }),
+});
 
 const METHOD_NOT_ALLOWED = () => errorResponse(405, "Method Not Allowed");
 const NOT_FOUND = () => errorResponse(404, "Not Found");
@@ -48,7 +51,10 @@ function decodeSegment(s: string): string {
   try {
     return decodeURIComponent(s);
   } catch {
-    throw new ServerError("INVALID_ARG", `malformed percent-encoding in URL path segment '${s.length > 64 ? `${s.slice(0, 64)}...` : s}': '%' must be followed by two hex digits and encode UTF-8`);
+    throw new ServerError(
+      "INVALID_ARG",
+      `malformed percent-encoding in URL path segment '${s.length > 64 ? `${s.slice(0, 64)}...` : s}': '%' must be followed by two hex digits and encode UTF-8`,
+    );
   }
 }
 
@@ -72,7 +78,11 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     if (req.path.includes("%")) for (const p of parts) decodeSegment(p);
     const method = req.method;
     const cross = changesState(method, parts) ? crossOrigin(req) : undefined;
-    if (cross) return errorResponse(403, `cross-origin request refused (${cross}): this request changes the server's state and may come only from a client that is not a browser, or a page of the server's own origin`);
+    if (cross)
+      return errorResponse(
+        403,
+        `cross-origin request refused (${cross}): this request changes the server's state and may come only from a client that is not a browser, or a page of the server's own origin`,
+      );
     if (opts.restricted?.size) {
       const category = httpCategory(parts, method);
       const need = category && opts.restricted.get(category);

@@ -14,7 +14,11 @@ import { STATUS_PAGE_HTML } from "./status-page-html.ts";
 export const STATUS_PAGE_PATH = "/nereid/status";
 export const STATUS_JSON_PATH = "/nereid/status.json";
 
-const error = (status: number, message: string): HttpResponse => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: message }) });
+const error = (status: number, message: string): HttpResponse => ({
+  status,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ error: message }),
+});
 
 /** The answer for a /nereid/... path, or undefined when the path is not the page's. */
 export function statusRoute(req: HttpRequest, board: StatusBoard, restricted: Restrictions | undefined): HttpResponse | undefined {

@@ -197,7 +197,11 @@ export function encodeInferResponse(
  * promise; without such outputs it is the encoded response itself, with no promise made
  * (a small request pays nothing for the slicing).
  */
-export function encodeInferResponseAsync(response: InferenceResponse, request: InferenceRequest, maxJsonOutput = Infinity): EncodedResponse | Promise<EncodedResponse> {
+export function encodeInferResponseAsync(
+  response: InferenceResponse,
+  request: InferenceRequest,
+  maxJsonOutput = Infinity,
+): EncodedResponse | Promise<EncodedResponse> {
   const isBinary = binaryChooser(request);
   const large = response.outputs.filter((t) => !t.sharedMemory && t.data.byteLength > JSON_SLICE_BYTES && !isBinary(t.name));
   if (large.length === 0) return encodeInferResponse(response, request, maxJsonOutput);

@@ -39,7 +39,8 @@ let config: WorkerConfig;
 let headerForward: RegExp | undefined;
 let server: ReturnType<typeof Bun.serve> | undefined;
 
-const errorResponse = (e: WireError) => new Response(JSON.stringify({ error: e.message }), { status: httpStatus(e.code), headers: { "content-type": "application/json" } });
+const errorResponse = (e: WireError) =>
+  new Response(JSON.stringify({ error: e.message }), { status: httpStatus(e.code), headers: { "content-type": "application/json" } });
 
 self.onmessage = (e) => {
   for (const m of e.data) receive(m);
@@ -127,7 +128,11 @@ async function handle(request: Request, onBodyRead?: () => void): Promise<Respon
   if (infer && req.header("inference-header-content-length") !== "0") {
     const decoded = await decode(req, raw!).catch(() => undefined);
     if (decoded) {
-      const answer = await ask(id, { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded }, inputBuffers(decoded));
+      const answer = await ask(
+        id,
+        { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded },
+        inputBuffers(decoded),
+      );
       request.signal?.removeEventListener("abort", cancel);
       if (answer.t === "failed") return errorResponse(answer.error);
       if (answer.t !== "response") throw new Error(`unexpected answer '${answer.t}' to an inference request`);
@@ -155,7 +160,11 @@ async function decode(req: ReturnType<typeof fromWebRequest>, raw: Uint8Array): 
 function encode(acceptEncoding: string | undefined, response: InferenceResponse, request: InferenceRequest): Response | Promise<Response> {
   try {
     const pending = encodeInferResponseAsync(response, request, config.maxInputSize);
-    if (pending instanceof Promise) return pending.then((e) => respond(acceptEncoding, e), (err: unknown) => errorResponse(wireError(err)));
+    if (pending instanceof Promise)
+      return pending.then(
+        (e) => respond(acceptEncoding, e),
+        (err: unknown) => errorResponse(wireError(err)),
+      );
     return respond(acceptEncoding, pending);
   } catch (err) {
     return errorResponse(wireError(err));
@@ -179,7 +188,15 @@ function forward(
   cancel: () => void,
 ): Promise<Response> {
   const headers = req.headers ? [...req.headers()].map(([k, v]): [string, string] => [k, v]) : [];
-  const message: FromWorker = { t: "http", id, method: req.method, path: req.path, headers, ...(raw ? { body: raw } : {}), ...(bodyError ? { bodyError } : {}) };
+  const message: FromWorker = {
+    t: "http",
+    id,
+    method: req.method,
+    path: req.path,
+    headers,
+    ...(raw ? { body: raw } : {}),
+    ...(bodyError ? { bodyError } : {}),
+  };
   return new Promise((resolve) => {
     const p: Pending = {
       answer: (a) => {

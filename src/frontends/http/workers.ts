@@ -33,7 +33,9 @@ class FrontendWorker {
   constructor(server: InferenceServer, handler: HttpHandler) {
     this.#server = server;
     this.#handler = handler;
-    this.#thread = new WorkerThread(workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "HTTP", log, (m) => this.#onMessage(m));
+    this.#thread = new WorkerThread(workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "HTTP", log, (m) =>
+      this.#onMessage(m),
+    );
   }
 
   start(config: WorkerConfig): Promise<number> {
@@ -73,7 +75,14 @@ class FrontendWorker {
 
   /** What handleInfer (infer.ts) does after the body is decoded: the model first, then the core. */
   async #infer(m: Extract<FromWorker, { t: "infer" }>): Promise<void> {
-    const answer = await inferForWorker(this.#server, m, this.#track(m.id), "HTTP end point doesn't support models with decoupled transaction policy", log, `POST /v2/models/${m.model}/infer`);
+    const answer = await inferForWorker(
+      this.#server,
+      m,
+      this.#track(m.id),
+      "HTTP end point doesn't support models with decoupled transaction policy",
+      log,
+      `POST /v2/models/${m.model}/infer`,
+    );
     this.#running.delete(m.id);
     this.#send({ ...answer, id: m.id });
   }

@@ -43,7 +43,8 @@ export function azureStore(account: string, container: string, cred: AzureCreden
       for await (const page of client.listBlobsFlat({ prefix: prefix || undefined }).byPage()) {
         const blobs = page.segment.blobItems;
         guard.page(blobs.length, !!page.continuationToken, page.continuationToken);
-        for (const blob of blobs) out.push({ key: blob.name, size: objectSize(blob.properties.contentLength ?? 0, blob.name), etag: blob.properties.etag ?? "" });
+        for (const blob of blobs)
+          out.push({ key: blob.name, size: objectSize(blob.properties.contentLength ?? 0, blob.name), etag: blob.properties.etag ?? "" });
       }
       return out;
     },

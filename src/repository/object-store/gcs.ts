@@ -47,7 +47,8 @@ function listPage(page: unknown): { items: StoredObject[]; next: string | undefi
   const body = (page && typeof page === "object" ? page : {}) as { items?: unknown; nextPageToken?: unknown };
   const raw = body.items ?? [];
   if (!Array.isArray(raw)) throw new Error("malformed listing page from the store: 'items' is not an array");
-  if (body.nextPageToken !== undefined && typeof body.nextPageToken !== "string") throw new Error("malformed listing page from the store: 'nextPageToken' is not a string");
+  if (body.nextPageToken !== undefined && typeof body.nextPageToken !== "string")
+    throw new Error("malformed listing page from the store: 'nextPageToken' is not a string");
   const items = raw.map((item: unknown): StoredObject => {
     const o = (item && typeof item === "object" ? item : {}) as { name?: unknown; size?: unknown; etag?: unknown; md5Hash?: unknown };
     if (typeof o.name !== "string" || o.name === "") throw new Error("malformed listing page from the store: an object without a name");

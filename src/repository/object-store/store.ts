@@ -72,6 +72,7 @@ export class ListingGuard {
 /** An object's size as a listing gives it (a number or a decimal string), checked: a non-negative safe integer. */
 export function objectSize(size: unknown, key: string): number {
   const n = typeof size === "string" && /^\d+$/.test(size) ? Number(size) : size;
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) throw new Error(`malformed listing page from the store: object ${JSON.stringify(key.slice(0, 200))} has size ${JSON.stringify(String(size).slice(0, 40))}`);
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0)
+    throw new Error(`malformed listing page from the store: object ${JSON.stringify(key.slice(0, 200))} has size ${JSON.stringify(String(size).slice(0, 40))}`);
   return n;
 }

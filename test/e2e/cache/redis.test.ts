@@ -53,7 +53,10 @@ function post(server: ServerProcess, base: number, extra: object = {}) {
 /** `simple_cached` on inputs base+i and base: OUTPUT0 = 2*base + i, OUTPUT1 = i. */
 async function infer(server: ServerProcess, base: number) {
   const res = await post(server, base);
-  return { status: res.status, json: (await res.json()) as { error?: string; outputs?: { name: string; datatype: string; shape: number[]; data: number[] }[] } };
+  return {
+    status: res.status,
+    json: (await res.json()) as { error?: string; outputs?: { name: string; datatype: string; shape: number[]; data: number[] }[] },
+  };
 }
 
 function expectAnswer(r: Awaited<ReturnType<typeof infer>>, base: number): void {
@@ -69,7 +72,11 @@ const stats = async (server: ServerProcess) =>
 
 const metrics = async (server: ServerProcess) => (await fetch(`${server.metricsUrl}/metrics`)).text();
 
-const warnings = (server: ServerProcess) => server.log().split("\n").filter((l) => /^W.*Redis response cache at .* is unreachable/.test(l));
+const warnings = (server: ServerProcess) =>
+  server
+    .log()
+    .split("\n")
+    .filter((l) => /^W.*Redis response cache at .* is unreachable/.test(l));
 
 async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
   for (const end = Date.now() + ms; !cond(); ) {
@@ -81,7 +88,10 @@ async function until(what: string, cond: () => boolean, ms = 20_000): Promise<vo
 beforeAll(async () => {
   redis = await startRedis();
   repo = makeRepository(["simple"]);
-  repo.add("simple_cached/config.pbtxt", `name: "simple_cached"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${SIMPLE_IO}\ndynamic_batching { }\nresponse_cache { enable: true }\n`);
+  repo.add(
+    "simple_cached/config.pbtxt",
+    `name: "simple_cached"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${SIMPLE_IO}\ndynamic_batching { }\nresponse_cache { enable: true }\n`,
+  );
   repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
   a = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
   b = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
@@ -195,7 +205,13 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
 /** The cache key Nereid computes for `infer(server, base)`. */
 function keyFor(base: number): string {
   const int32 = (name: string, values: number[]) => ({ name, datatype: "INT32" as const, shape: [1, 16], data: new Uint8Array(new Int32Array(values).buffer) });
-  const inputs = [int32("INPUT0", Array.from({ length: 16 }, (_, i) => base + i)), int32("INPUT1", Array(16).fill(base))];
+  const inputs = [
+    int32(
+      "INPUT0",
+      Array.from({ length: 16 }, (_, i) => base + i),
+    ),
+    int32("INPUT1", Array(16).fill(base)),
+  ];
   return cacheKey("simple_cached", 1, inputs, ["OUTPUT0", "OUTPUT1"]);
 }
 
@@ -209,7 +225,12 @@ function crafted(header: string, data: Uint8Array = new Uint8Array(0)): Buffer {
 
 /** `simple_cached` on base `base` with both outputs as binary data; the header and the bytes after it. */
 async function inferBinary(server: ServerProcess, base: number) {
-  const res = await post(server, base, { outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }, { name: "OUTPUT1", parameters: { binary_data: true } }] });
+  const res = await post(server, base, {
+    outputs: [
+      { name: "OUTPUT0", parameters: { binary_data: true } },
+      { name: "OUTPUT1", parameters: { binary_data: true } },
+    ],
+  });
   const body = Buffer.from(await res.arrayBuffer());
   const headerLength = Number(res.headers.get("inference-header-content-length"));
   return { status: res.status, header: JSON.parse(body.toString("utf8", 0, headerLength)), data: body.subarray(headerLength) };
@@ -220,20 +241,40 @@ describe("redis response cache: values in Redis are checked before they are serv
   const wrong = [1, 2].map((k) => ({ name: `OUTPUT${k - 1}`, datatype: "INT32" as const, shape: [1, 16], data: int32(Array(16).fill(k)) }));
   const cases: [what: string, value: () => Buffer][] = [
     ["a shape/byte-size mismatch", () => crafted('[["OUTPUT0","INT32",[1,16],8],["OUTPUT1","INT32",[1,16],8]]', new Uint8Array(16))],
-    ["bad BYTES framing", () => crafted('[["OUTPUT0","BYTES",[1,1],8],["OUTPUT1","BYTES",[1,1],8]]', new Uint8Array([200, 0, 0, 0, 1, 2, 3, 4, 200, 0, 0, 0, 1, 2, 3, 4]))],
+    [
+      "bad BYTES framing",
+      () => crafted('[["OUTPUT0","BYTES",[1,1],8],["OUTPUT1","BYTES",[1,1],8]]', new Uint8Array([200, 0, 0, 0, 1, 2, 3, 4, 200, 0, 0, 0, 1, 2, 3, 4])),
+    ],
     ["an unknown datatype", () => crafted('[["OUTPUT0","INT33",[1,16],64],["OUTPUT1","INT32",[1,16],64]]', new Uint8Array(128))],
     // Spliced raw into the response before: a whole extra output.
-    ["a shape element that is a string", () => crafted(JSON.stringify([["OUTPUT0", "INT32", ['16],"x":1,"outputs":[{"name":"EVIL","datatype":"INT32","shape":[1],"data":[666]}],"y":[1'], 64], ["OUTPUT1", "INT32", [1, 16], 64]]), new Uint8Array(128))],
+    [
+      "a shape element that is a string",
+      () =>
+        crafted(
+          JSON.stringify([
+            ["OUTPUT0", "INT32", ['16],"x":1,"outputs":[{"name":"EVIL","datatype":"INT32","shape":[1],"data":[666]}],"y":[1'], 64],
+            ["OUTPUT1", "INT32", [1, 16], 64],
+          ]),
+          new Uint8Array(128),
+        ),
+    ],
     ["no outputs", () => crafted("[]")],
     ["one of the two outputs only", () => encodeEntry([{ name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: int32(Array(16).fill(9)) }])],
     ["trailing bytes", () => Buffer.concat([encodeEntry(wrong), Buffer.from([0])])],
     // A valid entry (with wrong numbers) that an extra output makes larger than the limit.
-    ["a value over the size limit", () => encodeEntry([...wrong, { name: "PAD", datatype: "UINT8", shape: [MAX_ENTRY_BYTES], data: new Uint8Array(MAX_ENTRY_BYTES) }])],
+    [
+      "a value over the size limit",
+      () => encodeEntry([...wrong, { name: "PAD", datatype: "UINT8", shape: [MAX_ENTRY_BYTES], data: new Uint8Array(MAX_ENTRY_BYTES) }]),
+    ],
   ];
 
   let client: ReturnType<typeof createClient>;
   const get = async (key: string) => (await client.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }).get(key)) as Buffer | null;
-  const invalidWarnings = (server: ServerProcess) => server.log().split("\n").filter((l) => /^W.*Redis response cache at .* is not a valid entry/.test(l));
+  const invalidWarnings = (server: ServerProcess) =>
+    server
+      .log()
+      .split("\n")
+      .filter((l) => /^W.*Redis response cache at .* is not a valid entry/.test(l));
 
   beforeAll(async () => {
     client = createClient({ socket: { host: "127.0.0.1", port: redis.port } });
@@ -251,23 +292,26 @@ describe("redis response cache: values in Redis are checked before they are serv
     });
   });
 
-  it.each(cases.map(([what, value], i) => [what, value, 30_000 + i] as const))("answers from the model over %s, and replaces the value", async (_what, value, base) => {
-    const key = keyFor(base);
-    await client.set(key, value());
-    const before = await stats(a);
-    expectAnswer(await infer(a, base), base);
-    const after = await stats(a);
-    expect(after.inference_stats.cache_hit.count).toBe(before.inference_stats.cache_hit.count);
-    expect(after.inference_stats.cache_miss.count).toBe(before.inference_stats.cache_miss.count + 1);
-    expect(after.execution_count).toBe(before.execution_count + 1);
-    // The bad value is gone, and the model's answer is stored in its place: the next request hits it.
-    await eventually(async () => {
-      const stored = await get(key);
-      expect(stored && decodeEntry(stored, ["OUTPUT0", "OUTPUT1"]).outputs?.length).toBe(2);
-    });
-    expectAnswer(await infer(a, base), base);
-    expect((await stats(a)).inference_stats.cache_hit.count).toBe(after.inference_stats.cache_hit.count + 1);
-  });
+  it.each(cases.map(([what, value], i) => [what, value, 30_000 + i] as const))(
+    "answers from the model over %s, and replaces the value",
+    async (_what, value, base) => {
+      const key = keyFor(base);
+      await client.set(key, value());
+      const before = await stats(a);
+      expectAnswer(await infer(a, base), base);
+      const after = await stats(a);
+      expect(after.inference_stats.cache_hit.count).toBe(before.inference_stats.cache_hit.count);
+      expect(after.inference_stats.cache_miss.count).toBe(before.inference_stats.cache_miss.count + 1);
+      expect(after.execution_count).toBe(before.execution_count + 1);
+      // The bad value is gone, and the model's answer is stored in its place: the next request hits it.
+      await eventually(async () => {
+        const stored = await get(key);
+        expect(stored && decodeEntry(stored, ["OUTPUT0", "OUTPUT1"]).outputs?.length).toBe(2);
+      });
+      expectAnswer(await infer(a, base), base);
+      expect((await stats(a)).inference_stats.cache_hit.count).toBe(after.inference_stats.cache_hit.count + 1);
+    },
+  );
 
   it("answers binary outputs from the model over a shape/byte-size mismatch, with sizes that match", async () => {
     const base = 40_000;

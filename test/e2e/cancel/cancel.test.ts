@@ -140,7 +140,9 @@ function startInfer(request: object, deadlineMs?: number) {
 
 async function metric(name: string, model: string, extra = ""): Promise<number> {
   const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`${name}{model="${model}"${extra},version="1"}`) || l.startsWith(`${name}{model="${model}",version="1"${extra}}`));
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith(`${name}{model="${model}"${extra},version="1"}`) || l.startsWith(`${name}{model="${model}",version="1"${extra}}`));
   if (line === undefined) throw new Error(`no ${name} for ${model}${extra} in:\n${text}`);
   return Number(line.slice(line.lastIndexOf(" ") + 1));
 }
@@ -300,7 +302,11 @@ describe("cancellation through the binary (S-20, M-02)", () => {
   });
 
   it("a worker-thread instance hears of the cancel and its BLS call is cancelled with it", async () => {
-    const before = { inner: await canceled(), outer: await canceled("ts_outer_worker"), other: await metric("nv_inference_request_failure", "ts_outer_worker", `,reason="BACKEND"`) };
+    const before = {
+      inner: await canceled(),
+      outer: await canceled("ts_outer_worker"),
+      other: await metric("nv_inference_request_failure", "ts_outer_worker", `,reason="BACKEND"`),
+    };
     const outer = startInfer({ ...waitRequest(false), model_name: "ts_outer_worker", inputs: [{ name: "IN", datatype: "INT32", shape: [1] }] });
     await until(async () => (await probe())[0] === 1);
     outer.call.cancel();
@@ -333,12 +339,18 @@ describe("cancellation through the binary (S-20, M-02)", () => {
 });
 
 describe("cancelled mid-stream (#16 item 4)", () => {
-  const dripRequest = { model_name: "ts_drip", inputs: [{ name: "IN", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)] };
+  const dripRequest = {
+    model_name: "ts_drip",
+    inputs: [{ name: "IN", datatype: "INT32", shape: [1] }],
+    raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)],
+  };
   const drip = () => canceled("ts_drip");
 
   /** Opens a ModelStreamInfer stream, waits for the first response, and cancels the stream. */
   async function cancelGrpcStream(): Promise<void> {
-    const client = grpc.client as unknown as Client & { ModelStreamInfer(): { write(m: object): void; cancel(): void; on(e: string, f: (m?: any) => void): void } };
+    const client = grpc.client as unknown as Client & {
+      ModelStreamInfer(): { write(m: object): void; cancel(): void; on(e: string, f: (m?: any) => void): void };
+    };
     const stream = client.ModelStreamInfer();
     await new Promise<void>((resolve) => {
       stream.on("data", () => resolve());

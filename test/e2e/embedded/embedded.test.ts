@@ -79,23 +79,32 @@ describe("in-process API under Node", () => {
     expect(only.outputs.map((o) => o.name)).toEqual(["OUTPUT1"]);
     expect([...only.output("OUTPUT1", "INT32").data]).toEqual(Array.from({ length: 16 }, (_, i) => i * 9));
     // BYTES in as strings, out as one Uint8Array per element.
-    const s2 = await nereid.infer({ model: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 3], data: ["a", new Uint8Array([0, 255]), ""] }] });
+    const s2 = await nereid.infer({
+      model: "simple_identity",
+      inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 3], data: ["a", new Uint8Array([0, 255]), ""] }],
+    });
     expect(s2.output("OUTPUT0", "BYTES").data.map((e) => [...e])).toEqual([[97], [0, 255], []]);
   });
 
   it("answers 64 concurrent requests exactly", async () => {
     const results = await Promise.all(
-      Array.from({ length: 64 }, (_, k) => nereid.infer(simple(new Int32Array(16).fill(k), new Int32Array(16).fill(1))).then((r) => r.output("OUTPUT0", "INT32").data[0])),
+      Array.from({ length: 64 }, (_, k) =>
+        nereid.infer(simple(new Int32Array(16).fill(k), new Int32Array(16).fill(1))).then((r) => r.output("OUTPUT0", "INT32").data[0]),
+      ),
     );
     expect(results).toEqual(Array.from({ length: 64 }, (_, k) => k + 1));
   });
 
   it("throws ServerError with Triton's codes and messages", async () => {
     expect((await errorOf(nereid.infer({ ...simple(), model: "nope" }))).code).toBe("NOT_FOUND");
-    const wrongType = await errorOf(nereid.infer({ model: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16], data: new Float32Array(16) as never }] }));
+    const wrongType = await errorOf(
+      nereid.infer({ model: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16], data: new Float32Array(16) as never }] }),
+    );
     expect(wrongType.code).toBe("INVALID_ARG");
     expect(wrongType.message).toBe("input 'INPUT0': INT32 data must be a Int32Array (or raw bytes in a Uint8Array), got Float32Array");
-    const wrongShape = await errorOf(nereid.infer({ ...simple(), inputs: [{ ...simple().inputs[0]!, datatype: "FP32", data: new Float32Array(16) }, simple().inputs[1]!] }));
+    const wrongShape = await errorOf(
+      nereid.infer({ ...simple(), inputs: [{ ...simple().inputs[0]!, datatype: "FP32", data: new Float32Array(16) }, simple().inputs[1]!] }),
+    );
     expect(wrongShape).toMatchObject({ code: "INVALID_ARG", message: "inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'" });
     expect(() => nereid.statistics("nope")).toThrow(ServerError);
   });
@@ -111,7 +120,12 @@ describe("in-process API under Node", () => {
     expect(after.inference_stats.fail.count).toBe(before.inference_stats.fail.count + 1);
     expect(after.inference_count).toBe(before.inference_count + 2);
     expect(after.execution_count).toBe(before.execution_count + 2);
-    expect(nereid.statistics().map((m) => m.name).sort()).toEqual(["simple", "simple_identity"]);
+    expect(
+      nereid
+        .statistics()
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(["simple", "simple_identity"]);
   });
 
   it("unloads and loads models, with a config override", async () => {
@@ -150,7 +164,10 @@ describe("in-process API under Node", () => {
     const other = await createServer({ modelRepository: repo.dir, modelControlMode: "none", logInfo: false, logWarning: false });
     try {
       expect(other.index()).toEqual([{ name: "simple", version: "1", state: "READY" }]);
-      expect(await errorOf(other.load("simple"))).toMatchObject({ code: "UNAVAILABLE", message: "explicit model load / unload is not allowed if polling is enabled" });
+      expect(await errorOf(other.load("simple"))).toMatchObject({
+        code: "UNAVAILABLE",
+        message: "explicit model load / unload is not allowed if polling is enabled",
+      });
       expect(await errorOf(other.unload("simple"))).toMatchObject({ code: "UNAVAILABLE" });
     } finally {
       expect(await other.stop()).toBe(0);
@@ -174,7 +191,10 @@ describe("in-process API under Bun", () => {
   it("runs check.ts with the same answers", async () => {
     const repo = makeRepository(["simple", "simple_identity"]);
     try {
-      const { stdout } = await promisify(execFile)(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "test/e2e/embedded/check.ts"), repo.dir], { cwd: ROOT, timeout: 60_000 });
+      const { stdout } = await promisify(execFile)(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "test/e2e/embedded/check.ts"), repo.dir], {
+        cwd: ROOT,
+        timeout: 60_000,
+      });
       expect(JSON.parse(stdout.trim().split("\n").at(-1)!)).toEqual(checkAnswers("bun"));
     } finally {
       repo.remove();

@@ -100,7 +100,9 @@ const reaches = (count: () => number, n: number, what: string) =>
 /** A ModelStreamInfer stream on a connection of its own: a call in flight for as long as it is open. */
 async function openStream(target: string, creds: ChannelCredentials) {
   const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-  const client = new Ctor(target, creds, { "grpc.use_local_subchannel_pool": 1 }) as unknown as Client & { ModelStreamInfer(): ClientDuplexStream<object, any> };
+  const client = new Ctor(target, creds, { "grpc.use_local_subchannel_pool": 1 }) as unknown as Client & {
+    ModelStreamInfer(): ClientDuplexStream<object, any>;
+  };
   const call = client.ModelStreamInfer();
   const answers: Array<(r: any) => void> = [];
   let failure: Error | undefined;
@@ -195,7 +197,11 @@ async function idleConnections(t: Target) {
   await reaches(gone, EXTRA + 1, "idle connections sent a GOAWAY to stay at the limit");
   if (t.exact) expect(idle.map((s) => s.goaway)).toEqual(idle.map((_, i) => i <= EXTRA)); // idle longest first
   // They are closed, not left open.
-  await within(Promise.all(idle.filter((s) => s.goaway).map((s) => (s.session.closed ? undefined : new Promise((r) => s.session.once("close", r))))), 10_000, "closed after the GOAWAY");
+  await within(
+    Promise.all(idle.filter((s) => s.goaway).map((s) => (s.session.closed ? undefined : new Promise((r) => s.session.once("close", r))))),
+    10_000,
+    "closed after the GOAWAY",
+  );
 
   expect(await inferSimple(t.grpc, t.creds, CLIENT_DEADLINE_MS)).toEqual(OUTPUT);
   if (t.exact) {
@@ -231,7 +237,11 @@ async function timeoutsClose(grpcPort: number, httpUrl: string) {
   const handshaken = hold(await rawConnection(grpcPort, Buffer.concat([PREFACE, EMPTY_SETTINGS]))); // then no call
   held.push(handshaken);
   // The server answers the handshake with its own SETTINGS: that connection reached grpc-js.
-  await within(new Promise<void>((resolve) => (handshaken.received > 0 ? resolve() : handshaken.socket.once("data", () => resolve()))), 3000, "server SETTINGS");
+  await within(
+    new Promise<void>((resolve) => (handshaken.received > 0 ? resolve() : handshaken.socket.once("data", () => resolve()))),
+    3000,
+    "server SETTINGS",
+  );
   expect((await fetch(`${httpUrl}/v2/health/ready`)).status).toBe(200);
   expect(held.filter((r) => r.socket.closed)).toHaveLength(0);
   await within(Promise.all(held.map((r) => r.closed)), 30_000, "held connections closed by the server");
@@ -271,7 +281,9 @@ describe.each([
     const t = await binary([...LONG, ...threads]);
     await silentConnections(t);
     const share = threads.length ? `, ${LIMIT / 2} on this thread` : "";
-    expect(t.server.log()).toContain(`gRPC connection limit reached (--grpc-max-connections=${LIMIT}${share}); closing connections without a handshake or a call to make room for new ones`);
+    expect(t.server.log()).toContain(
+      `gRPC connection limit reached (--grpc-max-connections=${LIMIT}${share}); closing connections without a handshake or a call to make room for new ones`,
+    );
   }, 90_000);
 
   it("a client gets in while 100 HTTP/2 connections without a call are open (closed with a GOAWAY); a call in flight stays", async () => {
@@ -287,7 +299,9 @@ describe("gRPC connection limit: the binary", () => {
   it("never closes a connection with a call in flight: with one on each, a new client is refused until one ends", async () => {
     const t = await binary(LONG);
     await everyConnectionBusy(t);
-    expect(t.server.log()).toContain(`gRPC connection limit reached (--grpc-max-connections=${LIMIT}) with a call in flight on every connection; closing new connections`);
+    expect(t.server.log()).toContain(
+      `gRPC connection limit reached (--grpc-max-connections=${LIMIT}) with a call in flight on every connection; closing new connections`,
+    );
   }, 90_000);
 
   it("closes connections that never complete the handshake or never call after the timeouts, HTTP answering meanwhile", async () => {

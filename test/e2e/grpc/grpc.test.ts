@@ -22,7 +22,10 @@ const B = Array.from({ length: 16 }, (_, i) => 100 - i);
 function simpleRequest(a = A, b = B, extra: object = {}) {
   return {
     model_name: "simple",
-    inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }],
+    inputs: [
+      { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+      { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+    ],
     raw_input_contents: [i32(...a), i32(...b)],
     ...extra,
   };
@@ -30,7 +33,10 @@ function simpleRequest(a = A, b = B, extra: object = {}) {
 const ints = (u: Uint8Array) => [...new Int32Array(new Uint8Array(u).buffer)];
 
 async function expectStatus(p: Promise<unknown>, code: status, details: string | RegExp) {
-  const err = await p.then(() => undefined, (e: { code: number; details: string }) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: { code: number; details: string }) => e,
+  );
   expect(err).toBeDefined();
   expect(err!.code).toBe(code);
   if (typeof details === "string") expect(err!.details).toBe(details);
@@ -39,8 +45,19 @@ async function expectStatus(p: Promise<unknown>, code: status, details: string |
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
-  repo.add("fp32_identity/config.pbtxt", 'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n');
-  repo.add("fp32_identity/1/model.onnx", encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.FLOAT, ["n"])], outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+  repo.add(
+    "fp32_identity/config.pbtxt",
+    'name: "fp32_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n',
+  );
+  repo.add(
+    "fp32_identity/1/model.onnx",
+    encodeModel({
+      name: "id",
+      inputs: [valueInfo("X", ElemType.FLOAT, ["n"])],
+      outputs: [valueInfo("Y", ElemType.FLOAT, ["n"])],
+      nodes: [node("Identity", ["X"], ["Y"])],
+    }),
+  );
   server = await startServerProcess([`--model-repository=${repo.dir}`]);
   expect(server.grpcTarget).toBeDefined();
   const c = inferenceClient(server.grpcTarget!);
@@ -60,7 +77,11 @@ describe("every RPC (G-01, G-08)", () => {
     expect(await call("ServerLive")({})).toEqual({ live: true });
     expect(await call("ServerReady")({})).toEqual({ ready: true });
     expect(await call("ModelReady")({ name: "simple" })).toEqual({ ready: true });
-    expect(await call("ServerMetadata")({})).toEqual({ name: "triton", version: expect.any(String), extensions: expect.arrayContaining(["binary_tensor_data"]) });
+    expect(await call("ServerMetadata")({})).toEqual({
+      name: "triton",
+      version: expect.any(String),
+      extensions: expect.arrayContaining(["binary_tensor_data"]),
+    });
     expect(await call("ModelMetadata")({ name: "simple", version: "1" })).toEqual(SIMPLE_METADATA);
   });
 
@@ -88,13 +109,21 @@ describe("every RPC (G-01, G-08)", () => {
     });
     expect(r.outputs.map((o: { name: string }) => o.name)).toEqual(["OUTPUT1"]);
     expect(ints(r.raw_output_contents[0])).toEqual(A.map((a, i) => a - B[i]!));
-    const s = await call("ModelInfer")({ model_name: "simple_identity", inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2], contents: { bytes_contents: [Buffer.from("ab"), Buffer.from("")] } }] });
+    const s = await call("ModelInfer")({
+      model_name: "simple_identity",
+      inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2], contents: { bytes_contents: [Buffer.from("ab"), Buffer.from("")] } }],
+    });
     expect([...s.raw_output_contents[0]]).toEqual([2, 0, 0, 0, 97, 98, 0, 0, 0, 0]);
   });
 
   it("ModelConfig, ModelStatistics and RepositoryIndex", async () => {
     const cfg = await call("ModelConfig")({ name: "simple" });
-    expect(cfg.config).toMatchObject({ name: "simple", platform: "onnxruntime_onnx", max_batch_size: 8, input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [16] }, { name: "INPUT1" }] });
+    expect(cfg.config).toMatchObject({
+      name: "simple",
+      platform: "onnxruntime_onnx",
+      max_batch_size: 8,
+      input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [16] }, { name: "INPUT1" }],
+    });
     const stats = await call("ModelStatistics")({ name: "simple" });
     expect(stats.model_stats[0].name).toBe("simple");
     expect(stats.model_stats[0].inference_stats.success.count).toBeGreaterThan(0);
@@ -110,17 +139,38 @@ describe("every RPC (G-01, G-08)", () => {
     await expectStatus(call("ModelInfer")({ model_name: "nope" }), status.NOT_FOUND, "Request for unknown model: 'nope' is not found");
     await expectStatus(call("ModelMetadata")({ name: "simple", version: "9" }), status.NOT_FOUND, "Request for unknown model: 'simple' version 9 is not found");
     await expectStatus(
-      call("ModelInfer")(simpleRequest(A, B, { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }] })),
+      call("ModelInfer")(
+        simpleRequest(A, B, {
+          inputs: [
+            { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
+            { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+          ],
+        }),
+      ),
       status.INVALID_ARGUMENT,
       "inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'",
     );
     await expectStatus(
-      call("ModelInfer")({ ...simpleRequest(), inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16], contents: { int_contents: A } }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }] }),
+      call("ModelInfer")({
+        ...simpleRequest(),
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16], contents: { int_contents: A } },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
+      }),
       status.INVALID_ARGUMENT,
       "contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'",
     );
-    await expectStatus(call("ModelInfer")({ ...simpleRequest(), raw_input_contents: [i32(...A)] }), status.INVALID_ARGUMENT, "expected 2 raw_input_contents (one per input) but got 1 for model 'simple'");
-    await expectStatus(call("RepositoryModelLoad")({ model_name: "simple" }), status.UNAVAILABLE, "explicit model load / unload is not allowed if polling is enabled");
+    await expectStatus(
+      call("ModelInfer")({ ...simpleRequest(), raw_input_contents: [i32(...A)] }),
+      status.INVALID_ARGUMENT,
+      "expected 2 raw_input_contents (one per input) but got 1 for model 'simple'",
+    );
+    await expectStatus(
+      call("RepositoryModelLoad")({ model_name: "simple" }),
+      status.UNAVAILABLE,
+      "explicit model load / unload is not allowed if polling is enabled",
+    );
     await expectStatus(call("RepositoryIndex")({ repository_name: "x" }), status.UNIMPLEMENTED, "'repository_name' specification is not supported");
     await expectStatus(
       call("SystemSharedMemoryStatus")({}),
@@ -153,14 +203,27 @@ describe("every RPC (G-01, G-08)", () => {
 
 describe("load and size (G-02)", () => {
   it("answers 64 concurrent ModelInfer calls exactly", async () => {
-    const results = await Promise.all(Array.from({ length: 64 }, (_, k) => call("ModelInfer")(simpleRequest(A.map((a) => a + k), B))));
+    const results = await Promise.all(
+      Array.from({ length: 64 }, (_, k) =>
+        call("ModelInfer")(
+          simpleRequest(
+            A.map((a) => a + k),
+            B,
+          ),
+        ),
+      ),
+    );
     results.forEach((r, k) => expect(ints(r.raw_output_contents[0])).toEqual(A.map((a, i) => a + k + B[i]!)));
   });
 
   it("round-trips a 16 MB FP32 tensor exactly", async () => {
     const n = (16 * 1024 * 1024) / 4;
     const x = new Float32Array(n).map((_, i) => Math.sin(i) * 1e3);
-    const r = await call("ModelInfer")({ model_name: "fp32_identity", inputs: [{ name: "X", datatype: "FP32", shape: [n] }], raw_input_contents: [new Uint8Array(x.buffer)] });
+    const r = await call("ModelInfer")({
+      model_name: "fp32_identity",
+      inputs: [{ name: "X", datatype: "FP32", shape: [n] }],
+      raw_input_contents: [new Uint8Array(x.buffer)],
+    });
     expect(r.outputs[0].shape).toEqual([n]);
     expect(Buffer.compare(Buffer.from(r.raw_output_contents[0]), Buffer.from(x.buffer))).toBe(0);
   });
@@ -188,7 +251,9 @@ describe("compression", () => {
 describe("ModelStreamInfer (G-05)", () => {
   it("answers 100 requests in order, one bad request in-band, the stream staying open", async () => {
     const Ctor = (await import("@grpc/grpc-js")).makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "S");
-    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => import("@grpc/grpc-js").ClientDuplexStream<object, any> };
+    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & {
+      ModelStreamInfer: () => import("@grpc/grpc-js").ClientDuplexStream<object, any>;
+    };
     const stream = c.ModelStreamInfer();
     const responses: any[] = [];
     const done = new Promise<void>((resolve, reject) => {
@@ -197,7 +262,15 @@ describe("ModelStreamInfer (G-05)", () => {
       stream.on("error", reject);
     });
     for (let k = 0; k < 100; k++) {
-      stream.write(k === 50 ? { ...simpleRequest(), id: "bad", model_name: "missing_model" } : simpleRequest(A.map(() => k), B, { id: `r${k}` }));
+      stream.write(
+        k === 50
+          ? { ...simpleRequest(), id: "bad", model_name: "missing_model" }
+          : simpleRequest(
+              A.map(() => k),
+              B,
+              { id: `r${k}` },
+            ),
+      );
     }
     stream.end();
     await done;
@@ -246,7 +319,13 @@ describe("wire fixture from Triton's field numbers", () => {
     ]);
     const raw = new Client(server.grpcTarget!, credentials.createInsecure());
     const reply = await new Promise<Buffer>((resolve, reject) =>
-      raw.makeUnaryRequest("/inference.GRPCInferenceService/ModelInfer", (b: Buffer) => b, (b: Buffer) => b, request, (err, res) => (err ? reject(err) : resolve(res!))),
+      raw.makeUnaryRequest(
+        "/inference.GRPCInferenceService/ModelInfer",
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        request,
+        (err, res) => (err ? reject(err) : resolve(res!)),
+      ),
     );
     raw.close();
     const expectedOut = [...i32(...A.map((a, i) => a + B[i]!))];

@@ -23,7 +23,10 @@ const ints = (u: Uint8Array) => [...new Int32Array(new Uint8Array(u).buffer)];
 const int64s = (u: Uint8Array) => [...new BigInt64Array(new Uint8Array(u).buffer)];
 
 async function expectStatus(p: Promise<unknown>, code: status, details: string) {
-  const err = await p.then(() => undefined, (e: { code: number; details: string }) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: { code: number; details: string }) => e,
+  );
   expect(err).toBeDefined();
   expect({ code: err!.code, details: err!.details }).toEqual({ code, details });
 }
@@ -52,7 +55,15 @@ beforeAll(async () => {
     "int64_identity/config.pbtxt",
     'name: "int64_identity"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_INT64 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT64 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n',
   );
-  repo.add("int64_identity/1/model.onnx", encodeModel({ name: "id", inputs: [valueInfo("X", ElemType.INT64, ["n"])], outputs: [valueInfo("Y", ElemType.INT64, ["n"])], nodes: [node("Identity", ["X"], ["Y"])] }));
+  repo.add(
+    "int64_identity/1/model.onnx",
+    encodeModel({
+      name: "id",
+      inputs: [valueInfo("X", ElemType.INT64, ["n"])],
+      outputs: [valueInfo("Y", ElemType.INT64, ["n"])],
+      nodes: [node("Identity", ["X"], ["Y"])],
+    }),
+  );
   // `simple` with two priority levels, for priorities above the levels (S-06).
   const simpleConfig = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "simple_priority"');
   repo.add("simple_priority/config.pbtxt", `${simpleConfig}\ndynamic_batching { priority_levels: 2 default_priority_level: 2 }\n`);
@@ -90,10 +101,28 @@ describe("sequence ids beyond 2^53 (P-27)", () => {
   });
 
   it("refuses a sequence_id of another type, and sequence flags that are not bool_param, with Triton's gRPC messages", async () => {
-    const req = (parameters: object) => call("ModelInfer")({ model_name: "simple_sequence", parameters, inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1] }], raw_input_contents: [i32(1)] });
-    await expectStatus(req({ sequence_id: { bool_param: true } }), status.INVALID_ARGUMENT, "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.");
-    await expectStatus(req({ sequence_id: { double_param: 5 } }), status.INVALID_ARGUMENT, "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.");
-    await expectStatus(req({ sequence_id: { int64_param: 9n }, sequence_start: { int64_param: 1n } }), status.INVALID_ARGUMENT, "invalid value type for 'sequence_start' parameter, expected bool_param.");
+    const req = (parameters: object) =>
+      call("ModelInfer")({
+        model_name: "simple_sequence",
+        parameters,
+        inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1] }],
+        raw_input_contents: [i32(1)],
+      });
+    await expectStatus(
+      req({ sequence_id: { bool_param: true } }),
+      status.INVALID_ARGUMENT,
+      "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.",
+    );
+    await expectStatus(
+      req({ sequence_id: { double_param: 5 } }),
+      status.INVALID_ARGUMENT,
+      "invalid value type for 'sequence_id' parameter, expected int64_param or string_param.",
+    );
+    await expectStatus(
+      req({ sequence_id: { int64_param: 9n }, sequence_start: { int64_param: 1n } }),
+      status.INVALID_ARGUMENT,
+      "invalid value type for 'sequence_start' parameter, expected bool_param.",
+    );
   });
 
   it("HTTP refuses a sequence_id, priority or timeout that is not an exact uint64, as Triton's HTTP frontend does", async () => {
@@ -113,14 +142,22 @@ describe("sequence ids beyond 2^53 (P-27)", () => {
 describe("typed 64-bit contents and shapes (G-02, G-03)", () => {
   it("round-trips int64_contents beyond 2^53 exactly", async () => {
     const values = [9007199254740993n, -9223372036854775808n, 9223372036854775807n, -9007199254740993n];
-    const r = await call("ModelInfer")({ model_name: "int64_identity", inputs: [{ name: "X", datatype: "INT64", shape: [values.length], contents: { int64_contents: values } }] });
+    const r = await call("ModelInfer")({
+      model_name: "int64_identity",
+      inputs: [{ name: "X", datatype: "INT64", shape: [values.length], contents: { int64_contents: values } }],
+    });
     expect(r.outputs[0]).toMatchObject({ name: "Y", datatype: "INT64", shape: [values.length] });
     expect(int64s(r.raw_output_contents[0])).toEqual(values);
   });
 
   it("refuses dims beyond 2^53 with the exact numbers, and dims whose byte size overflows int64, as Triton does", async () => {
-    const x = (shape: bigint[]) => call("ModelInfer")({ model_name: "int64_identity", inputs: [{ name: "X", datatype: "INT64", shape }], raw_input_contents: [new Uint8Array(8)] });
-    await expectStatus(x([9007199254740993n]), status.INVALID_ARGUMENT, "input byte size mismatch for input 'X' for model 'int64_identity'. Expected 72057594037927944, got 8");
+    const x = (shape: bigint[]) =>
+      call("ModelInfer")({ model_name: "int64_identity", inputs: [{ name: "X", datatype: "INT64", shape }], raw_input_contents: [new Uint8Array(8)] });
+    await expectStatus(
+      x([9007199254740993n]),
+      status.INVALID_ARGUMENT,
+      "input byte size mismatch for input 'X' for model 'int64_identity'. Expected 72057594037927944, got 8",
+    );
     await expectStatus(x([2n ** 62n]), status.INVALID_ARGUMENT, "byte size for tensor 'X' exceeds maximum size of 9223372036854775807");
     await expectStatus(x([-(2n ** 60n)]), status.INVALID_ARGUMENT, "tensor 'X' contains an invalid dimension [-1152921504606846976]");
   });
@@ -130,23 +167,48 @@ describe("priority and timeout (P-28, S-06)", () => {
   const simple = (parameters: object, model = "simple") => ({
     model_name: model,
     parameters,
-    inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }],
+    inputs: [
+      { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+      { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+    ],
     raw_input_contents: [i32(...Array(16).fill(2)), i32(...Array(16).fill(3))],
   });
 
   it("refuses a negative priority or timeout, and either of the wrong type, whatever the model's scheduler", async () => {
-    await expectStatus(call("ModelInfer")(simple({ priority: { int64_param: -5n } })), status.INVALID_ARGUMENT, "invalid value for 'priority', expected value >= 0.");
-    await expectStatus(call("ModelInfer")(simple({ priority: { string_param: "1" } })), status.INVALID_ARGUMENT, "invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
-    await expectStatus(call("ModelInfer")(simple({ timeout: { int64_param: -1n } })), status.INVALID_ARGUMENT, "invalid value for 'timeout', expected value >= 0.");
-    await expectStatus(call("ModelInfer")(simple({ timeout: { uint64_param: 1n } })), status.INVALID_ARGUMENT, "invalid value type for 'timeout' parameter, expected int64_param.");
-    await expectStatus(call("ModelInfer")(simple({ priority: { int64_param: -5n } }, "simple_priority")), status.INVALID_ARGUMENT, "invalid value for 'priority', expected value >= 0.");
+    await expectStatus(
+      call("ModelInfer")(simple({ priority: { int64_param: -5n } })),
+      status.INVALID_ARGUMENT,
+      "invalid value for 'priority', expected value >= 0.",
+    );
+    await expectStatus(
+      call("ModelInfer")(simple({ priority: { string_param: "1" } })),
+      status.INVALID_ARGUMENT,
+      "invalid value type for 'priority' parameter, expected int64_param or uint64_param.",
+    );
+    await expectStatus(
+      call("ModelInfer")(simple({ timeout: { int64_param: -1n } })),
+      status.INVALID_ARGUMENT,
+      "invalid value for 'timeout', expected value >= 0.",
+    );
+    await expectStatus(
+      call("ModelInfer")(simple({ timeout: { uint64_param: 1n } })),
+      status.INVALID_ARGUMENT,
+      "invalid value type for 'timeout' parameter, expected int64_param.",
+    );
+    await expectStatus(
+      call("ModelInfer")(simple({ priority: { int64_param: -5n } }, "simple_priority")),
+      status.INVALID_ARGUMENT,
+      "invalid value for 'priority', expected value >= 0.",
+    );
     // HTTP refuses the same values (in its own words, as Triton's HTTP frontend does)
     const http = await inferJson(server, "simple", { ...SIMPLE_TWOS_AND_THREES, parameters: { priority: -5 } });
     expect(http).toEqual({ status: 400, json: { error: "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer" } });
   });
 
   it("takes a uint64 priority above the model's levels as the default level, over gRPC and HTTP alike", async () => {
-    const r = await call("ModelInfer")(simple({ priority: { uint64_param: 18446744073709551615n }, timeout: { int64_param: 9223372036854775807n } }, "simple_priority"));
+    const r = await call("ModelInfer")(
+      simple({ priority: { uint64_param: 18446744073709551615n }, timeout: { int64_param: 9223372036854775807n } }, "simple_priority"),
+    );
     expect(ints(r.raw_output_contents[0])).toEqual(Array(16).fill(5));
     const res = await fetch(`${server.url}/v2/models/simple_priority/infer`, {
       method: "POST",
@@ -162,8 +224,14 @@ describe("priority and timeout (P-28, S-06)", () => {
       status.INVALID_ARGUMENT,
       "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
     );
-    await expectStatus(call("ModelInfer")(simple({ custom: { uint64_param: 1n } })), status.INVALID_ARGUMENT, "invalid value type for 'custom' parameter, expected int64_param, bool_param, or string_param.");
-    const ok = await call("ModelInfer")(simple({ custom: { double_param: 0.5 }, other: { int64_param: 9223372036854775807n }, triton_enable_empty_final_response: { bool_param: true } }));
+    await expectStatus(
+      call("ModelInfer")(simple({ custom: { uint64_param: 1n } })),
+      status.INVALID_ARGUMENT,
+      "invalid value type for 'custom' parameter, expected int64_param, bool_param, or string_param.",
+    );
+    const ok = await call("ModelInfer")(
+      simple({ custom: { double_param: 0.5 }, other: { int64_param: 9223372036854775807n }, triton_enable_empty_final_response: { bool_param: true } }),
+    );
     expect(ints(ok.raw_output_contents[0])).toEqual(Array(16).fill(5));
   });
 });

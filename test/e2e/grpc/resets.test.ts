@@ -66,7 +66,12 @@ describe("gRPC stream resets", () => {
     session.on("goaway", (code) => (goaway = code));
     session.on("error", () => {});
     const start = () => {
-      const c = session.request({ ":method": "POST", ":path": "/inference.GRPCInferenceService/ModelInfer", "content-type": "application/grpc", te: "trailers" });
+      const c = session.request({
+        ":method": "POST",
+        ":path": "/inference.GRPCInferenceService/ModelInfer",
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
       c.end(REQUEST_BODY);
       return c;
     };
@@ -162,8 +167,13 @@ const str = (s: string) => Buffer.concat([Buffer.from([s.length]), Buffer.from(s
  */
 const HEADER_BLOCK = Buffer.concat([
   Buffer.from([0x83, 0x86]),
-  Buffer.from([0x04]), str("/inference.GRPCInferenceService/ModelInfer"),
-  Buffer.from([0x01]), str("localhost"),
-  Buffer.from([0x0f, 0x10]), str("application/grpc"),
-  Buffer.from([0x00]), str("te"), str("trailers"),
+  Buffer.from([0x04]),
+  str("/inference.GRPCInferenceService/ModelInfer"),
+  Buffer.from([0x01]),
+  str("localhost"),
+  Buffer.from([0x0f, 0x10]),
+  str("application/grpc"),
+  Buffer.from([0x00]),
+  str("te"),
+  str("trailers"),
 ]);

@@ -39,12 +39,19 @@ const A = Array.from({ length: 16 }, (_, i) => i);
 const infer = (target: string, creds: ChannelCredentials) => inferSimple(target, creds);
 
 const ca = () => readFileSync(file("ca.crt"));
-const tlsClient = (name?: string) => (name ? credentials.createSsl(ca(), readFileSync(file(`${name}.key`)), readFileSync(file(`${name}.crt`))) : credentials.createSsl(ca()));
+const tlsClient = (name?: string) =>
+  name ? credentials.createSsl(ca(), readFileSync(file(`${name}.key`)), readFileSync(file(`${name}.crt`))) : credentials.createSsl(ca());
 
 describe("--grpc-use-ssl", () => {
   let server: ServerProcess;
   beforeAll(async () => {
-    server = await startServerProcess([`--model-repository=${repo.dir}`, "--grpc-use-ssl=true", `--grpc-server-cert=${file("server.crt")}`, `--grpc-server-key=${file("server.key")}`, "--allow-metrics=false"]);
+    server = await startServerProcess([
+      `--model-repository=${repo.dir}`,
+      "--grpc-use-ssl=true",
+      `--grpc-server-cert=${file("server.crt")}`,
+      `--grpc-server-key=${file("server.key")}`,
+      "--allow-metrics=false",
+    ]);
   });
   afterAll(() => server?.stop());
 
@@ -61,7 +68,12 @@ describe("--grpc-use-ssl-mutual", () => {
   let server: ServerProcess;
   beforeAll(async () => {
     server = await startServerProcess([
-      `--model-repository=${repo.dir}`, "--grpc-use-ssl-mutual=true", `--grpc-server-cert=${file("server.crt")}`, `--grpc-server-key=${file("server.key")}`, `--grpc-root-cert=${file("ca.crt")}`, "--allow-metrics=false",
+      `--model-repository=${repo.dir}`,
+      "--grpc-use-ssl-mutual=true",
+      `--grpc-server-cert=${file("server.crt")}`,
+      `--grpc-server-key=${file("server.key")}`,
+      `--grpc-root-cert=${file("ca.crt")}`,
+      "--allow-metrics=false",
     ]);
   });
   afterAll(() => server?.stop());
@@ -80,7 +92,12 @@ describe("--grpc-use-ssl-mutual with the gRPC frontend on worker threads (#19)",
   let server: ServerProcess;
   beforeAll(async () => {
     server = await startServerProcess([
-      `--model-repository=${repo.dir}`, "--grpc-use-ssl-mutual=true", `--grpc-server-cert=${file("server.crt")}`, `--grpc-server-key=${file("server.key")}`, `--grpc-root-cert=${file("ca.crt")}`, "--allow-metrics=false",
+      `--model-repository=${repo.dir}`,
+      "--grpc-use-ssl-mutual=true",
+      `--grpc-server-cert=${file("server.crt")}`,
+      `--grpc-server-key=${file("server.key")}`,
+      `--grpc-root-cert=${file("ca.crt")}`,
+      "--allow-metrics=false",
       "--grpc-infer-thread-count=2",
     ]);
     expect(server.log()).toMatch(/gRPC frontend on 2 worker threads/);
@@ -97,10 +114,23 @@ describe("--grpc-use-ssl-mutual with the gRPC frontend on worker threads (#19)",
 describe("certificate files", () => {
   it("a certificate that cannot be read stops the start with exit 1 and names the flag", () => {
     const { cmd, args } = serverCommand();
-    const r = spawnSync(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--grpc-port=0", "--allow-metrics=false", "--grpc-use-ssl=true", `--grpc-server-cert=${file("missing.crt")}`, `--grpc-server-key=${file("server.key")}`], {
-      encoding: "utf8",
-      timeout: 60_000,
-    });
+    const r = spawnSync(
+      cmd,
+      [
+        ...args,
+        `--model-repository=${repo.dir}`,
+        "--http-port=0",
+        "--grpc-port=0",
+        "--allow-metrics=false",
+        "--grpc-use-ssl=true",
+        `--grpc-server-cert=${file("missing.crt")}`,
+        `--grpc-server-key=${file("server.key")}`,
+      ],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
     expect(r.status).toBe(1);
     expect(r.stderr + r.stdout).toContain(`failed to read --grpc-server-cert '${file("missing.crt")}'`);
   });

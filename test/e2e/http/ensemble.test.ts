@@ -11,8 +11,7 @@ import { makeRepository } from "../../helpers/repo.ts";
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 
-const io = (names: string[], dir: "input" | "output") =>
-  `${dir} [ ${names.map((n) => `{ name: "${n}" data_type: TYPE_INT32 dims: [ 16 ] }`).join(", ")} ]`;
+const io = (names: string[], dir: "input" | "output") => `${dir} [ ${names.map((n) => `{ name: "${n}" data_type: TYPE_INT32 dims: [ 16 ] }`).join(", ")} ]`;
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
@@ -92,10 +91,14 @@ describe("ensembles", () => {
     expect(out.A_PLUS_A!.data).toEqual(a.map((x) => 2 * x));
     const meta = (await (await fetch(`${server.url}/v2/models/simple_chain`)).json()) as { platform: string };
     expect(meta.platform).toBe("ensemble");
-    const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as { model_stats: { execution_count: number; inference_count: number }[] };
+    const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as {
+      model_stats: { execution_count: number; inference_count: number }[];
+    };
     // Empty, as Triton reports it unless its opt-in CUDA memory tracker is built in and enabled (P-21).
     expect(stats.model_stats[0]).toMatchObject({ execution_count: 3, inference_count: 6, memory_usage: [] });
-    const ens = (await (await fetch(`${server.url}/v2/models/simple_chain/stats`)).json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
+    const ens = (await (await fetch(`${server.url}/v2/models/simple_chain/stats`)).json()) as {
+      model_stats: { inference_stats: { success: { count: number } } }[];
+    };
     expect(ens.model_stats[0]!.inference_stats.success.count).toBe(1);
   });
 

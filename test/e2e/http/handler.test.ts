@@ -63,13 +63,20 @@ describe("health, metadata and the route table with no socket", () => {
 
   it("server and model metadata and config are the same JSON the listener sends", async () => {
     const server = await statusAndJson(await call("GET", "/v2"));
-    expect(server).toEqual({ status: 200, json: { name: "triton", version: expect.any(String), extensions: expect.arrayContaining(["system_shared_memory", "parameters"]) } });
+    expect(server).toEqual({
+      status: 200,
+      json: { name: "triton", version: expect.any(String), extensions: expect.arrayContaining(["system_shared_memory", "parameters"]) },
+    });
     expect(server.json.extensions).toHaveLength(13);
     expect(await statusAndJson(await call("GET", "/v2/models/simple"))).toEqual({ status: 200, json: SIMPLE_METADATA });
     expect(await statusAndJson(await call("GET", "/v2/models/simple/versions/1"))).toEqual({ status: 200, json: SIMPLE_METADATA });
     const config = await call("GET", "/v2/models/simple/config");
     expect(config.headers.get("content-type")).toBe("application/json");
-    expect(await config.json()).toMatchObject({ name: "simple", max_batch_size: 8, input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [16] }, { name: "INPUT1" }] });
+    expect(await config.json()).toMatchObject({
+      name: "simple",
+      max_batch_size: 8,
+      input: [{ name: "INPUT0", data_type: "TYPE_INT32", dims: [16] }, { name: "INPUT1" }],
+    });
   });
 
   // Moved from infer.test.ts (binary): the route table does not need a socket.
@@ -81,7 +88,11 @@ describe("health, metadata and the route table with no socket", () => {
     await expectError(await call("POST", "/v2/health/live"), 405, "Method Not Allowed");
     await expectError(await call("GET", "/v2/models/simple/infer", undefined, KEY), 405, "Method Not Allowed");
     await expectError(await call("GET", "/v2/models/simple/versions/x/ready"), 404, "Not Found");
-    await expectError(await call("GET", "/v2/models/bad%zz"), 400, "malformed percent-encoding in URL path segment 'bad%zz': '%' must be followed by two hex digits and encode UTF-8");
+    await expectError(
+      await call("GET", "/v2/models/bad%zz"),
+      400,
+      "malformed percent-encoding in URL path segment 'bad%zz': '%' must be followed by two hex digits and encode UTF-8",
+    );
   });
 
   it("takes a web Request as well as a path, and ignores the query string", async () => {
@@ -141,7 +152,11 @@ describe("inference with no socket", () => {
   });
 
   it("BYTES identity", async () => {
-    const res = await infer({ inputs: [{ name: "INPUT0", shape: [1, 3], datatype: "BYTES", data: ["a", "hello", ""] }] }, {}, "/v2/models/simple_identity/infer");
+    const res = await infer(
+      { inputs: [{ name: "INPUT0", shape: [1, 3], datatype: "BYTES", data: ["a", "hello", ""] }] },
+      {},
+      "/v2/models/simple_identity/infer",
+    );
     expect(((await res.json()) as any).outputs).toEqual([{ name: "OUTPUT0", datatype: "BYTES", shape: [1, 3], data: ["a", "hello", ""] }]);
   });
 });
@@ -152,19 +167,37 @@ describe("bad requests get Triton's errors and the handler keeps serving (S-01, 
     ["malformed JSON", () => infer("{ not json"), 400, /failed to parse the request JSON buffer/],
     [
       "wrong datatype",
-      () => infer({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] }),
+      () =>
+        infer({
+          inputs: [
+            { name: "INPUT0", shape: [1, 16], datatype: "FP32", data: A },
+            { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+          ],
+        }),
       400,
       "inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'",
     ],
     [
       "wrong shape",
-      () => infer({ inputs: [{ name: "INPUT0", shape: [1, 8], datatype: "INT32", data: A.slice(0, 8) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] }),
+      () =>
+        infer({
+          inputs: [
+            { name: "INPUT0", shape: [1, 8], datatype: "INT32", data: A.slice(0, 8) },
+            { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+          ],
+        }),
       400,
       /^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,8\]/,
     ],
     [
       "element count not matching the shape",
-      () => infer({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A.slice(0, 15) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] }),
+      () =>
+        infer({
+          inputs: [
+            { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A.slice(0, 15) },
+            { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+          ],
+        }),
       400,
       /INPUT0/,
     ],
@@ -180,7 +213,13 @@ describe("bad requests get Triton's errors and the handler keeps serving (S-01, 
     ["missing input", () => infer({ inputs: [simpleJson().inputs[0]] }), 400, /^expected 2 inputs but got 1 inputs for model 'simple'/],
     [
       "batch above max_batch_size",
-      () => infer({ inputs: [{ name: "INPUT0", shape: [9, 16], datatype: "INT32", data: Array(144).fill(1) }, { name: "INPUT1", shape: [9, 16], datatype: "INT32", data: Array(144).fill(1) }] }),
+      () =>
+        infer({
+          inputs: [
+            { name: "INPUT0", shape: [9, 16], datatype: "INT32", data: Array(144).fill(1) },
+            { name: "INPUT1", shape: [9, 16], datatype: "INT32", data: Array(144).fill(1) },
+          ],
+        }),
       400,
       "inference request batch-size must be <= 8 for 'simple'",
     ],

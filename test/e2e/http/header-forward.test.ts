@@ -62,7 +62,12 @@ function grpcParams(md: Record<string, string>, parameters: object = {}): Promis
   for (const [k, v] of Object.entries(md)) metadata.set(k, v);
   return new Promise((resolve, reject) =>
     (client as any).ModelInfer(
-      { model_name: "params", parameters, inputs: [{ name: "X", datatype: "INT32", shape: [1] }], raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)] },
+      {
+        model_name: "params",
+        parameters,
+        inputs: [{ name: "X", datatype: "INT32", shape: [1] }],
+        raw_input_contents: [Buffer.from(new Int32Array([1]).buffer)],
+      },
       metadata,
       (err: ServiceError | null, res: { raw_output_contents: Uint8Array[] }) => {
         client.close();
@@ -76,7 +81,13 @@ function grpcParams(md: Record<string, string>, parameters: object = {}): Promis
 
 describe.each(MODES)("%s", (_mode, flags) => {
   beforeAll(async () => {
-    server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-header-forward-pattern=^x-fwd-", "--grpc-header-forward-pattern=(?-i)^x-grpc-|^triton_", "--allow-metrics=false", ...flags]);
+    server = await startServerProcess([
+      `--model-repository=${repo.dir}`,
+      "--http-header-forward-pattern=^x-fwd-",
+      "--grpc-header-forward-pattern=(?-i)^x-grpc-|^triton_",
+      "--allow-metrics=false",
+      ...flags,
+    ]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -96,14 +107,22 @@ describe.each(MODES)("%s", (_mode, flags) => {
 
   describe("generate endpoints (beyond Triton)", () => {
     it("/generate forwards matching headers beside the body's parameters", async () => {
-      const res = await fetch(`${server.url}/v2/models/params/generate`, { method: "POST", headers: { "x-fwd-user": "carol", "x-other": "no" }, body: JSON.stringify({ X: 1, mine: "m" }) });
+      const res = await fetch(`${server.url}/v2/models/params/generate`, {
+        method: "POST",
+        headers: { "x-fwd-user": "carol", "x-other": "no" },
+        body: JSON.stringify({ X: 1, mine: "m" }),
+      });
       expect(res.status).toBe(200);
       const json = (await res.json()) as { PARAMS: string };
       expect(JSON.parse(json.PARAMS)).toEqual({ mine: "m", "x-fwd-user": "carol" });
     });
 
     it("/generate_stream forwards them too", async () => {
-      const res = await fetch(`${server.url}/v2/models/params/generate_stream`, { method: "POST", headers: { "X-Fwd-Trace": "t-2" }, body: JSON.stringify({ X: 1 }) });
+      const res = await fetch(`${server.url}/v2/models/params/generate_stream`, {
+        method: "POST",
+        headers: { "X-Fwd-Trace": "t-2" },
+        body: JSON.stringify({ X: 1 }),
+      });
       expect(res.status).toBe(200);
       const events = (await res.text()).split("\n").filter((l) => l.startsWith("data: "));
       expect(events.map((l) => JSON.parse(JSON.parse(l.slice(6)).PARAMS))).toEqual([{ "x-fwd-trace": "t-2" }]);
@@ -138,7 +157,10 @@ describe.each(MODES)("%s", (_mode, flags) => {
     });
 
     it("/generate: a reserved key in the body is consumed too", async () => {
-      const res = await fetch(`${server.url}/v2/models/params/generate`, { method: "POST", body: JSON.stringify({ X: 1, priority: 0, timeout: 0, other: true }) });
+      const res = await fetch(`${server.url}/v2/models/params/generate`, {
+        method: "POST",
+        body: JSON.stringify({ X: 1, priority: 0, timeout: 0, other: true }),
+      });
       expect(res.status).toBe(200);
       expect(JSON.parse(((await res.json()) as { PARAMS: string }).PARAMS)).toEqual({ other: true });
     });
@@ -150,7 +172,10 @@ describe.each(MODES)("%s", (_mode, flags) => {
     });
 
     it("a matching triton_ name fails the request with Triton's message", async () => {
-      await expect(grpcParams({ triton_x: "1" })).rejects.toMatchObject({ code: 3, details: "Header 'triton_x' is reserved for Triton usage and cannot be forwarded." });
+      await expect(grpcParams({ triton_x: "1" })).rejects.toMatchObject({
+        code: 3,
+        details: "Header 'triton_x' is reserved for Triton usage and cannot be forwarded.",
+      });
     });
   });
 });
@@ -158,7 +183,11 @@ describe.each(MODES)("%s", (_mode, flags) => {
 describe("a pattern that is not a regular expression", () => {
   it("stops the start with exit 1 and the flag's name", () => {
     const { cmd, args } = serverCommand();
-    const r = spawnSync(cmd, [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--allow-grpc=false", "--allow-metrics=false", "--http-header-forward-pattern=x-(["], { encoding: "utf8", timeout: 60_000 });
+    const r = spawnSync(
+      cmd,
+      [...args, `--model-repository=${repo.dir}`, "--http-port=0", "--allow-grpc=false", "--allow-metrics=false", "--http-header-forward-pattern=x-(["],
+      { encoding: "utf8", timeout: 60_000 },
+    );
     expect(r.status).toBe(1);
     expect(r.stderr + r.stdout).toContain("--http-header-forward-pattern: invalid regular expression 'x-(['");
   });

@@ -139,9 +139,7 @@ describe("inference (P-06..P-09, P-11..P-15)", () => {
       outputs: [{ name: "OUTPUT1" }],
     });
     const body = (await res.json()) as any;
-    expect(body.outputs).toEqual([
-      { name: "OUTPUT1", datatype: "INT32", shape: [2, 16], data: [...DIFF, ...DIFF.map((d) => -d)] },
-    ]);
+    expect(body.outputs).toEqual([{ name: "OUTPUT1", datatype: "INT32", shape: [2, 16], data: [...DIFF, ...DIFF.map((d) => -d)] }]);
   });
 
   it("outputs asked for in reverse order come back in that order, each with its own values", async () => {
@@ -166,7 +164,10 @@ describe("inference (P-06..P-09, P-11..P-15)", () => {
           { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
           { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
         ],
-        outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }, { name: "OUTPUT1", parameters: { binary_data: false } }],
+        outputs: [
+          { name: "OUTPUT0", parameters: { binary_data: true } },
+          { name: "OUTPUT1", parameters: { binary_data: false } },
+        ],
       }),
     );
     const body = new Uint8Array([...header, ...int32Bytes(A), ...int32Bytes(B)]);
@@ -228,11 +229,17 @@ describe("inference (P-06..P-09, P-11..P-15)", () => {
 });
 
 describe("PP-OCRv4 text detection (real model, dynamic image size; sides must be multiples of 32)", () => {
-  for (const [h, w] of [[32, 64], [96, 128]] as const) {
+  for (const [h, w] of [
+    [32, 64],
+    [96, 128],
+  ] as const) {
     it(`maps a 1×3×${h}×${w} image to a 1×1×${h}×${w} probability map`, async () => {
       const pixels = Float32Array.from({ length: 3 * h * w }, (_, i) => ((i * 7) % 255) / 255 - 0.5);
       const header = new TextEncoder().encode(
-        JSON.stringify({ inputs: [{ name: "x", shape: [1, 3, h, w], datatype: "FP32", parameters: { binary_data_size: pixels.byteLength } }], parameters: { binary_data_output: true } }),
+        JSON.stringify({
+          inputs: [{ name: "x", shape: [1, 3, h, w], datatype: "FP32", parameters: { binary_data_size: pixels.byteLength } }],
+          parameters: { binary_data_output: true },
+        }),
       );
       const body = new Uint8Array(header.byteLength + pixels.byteLength);
       body.set(header);

@@ -15,8 +15,7 @@ import { eventually } from "../../helpers/eventually.ts";
 let server: ServerProcess;
 let repo: ReturnType<typeof makeRepository>;
 
-const post = (path: string, body?: object) =>
-  fetch(`${server.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
+const post = (path: string, body?: object) => fetch(`${server.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
 
 const index = async () => (await (await post("/v2/repository/index")).json()) as { name: string; version?: string; state?: string; reason?: string }[];
 
@@ -52,7 +51,6 @@ const expectSum = (r: Awaited<ReturnType<typeof inferSimple>>, batch: number, ba
   expect(r.json.outputs!.find((o) => o.name === "OUTPUT0")!.data).toEqual(Array.from({ length: 16 * batch }, (_, i) => base + i + 1));
 };
 
-
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple"]);
@@ -65,10 +63,7 @@ afterAll(async () => {
 
 describe("explicit model control", () => {
   it("loads only --load-model models at start; the others are listed without a state", async () => {
-    expect(await index()).toEqual([
-      { name: "simple", version: "1", state: "READY" },
-      { name: "simple_identity" },
-    ]);
+    expect(await index()).toEqual([{ name: "simple", version: "1", state: "READY" }, { name: "simple_identity" }]);
     expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
     expect((await fetch(`${server.url}/v2/models/simple_identity/ready`)).status).toBe(404);
   });
@@ -77,14 +72,11 @@ describe("explicit model control", () => {
     repo.add("late_model/config.pbtxt", 'name: "late_model"\nbackend: "onnxruntime"\n');
     try {
       expect(await index()).toEqual([{ name: "late_model" }, { name: "simple", version: "1", state: "READY" }, { name: "simple_identity" }]);
-      expect((await post("/v2/repository/index", { ready: true }).then((r) => r.json()))).toEqual([{ name: "simple", version: "1", state: "READY" }]);
+      expect(await post("/v2/repository/index", { ready: true }).then((r) => r.json())).toEqual([{ name: "simple", version: "1", state: "READY" }]);
     } finally {
       rmSync(join(repo.dir, "late_model"), { recursive: true, force: true });
     }
-    expect(await index()).toEqual([
-      { name: "simple", version: "1", state: "READY" },
-      { name: "simple_identity" },
-    ]);
+    expect(await index()).toEqual([{ name: "simple", version: "1", state: "READY" }, { name: "simple_identity" }]);
   });
 
   it("loads and unloads over HTTP; an unloaded model is UNAVAILABLE 'unloaded' and the server stays ready", async () => {
@@ -95,7 +87,12 @@ describe("explicit model control", () => {
     expect((await index()).find((e) => e.name === "simple_identity")).toEqual({ name: "simple_identity", version: "1", state: "READY" });
 
     expect((await post("/v2/repository/models/simple_identity/unload", { parameters: { unload_dependents: false } })).status).toBe(200);
-    expect((await index()).find((e) => e.name === "simple_identity")).toEqual({ name: "simple_identity", version: "1", state: "UNAVAILABLE", reason: "unloaded" });
+    expect((await index()).find((e) => e.name === "simple_identity")).toEqual({
+      name: "simple_identity",
+      version: "1",
+      state: "UNAVAILABLE",
+      reason: "unloaded",
+    });
     const r = await fetch(`${server.url}/v2/models/simple_identity/infer`, { method: "POST", body: "{}" });
     expect(r.status).toBe(503);
     expect((await fetch(`${server.url}/v2/health/ready`)).status).toBe(200);
@@ -243,12 +240,17 @@ describe("explicit model control", () => {
         `ensemble_scheduling { step [ { model_name: "nofile" input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "S" } } ] }\n`,
     );
     repo.add("chain_broken/1/.keep", "");
-    repo.add("nofile/config.pbtxt", 'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] } ]\n');
+    repo.add(
+      "nofile/config.pbtxt",
+      'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] } ]\n',
+    );
     repo.add("nofile/1/README", "no model.onnx");
     const res = await post("/v2/repository/models/chain_broken/load");
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: string };
-    expect(error).toMatch(/^failed to load 'chain_broken': ensemble 'chain_broken' depends on 'nofile' which has no loaded version\. Model 'nofile' loading failed with error: failed to load 'nofile'/);
+    expect(error).toMatch(
+      /^failed to load 'chain_broken': ensemble 'chain_broken' depends on 'nofile' which has no loaded version\. Model 'nofile' loading failed with error: failed to load 'nofile'/,
+    );
     expect((await index()).find((e) => e.name === "chain_broken")?.state).not.toBe("READY");
     // The next test loads the whole repository: take the broken pair out again.
     for (const m of ["chain_broken", "nofile"]) rmSync(join(repo.dir, m), { recursive: true, force: true });
@@ -262,7 +264,9 @@ describe("explicit model control", () => {
     try {
       expect((await post("/v2/repository/models/multi/load")).status).toBe(200);
       expect((await index()).filter((e) => e.name === "multi")).toEqual([{ name: "multi", version: "2", state: "READY" }]);
-      const specific = await post("/v2/repository/models/multi/load", { parameters: { config: simpleConfigJson({ name: "multi", version_policy: { specific: { versions: [1] } } }) } });
+      const specific = await post("/v2/repository/models/multi/load", {
+        parameters: { config: simpleConfigJson({ name: "multi", version_policy: { specific: { versions: [1] } } }) },
+      });
       expect(specific.status).toBe(200);
       // Version 2 drains first (UNLOADING), then shows as Triton shows it.
       await eventually(async () =>
@@ -284,17 +288,26 @@ describe("explicit model control", () => {
 describe("a failed version the version policy drops", () => {
   it("goes from the index, so it stops holding the server's readiness back", async () => {
     const own = makeRepository(["simple"]);
-    own.add("half/config.pbtxt", readFileSync(join(own.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "half"') + "version_policy { all {} }\n");
+    own.add(
+      "half/config.pbtxt",
+      readFileSync(join(own.dir, "simple", "config.pbtxt"), "utf8").replace('name: "simple"', 'name: "half"') + "version_policy { all {} }\n",
+    );
     own.add("half/1/model.onnx", readFileSync(join(own.dir, "simple", "1", "model.onnx")));
     own.add("half/2/README", "no model file");
     const s = await startServerProcess([`--model-repository=${own.dir}`, "--model-control-mode=explicit", "--allow-grpc=false", "--allow-metrics=false"]);
     const at = (path: string, body?: object) => fetch(`${s.url}${path}`, { method: "POST", body: body === undefined ? undefined : JSON.stringify(body) });
-    const listed = async () => ((await (await at("/v2/repository/index")).json()) as { name: string; version?: string; state?: string }[]).filter((e) => e.name === "half");
+    const listed = async () =>
+      ((await (await at("/v2/repository/index")).json()) as { name: string; version?: string; state?: string }[]).filter((e) => e.name === "half");
     try {
       expect((await at("/v2/repository/models/half/load")).status).toBe(400);
-      expect((await listed()).map((e) => [e.version, e.state])).toEqual([["1", "READY"], ["2", "UNAVAILABLE"]]);
+      expect((await listed()).map((e) => [e.version, e.state])).toEqual([
+        ["1", "READY"],
+        ["2", "UNAVAILABLE"],
+      ]);
       expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(400);
-      const only1 = await at("/v2/repository/models/half/load", { parameters: { config: simpleConfigJson({ name: "half", version_policy: { specific: { versions: [1] } } }) } });
+      const only1 = await at("/v2/repository/models/half/load", {
+        parameters: { config: simpleConfigJson({ name: "half", version_policy: { specific: { versions: [1] } } }) },
+      });
       expect(only1.status).toBe(200);
       expect(await listed()).toEqual([{ name: "half", version: "1", state: "READY" }]);
       expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(200);

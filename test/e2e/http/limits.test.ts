@@ -127,14 +127,19 @@ describe("element counts are bounded before data is decoded", () => {
     const n = 8_000_000;
     const data = Buffer.alloc(n * 4); // 8M empty strings
     const header = JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, n], parameters: { binary_data_size: data.byteLength } }] });
-    const res = await infer("simple_identity", Buffer.concat([Buffer.from(header), data]), { "inference-header-content-length": String(Buffer.byteLength(header)) });
+    const res = await infer("simple_identity", Buffer.concat([Buffer.from(header), data]), {
+      "inference-header-content-length": String(Buffer.byteLength(header)),
+    });
     expect(res.status).toBe(400);
     expect(await errorOf(res)).toContain("8000000 BYTES elements");
   });
 
   it("2^20 BYTES elements are served, and a good request beside them is answered", async () => {
     const n = 2 ** 20;
-    const big = infer("simple_identity", strings(n)).then(async (res) => ({ status: res.status, body: (await res.json()) as { outputs: { shape: number[]; data: string[] }[] } }));
+    const big = infer("simple_identity", strings(n)).then(async (res) => ({
+      status: res.status,
+      body: (await res.json()) as { outputs: { shape: number[]; data: string[] }[] },
+    }));
     await new Promise((r) => setTimeout(r, 20));
     const good = await infer("simple", GOOD);
     expect(good.status).toBe(200);
@@ -181,7 +186,9 @@ describe("error messages quote long shapes cut short", () => {
     const res = await infer("simple", body);
     expect(res.status).toBe(400);
     const error = await errorOf(res);
-    expect(error).toMatch(/^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,\.\.\.\] \(20000 dims\)/);
+    expect(error).toMatch(
+      /^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,\.\.\.\] \(20000 dims\)/,
+    );
     expect(error.length).toBeLessThan(1000);
   });
 

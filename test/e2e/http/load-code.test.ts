@@ -38,7 +38,8 @@ const tsConfig = (name: string, patch: object = {}) =>
   });
 const FLAG = "refused unless the server runs with --allow-model-code-overrides=true";
 const codeFile = (name: string, rel: string) => `file override '${rel}' of model '${name}' is executable model code, ${FLAG}`;
-const codeBackend = (name: string) => `failed to load '${name}': model '${name}': backend 'typescript' runs the model's files as code, and the file overrides are the client's; ${FLAG}`;
+const codeBackend = (name: string) =>
+  `failed to load '${name}': model '${name}': backend 'typescript' runs the model's files as code, and the file overrides are the client's; ${FLAG}`;
 
 const overrideFolders = () => readdirSync(serverTmp).filter((f) => f.startsWith("nereid-override-"));
 const post = (s: ServerProcess, path: string, body?: object, headers: Record<string, string> = {}) =>
@@ -48,8 +49,14 @@ const error = async (r: Response) => ((await r.json()) as { error: string }).err
 beforeAll(async () => {
   repo = makeRepository(["simple"]);
   // The operator's own TypeScript model: a config-only override may point the backend at it.
-  repo.add("op_ts/1/model.js", `export default class Op { execute(requests) { return requests.map(() => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [7] }] })); } }\n`);
-  repo.add("op_ts/config.pbtxt", `backend: "typescript"\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`);
+  repo.add(
+    "op_ts/1/model.js",
+    `export default class Op { execute(requests) { return requests.map(() => ({ outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [7] }] })); } }\n`,
+  );
+  repo.add(
+    "op_ts/config.pbtxt",
+    `backend: "typescript"\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+  );
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple"], { env: { TMPDIR: serverTmp } });
 });
 
@@ -85,7 +92,10 @@ describe("model code in load overrides (#29)", () => {
     const { client, call } = inferenceClient(server.grpcTarget!);
     try {
       await expect(
-        call("RepositoryModelLoad")({ model_name: "pwn", parameters: { config: { string_param: tsConfig("pwn") }, "file:1/model.ts": { bytes_param: Buffer.from(CODE) } } }),
+        call("RepositoryModelLoad")({
+          model_name: "pwn",
+          parameters: { config: { string_param: tsConfig("pwn") }, "file:1/model.ts": { bytes_param: Buffer.from(CODE) } },
+        }),
       ).rejects.toMatchObject({ code: 3, details: codeFile("pwn", "1/model.ts") });
       await expect(
         call("RepositoryModelLoad")({
@@ -106,12 +116,16 @@ describe("model code in load overrides (#29)", () => {
         config: JSON.stringify({
           ...config,
           backend: "onnxruntime",
-          optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "tensorrt", parameters: { trt_extra_plugin_lib_paths: "/tmp/evil.so" } }] } },
+          optimization: {
+            execution_accelerators: { gpu_execution_accelerator: [{ name: "tensorrt", parameters: { trt_extra_plugin_lib_paths: "/tmp/evil.so" } }] },
+          },
         }),
       },
     });
     expect(r.status).toBe(400);
-    expect(await error(r)).toBe(`config override of model 'simple': 'tensorrt' accelerator parameter 'trt_extra_plugin_lib_paths' names host files or memory, ${FLAG}`);
+    expect(await error(r)).toBe(
+      `config override of model 'simple': 'tensorrt' accelerator parameter 'trt_extra_plugin_lib_paths' names host files or memory, ${FLAG}`,
+    );
   });
 
   it("lets a config-only override point the typescript backend at the operator's model folder", async () => {
@@ -122,7 +136,9 @@ describe("model code in load overrides (#29)", () => {
   });
 
   it("loads the uploaded code with --allow-model-code-overrides=true", async () => {
-    const trusting = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--allow-model-code-overrides=true"], { env: { TMPDIR: serverTmp } });
+    const trusting = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--allow-model-code-overrides=true"], {
+      env: { TMPDIR: serverTmp },
+    });
     try {
       const r = await post(trusting, "/v2/repository/models/pwn/load", { parameters: { config: tsConfig("pwn"), "file:1/model.ts": code64 } });
       expect(r.status).toBe(200);
@@ -171,7 +187,9 @@ describe("cross-origin requests that change state (#29)", () => {
   it("answers clients without Origin, the server's own origin, reads, and inference", async () => {
     expect((await post(server, "/v2/logging", { log_verbose_level: 0 })).status).toBe(200);
     expect((await post(server, "/v2/logging", { log_verbose_level: 0 }, { origin: `http://${host()}`, "sec-fetch-site": "same-origin" })).status).toBe(200);
-    expect((await fetch(`${server.url}/v2/models/simple/config`, { headers: { origin: "http://evil.example", "sec-fetch-site": "cross-site" } })).status).toBe(200);
+    expect((await fetch(`${server.url}/v2/models/simple/config`, { headers: { origin: "http://evil.example", "sec-fetch-site": "cross-site" } })).status).toBe(
+      200,
+    );
     const infer = await post(server, "/v2/models/simple/infer", SIMPLE_TWOS_AND_THREES, { origin: "http://evil.example" });
     expect(infer.status).toBe(200);
   });

@@ -24,7 +24,6 @@ const overrideFolders = () => readdirSync(serverTmp).filter((f) => f.startsWith(
 const post = (path: string, body?: object) => fetch(`${server.url}${path}`, { method: "POST", body: body ? JSON.stringify(body) : undefined });
 const error = async (r: Response) => ((await r.json()) as { error: string }).error;
 
-
 let model: string;
 
 beforeAll(async () => {
@@ -77,10 +76,14 @@ describe("repository load paths (#14)", () => {
       answers.push(await error(r));
     }
     expect(new Set(answers)).toEqual(
-      new Set(["failed to load 'simple': model 'simple' field 'default_model_filename': must be a relative path inside the model's folder (the loaded versions keep serving)"]),
+      new Set([
+        "failed to load 'simple': model 'simple' field 'default_model_filename': must be a relative path inside the model's folder (the loaded versions keep serving)",
+      ]),
     );
     const label = await post("/v2/repository/models/simple/load", {
-      parameters: { config: simpleConfigJson({ name: "simple", output: [{ name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16], label_filename: "../../../etc/passwd" }] }) },
+      parameters: {
+        config: simpleConfigJson({ name: "simple", output: [{ name: "OUTPUT0", data_type: "TYPE_INT32", dims: [16], label_filename: "../../../etc/passwd" }] }),
+      },
     });
     expect(await error(label)).toContain("model 'simple' field 'output[0].label_filename': must be a relative path inside the model's folder");
     // The repository's own simple still serves.
@@ -99,7 +102,8 @@ describe("repository load paths (#14)", () => {
   });
 
   it("removes an override model's temporary folder when it is reloaded, and at shutdown", async () => {
-    const load = () => post("/v2/repository/models/from_files/load", { parameters: { config: simpleConfigJson({ name: "from_files" }), "file:1/model.onnx": model } });
+    const load = () =>
+      post("/v2/repository/models/from_files/load", { parameters: { config: simpleConfigJson({ name: "from_files" }), "file:1/model.onnx": model } });
     expect((await load()).status).toBe(200);
     const first = overrideFolders();
     expect(first).toHaveLength(1);

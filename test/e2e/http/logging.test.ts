@@ -25,7 +25,12 @@ const post = (body: unknown) => fetch(`${server.url}/v2/logging`, { method: "POS
 describe("logging extension", () => {
   it("reports the settings under Triton's names and changes them at run time", async () => {
     expect(await (await fetch(`${server.url}/v2/logging`)).json()).toEqual({
-      log_file: "", log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: "default",
+      log_file: "",
+      log_info: true,
+      log_warning: true,
+      log_error: true,
+      log_verbose_level: 0,
+      log_format: "default",
     });
     const r = await post({ log_verbose_level: 2, log_format: "ISO8601" });
     expect(r.status).toBe(200);
@@ -53,7 +58,19 @@ describe("--log-file (#17)", () => {
     const file = join(dir, "server.log");
     writeFileSync(file, "an earlier line\n");
     const { cmd, args } = serverCommand();
-    const child = spawn(cmd, [...args, `--model-repository=${repo.dir}`, `--log-file=${file}`, "--http-port=0", "--http-address=127.0.0.1", "--allow-grpc=false", "--allow-metrics=false"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      cmd,
+      [
+        ...args,
+        `--model-repository=${repo.dir}`,
+        `--log-file=${file}`,
+        "--http-port=0",
+        "--http-address=127.0.0.1",
+        "--allow-grpc=false",
+        "--allow-metrics=false",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let console = "";
     child.stdout!.on("data", (c: Buffer) => (console += c));
     child.stderr!.on("data", (c: Buffer) => (console += c));
@@ -79,7 +96,11 @@ describe("--log-file (#17)", () => {
 
   it("a file that cannot be opened stops the start with exit 1 and the reason", async () => {
     const { cmd, args } = serverCommand();
-    const child = spawn(cmd, [...args, `--model-repository=${repo.dir}`, "--log-file=/nonexistent-dir/server.log", "--http-port=0", "--allow-grpc=false", "--allow-metrics=false"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      cmd,
+      [...args, `--model-repository=${repo.dir}`, "--log-file=/nonexistent-dir/server.log", "--http-port=0", "--allow-grpc=false", "--allow-metrics=false"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let err = "";
     child.stderr!.on("data", (c: Buffer) => (err += c));
     const code = await new Promise((r) => child.once("exit", r));

@@ -39,7 +39,6 @@ describe("under Node (node:http)", () => {
     );
     expect(results).toEqual(Array.from({ length: 64 }, (_, k) => k + 1));
   });
-
 });
 
 describe("under Node (node:http): cancellation", () => {
@@ -62,7 +61,13 @@ describe("under Node (node:http): cancellation", () => {
 
   it("S-20: a client that disconnects while its request is queued cancels it (the node:http listener's 'close')", async () => {
     const metric = async (prefix: string) =>
-      Number((await (await fetch(`${c.metricsUrl}/metrics`)).text()).split("\n").find((l) => l.startsWith(prefix))?.split(" ").pop() ?? NaN);
+      Number(
+        (await (await fetch(`${c.metricsUrl}/metrics`)).text())
+          .split("\n")
+          .find((l) => l.startsWith(prefix))
+          ?.split(" ")
+          .pop() ?? NaN,
+      );
     const pending = () => metric(`nv_inference_pending_request_count{model="simple_slow",version="1"}`);
     const canceled = () => metric(`nv_inference_request_failure{model="simple_slow",version="1",reason="CANCELED"}`);
     const until = async (check: () => Promise<boolean>) => {

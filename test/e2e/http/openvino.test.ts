@@ -34,14 +34,14 @@ describe.skipIf(!hasCompiler)("the openvino backend over HTTP (with the test dou
   beforeAll(() => {
     repo = makeRepository(["simple"]);
     repo.add("ov_double/config.pbtxt", OV_CONFIG);
-    repo.add("ov_double/1/model.xml", "<?xml version=\"1.0\"?>\n<net name=\"placeholder\" version=\"11\"/>\n");
+    repo.add("ov_double/1/model.xml", '<?xml version="1.0"?>\n<net name="placeholder" version="11"/>\n');
     repo.add("ov_double/1/model.bin", new Uint8Array(0));
     // KIND_GPU here is OpenVINO's GPU plugin, not a CUDA device: no CUDA driver is needed.
     repo.add("ov_gpu/config.pbtxt", OV_CONFIG.replace('"ov_double"', '"ov_gpu"').replace("KIND_CPU", "KIND_GPU"));
-    repo.add("ov_gpu/1/model.xml", "<?xml version=\"1.0\"?>\n<net name=\"placeholder\" version=\"11\"/>\n");
+    repo.add("ov_gpu/1/model.xml", '<?xml version="1.0"?>\n<net name="placeholder" version="11"/>\n');
     repo.add("ov_gpu/1/model.bin", new Uint8Array(0));
     repo.add("ov_npu/config.pbtxt", OV_CONFIG.replace('"ov_double"', '"ov_npu"') + 'parameters { key: "device" value { string_value: "NPU" } }\n');
-    repo.add("ov_npu/1/model.xml", "<?xml version=\"1.0\"?>\n<net name=\"placeholder\" version=\"11\"/>\n");
+    repo.add("ov_npu/1/model.xml", '<?xml version="1.0"?>\n<net name="placeholder" version="11"/>\n');
     repo.add("ov_npu/1/model.bin", new Uint8Array(0));
     libDir = mkdtempSync(join(tmpdir(), "nereid-fakeov-"));
     fake = join(libDir, "libfake_openvino_c.so");
@@ -103,14 +103,20 @@ describe.skipIf(!hasCompiler)("the openvino backend over HTTP (with the test dou
   describe("without the library", () => {
     let server: ServerProcess;
     beforeAll(async () => {
-      server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false", "--backend-config=openvino,library=/nonexistent/libopenvino_c.so"]);
+      server = await startServerProcess([
+        `--model-repository=${repo.dir}`,
+        "--exit-on-error=false",
+        "--backend-config=openvino,library=/nonexistent/libopenvino_c.so",
+      ]);
     });
     afterAll(async () => {
       await server?.stop();
     });
 
     it("keeps ov_double UNAVAILABLE with the reason", async () => {
-      expect(server.log()).toMatch(/failed to load 'ov_double' version 1: model 'ov_double': the openvino backend needs OpenVINO's C library: cannot load OpenVINO's C library/);
+      expect(server.log()).toMatch(
+        /failed to load 'ov_double' version 1: model 'ov_double': the openvino backend needs OpenVINO's C library: cannot load OpenVINO's C library/,
+      );
       const res = await fetch(`${server.url}/v2/models/ov_double/ready`);
       expect(res.status).toBe(503);
       const body = (await res.json()) as { error: string };

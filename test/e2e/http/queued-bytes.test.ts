@@ -71,7 +71,14 @@ describe("--max-queued-bytes", () => {
 
   it("S-20: cancelled requests give their bytes back at once: clients that disconnect while queued free the bound", async () => {
     const metrics = async () => await (await fetch(`${server.metricsUrl}/metrics`)).text();
-    const value = (text: string, prefix: string) => Number(text.split("\n").find((l) => l.startsWith(prefix))?.split(" ").pop() ?? NaN);
+    const value = (text: string, prefix: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(prefix))
+          ?.split(" ")
+          .pop() ?? NaN,
+      );
     const pending = async () => value(await metrics(), `nv_inference_pending_request_count{model="slow_batch",version="1"}`);
     const canceled = async () => value(await metrics(), `nv_inference_request_failure{model="slow_batch",version="1",reason="CANCELED"}`);
     const until = async (check: () => Promise<boolean>) => {

@@ -60,7 +60,14 @@ describe("--grpc-restricted-protocol", () => {
     const infer = (md?: Metadata) =>
       new Promise((resolve, reject) =>
         (client as any).ModelInfer(
-          { model_name: "simple", inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 16] }, { name: "INPUT1", datatype: "INT32", shape: [1, 16] }], raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)] },
+          {
+            model_name: "simple",
+            inputs: [
+              { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+              { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+            ],
+            raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
+          },
           md ?? new Metadata(),
           (err: unknown, res: unknown) => (err ? reject(err) : resolve(res)),
         ),
@@ -86,7 +93,11 @@ describe("--grpc-restricted-protocol", () => {
     const bad = await runServerToExit([`--model-repository=${repo.dir}`, "--http-restricted-api=inferences:k=v"]);
     expect(bad.code).toBe(1);
     expect(bad.output).toContain("--http-restricted-api: unknown API 'inferences'");
-    const twice = await runServerToExit([`--model-repository=${repo.dir}`, "--grpc-restricted-protocol=health:a=1", "--grpc-restricted-protocol=health,trace:b=2"]);
+    const twice = await runServerToExit([
+      `--model-repository=${repo.dir}`,
+      "--grpc-restricted-protocol=health:a=1",
+      "--grpc-restricted-protocol=health,trace:b=2",
+    ]);
     expect(twice.output).toContain("--grpc-restricted-protocol: API 'health' is already in another restricted group");
   });
 });

@@ -29,7 +29,14 @@ function freePort(): Promise<number> {
 describe("SO_REUSEPORT", () => {
   it("two servers with --reuse-http-port and --reuse-grpc-port share both ports and both serve", async () => {
     const [http, grpc] = [await freePort(), await freePort()];
-    const args = [`--model-repository=${repo.dir}`, `--http-port=${http}`, `--grpc-port=${grpc}`, "--reuse-http-port=true", "--reuse-grpc-port=true", "--allow-metrics=false"];
+    const args = [
+      `--model-repository=${repo.dir}`,
+      `--http-port=${http}`,
+      `--grpc-port=${grpc}`,
+      "--reuse-http-port=true",
+      "--reuse-grpc-port=true",
+      "--allow-metrics=false",
+    ];
     // The helper's own --http-port=0 and --grpc-port=0 come first; ours, later, win.
     servers.push(await startServerProcess(args), await startServerProcess(args));
     expect(servers.map((s) => s.port)).toEqual([http, http]);
@@ -45,7 +52,11 @@ describe("SO_REUSEPORT", () => {
     const first = await startServerProcess([`--model-repository=${repo.dir}`, `--http-port=${http}`, "--allow-metrics=false"]);
     servers.push(first);
     const { cmd, args } = serverCommand();
-    const r = spawnSync(cmd, [...args, `--model-repository=${repo.dir}`, `--http-port=${http}`, "--http-address=127.0.0.1", "--grpc-port=0", "--allow-metrics=false"], { encoding: "utf8", timeout: 60_000 });
+    const r = spawnSync(
+      cmd,
+      [...args, `--model-repository=${repo.dir}`, `--http-port=${http}`, "--http-address=127.0.0.1", "--grpc-port=0", "--allow-metrics=false"],
+      { encoding: "utf8", timeout: 60_000 },
+    );
     expect(r.status).not.toBe(0);
   });
 });

@@ -16,7 +16,12 @@ import { makeRepository } from "../../helpers/repo.ts";
 const STARTED = /Started Sagemaker HTTPService at 0\.0\.0\.0:(\d+)/;
 const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(3);
-const SIMPLE_BODY = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] });
+const SIMPLE_BODY = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+  ],
+});
 /** `simple`'s answer to SIMPLE_BODY, byte for byte. */
 const SIMPLE_ANSWER = {
   model_name: "simple",
@@ -54,10 +59,13 @@ beforeAll(async () => {
   repo.add("params/config.pbtxt", PARAMS_CONFIG);
   repo.add("params/1/model.js", PARAMS_MODEL);
   // As Triton's SageMaker image (docker/sagemaker/serve) runs it: no HTTP, gRPC or metrics.
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--allow-sagemaker=true", "--sagemaker-port=0", "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false"], {
-    env: { SAGEMAKER_TRITON_DEFAULT_MODEL_NAME: "simple" },
-    started: STARTED,
-  });
+  server = await startServerProcess(
+    [`--model-repository=${repo.dir}`, "--allow-sagemaker=true", "--sagemaker-port=0", "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false"],
+    {
+      env: { SAGEMAKER_TRITON_DEFAULT_MODEL_NAME: "simple" },
+      started: STARTED,
+    },
+  );
   sagemaker = server.url;
 });
 
@@ -121,13 +129,21 @@ describe("SageMaker with --allow-http=false", () => {
       return { status: res.status, json: await res.json() };
     };
     const prefix = "application/vnd.sagemaker-triton.binary+json;json-header-size=";
-    expect(await post(`text/x;${prefix}4`)).toEqual({ status: 400, json: { error: `expect MIME type for binary data starts with '${prefix}', got: text/x;${prefix}4` } });
+    expect(await post(`text/x;${prefix}4`)).toEqual({
+      status: 400,
+      json: { error: `expect MIME type for binary data starts with '${prefix}', got: text/x;${prefix}4` },
+    });
     expect(await post(`${prefix}abc`)).toEqual({ status: 400, json: { error: "Unable to parse inference header size, got: abc" } });
     expect(await post(`${prefix}3`, "{}")).toEqual({ status: 400, json: { error: "inference header size should be in range (0, 2), got: 3" } });
   });
 
   it("answers a request the model refuses with Triton's error shape and status", async () => {
-    const body = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 15], datatype: "INT32", data: A.slice(1) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] });
+    const body = JSON.stringify({
+      inputs: [
+        { name: "INPUT0", shape: [1, 15], datatype: "INT32", data: A.slice(1) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+      ],
+    });
     const res = await fetch(`${sagemaker}/invocations`, { method: "POST", body });
     expect(res.status).toBe(400);
     expect(res.headers.get("content-type")).toBe("application/json");
@@ -180,7 +196,15 @@ describe("SageMaker beside HTTP", () => {
     extra.add("params/1/model.js", PARAMS_MODEL);
     extra.add("broken/config.pbtxt", BROKEN_CONFIG);
     both = await startServerProcess(
-      [`--model-repository=${extra.dir}`, "--allow-sagemaker=true", "--sagemaker-port=0", "--http-header-forward-pattern=^x-fwd-", "--exit-on-error=false", "--allow-grpc=false", "--allow-metrics=false"],
+      [
+        `--model-repository=${extra.dir}`,
+        "--allow-sagemaker=true",
+        "--sagemaker-port=0",
+        "--http-header-forward-pattern=^x-fwd-",
+        "--exit-on-error=false",
+        "--allow-grpc=false",
+        "--allow-metrics=false",
+      ],
       { env: { SAGEMAKER_TRITON_DEFAULT_MODEL_NAME: "params", SAGEMAKER_TRITON_PING_MODE: "live" }, started: STARTED },
     );
     http = `http://127.0.0.1:${/Started HTTPService at [^\s:]+:(\d+)/.exec(both.log())![1]}`;
@@ -191,7 +215,11 @@ describe("SageMaker beside HTTP", () => {
   });
 
   const params = async (url: string) => {
-    const res = await fetch(url, { method: "POST", headers: { "x-fwd-user": "alice" }, body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] }) });
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "x-fwd-user": "alice" },
+      body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] }),
+    });
     expect(res.status).toBe(200);
     return JSON.parse(((await res.json()) as { outputs: { data: string[] }[] }).outputs[0]!.data[0]!);
   };
@@ -221,11 +249,14 @@ describe("SageMaker beside HTTP", () => {
 describe("SageMaker settings", () => {
   it("without SAGEMAKER_TRITON_DEFAULT_MODEL_NAME, /invocations names Triton's placeholder model and answers its 404", async () => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SAGEMAKER_"))) as Record<string, string>;
-    const unset = await startServerProcess([`--model-repository=${repo.dir}`, "--allow-sagemaker=true", "--sagemaker-port=0", "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false"], {
-      env,
-      cleanEnv: true,
-      started: STARTED,
-    });
+    const unset = await startServerProcess(
+      [`--model-repository=${repo.dir}`, "--allow-sagemaker=true", "--sagemaker-port=0", "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false"],
+      {
+        env,
+        cleanEnv: true,
+        started: STARTED,
+      },
+    );
     try {
       expect((await fetch(`${unset.url}/ping`)).status).toBe(200);
       const res = await fetch(`${unset.url}/invocations`, { method: "POST", body: SIMPLE_BODY });

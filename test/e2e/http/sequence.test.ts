@@ -69,9 +69,14 @@ describe("simple_sequence", () => {
     expect(await noId.json()).toEqual({ error: "inference request to model 'simple_sequence' must specify a non-zero or non-empty correlation ID" });
     const two = await fetch(`${server.url}/v2/models/simple_sequence/infer`, {
       method: "POST",
-      body: JSON.stringify({ parameters: { sequence_id: 5, sequence_start: true }, inputs: [{ name: "INPUT", shape: [2, 1], datatype: "INT32", data: [1, 2] }] }),
+      body: JSON.stringify({
+        parameters: { sequence_id: 5, sequence_start: true },
+        inputs: [{ name: "INPUT", shape: [2, 1], datatype: "INT32", data: [1, 2] }],
+      }),
     });
-    expect(await two.json()).toEqual({ error: "inference request to model 'simple_sequence' must specify batch-size 1 due to requirements of sequence batcher" });
+    expect(await two.json()).toEqual({
+      error: "inference request to model 'simple_sequence' must specify batch-size 1 due to requirements of sequence batcher",
+    });
     expect((await step("words", 4, true, false)).json.outputs![0]!.data).toEqual([4]);
     expect((await step("words", 5, false, true)).json.outputs![0]!.data).toEqual([9]);
     expect((await step("words", 6, false, false)).status).toBe(400); // after END
@@ -169,7 +174,9 @@ describe("silero VAD with implicit state", () => {
       // The signal has speech in its middle half: the model must say so.
       expect(Math.max(...expected.slice(8, 16))).toBeGreaterThan(Math.max(...expected.slice(0, 4)));
     }
-    const stats = (await (await fetch(`${server.url}/v2/models/silero_vad/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number }[] };
+    const stats = (await (await fetch(`${server.url}/v2/models/silero_vad/stats`)).json()) as {
+      model_stats: { inference_count: number; execution_count: number }[];
+    };
     expect(stats.model_stats[0]!.inference_count).toBe(96);
   });
 });

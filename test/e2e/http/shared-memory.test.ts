@@ -36,7 +36,10 @@ const shmParams = (region: string, size: number, offset?: number) => ({
 
 async function infer(model: string, body: object) {
   const res = await post(`/v2/models/${model}/infer`, body);
-  return { status: res.status, json: (await res.json()) as { error?: string; outputs?: { name: string; data?: unknown[]; parameters?: object; shape: number[] }[] } };
+  return {
+    status: res.status,
+    json: (await res.json()) as { error?: string; outputs?: { name: string; data?: unknown[]; parameters?: object; shape: number[] }[] },
+  };
 }
 
 beforeAll(async () => {
@@ -96,7 +99,12 @@ describe("system shared memory over HTTP", () => {
     });
     expect(r.status).toBe(200);
     expect(r.json.outputs).toEqual([
-      { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: "out", shared_memory_byte_size: 64, shared_memory_offset: 128 } },
+      {
+        name: "OUTPUT0",
+        datatype: "INT32",
+        shape: [1, 16],
+        parameters: { shared_memory_region: "out", shared_memory_byte_size: 64, shared_memory_offset: 128 },
+      },
       { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: A.map((a) => a - 10) },
     ]);
     expect(ints(output.bytes.subarray(128, 192))).toEqual(A.map((a) => a + 10));
@@ -134,10 +142,16 @@ describe("system shared memory over HTTP", () => {
     });
     const cases: [object, string][] = [
       [base(shmParams("nope", 64)), "Unable to find shared memory region: 'nope'"],
-      [base(shmParams("in", 64, 250)), "Invalid offset + byte size for shared memory region: 'in' (input 'INPUT0': offset 250 + byte size 64 > region byte size 256)"],
+      [
+        base(shmParams("in", 64, 250)),
+        "Invalid offset + byte size for shared memory region: 'in' (input 'INPUT0': offset 250 + byte size 64 > region byte size 256)",
+      ],
       [base(shmParams("in", 60)), "input byte size mismatch for input 'INPUT0' for model 'simple'. Expected 64, got 60"],
       [base({ shared_memory_region: "in" }), "input 'INPUT0': 'shared_memory_byte_size' is required with 'shared_memory_region'"],
-      [base(shmParams("in", 64), [{ name: "OUTPUT0", parameters: shmParams("out", 32) }]), "shared memory size specified with the request for output 'OUTPUT0' (32 bytes) should be at least 64 bytes to hold the results"],
+      [
+        base(shmParams("in", 64), [{ name: "OUTPUT0", parameters: shmParams("out", 32) }]),
+        "shared memory size specified with the request for output 'OUTPUT0' (32 bytes) should be at least 64 bytes to hold the results",
+      ],
     ];
     for (const [body, error] of cases) {
       const r = await infer("simple", body);
@@ -145,7 +159,10 @@ describe("system shared memory over HTTP", () => {
       expect(r.json).toEqual({ error });
     }
     const both = await infer("simple", {
-      inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A, parameters: shmParams("in", 64) }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }],
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A, parameters: shmParams("in", 64) },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
     });
     expect(both.json.error).toContain("Input must set only one of the following fields");
     expect((await infer("simple", base(shmParams("in", 64)))).status).toBe(200);
@@ -190,7 +207,9 @@ describe("CUDA shared memory on a host without a GPU", () => {
   it("refuses to register with the driver's reason, lists no regions, and keeps serving", async () => {
     const r = await post("/v2/cudasharedmemory/region/c/register", { raw_handle: { b64: Buffer.alloc(64).toString("base64") }, device_id: 0, byte_size: 64 });
     expect(r.status).toBe(500);
-    expect(((await r.json()) as { error: string }).error).toMatch(/^failed to register CUDA shared memory region 'c': cannot load the CUDA driver \(libcuda\.so\.1\); tried:$/);
+    expect(((await r.json()) as { error: string }).error).toMatch(
+      /^failed to register CUDA shared memory region 'c': cannot load the CUDA driver \(libcuda\.so\.1\); tried:$/,
+    );
     expect(await (await fetch(`${server.url}/v2/cudasharedmemory/status`)).json()).toEqual([]);
     const unknown = await fetch(`${server.url}/v2/cudasharedmemory/region/c/status`);
     expect(await unknown.json()).toEqual({ error: "Unable to find cuda shared memory region: 'c'" });
@@ -222,7 +241,12 @@ describe("a client that truncates its object after registering it (#14)", () => 
       { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
     ],
   });
-  const plain = { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B }] };
+  const plain = {
+    inputs: [
+      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
+    ],
+  };
   const sums = A.map((a) => a + 10);
   const truncatedError = (what: string, end: number, start: number) =>
     `shared memory region 't' holds fewer bytes than ${what} needs: object '${T}' ends at byte ${end}, the tensor spans bytes ${start} to ${start + 64} (the object was truncated?)`;
@@ -279,7 +303,12 @@ describe("a client that truncates its object after registering it (#14)", () => 
       call("ModelInfer")({
         model_name: "simple",
         inputs: [
-          { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: { string_param: "t" }, shared_memory_byte_size: { int64_param: 64 } } },
+          {
+            name: "INPUT0",
+            datatype: "INT32",
+            shape: [1, 16],
+            parameters: { shared_memory_region: { string_param: "t" }, shared_memory_byte_size: { int64_param: 64 } },
+          },
           { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
         ],
         raw_input_contents: [Buffer.from(i32(...B))],
@@ -357,12 +386,22 @@ describe("unregister while queued requests use a region (#14; Triton's deferred 
     // As in Triton, a region awaiting unregister still serves new requests.
     const third = queued(2);
     await untilPending(3);
-    const plain = infer("simple_queued", { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] });
+    const plain = infer("simple_queued", {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
+    });
     const results = await Promise.all([...first, third]);
     results.forEach((res, k) => {
       expect(res.status).toBe(200);
       expect(res.json.outputs).toEqual([
-        { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: "r", shared_memory_byte_size: 64, shared_memory_offset: 64 * k || undefined } },
+        {
+          name: "OUTPUT0",
+          datatype: "INT32",
+          shape: [1, 16],
+          parameters: { shared_memory_region: "r", shared_memory_byte_size: 64, shared_memory_offset: 64 * k || undefined },
+        },
         { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: input0(k).map((a) => a - (k + 1)) },
       ]);
       expect(ints(r.bytes.subarray(64 * k, 64 * k + 64))).toEqual(input0(k).map((a) => a + k + 1));
@@ -397,12 +436,20 @@ describe("unregister while queued requests use a region (#14; Triton's deferred 
     await untilPending(1);
     await call("SystemSharedMemoryUnregister")({ name: "q" });
     expect(Object.keys((await call("SystemSharedMemoryStatus")({})).regions)).toEqual(["q"]);
-    const plain = { inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] };
+    const plain = {
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
+    };
     const others = await Promise.all([1, 2, 3].map(() => infer("simple_queued", plain)));
     expect(others.map((o) => o.status)).toEqual([200, 200, 200]);
     const res = await inflight;
     expect(ints(res.raw_output_contents[0])).toEqual(input0(3).map((a) => a + 4));
-    await expect(call("SystemSharedMemoryStatus")({ name: "q" })).rejects.toMatchObject({ code: 5, details: "Unable to find system shared memory region: 'q'" });
+    await expect(call("SystemSharedMemoryStatus")({ name: "q" })).rejects.toMatchObject({
+      code: 5,
+      details: "Unable to find system shared memory region: 'q'",
+    });
     expect(await serverHolds(Q)).toBe(false);
     client.close();
   });

@@ -32,7 +32,8 @@ export default class Sleepy {
   }
 }
 `;
-const inferBody = (sleepMs: number) => JSON.stringify({ parameters: { sleep_ms: sleepMs }, inputs: [{ name: "IN", datatype: "INT32", shape: [1], data: [5] }] });
+const inferBody = (sleepMs: number) =>
+  JSON.stringify({ parameters: { sleep_ms: sleepMs }, inputs: [{ name: "IN", datatype: "INT32", shape: [1], data: [5] }] });
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_sequence"]);
@@ -95,11 +96,16 @@ describe("log injection (#29 finding 12)", () => {
     const step = () =>
       fetch(`${server.url}/v2/models/simple_sequence/infer`, {
         method: "POST",
-        body: JSON.stringify({ parameters: { sequence_id: id, sequence_start: true }, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [1] }] }),
+        body: JSON.stringify({
+          parameters: { sequence_id: id, sequence_start: true },
+          inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [1] }],
+        }),
       });
     expect((await step()).status).toBe(200);
     expect((await step()).status).toBe(200); // a second START: the restart warning names the id
-    await expect.poll(() => server.log()).toContain("sequence s1\\nE1127 08:00:00.000000 1 src/main.ts] forged: admin logged in\\x1b[2J for model 'simple_sequence' has restarted");
+    await expect
+      .poll(() => server.log())
+      .toContain("sequence s1\\nE1127 08:00:00.000000 1 src/main.ts] forged: admin logged in\\x1b[2J for model 'simple_sequence' has restarted");
     expect(server.log()).not.toMatch(/^E1127 08:00:00\.000000 1 src\/main\.ts\] forged/m);
     expect(server.log()).not.toContain("\u001b");
   });

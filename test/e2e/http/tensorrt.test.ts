@@ -134,7 +134,9 @@ describe.skipIf(!hasCompilers)("the tensorrt backend over HTTP (with test double
     });
 
     it("keeps trt_double UNAVAILABLE with the reason on ready and metadata", async () => {
-      expect(server.log()).toMatch(/failed to load 'trt_double' version 1: model 'trt_double': the tensorrt backend cannot use TensorRT: cannot load TensorRT \(libnvinfer\.so\.10\); tried:/);
+      expect(server.log()).toMatch(
+        /failed to load 'trt_double' version 1: model 'trt_double': the tensorrt backend cannot use TensorRT: cannot load TensorRT \(libnvinfer\.so\.10\); tried:/,
+      );
       for (const path of ["/v2/models/trt_double/ready", "/v2/models/trt_double"]) {
         const res = await fetch(server.url + path);
         expect(res.status).toBe(503);

@@ -24,7 +24,12 @@ const post = (path: string, body: object) => fetch(`${server.url}${path}`, { met
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
-  server = await startServerProcess([`--model-repository=${repo.dir}`, `--trace-config=triton,file=${file}`, "--trace-config=rate=2", "--trace-config=level=TIMESTAMPS"]);
+  server = await startServerProcess([
+    `--model-repository=${repo.dir}`,
+    `--trace-config=triton,file=${file}`,
+    "--trace-config=rate=2",
+    "--trace-config=level=TIMESTAMPS",
+  ]);
 });
 
 afterAll(async () => {
@@ -36,7 +41,12 @@ afterAll(async () => {
 describe("trace extension", () => {
   it("reports the global settings from --trace-config, and per-model overrides", async () => {
     expect(await (await fetch(`${server.url}/v2/trace/setting`)).json()).toEqual({
-      trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "-1", log_frequency: "0", trace_mode: "triton",
+      trace_file: file,
+      trace_level: ["TIMESTAMPS"],
+      trace_rate: "2",
+      trace_count: "-1",
+      log_frequency: "0",
+      trace_mode: "triton",
     });
     const m = await post("/v2/models/simple_identity/trace/setting", { trace_level: ["OFF"] });
     expect(((await m.json()) as { trace_level: string[] }).trace_level).toEqual(["OFF"]);
@@ -72,11 +82,22 @@ describe("trace extension", () => {
   it("samples 1 in trace_rate requests and writes Triton's trace file at shutdown", async () => {
     for (let i = 0; i < 6; i++) expect((await infer(`r${i}`)).status).toBe(200);
     expect(await server.stop("SIGTERM")).toBe(0);
-    const entries = JSON.parse(readFileSync(file, "utf8")) as { id: number; model_name?: string; request_id?: string; timestamps?: { name: string; ns: number }[] }[];
+    const entries = JSON.parse(readFileSync(file, "utf8")) as {
+      id: number;
+      model_name?: string;
+      request_id?: string;
+      timestamps?: { name: string; ns: number }[];
+    }[];
     expect(entries.filter((e) => e.model_name).map((e) => e.request_id)).toEqual(["r0", "r2", "r4"]);
     const first = entries.find((e) => e.timestamps)!;
     expect(first.timestamps!.map((t) => t.name)).toEqual([
-      "REQUEST_START", "QUEUE_START", "COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END", "REQUEST_END",
+      "REQUEST_START",
+      "QUEUE_START",
+      "COMPUTE_START",
+      "COMPUTE_INPUT_END",
+      "COMPUTE_OUTPUT_START",
+      "COMPUTE_END",
+      "REQUEST_END",
     ]);
     const ns = first.timestamps!.map((t) => t.ns);
     expect([...ns].sort((a, b) => a - b)).toEqual(ns);
@@ -88,7 +109,13 @@ describe("trace file that cannot be written (#14)", () => {
   it("costs the traces and one logged error, never a request", async () => {
     const repo2 = makeRepository(["simple"]);
     const missing = join(dir, "no-such-dir", "trace.json");
-    const s = await startServerProcess([`--model-repository=${repo2.dir}`, `--trace-config=triton,file=${missing}`, "--trace-config=rate=1", "--trace-config=level=TIMESTAMPS", "--trace-config=log-frequency=1"]);
+    const s = await startServerProcess([
+      `--model-repository=${repo2.dir}`,
+      `--trace-config=triton,file=${missing}`,
+      "--trace-config=rate=1",
+      "--trace-config=level=TIMESTAMPS",
+      "--trace-config=log-frequency=1",
+    ]);
     try {
       for (let i = 0; i < 3; i++) {
         const r = await fetch(`${s.url}/v2/models/simple/infer`, {

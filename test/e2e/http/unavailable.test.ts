@@ -10,9 +10,15 @@ let repo: ReturnType<typeof makeRepository>;
 
 beforeAll(() => {
   repo = makeRepository(["simple"]);
-  repo.add("bad_config/config.pbtxt", 'name: "bad_config"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_NOPE dims: [ 1 ] } ]\n');
+  repo.add(
+    "bad_config/config.pbtxt",
+    'name: "bad_config"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_NOPE dims: [ 1 ] } ]\n',
+  );
   repo.add("bad_config/1/model.onnx", "not used");
-  repo.add("corrupt_onnx/config.pbtxt", 'name: "corrupt_onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n');
+  repo.add(
+    "corrupt_onnx/config.pbtxt",
+    'name: "corrupt_onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+  );
   repo.add("corrupt_onnx/1/model.onnx", new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]));
 });
 
@@ -93,10 +99,16 @@ describe("process behaviour", () => {
 
 describe("a missing ONNX Runtime library", () => {
   it("makes the models unavailable with a message naming the library tried (its path in the log), and the server still answers", async () => {
-    const server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false", "--backend-config=onnxruntime,library=/nonexistent/libonnxruntime.so.1"]);
+    const server = await startServerProcess([
+      `--model-repository=${repo.dir}`,
+      "--exit-on-error=false",
+      "--backend-config=onnxruntime,library=/nonexistent/libonnxruntime.so.1",
+    ]);
     try {
       // The log line has the path (its newline escaped, #29); a client sees the library's name, not the server's path.
-      expect(server.log()).toMatch(/failed to load 'simple' version 1: cannot load ONNX Runtime \(libonnxruntime\.so\.1\); tried:\\n\s+\/nonexistent\/libonnxruntime\.so\.1: /);
+      expect(server.log()).toMatch(
+        /failed to load 'simple' version 1: cannot load ONNX Runtime \(libonnxruntime\.so\.1\); tried:\\n\s+\/nonexistent\/libonnxruntime\.so\.1: /,
+      );
       const res = await fetch(`${server.url}/v2/models/simple/ready`);
       expect(res.status).toBe(503);
       const error = ((await res.json()) as { error: string }).error;

@@ -63,7 +63,12 @@ afterAll(async () => {
   repo?.remove();
 });
 
-const simpleBody = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] });
+const simpleBody = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+  ],
+});
 
 describe("Vertex AI", () => {
   it("answers the health route 200 when ready, and other paths 400", async () => {
@@ -80,7 +85,8 @@ describe("Vertex AI", () => {
   });
 
   it("redirects to read-only endpoints and to another model's infer", async () => {
-    const post = (redirect: string, body?: string) => fetch(`${vertex}${PREDICT}`, { method: "POST", headers: { "x-vertex-ai-triton-redirect": redirect }, body });
+    const post = (redirect: string, body?: string) =>
+      fetch(`${vertex}${PREDICT}`, { method: "POST", headers: { "x-vertex-ai-triton-redirect": redirect }, body });
     const config = (await (await post("v2/models/simple_identity/config")).json()) as { name: string };
     expect(config.name).toBe("simple_identity");
     expect((await post("v2/health/live")).status).toBe(200);
@@ -123,13 +129,22 @@ describe("Vertex AI", () => {
     });
     expect(bytes.byteLength).toBe(n + 64);
     expect([...new Int32Array(bytes.buffer.slice(bytes.byteOffset + n, bytes.byteOffset + n + 64))]).toEqual(A.map((a) => a - 5));
-    const bad = await fetch(`${vertex}${PREDICT}`, { method: "POST", headers: { "content-type": "application/vnd.vertex-ai-triton.binary+json;json-header-size=99" }, body: "{}" });
+    const bad = await fetch(`${vertex}${PREDICT}`, {
+      method: "POST",
+      headers: { "content-type": "application/vnd.vertex-ai-triton.binary+json;json-header-size=99" },
+      body: "{}",
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: "inference header size should be in range (0, 2), got: 99" });
   });
 
   it("answers a request the model refuses, and an unknown redirected model, with Triton's error shape and status", async () => {
-    const body = JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP32", data: A }, { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A }] });
+    const body = JSON.stringify({
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "FP32", data: A },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
+    });
     const res = await fetch(`${vertex}${PREDICT}`, { method: "POST", body });
     expect(res.status).toBe(400);
     expect(res.headers.get("content-type")).toBe("application/json");
@@ -150,7 +165,11 @@ describe("Vertex AI", () => {
 
   it("forwards no headers, as Triton's Vertex AI server has no forward pattern (--http-header-forward-pattern is HTTP's)", async () => {
     const params = async (url: string, headers: Record<string, string>) => {
-      const res = await fetch(url, { method: "POST", headers: { "x-fwd-user": "alice", ...headers }, body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] }) });
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "x-fwd-user": "alice", ...headers },
+        body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] }),
+      });
       expect(res.status).toBe(200);
       return JSON.parse(((await res.json()) as { outputs: { data: string[] }[] }).outputs[0]!.data[0]!);
     };
@@ -203,11 +222,24 @@ describe("Vertex AI start-up checks", () => {
   const start = (args: string[], env: Record<string, string>) => {
     const { cmd, args: pre } = serverCommand();
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AIP_"))) as Record<string, string>;
-    return spawnSync(cmd, [...pre, `--model-repository=${repo.dir}`, "--allow-vertex-ai=true", "--vertex-ai-port=0", "--http-port=0", "--allow-grpc=false", "--allow-metrics=false", ...args], {
-      encoding: "utf8",
-      timeout: 60_000,
-      env: { ...clean, ...env },
-    });
+    return spawnSync(
+      cmd,
+      [
+        ...pre,
+        `--model-repository=${repo.dir}`,
+        "--allow-vertex-ai=true",
+        "--vertex-ai-port=0",
+        "--http-port=0",
+        "--allow-grpc=false",
+        "--allow-metrics=false",
+        ...args,
+      ],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...clean, ...env },
+      },
+    );
   };
 
   it("without AIP_PREDICT_ROUTE: exit 1 with Triton's message", () => {

@@ -42,14 +42,17 @@ afterAll(async () => {
   repo?.remove();
 });
 
-const index = async () => (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; state?: string; reason?: string }[];
+const index = async () =>
+  (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; state?: string; reason?: string }[];
 
 describe("model_warmup", () => {
   it("warms up with zero, random and file data before READY, outside the statistics", async () => {
     const entries = await index();
     for (const name of ["warm_zero_random", "warm_file"]) {
       expect(entries.find((e) => e.name === name)?.state).toBe("READY");
-      const stats = (await (await fetch(`${server.url}/v2/models/${name}/stats`)).json()) as { model_stats: { execution_count: number; inference_count: number }[] };
+      const stats = (await (await fetch(`${server.url}/v2/models/${name}/stats`)).json()) as {
+        model_stats: { execution_count: number; inference_count: number }[];
+      };
       expect(stats.model_stats[0]).toMatchObject({ execution_count: 0, inference_count: 0 });
     }
     expect(server.log()).toContain("warming up 'warm_file' version 1 (1 sample(s) on 1 instance(s))");

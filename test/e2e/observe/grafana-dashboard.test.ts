@@ -17,8 +17,15 @@ import { makeRepository } from "../../helpers/repo.ts";
 import { ensureDebianProgram } from "../../helpers/debian.ts";
 import { freePort } from "../../helpers/ports.ts";
 
-interface Target { expr: string; refId: string }
-interface Panel { type: string; title: string; targets?: Target[] }
+interface Target {
+  expr: string;
+  refId: string;
+}
+interface Panel {
+  type: string;
+  title: string;
+  targets?: Target[];
+}
 const dashboard = JSON.parse(readFileSync(join(ROOT, "deploy", "grafana", "nereid-dashboard.json"), "utf8")) as {
   panels: Panel[];
   templating: { list: { name: string; definition?: string }[] };
@@ -39,18 +46,32 @@ beforeAll(async () => {
   const binary = ensureDebianProgram("/usr/bin/prometheus", "prometheus", "The Grafana dashboard test");
   repo = makeRepository(["simple"]);
   const simpleConfig = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8");
-  repo.add("simple_cached/config.pbtxt", simpleConfig.replace('name: "simple"', 'name: "simple_cached"') + "response_cache { enable: true }\ndynamic_batching { }\n");
+  repo.add(
+    "simple_cached/config.pbtxt",
+    simpleConfig.replace('name: "simple"', 'name: "simple_cached"') + "response_cache { enable: true }\ndynamic_batching { }\n",
+  );
   repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--cache-config=local,size=1048576", "--metrics-interval-ms=500", "--allow-grpc=false"]);
   const target = server.metricsUrl!.replace("http://", "");
   dataDir = mkdtempSync(join(tmpdir(), "nereid-prometheus-"));
-  writeFileSync(join(dataDir, "prometheus.yml"), `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: nereid\n    static_configs:\n      - targets: ["${target}"]\n`);
+  writeFileSync(
+    join(dataDir, "prometheus.yml"),
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: nereid\n    static_configs:\n      - targets: ["${target}"]\n`,
+  );
   const port = await freePort();
   promUrl = `http://127.0.0.1:${port}`;
-  prometheus = spawn(binary, [`--config.file=${join(dataDir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dataDir, "data")}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ["ignore", "pipe", "pipe"] });
+  prometheus = spawn(
+    binary,
+    [`--config.file=${join(dataDir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dataDir, "data")}`, `--web.listen-address=127.0.0.1:${port}`],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   prometheus.stdout!.on("data", (c: Buffer) => (prometheusLog += c.toString()));
   prometheus.stderr!.on("data", (c: Buffer) => (prometheusLog += c.toString()));
-  await until(async () => (await fetch(`${promUrl}/-/ready`).catch(() => undefined))?.status === 200, 60_000, () => prometheusLog);
+  await until(
+    async () => (await fetch(`${promUrl}/-/ready`).catch(() => undefined))?.status === 200,
+    60_000,
+    () => prometheusLog,
+  );
 }, 900_000);
 
 afterAll(async () => {
@@ -68,7 +89,10 @@ async function until(check: () => Promise<boolean>, ms: number, why: () => strin
   }
 }
 
-interface Sample { metric: Record<string, string>; value: [number, string] }
+interface Sample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
 async function query(expr: string): Promise<Sample[]> {
   const res = await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
   const body = (await res.json()) as { status: string; error?: string; data: { result: Sample[] } };
@@ -77,7 +101,8 @@ async function query(expr: string): Promise<Sample[]> {
 }
 const hasData = (r: Sample[]) => r.some((s) => Number.isFinite(Number(s.value[1])));
 
-const INPUT = (v: number, datatype = "INT32") => JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype, data: Array(16).fill(v) })) });
+const INPUT = (v: number, datatype = "INT32") =>
+  JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype, data: Array(16).fill(v) })) });
 
 /** Successes on both models (simple_cached: hits after the first of each value), and requests that fail validation. */
 function load() {
@@ -132,7 +157,11 @@ describe("Grafana dashboard against Prometheus scraping dist/nereid", () => {
     };
     try {
       let last: string[] = [];
-      await until(async () => (last = await missing()).length === 0, 120_000, () => `queries without data:\n  ${last.join("\n  ")}\n${prometheusLog.slice(-2000)}`);
+      await until(
+        async () => (last = await missing()).length === 0,
+        120_000,
+        () => `queries without data:\n  ${last.join("\n  ")}\n${prometheusLog.slice(-2000)}`,
+      );
     } finally {
       await stop();
     }

@@ -11,7 +11,10 @@ let repo: ReturnType<typeof makeRepository>;
 beforeAll(() => {
   repo = makeRepository(["simple", "simple_identity"]);
   // A valid config whose version folder has no model file: UNAVAILABLE with the reason.
-  repo.add("nofile/config.pbtxt", 'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n');
+  repo.add(
+    "nofile/config.pbtxt",
+    'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+  );
   repo.add("nofile/1/README", "no model.onnx here");
 });
 
@@ -45,9 +48,17 @@ describe("start-up log", () => {
   });
 
   it("lists only the models explicit mode loaded", async () => {
-    const server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=simple", "--allow-grpc=false", "--allow-metrics=false"]);
+    const server = await startServerProcess([
+      `--model-repository=${repo.dir}`,
+      "--model-control-mode=explicit",
+      "--load-model=simple",
+      "--allow-grpc=false",
+      "--allow-metrics=false",
+    ]);
     try {
-      expect(server.log()).toContain(" src/main.ts] \n+--------+---------+--------+\n| Model  | Version | Status |\n+--------+---------+--------+\n| simple | 1       | READY  |\n+--------+---------+--------+\n\n");
+      expect(server.log()).toContain(
+        " src/main.ts] \n+--------+---------+--------+\n| Model  | Version | Status |\n+--------+---------+--------+\n| simple | 1       | READY  |\n+--------+---------+--------+\n\n",
+      );
       expect(server.log()).not.toMatch(/loading: simple_identity/);
     } finally {
       await server.stop();

@@ -48,12 +48,14 @@ function perf(args: string[]): Promise<{ code: number | null; stdout: string; st
 
 async function stats(model: string, on: ServerProcess = server) {
   const res = await fetch(`${on.url}/v2/models/${model}/stats`);
-  const s = ((await res.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: { success: { count: number } } }[] }).model_stats[0]!;
+  const s = ((await res.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: { success: { count: number } } }[] })
+    .model_stats[0]!;
   return { success: s.inference_stats.success.count, inferences: s.inference_count, executions: s.execution_count };
 }
 
 const num = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
-const CSV_HEADER = "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
+const CSV_HEADER =
+  "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
 
 describe("nereid perf", () => {
   it("over HTTP: every request it sent is one the server counted, and -f writes perf_analyzer's CSV", async () => {
@@ -69,8 +71,12 @@ describe("nereid perf", () => {
     expect(after.inferences - before.inferences).toBe(sent);
     expect(r.stdout).toMatch(/^Request concurrency: 1\n  Pass \[1\] throughput: [\d.]+ infer\/sec\. Avg latency: \d+ usec$/m);
     expect(r.stdout).toMatch(/^    Avg HTTP time: \d+ usec \(send\/recv \d+ usec \+ response wait \d+ usec\)$/m);
-    expect(r.stdout).toMatch(/^    Avg request latency: \d+ usec \(overhead \d+ usec \+ queue \d+ usec \+ compute input \d+ usec \+ compute infer \d+ usec \+ compute output \d+ usec\)$/m);
-    expect(r.stdout).toMatch(/^Inferences\/Second vs\. Client Average Batch Latency\nConcurrency: 1, throughput: [\d.]+ infer\/sec, latency \d+ usec\nConcurrency: 2, throughput: [\d.]+ infer\/sec, latency \d+ usec\n/m);
+    expect(r.stdout).toMatch(
+      /^    Avg request latency: \d+ usec \(overhead \d+ usec \+ queue \d+ usec \+ compute input \d+ usec \+ compute infer \d+ usec \+ compute output \d+ usec\)$/m,
+    );
+    expect(r.stdout).toMatch(
+      /^Inferences\/Second vs\. Client Average Batch Latency\nConcurrency: 1, throughput: [\d.]+ infer\/sec, latency \d+ usec\nConcurrency: 2, throughput: [\d.]+ infer\/sec, latency \d+ usec\n/m,
+    );
     // One request of batch 1 per execution: the server block's counts agree with each other.
     for (const block of r.stdout.split("  Server: ").slice(1)) {
       const n = num(block, /Successful request count: (\d+)/);
@@ -80,7 +86,12 @@ describe("nereid perf", () => {
     }
     const lines = readFileSync(csv, "utf8").trimEnd().split("\n");
     expect(lines[0]).toBe(CSV_HEADER);
-    expect(lines.slice(1).map((l) => l.split(",")[0]).sort()).toEqual(["1", "2"]);
+    expect(
+      lines
+        .slice(1)
+        .map((l) => l.split(",")[0])
+        .sort(),
+    ).toEqual(["1", "2"]);
     for (const l of lines.slice(1)) expect(l.split(",")).toHaveLength(13);
     // Rows in increasing throughput, as perf_analyzer writes them.
     const tps = lines.slice(1).map((l) => Number(l.split(",")[1]));
@@ -90,7 +101,28 @@ describe("nereid perf", () => {
   it("over gRPC with -b 4: four inferences per request, p95 reports, zero data, --verbose-csv", async () => {
     const before = await stats("simple");
     const csv = join(dir, "grpc.csv");
-    const r = await perf(["-m", "simple", "-i", "grpc", "-u", server.grpcTarget!, "-b", "4", "--percentile", "95", "--input-data", "zero", "-p", "300", "-s", "100", "-v", "-f", csv, "--verbose-csv"]);
+    const r = await perf([
+      "-m",
+      "simple",
+      "-i",
+      "grpc",
+      "-u",
+      server.grpcTarget!,
+      "-b",
+      "4",
+      "--percentile",
+      "95",
+      "--input-data",
+      "zero",
+      "-p",
+      "300",
+      "-s",
+      "100",
+      "-v",
+      "-f",
+      csv,
+      "--verbose-csv",
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const after = await stats("simple");
@@ -110,7 +142,21 @@ describe("nereid perf", () => {
     const file = join(dir, "data.json");
     writeFileSync(file, JSON.stringify({ data: [{ INPUT0: { content: ["a", "bc", "def"], shape: [3] } }, { INPUT0: ["x"] }] }));
     const before = await stats("simple_identity");
-    const r = await perf(["-m", "simple_identity", "-u", server.url.replace("http://", ""), "--input-data", file, "--shape", "INPUT0:1", "-p", "300", "-s", "100", "-v"]);
+    const r = await perf([
+      "-m",
+      "simple_identity",
+      "-u",
+      server.url.replace("http://", ""),
+      "--input-data",
+      file,
+      "--shape",
+      "INPUT0:1",
+      "-p",
+      "300",
+      "-s",
+      "100",
+      "-v",
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect((await stats("simple_identity")).success - before.success).toBe(num(r.stdout, /^Requests sent in all: (\d+)$/m));
@@ -170,12 +216,24 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
   beforeAll(async () => {
     extra = mkdtempSync(join(tmpdir(), "nereid-perf-repo-"));
     mkdirSync(join(extra, "ts_repeat", "1"), { recursive: true });
-    writeFileSync(join(extra, "ts_repeat", "config.pbtxt"), `name: "ts_repeat"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`);
+    writeFileSync(
+      join(extra, "ts_repeat", "config.pbtxt"),
+      `name: "ts_repeat"\nbackend: "typescript"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "N" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+    );
     writeFileSync(join(extra, "ts_repeat", "1", "model.ts"), REPEAT);
     simpleOnly = makeRepository(["simple"]);
     const loads = ["simple", "simple_sequence", "ts_repeat", ...OCR_MODELS].map((m) => `--load-model=${m}`);
     [full, locked] = await Promise.all([
-      startServerProcess([`--model-repository=${join(ROOT, "model_repository")}`, `--model-repository=${extra}`, "--model-control-mode=explicit", ...loads, "--allow-client-shm=true"], { timeoutMs: 120_000 }),
+      startServerProcess(
+        [
+          `--model-repository=${join(ROOT, "model_repository")}`,
+          `--model-repository=${extra}`,
+          "--model-control-mode=explicit",
+          ...loads,
+          "--allow-client-shm=true",
+        ],
+        { timeoutMs: 120_000 },
+      ),
       startServerProcess([`--model-repository=${simpleOnly.dir}`, "--http-restricted-api=inference:infer-key=secret"]),
     ]);
   }, 180_000);
@@ -210,7 +268,9 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
     const n = sent(r.stdout);
     expect(n).toBeGreaterThan(0);
     expect(r.stdout).toMatch(/^    Request count: 0\n    Failed request count: \d+\n/m);
-    expect(r.stderr).toBe(`Failed to retrieve results from inference request: ${n} of ${n} requests failed. The server answered:\n  ${n}x This API is restricted, expecting header 'infer-key'\n`);
+    expect(r.stderr).toBe(
+      `Failed to retrieve results from inference request: ${n} of ${n} requests failed. The server answered:\n  ${n}x This API is restricted, expecting header 'infer-key'\n`,
+    );
     expect((await stats("simple", locked)).success).toBe(before.success);
     const ok = await perf(["-m", "simple", "-u", http(locked), "-H", "infer-key: secret", "-p", "200", "-s", "100", "-v"]);
     expect(ok.stderr).toBe("");
@@ -242,7 +302,9 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
   it("the OCR ensemble with an image file from a directory named after its input, zero errors; random bytes show the model's error", async () => {
     const random = await perf(["-m", "ocr", "-u", http(full), "-p", "300"]);
     expect(random.code).toBe(1);
-    expect(random.stderr).toMatch(/^Failed to retrieve results from inference request: (\d+) of \1 requests failed\. The server answered:\n  \1x .*'image' is not a PNG or JPEG file \(unknown signature\): send the bytes of a PNG or JPEG file\n$/);
+    expect(random.stderr).toMatch(
+      /^Failed to retrieve results from inference request: (\d+) of \1 requests failed\. The server answered:\n  \1x .*'image' is not a PNG or JPEG file \(unknown signature\): send the bytes of a PNG or JPEG file\n$/,
+    );
     const data = join(dir, "ocr-data");
     mkdirSync(data);
     writeFileSync(join(data, "image"), readFileSync(join(ROOT, "docs", "ocr-example.png")));
@@ -259,7 +321,24 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
     const file = join(dir, "repeat.json");
     writeFileSync(file, JSON.stringify({ data: [{ N: [3] }] }));
     const before = await stats("ts_repeat", full);
-    const r = await perf(["-m", "ts_repeat", "-i", "grpc", "-u", full.grpcTarget!, "--streaming", "--concurrency-range", "2", "--input-data", file, "-p", "300", "-s", "100", "-v"]);
+    const r = await perf([
+      "-m",
+      "ts_repeat",
+      "-i",
+      "grpc",
+      "-u",
+      full.grpcTarget!,
+      "--streaming",
+      "--concurrency-range",
+      "2",
+      "--input-data",
+      file,
+      "-p",
+      "300",
+      "-s",
+      "100",
+      "-v",
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("  Using asynchronous calls for inference\n");
@@ -270,7 +349,10 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
   });
 
   it("--shared-memory system: inputs through registered regions over HTTP and gRPC, unregistered at the end", async () => {
-    for (const args of [["-u", http(full)], ["-i", "grpc", "-u", full.grpcTarget!]]) {
+    for (const args of [
+      ["-u", http(full)],
+      ["-i", "grpc", "-u", full.grpcTarget!],
+    ]) {
       const before = await stats("simple", full);
       const r = await perf(["-m", "simple", ...args, "--shared-memory", "system", "-p", "200", "-s", "100", "-v"]);
       expect(r.stderr).toBe("");
@@ -285,7 +367,21 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
   });
 
   it("--collect-metrics scrapes the server's metrics URL during each setting", async () => {
-    const r = await perf(["-m", "simple", "-u", http(full), "--collect-metrics", "--metrics-url", `${full.metricsUrl}/metrics`, "--metrics-interval", "100", "-p", "300", "-s", "100"]);
+    const r = await perf([
+      "-m",
+      "simple",
+      "-u",
+      http(full),
+      "--collect-metrics",
+      "--metrics-url",
+      `${full.metricsUrl}/metrics`,
+      "--metrics-interval",
+      "100",
+      "-p",
+      "300",
+      "-s",
+      "100",
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^  Server Prometheus Metrics: \n    Avg GPU Utilization:\n/m);

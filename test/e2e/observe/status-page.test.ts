@@ -23,9 +23,18 @@ let page: Page;
 beforeAll(async () => {
   const executablePath = ensureDebianProgram("/usr/bin/chromium", "chromium", "The status page test");
   repo = makeRepository(["simple", "simple_identity", "simple_fp32_mlp"]);
-  repo.add("nofile/config.pbtxt", 'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n');
+  repo.add(
+    "nofile/config.pbtxt",
+    'name: "nofile"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+  );
   repo.add("nofile/1/README", "no model.onnx here");
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false", "--allow-status-page=true", "--allow-grpc=false", "--allow-metrics=false"]);
+  server = await startServerProcess([
+    `--model-repository=${repo.dir}`,
+    "--exit-on-error=false",
+    "--allow-status-page=true",
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+  ]);
   browser = await chromium.launch({ executablePath, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
   page = await browser.newPage({ viewport: { width: 1480, height: 420 } });
 }, 900_000);
@@ -36,7 +45,9 @@ afterAll(async () => {
   repo?.remove();
 });
 
-const INFER = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => i) })) });
+const INFER = JSON.stringify({
+  inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => i) })),
+});
 
 /** `n` clients sending `simple` requests one after another until stop() is called. */
 function load(n: number) {
@@ -69,7 +80,9 @@ describe("status page in Chromium", () => {
   it("shows every model with its state and the load error", async () => {
     await page.goto(`${server.url}/nereid/status`);
     await page.locator("#conn", { hasText: "live" }).waitFor();
-    const rows = await page.locator("#models tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(0, 3).map((td) => td.textContent)));
+    const rows = await page
+      .locator("#models tbody tr")
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(0, 3).map((td) => td.textContent)));
     expect(rows).toEqual([
       ["nofile", "1", "UNAVAILABLE"],
       ["simple", "1", "READY"],
@@ -95,7 +108,8 @@ describe("status page in Chromium", () => {
         return d.models.find((m) => m.name === "simple")!.history.filter((p) => p.rate > 0).length >= 12;
       }, 60_000);
       await page.waitForTimeout(1100); // one more page refresh with the latest point
-      const shot = process.env.NEREID_UPDATE_SCREENSHOT === "1" ? join(ROOT, "docs", "status-page.png") : join(tmpdir(), `nereid-status-page-${process.pid}.png`);
+      const shot =
+        process.env.NEREID_UPDATE_SCREENSHOT === "1" ? join(ROOT, "docs", "status-page.png") : join(tmpdir(), `nereid-status-page-${process.pid}.png`);
       await page.screenshot({ path: shot });
       expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
       expect(await cell("simple_identity", "rate").textContent()).toBe("0.0");
@@ -104,7 +118,9 @@ describe("status page in Chromium", () => {
     }
     await until(async () => (await cell("simple", "rate").textContent()) === "0.0", 30_000);
     // Once idle, the page's success count is the statistics extension's.
-    const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
+    const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as {
+      model_stats: { inference_stats: { success: { count: number } } }[];
+    };
     const success = stats.model_stats[0]!.inference_stats.success.count;
     expect(success).toBeGreaterThan(0);
     await until(async () => (await cell("simple", "success").textContent()) === String(success), 10_000);

@@ -65,7 +65,11 @@ function element(image: Uint8Array): Uint8Array {
  * element); the outputs come back in the binary part, decoded here.
  */
 async function inferRaw(model: string, image: Uint8Array): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": "0" }, body: element(image) });
+  const res = await fetch(`${server.url}/v2/models/${model}/infer`, {
+    method: "POST",
+    headers: { "Inference-Header-Content-Length": "0" },
+    body: element(image),
+  });
   const body = new Uint8Array(await res.arrayBuffer());
   const headerLength = Number(res.headers.get("inference-header-content-length") ?? body.length);
   const json = JSON.parse(new TextDecoder().decode(body.subarray(0, headerLength)));
@@ -100,12 +104,19 @@ async function inferBinary(model: string, image: Uint8Array): Promise<{ status: 
   const body = new Uint8Array(header.length + bytes.length);
   body.set(header);
   body.set(bytes, header.length);
-  const res = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", headers: { "Inference-Header-Content-Length": String(header.length) }, body });
+  const res = await fetch(`${server.url}/v2/models/${model}/infer`, {
+    method: "POST",
+    headers: { "Inference-Header-Content-Length": String(header.length) },
+    body,
+  });
   return { status: res.status, json: await res.json() };
 }
 
 async function inferGrpc(model: string, image: Uint8Array): Promise<OcrResult> {
-  const r = await call("ModelInfer")({ model_name: model, inputs: [{ name: "image", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from(image)] } }] });
+  const r = await call("ModelInfer")({
+    model_name: model,
+    inputs: [{ name: "image", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from(image)] } }],
+  });
   const idx = (n: string) => r.outputs.findIndex((o: { name: string }) => o.name === n);
   const raw = (n: string) => new Uint8Array(r.raw_output_contents[idx(n)]);
   const text: string[] = [];
@@ -182,7 +193,10 @@ describe.each(MODELS)("%s", (model) => {
     const gif = await inferRaw(model, new TextEncoder().encode("GIF89a\x01\x00\x01\x00"));
     expect(gif.status).toBe(400);
     expect(gif.json.error).toContain("unsupported image format GIF: send PNG or JPEG");
-    const err = await inferGrpc(model, new TextEncoder().encode("hello, world")).then(() => undefined, (e: { code: number; details: string }) => e);
+    const err = await inferGrpc(model, new TextEncoder().encode("hello, world")).then(
+      () => undefined,
+      (e: { code: number; details: string }) => e,
+    );
     expect(err?.code).toBe(status.INVALID_ARGUMENT);
     expect(err?.details).toContain("is not a PNG or JPEG file");
   });
@@ -206,7 +220,11 @@ describe("ocr and ocr_bls", () => {
 
   it("serve concurrent requests, each with its own answer", async () => {
     const other = renderText(["HELLO WORLD"]);
-    const jobs = Array.from({ length: 6 }, (_, i) => ({ model: MODELS[i % 2]!, image: i % 3 === 0 ? other : png, want: i % 3 === 0 ? ["HELLO WORLD"] : LINES }));
+    const jobs = Array.from({ length: 6 }, (_, i) => ({
+      model: MODELS[i % 2]!,
+      image: i % 3 === 0 ? other : png,
+      want: i % 3 === 0 ? ["HELLO WORLD"] : LINES,
+    }));
     const got = await Promise.all(jobs.map(async (j) => fromJson((await inferRaw(j.model, j.image)).json.outputs).text));
     expect(got).toEqual(jobs.map((j) => j.want));
   });
@@ -215,10 +233,16 @@ describe("ocr and ocr_bls", () => {
 describe("ocr_stream (#16: a decoupled model streaming each line)", () => {
   it("streams the lines ocr_bls reads, one SSE event each, over generate_stream", async () => {
     const whole = fromJson((await inferRaw("ocr_bls", png)).json.outputs);
-    const res = await fetch(`${server.url}/v2/models/ocr_stream/generate_stream`, { method: "POST", body: JSON.stringify({ image: Buffer.from(png).toString("base64") }) });
+    const res = await fetch(`${server.url}/v2/models/ocr_stream/generate_stream`, {
+      method: "POST",
+      body: JSON.stringify({ image: Buffer.from(png).toString("base64") }),
+    });
     expect(res.status).toBe(200);
     const text = await res.text();
-    const events = text.split("\n\n").filter((e) => e).map((e) => JSON.parse(e.replace(/^data: /, "")));
+    const events = text
+      .split("\n\n")
+      .filter((e) => e)
+      .map((e) => JSON.parse(e.replace(/^data: /, "")));
     expect(events.map((e) => [e.model_name, e.text])).toEqual(LINES.map((l) => ["ocr_stream", l]));
     expect(events.flatMap((e) => e.box)).toEqual(whole.boxes);
     events.forEach((e, i) => expect(e.score).toBeCloseTo(whole.scores[i]!, 5));
@@ -233,7 +257,11 @@ describe("ocr_stream (#16: a decoupled model streaming each line)", () => {
       stream.on("data", (m) => msgs.push(m));
       stream.on("end", () => resolve());
       stream.on("error", reject);
-      const req = (id: string, image: Uint8Array) => ({ model_name: "ocr_stream", id, inputs: [{ name: "image", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from(image)] } }] });
+      const req = (id: string, image: Uint8Array) => ({
+        model_name: "ocr_stream",
+        id,
+        inputs: [{ name: "image", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from(image)] } }],
+      });
       stream.write(req("lines", png));
       stream.write(req("blank", renderText([], { width: 400 })));
       stream.end();

@@ -59,7 +59,16 @@ print(json.dumps(out))`),
     ).toEqual([
       "Tensor dtype used for numpy_array is not supported by Python backend. Please use np.object_ instead.",
       '"output_tensors" must be a list.',
-      "Y", 8, [2, 3], "nope", 2, true, [[0, 1, 2], [3, 4, 5]],
+      "Y",
+      8,
+      [2, 3],
+      "nope",
+      2,
+      true,
+      [
+        [0, 1, 2],
+        [3, 4, 5],
+      ],
     ]);
   });
 

@@ -55,7 +55,10 @@ async function post(path: string, body: unknown): Promise<Response> {
 }
 
 function events(text: string): any[] {
-  return text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("data: "))
+    .map((l) => JSON.parse(l.slice(6)));
 }
 
 describe("python backend: ordinary models", () => {
@@ -275,7 +278,9 @@ describe("python backend: a stub that crashes or hangs", () => {
     expect(first.status).toBe(200);
     const died = await call(1);
     expect(died.status).toBe(500);
-    expect(died.json.error).toBe("Failed to process the request(s) for model 'py_crash' instance 'py_crash_0': the Python stub process exited with code 7; the instance is being restarted");
+    expect(died.json.error).toBe(
+      "Failed to process the request(s) for model 'py_crash' instance 'py_crash_0': the Python stub process exited with code 7; the instance is being restarted",
+    );
     await pidAfterRestart(first.json.outputs[0].data[0]);
     expect(crash.log()).toContain("the Python stub process was restarted");
   }, 60_000);
@@ -283,10 +288,16 @@ describe("python backend: a stub that crashes or hangs", () => {
   it("a decoupled stub that dies mid-stream ends its stream with the error after what it sent", async () => {
     const res = await fetch(`${crash.url}/v2/models/py_crash_stream/generate_stream`, { method: "POST", body: JSON.stringify({ N: 1 }) });
     expect(res.status).toBe(200);
-    const evs = (await res.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+    const evs = (await res.text())
+      .split("\n")
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => JSON.parse(l.slice(6)));
     expect(evs).toEqual([
       { model_name: "py_crash_stream", model_version: "1", OUT: 0 },
-      { error: "Failed to process the request(s) for model 'py_crash_stream' instance 'py_crash_stream_0': the Python stub process exited with code 9; the instance is being restarted" },
+      {
+        error:
+          "Failed to process the request(s) for model 'py_crash_stream' instance 'py_crash_stream_0': the Python stub process exited with code 9; the instance is being restarted",
+      },
     ]);
   }, 60_000);
 
@@ -294,7 +305,9 @@ describe("python backend: a stub that crashes or hangs", () => {
     const before = (await call(0)).json.outputs[0].data[0];
     const hung = await call(2);
     expect(hung.status).toBe(500);
-    expect(hung.json.error).toBe("Failed to process the request(s) for model 'py_crash' instance 'py_crash_0': the Python stub process did not answer a health check within 1 s and was killed; the instance is being restarted");
+    expect(hung.json.error).toBe(
+      "Failed to process the request(s) for model 'py_crash' instance 'py_crash_0': the Python stub process did not answer a health check within 1 s and was killed; the instance is being restarted",
+    );
     await pidAfterRestart(before);
   }, 60_000);
 });

@@ -37,7 +37,11 @@ afterAll(async () => {
 
 /** Runs one check of tritonclient_checks.py and returns what the client saw. */
 function check(name: string): any {
-  const out = execFileSync(python, [SCRIPT, name, server.url.replace("http://", ""), server.grpcTarget!, server.metricsUrl!], { encoding: "utf8", timeout: 120_000, stdio: "pipe" });
+  const out = execFileSync(python, [SCRIPT, name, server.url.replace("http://", ""), server.grpcTarget!, server.metricsUrl!], {
+    encoding: "utf8",
+    timeout: 120_000,
+    stdio: "pipe",
+  });
   return JSON.parse(out);
 }
 

@@ -24,7 +24,9 @@ describe("an S3 listing that never ends (#29 item 8)", () => {
     const url = `s3://${fake.endpoint.slice("http://".length)}/models/repo`;
     const { code, output } = await runServerToExit([`--model-repository=${url}`], { timeoutMs: 120_000 });
     expect(code).toBe(1);
-    expect(output).toContain(`failed to read model repository '${url}': the listing goes on past ${LIST_LIMITS.maxPages} pages, Nereid's limit for a model repository`);
+    expect(output).toContain(
+      `failed to read model repository '${url}': the listing goes on past ${LIST_LIMITS.maxPages} pages, Nereid's limit for a model repository`,
+    );
     expect(fake.requests).toBe(LIST_LIMITS.maxPages);
   }, 150_000);
 
@@ -34,7 +36,9 @@ describe("an S3 listing that never ends (#29 item 8)", () => {
     const url = `s3://${fake.endpoint.slice("http://".length)}/models/repo`;
     const { code, output } = await runServerToExit([`--model-repository=${url}`]);
     expect(code).toBe(1);
-    expect(output).toContain(`failed to read model repository '${url}': the store sent the same continuation token twice (after 2 pages): its listing never ends`);
+    expect(output).toContain(
+      `failed to read model repository '${url}': the store sent the same continuation token twice (after 2 pages): its listing never ends`,
+    );
     expect(fake.requests).toBe(2);
   });
 });

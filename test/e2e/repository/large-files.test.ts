@@ -7,7 +7,7 @@
  * classification request that needs it with a clear error, and nothing else.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { cpSync, readFileSync, truncateSync, } from "node:fs";
+import { cpSync, readFileSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { inferJson, SIMPLE_TWOS_AND_THREES, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
@@ -41,7 +41,9 @@ beforeAll(async () => {
   copySimple("simple_big", (c) => padded(c, MAX_CONFIG_BYTES + 1));
   copySimple("simple_at_limit", (c) => padded(c, MAX_CONFIG_BYTES));
   copySimple("simple_grows");
-  copySimple("simple_labels", (c) => c.replace('{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }', '{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] label_filename: "labels.txt" }'));
+  copySimple("simple_labels", (c) =>
+    c.replace('{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }', '{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] label_filename: "labels.txt" }'),
+  );
   repo.add("simple_labels/labels.txt", "");
   truncateSync(join(repo.dir, "simple_labels", "labels.txt"), MAX_LABEL_FILE_BYTES + 1);
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=poll", "--repository-poll-secs=1", "--exit-on-error=false"]);
@@ -70,7 +72,9 @@ describe("repository text files over their size limits (#29 item 9)", () => {
     // A new model: UNAVAILABLE with the reason.
     copySimple("simple_new_big");
     truncateSync(join(repo.dir, "simple_new_big", "config.pbtxt"), big); // sparse: no 200 MB on disk
-    await eventually(async () => expect(await entry("simple_new_big")).toEqual({ name: "simple_new_big", state: "UNAVAILABLE", reason: reason("simple_new_big") }));
+    await eventually(async () =>
+      expect(await entry("simple_new_big")).toEqual({ name: "simple_new_big", state: "UNAVAILABLE", reason: reason("simple_new_big") }),
+    );
     // A loaded model whose config grows: refused, and its loaded version keeps serving (as any failed reload).
     expect((await entry("simple_grows"))?.state).toBe("READY");
     truncateSync(join(repo.dir, "simple_grows", "config.pbtxt"), big);
@@ -82,7 +86,9 @@ describe("repository text files over their size limits (#29 item 9)", () => {
   it("fails a classification request whose label file is over its limit, and serves the same model without classification", async () => {
     const body = { ...SIMPLE_TWOS_AND_THREES, outputs: [{ name: "OUTPUT0", parameters: { classification: 1 } }] };
     const r = await inferJson(server, "simple_labels", body);
-    expect(r.json).toEqual({ error: `label file 'labels.txt' of model 'simple_labels' is ${MAX_LABEL_FILE_BYTES + 1} bytes, more than the limit of ${MAX_LABEL_FILE_BYTES} bytes` });
+    expect(r.json).toEqual({
+      error: `label file 'labels.txt' of model 'simple_labels' is ${MAX_LABEL_FILE_BYTES + 1} bytes, more than the limit of ${MAX_LABEL_FILE_BYTES} bytes`,
+    });
     expect(r.status).toBe(400);
     const plain = await inferJson(server, "simple_labels", SIMPLE_TWOS_AND_THREES);
     expect(plain.status).toBe(200);

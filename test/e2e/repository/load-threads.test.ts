@@ -59,7 +59,8 @@ describe("--model-load-thread-count", () => {
     repo.remove();
     const lines = readFileSync(log, "utf8").trim().split("\n");
     expect(lines).toHaveLength(6);
-    for (let i = 0; i < 6; i += 2) expect([lines[i]!.split(" ")[0], lines[i + 1]!.split(" ")[0], lines[i]!.split(" ")[1]]).toEqual(["start", "end", lines[i + 1]!.split(" ")[1]]);
+    for (let i = 0; i < 6; i += 2)
+      expect([lines[i]!.split(" ")[0], lines[i + 1]!.split(" ")[0], lines[i]!.split(" ")[1]]).toEqual(["start", "end", lines[i + 1]!.split(" ")[1]]);
   });
 
   it("3 (and the default 4): the three loads run at once", async () => {
@@ -75,12 +76,21 @@ describe("--model-load-thread-count", () => {
 
 describe("--model-load-retry-count", () => {
   it("1: a model whose first load fails is loaded on the retry; 0: it stays UNAVAILABLE", async () => {
-    for (const [retries, state] of [[1, "READY"], [0, "UNAVAILABLE"]] as const) {
+    for (const [retries, state] of [
+      [1, "READY"],
+      [0, "UNAVAILABLE"],
+    ] as const) {
       const flag = join(dir, `flaky-${retries}`);
       const repo = makeRepository([]);
       repo.add("flaky/config.pbtxt", config("flaky", "flag", flag));
       repo.add("flaky/1/model.js", FLAKY);
-      const server = await startServerProcess([`--model-repository=${repo.dir}`, `--model-load-retry-count=${retries}`, "--exit-on-error=false", "--allow-grpc=false", "--allow-metrics=false"]);
+      const server = await startServerProcess([
+        `--model-repository=${repo.dir}`,
+        `--model-load-retry-count=${retries}`,
+        "--exit-on-error=false",
+        "--allow-grpc=false",
+        "--allow-metrics=false",
+      ]);
       try {
         const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; state: string }[];
         expect(index.find((m) => m.name === "flaky")?.state).toBe(state);

@@ -61,7 +61,11 @@ function repository(parent: string, name: string, models: Record<string, "addsub
 }
 
 /** Two repositories, `addsub_repo` and `subadd_repo`, of one case. */
-function repositories(name: string, addsub: Parameters<typeof repository>[2], subadd: Parameters<typeof repository>[2]): { dir: string; addsub: string; subadd: string } {
+function repositories(
+  name: string,
+  addsub: Parameters<typeof repository>[2],
+  subadd: Parameters<typeof repository>[2],
+): { dir: string; addsub: string; subadd: string } {
   const dir = join(root, name);
   return { dir, addsub: repository(dir, "addsub_repo", addsub), subadd: repository(dir, "subadd_repo", subadd) };
 }
@@ -92,7 +96,13 @@ afterEach(async () => {
 });
 
 const start = async (repos: { addsub: string; subadd: string }, ...flags: string[]) => {
-  server = await startServerProcess([`--model-repository=${repos.addsub}`, `--model-repository=${repos.subadd}`, "--model-namespacing=true", "--allow-grpc=false", ...flags]);
+  server = await startServerProcess([
+    `--model-repository=${repos.addsub}`,
+    `--model-repository=${repos.subadd}`,
+    "--model-namespacing=true",
+    "--allow-grpc=false",
+    ...flags,
+  ]);
   return server;
 };
 
@@ -106,14 +116,24 @@ const until = async (check: () => Promise<boolean>, what: string) => {
 
 describe("--model-namespacing (poll mode, as qa/L0_model_namespacing's ModelNamespacePoll)", () => {
   it("no duplication: every model serves by its name", async () => {
-    const s = await start(repositories("none", { simple_addsub: { step: "composing_addsub" }, composing_addsub: "addsub" }, { simple_subadd: { step: "composing_subadd" }, composing_subadd: "subadd" }));
+    const s = await start(
+      repositories(
+        "none",
+        { simple_addsub: { step: "composing_addsub" }, composing_addsub: "addsub" },
+        { simple_subadd: { step: "composing_subadd" }, composing_subadd: "subadd" },
+      ),
+    );
     expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(200);
     expect([await answer(s, "simple_addsub"), await answer(s, "composing_addsub")]).toEqual(["addsub", "addsub"]);
     expect([await answer(s, "simple_subadd"), await answer(s, "composing_subadd")]).toEqual(["subadd", "subadd"]);
   });
 
   it("duplication: each ensemble calls its own repository's composing_model; the name alone is ambiguous; the index lists both; metrics carry the namespace", async () => {
-    const repos = repositories("dup", { simple_addsub: { step: "composing_model" }, composing_model: "addsub" }, { simple_subadd: { step: "composing_model" }, composing_model: "subadd" });
+    const repos = repositories(
+      "dup",
+      { simple_addsub: { step: "composing_model" }, composing_model: "addsub" },
+      { simple_subadd: { step: "composing_model" }, composing_model: "subadd" },
+    );
     const s = await start(repos);
     expect((await fetch(`${s.url}/v2/health/ready`)).status).toBe(200);
     expect(await answer(s, "simple_addsub")).toBe("addsub");
@@ -131,19 +151,32 @@ describe("--model-namespacing (poll mode, as qa/L0_model_namespacing's ModelName
     const metrics = await (await fetch(`${s.metricsUrl}/metrics`)).text();
     const success = metrics.split("\n").filter((l) => l.startsWith("nv_inference_request_success{") && l.includes('model="composing_model"'));
     expect(success.sort()).toEqual(
-      [`nv_inference_request_success{model="composing_model",version="1",namespace="${repos.addsub}"} 1`, `nv_inference_request_success{model="composing_model",version="1",namespace="${repos.subadd}"} 1`].sort(),
+      [
+        `nv_inference_request_success{model="composing_model",version="1",namespace="${repos.addsub}"} 1`,
+        `nv_inference_request_success{model="composing_model",version="1",namespace="${repos.subadd}"} 1`,
+      ].sort(),
     );
   });
 
   it("ensemble duplication: the composing models serve; the shared ensemble name is ambiguous", async () => {
-    const s = await start(repositories("ens", { simple_ensemble: { step: "composing_addsub" }, composing_addsub: "addsub" }, { simple_ensemble: { step: "composing_subadd" }, composing_subadd: "subadd" }));
+    const s = await start(
+      repositories(
+        "ens",
+        { simple_ensemble: { step: "composing_addsub" }, composing_addsub: "addsub" },
+        { simple_ensemble: { step: "composing_subadd" }, composing_subadd: "subadd" },
+      ),
+    );
     expect(await answer(s, "composing_addsub")).toBe("addsub");
     expect(await answer(s, "composing_subadd")).toBe("subadd");
     expect(await inferJson(s, "simple_ensemble", REQUEST)).toEqual(ambiguity("simple_ensemble"));
   });
 
   it("dynamic resolution: with addsub's composing_model gone both ensembles use subadd's; back again, each its own", async () => {
-    const repos = repositories("dyn", { simple_addsub: { step: "composing_model" }, composing_model: "addsub" }, { simple_subadd: { step: "composing_model" }, composing_model: "subadd" });
+    const repos = repositories(
+      "dyn",
+      { simple_addsub: { step: "composing_model" }, composing_model: "addsub" },
+      { simple_subadd: { step: "composing_model" }, composing_model: "subadd" },
+    );
     const s = await start(repos, "--model-control-mode=poll", "--repository-poll-secs=1");
     const away = join(repos.dir, "composing_model");
     renameSync(join(repos.addsub, "composing_model"), away);
@@ -161,7 +194,14 @@ describe("--model-namespacing (explicit mode, as ModelNamespaceExplicit)", () =>
   const load = async (s: ServerProcess, model: string) => (await fetch(`${s.url}/v2/repository/models/${model}/load`, { method: "POST", body: "{}" })).status;
 
   it("loading an ensemble loads its own repository's composing model; both ensembles answer their own way", async () => {
-    const s = await start(repositories("xdup", { simple_addsub: { step: "composing_model" }, composing_model: "addsub" }, { simple_subadd: { step: "composing_model" }, composing_model: "subadd" }), "--model-control-mode=explicit");
+    const s = await start(
+      repositories(
+        "xdup",
+        { simple_addsub: { step: "composing_model" }, composing_model: "addsub" },
+        { simple_subadd: { step: "composing_model" }, composing_model: "subadd" },
+      ),
+      "--model-control-mode=explicit",
+    );
     expect(await load(s, "simple_addsub")).toBe(200);
     // Only addsub's composing_model is loaded so far: the name is not ambiguous yet.
     expect(await answer(s, "composing_model")).toBe("addsub");
@@ -172,7 +212,14 @@ describe("--model-namespacing (explicit mode, as ModelNamespaceExplicit)", () =>
   });
 
   it("a load by a shared name loads it from every repository, each ensemble with its own steps", async () => {
-    const s = await start(repositories("xens", { simple_ensemble: { step: "composing_addsub" }, composing_addsub: "addsub" }, { simple_ensemble: { step: "composing_subadd" }, composing_subadd: "subadd" }), "--model-control-mode=explicit");
+    const s = await start(
+      repositories(
+        "xens",
+        { simple_ensemble: { step: "composing_addsub" }, composing_addsub: "addsub" },
+        { simple_ensemble: { step: "composing_subadd" }, composing_subadd: "subadd" },
+      ),
+      "--model-control-mode=explicit",
+    );
     expect(await load(s, "simple_ensemble")).toBe(200);
     expect(await answer(s, "composing_addsub")).toBe("addsub");
     expect(await answer(s, "composing_subadd")).toBe("subadd");
@@ -185,8 +232,18 @@ describe("--model-namespacing (explicit mode, as ModelNamespaceExplicit)", () =>
 
 describe("without --model-namespacing", () => {
   it("a name in two repositories is served by neither (Triton's rule), and the rest serve", async () => {
-    const repos = repositories("off", { simple_addsub: { step: "composing_model" }, composing_model: "addsub", only_addsub: "addsub" }, { composing_model: "subadd" });
-    server = await startServerProcess([`--model-repository=${repos.addsub}`, `--model-repository=${repos.subadd}`, "--allow-grpc=false", "--strict-readiness=false", "--exit-on-error=false"]);
+    const repos = repositories(
+      "off",
+      { simple_addsub: { step: "composing_model" }, composing_model: "addsub", only_addsub: "addsub" },
+      { composing_model: "subadd" },
+    );
+    server = await startServerProcess([
+      `--model-repository=${repos.addsub}`,
+      `--model-repository=${repos.subadd}`,
+      "--allow-grpc=false",
+      "--strict-readiness=false",
+      "--exit-on-error=false",
+    ]);
     expect(await answer(server, "only_addsub")).toBe("addsub");
     const { status } = await inferJson(server, "composing_model", REQUEST);
     expect(status).toBe(503);

@@ -45,7 +45,11 @@ async function run(mode: "off" | "execution_count", log: string): Promise<string
   const repo = repository(log);
   const server = await startServerProcess([`--model-repository=${repo.dir}`, `--rate-limit=${mode}`, "--allow-grpc=false", "--allow-metrics=false"]);
   try {
-    const infer = (m: string) => fetch(`${server.url}/v2/models/${m}/infer`, { method: "POST", body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [7] }] }) });
+    const infer = (m: string) =>
+      fetch(`${server.url}/v2/models/${m}/infer`, {
+        method: "POST",
+        body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [7] }] }),
+      });
     const answers = await Promise.all(["ra", "rb", "ra", "rb"].map(infer));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
   } finally {
@@ -72,11 +76,23 @@ describe("--rate-limit", () => {
 
   it("a --rate-limit-resource below an instance's need keeps its model from loading, with Triton's reason", async () => {
     const repo = repository(join(dir, "unused.txt"), 3);
-    const server = await startServerProcess([`--model-repository=${repo.dir}`, "--rate-limit=execution_count", "--rate-limit-resource=R:1", "--exit-on-error=false", "--allow-grpc=false", "--allow-metrics=false"]);
+    const server = await startServerProcess([
+      `--model-repository=${repo.dir}`,
+      "--rate-limit=execution_count",
+      "--rate-limit-resource=R:1",
+      "--exit-on-error=false",
+      "--allow-grpc=false",
+      "--allow-metrics=false",
+    ]);
     try {
       const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST" })).json()) as { name: string; state: string; reason: string }[];
-      expect(index.map((m) => [m.name, m.state])).toEqual([["ra", "UNAVAILABLE"], ["rb", "UNAVAILABLE"]]);
-      expect(index[0]!.reason).toContain("Resource count for 'R' is limited to 1 which will prevent scheduling of one or more model instances, the minimum required count is 3");
+      expect(index.map((m) => [m.name, m.state])).toEqual([
+        ["ra", "UNAVAILABLE"],
+        ["rb", "UNAVAILABLE"],
+      ]);
+      expect(index[0]!.reason).toContain(
+        "Resource count for 'R' is limited to 1 which will prevent scheduling of one or more model instances, the minimum required count is 3",
+      );
     } finally {
       await server.stop();
       repo.remove();

@@ -17,8 +17,7 @@ beforeAll(async () => {
   const config = readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8");
   repo.add(
     "simple/config.pbtxt",
-    config +
-      'model_repository_agents { agents [ { name: "checksum" parameters { key: "MD5:1/model.onnx" value: "0" } }, { name: "odd\\nagent" } ] }\n',
+    config + 'model_repository_agents { agents [ { name: "checksum" parameters { key: "MD5:1/model.onnx" value: "0" } }, { name: "odd\\nagent" } ] }\n',
   );
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--allow-grpc=false", "--allow-metrics=false"]);
 });
@@ -30,7 +29,10 @@ afterAll(async () => {
 
 describe("model_repository_agents", () => {
   it("logs a warning naming each agent, and loads the model as it is", async () => {
-    const lines = server.log().split("\n").filter((l) => l.includes("repository agent"));
+    const lines = server
+      .log()
+      .split("\n")
+      .filter((l) => l.includes("repository agent"));
     expect(lines.map((l) => l.replace(/^.*\] /, ""))).toEqual([
       "model 'simple': repository agent 'checksum' is not supported and is ignored; the model's files load unchanged",
       "model 'simple': repository agent 'odd\\nagent' is not supported and is ignored; the model's files load unchanged",

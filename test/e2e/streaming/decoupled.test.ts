@@ -116,7 +116,10 @@ const tsModel = (name: string, inputs: string[]) =>
   `name: "${name}"\nbackend: "typescript"\nmax_batch_size: 0\ninstance_group [ { count: 1 kind: KIND_CPU } ]\ninput [ ${inputs.map(INT1).join(", ")} ]\noutput [ ${INT1("OUT")} ]\n`;
 /** An ensemble from N to `output`; each step is [model, {input: tensor}, {output: tensor}]. */
 const ensembleConfig = (name: string, output: string, steps: [string, Record<string, string>, Record<string, string>][]) => {
-  const map = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `{ key: "${k}" value: "${v}" }`).join(", ");
+  const map = (m: Record<string, string>) =>
+    Object.entries(m)
+      .map(([k, v]) => `{ key: "${k}" value: "${v}" }`)
+      .join(", ");
   return `name: "${name}"\nplatform: "ensemble"\nmax_batch_size: 0\ninput [ ${INT1("N")} ]\noutput [ ${INT1(output)} ]\nensemble_scheduling { step [ ${steps
     .map(([m, i, o]) => `{ model_name: "${m}" model_version: -1 input_map [ ${map(i)} ] output_map [ ${map(o)} ] }`)
     .join(", ")} ] }\n`;
@@ -127,7 +130,13 @@ beforeAll(async () => {
   repo.add("ts_double/config.pbtxt", tsModel("ts_double", ["IN"]));
   repo.add("ts_double/1/model.js", DOUBLE);
   repo.add("ens_repeat_double/1/.keep", "");
-  repo.add("ens_repeat_double/config.pbtxt", ensembleConfig("ens_repeat_double", "DOUBLED", [["ts_repeat", { N: "N" }, { OUT: "counted" }], ["ts_double", { IN: "counted" }, { OUT: "DOUBLED" }]]));
+  repo.add(
+    "ens_repeat_double/config.pbtxt",
+    ensembleConfig("ens_repeat_double", "DOUBLED", [
+      ["ts_repeat", { N: "N" }, { OUT: "counted" }],
+      ["ts_double", { IN: "counted" }, { OUT: "DOUBLED" }],
+    ]),
+  );
   for (const name of ["ts_slow_grpc", "ts_slow_sse"]) {
     repo.add(`${name}/config.pbtxt`, REPEAT_CONFIG(name));
     repo.add(`${name}/1/model.js`, SLOW);
@@ -214,30 +223,38 @@ const post = (path: string, body: unknown, headers: Record<string, string> = {})
   fetch(`${server.url}${path}`, { method: "POST", body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body), headers });
 
 describe("ModelStreamInfer with a decoupled model (S-16, G-05, G-06)", () => {
-  it.each([0, 1, 1000])("N = %i: exactly N responses in order, none final, no empty final unless asked", async (n) => {
-    // A second request (N = 1, final on its response) follows, so N = 0 is seen to send nothing.
-    const msgs = await streamAll([repeatRequest("ts_repeat", n, { id: "a" }), repeatRequest("ts_repeat", 1, { id: "b", finalWithLast: true })]);
-    const a = msgs.filter((m) => m.infer_response.id === "a");
-    const b = msgs.filter((m) => m.infer_response.id === "b");
-    expect(msgs.map((m) => m.error_message).filter((e) => e)).toEqual([]);
-    expect(a.map(outValue)).toEqual(Array.from({ length: n }, (_, i) => i));
-    expect(a.every((m) => finalFlag(m) === false)).toBe(true);
-    expect(b.map((m) => [outValue(m), finalFlag(m)])).toEqual([[0, true]]);
-    expect(msgs.length).toBe(n + 1);
-  }, 60_000);
+  it.each([0, 1, 1000])(
+    "N = %i: exactly N responses in order, none final, no empty final unless asked",
+    async (n) => {
+      // A second request (N = 1, final on its response) follows, so N = 0 is seen to send nothing.
+      const msgs = await streamAll([repeatRequest("ts_repeat", n, { id: "a" }), repeatRequest("ts_repeat", 1, { id: "b", finalWithLast: true })]);
+      const a = msgs.filter((m) => m.infer_response.id === "a");
+      const b = msgs.filter((m) => m.infer_response.id === "b");
+      expect(msgs.map((m) => m.error_message).filter((e) => e)).toEqual([]);
+      expect(a.map(outValue)).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(a.every((m) => finalFlag(m) === false)).toBe(true);
+      expect(b.map((m) => [outValue(m), finalFlag(m)])).toEqual([[0, true]]);
+      expect(msgs.length).toBe(n + 1);
+    },
+    60_000,
+  );
 
-  it.each([0, 1, 1000])("N = %i with triton_enable_empty_final_response: N responses then one empty final", async (n) => {
-    const msgs = await streamAll([repeatRequest("ts_repeat", n, { id: "e", emptyFinal: true })]);
-    expect(msgs.length).toBe(n + 1);
-    expect(msgs.slice(0, n).map(outValue)).toEqual(Array.from({ length: n }, (_, i) => i));
-    expect(msgs.slice(0, n).every((m) => finalFlag(m) === false)).toBe(true);
-    const last = msgs[n];
-    expect(last.error_message ?? "").toBe("");
-    expect(last.infer_response.id).toBe("e");
-    expect(last.infer_response.model_name).toBe("ts_repeat");
-    expect(last.infer_response.outputs).toEqual([]);
-    expect(finalFlag(last)).toBe(true);
-  }, 60_000);
+  it.each([0, 1, 1000])(
+    "N = %i with triton_enable_empty_final_response: N responses then one empty final",
+    async (n) => {
+      const msgs = await streamAll([repeatRequest("ts_repeat", n, { id: "e", emptyFinal: true })]);
+      expect(msgs.length).toBe(n + 1);
+      expect(msgs.slice(0, n).map(outValue)).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(msgs.slice(0, n).every((m) => finalFlag(m) === false)).toBe(true);
+      const last = msgs[n];
+      expect(last.error_message ?? "").toBe("");
+      expect(last.infer_response.id).toBe("e");
+      expect(last.infer_response.model_name).toBe("ts_repeat");
+      expect(last.infer_response.outputs).toEqual([]);
+      expect(finalFlag(last)).toBe(true);
+    },
+    60_000,
+  );
 
   it("the final flag on the last response when the model sets it there", async () => {
     const msgs = await streamAll([repeatRequest("ts_repeat", 3, { finalWithLast: true })]);
@@ -259,7 +276,9 @@ describe("ModelStreamInfer with a decoupled model (S-16, G-05, G-06)", () => {
 
   it("triton_grpc_error mode: the first error ends the stream with its gRPC status (G-06)", async () => {
     const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: (md: Metadata) => ClientDuplexStream<object, any> };
+    const c = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & {
+      ModelStreamInfer: (md: Metadata) => ClientDuplexStream<object, any>;
+    };
     const md = new Metadata();
     md.set("triton_grpc_error", "true");
     const stream = c.ModelStreamInfer(md);
@@ -323,13 +342,17 @@ describe("refusals (G-07, S-16)", () => {
 });
 
 describe("generate and generate_stream (P-31)", () => {
-  it.each([0, 1, 1000])("generate_stream, N = %i: exactly N events in order", async (n) => {
-    const res = await post("/v2/models/ts_repeat/generate_stream", { id: "x", N: n });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-    const evs = events(await res.text());
-    expect(evs).toEqual(Array.from({ length: n }, (_, i) => ({ id: "x", model_name: "ts_repeat", model_version: "1", OUT: i })));
-  }, 60_000);
+  it.each([0, 1, 1000])(
+    "generate_stream, N = %i: exactly N events in order",
+    async (n) => {
+      const res = await post("/v2/models/ts_repeat/generate_stream", { id: "x", N: n });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+      const evs = events(await res.text());
+      expect(evs).toEqual(Array.from({ length: n }, (_, i) => ({ id: "x", model_name: "ts_repeat", model_version: "1", OUT: i })));
+    },
+    60_000,
+  );
 
   it("generate_stream with a version in the path, and the worker-thread model", async () => {
     const res = await post("/v2/models/ts_repeat_worker/versions/1/generate_stream", { N: 3, final_with_last: true });
@@ -449,9 +472,7 @@ describe("a client that goes away stops its stream (the request's signal)", () =
     }
     throw new Error(`${model}: the tenth response was never counted`);
   }
-  const expected = Object.fromEntries(
-    Array.from({ length: 10 }, (_, i) => [String(i), i === 0 ? { success: 1, cancel: 0 } : { success: 0, cancel: 1 }]),
-  );
+  const expected = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [String(i), i === 0 ? { success: 1, cancel: 0 } : { success: 0, cancel: 1 }]));
   const counts = (r: Record<string, any>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { success: v.success.count, cancel: v.cancel.count }]));
 
   it("a cancelled gRPC stream: the responses after it are counted as cancelled, not sent", async () => {
@@ -475,7 +496,11 @@ describe("a client that goes away stops its stream (the request's signal)", () =
 
   it("an SSE client that disconnects after the first event: the rest are counted as cancelled", async () => {
     const controller = new AbortController();
-    const res = await fetch(`${server.url}/v2/models/ts_slow_sse/generate_stream`, { method: "POST", body: JSON.stringify({ N: 1 }), signal: controller.signal });
+    const res = await fetch(`${server.url}/v2/models/ts_slow_sse/generate_stream`, {
+      method: "POST",
+      body: JSON.stringify({ N: 1 }),
+      signal: controller.signal,
+    });
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     expect(events(first)).toEqual([{ model_name: "ts_slow_sse", model_version: "1", OUT: 0 }]);
@@ -485,21 +510,25 @@ describe("a client that goes away stops its stream (the request's signal)", () =
 });
 
 describe("an ensemble with a decoupled step (#16 item 3)", () => {
-  it.each([0, 3, 1000])("is decoupled: N = %i streams N responses of the later step in order over SSE and gRPC", async (n) => {
-    const res = await post("/v2/models/ens_repeat_double/generate_stream", { N: n });
-    expect(res.status).toBe(200);
-    expect(events(await res.text())).toEqual(Array.from({ length: n }, (_, i) => ({ model_name: "ens_repeat_double", model_version: "1", DOUBLED: 2 * i })));
-    const msgs = await streamAll([repeatRequest("ens_repeat_double", n, { id: "d", emptyFinal: true })]);
-    expect(msgs.map((m) => m.error_message).filter((e) => e)).toEqual([]);
-    // The final flag goes with the response sent when no step is left in flight, or alone after
-    // the last one (which of the two depends on whether ts_repeat's final or ts_double's last
-    // answer comes first, as in Triton): exactly one message is final, the last.
-    const answers = msgs.filter((m) => m.infer_response.outputs.length > 0);
-    expect(answers.map(outValue)).toEqual(Array.from({ length: n }, (_, i) => 2 * i));
-    expect(answers.every((m) => m.infer_response.model_name === "ens_repeat_double")).toBe(true);
-    expect(msgs.map(finalFlag)).toEqual([...Array(msgs.length - 1).fill(false), true]);
-    expect(msgs.length - answers.length).toBeLessThanOrEqual(1);
-  }, 60_000);
+  it.each([0, 3, 1000])(
+    "is decoupled: N = %i streams N responses of the later step in order over SSE and gRPC",
+    async (n) => {
+      const res = await post("/v2/models/ens_repeat_double/generate_stream", { N: n });
+      expect(res.status).toBe(200);
+      expect(events(await res.text())).toEqual(Array.from({ length: n }, (_, i) => ({ model_name: "ens_repeat_double", model_version: "1", DOUBLED: 2 * i })));
+      const msgs = await streamAll([repeatRequest("ens_repeat_double", n, { id: "d", emptyFinal: true })]);
+      expect(msgs.map((m) => m.error_message).filter((e) => e)).toEqual([]);
+      // The final flag goes with the response sent when no step is left in flight, or alone after
+      // the last one (which of the two depends on whether ts_repeat's final or ts_double's last
+      // answer comes first, as in Triton): exactly one message is final, the last.
+      const answers = msgs.filter((m) => m.infer_response.outputs.length > 0);
+      expect(answers.map(outValue)).toEqual(Array.from({ length: n }, (_, i) => 2 * i));
+      expect(answers.every((m) => m.infer_response.model_name === "ens_repeat_double")).toBe(true);
+      expect(msgs.map(finalFlag)).toEqual([...Array(msgs.length - 1).fill(false), true]);
+      expect(msgs.length - answers.length).toBeLessThanOrEqual(1);
+    },
+    60_000,
+  );
 
   it("refuses /infer and unary ModelInfer as for any decoupled model; the config says decoupled", async () => {
     const res = await post("/v2/models/ens_repeat_double/infer", { inputs: [{ name: "N", shape: [1], datatype: "INT32", data: [1] }] });
@@ -530,13 +559,29 @@ describe("an ensemble with a decoupled step (#16 item 3)", () => {
     bad.add("ts_add/1/model.js", ADD);
     // A decoupled step's outputs with the ensemble's own input, and with another decoupled step's.
     for (const name of ["ens_mixed", "ens_two"]) bad.add(`${name}/1/.keep`, "");
-    bad.add("ens_mixed/config.pbtxt", ensembleConfig("ens_mixed", "SUM", [["ts_repeat", { N: "N" }, { OUT: "c" }], ["ts_add", { A: "c", B: "N" }, { OUT: "SUM" }]]));
-    bad.add("ens_two/config.pbtxt", ensembleConfig("ens_two", "SUM", [["ts_repeat", { N: "N" }, { OUT: "c1" }], ["ts_repeat_b", { N: "N" }, { OUT: "c2" }], ["ts_add", { A: "c1", B: "c2" }, { OUT: "SUM" }]]));
+    bad.add(
+      "ens_mixed/config.pbtxt",
+      ensembleConfig("ens_mixed", "SUM", [
+        ["ts_repeat", { N: "N" }, { OUT: "c" }],
+        ["ts_add", { A: "c", B: "N" }, { OUT: "SUM" }],
+      ]),
+    );
+    bad.add(
+      "ens_two/config.pbtxt",
+      ensembleConfig("ens_two", "SUM", [
+        ["ts_repeat", { N: "N" }, { OUT: "c1" }],
+        ["ts_repeat_b", { N: "N" }, { OUT: "c2" }],
+        ["ts_add", { A: "c1", B: "c2" }, { OUT: "SUM" }],
+      ]),
+    );
     const explicit = await startServerProcess([`--model-repository=${bad.dir}`, "--model-control-mode=explicit", "--allow-grpc=false"]);
     try {
       for (const name of ["ens_mixed", "ens_two"]) {
         const res = await fetch(`${explicit.url}/v2/repository/models/${name}/load`, { method: "POST" });
-        expect([res.status, await res.json()]).toEqual([400, { error: `failed to load '${name}': in ensemble ${name}, step of model 'ts_add' receives inputs originated from different decoupled models` }]);
+        expect([res.status, await res.json()]).toEqual([
+          400,
+          { error: `failed to load '${name}': in ensemble ${name}, step of model 'ts_add' receives inputs originated from different decoupled models` },
+        ]);
       }
     } finally {
       await explicit.stop();

@@ -89,7 +89,10 @@ describe("a client that does not read a fast decoupled model's stream (main thre
     res.on("data", (c: Buffer) => chunks.push(c));
     res.resume();
     await once(res, "end");
-    const events = Buffer.concat(chunks).toString("latin1").split("\n\n").filter((e) => e !== "");
+    const events = Buffer.concat(chunks)
+      .toString("latin1")
+      .split("\n\n")
+      .filter((e) => e !== "");
     const last = JSON.parse(events.at(-1)!.slice("data: ".length));
     expect(last).toEqual({ error: expect.stringMatching(/^Exceeds maximum queue size: responses waiting for the client to read/) });
     const idx = events.slice(0, -1).map((e) => Number(/"IDX":(\d+)/.exec(e)![1]));

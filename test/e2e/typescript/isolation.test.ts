@@ -79,7 +79,11 @@ export default class M {
   );
   add("ts_always_exit", `export default class M { execute() { process.exit(1); } }\n`);
   add("ts_spin", `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); for (;;) {} } }\n`);
-  add("ts_main_hang", `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); return new Promise(() => {}); } }\n`, MAIN);
+  add(
+    "ts_main_hang",
+    `export default class M { initialize(a) { this.log = a.logger; } execute() { this.log.info("executing"); return new Promise(() => {}); } }\n`,
+    MAIN,
+  );
   // Decoupled, in workers: ts_drip answers every 2 ms until it sees the cancel (and logs it);
   // ts_stream_exit answers once, then calls process.exit.
   const decoupled = `model_transaction_policy { decoupled: true }\n`;
@@ -115,7 +119,13 @@ export default class M {
 `,
     decoupled,
   );
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=*", "--exit-timeout-secs=1", "--allow-grpc=false"]);
+  server = await startServerProcess([
+    `--model-repository=${repo.dir}`,
+    "--model-control-mode=explicit",
+    "--load-model=*",
+    "--exit-timeout-secs=1",
+    "--allow-grpc=false",
+  ]);
 });
 
 afterAll(async () => {
@@ -125,8 +135,13 @@ afterAll(async () => {
 });
 
 const call = (m: string, v: number) => inferJson(server, m, { inputs: [{ name: "IN", datatype: "INT32", shape: [1], data: [v] }] });
-const answer = (model: string, v: number) => ({ model_name: model, model_version: "1", outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [v * 10] }] });
-const index = async (): Promise<{ name: string; state: string; reason?: string }[]> => (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST", body: "{}" })).json()) as any;
+const answer = (model: string, v: number) => ({
+  model_name: model,
+  model_version: "1",
+  outputs: [{ name: "OUT", datatype: "INT32", shape: [1], data: [v * 10] }],
+});
+const index = async (): Promise<{ name: string; state: string; reason?: string }[]> =>
+  (await (await fetch(`${server.url}/v2/repository/index`, { method: "POST", body: "{}" })).json()) as any;
 
 /** Waits (bounded) until the server log contains `text`. */
 async function logged(text: string): Promise<string> {
@@ -174,7 +189,10 @@ describe("worker-thread instances (the default): a fault ends the worker, which 
 
   it("a restart whose initialize fails leaves the model UNAVAILABLE with the reason", async () => {
     const dead = await call("ts_no_restart", 1);
-    expect([dead.status, dead.json]).toEqual([500, { error: "model 'ts_no_restart' instance ts_no_restart_0: the worker ended: the model called process.exit(5)" }]);
+    expect([dead.status, dead.json]).toEqual([
+      500,
+      { error: "model 'ts_no_restart' instance ts_no_restart_0: the worker ended: the model called process.exit(5)" },
+    ]);
     let entry: { state: string; reason?: string } | undefined;
     for (let i = 0; i < 200 && entry?.state !== "UNAVAILABLE"; i++) {
       await new Promise((r) => setTimeout(r, 25));
@@ -197,7 +215,9 @@ describe("worker-thread instances (the default): a fault ends the worker, which 
       expect([r.status, r.json]).toEqual([500, { error: `${who}: the worker ended: the model called process.exit(1)` }]);
     }
     const reason = `${who}: the worker ended 4 times in a row without completing an execute (last: ended: the model called process.exit(1))`;
-    expect(await logged(`model 'ts_always_exit' version 1 is UNAVAILABLE: ${reason}`)).toContain(`${who}: the worker ended: the model called process.exit(1); 1 execution(s) failed; restarting it`);
+    expect(await logged(`model 'ts_always_exit' version 1 is UNAVAILABLE: ${reason}`)).toContain(
+      `${who}: the worker ended: the model called process.exit(1); 1 execution(s) failed; restarting it`,
+    );
     const entry = (await index()).find((e) => e.name === "ts_always_exit")!;
     expect([entry.state, entry.reason]).toEqual(["UNAVAILABLE", reason]);
     const after = await call("ts_always_exit", 5);
@@ -222,7 +242,9 @@ describe("main-thread models (execution_thread main): stray errors are logged, t
   ])("%s", async (name, kind, fault) => {
     const first = await call(name, 1);
     expect([first.status, first.json]).toEqual([200, answer(name, 1)]);
-    expect(await logged(`model '${name}': ${kind} (the server keeps serving): ${fault}`)).toContain(`model '${name}': ${kind} (the server keeps serving): ${fault}`);
+    expect(await logged(`model '${name}': ${kind} (the server keeps serving): ${fault}`)).toContain(
+      `model '${name}': ${kind} (the server keeps serving): ${fault}`,
+    );
     const next = await call(name, 2);
     expect([next.status, next.json]).toEqual([200, answer(name, 2)]);
     await simpleAnswers();
@@ -246,7 +268,8 @@ describe("an execute that never returns", () => {
 });
 
 describe("decoupled models in worker threads", () => {
-  const stream = (model: string, signal?: AbortSignal) => fetch(`${server.url}/v2/models/${model}/generate_stream`, { method: "POST", body: JSON.stringify({ IN: 1 }), signal });
+  const stream = (model: string, signal?: AbortSignal) =>
+    fetch(`${server.url}/v2/models/${model}/generate_stream`, { method: "POST", body: JSON.stringify({ IN: 1 }), signal });
 
   it("a client gone mid-stream: the worker's request sees the cancel after its execute returned", async () => {
     const controller = new AbortController();

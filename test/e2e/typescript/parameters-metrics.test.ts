@@ -191,7 +191,10 @@ describe("TypeScript response parameters", () => {
         ratio: { int64_param: 1, parameter_choice: "int64_param" },
         even: { bool_param: true, parameter_choice: "bool_param" },
       });
-      const half = await call("ModelInfer")({ model_name: "ts_params", inputs: [{ name: "X", datatype: "INT32", shape: [1], contents: { int_contents: [2] } }] });
+      const half = await call("ModelInfer")({
+        model_name: "ts_params",
+        inputs: [{ name: "X", datatype: "INT32", shape: [1], contents: { int_contents: [2] } }],
+      });
       expect(half.parameters.ratio).toEqual({ double_param: 0.5, parameter_choice: "double_param" });
     } finally {
       client.close();
@@ -205,13 +208,38 @@ describe("TypeScript response parameters", () => {
   });
 
   it("a decoupled model's sends carry their own parameters: gRPC streaming and generate_stream", async () => {
-    const responses = await streamInfer({ model_name: "ts_params_stream", id: "s1", inputs: [{ name: "N", datatype: "INT32", shape: [1], contents: { int_contents: [2] } }] });
+    const responses = await streamInfer({
+      model_name: "ts_params_stream",
+      id: "s1",
+      inputs: [{ name: "N", datatype: "INT32", shape: [1], contents: { int_contents: [2] } }],
+    });
     expect(responses.map((m) => [m.error_message ?? "", m.infer_response.id, m.infer_response.parameters])).toEqual([
-      ["", "s1", { index: { int64_param: 0, parameter_choice: "int64_param" }, last: { bool_param: false, parameter_choice: "bool_param" }, tag: { string_param: "s", parameter_choice: "string_param" }, triton_final_response: { bool_param: false, parameter_choice: "bool_param" } }],
-      ["", "s1", { index: { int64_param: 1, parameter_choice: "int64_param" }, last: { bool_param: true, parameter_choice: "bool_param" }, tag: { string_param: "s", parameter_choice: "string_param" }, triton_final_response: { bool_param: true, parameter_choice: "bool_param" } }],
+      [
+        "",
+        "s1",
+        {
+          index: { int64_param: 0, parameter_choice: "int64_param" },
+          last: { bool_param: false, parameter_choice: "bool_param" },
+          tag: { string_param: "s", parameter_choice: "string_param" },
+          triton_final_response: { bool_param: false, parameter_choice: "bool_param" },
+        },
+      ],
+      [
+        "",
+        "s1",
+        {
+          index: { int64_param: 1, parameter_choice: "int64_param" },
+          last: { bool_param: true, parameter_choice: "bool_param" },
+          tag: { string_param: "s", parameter_choice: "string_param" },
+          triton_final_response: { bool_param: true, parameter_choice: "bool_param" },
+        },
+      ],
     ]);
     const res = await post("/v2/models/ts_params_stream/generate_stream", { N: 3 });
-    const events = (await res.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+    const events = (await res.text())
+      .split("\n")
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => JSON.parse(l.slice(6)));
     expect(events).toEqual([0, 1, 2].map((i) => ({ model_name: "ts_params_stream", model_version: "1", OUT: i, index: i, last: i === 2, tag: "s" })));
   });
 
@@ -231,7 +259,10 @@ describe("TypeScript response parameters", () => {
     const array = await inferJson(server, "ts_params", { ...x(1), parameters: { bad: "array" } });
     expect([array.status, array.json]).toEqual([500, { error: "model 'ts_params' returned response 'parameters' that are not an object" }]);
     const value = await inferJson(server, "ts_params", { ...x(1), parameters: { bad: "value" } });
-    expect([value.status, value.json]).toEqual([500, { error: "model 'ts_params' returned response parameter 'nested' that is not a string, boolean or finite number" }]);
+    expect([value.status, value.json]).toEqual([
+      500,
+      { error: "model 'ts_params' returned response parameter 'nested' that is not a string, boolean or finite number" },
+    ]);
     expect((await inferJson(server, "ts_params", x(1))).status).toBe(200);
   });
 });
@@ -242,11 +273,23 @@ describe("TypeScript custom metrics", () => {
     const first = await inferJson(server, model, f32(3));
     expect(first.json.outputs).toEqual([
       { name: "COUNT", datatype: "FP64", shape: [1], data: [1] },
-      { name: "CLASH", datatype: "BYTES", shape: [2], data: ["INVALID_ARG: metric family 'ts_custom_requests' already exists with another kind or description", "metric family 'ts_custom_requests' is a counter: set() is for gauge metrics"] },
+      {
+        name: "CLASH",
+        datatype: "BYTES",
+        shape: [2],
+        data: [
+          "INVALID_ARG: metric family 'ts_custom_requests' already exists with another kind or description",
+          "metric family 'ts_custom_requests' is a counter: set() is for gauge metrics",
+        ],
+      },
     ]);
     const { client, call } = inferenceClient(server.grpcTarget!);
     try {
-      const r = await call("ModelInfer")({ model_name: model, inputs: [{ name: "X", datatype: "FP32", shape: [1], contents: { fp32_contents: [7] } }], outputs: [{ name: "COUNT" }] });
+      const r = await call("ModelInfer")({
+        model_name: model,
+        inputs: [{ name: "X", datatype: "FP32", shape: [1], contents: { fp32_contents: [7] } }],
+        outputs: [{ name: "COUNT" }],
+      });
       expect(Array.from(new Float64Array(new Uint8Array(r.raw_output_contents[0]).slice().buffer))).toEqual([2]);
     } finally {
       client.close();

@@ -176,7 +176,10 @@ output [ { name: "OUT" data_type: TYPE_STRING dims: [ -1 ] }, { name: "META" dat
   repo.add("ts_init_fail/config.pbtxt", faultyIo + `parameters { key: "execution_thread" value: { string_value: "main" } }\n`);
   repo.add("ts_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("init exploded"); }\n  execute() { return []; }\n}\n`);
   repo.add("ts_worker_init_fail/config.pbtxt", faultyIo + `parameters { key: "execution_thread" value: { string_value: "worker" } }\n`);
-  repo.add("ts_worker_init_fail/1/model.ts", `export default class X {\n  initialize() { throw new Error("worker init exploded"); }\n  execute() { return []; }\n}\n`);
+  repo.add(
+    "ts_worker_init_fail/1/model.ts",
+    `export default class X {\n  initialize() { throw new Error("worker init exploded"); }\n  execute() { return []; }\n}\n`,
+  );
   repo.add(
     "ts_counter/config.pbtxt",
     `backend: "typescript"
@@ -452,7 +455,12 @@ describe("typescript backend", () => {
 
   it("under the sequence batcher: correlation id, flags, control and state inputs per request", async () => {
     const step = async (x: number, start: boolean, end: boolean) =>
-      (await inferJson(server, "ts_seq", { parameters: { sequence_id: 42, sequence_start: start, sequence_end: end }, inputs: [{ name: "X", datatype: "INT32", shape: [1, 1], data: [x] }] })).json;
+      (
+        await inferJson(server, "ts_seq", {
+          parameters: { sequence_id: 42, sequence_start: start, sequence_end: end },
+          inputs: [{ name: "X", datatype: "INT32", shape: [1, 1], data: [x] }],
+        })
+      ).json;
     const a = await step(5, true, false);
     const b = await step(7, false, false);
     const c = await step(1, false, true);

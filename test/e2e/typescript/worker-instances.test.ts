@@ -40,7 +40,11 @@ async function run(count: number): Promise<string[]> {
   repo.add("spin/1/model.js", SPIN);
   const server = await startServerProcess([`--model-repository=${repo.dir}`, "--allow-grpc=false", "--allow-metrics=false"]);
   try {
-    const infer = (v: number) => fetch(`${server.url}/v2/models/spin/infer`, { method: "POST", body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [v] }] }) });
+    const infer = (v: number) =>
+      fetch(`${server.url}/v2/models/spin/infer`, {
+        method: "POST",
+        body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [v] }] }),
+      });
     const answers = await Promise.all([infer(1), infer(2)]);
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
     expect(await Promise.all(answers.map(async (a) => ((await a.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data[0]))).toEqual([1, 2]);

@@ -42,13 +42,21 @@ describe("cache entry codec", () => {
   // Each crafted entry of the #29 report, and the other ways a header can lie.
   const crafted: [what: string, value: Buffer, reason: string][] = [
     ["a shape/byte-size mismatch", entry('[["O","INT32",[1,4],8]]', new Uint8Array(8)), 'output "O" holds 8 bytes, its shape and datatype need 16'],
-    ["a byte length that is not a whole number of elements", entry('[["O","FP32",[1],3]]', [1, 2, 3]), 'output "O" holds 3 bytes, its shape and datatype need 4'],
+    [
+      "a byte length that is not a whole number of elements",
+      entry('[["O","FP32",[1],3]]', [1, 2, 3]),
+      'output "O" holds 3 bytes, its shape and datatype need 4',
+    ],
     ["a BYTES element that runs past its tensor", entry('[["O","BYTES",[1],6]]', [9, 0, 0, 0, 1, 2]), 'output "O" has broken BYTES framing'],
     ["a BYTES tensor with a partial length prefix", entry('[["O","BYTES",[1],7]]', [1, 0, 0, 0, 65, 0, 0]), 'output "O" has broken BYTES framing'],
     ["a BYTES count that does not match the shape", entry('[["O","BYTES",[2],5]]', [1, 0, 0, 0, 65]), 'output "O" holds 1 BYTES elements, its shape needs 2'],
     ["an unknown datatype", entry('[["O","FP128",[1],16]]', new Uint8Array(16)), 'output "O" has an unknown datatype'],
     ["a datatype that is not a string", entry('[["O",4,[1],4]]', new Uint8Array(4)), 'output "O" has an unknown datatype'],
-    ["a shape element that is a string (spliced into JSON before)", entry('[["O","INT32",["1],\\"x\\":[2"],4]]', new Uint8Array(4)), 'output "O" has a shape that is not non-negative integers'],
+    [
+      "a shape element that is a string (spliced into JSON before)",
+      entry('[["O","INT32",["1],\\"x\\":[2"],4]]', new Uint8Array(4)),
+      'output "O" has a shape that is not non-negative integers',
+    ],
     ["a negative dim", entry('[["O","INT32",[-1],0]]'), 'output "O" has a shape that is not non-negative integers'],
     ["a fractional dim", entry('[["O","INT8",[1.5],1]]', [0]), 'output "O" has a shape that is not non-negative integers'],
     ["an unsafe dim", entry('[["O","INT8",[9007199254740993],1]]', [0]), 'output "O" has a shape that is not non-negative integers'],

@@ -60,7 +60,12 @@ describe("cacheKey", () => {
   const base = cacheKey("m", 1, [t("A", [4]), t("B", [4])], ["OUT"]);
 
   it("keys small inputs by their bytes and large ones by a digest; either way equal requests share a key and others do not", () => {
-    const big = (fill: number, name = "A"): Tensor => ({ name, datatype: "UINT8", shape: [EXACT_KEY_MAX + 1], data: new Uint8Array(EXACT_KEY_MAX + 1).fill(fill) });
+    const big = (fill: number, name = "A"): Tensor => ({
+      name,
+      datatype: "UINT8",
+      shape: [EXACT_KEY_MAX + 1],
+      data: new Uint8Array(EXACT_KEY_MAX + 1).fill(fill),
+    });
     const small = (fill: number): Tensor => ({ name: "A", datatype: "UINT8", shape: [EXACT_KEY_MAX], data: new Uint8Array(EXACT_KEY_MAX).fill(fill) });
     expect(cacheKey("m", 1, [small(1)], ["OUT"])).toBe(cacheKey("m", 1, [small(1)], ["OUT"]));
     expect(cacheKey("m", 1, [small(1)], ["OUT"])).not.toBe(cacheKey("m", 1, [small(2)], ["OUT"]));

@@ -4,7 +4,16 @@
  * Tencent/rapidjson@24b5e7a8 with those flags.
  */
 import { describe, it, expect } from "vitest";
-import { checkJsonDepth, DoubleLiteral, MAX_JSON_DEPTH, nestingOverflow, parseJsonExact, parseJsonExactAsync, parseJsonFast, shapeMayHoldDouble } from "../../../src/frontends/http/json-parse.ts";
+import {
+  checkJsonDepth,
+  DoubleLiteral,
+  MAX_JSON_DEPTH,
+  nestingOverflow,
+  parseJsonExact,
+  parseJsonExactAsync,
+  parseJsonFast,
+  shapeMayHoldDouble,
+} from "../../../src/frontends/http/json-parse.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 
 const enc = new TextEncoder();
@@ -132,7 +141,9 @@ describe("nesting depth (P-10): refused before anything deep is built", () => {
   });
 
   it("a syntax error before the limit is still rapidjson's", () => {
-    expect(parseError("[1 " + "[".repeat(MAX_JSON_DEPTH + 5)).message).toBe("failed to parse the request JSON buffer: Missing a comma or ']' after an array element. at 3");
+    expect(parseError("[1 " + "[".repeat(MAX_JSON_DEPTH + 5)).message).toBe(
+      "failed to parse the request JSON buffer: Missing a comma or ']' after an array element. at 3",
+    );
   });
 
   it("16 MiB of '[' is refused by the byte parser and by the pre-check where the limit is crossed, without reading further", () => {
@@ -157,7 +168,7 @@ describe("nesting depth (P-10): refused before anything deep is built", () => {
 });
 
 describe("shape dims written as doubles (rapidjson IsUint64 refuses 1.0 and 1e0)", () => {
-  it("the exact parser returns numbers with a fraction or exponent in arrays under a \"shape\" key as DoubleLiteral, elsewhere as numbers", () => {
+  it('the exact parser returns numbers with a fraction or exponent in arrays under a "shape" key as DoubleLiteral, elsewhere as numbers', () => {
     const v = exact('{"shape":[1,1.0,1e0,2E+1,9007199254740993],"data":[1.0],"o":{"shape":{"a":1.0}},"s":[[1.0]]}') as Record<string, unknown>;
     expect(v.shape).toEqual([1, new DoubleLiteral(1), new DoubleLiteral(1), new DoubleLiteral(20), 9007199254740993n]);
     expect(v.data).toEqual([1]);
@@ -166,7 +177,7 @@ describe("shape dims written as doubles (rapidjson IsUint64 refuses 1.0 and 1e0)
     expect(JSON.stringify([new DoubleLiteral(1), new DoubleLiteral(2.5)])).toBe("[1,2.5]");
   });
 
-  it("shapeMayHoldDouble looks only inside arrays that follow a \"shape\" key", () => {
+  it('shapeMayHoldDouble looks only inside arrays that follow a "shape" key', () => {
     expect(shapeMayHoldDouble('{"shape":[1,16],"data":[1.5e3],"name":"e"}')).toBe(false);
     expect(shapeMayHoldDouble('{"shape" :\n[ 1, 1.0 ]}')).toBe(true);
     expect(shapeMayHoldDouble('{"shape":[1e0]}')).toBe(true);
@@ -186,7 +197,9 @@ describe("parseJsonExactAsync", () => {
     clearInterval(ticker);
     expect(v).toEqual(exact(text));
     expect(turns).toBeGreaterThan(0);
-    await expect(parseJsonExactAsync(enc.encode(text + "x"))).rejects.toThrow(`failed to parse the request JSON buffer: The document root must not be followed by other values. at ${text.length}`);
+    await expect(parseJsonExactAsync(enc.encode(text + "x"))).rejects.toThrow(
+      `failed to parse the request JSON buffer: The document root must not be followed by other values. at ${text.length}`,
+    );
     await expect(parseJsonExactAsync(new Uint8Array(3 << 20).fill(0x5b))).rejects.toThrow("JSON nesting depth exceeds maximum allowed limit (10000) at 10000");
   });
 });

@@ -1,6 +1,13 @@
 /** §1.2: response tensor data and parameters as Triton's rapidjson writer prints them. */
 import { describe, it, expect } from "vitest";
-import { checkJsonOutputSize, formatDouble, JSON_SLICE_BYTES, parametersJson, tensorDataJson, tensorDataJsonAsync } from "../../../src/frontends/http/json-write.ts";
+import {
+  checkJsonOutputSize,
+  formatDouble,
+  JSON_SLICE_BYTES,
+  parametersJson,
+  tensorDataJson,
+  tensorDataJsonAsync,
+} from "../../../src/frontends/http/json-write.ts";
 import { ELEMENT_SIZE, joinBytes, type DataType, type Tensor } from "../../../src/core/tensor.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 
@@ -81,8 +88,13 @@ describe("tensorDataJson", () => {
   it("writes BYTES exactly as JSON.stringify of each element decoded alone: every byte value, broken UTF-8 at element edges, escapes past the estimate", () => {
     const elements = [
       Uint8Array.from({ length: 256 }, (_, i) => i),
-      bytes(0xe2, 0x82), bytes(0xac, 0x22), bytes(0xf0, 0x9f, 0x98), bytes(0x80, 0x5c, 0xc3),
-      new Uint8Array(5000), utf8("€😀\u2028\"\\"), new Uint8Array(0),
+      bytes(0xe2, 0x82),
+      bytes(0xac, 0x22),
+      bytes(0xf0, 0x9f, 0x98),
+      bytes(0x80, 0x5c, 0xc3),
+      new Uint8Array(5000),
+      utf8('€😀\u2028"\\'),
+      new Uint8Array(0),
     ];
     const reference = "[" + elements.map((e) => JSON.stringify(new TextDecoder().decode(e))).join(",") + "]";
     expect(tensorDataJson(tensor("BYTES", joinBytes(elements), [elements.length]))).toBe(reference);
@@ -145,15 +157,35 @@ describe("parametersJson", () => {
 describe("tensorDataJsonAsync: large outputs in slices (#29)", () => {
   const n = 200_000; // over JSON_SLICE_BYTES for every type below, three slices and a part
   const cases: [string, () => Tensor][] = [
-    ["FP32 with integral, fractional and non-finite values", () => tensor("FP32", new Uint8Array(Float32Array.from({ length: n }, (_, i) => (i === 7 ? NaN : i === 9 ? -Infinity : (i % 1000) / 8)).buffer))],
+    [
+      "FP32 with integral, fractional and non-finite values",
+      () => tensor("FP32", new Uint8Array(Float32Array.from({ length: n }, (_, i) => (i === 7 ? NaN : i === 9 ? -Infinity : (i % 1000) / 8)).buffer)),
+    ],
     ["FP64 fractions only (the native join)", () => tensor("FP64", new Uint8Array(Float64Array.from({ length: n }, (_, i) => i + 0.25).buffer))],
     ["INT64 beyond 2^53", () => tensor("INT64", new Uint8Array(BigInt64Array.from({ length: n }, (_, i) => 2n ** 60n + BigInt(i)).buffer))],
-    ["BOOL", () => tensor("BOOL", Uint8Array.from({ length: 300_000 }, (_, i) => i % 3))],
-    ["INT8", () => tensor("INT8", Uint8Array.from({ length: 300_000 }, (_, i) => i))],
-    ["BYTES with escapes, multi-byte text and invalid UTF-8", () => {
-      const parts = Array.from({ length: n }, (_, i) => (i % 5 === 0 ? bytes(0xff, 0x22, 0x0a) : utf8(`é${i}\\"`)));
-      return tensor("BYTES", joinBytes(parts), [n]);
-    }],
+    [
+      "BOOL",
+      () =>
+        tensor(
+          "BOOL",
+          Uint8Array.from({ length: 300_000 }, (_, i) => i % 3),
+        ),
+    ],
+    [
+      "INT8",
+      () =>
+        tensor(
+          "INT8",
+          Uint8Array.from({ length: 300_000 }, (_, i) => i),
+        ),
+    ],
+    [
+      "BYTES with escapes, multi-byte text and invalid UTF-8",
+      () => {
+        const parts = Array.from({ length: n }, (_, i) => (i % 5 === 0 ? bytes(0xff, 0x22, 0x0a) : utf8(`é${i}\\"`)));
+        return tensor("BYTES", joinBytes(parts), [n]);
+      },
+    ],
   ];
   it.each(cases)("%s: the same text as tensorDataJson", async (_, make) => {
     const t = make();

@@ -1,6 +1,13 @@
 /** P-06, P-07, P-11, P-12, P-13, §1.2, §2.1: HTTP JSON and binary tensor codec, Triton's words. */
 import { describe, it, expect } from "vitest";
-import { decodeInferRequest, decodeInferRequestAsync, encodeInferResponse, encodeInferResponseAsync, parseInferenceHeaderLength, type DecodeContext } from "../../../src/frontends/http/tensor-codec.ts";
+import {
+  decodeInferRequest,
+  decodeInferRequestAsync,
+  encodeInferResponse,
+  encodeInferResponseAsync,
+  parseInferenceHeaderLength,
+  type DecodeContext,
+} from "../../../src/frontends/http/tensor-codec.ts";
 import { joinBytes } from "../../../src/core/tensor.ts";
 import { requestFromJson } from "../../../src/frontends/http/request-json.ts";
 import { parseJsonExactAsync } from "../../../src/frontends/http/json-parse.ts";
@@ -49,7 +56,15 @@ describe("decodeInferRequest: JSON", () => {
       json({
         id: "r1",
         parameters: { binary_data_output: false, custom: "x", n: 3, d: 0.5 },
-        inputs: [input("A", "INT32", [2, 2], { data: [[1, 2], [3, 4]] }), input("B", "BYTES", [1], { data: ["hi"], parameters: { p: true } })],
+        inputs: [
+          input("A", "INT32", [2, 2], {
+            data: [
+              [1, 2],
+              [3, 4],
+            ],
+          }),
+          input("B", "BYTES", [1], { data: ["hi"], parameters: { p: true } }),
+        ],
         outputs: [{ name: "Y", parameters: { binary_data: true, classification: 2 } }, { name: "Z" }],
       }),
       undefined,
@@ -74,7 +89,18 @@ describe("decodeInferRequest: JSON", () => {
     const req = decodeInferRequest(
       json({
         inputs: [
-          input("I", "INT32", [2, 2, 2], { data: [[[1, 2], [3, 4]], [[5, 6], [7, 8]]] }),
+          input("I", "INT32", [2, 2, 2], {
+            data: [
+              [
+                [1, 2],
+                [3, 4],
+              ],
+              [
+                [5, 6],
+                [7, 8],
+              ],
+            ],
+          }),
           input("B", "BOOL", [2, 1], { data: [[true], [false]] }),
           input("D", "FP64", [1, 2], { data: [[0.5, -1]] }),
           input("S", "BYTES", [2, 1], { data: [["a"], [""]] }),
@@ -144,8 +170,26 @@ describe("decodeInferRequest: JSON", () => {
   });
 
   it("drops classification 0 (Triton: no classification) and keeps an empty parameters object", () => {
-    const req = decodeInferRequest(json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: 0 } }, { name: "Z", parameters: {} }] }), undefined, { modelName: "m" });
-    expect(req).toEqual({ modelName: "m", parameters: {}, inputs: [], outputs: [{ name: "Y", parameters: {} }, { name: "Z", parameters: {} }] });
+    const req = decodeInferRequest(
+      json({
+        inputs: [],
+        outputs: [
+          { name: "Y", parameters: { classification: 0 } },
+          { name: "Z", parameters: {} },
+        ],
+      }),
+      undefined,
+      { modelName: "m" },
+    );
+    expect(req).toEqual({
+      modelName: "m",
+      parameters: {},
+      inputs: [],
+      outputs: [
+        { name: "Y", parameters: {} },
+        { name: "Z", parameters: {} },
+      ],
+    });
     expect(req.id).toBeUndefined();
   });
 
@@ -208,7 +252,12 @@ describe("decodeInferRequest: binary extension", () => {
       },
     });
     expect(seen).toEqual([12]);
-    expect(req).toEqual({ modelName: "m", modelVersion: "1", parameters: { binary_data_output: true }, inputs: [{ name: "X", datatype: "INT32", shape: [1, 3], data: body }] });
+    expect(req).toEqual({
+      modelName: "m",
+      modelVersion: "1",
+      parameters: { binary_data_output: true },
+      inputs: [{ name: "X", datatype: "INT32", shape: [1, 3], data: body }],
+    });
     expect(req.inputs[0]!.data).toBe(body);
   });
 
@@ -256,78 +305,306 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
     ["header longer than body", () => ({ body: json({ inputs: [] }), headerLength: 999 }), "inference header size should be in range (0, 13), got: 999"],
     ["negative header", () => ({ body: json({ inputs: [] }), headerLength: -1 }), "inference header size should be in range (0, 13), got: -1"],
     ["fractional header", () => ({ body: json({ inputs: [] }), headerLength: 1.5 }), "inference header size should be in range (0, 13), got: 1.5"],
-    ["raw body without a raw input", () => ({ body: i32(1), headerLength: 0 }), "raw binary request (Inference-Header-Content-Length: 0) is not supported here"],
+    [
+      "raw body without a raw input",
+      () => ({ body: i32(1), headerLength: 0 }),
+      "raw binary request (Inference-Header-Content-Length: 0) is not supported here",
+    ],
     ["not an object", () => ({ body: json([1]) }), "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'"],
     ["no inputs", () => ({ body: json({}) }), "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'"],
     ["inputs not an array", () => ({ body: json({ inputs: {} }) }), "Unable to parse 'inputs': attempt to access JSON non-array as array"],
     ["a non-string id", () => ({ body: json({ id: 5, inputs: [] }) }), "Unable to parse 'id': attempt to access JSON non-string as string"],
     ["a null id", () => ({ body: json({ id: null, inputs: [] }) }), "Unable to parse 'id': attempt to access JSON non-string as string"],
-    ["parameters not an object", () => ({ body: json({ parameters: [], inputs: [] }) }), "failed to get request params.: attempt to get members for non-object"],
-    ["an object parameter", () => ({ body: json({ parameters: { a: { b: 1 } }, inputs: [] }) }), "parameter 'a' has invalid type. It should be either 'int', 'bool', or 'string'."],
-    ["a null parameter", () => ({ body: json({ parameters: { a: null }, inputs: [] }) }), "parameter 'a' has invalid type. It should be either 'int', 'bool', or 'string'."],
-    ["a non-boolean binary_data_output", () => ({ body: json({ parameters: { binary_data_output: 1 }, inputs: [] }) }), "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean"],
-    ["a non-boolean sequence_start", () => ({ body: json({ parameters: { sequence_start: "yes" }, inputs: [] }) }), "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean"],
-    ["a negative sequence_id", () => ({ body: json({ parameters: { sequence_id: -1 }, inputs: [] }) }), "Unable to parse 'sequence_id': attempt to access JSON non-string as string"],
-    ["a fractional priority", () => ({ body: json({ parameters: { priority: 1.5 }, inputs: [] }) }), "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a string timeout", () => ({ body: json({ parameters: { timeout: "5" }, inputs: [] }) }), "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a triton_ parameter", () => ({ body: json({ parameters: { triton_x: 1 }, inputs: [] }) }), "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."],
+    [
+      "parameters not an object",
+      () => ({ body: json({ parameters: [], inputs: [] }) }),
+      "failed to get request params.: attempt to get members for non-object",
+    ],
+    [
+      "an object parameter",
+      () => ({ body: json({ parameters: { a: { b: 1 } }, inputs: [] }) }),
+      "parameter 'a' has invalid type. It should be either 'int', 'bool', or 'string'.",
+    ],
+    [
+      "a null parameter",
+      () => ({ body: json({ parameters: { a: null }, inputs: [] }) }),
+      "parameter 'a' has invalid type. It should be either 'int', 'bool', or 'string'.",
+    ],
+    [
+      "a non-boolean binary_data_output",
+      () => ({ body: json({ parameters: { binary_data_output: 1 }, inputs: [] }) }),
+      "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      "a non-boolean sequence_start",
+      () => ({ body: json({ parameters: { sequence_start: "yes" }, inputs: [] }) }),
+      "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      "a negative sequence_id",
+      () => ({ body: json({ parameters: { sequence_id: -1 }, inputs: [] }) }),
+      "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+    ],
+    [
+      "a fractional priority",
+      () => ({ body: json({ parameters: { priority: 1.5 }, inputs: [] }) }),
+      "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a string timeout",
+      () => ({ body: json({ parameters: { timeout: "5" }, inputs: [] }) }),
+      "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a triton_ parameter",
+      () => ({ body: json({ parameters: { triton_x: 1 }, inputs: [] }) }),
+      "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+    ],
     ["an input that is not an object", () => ({ body: json({ inputs: [1] }) }), `${ONE_OF} no field is set`],
     ["no data", () => ({ body: json(A({})) }), `${ONE_OF} no field is set`],
-    ["data and binary_data_size both", () => withBinary(A({ data: [1], parameters: { binary_data_size: 4 } }), i32(1)), `${ONE_OF} set 'data' 'binary_data_size'`],
-    ["binary and shared memory both", () => ({ body: json(A({ parameters: { binary_data_size: 4, shared_memory_region: "r" } })) }), `${ONE_OF} set 'binary_data_size' 'shared_memory_region'`],
-    ["an input without a name", () => ({ body: json({ inputs: [{ shape: [1], datatype: "INT32", data: [1] }] }) }), "Unable to parse 'name': attempt to access non-existing object member 'name'"],
-    ["a numeric input name", () => ({ body: json({ inputs: [{ name: 1, shape: [1], datatype: "INT32", data: [1] }] }) }), "Unable to parse 'name': attempt to access JSON non-string as string"],
-    ["no datatype", () => ({ body: json({ inputs: [{ name: "A", shape: [1], data: [1] }] }) }), "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'"],
+    [
+      "data and binary_data_size both",
+      () => withBinary(A({ data: [1], parameters: { binary_data_size: 4 } }), i32(1)),
+      `${ONE_OF} set 'data' 'binary_data_size'`,
+    ],
+    [
+      "binary and shared memory both",
+      () => ({ body: json(A({ parameters: { binary_data_size: 4, shared_memory_region: "r" } })) }),
+      `${ONE_OF} set 'binary_data_size' 'shared_memory_region'`,
+    ],
+    [
+      "an input without a name",
+      () => ({ body: json({ inputs: [{ shape: [1], datatype: "INT32", data: [1] }] }) }),
+      "Unable to parse 'name': attempt to access non-existing object member 'name'",
+    ],
+    [
+      "a numeric input name",
+      () => ({ body: json({ inputs: [{ name: 1, shape: [1], datatype: "INT32", data: [1] }] }) }),
+      "Unable to parse 'name': attempt to access JSON non-string as string",
+    ],
+    [
+      "no datatype",
+      () => ({ body: json({ inputs: [{ name: "A", shape: [1], data: [1] }] }) }),
+      "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'",
+    ],
     ["an unknown datatype", () => ({ body: json(A({ data: [1] }, "INT128")) }), "invalid datatype for input A"],
     ["a config-style datatype", () => ({ body: json(A({ data: [1] }, "TYPE_FP32")) }), "invalid datatype for input A"],
-    ["no shape", () => ({ body: json({ inputs: [{ name: "A", datatype: "INT32", data: [1] }] }) }), "Unable to parse 'shape': attempt to access non-existing object member 'shape'"],
+    [
+      "no shape",
+      () => ({ body: json({ inputs: [{ name: "A", datatype: "INT32", data: [1] }] }) }),
+      "Unable to parse 'shape': attempt to access non-existing object member 'shape'",
+    ],
     ["shape not an array", () => ({ body: json(A({ data: [1] }, "INT32", 1)) }), "Unable to parse 'shape': attempt to access JSON non-array as array"],
-    ["a fractional dim", () => ({ body: json(A({ data: [1] }, "INT32", [1.5])) }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a negative dim", () => ({ body: json(A({ data: [1] }, "INT32", [-1])) }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a dim written 1.0", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1.0],"data":[1]}]}') }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a dim written 1e0", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape" : [ 2, 1e0 ],"data":[1,2]}]}') }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a dim written 1E+0 next to NaN data (the exact parser's path anyway)", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"FP32","shape":[1E+0],"data":[NaN]}]}') }), "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a 20k-dim shape whose count overflows, quoted cut short", () => ({ body: json(A({ data: [1] }, "INT32", Array(20_000).fill(2))) }), "invalid shape for input 'A': shape [2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,...] (20000 dims) causes total element count to exceed maximum size of 9223372036854775807"],
-    ["a 20k-dim shape in a count mismatch, quoted cut short", () => ({ body: json(A({ data: [1, 2] }, "INT32", Array(20_000).fill(1))) }), "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,...] (20000 dims) has 1 elements, 'data' has 2"],
-    ["more BYTES elements than one input may have (JSON)", () => ({ body: json(A({ data: ["a"] }, "BYTES", [1, 2 ** 20 + 1])) }), "input 'A' has 1048577 BYTES elements (shape [1,1048577]), more than the 1048576 one BYTES input may have"],
-    ["more BYTES elements than one input may have (binary)", () => withBinary(A({ parameters: { binary_data_size: 4 } }, "BYTES", [8_000_000]), i32(0)), "input 'A' has 8000000 BYTES elements (shape [8000000]), more than the 1048576 one BYTES input may have"],
-    ["more BYTES elements than one input may have (shared memory)", () => ({ body: json(A({ parameters: { shared_memory_region: "r", shared_memory_byte_size: 4 } }, "BYTES", [2 ** 21])) }), "input 'A' has 2097152 BYTES elements (shape [2097152]), more than the 1048576 one BYTES input may have"],
-    ["a JSON input over --http-max-input-size whose data is no array: Triton's array check comes first", () => ({ body: json(A({ data: "not read" }, "FP64", [3, 5])), ctx: { ...ctx, maxInputSize: 100 } }), "Unable to parse 'data': attempt to access JSON non-array as array"],
-    ["a JSON input over --http-max-input-size by its shape", () => ({ body: json(A({ data: [] }, "FP64", [3, 5])), ctx: { ...ctx, maxInputSize: 100 } }), "JSON input 'A' has a byte_size (120 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit."],
-    ["a BYTES JSON input over --http-max-input-size by its length prefixes", () => ({ body: json(A({ data: [] }, "BYTES", [26])), ctx: { ...ctx, maxInputSize: 100 } }), "JSON input 'A' has a byte_size (at least 104 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit."],
-    ["a BYTES JSON input over --http-max-input-size once encoded", () => ({ body: json(A({ data: ["x".repeat(50), "y".repeat(50)] }, "BYTES", [2])), ctx: { ...ctx, maxInputSize: 100 } }), "JSON input 'A' has a byte_size (108 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit."],
-    ["an element count past 2^53", () => ({ body: json(A({ data: [1] }, "INT32", [2 ** 30, 2 ** 30, 2 ** 30])) }), "invalid shape for input 'A': shape [1073741824,1073741824,1073741824] causes total element count to exceed maximum size of 9223372036854775807"],
-    ["input parameters not an object", () => ({ body: json(A({ data: [1], parameters: 3 })) }), "Unable to parse 'parameters' for input 'A': attempt to access JSON non-object as object"],
-    ["an object input parameter", () => ({ body: json(A({ data: [1], parameters: { x: [1] } })) }), "parameter 'x' of input 'A' has invalid type. It should be either 'int', 'bool', or 'string'."],
+    [
+      "a fractional dim",
+      () => ({ body: json(A({ data: [1] }, "INT32", [1.5])) }),
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a negative dim",
+      () => ({ body: json(A({ data: [1] }, "INT32", [-1])) }),
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a dim written 1.0",
+      () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1.0],"data":[1]}]}') }),
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a dim written 1e0",
+      () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape" : [ 2, 1e0 ],"data":[1,2]}]}') }),
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a dim written 1E+0 next to NaN data (the exact parser's path anyway)",
+      () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"FP32","shape":[1E+0],"data":[NaN]}]}') }),
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a 20k-dim shape whose count overflows, quoted cut short",
+      () => ({ body: json(A({ data: [1] }, "INT32", Array(20_000).fill(2))) }),
+      "invalid shape for input 'A': shape [2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,...] (20000 dims) causes total element count to exceed maximum size of 9223372036854775807",
+    ],
+    [
+      "a 20k-dim shape in a count mismatch, quoted cut short",
+      () => ({ body: json(A({ data: [1, 2] }, "INT32", Array(20_000).fill(1))) }),
+      "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,...] (20000 dims) has 1 elements, 'data' has 2",
+    ],
+    [
+      "more BYTES elements than one input may have (JSON)",
+      () => ({ body: json(A({ data: ["a"] }, "BYTES", [1, 2 ** 20 + 1])) }),
+      "input 'A' has 1048577 BYTES elements (shape [1,1048577]), more than the 1048576 one BYTES input may have",
+    ],
+    [
+      "more BYTES elements than one input may have (binary)",
+      () => withBinary(A({ parameters: { binary_data_size: 4 } }, "BYTES", [8_000_000]), i32(0)),
+      "input 'A' has 8000000 BYTES elements (shape [8000000]), more than the 1048576 one BYTES input may have",
+    ],
+    [
+      "more BYTES elements than one input may have (shared memory)",
+      () => ({ body: json(A({ parameters: { shared_memory_region: "r", shared_memory_byte_size: 4 } }, "BYTES", [2 ** 21])) }),
+      "input 'A' has 2097152 BYTES elements (shape [2097152]), more than the 1048576 one BYTES input may have",
+    ],
+    [
+      "a JSON input over --http-max-input-size whose data is no array: Triton's array check comes first",
+      () => ({ body: json(A({ data: "not read" }, "FP64", [3, 5])), ctx: { ...ctx, maxInputSize: 100 } }),
+      "Unable to parse 'data': attempt to access JSON non-array as array",
+    ],
+    [
+      "a JSON input over --http-max-input-size by its shape",
+      () => ({ body: json(A({ data: [] }, "FP64", [3, 5])), ctx: { ...ctx, maxInputSize: 100 } }),
+      "JSON input 'A' has a byte_size (120 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit.",
+    ],
+    [
+      "a BYTES JSON input over --http-max-input-size by its length prefixes",
+      () => ({ body: json(A({ data: [] }, "BYTES", [26])), ctx: { ...ctx, maxInputSize: 100 } }),
+      "JSON input 'A' has a byte_size (at least 104 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit.",
+    ],
+    [
+      "a BYTES JSON input over --http-max-input-size once encoded",
+      () => ({ body: json(A({ data: ["x".repeat(50), "y".repeat(50)] }, "BYTES", [2])), ctx: { ...ctx, maxInputSize: 100 } }),
+      "JSON input 'A' has a byte_size (108 bytes) that exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit.",
+    ],
+    [
+      "an element count past 2^53",
+      () => ({ body: json(A({ data: [1] }, "INT32", [2 ** 30, 2 ** 30, 2 ** 30])) }),
+      "invalid shape for input 'A': shape [1073741824,1073741824,1073741824] causes total element count to exceed maximum size of 9223372036854775807",
+    ],
+    [
+      "input parameters not an object",
+      () => ({ body: json(A({ data: [1], parameters: 3 })) }),
+      "Unable to parse 'parameters' for input 'A': attempt to access JSON non-object as object",
+    ],
+    [
+      "an object input parameter",
+      () => ({ body: json(A({ data: [1], parameters: { x: [1] } })) }),
+      "parameter 'x' of input 'A' has invalid type. It should be either 'int', 'bool', or 'string'.",
+    ],
     ["data not an array", () => ({ body: json(A({ data: 5 })) }), "Unable to parse 'data': attempt to access JSON non-array as array"],
-    ["too few elements", () => ({ body: json(A({ data: [1, 2, 3] }, "INT32", [2, 2])) }), "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [2,2] has 4 elements, 'data' has 3"],
-    ["too many nested elements", () => ({ body: json(A({ data: [[1, 2], [3]] }, "INT32", [2])) }), "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [2] has 2 elements, 'data' has 3"],
-    ["too many BYTES elements", () => ({ body: json(A({ data: ["a", "b"] }, "BYTES", [1])) }), "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [1] has 1 elements, 'data' has 2"],
-    ["FP16 in JSON", () => ({ body: json(A({ data: [1] }, "FP16")) }), "receiving FP16 data via JSON is not supported. Please use the binary data format for input A"],
-    ["BF16 in JSON", () => ({ body: json(A({ data: [1] }, "BF16")) }), "receiving BF16 data via JSON is not supported. Please use the binary data format for input A"],
-    ["a string for INT32", () => ({ body: json(A({ data: ["1"] })) }), "input 'A': element 0 of 'data' is \"1\", expected an integer in -2147483648..2147483647 for datatype INT32"],
-    ["a non-integer for INT64", () => ({ body: json(A({ data: [1.5] }, "INT64")) }), "input 'A': element 0 of 'data' is 1.5, expected an integer for datatype INT64"],
-    ["INT64 past 2^63", () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT64","shape":[1],"data":[9223372036854775808]}]}') }), "input 'A': element 0 of 'data' is 9223372036854775808, expected an integer in -9223372036854775808..9223372036854775807 for datatype INT64"],
-    ["a number for BOOL", () => ({ body: json(A({ data: [true, 1] }, "BOOL", [2])) }), "input 'A': element 1 of 'data' is 1, expected true or false for datatype BOOL"],
+    [
+      "too few elements",
+      () => ({ body: json(A({ data: [1, 2, 3] }, "INT32", [2, 2])) }),
+      "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [2,2] has 4 elements, 'data' has 3",
+    ],
+    [
+      "too many nested elements",
+      () => ({ body: json(A({ data: [[1, 2], [3]] }, "INT32", [2])) }),
+      "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [2] has 2 elements, 'data' has 3",
+    ],
+    [
+      "too many BYTES elements",
+      () => ({ body: json(A({ data: ["a", "b"] }, "BYTES", [1])) }),
+      "Unable to parse 'data': shape does not match true shape of 'data' field for input 'A': shape [1] has 1 elements, 'data' has 2",
+    ],
+    [
+      "FP16 in JSON",
+      () => ({ body: json(A({ data: [1] }, "FP16")) }),
+      "receiving FP16 data via JSON is not supported. Please use the binary data format for input A",
+    ],
+    [
+      "BF16 in JSON",
+      () => ({ body: json(A({ data: [1] }, "BF16")) }),
+      "receiving BF16 data via JSON is not supported. Please use the binary data format for input A",
+    ],
+    [
+      "a string for INT32",
+      () => ({ body: json(A({ data: ["1"] })) }),
+      "input 'A': element 0 of 'data' is \"1\", expected an integer in -2147483648..2147483647 for datatype INT32",
+    ],
+    [
+      "a non-integer for INT64",
+      () => ({ body: json(A({ data: [1.5] }, "INT64")) }),
+      "input 'A': element 0 of 'data' is 1.5, expected an integer for datatype INT64",
+    ],
+    [
+      "INT64 past 2^63",
+      () => ({ body: enc.encode('{"inputs":[{"name":"A","datatype":"INT64","shape":[1],"data":[9223372036854775808]}]}') }),
+      "input 'A': element 0 of 'data' is 9223372036854775808, expected an integer in -9223372036854775808..9223372036854775807 for datatype INT64",
+    ],
+    [
+      "a number for BOOL",
+      () => ({ body: json(A({ data: [true, 1] }, "BOOL", [2])) }),
+      "input 'A': element 1 of 'data' is 1, expected true or false for datatype BOOL",
+    ],
     ["a number for BYTES", () => ({ body: json(A({ data: [1] }, "BYTES")) }), "input 'A': element 0 of 'data' is 1, expected a string for datatype BYTES"],
-    ["UINT8 out of range", () => ({ body: json(A({ data: [1, 256] }, "UINT8", [2])) }), "input 'A': element 1 of 'data' is 256, expected an integer in 0..255 for datatype UINT8"],
-    ["a negative binary_data_size", () => ({ body: json(A({ parameters: { binary_data_size: -1 } })) }), "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a string binary_data_size", () => ({ body: json(A({ parameters: { binary_data_size: "4" } })) }), "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["binary_data_size past the end", () => withBinary(A({ parameters: { binary_data_size: 8 } }, "INT32", [2]), i32(1)), "unexpected size for input 'A', expecting 4 additional bytes for model 'm'"],
-    ["the second binary input past the end", () => withBinary({ inputs: [{ ...B, name: "A" }, B] }, i32(1), bytes(1, 2)), "unexpected size for input 'B', expecting 2 additional bytes for model 'm'"],
-    ["binary_data_size without binary data", () => ({ body: json({ inputs: [B] }) }), "unexpected size for input 'B', expecting 4 additional bytes for model 'm'"],
+    [
+      "UINT8 out of range",
+      () => ({ body: json(A({ data: [1, 256] }, "UINT8", [2])) }),
+      "input 'A': element 1 of 'data' is 256, expected an integer in 0..255 for datatype UINT8",
+    ],
+    [
+      "a negative binary_data_size",
+      () => ({ body: json(A({ parameters: { binary_data_size: -1 } })) }),
+      "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a string binary_data_size",
+      () => ({ body: json(A({ parameters: { binary_data_size: "4" } })) }),
+      "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "binary_data_size past the end",
+      () => withBinary(A({ parameters: { binary_data_size: 8 } }, "INT32", [2]), i32(1)),
+      "unexpected size for input 'A', expecting 4 additional bytes for model 'm'",
+    ],
+    [
+      "the second binary input past the end",
+      () => withBinary({ inputs: [{ ...B, name: "A" }, B] }, i32(1), bytes(1, 2)),
+      "unexpected size for input 'B', expecting 2 additional bytes for model 'm'",
+    ],
+    [
+      "binary_data_size without binary data",
+      () => ({ body: json({ inputs: [B] }) }),
+      "unexpected size for input 'B', expecting 4 additional bytes for model 'm'",
+    ],
     ["bytes left over", () => withBinary({ inputs: [B] }, i32(1), bytes(9, 9)), "unexpected additional input data for model 'm'"],
     ["binary data and no binary input", () => withBinary(A({ data: [1] }), i32(1)), "unexpected additional input data for model 'm'"],
     ["outputs not an array", () => ({ body: json({ inputs: [], outputs: {} }) }), "Unable to parse 'outputs': attempt to access JSON non-array as array"],
-    ["an output without a name", () => ({ body: json({ inputs: [], outputs: [{}] }) }), "Unable to parse 'name': attempt to access non-existing object member 'name'"],
-    ["an output that is not an object", () => ({ body: json({ inputs: [], outputs: ["Y"] }) }), "Unable to parse 'name': attempt to access non-existing object member 'name'"],
-    ["an output parameter that is an object", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { x: {} } }] }) }), "parameter 'x' of output 'Y' has invalid type. It should be either 'int', 'bool', or 'string'."],
-    ["a non-boolean binary_data", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { binary_data: "yes" } }] }) }), "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean"],
-    ["a negative classification", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: -1 } }] }) }), "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a fractional classification", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: 1.5 } }] }) }), "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["a string classification", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: "2" } }] }) }), "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ["shared memory with classification", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r", classification: 1 } }] }) }), "Output can't set both 'shared_memory_region' and 'classification'"],
-    ["shared memory with binary_data", () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r", binary_data: true } }] }) }), "Output can't set both 'shared_memory_region' and 'binary_data'"],
+    [
+      "an output without a name",
+      () => ({ body: json({ inputs: [], outputs: [{}] }) }),
+      "Unable to parse 'name': attempt to access non-existing object member 'name'",
+    ],
+    [
+      "an output that is not an object",
+      () => ({ body: json({ inputs: [], outputs: ["Y"] }) }),
+      "Unable to parse 'name': attempt to access non-existing object member 'name'",
+    ],
+    [
+      "an output parameter that is an object",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { x: {} } }] }) }),
+      "parameter 'x' of output 'Y' has invalid type. It should be either 'int', 'bool', or 'string'.",
+    ],
+    [
+      "a non-boolean binary_data",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { binary_data: "yes" } }] }) }),
+      "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      "a negative classification",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: -1 } }] }) }),
+      "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a fractional classification",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: 1.5 } }] }) }),
+      "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "a string classification",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { classification: "2" } }] }) }),
+      "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      "shared memory with classification",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r", classification: 1 } }] }) }),
+      "Output can't set both 'shared_memory_region' and 'classification'",
+    ],
+    [
+      "shared memory with binary_data",
+      () => ({ body: json({ inputs: [], outputs: [{ name: "Y", parameters: { shared_memory_region: "r", binary_data: true } }] }) }),
+      "Output can't set both 'shared_memory_region' and 'binary_data'",
+    ],
   ];
 
   it.each(cases)("%s", (_, make, message) => {
@@ -349,16 +626,29 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
 
   it("decodeInferRequestAsync gives what decodeInferRequest gives, on the JSON.parse path and the exact one", async () => {
     const bodies = [
-      json({ id: "x", inputs: [input("A", "INT32", [2, 2], { data: [[1, 2], [3, 4]] })] }),
+      json({
+        id: "x",
+        inputs: [
+          input("A", "INT32", [2, 2], {
+            data: [
+              [1, 2],
+              [3, 4],
+            ],
+          }),
+        ],
+      }),
       enc.encode('{"inputs":[{"name":"F","datatype":"FP32","shape":[3],"data":[NaN,Infinity,-Inf]}],"parameters":{"big":9007199254740993}}'),
       // Over 1 MiB on the exact path (the big integer sends it there), so it is parsed in slices.
       enc.encode('{"parameters":{"big":9007199254740993},"inputs":[{"name":"B","datatype":"BYTES","shape":[2],"data":["' + "x".repeat(3_000_000) + '","y"]}]}'),
     ];
     // Tensor bytes compared as base64: toEqual walks a Uint8Array element by element.
     const comparable = (r: InferenceRequest) => ({ ...r, inputs: r.inputs.map((i) => ({ ...i, data: Buffer.from(i.data).toString("base64") })) });
-    for (const body of bodies) expect(comparable(await decodeInferRequestAsync(body, undefined, ctx))).toEqual(comparable(decodeInferRequest(body, undefined, ctx)));
+    for (const body of bodies)
+      expect(comparable(await decodeInferRequestAsync(body, undefined, ctx))).toEqual(comparable(decodeInferRequest(body, undefined, ctx)));
     const bad = enc.encode('{"inputs":[{"name":"A","datatype":"INT32","shape":[1.0],"data":[1]}]}');
-    await expect(decodeInferRequestAsync(bad, undefined, ctx)).rejects.toThrow("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+    await expect(decodeInferRequestAsync(bad, undefined, ctx)).rejects.toThrow(
+      "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    );
   });
 
   it("passes shared-memory inputs and outputs through with their parameters (the core reads and writes the regions)", () => {
@@ -367,7 +657,12 @@ describe("decodeInferRequest: errors, in Triton's words where Triton has them", 
       outputs: [{ name: "Y", parameters: { shared_memory_region: "o", shared_memory_byte_size: 8 } }],
     });
     const r = decodeInferRequest(body, undefined, { modelName: "m" });
-    expect(r.inputs[0]).toMatchObject({ name: "A", shape: [2], data: new Uint8Array(0), parameters: { shared_memory_region: "r", shared_memory_byte_size: 8, shared_memory_offset: 16 } });
+    expect(r.inputs[0]).toMatchObject({
+      name: "A",
+      shape: [2],
+      data: new Uint8Array(0),
+      parameters: { shared_memory_region: "r", shared_memory_byte_size: 8, shared_memory_offset: 16 },
+    });
     expect(r.outputs).toEqual([{ name: "Y", parameters: { shared_memory_region: "o", shared_memory_byte_size: 8 } }]);
   });
 });
@@ -412,7 +707,8 @@ describe("encodeInferResponse", () => {
     ],
   };
   const request = (extra: Partial<InferenceRequest> = {}): InferenceRequest => ({ modelName: "m", parameters: {}, inputs: [], ...extra });
-  const PLAIN = '{"model_name":"m","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1,2],"data":[3,-4]},{"name":"Z","datatype":"BOOL","shape":[1],"data":[true]}]}';
+  const PLAIN =
+    '{"model_name":"m","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1,2],"data":[3,-4]},{"name":"Z","datatype":"BOOL","shape":[1],"data":[true]}]}';
   const Y_BIN = '{"name":"Y","datatype":"INT32","shape":[1,2],"parameters":{"binary_data_size":8}}';
   const Z_BIN = '{"name":"Z","datatype":"BOOL","shape":[1],"parameters":{"binary_data_size":1}}';
   const Y_JSON = '{"name":"Y","datatype":"INT32","shape":[1,2],"data":[3,-4]}';
@@ -441,9 +737,16 @@ describe("encodeInferResponse", () => {
   });
 
   it("writes response parameters after model_version only when there are some", () => {
-    const withParams = encodeInferResponse({ ...response, outputs: [], parameters: { a: 1, b: 9007199254740993n, c: "x", d: true, e: 0.25 } }, request({ id: "r" }));
-    expect(jsonText(withParams.body)).toBe('{"id":"r","model_name":"m","model_version":"1","parameters":{"a":1,"b":9007199254740993,"c":"x","d":true,"e":0.25},"outputs":[]}');
-    expect(jsonText(encodeInferResponse({ ...response, outputs: [], parameters: {} }, request()).body)).toBe('{"model_name":"m","model_version":"1","outputs":[]}');
+    const withParams = encodeInferResponse(
+      { ...response, outputs: [], parameters: { a: 1, b: 9007199254740993n, c: "x", d: true, e: 0.25 } },
+      request({ id: "r" }),
+    );
+    expect(jsonText(withParams.body)).toBe(
+      '{"id":"r","model_name":"m","model_version":"1","parameters":{"a":1,"b":9007199254740993,"c":"x","d":true,"e":0.25},"outputs":[]}',
+    );
+    expect(jsonText(encodeInferResponse({ ...response, outputs: [], parameters: {} }, request()).body)).toBe(
+      '{"model_name":"m","model_version":"1","outputs":[]}',
+    );
   });
 
   it("writes flat data for every JSON datatype: floats as rapidjson does, 64-bit integers with every digit", () => {
@@ -479,7 +782,10 @@ describe("encodeInferResponse", () => {
   });
 
   it("a listed output's binary_data decides for it, over binary_data_output", () => {
-    const out = encodeInferResponse(response, request({ parameters: { binary_data_output: true }, outputs: [{ name: "Z", parameters: { binary_data: false } }] }));
+    const out = encodeInferResponse(
+      response,
+      request({ parameters: { binary_data_output: true }, outputs: [{ name: "Z", parameters: { binary_data: false } }] }),
+    );
     expect(out.headerLength).toBe(head(Y_BIN, Z_JSON).length);
     expect([...binBody(out.body)]).toEqual([...enc.encode(head(Y_BIN, Z_JSON)), ...i32(3, -4)]);
     const noDefault = encodeInferResponse(response, request({ outputs: [{ name: "Z", parameters: { binary_data: true } }, { name: "Y" }] }));
@@ -487,7 +793,10 @@ describe("encodeInferResponse", () => {
   });
 
   it("a listed output without binary_data is JSON even under binary_data_output (Triton's http_server.cc)", () => {
-    const out = encodeInferResponse(response, request({ parameters: { binary_data_output: true }, outputs: [{ name: "Y" }, { name: "Z", parameters: { classification: 1 } }] }));
+    const out = encodeInferResponse(
+      response,
+      request({ parameters: { binary_data_output: true }, outputs: [{ name: "Y" }, { name: "Z", parameters: { classification: 1 } }] }),
+    );
     expect(jsonText(out.body)).toBe(head(Y_JSON, Z_JSON));
     expect(out.contentType).toBe("application/json");
   });
@@ -501,7 +810,8 @@ describe("encodeInferResponse", () => {
       { modelName: "modèle", modelVersion: "1", outputs: [{ name: "ÿ", datatype: "INT32", shape: [1], data: i32(9) }] },
       request({ id: "日本", parameters: { binary_data_output: true } }),
     );
-    const h = '{"id":"日本","model_name":"modèle","model_version":"1","outputs":[{"name":"ÿ","datatype":"INT32","shape":[1],"parameters":{"binary_data_size":4}}]}';
+    const h =
+      '{"id":"日本","model_name":"modèle","model_version":"1","outputs":[{"name":"ÿ","datatype":"INT32","shape":[1],"parameters":{"binary_data_size":4}}]}';
     expect(out.headerLength).toBe(enc.encode(h).byteLength);
     expect(out.headerLength).toBeGreaterThan(h.length);
     expect(dec.decode(binBody(out.body).subarray(0, out.headerLength))).toBe(h);
@@ -509,10 +819,15 @@ describe("encodeInferResponse", () => {
   });
 
   it("sends JSON without a header length when every binary output is empty, as Triton does", () => {
-    const out = encodeInferResponse({ modelName: "m", modelVersion: "1", outputs: [{ name: "E", datatype: "FP32", shape: [0], data: new Uint8Array(0) }] }, request({ parameters: { binary_data_output: true } }));
+    const out = encodeInferResponse(
+      { modelName: "m", modelVersion: "1", outputs: [{ name: "E", datatype: "FP32", shape: [0], data: new Uint8Array(0) }] },
+      request({ parameters: { binary_data_output: true } }),
+    );
     expect(out.contentType).toBe("application/json");
     expect(out.headerLength).toBeUndefined();
-    expect(jsonText(out.body)).toBe('{"model_name":"m","model_version":"1","outputs":[{"name":"E","datatype":"FP32","shape":[0],"parameters":{"binary_data_size":0}}]}');
+    expect(jsonText(out.body)).toBe(
+      '{"model_name":"m","model_version":"1","outputs":[{"name":"E","datatype":"FP32","shape":[0],"parameters":{"binary_data_size":0}}]}',
+    );
   });
 
   it("refuses FP16 and BF16 outputs in JSON, in Triton's words, and sends them binary when asked", () => {
@@ -528,7 +843,9 @@ describe("encodeInferResponse", () => {
 
   it("round-trips: binary outputs decode as the same bytes a client would send back", () => {
     const out = encodeInferResponse(response, request({ parameters: { binary_data_output: true } }));
-    const h = JSON.parse(dec.decode(binBody(out.body).subarray(0, out.headerLength))) as { outputs: { name: string; datatype: string; shape: number[]; parameters: Record<string, number> }[] };
+    const h = JSON.parse(dec.decode(binBody(out.body).subarray(0, out.headerLength))) as {
+      outputs: { name: string; datatype: string; shape: number[]; parameters: Record<string, number> }[];
+    };
     const { body, headerLength } = withBinary({ inputs: h.outputs }, binBody(out.body).subarray(out.headerLength));
     const req = decodeInferRequest(body, headerLength, ctx);
     expect(req.inputs.map((i) => [i.name, [...i.data]])).toEqual([
@@ -566,11 +883,22 @@ describe("large tensors (#29): sliced decode and encode give the same values", (
   const ctx: DecodeContext = { modelName: "m" };
 
   it("a 2^20-element BYTES body decodes to the same exact bytes through JSON.parse and the sliced byte parser", async () => {
-    const json = new TextEncoder().encode(JSON.stringify({ id: "big", inputs: [{ name: "S", datatype: "BYTES", shape: [1, n], data: strings }, { name: "I", datatype: "INT64", shape: [2], data: [1, 2] }] }));
+    const json = new TextEncoder().encode(
+      JSON.stringify({
+        id: "big",
+        inputs: [
+          { name: "S", datatype: "BYTES", shape: [1, n], data: strings },
+          { name: "I", datatype: "INT64", shape: [2], data: [1, 2] },
+        ],
+      }),
+    );
     const fast = await decodeInferRequestAsync(json, undefined, ctx);
     const sliced = requestFromJson(await parseJsonExactAsync(json), new Uint8Array(0), ctx, true);
     expect(sliced.id).toBe("big");
-    expect(sliced.inputs.map((i) => [i.name, i.shape])).toEqual([["S", [1, n]], ["I", [2]]]);
+    expect(sliced.inputs.map((i) => [i.name, i.shape])).toEqual([
+      ["S", [1, n]],
+      ["I", [2]],
+    ]);
     expect(Buffer.compare(sliced.inputs[0]!.data, fast.inputs[0]!.data)).toBe(0);
     expect(Buffer.compare(sliced.inputs[1]!.data, fast.inputs[1]!.data)).toBe(0);
     const enc = new TextEncoder();
@@ -579,7 +907,11 @@ describe("large tensors (#29): sliced decode and encode give the same values", (
 
   it("encodeInferResponseAsync writes a 2^20-element BYTES output in slices, the same text as encodeInferResponse", async () => {
     const enc = new TextEncoder();
-    const response: InferenceResponse = { modelName: "m", modelVersion: "1", outputs: [{ name: "Y", datatype: "BYTES", shape: [1, n], data: joinBytes(strings.map((s) => enc.encode(s))) }] };
+    const response: InferenceResponse = {
+      modelName: "m",
+      modelVersion: "1",
+      outputs: [{ name: "Y", datatype: "BYTES", shape: [1, n], data: joinBytes(strings.map((s) => enc.encode(s))) }],
+    };
     const request: InferenceRequest = { modelName: "m", parameters: {}, inputs: [] };
     const sliced = await encodeInferResponseAsync(response, request);
     expect(sliced).toEqual(encodeInferResponse(response, request));
@@ -587,9 +919,14 @@ describe("large tensors (#29): sliced decode and encode give the same values", (
   });
 
   it("an output over the JSON bound → INVALID_ARG naming it; the same output as binary data is sent", async () => {
-    const response: InferenceResponse = { modelName: "m", modelVersion: "1", outputs: [{ name: "Y", datatype: "FP32", shape: [300_000], data: new Uint8Array(1_200_000) }] };
+    const response: InferenceResponse = {
+      modelName: "m",
+      modelVersion: "1",
+      outputs: [{ name: "Y", datatype: "FP32", shape: [300_000], data: new Uint8Array(1_200_000) }],
+    };
     const asJson: InferenceRequest = { modelName: "m", parameters: {}, inputs: [] };
-    const message = "output 'Y' of model 'm' has 1200000 bytes of data, more than the 1048576 bytes one JSON output may have (--http-max-input-size); request it as binary data (binary_data: true) instead";
+    const message =
+      "output 'Y' of model 'm' has 1200000 bytes of data, more than the 1048576 bytes one JSON output may have (--http-max-input-size); request it as binary data (binary_data: true) instead";
     await expect(encodeInferResponseAsync(response, asJson, 1 << 20)).rejects.toMatchObject({ code: "INVALID_ARG", message });
     expect(() => encodeInferResponse(response, asJson, 1 << 20)).toThrow(message);
     const binary = await encodeInferResponseAsync(response, { ...asJson, parameters: { binary_data_output: true } }, 1 << 20);

@@ -168,8 +168,22 @@ describe("valuesToBytes", () => {
 
   it("BYTES: the same bytes as TextEncoder per element, for surrogates, long strings and growth past the ASCII estimate", () => {
     const strings = [
-      "", "a", "é", "€", "😀", "\ud800", "a\udc00b", "\ud83d", "x\ud83d\ude00y", "\ud83d\ude00".repeat(32), "€".repeat(64),
-      "€".repeat(65), "\ud83d".repeat(70), "x".repeat(10_000), "漢字".repeat(5_000) + "\ud83d", "é".repeat(100_000),
+      "",
+      "a",
+      "é",
+      "€",
+      "😀",
+      "\ud800",
+      "a\udc00b",
+      "\ud83d",
+      "x\ud83d\ude00y",
+      "\ud83d\ude00".repeat(32),
+      "€".repeat(64),
+      "€".repeat(65),
+      "\ud83d".repeat(70),
+      "x".repeat(10_000),
+      "漢字".repeat(5_000) + "\ud83d",
+      "é".repeat(100_000),
     ];
     const values = [...strings, bytes(0, 0xff), ...strings.map((x) => x + "tail")];
     const reference = joinBytes(values.map((v) => (typeof v === "string" ? utf8(v) : v)));
@@ -202,14 +216,26 @@ describe("valuesToBytes", () => {
     ["INT32", [true], "input 'X': element 0 of 'data' is true, expected an integer in -2147483648..2147483647 for datatype INT32"],
     ["INT32", [[1]], "input 'X': element 0 of 'data' is [1], expected an integer in -2147483648..2147483647 for datatype INT32"],
     // Found by the fuzz suite (#14): a bigint inside an object element made the message itself throw (HTTP 500), and a long element was echoed whole.
-    ["INT32", [{ a: [9223372036854775807n, -1n] }], "input 'X': element 0 of 'data' is {\"a\":[9223372036854775807,-1]}, expected an integer in -2147483648..2147483647 for datatype INT32"],
+    [
+      "INT32",
+      [{ a: [9223372036854775807n, -1n] }],
+      "input 'X': element 0 of 'data' is {\"a\":[9223372036854775807,-1]}, expected an integer in -2147483648..2147483647 for datatype INT32",
+    ],
     ["INT32", ["x".repeat(5000)], `input 'X': element 0 of 'data' is "${"x".repeat(99)}…, expected an integer in -2147483648..2147483647 for datatype INT32`],
     ["INT64", [0.5], "input 'X': element 0 of 'data' is 0.5, expected an integer for datatype INT64"],
     ["INT64", ["1"], "input 'X': element 0 of 'data' is \"1\", expected an integer for datatype INT64"],
     ["INT64", [Infinity], "input 'X': element 0 of 'data' is Infinity, expected an integer for datatype INT64"],
     ["INT64", [null], "input 'X': element 0 of 'data' is null, expected an integer for datatype INT64"],
-    ["INT64", [2 ** 63], "input 'X': element 0 of 'data' is 9223372036854776000, expected an integer in -9223372036854775808..9223372036854775807 for datatype INT64"],
-    ["INT64", [2n ** 63n], "input 'X': element 0 of 'data' is 9223372036854775808, expected an integer in -9223372036854775808..9223372036854775807 for datatype INT64"],
+    [
+      "INT64",
+      [2 ** 63],
+      "input 'X': element 0 of 'data' is 9223372036854776000, expected an integer in -9223372036854775808..9223372036854775807 for datatype INT64",
+    ],
+    [
+      "INT64",
+      [2n ** 63n],
+      "input 'X': element 0 of 'data' is 9223372036854775808, expected an integer in -9223372036854775808..9223372036854775807 for datatype INT64",
+    ],
     ["UINT64", [-1], "input 'X': element 0 of 'data' is -1, expected an integer in 0..18446744073709551615 for datatype UINT64"],
     ["UINT64", [-1n], "input 'X': element 0 of 'data' is -1, expected an integer in 0..18446744073709551615 for datatype UINT64"],
     ["UINT64", [2 ** 64], "input 'X': element 0 of 'data' is 18446744073709552000, expected an integer in 0..18446744073709551615 for datatype UINT64"],
@@ -261,9 +287,12 @@ describe("bytesToValues", () => {
   it("round-trips bytes → values → bytes exactly for every datatype", () => {
     const samples: Record<DataType, number[]> = {
       BOOL: [0, 1, 1, 0],
-      UINT8: [0, 1, 127, 255], INT8: [0, 1, 127, 128, 255],
-      UINT16: [0xff, 0xff, 0, 0x80], INT16: [0x01, 0x80, 0xff, 0x7f],
-      UINT32: [1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff], INT32: [0, 0, 0, 0x80, 0xff, 0xff, 0xff, 0x7f],
+      UINT8: [0, 1, 127, 255],
+      INT8: [0, 1, 127, 128, 255],
+      UINT16: [0xff, 0xff, 0, 0x80],
+      INT16: [0x01, 0x80, 0xff, 0x7f],
+      UINT32: [1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff],
+      INT32: [0, 0, 0, 0x80, 0xff, 0xff, 0xff, 0x7f],
       UINT64: [1, 0, 0, 0, 0, 0, 0x20, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
       INT64: [1, 0, 0, 0, 0, 0, 0x20, 0x80, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
       FP16: [0x00, 0x3c, 0x01, 0x00, 0xff, 0x7b, 0x00, 0xfc, 0x00, 0x80, 0x66, 0x2e],
@@ -362,7 +391,9 @@ describe("BYTES framing", () => {
   it("reports bad framing with the byte offset", () => {
     expect(() => splitBytes(bytes(1, 0, 0))).toThrow("BYTES tensor: incomplete string length prefix at byte 0");
     expect(() => splitBytes(bytes(5, 0, 0, 0, 1))).toThrow("BYTES tensor: string element of length 5 at byte 0 runs past the end of the data");
-    expect(() => splitBytes(bytes(1, 0, 0, 0, 9, 2, 0, 0, 0, 1), "input 'S'")).toThrow("input 'S': string element of length 2 at byte 5 runs past the end of the data");
+    expect(() => splitBytes(bytes(1, 0, 0, 0, 9, 2, 0, 0, 0, 1), "input 'S'")).toThrow(
+      "input 'S': string element of length 2 at byte 5 runs past the end of the data",
+    );
     expect(() => splitBytes(bytes(0, 0, 0, 0, 0))).toThrow("BYTES tensor: incomplete string length prefix at byte 4");
   });
 });

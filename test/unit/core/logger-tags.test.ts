@@ -28,18 +28,20 @@ function loggerCalls(): Call[] {
   const calls: Call[] = [];
   for (const path of ["src", "ffi", "scripts"].flatMap((d) => sources(join(ROOT, d)))) {
     const file = relative(ROOT, path).split(sep).join("/");
-    readFileSync(path, "utf8").split("\n").forEach((text, i) => {
-      const trimmed = text.trim();
-      if (trimmed.startsWith("*") || trimmed.startsWith("//") || trimmed.startsWith("/*")) return;
-      let at = text.indexOf(CALL);
-      while (at >= 0) {
-        if (!/function\s+$/.test(text.slice(0, at))) {
-          const close = text.indexOf(")", at);
-          calls.push({ file, line: i + 1, argument: text.slice(at + CALL.length, close < 0 ? undefined : close).trim() });
+    readFileSync(path, "utf8")
+      .split("\n")
+      .forEach((text, i) => {
+        const trimmed = text.trim();
+        if (trimmed.startsWith("*") || trimmed.startsWith("//") || trimmed.startsWith("/*")) return;
+        let at = text.indexOf(CALL);
+        while (at >= 0) {
+          if (!/function\s+$/.test(text.slice(0, at))) {
+            const close = text.indexOf(")", at);
+            calls.push({ file, line: i + 1, argument: text.slice(at + CALL.length, close < 0 ? undefined : close).trim() });
+          }
+          at = text.indexOf(CALL, at + CALL.length);
         }
-        at = text.indexOf(CALL, at + CALL.length);
-      }
-    });
+      });
   }
   return calls;
 }

@@ -13,7 +13,7 @@ describe("parseControl: a request's control fields, read once", () => {
     });
   });
 
-  it("keeps a 64-bit correlation ID exact and treats 0 and \"\" as no ID", () => {
+  it('keeps a 64-bit correlation ID exact and treats 0 and "" as no ID', () => {
     expect(parseControl({ sequence_id: 18446744073709551615n }).sequenceId).toBe(18446744073709551615n);
     expect(parseControl({ sequence_id: "abc" }).sequenceId).toBe("abc");
     expect(parseControl({ sequence_id: 0 }).sequenceId).toBeUndefined();
@@ -22,8 +22,17 @@ describe("parseControl: a request's control fields, read once", () => {
   });
 
   it("refuses a negative or fractional ID, priority or timeout with INVALID_ARG", () => {
-    for (const [key, v] of [["sequence_id", -1], ["sequence_id", 1.5], ["sequence_id", -1n], ["priority", -1], ["priority", 0.5], ["timeout", -3]] as const) {
-      expect(() => parseControl({ [key]: v }), `${key}=${v}`).toThrow(expect.objectContaining({ code: "INVALID_ARG", message: expect.stringContaining(`invalid value for '${key}'`) }));
+    for (const [key, v] of [
+      ["sequence_id", -1],
+      ["sequence_id", 1.5],
+      ["sequence_id", -1n],
+      ["priority", -1],
+      ["priority", 0.5],
+      ["timeout", -3],
+    ] as const) {
+      expect(() => parseControl({ [key]: v }), `${key}=${v}`).toThrow(
+        expect.objectContaining({ code: "INVALID_ARG", message: expect.stringContaining(`invalid value for '${key}'`) }),
+      );
     }
   });
 

@@ -15,7 +15,10 @@ const sig = signatureOf({
     { name: "R", data_type: "TYPE_INT32", dims: [1], reshape: { shape: [] } },
     { name: "O", data_type: "TYPE_INT8", dims: [1], optional: true },
   ],
-  output: [{ name: "Y", data_type: "TYPE_FP32", dims: [3] }, { name: "Z", data_type: "TYPE_INT64", dims: [1] }],
+  output: [
+    { name: "Y", data_type: "TYPE_FP32", dims: [3] },
+    { name: "Z", data_type: "TYPE_INT64", dims: [1] },
+  ],
 });
 
 const fp32 = (n: number) => new Uint8Array(n * 4);
@@ -46,25 +49,61 @@ describe("prepareForInference", () => {
   });
 
   const cases: [string, () => InferenceRequest, string | RegExp][] = [
-    ["unknown input", () => request([...good(), { name: "Q", datatype: "FP32", shape: [2, 1], data: fp32(2) }]), "unexpected inference input 'Q' for model 'm'"],
+    [
+      "unknown input",
+      () => request([...good(), { name: "Q", datatype: "FP32", shape: [2, 1], data: fp32(2) }]),
+      "unexpected inference input 'Q' for model 'm'",
+    ],
     ["unknown output", () => request(good(), { outputs: [{ name: "W" }] }), "unexpected inference output 'W' for model 'm'"],
     ["duplicate output", () => request(good(), { outputs: [{ name: "Y" }, { name: "Y" }] }), "output 'Y' already requested"],
-    ["missing input", () => request(good().slice(0, 2)), "expected 3 inputs but got 2 inputs for model 'm'. Got input(s) ['A','S'], but missing required input(s) ['R']. Please provide all required input(s)."],
+    [
+      "missing input",
+      () => request(good().slice(0, 2)),
+      "expected 3 inputs but got 2 inputs for model 'm'. Got input(s) ['A','S'], but missing required input(s) ['R']. Please provide all required input(s).",
+    ],
     ["batch mismatch", () => request([good(2)[0]!, good(3)[1]!, good(2)[2]!]), "input 'S' batch size does not match other inputs for 'm'"],
     // Found by the fuzz suite (#14): a first input of batch 0 let a later batch 1 through, and the backend refused the tensor.
     ["batch 0 then 2", () => request([good(0)[0]!, good(2)[1]!, good(2)[2]!]), "input 'S' batch size does not match other inputs for 'm'"],
     ["batch too large", () => request(good(5)), "inference request batch-size must be <= 4 for 'm'"],
     ["batch zero", () => request(good(0)), "inference request batch-size must be >= 1 for 'm'"],
     ["no shape", () => request([{ ...good()[0]!, shape: [] }, ...good().slice(1)]), "input 'A' has no shape but model requires batch dimension for 'm'"],
-    ["datatype", () => request([{ ...good()[0]!, datatype: "FP64" }, ...good().slice(1)]), "inference input 'A' data-type is 'FP64', but model 'm' expects 'FP32'"],
-    ["shape", () => request([{ ...good()[0]!, shape: [2, 5, 4], data: fp32(40) }, ...good().slice(1)]), /^unexpected shape for input 'A' for model 'm'\. Expected \[-1,-1,3\], got \[2,5,4\]\. NOTE: Setting a non-zero max_batch_size/],
+    [
+      "datatype",
+      () => request([{ ...good()[0]!, datatype: "FP64" }, ...good().slice(1)]),
+      "inference input 'A' data-type is 'FP64', but model 'm' expects 'FP32'",
+    ],
+    [
+      "shape",
+      () => request([{ ...good()[0]!, shape: [2, 5, 4], data: fp32(40) }, ...good().slice(1)]),
+      /^unexpected shape for input 'A' for model 'm'\. Expected \[-1,-1,3\], got \[2,5,4\]\. NOTE: Setting a non-zero max_batch_size/,
+    ],
     ["negative dim", () => request([{ ...good()[0]!, shape: [2, -1, 3] }, ...good().slice(1)]), /^unexpected shape for input 'A'/],
-    ["a 20k-dim shape, quoted cut short", () => request([{ ...good()[0]!, shape: [2, ...Array(19_999).fill(1)] }, ...good().slice(1)]), /^unexpected shape for input 'A' for model 'm'\. Expected \[-1,-1,3\], got \[2,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,\.\.\.\] \(20000 dims\)\. NOTE: .{0,400}$/],
-    ["string framing in the last prefix", () => request([good()[0]!, { ...good()[1]!, data: new Uint8Array([0, 0, 0, 0, 1, 0]) }, good()[2]!]), "input 'S' for model 'm': incomplete string length prefix at byte 4"],
-    ["byte size", () => request([{ ...good()[0]!, data: fp32(29) }, ...good().slice(1)]), "input byte size mismatch for input 'A' for model 'm'. Expected 120, got 116"],
-    ["string count", () => request([good()[0]!, { ...good()[1]!, data: strings("a", "b", "c") }, good()[2]!]), "expected 4 string elements for inference input 'S' for model 'm', got 3"],
+    [
+      "a 20k-dim shape, quoted cut short",
+      () => request([{ ...good()[0]!, shape: [2, ...Array(19_999).fill(1)] }, ...good().slice(1)]),
+      /^unexpected shape for input 'A' for model 'm'\. Expected \[-1,-1,3\], got \[2,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,\.\.\.\] \(20000 dims\)\. NOTE: .{0,400}$/,
+    ],
+    [
+      "string framing in the last prefix",
+      () => request([good()[0]!, { ...good()[1]!, data: new Uint8Array([0, 0, 0, 0, 1, 0]) }, good()[2]!]),
+      "input 'S' for model 'm': incomplete string length prefix at byte 4",
+    ],
+    [
+      "byte size",
+      () => request([{ ...good()[0]!, data: fp32(29) }, ...good().slice(1)]),
+      "input byte size mismatch for input 'A' for model 'm'. Expected 120, got 116",
+    ],
+    [
+      "string count",
+      () => request([good()[0]!, { ...good()[1]!, data: strings("a", "b", "c") }, good()[2]!]),
+      "expected 4 string elements for inference input 'S' for model 'm', got 3",
+    ],
     ["string framing", () => request([good()[0]!, { ...good()[1]!, data: new Uint8Array([9, 0, 0, 0, 1]) }, good()[2]!]), /runs past the end of the data/],
-    ["bad classification", () => request(good(), { outputs: [{ name: "Y", parameters: { classification: 0 } }] }), "classification count for output 'Y' must be a positive integer"],
+    [
+      "bad classification",
+      () => request(good(), { outputs: [{ name: "Y", parameters: { classification: 0 } }] }),
+      "classification count for output 'Y' must be a positive integer",
+    ],
   ];
   for (const [name, make, message] of cases) {
     it(`rejects: ${name}`, () => {
@@ -81,7 +120,12 @@ describe("prepareForInference", () => {
   }
 
   it("treats non-batching models as batch 1 with full shapes", () => {
-    const s = signatureOf({ name: "n", max_batch_size: 0, input: [{ name: "X", data_type: "TYPE_UINT8", dims: [2, 2] }], output: [{ name: "Y", data_type: "TYPE_UINT8", dims: [2, 2] }] });
+    const s = signatureOf({
+      name: "n",
+      max_batch_size: 0,
+      input: [{ name: "X", data_type: "TYPE_UINT8", dims: [2, 2] }],
+      output: [{ name: "Y", data_type: "TYPE_UINT8", dims: [2, 2] }],
+    });
     const p = prepareForInference(request([{ name: "X", datatype: "UINT8", shape: [2, 2], data: new Uint8Array(4) }]), s);
     expect(p.batchSize).toBe(1);
     expect(p.inputs[0]!.shape).toEqual([2, 2]);

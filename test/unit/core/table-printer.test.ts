@@ -8,7 +8,15 @@ import { modelSummary, modelTableRows } from "../../../src/repository/model-summ
 
 describe("printTable", () => {
   it("sizes each column to its widest cell or header", () => {
-    expect(printTable(["Model", "Version", "Status"], [["simple", "1", "READY"], ["simple_identity", "12", "READY"]])).toBe(
+    expect(
+      printTable(
+        ["Model", "Version", "Status"],
+        [
+          ["simple", "1", "READY"],
+          ["simple_identity", "12", "READY"],
+        ],
+      ),
+    ).toBe(
       [
         "",
         "+-----------------+---------+--------+",
@@ -23,7 +31,9 @@ describe("printTable", () => {
   });
 
   it("prints only the header between dividers when there are no rows", () => {
-    expect(printTable(["Model", "Version", "Status"], [])).toBe("\n+-------+---------+--------+\n| Model | Version | Status |\n+-------+---------+--------+\n+-------+---------+--------+\n");
+    expect(printTable(["Model", "Version", "Status"], [])).toBe(
+      "\n+-------+---------+--------+\n| Model | Version | Status |\n+-------+---------+--------+\n+-------+---------+--------+\n",
+    );
   });
 
   it("shares a narrow width fairly and wraps the cells that do not fit", () => {
@@ -56,7 +66,9 @@ describe("model summary", () => {
       ["a", "2", "UNAVAILABLE: unloaded"],
       ["b", "-", "UNAVAILABLE: bad config"],
     ]);
-    expect(modelSummary([{ name: "a", version: "1", state: "READY" }]).join("\n")).toBe("\n+-------+---------+--------+\n| Model | Version | Status |\n+-------+---------+--------+\n| a     | 1       | READY  |\n+-------+---------+--------+\n");
+    expect(modelSummary([{ name: "a", version: "1", state: "READY" }]).join("\n")).toBe(
+      "\n+-------+---------+--------+\n| Model | Version | Status |\n+-------+---------+--------+\n| a     | 1       | READY  |\n+-------+---------+--------+\n",
+    );
   });
 
   it("escapes control characters in names and reasons, so that a cell cannot add a log line (#29)", () => {

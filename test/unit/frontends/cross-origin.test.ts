@@ -7,11 +7,21 @@ const parts = (path: string) => path.split("/").filter((p) => p.length > 0);
 
 describe("cross-origin checks (#29)", () => {
   it("counts every method but GET and HEAD as changing state, inference aside", () => {
-    for (const p of ["/v2/repository/models/m/load", "/v2/repository/models/m/unload", "/v2/repository/index", "/v2/logging", "/v2/trace/setting", "/v2/models/m/trace/setting", "/v2/systemsharedmemory/region/r/register", "/v2/cudasharedmemory/unregister"]) {
+    for (const p of [
+      "/v2/repository/models/m/load",
+      "/v2/repository/models/m/unload",
+      "/v2/repository/index",
+      "/v2/logging",
+      "/v2/trace/setting",
+      "/v2/models/m/trace/setting",
+      "/v2/systemsharedmemory/region/r/register",
+      "/v2/cudasharedmemory/unregister",
+    ]) {
       expect(changesState("POST", parts(p)), p).toBe(true);
     }
     expect(changesState("PUT", parts("/v2/logging"))).toBe(true);
-    for (const p of ["/v2/models/m/infer", "/v2/models/m/versions/2/infer", "/v2/models/m/generate", "/v2/models/m/generate_stream"]) expect(changesState("POST", parts(p)), p).toBe(false);
+    for (const p of ["/v2/models/m/infer", "/v2/models/m/versions/2/infer", "/v2/models/m/generate", "/v2/models/m/generate_stream"])
+      expect(changesState("POST", parts(p)), p).toBe(false);
     expect(changesState("GET", parts("/v2/logging"))).toBe(false);
     expect(changesState("HEAD", parts("/v2/repository/index"))).toBe(false);
     // A model named "infer" is not inference when the path is a repository one.

@@ -46,7 +46,9 @@ function overGrpc(err: unknown): Promise<{ code: number; details: string }> {
   const service = inferenceService(failingServer(err), {});
   const handler = service.ServerMetadata as (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void;
   return new Promise((resolve, reject) =>
-    handler({ request: {} } as ServerUnaryCall<unknown, unknown>, (e, value) => (e ? resolve(e as { code: number; details: string }) : reject(new Error(`answered ${JSON.stringify(value)}`)))),
+    handler({ request: {} } as ServerUnaryCall<unknown, unknown>, (e, value) =>
+      e ? resolve(e as { code: number; details: string }) : reject(new Error(`answered ${JSON.stringify(value)}`)),
+    ),
   );
 }
 
@@ -62,9 +64,13 @@ describe("the catalog", () => {
 });
 
 describe("through the handlers, in process", () => {
-  it.each(ERROR_CODES)("%s: HTTP answers the status with {\"error\": message}; gRPC the status with the message", async (code) => {
+  it.each(ERROR_CODES)('%s: HTTP answers the status with {"error": message}; gRPC the status with the message', async (code) => {
     const message = `the core failed with ${code}`;
-    expect(await overHttp(new ServerError(code, message))).toEqual({ status: ERROR_CATALOG[code].http, contentType: "application/json", body: { error: message } });
+    expect(await overHttp(new ServerError(code, message))).toEqual({
+      status: ERROR_CATALOG[code].http,
+      contentType: "application/json",
+      body: { error: message },
+    });
     expect(await overGrpc(new ServerError(code, message))).toMatchObject({ code: ERROR_CATALOG[code].grpc, details: message });
   });
 
@@ -77,12 +83,42 @@ describe("through the handlers, in process", () => {
 describe("native failures keep their library's code up to the client", () => {
   const ovApi = { ov_get_error_info: () => "inference was cancelled", ov_get_last_err_msg: undefined } as unknown as OvApi;
   const cases: [string, unknown, ErrorCode, string][] = [
-    ["a library that cannot be loaded", new LibraryLoadError("cannot load X (libx.so); tried:\n  libx.so: missing", { library: "X" }), "UNAVAILABLE", "cannot load X (libx.so); tried:\n  libx.so: missing"],
-    ["a failed CUDA call", CudaError.failed("cuMemAlloc_v2", 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"), "INTERNAL", "CUDA driver: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"],
-    ["a CUDA IPC handle the driver refuses", CudaError.failed("cuIpcOpenMemHandle_v2", 400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"), "INVALID_ARG", "CUDA driver: cuIpcOpenMemHandle_v2 failed: CUDA_ERROR_INVALID_HANDLE (400): invalid resource handle"],
-    ["a shape TensorRT refuses", TensorRtError.failed("IExecutionContext::setInputShape('X', [9])", ["outside the profile"], { code: "INVALID_ARG" }), "INVALID_ARG", "TensorRT IExecutionContext::setInputShape('X', [9]) failed: outside the profile"],
-    ["a cancelled OpenVINO inference", ovStatusError(ovApi, OV_STATUS.INFER_CANCELLED, "ov_infer_request_infer"), "CANCELLED", "openvino: ov_infer_request_infer: INFER_CANCELLED: inference was cancelled"],
-    ["a shared-memory object smaller than the region", new SharedMemoryError("INVALID_ARG", "lseek", "shared memory object '/k' holds 8 bytes, fewer than the 64 requested"), "INVALID_ARG", "shared memory object '/k' holds 8 bytes, fewer than the 64 requested"],
+    [
+      "a library that cannot be loaded",
+      new LibraryLoadError("cannot load X (libx.so); tried:\n  libx.so: missing", { library: "X" }),
+      "UNAVAILABLE",
+      "cannot load X (libx.so); tried:\n  libx.so: missing",
+    ],
+    [
+      "a failed CUDA call",
+      CudaError.failed("cuMemAlloc_v2", 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+      "INTERNAL",
+      "CUDA driver: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory",
+    ],
+    [
+      "a CUDA IPC handle the driver refuses",
+      CudaError.failed("cuIpcOpenMemHandle_v2", 400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"),
+      "INVALID_ARG",
+      "CUDA driver: cuIpcOpenMemHandle_v2 failed: CUDA_ERROR_INVALID_HANDLE (400): invalid resource handle",
+    ],
+    [
+      "a shape TensorRT refuses",
+      TensorRtError.failed("IExecutionContext::setInputShape('X', [9])", ["outside the profile"], { code: "INVALID_ARG" }),
+      "INVALID_ARG",
+      "TensorRT IExecutionContext::setInputShape('X', [9]) failed: outside the profile",
+    ],
+    [
+      "a cancelled OpenVINO inference",
+      ovStatusError(ovApi, OV_STATUS.INFER_CANCELLED, "ov_infer_request_infer"),
+      "CANCELLED",
+      "openvino: ov_infer_request_infer: INFER_CANCELLED: inference was cancelled",
+    ],
+    [
+      "a shared-memory object smaller than the region",
+      new SharedMemoryError("INVALID_ARG", "lseek", "shared memory object '/k' holds 8 bytes, fewer than the 64 requested"),
+      "INVALID_ARG",
+      "shared memory object '/k' holds 8 bytes, fewer than the 64 requested",
+    ],
   ];
   it.each(cases)("%s", async (_what, err, code, message) => {
     expect(await overHttp(err)).toMatchObject({ status: ERROR_CATALOG[code].http, body: { error: message } });

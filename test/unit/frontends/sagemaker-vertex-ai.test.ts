@@ -19,7 +19,9 @@ interface Seen {
 function stub(answer: HttpResponse = { status: 200, headers: {} }) {
   const seen: Seen[] = [];
   const http = (async (req: HttpRequest) => {
-    const headers = Object.fromEntries(["content-encoding", "accept-encoding", "inference-header-content-length", "x-vertex-ai-triton-redirect"].map((h) => [h, req.header(h)]));
+    const headers = Object.fromEntries(
+      ["content-encoding", "accept-encoding", "inference-header-content-length", "x-vertex-ai-triton-redirect"].map((h) => [h, req.header(h)]),
+    );
     seen.push({ method: req.method, path: req.path, headers });
     return answer;
   }) as HttpHandler;
@@ -40,14 +42,29 @@ describe("SageMaker routes", () => {
     await createSagemakerHandler(http, { ...options, pingMode: "live" })(request("GET", "/ping"));
     await createSagemakerHandler(http, options)(request("POST", "/invocations"));
     await createSagemakerHandler(http, { ...options, inferenceType: "generate_stream" })(request("POST", "/invocations"));
-    expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual(["GET /v2/health/ready", "GET /v2/health/live", "POST /v2/models/my%20model/infer", "POST /v2/models/my%20model/generate_stream"]);
+    expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual([
+      "GET /v2/health/ready",
+      "GET /v2/health/live",
+      "POST /v2/models/my%20model/infer",
+      "POST /v2/models/my%20model/generate_stream",
+    ]);
   });
 
   it("hides Content-Encoding and Accept-Encoding from the HTTP frontend, and turns the binary content type into the header length", async () => {
     const { http, seen } = stub();
-    const h = { "content-encoding": "gzip", "accept-encoding": "gzip", "content-type": "application/vnd.sagemaker-triton.binary+json;json-header-size=7", "content-length": "20" };
+    const h = {
+      "content-encoding": "gzip",
+      "accept-encoding": "gzip",
+      "content-type": "application/vnd.sagemaker-triton.binary+json;json-header-size=7",
+      "content-length": "20",
+    };
     await createSagemakerHandler(http, options)(request("POST", "/invocations", h));
-    expect(seen[0]!.headers).toEqual({ "content-encoding": undefined, "accept-encoding": undefined, "inference-header-content-length": "7", "x-vertex-ai-triton-redirect": undefined });
+    expect(seen[0]!.headers).toEqual({
+      "content-encoding": undefined,
+      "accept-encoding": undefined,
+      "inference-header-content-length": "7",
+      "x-vertex-ai-triton-redirect": undefined,
+    });
   });
 
   it("gives a binary answer the SageMaker content type in place of Inference-Header-Content-Length", async () => {
@@ -59,7 +76,13 @@ describe("SageMaker routes", () => {
   it("answers the multi-model routes 501 and anything else 400, without calling the HTTP frontend", async () => {
     const { http, seen } = stub();
     const handle = createSagemakerHandler(http, options);
-    for (const [method, path] of [["GET", "/models"], ["POST", "/models"], ["GET", "/models/m"], ["POST", "/models/m/invoke"], ["DELETE", "/models/m"]]) {
+    for (const [method, path] of [
+      ["GET", "/models"],
+      ["POST", "/models"],
+      ["GET", "/models/m"],
+      ["POST", "/models/m/invoke"],
+      ["DELETE", "/models/m"],
+    ]) {
       expect((await handle(request(method!, path!))).status).toBe(501);
     }
     for (const path of ["/", "/v2/health/ready", "/ping/", "/invocations/x", "/models/m/other"]) {
@@ -91,7 +114,20 @@ describe("Vertex AI routes", () => {
   it("a redirect reaches the read-only endpoints as GET, infer and the repository index as POST", async () => {
     const { http, seen } = stub();
     const handle = createVertexAiHandler(http, { ...options, metrics });
-    const allowed = ["v2", "v2/health/live", "v2/models/stats", "v2/models/m", "v2/models/m/versions/2/ready", "v2/models/m/config", "v2/models/m/stats", "v2/systemsharedmemory/status", "v2/cudasharedmemory/region/r/status", "v2/models/m/versions/3/infer", "v2/repository/index", "v2/repository/r/index"];
+    const allowed = [
+      "v2",
+      "v2/health/live",
+      "v2/models/stats",
+      "v2/models/m",
+      "v2/models/m/versions/2/ready",
+      "v2/models/m/config",
+      "v2/models/m/stats",
+      "v2/systemsharedmemory/status",
+      "v2/cudasharedmemory/region/r/status",
+      "v2/models/m/versions/3/infer",
+      "v2/repository/index",
+      "v2/repository/r/index",
+    ];
     for (const to of allowed) expect((await handle(redirect(to))).status, to).toBe(200);
     expect(seen.map((s) => `${s.method} ${s.path}`)).toEqual([
       "GET /v2",
@@ -114,7 +150,12 @@ describe("Vertex AI routes", () => {
   it("refuses redirects that change state (403), that are not a POST (405), and any other endpoint (400)", async () => {
     const { http, seen } = stub();
     const handle = createVertexAiHandler(http, options);
-    for (const to of ["v2/systemsharedmemory/region/r/register", "v2/cudasharedmemory/unregister", "v2/repository/models/m/load", "v2/repository/r/models/m/unload"]) {
+    for (const to of [
+      "v2/systemsharedmemory/region/r/register",
+      "v2/cudasharedmemory/unregister",
+      "v2/repository/models/m/load",
+      "v2/repository/r/models/m/unload",
+    ]) {
       expect(await handle(redirect(to)), to).toEqual({ status: 403, headers: {} });
     }
     expect(await handle(redirect("v2", "GET"))).toEqual({ status: 405, headers: {} });

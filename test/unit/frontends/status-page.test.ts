@@ -26,7 +26,9 @@ describe("with --allow-status-page", () => {
     const res = await s.call("GET", "/nereid/status");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
-    expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+    expect(res.headers.get("content-security-policy")).toBe(
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
+    );
     const html = await res.text();
     expect(html.startsWith("<!doctype html>")).toBe(true);
     expect(html).not.toMatch(/\b(src|href)=/);
@@ -42,7 +44,17 @@ describe("with --allow-status-page", () => {
     expect(json.interval_ms).toBe(1000);
     expect(json.load_errors).toEqual([]);
     expect(json.models).toHaveLength(1);
-    expect(json.models[0]).toMatchObject({ name: "simple", version: "1", state: "READY", reason: "", pending: 0, success: 3, inference_count: 3, execution_count: 3, cache_enabled: false });
+    expect(json.models[0]).toMatchObject({
+      name: "simple",
+      version: "1",
+      state: "READY",
+      reason: "",
+      pending: 0,
+      success: 3,
+      inference_count: 3,
+      execution_count: 3,
+      cache_enabled: false,
+    });
   });
 
   it("is read-only: other methods answer 405", async () => {
@@ -53,7 +65,12 @@ describe("with --allow-status-page", () => {
 
 describe("with --http-restricted-api on statistics", () => {
   let s: Awaited<ReturnType<typeof startHandler>>;
-  beforeAll(async () => (s = await startHandler(["simple"], { server: { allowStatusPage: true, httpRestrictedApi: [{ apis: ["statistics"], key: "admin-key", value: "secret" }] } })));
+  beforeAll(
+    async () =>
+      (s = await startHandler(["simple"], {
+        server: { allowStatusPage: true, httpRestrictedApi: [{ apis: ["statistics"], key: "admin-key", value: "secret" }] },
+      })),
+  );
   afterAll(async () => s?.stop());
 
   it("needs the statistics group's header, as the statistics extension does", async () => {

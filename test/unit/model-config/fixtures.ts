@@ -191,9 +191,7 @@ export const FULL: ModelConfig = {
       output_copy_stream: true,
     },
     execution_accelerators: {
-      gpu_execution_accelerator: [
-        { name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } },
-      ],
+      gpu_execution_accelerator: [{ name: "tensorrt", parameters: { precision_mode: "FP16", max_workspace_size_bytes: "1073741824" } }],
       cpu_execution_accelerator: [{ name: "openvino" }],
     },
     input_pinned_memory: { enable: false },
@@ -218,7 +216,13 @@ export const FULL: ModelConfig = {
       name: "gpu_group",
       kind: "KIND_GPU",
       count: 2,
-      rate_limiter: { resources: [{ name: "R1", global: true, count: 4 }, { name: "R2", count: 1 }], priority: 2 },
+      rate_limiter: {
+        resources: [
+          { name: "R1", global: true, count: 4 },
+          { name: "R2", count: 1 },
+        ],
+        priority: 2,
+      },
       gpus: [0, 1],
       secondary_devices: [{ kind: "KIND_NVDLA", device_id: 1 }],
       profile: ["0", "1"],

@@ -66,7 +66,9 @@ describe("configToJson", () => {
         is_non_linear_format_io: false,
       },
     ]);
-    expect(json.output).toEqual([{ name: "", data_type: "TYPE_INVALID", dims: [], label_filename: "", is_shape_tensor: false, is_non_linear_format_io: false }]);
+    expect(json.output).toEqual([
+      { name: "", data_type: "TYPE_INVALID", dims: [], label_filename: "", is_shape_tensor: false, is_non_linear_format_io: false },
+    ]);
     expect(json.instance_group).toEqual([
       { name: "", kind: "KIND_GPU", count: 0, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: "" },
     ]);
@@ -109,7 +111,12 @@ describe("configToJson", () => {
       iterative_sequence: false,
     });
     expect(json.model_warmup).toEqual([
-      { name: "", batch_size: 0, inputs: { X: { data_type: "TYPE_INVALID", dims: [] }, Y: { data_type: "TYPE_INVALID", dims: [], random_data: true } }, count: 0 },
+      {
+        name: "",
+        batch_size: 0,
+        inputs: { X: { data_type: "TYPE_INVALID", dims: [] }, Y: { data_type: "TYPE_INVALID", dims: [], random_data: true } },
+        count: 0,
+      },
     ]);
     expect(json.model_metrics).toEqual({ metric_control: [{}] });
     // Only the scheduling member that is set appears.
@@ -211,7 +218,9 @@ describe("configFromJson", () => {
       sequenceBatching: {
         maxSequenceIdleMicroseconds: "5000000",
         oldest: { maxCandidateSequences: 2, preferredBatchSize: [1] },
-        controlInput: [{ name: "S", control: [{ kind: "CONTROL_SEQUENCE_START", int32FalseTrue: [0, 1], fp32FalseTrue: [0, 1], boolFalseTrue: [false, true] }] }],
+        controlInput: [
+          { name: "S", control: [{ kind: "CONTROL_SEQUENCE_START", int32FalseTrue: [0, 1], fp32FalseTrue: [0, 1], boolFalseTrue: [false, true] }] },
+        ],
         state: [{ inputName: "a", outputName: "b", initialState: [{ zeroData: true }], useSameBufferForInputOutput: true }],
       },
     });
@@ -219,7 +228,9 @@ describe("configFromJson", () => {
       sequence_batching: {
         max_sequence_idle_microseconds: 5000000,
         oldest: { max_candidate_sequences: 2, preferred_batch_size: [1] },
-        control_input: [{ name: "S", control: [{ kind: "CONTROL_SEQUENCE_START", int32_false_true: [0, 1], fp32_false_true: [0, 1], bool_false_true: [false, true] }] }],
+        control_input: [
+          { name: "S", control: [{ kind: "CONTROL_SEQUENCE_START", int32_false_true: [0, 1], fp32_false_true: [0, 1], bool_false_true: [false, true] }] },
+        ],
         state: [{ input_name: "a", output_name: "b", initial_state: [{ zero_data: true }], use_same_buffer_for_input_output: true }],
       },
     });
@@ -250,10 +261,26 @@ describe("configFromJson", () => {
     ["an int64 string beyond 2^53", { input: [{ dims: ["9007199254740993"] }] }, "config.input[0].dims[0]: expected an integer"],
     ["a bool for an int", { max_batch_size: true }, "config.max_batch_size: expected an integer"],
     ["a negative uint32", { version_policy: { latest: { num_versions: -1 } } }, "config.version_policy.latest.num_versions: expected a non-negative integer"],
-    ["a negative uint64 string", { dynamic_batching: { max_queue_delay_microseconds: "-1" } }, "config.dynamic_batching.max_queue_delay_microseconds: expected a non-negative integer"],
-    ["a non-numeric string for a float", { model_metrics: { metric_control: [{ histogram_options: { buckets: ["one"] } }] } }, "config.model_metrics.metric_control[0].histogram_options.buckets[0]: expected a number"],
-    ["an empty string for a float", { sequence_batching: { direct: { minimum_slot_utilization: "" } } }, "config.sequence_batching.direct.minimum_slot_utilization: expected a number"],
-    ["null inside a repeated float", { model_metrics: { metric_control: [{ histogram_options: { buckets: [1, null] } }] } }, "config.model_metrics.metric_control[0].histogram_options.buckets[1]: expected a number"],
+    [
+      "a negative uint64 string",
+      { dynamic_batching: { max_queue_delay_microseconds: "-1" } },
+      "config.dynamic_batching.max_queue_delay_microseconds: expected a non-negative integer",
+    ],
+    [
+      "a non-numeric string for a float",
+      { model_metrics: { metric_control: [{ histogram_options: { buckets: ["one"] } }] } },
+      "config.model_metrics.metric_control[0].histogram_options.buckets[0]: expected a number",
+    ],
+    [
+      "an empty string for a float",
+      { sequence_batching: { direct: { minimum_slot_utilization: "" } } },
+      "config.sequence_batching.direct.minimum_slot_utilization: expected a number",
+    ],
+    [
+      "null inside a repeated float",
+      { model_metrics: { metric_control: [{ histogram_options: { buckets: [1, null] } }] } },
+      "config.model_metrics.metric_control[0].histogram_options.buckets[1]: expected a number",
+    ],
     ["an unknown enum name", { input: [{ data_type: "TYPE_NOPE" }] }, 'config.input[0].data_type: unknown value "TYPE_NOPE" for enum DataType'],
     ["an unknown enum number", { input: [{ data_type: 99 }] }, "config.input[0].data_type: unknown value 99 for enum DataType"],
     ["a nested enum given a bool", { instance_group: [{ kind: true }] }, "config.instance_group[0].kind: unknown value true for enum Kind"],
@@ -264,11 +291,27 @@ describe("configFromJson", () => {
     ["an array for a map", { parameters: [] }, "config.parameters: expected an object"],
     ["a number for a map", { metric_tags: 1 }, "config.metric_tags: expected an object"],
     ["a number as a string map value", { cc_model_filenames: { a: 1 } }, "config.cc_model_filenames[a]: expected a string"],
-    ["a non-integer uint64 map key", { dynamic_batching: { priority_queue_policy: { abc: {} } } }, "config.dynamic_batching.priority_queue_policy[abc]: expected a non-negative integer"],
-    ["a negative uint64 map key", { dynamic_batching: { priority_queue_policy: { "-1": {} } } }, "config.dynamic_batching.priority_queue_policy[-1]: expected a non-negative integer"],
-    ["two scheduling members", { dynamic_batching: {}, sequence_batching: {} }, "config.sequence_batching: oneof 'scheduling_choice' already set by 'dynamic_batching'"],
+    [
+      "a non-integer uint64 map key",
+      { dynamic_batching: { priority_queue_policy: { abc: {} } } },
+      "config.dynamic_batching.priority_queue_policy[abc]: expected a non-negative integer",
+    ],
+    [
+      "a negative uint64 map key",
+      { dynamic_batching: { priority_queue_policy: { "-1": {} } } },
+      "config.dynamic_batching.priority_queue_policy[-1]: expected a non-negative integer",
+    ],
+    [
+      "two scheduling members",
+      { dynamic_batching: {}, sequence_batching: {} },
+      "config.sequence_batching: oneof 'scheduling_choice' already set by 'dynamic_batching'",
+    ],
     ["two version policies", { version_policy: { latest: {}, all: {} } }, "config.version_policy.all: oneof 'policy_choice' already set by 'latest'"],
-    ["two warmup data sources", { model_warmup: [{ inputs: { X: { zero_data: true, randomData: true } } }] }, "config.model_warmup[0].inputs[X].random_data: oneof 'input_data_type' already set by 'zero_data'"],
+    [
+      "two warmup data sources",
+      { model_warmup: [{ inputs: { X: { zero_data: true, randomData: true } } }] },
+      "config.model_warmup[0].inputs[X].random_data: oneof 'input_data_type' already set by 'zero_data'",
+    ],
   ];
 
   it.each(errors)("rejects %s", (_, json, message) => {
@@ -279,7 +322,9 @@ describe("configFromJson", () => {
 
   it("rejects int32 and uint32 values outside their 32-bit range", () => {
     expect(errorOf({ max_batch_size: 2147483648 }).message).toBe("config.max_batch_size: integer 2147483648 is out of range for int32");
-    expect(errorOf({ optimization: { graph: { level: "-2147483649" } } }).message).toBe("config.optimization.graph.level: integer -2147483649 is out of range for int32");
+    expect(errorOf({ optimization: { graph: { level: "-2147483649" } } }).message).toBe(
+      "config.optimization.graph.level: integer -2147483649 is out of range for int32",
+    );
     expect(errorOf({ version_policy: { latest: { num_versions: 4294967296 } } }).message).toBe(
       "config.version_policy.latest.num_versions: integer 4294967296 is out of range for uint32",
     );
@@ -290,8 +335,14 @@ describe("configFromJson", () => {
   });
 
   it("takes floats as numbers or numeric strings, as protobuf's JSON parser does", () => {
-    const config = configFromJson({ sequence_batching: { direct: { minimumSlotUtilization: "0.5" } }, model_metrics: { metric_control: [{ histogram_options: { buckets: ["1e-3", 2] } }] } });
-    expect(config).toEqual({ sequence_batching: { direct: { minimum_slot_utilization: 0.5 } }, model_metrics: { metric_control: [{ histogram_options: { buckets: [0.001, 2] } }] } });
+    const config = configFromJson({
+      sequence_batching: { direct: { minimumSlotUtilization: "0.5" } },
+      model_metrics: { metric_control: [{ histogram_options: { buckets: ["1e-3", 2] } }] },
+    });
+    expect(config).toEqual({
+      sequence_batching: { direct: { minimum_slot_utilization: 0.5 } },
+      model_metrics: { metric_control: [{ histogram_options: { buckets: [0.001, 2] } }] },
+    });
   });
 
   // Found by the fuzz suite (#14): a load override with such a key was answered 500.
@@ -307,7 +358,9 @@ describe("configFromJson", () => {
     const deep = JSON.parse(`${"[".repeat(100_000)}${"]".repeat(100_000)}`);
     expect(errorOf({ input: [{ data_type: deep }] }).message).toBe("config.input[0].data_type: unknown value an array for enum DataType");
     expect(errorOf({ input: [{ data_type: { a: 1 } }] }).message).toBe("config.input[0].data_type: unknown value an object for enum DataType");
-    expect(errorOf({ input: [{ data_type: "T".repeat(5000) }] }).message).toBe(`config.input[0].data_type: unknown value "${"T".repeat(99)}… for enum DataType`);
+    expect(errorOf({ input: [{ data_type: "T".repeat(5000) }] }).message).toBe(
+      `config.input[0].data_type: unknown value "${"T".repeat(99)}… for enum DataType`,
+    );
     expect(errorOf({ ["k".repeat(5000)]: 1 }).message).toBe(`config: unknown field '${"k".repeat(100)}…' in ModelConfig`);
     expect(errorOf({ dynamic_batching: { priority_queue_policy: { ["9".repeat(5000)]: {} } } }).message.length).toBeLessThan(300);
   });
@@ -328,7 +381,17 @@ function addedDefaults(type: protobuf.Type, result: Obj, original: Obj, path: st
     const p = `${path}.${key}`;
     if (!(key in original)) {
       out.push(p);
-      const def = field.map ? {} : field.repeated ? [] : kind === "bool" ? false : kind === "string" ? "" : kind === "enum" ? (field.resolvedType as protobuf.Enum).valuesById[0] : 0;
+      const def = field.map
+        ? {}
+        : field.repeated
+          ? []
+          : kind === "bool"
+            ? false
+            : kind === "string"
+              ? ""
+              : kind === "enum"
+                ? (field.resolvedType as protobuf.Enum).valuesById[0]
+                : 0;
       expect(kind === "message" && !field.map && !field.repeated, `${p} is an unset message`).toBe(false);
       expect(value, p).toEqual(def);
       continue;
@@ -389,7 +452,16 @@ parameters { key: "p" value { } }
       parameters: { p: { string_value: "" } },
     });
     // Not added: unset messages (optimization, model_operations, response_cache, ...) and the other scheduling members.
-    for (const key of ["optimization", "sequence_batching", "ensemble_scheduling", "model_operations", "model_transaction_policy", "model_repository_agents", "response_cache", "model_metrics"]) {
+    for (const key of [
+      "optimization",
+      "sequence_batching",
+      "ensemble_scheduling",
+      "model_operations",
+      "model_transaction_policy",
+      "model_repository_agents",
+      "response_cache",
+      "model_metrics",
+    ]) {
       expect(back).not.toHaveProperty(key);
     }
     expect(back).toMatchObject(parsed);

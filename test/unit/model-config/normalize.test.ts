@@ -58,12 +58,18 @@ describe("normalizeModelConfig", () => {
   describe("dynamic batching", () => {
     it("sets preferred_batch_size to [max_batch_size] when none is given", () => {
       expect(normalizeModelConfig({ max_batch_size: 8, dynamic_batching: {} }, cpu).dynamic_batching).toEqual({ preferred_batch_size: [8] });
-      expect(normalizeModelConfig({ max_batch_size: 8, dynamic_batching: { preferred_batch_size: [] } }, cpu).dynamic_batching).toEqual({ preferred_batch_size: [8] });
+      expect(normalizeModelConfig({ max_batch_size: 8, dynamic_batching: { preferred_batch_size: [] } }, cpu).dynamic_batching).toEqual({
+        preferred_batch_size: [8],
+      });
     });
 
     it("keeps a given preferred_batch_size and adds none when max_batch_size is 0", () => {
-      expect(normalizeModelConfig({ max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2, 4] } }, cpu).dynamic_batching).toEqual({ preferred_batch_size: [2, 4] });
-      expect(normalizeModelConfig({ dynamic_batching: { max_queue_delay_microseconds: 5 } }, cpu).dynamic_batching).toEqual({ max_queue_delay_microseconds: 5 });
+      expect(normalizeModelConfig({ max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2, 4] } }, cpu).dynamic_batching).toEqual({
+        preferred_batch_size: [2, 4],
+      });
+      expect(normalizeModelConfig({ dynamic_batching: { max_queue_delay_microseconds: 5 } }, cpu).dynamic_batching).toEqual({
+        max_queue_delay_microseconds: 5,
+      });
     });
 
     it("adds no dynamic batching where there was none", () => {
@@ -74,8 +80,12 @@ describe("normalizeModelConfig", () => {
   describe("sequence batching", () => {
     it("sets max_sequence_idle_microseconds to 1000000 when absent or 0, and keeps other values", () => {
       expect(normalizeModelConfig({ sequence_batching: {} }, cpu).sequence_batching).toEqual({ max_sequence_idle_microseconds: 1000000 });
-      expect(normalizeModelConfig({ sequence_batching: { max_sequence_idle_microseconds: 0 } }, cpu).sequence_batching).toEqual({ max_sequence_idle_microseconds: 1000000 });
-      expect(normalizeModelConfig({ sequence_batching: { max_sequence_idle_microseconds: 5 } }, cpu).sequence_batching).toEqual({ max_sequence_idle_microseconds: 5 });
+      expect(normalizeModelConfig({ sequence_batching: { max_sequence_idle_microseconds: 0 } }, cpu).sequence_batching).toEqual({
+        max_sequence_idle_microseconds: 1000000,
+      });
+      expect(normalizeModelConfig({ sequence_batching: { max_sequence_idle_microseconds: 5 } }, cpu).sequence_batching).toEqual({
+        max_sequence_idle_microseconds: 5,
+      });
     });
 
     it("sets oldest.preferred_batch_size to [max_batch_size] when none is given and the model batches", () => {
@@ -85,9 +95,15 @@ describe("normalizeModelConfig", () => {
         oldest: { preferred_batch_size: [2] },
         max_sequence_idle_microseconds: 1000000,
       });
-      expect(normalizeModelConfig({ sequence_batching: { oldest: {} } }, cpu).sequence_batching).toEqual({ oldest: {}, max_sequence_idle_microseconds: 1000000 });
+      expect(normalizeModelConfig({ sequence_batching: { oldest: {} } }, cpu).sequence_batching).toEqual({
+        oldest: {},
+        max_sequence_idle_microseconds: 1000000,
+      });
       // The direct strategy has no preferred sizes.
-      expect(normalizeModelConfig({ max_batch_size: 4, sequence_batching: { direct: {} } }, cpu).sequence_batching).toEqual({ direct: {}, max_sequence_idle_microseconds: 1000000 });
+      expect(normalizeModelConfig({ max_batch_size: 4, sequence_batching: { direct: {} } }, cpu).sequence_batching).toEqual({
+        direct: {},
+        max_sequence_idle_microseconds: 1000000,
+      });
     });
   });
 
@@ -245,7 +261,11 @@ describe("autoCompleteConfig", () => {
   });
 
   it("adds no dynamic batching when another scheduler is configured", () => {
-    for (const scheduler of [{ sequence_batching: {} }, { dynamic_batching: { max_queue_delay_microseconds: 5 } }, { ensemble_scheduling: {} }] as ModelConfig[]) {
+    for (const scheduler of [
+      { sequence_batching: {} },
+      { dynamic_batching: { max_queue_delay_microseconds: 5 } },
+      { ensemble_scheduling: {} },
+    ] as ModelConfig[]) {
       const out = autoCompleteConfig(scheduler, BATCHABLE, { defaultMaxBatchSize: 4 });
       expect(out).toEqual({ ...scheduler, max_batch_size: 4, input: expect.any(Array), output: expect.any(Array) });
     }
@@ -271,7 +291,9 @@ describe("autoCompleteConfig", () => {
   });
 
   it("treats max_batch_size 0 as absent, as Triton (proto3) does", () => {
-    expect(autoCompleteConfig({ max_batch_size: 0 }, BATCHABLE, { defaultMaxBatchSize: 4 })).toEqual(autoCompleteConfig({}, BATCHABLE, { defaultMaxBatchSize: 4 }));
+    expect(autoCompleteConfig({ max_batch_size: 0 }, BATCHABLE, { defaultMaxBatchSize: 4 })).toEqual(
+      autoCompleteConfig({}, BATCHABLE, { defaultMaxBatchSize: 4 }),
+    );
   });
 
   it("with a default max_batch_size of 0, leaves the model unbatched and keeps the batch dim in dims", () => {
@@ -387,4 +409,3 @@ describe("autoCompleteConfig", () => {
     expect(input).toEqual({ input: [{ name: "x" }] });
   });
 });
-

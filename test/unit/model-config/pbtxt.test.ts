@@ -71,7 +71,7 @@ describe("protobuf text syntax as Triton configs use it", () => {
 
   it("decodes single- and double-quoted strings with every escape", () => {
     const c = parsePbtxt(String.raw`name: 'it\'s \"q\" \\ \n\t\r\a\b\f\v\? \x41\x4a \101\60 \303\251' platform: "say 'hi'"`);
-    expect(c.name).toBe("it's \"q\" \\ \n\t\r\x07\b\f\v? AJ A0 é");
+    expect(c.name).toBe('it\'s "q" \\ \n\t\r\x07\b\f\v? AJ A0 é');
     expect(c.platform).toBe("say 'hi'");
   });
 
@@ -84,7 +84,11 @@ describe("protobuf text syntax as Triton configs use it", () => {
   });
 
   it("decodes runs of plain text between escapes, and escapes at the very end of a string (#29 item 9)", () => {
-    expect(parsePbtxt(String.raw`name: "ab\x41cd\303\251ef\u00e9" platform: "\x4" backend: "x\101"`)).toEqual({ name: "abAcdéefé", platform: "\x04", backend: "xA" });
+    expect(parsePbtxt(String.raw`name: "ab\x41cd\303\251ef\u00e9" platform: "\x4" backend: "x\101"`)).toEqual({
+      name: "abAcdéefé",
+      platform: "\x04",
+      backend: "xA",
+    });
   });
 
   it("reads the largest configs the repository allows: a million dims in one list, a 1 MiB string (#29 item 9)", () => {
@@ -123,7 +127,9 @@ describe("protobuf text syntax as Triton configs use it", () => {
 
   // Found by the fuzz suite (#14): -0 read back as 0 after printing.
   it("reads -0 as 0 in integer fields, and keeps -0 in float fields through print → parse", () => {
-    const c = parsePbtxt("max_batch_size: -0 dynamic_batching { max_queue_delay_microseconds: -0 } model_metrics { metric_control { histogram_options { buckets: [ -0, -0.0 ] } } }");
+    const c = parsePbtxt(
+      "max_batch_size: -0 dynamic_batching { max_queue_delay_microseconds: -0 } model_metrics { metric_control { histogram_options { buckets: [ -0, -0.0 ] } } }",
+    );
     expect(Object.is(c.max_batch_size, 0)).toBe(true);
     expect(Object.is(c.dynamic_batching!.max_queue_delay_microseconds, 0)).toBe(true);
     expect(bucketsOf(c).map((b) => Object.is(b, -0))).toEqual([true, true]);
@@ -278,8 +284,18 @@ ensemble_scheduling {
 }`);
     expect(c.ensemble_scheduling).toEqual({
       step: [
-        { model_name: "image_preprocess_model", model_version: -1, input_map: { RAW_IMAGE: "IMAGE" }, output_map: { PREPROCESSED_OUTPUT: "preprocessed_image" } },
-        { model_name: "classification_model", model_version: -1, input_map: { FORMATTED_IMAGE: "preprocessed_image" }, output_map: { CLASSIFICATION_OUTPUT: "CLASSIFICATION" } },
+        {
+          model_name: "image_preprocess_model",
+          model_version: -1,
+          input_map: { RAW_IMAGE: "IMAGE" },
+          output_map: { PREPROCESSED_OUTPUT: "preprocessed_image" },
+        },
+        {
+          model_name: "classification_model",
+          model_version: -1,
+          input_map: { FORMATTED_IMAGE: "preprocessed_image" },
+          output_map: { CLASSIFICATION_OUTPUT: "CLASSIFICATION" },
+        },
       ],
     });
     expect(c.output).toEqual([
@@ -440,7 +456,11 @@ describe("syntax errors carry file, line and column", () => {
     ],
     // enums
     ["unknown enum value", 'input [ { name: "X" data_type: TYPE_NOPE } ]', "config.pbtxt:1:32: unknown value 'TYPE_NOPE' for enum inference.DataType"],
-    ["unknown nested enum value", "instance_group { kind: KIND_TPU }", "config.pbtxt:1:24: unknown value 'KIND_TPU' for enum inference.ModelInstanceGroup.Kind"],
+    [
+      "unknown nested enum value",
+      "instance_group { kind: KIND_TPU }",
+      "config.pbtxt:1:24: unknown value 'KIND_TPU' for enum inference.ModelInstanceGroup.Kind",
+    ],
     ["unknown enum number", "input { data_type: 99 }", "config.pbtxt:1:20: unknown value 99 for enum inference.DataType"],
     ["enum given as a string", 'input { data_type: "TYPE_FP32" }', 'config.pbtxt:1:20: expected an enum value, found string "TYPE_FP32"'],
     ["enum given as a float", "input { data_type: 1.5 }", "config.pbtxt:1:20: expected an enum value, found '1.5'"],
@@ -499,8 +519,16 @@ describe("syntax errors carry file, line and column", () => {
     // maps
     ["map entry without a key", 'parameters { value { string_value: "x" } }', "config.pbtxt:1:12: map entry of 'parameters' has no key"],
     ["unknown name in a map entry", 'parameters { key: "a" foo: 1 }', "config.pbtxt:1:23: expected 'key' or 'value' in map 'parameters', found 'foo'"],
-    ["negative uint64 map key", "dynamic_batching { priority_queue_policy { key: -1 } }", "config.pbtxt:1:49: expected a non-negative integer for 'priority_queue_policy.key', found -1"],
-    ["string uint64 map key", 'dynamic_batching { priority_queue_policy { key: "1" } }', "config.pbtxt:1:49: expected an integer for 'priority_queue_policy.key', found string \"1\""],
+    [
+      "negative uint64 map key",
+      "dynamic_batching { priority_queue_policy { key: -1 } }",
+      "config.pbtxt:1:49: expected a non-negative integer for 'priority_queue_policy.key', found -1",
+    ],
+    [
+      "string uint64 map key",
+      'dynamic_batching { priority_queue_policy { key: "1" } }',
+      "config.pbtxt:1:49: expected an integer for 'priority_queue_policy.key', found string \"1\"",
+    ],
     ["number as a string map key", "parameters { key: 1 }", "config.pbtxt:1:19: expected a string for 'parameters.key', found '1'"],
     // scalar types
     ["float for an integer", "max_batch_size: 1.5", "config.pbtxt:1:17: expected an integer for 'max_batch_size', found '1.5'"],
@@ -512,9 +540,17 @@ describe("syntax errors carry file, line and column", () => {
     ["integer beyond 2^53", "max_batch_size: 9007199254740993", "config.pbtxt:1:17: integer 9007199254740993 for 'max_batch_size' is out of range"],
     ["bool as a word", "input { optional: yes }", "config.pbtxt:1:19: expected true or false for 'optional', found 'yes'"],
     ["bool as 2", "input { optional: 2 }", "config.pbtxt:1:19: expected true or false for 'optional', found '2'"],
-    ["bool as a string", 'input { optional: "true" }', 'config.pbtxt:1:19: expected true or false for \'optional\', found string "true"'],
-    ["string for a float", 'model_metrics { metric_control { histogram_options { buckets: [ "1" ] } } }', "config.pbtxt:1:65: expected a number for 'buckets', found string \"1\""],
-    ["identifier for a float", "sequence_batching { direct { minimum_slot_utilization: half } }", "config.pbtxt:1:56: expected a number for 'minimum_slot_utilization', found 'half'"],
+    ["bool as a string", 'input { optional: "true" }', "config.pbtxt:1:19: expected true or false for 'optional', found string \"true\""],
+    [
+      "string for a float",
+      'model_metrics { metric_control { histogram_options { buckets: [ "1" ] } } }',
+      "config.pbtxt:1:65: expected a number for 'buckets', found string \"1\"",
+    ],
+    [
+      "identifier for a float",
+      "sequence_batching { direct { minimum_slot_utilization: half } }",
+      "config.pbtxt:1:56: expected a number for 'minimum_slot_utilization', found 'half'",
+    ],
   ];
 
   it.each(cases)("%s", (_, text, message) => {

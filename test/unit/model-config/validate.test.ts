@@ -52,7 +52,16 @@ describe("validateModelConfig accepts", () => {
   });
 
   it("reshapes Triton allows: scalar [1] ↔ [], equal counts, equal runs around variable dims", () => {
-    for (const [dims, shape] of [[[1], []], [[1, 1], []], [[2, 2], [4]], [[2, 4, -1, 6], [8, -1, 1, 6]], [[-1], [-1]]]) {
+    for (const [dims, shape] of [
+      [[1], []],
+      [[1, 1], []],
+      [[2, 2], [4]],
+      [
+        [2, 4, -1, 6],
+        [8, -1, 1, 6],
+      ],
+      [[-1], [-1]],
+    ]) {
       expect(() => validateModelConfig({ max_batch_size: 1, input: [{ ...IN, dims, reshape: { shape } }] }, "m"), JSON.stringify([dims, shape])).not.toThrow();
     }
   });
@@ -60,7 +69,10 @@ describe("validateModelConfig accepts", () => {
   it("TensorRT-only fields on a tensorrt_plan model, priority levels 0, and an input and output of one name", () => {
     const trt: ModelConfig = {
       platform: "tensorrt_plan",
-      input: [{ ...IN, is_shape_tensor: true }, { name: "img", data_type: "TYPE_FP16", dims: [3, 8, 8], format: "FORMAT_NCHW", is_non_linear_format_io: true }],
+      input: [
+        { ...IN, is_shape_tensor: true },
+        { name: "img", data_type: "TYPE_FP16", dims: [3, 8, 8], format: "FORMAT_NCHW", is_non_linear_format_io: true },
+      ],
       instance_group: [{ name: "g", kind: "KIND_GPU", count: 1, gpus: [0], profile: ["0"] }],
     };
     expect(() => validateModelConfig(trt, "m")).not.toThrow();
@@ -98,11 +110,23 @@ const cases: [string, ModelConfig, string][] = [
   // tensors
   ["an input without a name", { input: [{ data_type: "TYPE_FP32", dims: [1] }] }, "model 'm' field 'input[0].name': model input must specify 'name'"],
   ["an empty input name", { input: [{ ...IN, name: "" }] }, "model 'm' field 'input[0].name': model input must specify 'name'"],
-  ["an output without a name", { input: [IN], output: [OUT, { data_type: "TYPE_FP32", dims: [1] }] }, "model 'm' field 'output[1].name': model output must specify 'name'"],
+  [
+    "an output without a name",
+    { input: [IN], output: [OUT, { data_type: "TYPE_FP32", dims: [1] }] },
+    "model 'm' field 'output[1].name': model output must specify 'name'",
+  ],
   ["an input without data_type", { input: [{ name: "a", dims: [1] }] }, "model 'm' field 'input[0].data_type': model input 'a' must specify 'data_type'"],
   ["TYPE_INVALID", { input: [{ ...IN, data_type: "TYPE_INVALID" }] }, "model 'm' field 'input[0].data_type': model input 'a' must specify 'data_type'"],
-  ["an output without dims", { input: [IN], output: [{ name: "b", data_type: "TYPE_FP32" }] }, "model 'm' field 'output[0].dims': model output 'b' must specify 'dims'"],
-  ["empty dims, even with a reshape", { input: [{ ...IN, dims: [], reshape: { shape: [] } }] }, "model 'm' field 'input[0].dims': model input 'a' must specify 'dims'"],
+  [
+    "an output without dims",
+    { input: [IN], output: [{ name: "b", data_type: "TYPE_FP32" }] },
+    "model 'm' field 'output[0].dims': model output 'b' must specify 'dims'",
+  ],
+  [
+    "empty dims, even with a reshape",
+    { input: [{ ...IN, dims: [], reshape: { shape: [] } }] },
+    "model 'm' field 'input[0].dims': model input 'a' must specify 'dims'",
+  ],
   [
     "a zero dim",
     { input: [{ ...IN, dims: [-1, 0] }] },
@@ -123,16 +147,36 @@ const cases: [string, ModelConfig, string][] = [
     { input: [{ ...IN, reshape: { shape: [0] } }] },
     "model 'm' field 'input[0].reshape': model input 'a' reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension, got 0",
   ],
-  ["a reshape of another size", { input: [{ ...IN, dims: [2, 3], reshape: { shape: [5] } }] }, "model 'm' field 'input[0].reshape': model input 'a' has different size for dims and reshape"],
-  ["a fixed reshape of variable dims", { output: [{ ...OUT, dims: [-1], reshape: { shape: [3] } }] }, "model 'm' field 'output[0].reshape': model output 'b' has different size for dims and reshape"],
+  [
+    "a reshape of another size",
+    { input: [{ ...IN, dims: [2, 3], reshape: { shape: [5] } }] },
+    "model 'm' field 'input[0].reshape': model input 'a' has different size for dims and reshape",
+  ],
+  [
+    "a fixed reshape of variable dims",
+    { output: [{ ...OUT, dims: [-1], reshape: { shape: [3] } }] },
+    "model 'm' field 'output[0].reshape': model output 'b' has different size for dims and reshape",
+  ],
   [
     "a different number of variable dims",
     { input: [{ ...IN, dims: [-1, 2], reshape: { shape: [-1, -1, 2] } }] },
     "model 'm' field 'input[0].reshape': model input 'a' has different number of variable-size dimensions for dims and reshape",
   ],
-  ["runs that differ around a variable dim", { input: [{ ...IN, dims: [2, -1], reshape: { shape: [-1, 2] } }] }, "model 'm' field 'input[0].reshape': model input 'a' has different size for dims and reshape"],
-  ["NCHW without 3 dims", { input: [{ ...IN, dims: [3, 224], format: "FORMAT_NCHW" }] }, "model 'm' field 'input[0].format': model input NHWC/NCHW require 3 dims"],
-  ["a shape tensor outside TensorRT", { platform: "onnxruntime_onnx", input: [{ ...IN, is_shape_tensor: true }] }, "model 'm' field 'input[0].is_shape_tensor': shape tensors are only supported for TensorRT platform"],
+  [
+    "runs that differ around a variable dim",
+    { input: [{ ...IN, dims: [2, -1], reshape: { shape: [-1, 2] } }] },
+    "model 'm' field 'input[0].reshape': model input 'a' has different size for dims and reshape",
+  ],
+  [
+    "NCHW without 3 dims",
+    { input: [{ ...IN, dims: [3, 224], format: "FORMAT_NCHW" }] },
+    "model 'm' field 'input[0].format': model input NHWC/NCHW require 3 dims",
+  ],
+  [
+    "a shape tensor outside TensorRT",
+    { platform: "onnxruntime_onnx", input: [{ ...IN, is_shape_tensor: true }] },
+    "model 'm' field 'input[0].is_shape_tensor': shape tensors are only supported for TensorRT platform",
+  ],
   [
     "non-linear IO outside TensorRT",
     { input: [IN], output: [{ ...OUT, dims: [3, 8, 8], is_non_linear_format_io: true }] },
@@ -172,8 +216,16 @@ const cases: [string, ModelConfig, string][] = [
     "model 'm' field 'batch_output[0].target_name': target output name 'b' can only be specified once",
   ],
   // dynamic batching
-  ["dynamic batching without max_batch_size", { ...IO, dynamic_batching: {} }, "model 'm' field 'dynamic_batching': dynamic batching requires 'max_batch_size' >= 1"],
-  ["dynamic batching with max_batch_size 0", { ...IO, max_batch_size: 0, dynamic_batching: {} }, "model 'm' field 'dynamic_batching': dynamic batching requires 'max_batch_size' >= 1"],
+  [
+    "dynamic batching without max_batch_size",
+    { ...IO, dynamic_batching: {} },
+    "model 'm' field 'dynamic_batching': dynamic batching requires 'max_batch_size' >= 1",
+  ],
+  [
+    "dynamic batching with max_batch_size 0",
+    { ...IO, max_batch_size: 0, dynamic_batching: {} },
+    "model 'm' field 'dynamic_batching': dynamic batching requires 'max_batch_size' >= 1",
+  ],
   [
     "a preferred size of 0",
     { ...BATCH4, dynamic_batching: { preferred_batch_size: [2, 0] } },
@@ -213,7 +265,12 @@ const cases: [string, ModelConfig, string][] = [
     "a delaying priority policy with preserve_ordering",
     {
       ...BATCH4,
-      dynamic_batching: { preserve_ordering: true, priority_levels: 1, default_priority_level: 1, priority_queue_policy: { "1": { timeout_action: "DELAY", default_timeout_microseconds: 10 } } },
+      dynamic_batching: {
+        preserve_ordering: true,
+        priority_levels: 1,
+        default_priority_level: 1,
+        priority_queue_policy: { "1": { timeout_action: "DELAY", default_timeout_microseconds: 10 } },
+      },
     },
     "model 'm' field 'dynamic_batching.priority_queue_policy': Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true",
   ],
@@ -221,7 +278,10 @@ const cases: [string, ModelConfig, string][] = [
   ["a control tensor without a name", control([{ control: [{ int32_false_true: [0, 1] }] }]), `${SEQ}: sequence batching control tensor must have a name`],
   [
     "one tensor for two controls",
-    control([{ name: "S", control: [{ int32_false_true: [0, 1] }] }, { name: "S", control: [{ kind: "CONTROL_SEQUENCE_END", int32_false_true: [0, 1] }] }]),
+    control([
+      { name: "S", control: [{ int32_false_true: [0, 1] }] },
+      { name: "S", control: [{ kind: "CONTROL_SEQUENCE_END", int32_false_true: [0, 1] }] },
+    ]),
     `${SEQ}: sequence batching control tensor 'S' is specified for multiple control kinds`,
   ],
   [
@@ -229,7 +289,11 @@ const cases: [string, ModelConfig, string][] = [
     control([{ name: "S", control: [{ int32_false_true: [0, 1] }, { kind: "CONTROL_SEQUENCE_START", int32_false_true: [0, 1] }] }]),
     `${SEQ}: sequence batching specifies multiple CONTROL_SEQUENCE_START tensors`,
   ],
-  ["a START control without values", control([{ name: "S", control: [{}] }]), `${SEQ}: sequence batching must specify either ${EITHER} for CONTROL_SEQUENCE_START`],
+  [
+    "a START control without values",
+    control([{ name: "S", control: [{}] }]),
+    `${SEQ}: sequence batching must specify either ${EITHER} for CONTROL_SEQUENCE_START`,
+  ],
   [
     "a READY control with two value lists",
     control([{ name: "R", control: [{ kind: "CONTROL_SEQUENCE_READY", int32_false_true: [0, 1], bool_false_true: [false, true] }] }]),
@@ -276,13 +340,21 @@ const cases: [string, ModelConfig, string][] = [
     "model 'm' field 'response_cache': Response Cache does not currently support model 'm' with 'decoupled' transaction policy. Please disable the response cache.",
   ],
   // ensembles
-  ["an ensemble platform without steps", { ...IO, platform: "ensemble" }, "model 'm' field 'platform': ensemble scheduling must be set for ensemble 'm' whose platform is ensemble"],
+  [
+    "an ensemble platform without steps",
+    { ...IO, platform: "ensemble" },
+    "model 'm' field 'platform': ensemble scheduling must be set for ensemble 'm' whose platform is ensemble",
+  ],
   [
     "ensemble scheduling on another platform",
     { ...IO, platform: "onnxruntime_onnx", ensemble_scheduling: { step: [{ model_name: "x" }] } },
     "model 'm' field 'ensemble_scheduling': ensemble scheduling cannot be set for model 'm' whose platform is not ensemble",
   ],
-  ["an ensemble without steps", { ...IO, platform: "ensemble", ensemble_scheduling: { step: [] } }, "model 'm' field 'ensemble_scheduling': must specify one or more 'step's for ensemble 'm'"],
+  [
+    "an ensemble without steps",
+    { ...IO, platform: "ensemble", ensemble_scheduling: { step: [] } },
+    "model 'm' field 'ensemble_scheduling': must specify one or more 'step's for ensemble 'm'",
+  ],
   [
     "an ensemble step without a model",
     { ...IO, platform: "ensemble", ensemble_scheduling: { step: [{ model_version: -1 }] } },
@@ -291,7 +363,13 @@ const cases: [string, ModelConfig, string][] = [
   // instance groups
   [
     "an instance count of 0",
-    { ...IO, instance_group: [{ name: "g0", count: 1 }, { name: "g1", count: 0 }] },
+    {
+      ...IO,
+      instance_group: [
+        { name: "g0", count: 1 },
+        { name: "g1", count: 0 },
+      ],
+    },
     "model 'm' field 'instance_group[1].count': instance group 'g1' count must be >= 1, got 0",
   ],
   [

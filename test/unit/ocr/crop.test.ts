@@ -4,15 +4,7 @@
  * normalised, zero-padded on the right, common width 48 × the widest ratio, ≥ 320).
  */
 import { describe, it, expect } from "vitest";
-import {
-  cropQuad,
-  lineImages,
-  lineTensor,
-  perspectiveTransform,
-  recWidth,
-  rotate90ccw,
-  scaledWidth,
-} from "../../../model_repository/ocr_boxes/1/crop.ts";
+import { cropQuad, lineImages, lineTensor, perspectiveTransform, recWidth, rotate90ccw, scaledWidth } from "../../../model_repository/ocr_boxes/1/crop.ts";
 
 /** A 10 x 6 image whose pixel (x, y) is (x, 10·y, 100 + x + y). */
 function gradient() {
@@ -30,8 +22,18 @@ const apply = (m: number[], x: number, y: number) => {
 
 describe("perspective crop", () => {
   it("maps the four corners onto the four targets", () => {
-    const from: [number, number][] = [[0, 0], [8, 0], [8, 2], [0, 2]];
-    const to: [number, number][] = [[3, 1], [12, 2], [11, 6], [2, 4]];
+    const from: [number, number][] = [
+      [0, 0],
+      [8, 0],
+      [8, 2],
+      [0, 2],
+    ];
+    const to: [number, number][] = [
+      [3, 1],
+      [12, 2],
+      [11, 6],
+      [2, 4],
+    ];
     const m = perspectiveTransform(from, to);
     from.forEach(([x, y], i) => {
       const [u, v] = apply(m, x, y);
@@ -41,7 +43,12 @@ describe("perspective crop", () => {
   });
 
   it("copies an axis-aligned box exactly", () => {
-    const crop = cropQuad(gradient(), [[2, 1], [6, 1], [6, 4], [2, 4]]);
+    const crop = cropQuad(gradient(), [
+      [2, 1],
+      [6, 1],
+      [6, 4],
+      [2, 4],
+    ]);
     expect([crop.width, crop.height]).toEqual([4, 3]);
     const px = (x: number, y: number) => [...crop.data.subarray((y * 4 + x) * 3, (y * 4 + x) * 3 + 3)].map((v) => Math.round(v * 1e6) / 1e6);
     expect(px(0, 0)).toEqual([2, 10, 103]);
@@ -49,7 +56,12 @@ describe("perspective crop", () => {
   });
 
   it("replicates the edge outside the image", () => {
-    const crop = cropQuad(gradient(), [[8, 4], [12, 4], [12, 8], [8, 8]]);
+    const crop = cropQuad(gradient(), [
+      [8, 4],
+      [12, 4],
+      [12, 8],
+      [8, 8],
+    ]);
     const px = (x: number, y: number) => [...crop.data.subarray((y * 4 + x) * 3, (y * 4 + x) * 3 + 3)].map((v) => Math.round(v * 1e6) / 1e6);
     expect(px(3, 3)).toEqual([9, 50, 114]); // (11, 7) → clamped to (9, 5)
   });
@@ -59,7 +71,14 @@ describe("perspective crop", () => {
     const r = rotate90ccw(img);
     expect([r.width, r.height]).toEqual([3, 2]);
     expect([...r.data].filter((_, i) => i % 3 === 0)).toEqual([2, 4, 6, 1, 3, 5]);
-    const lines = lineImages(gradient(), [[[1, 0], [3, 0], [3, 5], [1, 5]]]);
+    const lines = lineImages(gradient(), [
+      [
+        [1, 0],
+        [3, 0],
+        [3, 5],
+        [1, 5],
+      ],
+    ]);
     expect([lines[0]!.width, lines[0]!.height]).toEqual([5, 2]);
   });
 });
@@ -74,7 +93,13 @@ describe("line tensors", () => {
   it("sizes the recogniser input for the widest line, never under 320", () => {
     expect(recWidth([])).toBe(320);
     expect(recWidth([{ width: 100, height: 20 }])).toBe(320);
-    expect(recWidth([{ width: 100, height: 20 }, { width: 300, height: 30 }, { width: 700, height: 50 }])).toBe(672);
+    expect(
+      recWidth([
+        { width: 100, height: 20 },
+        { width: 300, height: 30 },
+        { width: 700, height: 50 },
+      ]),
+    ).toBe(672);
   });
 
   it("normalises to (v/255 − 0.5)/0.5 in BGR planes and pads with zeros", () => {

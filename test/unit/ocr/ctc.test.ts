@@ -16,14 +16,32 @@ function probs(steps: [cls: number, p: number][]): number[] {
 describe("ctcDecode", () => {
   it("merges repeats, drops blanks and averages the kept steps' probabilities", () => {
     // a a _ a b b  →  "aab"; kept steps: 0 (0.9), 3 (0.7), 4 (0.8).
-    const p = probs([[1, 0.9], [1, 0.6], [0, 0.99], [1, 0.7], [2, 0.8], [2, 0.5]]);
+    const p = probs([
+      [1, 0.9],
+      [1, 0.6],
+      [0, 0.99],
+      [1, 0.7],
+      [2, 0.8],
+      [2, 0.5],
+    ]);
     const [line] = ctcDecode(p, 1, 6, 4, CHARS);
     expect(line!.text).toBe("aab");
     expect(line!.score).toBeCloseTo((0.9 + 0.7 + 0.8) / 3, 12);
   });
 
   it("decodes each line of a batch on its own, the space class included", () => {
-    const p = [...probs([[1, 0.8], [3, 0.6], [2, 0.7]]), ...probs([[0, 0.9], [0, 0.9], [0, 0.9]])];
+    const p = [
+      ...probs([
+        [1, 0.8],
+        [3, 0.6],
+        [2, 0.7],
+      ]),
+      ...probs([
+        [0, 0.9],
+        [0, 0.9],
+        [0, 0.9],
+      ]),
+    ];
     expect(ctcDecode(Float32Array.from(p), 2, 3, 4, CHARS).map((l) => ({ text: l.text, score: Math.round(l.score * 1e6) / 1e6 }))).toEqual([
       { text: "a b", score: 0.7 },
       { text: "", score: 0 },

@@ -26,12 +26,7 @@ describe("resizeBilinear", () => {
   it("samples at pixel centres with clamped edges (OpenCV INTER_LINEAR)", () => {
     // 2x2 → 4x4: source positions −0.25 (clamped to 0), 0.25, 0.75, 1.25 (clamped to 1).
     const out = resizeBilinear([0, 100, 200, 255], 2, 2, 1, 4, 4);
-    expect([...out]).toEqual([
-      0, 25, 75, 100,
-      50, 72.1875, 116.5625, 138.75,
-      150, 166.5625, 199.6875, 216.25,
-      200, 213.75, 241.25, 255,
-    ]);
+    expect([...out]).toEqual([0, 25, 75, 100, 50, 72.1875, 116.5625, 138.75, 150, 166.5625, 199.6875, 216.25, 200, 213.75, 241.25, 255]);
   });
 
   it("keeps channels apart and is the identity at the same size", () => {

@@ -60,7 +60,18 @@ describe("PNG", () => {
   });
 
   it("maps palette images through their palette", () => {
-    const png = encodePng({ width: 3, height: 1, data: Uint8Array.from([2, 0, 1]), channels: 1, depth: 8, palette: [[10, 20, 30], [40, 50, 60], [70, 80, 90]] });
+    const png = encodePng({
+      width: 3,
+      height: 1,
+      data: Uint8Array.from([2, 0, 1]),
+      channels: 1,
+      depth: 8,
+      palette: [
+        [10, 20, 30],
+        [40, 50, 60],
+        [70, 80, 90],
+      ],
+    });
     expect([...decodeImage(png, LIMIT).data]).toEqual([70, 80, 90, 10, 20, 30, 40, 50, 60]);
   });
 });
@@ -79,7 +90,12 @@ describe("JPEG", () => {
     const img = decodeImage(jpg, LIMIT);
     expect([img.width, img.height, img.data.length]).toEqual([16, 8, 16 * 8 * 3]);
     const px = (x: number, y: number) => [...img.data.subarray((y * 16 + x) * 3, (y * 16 + x) * 3 + 3)];
-    for (const [x, y, want] of [[0, 0, [20, 40, 160]], [7, 7, [20, 40, 160]], [8, 0, [250, 200, 100]], [15, 7, [250, 200, 100]]] as const) {
+    for (const [x, y, want] of [
+      [0, 0, [20, 40, 160]],
+      [7, 7, [20, 40, 160]],
+      [8, 0, [250, 200, 100]],
+      [15, 7, [250, 200, 100]],
+    ] as const) {
       px(x, y).forEach((v, c) => expect(Math.abs(v - want[c]!)).toBeLessThanOrEqual(2));
     }
   });
@@ -108,7 +124,9 @@ describe("refused input", () => {
     header.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
     new DataView(header.buffer).setUint32(16, 100_000);
     new DataView(header.buffer).setUint32(20, 50_000);
-    expect(errorOf(() => decodeImage(header, LIMIT)).message).toBe("image is 100000x50000 = 5000000000 pixels, over the limit of 40000000 (ocr_pre's max_pixels)");
+    expect(errorOf(() => decodeImage(header, LIMIT)).message).toBe(
+      "image is 100000x50000 = 5000000000 pixels, over the limit of 40000000 (ocr_pre's max_pixels)",
+    );
     const small = encodePng({ width: 3, height: 2, data: RGB, channels: 3, depth: 8 });
     expect(errorOf(() => decodeImage(small, { maxPixels: 5 })).message).toBe("image is 3x2 = 6 pixels, over the limit of 5 (ocr_pre's max_pixels)");
   });

@@ -20,7 +20,9 @@ const REPO = join(import.meta.dirname, "../../../model_repository");
 
 /** InitializeArgs for `model` with its config's parameters, as the backend gives them. */
 function initArgs(model: string): InitializeArgs {
-  const config = parsePbtxt(readFileSync(join(REPO, model, "config.pbtxt"), "utf8"), "config.pbtxt") as { parameters?: Record<string, { string_value: string }> };
+  const config = parsePbtxt(readFileSync(join(REPO, model, "config.pbtxt"), "utf8"), "config.pbtxt") as {
+    parameters?: Record<string, { string_value: string }>;
+  };
   const parameters = Object.fromEntries(Object.entries(config.parameters ?? {}).map(([k, v]) => [k, v.string_value]));
   const log = () => {};
   return {
@@ -148,7 +150,12 @@ describe("ocr_ctc", () => {
     put(1, 1, 0, 0.9);
     put(1, 2, 0, 0.9);
     const boxes = Float32Array.from({ length: 16 }, (_, i) => i);
-    const [res] = model.execute([request([{ name: "probs", datatype: "FP32", shape: [2, 3, C], data: probs }, { name: "boxes", datatype: "FP32", shape: [2, 4, 2], data: boxes }])]);
+    const [res] = model.execute([
+      request([
+        { name: "probs", datatype: "FP32", shape: [2, 3, C], data: probs },
+        { name: "boxes", datatype: "FP32", shape: [2, 4, 2], data: boxes },
+      ]),
+    ]);
     const out = outputs(res!);
     expect(out.text!.data).toEqual(["OK "]);
     expect(out.boxes!.shape).toEqual([1, 4, 2]);
@@ -158,7 +165,10 @@ describe("ocr_ctc", () => {
 
   it("ignores the padding row when there are no boxes", () => {
     const [res] = model.execute([
-      request([{ name: "probs", datatype: "FP32", shape: [1, 3, C], data: new Float32Array(3 * C) }, { name: "boxes", datatype: "FP32", shape: [0, 4, 2], data: new Float32Array(0) }]),
+      request([
+        { name: "probs", datatype: "FP32", shape: [1, 3, C], data: new Float32Array(3 * C) },
+        { name: "boxes", datatype: "FP32", shape: [0, 4, 2], data: new Float32Array(0) },
+      ]),
     ]);
     expect(shapes(res!)).toEqual({ text: ["BYTES", [0]], boxes: ["FP32", [0, 4, 2]], scores: ["FP32", [0]] });
   });
@@ -172,7 +182,12 @@ describe("ocr_bls", () => {
     const canned: Record<string, Tensor[]> = {
       ocr_pre: [t("x", [1, 3, 32, 32]), { name: "rgb", datatype: "UINT8", shape: [32, 32, 3], data: new Uint8Array(32 * 32 * 3) }],
       ocr_det: [t("sigmoid_0.tmp_0", [1, 1, 32, 32])],
-      ocr_boxes: [t("boxes", [lines, 4, 2]), t("cls_x", [1, 3, 48, 192]), t("rec_x", [1, 3, 48, 320]), { name: "rec_widths", datatype: "INT32", shape: [lines], data: new Int32Array(lines) }],
+      ocr_boxes: [
+        t("boxes", [lines, 4, 2]),
+        t("cls_x", [1, 3, 48, 192]),
+        t("rec_x", [1, 3, 48, 320]),
+        { name: "rec_widths", datatype: "INT32", shape: [lines], data: new Int32Array(lines) },
+      ],
       ocr_cls: [t("softmax_0.tmp_0", [1, 2])],
       ocr_rotate: [t("x", [1, 3, 48, 320])],
       ocr_rec: [t("softmax_11.tmp_0", [1, 40, 6625])],

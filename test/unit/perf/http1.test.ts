@@ -32,11 +32,14 @@ async function serve(reply: (n: number) => string[]): Promise<number> {
   return (server!.address() as { port: number }).port;
 }
 
-const request = (port: number) => Http1Pool.encode(`127.0.0.1:${port}`, "/v2/models/m/infer", { "Content-Type": "application/octet-stream" }, new Uint8Array([1, 2, 3]));
+const request = (port: number) =>
+  Http1Pool.encode(`127.0.0.1:${port}`, "/v2/models/m/infer", { "Content-Type": "application/octet-stream" }, new Uint8Array([1, 2, 3]));
 
 describe("nereid perf's HTTP/1.1 client", () => {
   it("reads Content-Length in Bun's and node's spelling, and the status of each response", async () => {
-    const port = await serve((n) => [n % 2 === 0 ? "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" : "HTTP/1.1 400 Bad Request\r\ncontent-length: 3\r\n\r\nbad"]);
+    const port = await serve((n) => [
+      n % 2 === 0 ? "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello" : "HTTP/1.1 400 Bad Request\r\ncontent-length: 3\r\n\r\nbad",
+    ]);
     const pool = new Http1Pool("127.0.0.1", port);
     const bytes = request(port);
     const answers = [];

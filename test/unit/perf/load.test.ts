@@ -90,7 +90,7 @@ describe("perf failures", () => {
     );
   });
 
-  it("reads Triton's {\"error\"} body, or shows the status and body as they came", () => {
+  it('reads Triton\'s {"error"} body, or shows the status and body as they came', () => {
     expect(httpErrorText(400, Buffer.from('{"error":"bad input"}'))).toBe("bad input");
     expect(httpErrorText(502, Buffer.from("Bad Gateway"))).toBe("HTTP 502: Bad Gateway");
     expect(httpErrorText(500, new Uint8Array())).toBe("HTTP 500");
@@ -109,9 +109,65 @@ describe("perf flags added for perf_analyzer users", () => {
   };
 
   it("takes the sequence, header, streaming, shared-memory and metrics flags with perf_analyzer's defaults", () => {
-    expect(parsePerfArgs(["-m", "m"])).toMatchObject({ sequenceLength: 20, sequenceLengthVariation: 20, sequenceIdStart: 1, sequenceIdRange: 2 ** 32, numOfSequences: 4, headers: [], async: false, streaming: false, sharedMemory: "none", collectMetrics: false, metricsUrl: "localhost:8002/metrics", metricsIntervalMs: 1000 });
-    const o = parsePerfArgs(["-m", "m", "-i", "grpc", "--sequence-length", "7", "--sequence-length-variation=0", "--sequence-id-range", "5:9", "--num-of-sequences", "2", "-H", "A-Key: v:1", "-H", "b:2", "--async", "--streaming", "--shared-memory=system", "--collect-metrics", "--metrics-url", "h:1/metrics", "--metrics-interval", "250", "--latency-report-file", "r.csv"]);
-    expect(o).toMatchObject({ sequenceLength: 7, sequenceLengthVariation: 0, sequenceIdStart: 5, sequenceIdRange: 4, numOfSequences: 2, headers: [["A-Key", "v:1"], ["b", "2"]], async: true, streaming: true, sharedMemory: "system", collectMetrics: true, metricsUrl: "h:1/metrics", metricsIntervalMs: 250, csvFile: "r.csv" });
+    expect(parsePerfArgs(["-m", "m"])).toMatchObject({
+      sequenceLength: 20,
+      sequenceLengthVariation: 20,
+      sequenceIdStart: 1,
+      sequenceIdRange: 2 ** 32,
+      numOfSequences: 4,
+      headers: [],
+      async: false,
+      streaming: false,
+      sharedMemory: "none",
+      collectMetrics: false,
+      metricsUrl: "localhost:8002/metrics",
+      metricsIntervalMs: 1000,
+    });
+    const o = parsePerfArgs([
+      "-m",
+      "m",
+      "-i",
+      "grpc",
+      "--sequence-length",
+      "7",
+      "--sequence-length-variation=0",
+      "--sequence-id-range",
+      "5:9",
+      "--num-of-sequences",
+      "2",
+      "-H",
+      "A-Key: v:1",
+      "-H",
+      "b:2",
+      "--async",
+      "--streaming",
+      "--shared-memory=system",
+      "--collect-metrics",
+      "--metrics-url",
+      "h:1/metrics",
+      "--metrics-interval",
+      "250",
+      "--latency-report-file",
+      "r.csv",
+    ]);
+    expect(o).toMatchObject({
+      sequenceLength: 7,
+      sequenceLengthVariation: 0,
+      sequenceIdStart: 5,
+      sequenceIdRange: 4,
+      numOfSequences: 2,
+      headers: [
+        ["A-Key", "v:1"],
+        ["b", "2"],
+      ],
+      async: true,
+      streaming: true,
+      sharedMemory: "system",
+      collectMetrics: true,
+      metricsUrl: "h:1/metrics",
+      metricsIntervalMs: 250,
+      csvFile: "r.csv",
+    });
     expect(parsePerfArgs(["-m", "m", "--sequence-id-range", "3"])).toMatchObject({ sequenceIdStart: 3, sequenceIdRange: 2 ** 32 });
   });
 
@@ -136,20 +192,42 @@ describe("perf input data: b64 and a directory", () => {
   it("b64 gives an item's raw bytes; for BYTES, length-prefixed elements or one element's bytes", () => {
     const file = join(tmp(), "d.json");
     const prefixed = Buffer.concat([Buffer.from([2, 0, 0, 0]), Buffer.from("hi")]);
-    writeFileSync(file, JSON.stringify({ data: [{ INPUT0: { b64: ints.toString("base64") }, S: { b64: prefixed.toString("base64") } }, { INPUT0: { content: { b64: ints.toString("base64") }, shape: [4] }, S: { b64: Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64") } }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        data: [
+          { INPUT0: { b64: ints.toString("base64") }, S: { b64: prefixed.toString("base64") } },
+          { INPUT0: { content: { b64: ints.toString("base64") }, shape: [4] }, S: { b64: Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64") } },
+        ],
+      }),
+    );
     const reqs = makeRequestData(simple, 8, 2, file, new Map());
     expect(reqs.map((r) => r.map((t) => [t.shape, [...t.bytes]]))).toEqual([
       [
-        [[2, 4], [...ints, ...ints]],
-        [[2, 1], [...prefixed, ...prefixed]],
+        [
+          [2, 4],
+          [...ints, ...ints],
+        ],
+        [
+          [2, 1],
+          [...prefixed, ...prefixed],
+        ],
       ],
       [
-        [[2, 4], [...ints, ...ints]],
-        [[2, 1], [4, 0, 0, 0, 0x89, 0x50, 0x4e, 0x47, 4, 0, 0, 0, 0x89, 0x50, 0x4e, 0x47]],
+        [
+          [2, 4],
+          [...ints, ...ints],
+        ],
+        [
+          [2, 1],
+          [4, 0, 0, 0, 0x89, 0x50, 0x4e, 0x47, 4, 0, 0, 0, 0x89, 0x50, 0x4e, 0x47],
+        ],
       ],
     ]);
     writeFileSync(file, JSON.stringify({ data: [{ INPUT0: { b64: 5 }, S: ["a"] }] }));
-    expect(() => makeRequestData(simple, 8, 1, file, new Map())).toThrow(`--input-data ${file}: input 'INPUT0' of entry 0: the value of "b64" must be a string`);
+    expect(() => makeRequestData(simple, 8, 1, file, new Map())).toThrow(
+      `--input-data ${file}: input 'INPUT0' of entry 0: the value of "b64" must be a string`,
+    );
   });
 
   it("a directory: one file per input, named after it; BYTES of several elements one per line", () => {
@@ -165,19 +243,29 @@ describe("perf input data: b64 and a directory", () => {
     expect(() => makeRequestData(simple, 8, 1, dir, new Map())).toThrow(`--input-data ${dir}: file 'OTHER' is not named after an input of the model`);
     const short = tmp();
     mkdirSync(join(short, "sub"));
-    expect(() => makeRequestData([{ name: "sub", datatype: "INT32", shape: [4] }], 0, 1, short, new Map())).toThrow(`--input-data ${short}: input 'sub': EISDIR`);
+    expect(() => makeRequestData([{ name: "sub", datatype: "INT32", shape: [4] }], 0, 1, short, new Map())).toThrow(
+      `--input-data ${short}: input 'sub': EISDIR`,
+    );
   });
 });
 
 describe("perf metrics", () => {
   it("reads per-GPU samples and prints perf_analyzer's block", () => {
-    const text = '# HELP nv_gpu_utilization x\nnv_gpu_utilization{gpu_uuid="GPU-a"} 0.5\nnv_gpu_utilization{gpu_uuid="GPU-b"} 0.25\nnv_gpu_power_usage{gpu_uuid="GPU-a"} 70.5\n';
+    const text =
+      '# HELP nv_gpu_utilization x\nnv_gpu_utilization{gpu_uuid="GPU-a"} 0.5\nnv_gpu_utilization{gpu_uuid="GPU-b"} 0.25\nnv_gpu_power_usage{gpu_uuid="GPU-a"} 70.5\n';
     expect([...gpuSamples(text, "nv_gpu_utilization")]).toEqual([
       ["GPU-a", 0.5],
       ["GPU-b", 0.25],
     ]);
     expect(
-      metricsText({ scrapes: 2, error: undefined, utilization: new Map([["GPU-a", 0.5]]), power: new Map([["GPU-a", 70.5]]), memoryUsed: new Map([["GPU-a", 1024]]), memoryTotal: new Map([["GPU-a", 4096]]) }),
+      metricsText({
+        scrapes: 2,
+        error: undefined,
+        utilization: new Map([["GPU-a", 0.5]]),
+        power: new Map([["GPU-a", 70.5]]),
+        memoryUsed: new Map([["GPU-a", 1024]]),
+        memoryTotal: new Map([["GPU-a", 4096]]),
+      }),
     ).toBe(
       "  Server Prometheus Metrics: \n    Avg GPU Utilization:\n      GPU-a : 50%\n    Avg GPU Power Usage:\n      GPU-a : 70.5 watts\n    Max GPU Memory Usage:\n      GPU-a : 1024 bytes\n    Total GPU Memory:\n      GPU-a : 4096 bytes\n    Scrapes: 2\n\n",
     );

@@ -11,10 +11,50 @@ import type { Measurement } from "../../../src/perf/measure.ts";
 describe("perf flags", () => {
   it("takes perf_analyzer's names and defaults", () => {
     const o = parsePerfArgs(["-m", "simple"]);
-    expect(o).toMatchObject({ model: "simple", version: "", protocol: "http", url: "localhost:8000", batchSize: 1, concurrency: { start: 1, end: 1, step: 1 }, measurementIntervalMs: 5000, stabilityPercentage: 10, maxTrials: 10, inputData: "random" });
+    expect(o).toMatchObject({
+      model: "simple",
+      version: "",
+      protocol: "http",
+      url: "localhost:8000",
+      batchSize: 1,
+      concurrency: { start: 1, end: 1, step: 1 },
+      measurementIntervalMs: 5000,
+      stabilityPercentage: 10,
+      maxTrials: 10,
+      inputData: "random",
+    });
     expect(parsePerfArgs(["-m", "m", "-i", "grpc"]).url).toBe("localhost:8001");
-    const p = parsePerfArgs(["-m", "m", "-x", "2", "--concurrency-range=2:8:2", "-p", "250", "-s", "5", "--percentile=95", "--shape", "IN:3,4", "-b", "4", "-f", "out.csv", "--verbose-csv", "-v"]);
-    expect(p).toMatchObject({ version: "2", concurrency: { start: 2, end: 8, step: 2 }, measurementIntervalMs: 250, stabilityPercentage: 5, percentile: 95, batchSize: 4, csvFile: "out.csv", verboseCsv: true, verbose: true });
+    const p = parsePerfArgs([
+      "-m",
+      "m",
+      "-x",
+      "2",
+      "--concurrency-range=2:8:2",
+      "-p",
+      "250",
+      "-s",
+      "5",
+      "--percentile=95",
+      "--shape",
+      "IN:3,4",
+      "-b",
+      "4",
+      "-f",
+      "out.csv",
+      "--verbose-csv",
+      "-v",
+    ]);
+    expect(p).toMatchObject({
+      version: "2",
+      concurrency: { start: 2, end: 8, step: 2 },
+      measurementIntervalMs: 250,
+      stabilityPercentage: 5,
+      percentile: 95,
+      batchSize: 4,
+      csvFile: "out.csv",
+      verboseCsv: true,
+      verbose: true,
+    });
     expect(p.shapes.get("IN")).toEqual([3, 4]);
     expect(rangeValues(p.concurrency)).toEqual([2, 4, 6, 8]);
     expect(rangeValues(parsePerfArgs(["-m", "m", "--request-rate-range", "50:100:25"]).requestRate!)).toEqual([50, 75, 100]);
@@ -76,9 +116,13 @@ describe("perf inputs", () => {
       [[2], [1.5, -2]],
       [[2], [0.25, 4]],
     ]);
-    expect(() => makeRequestData([{ name: "X", datatype: "FP32", shape: [-1] }], 0, 1, "random", new Map())).toThrow("input 'X' has variable dims [-1]: give them with --shape X:<d1>,<d2>,...");
+    expect(() => makeRequestData([{ name: "X", datatype: "FP32", shape: [-1] }], 0, 1, "random", new Map())).toThrow(
+      "input 'X' has variable dims [-1]: give them with --shape X:<d1>,<d2>,...",
+    );
     expect(() => makeRequestData(simple, 8, 9, "zero", new Map())).toThrow("batch size 9 is more than the model's max_batch_size 8");
-    expect(() => makeRequestData([{ name: "X", datatype: "FP32", shape: [2] }], 0, 2, "zero", new Map())).toThrow("batch size 2 given for a model that does not batch (max_batch_size 0)");
+    expect(() => makeRequestData([{ name: "X", datatype: "FP32", shape: [2] }], 0, 2, "zero", new Map())).toThrow(
+      "batch size 2 given for a model that does not batch (max_batch_size 0)",
+    );
   });
 
   it("FP16 values are IEEE half floats", async () => {
@@ -105,7 +149,15 @@ describe("perf CSV", () => {
     avgSendUs: 20,
     avgWaitUs: 960,
     avgRecvUs: 20,
-    server: { success: { count: 100, ns: 60_000_000 }, queue: { count: 100, ns: 10_000_000 }, compute_input: { count: 100, ns: 5_000_000 }, compute_infer: { count: 100, ns: 40_000_000 }, compute_output: { count: 100, ns: 2_000_000 }, inference_count: 100, execution_count: 100 },
+    server: {
+      success: { count: 100, ns: 60_000_000 },
+      queue: { count: 100, ns: 10_000_000 },
+      compute_input: { count: 100, ns: 5_000_000 },
+      compute_infer: { count: 100, ns: 40_000_000 },
+      compute_output: { count: 100, ns: 2_000_000 },
+      inference_count: 100,
+      execution_count: 100,
+    },
   });
 
   it("writes perf_analyzer's columns, rows in increasing throughput", () => {

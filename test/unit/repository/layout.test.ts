@@ -44,7 +44,12 @@ describe("layout", () => {
     const scan = scanRepositories([copy, local], false, ["s3://bucket/models", local]);
     expect(scan.duplicates.get("dup")).toEqual(["s3://bucket/models", local]);
     const spaced = scanRepositories([copy, local], true, ["s3://bucket/models", local]);
-    expect(spaced.models.get(`s3://bucket/models\0dup`)).toEqual({ name: "dup", repository: "s3://bucket/models", dir: join(copy, "dup"), namespace: "s3://bucket/models" });
+    expect(spaced.models.get(`s3://bucket/models\0dup`)).toEqual({
+      name: "dup",
+      repository: "s3://bucket/models",
+      dir: join(copy, "dup"),
+      namespace: "s3://bucket/models",
+    });
     expect(() => scanRepositories([join(copy, "missing")], false, ["gs://b/p"])).toThrow("failed to read model repository 'gs://b/p'");
   });
 

@@ -14,11 +14,15 @@ describe("clientReason (#29)", () => {
     expect(clientReason("failed to import '/srv/models/m/1/model.ts': SyntaxError: Unexpected token", "/srv/models/m", "m")).toBe(
       "failed to import 'm/1/model.ts': SyntaxError: Unexpected token",
     );
-    expect(clientReason("unable to find 'file:///srv/models/m/2/model.onnx' for model 'm'", "/srv/models/m", "m")).toBe("unable to find 'm/2/model.onnx' for model 'm'");
+    expect(clientReason("unable to find 'file:///srv/models/m/2/model.onnx' for model 'm'", "/srv/models/m", "m")).toBe(
+      "unable to find 'm/2/model.onnx' for model 'm'",
+    );
   });
 
   it("cuts other absolute paths to their last segment and leaves the rest of the text as it was", () => {
-    expect(clientReason("cannot open /home/op/.cache/lib/libfoo.so.1: ENOENT (see =/etc/x)", "/srv/models/m", "m")).toBe("cannot open libfoo.so.1: ENOENT (see =x)");
+    expect(clientReason("cannot open /home/op/.cache/lib/libfoo.so.1: ENOENT (see =/etc/x)", "/srv/models/m", "m")).toBe(
+      "cannot open libfoo.so.1: ENOENT (see =x)",
+    );
     const plain = "model 'm': input 'IN' shape [1/2] a/b ratio 3/4, see http://example.com/a/b";
     expect(clientReason(plain, "/srv/models/m", "m")).toBe(plain);
     expect(clientReason("JavaScriptCore frame\nf@/srv/models/m/1/model.ts:1:2", "/srv/models/m", "m")).toBe("JavaScriptCore frame");

@@ -23,7 +23,15 @@ writeFileSync(
 
 describe("object-store credentials", () => {
   it("takes the environment without a credential file", () => {
-    const env = { AWS_ACCESS_KEY_ID: "id", AWS_SECRET_ACCESS_KEY: "secret", AWS_SESSION_TOKEN: "tok", AWS_DEFAULT_REGION: "ap-south-1", AZURE_STORAGE_ACCOUNT: "a", AZURE_STORAGE_KEY: "k", GOOGLE_APPLICATION_CREDENTIALS: "/g.json" };
+    const env = {
+      AWS_ACCESS_KEY_ID: "id",
+      AWS_SECRET_ACCESS_KEY: "secret",
+      AWS_SESSION_TOKEN: "tok",
+      AWS_DEFAULT_REGION: "ap-south-1",
+      AZURE_STORAGE_ACCOUNT: "a",
+      AZURE_STORAGE_KEY: "k",
+      GOOGLE_APPLICATION_CREDENTIALS: "/g.json",
+    };
     expect(s3Credential(["s3://b/p"], env)).toEqual({ keyId: "id", secretKey: "secret", sessionToken: "tok", region: "ap-south-1", profile: undefined });
     expect(s3Credential(["s3://b/p"], { ...env, AWS_REGION: "us-west-2" }).region).toBe("us-west-2");
     expect(azureCredential(["as://a/c"], env)).toEqual({ account: "a", key: "k" });

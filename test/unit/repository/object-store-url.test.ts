@@ -8,12 +8,18 @@ describe("parseObjectStoreUrl", () => {
   });
   it("parses s3 with host:port, default http", () => {
     expect(parseObjectStoreUrl("s3://localhost:9000/models/repo")).toEqual({
-      scheme: "s3", endpoint: "http://localhost:9000", bucket: "models", prefix: "repo",
+      scheme: "s3",
+      endpoint: "http://localhost:9000",
+      bucket: "models",
+      prefix: "repo",
     });
   });
   it("keeps an explicit https endpoint", () => {
     expect(parseObjectStoreUrl("s3://https://minio.example:443/b")).toEqual({
-      scheme: "s3", endpoint: "https://minio.example:443", bucket: "b", prefix: "",
+      scheme: "s3",
+      endpoint: "https://minio.example:443",
+      bucket: "b",
+      prefix: "",
     });
   });
   it("parses as:// and gs://", () => {

@@ -13,7 +13,27 @@ const refusal = (name: string, rel: string) =>
 
 describe("checkOverride (#29)", () => {
   it("refuses code files in any case and after path tricks; allows graphs and data", () => {
-    for (const rel of ["1/model.ts", "1/model.TS", "1/model.js", "1/x.mjs", "1/x.cjs", "1/x.mts", "1/x.cts", "1/x.tsx", "1/x.jsx", "1/model.py", "1/sub/../model.ts", "1\\model.ts", "1/model.ts/", "1/libcustom.so", "1/libplugin.so.10.1", "1/addon.node", "1/x.dylib", "1/x.dll", "1/x.wasm"]) {
+    for (const rel of [
+      "1/model.ts",
+      "1/model.TS",
+      "1/model.js",
+      "1/x.mjs",
+      "1/x.cjs",
+      "1/x.mts",
+      "1/x.cts",
+      "1/x.tsx",
+      "1/x.jsx",
+      "1/model.py",
+      "1/sub/../model.ts",
+      "1\\model.ts",
+      "1/model.ts/",
+      "1/libcustom.so",
+      "1/libplugin.so.10.1",
+      "1/addon.node",
+      "1/x.dylib",
+      "1/x.dll",
+      "1/x.wasm",
+    ]) {
       expect(() => checkOverride("pwn", undefined, files(rel), false), rel).toThrow(refusal("pwn", rel));
     }
     for (const rel of ["1/model.onnx", "1/model.plan", "1/model.xml", "1/model.bin", "config.pbtxt", "1/labels.txt", "1/model.ts.onnx", "1/so"]) {
@@ -29,15 +49,26 @@ describe("checkOverride (#29)", () => {
       "config override of model 'm': 'tensorrt' accelerator parameter 'trt_extra_plugin_lib_paths' names host files or memory, refused unless the server runs with --allow-model-code-overrides=true",
     );
     expect(() => checkOverride("m", trt({ trt_engine_cache_path: "/etc" }), undefined, false)).toThrow("'trt_engine_cache_path'");
-    const cuda = { optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "cuda", parameters: { user_compute_stream: "12345" } }] } } } as ModelConfig;
+    const cuda = {
+      optimization: { execution_accelerators: { gpu_execution_accelerator: [{ name: "cuda", parameters: { user_compute_stream: "12345" } }] } },
+    } as ModelConfig;
     expect(() => checkOverride("m", cuda, undefined, false)).toThrow("'user_compute_stream'");
-    const ov = { optimization: { execution_accelerators: { cpu_execution_accelerator: [{ name: "openvino", parameters: { cache_dir: "/x" } }] } } } as ModelConfig;
+    const ov = {
+      optimization: { execution_accelerators: { cpu_execution_accelerator: [{ name: "openvino", parameters: { cache_dir: "/x" } }] } },
+    } as ModelConfig;
     expect(() => checkOverride("m", ov, undefined, false)).toThrow("'openvino' accelerator parameter 'cache_dir'");
     const session = { parameters: { "session.optimized_model_external_initializers_file_name": { string_value: "x" } } } as ModelConfig;
     expect(() => checkOverride("m", session, undefined, false)).toThrow("parameter 'session.optimized_model_external_initializers_file_name'");
     // What a graph needs stays allowed.
     expect(() => checkOverride("m", trt({ precision_mode: "FP16", max_workspace_size_bytes: "1073741824" }), undefined, false)).not.toThrow();
-    expect(() => checkOverride("m", { parameters: { "session.intra_op.allow_spinning": { string_value: "0" }, labels_file: { string_value: "x" } } } as ModelConfig, undefined, false)).not.toThrow();
+    expect(() =>
+      checkOverride(
+        "m",
+        { parameters: { "session.intra_op.allow_spinning": { string_value: "0" }, labels_file: { string_value: "x" } } } as ModelConfig,
+        undefined,
+        false,
+      ),
+    ).not.toThrow();
     expect(() => checkOverride("m", trt({ trt_extra_plugin_lib_paths: "/tmp/evil.so" }), undefined, true)).not.toThrow();
   });
 

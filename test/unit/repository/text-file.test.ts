@@ -17,7 +17,9 @@ describe("readRepositoryText", () => {
 
   it("refuses a file over the limit by its size, naming it as the caller says (not by path)", () => {
     writeFileSync(join(dir, "big"), "12345678");
-    expect(() => readRepositoryText(join(dir, "big"), "config.pbtxt of model 'm'", 7)).toThrow(/^config\.pbtxt of model 'm' is 8 bytes, more than the limit of 7 bytes$/);
+    expect(() => readRepositoryText(join(dir, "big"), "config.pbtxt of model 'm'", 7)).toThrow(
+      /^config\.pbtxt of model 'm' is 8 bytes, more than the limit of 7 bytes$/,
+    );
     truncateSync(join(dir, "big"), 10 * 1024 * 1024 * 1024); // sparse 10 GiB: refused without reading
     expect(() => readRepositoryText(join(dir, "big"), "f", 1024)).toThrow(`f is ${10 * 1024 * 1024 * 1024} bytes, more than the limit of 1024 bytes`);
   });

@@ -137,8 +137,17 @@ describe("DynamicBatchScheduler: shapes (S-04)", () => {
       backend.executions[i]!.finish();
       await settle();
     }
-    expect(backend.executions.map((e) => e.inputs[0]!.shape)).toEqual([[1, 2], [1, 2], [1, 3], [1, 2]]);
-    expect(rs.map((r) => floats(r.value!.outputs[0]!))).toEqual([[1, 1], [2, 2, 2], [3, 3]]);
+    expect(backend.executions.map((e) => e.inputs[0]!.shape)).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 3],
+      [1, 2],
+    ]);
+    expect(rs.map((r) => floats(r.value!.outputs[0]!))).toEqual([
+      [1, 1],
+      [2, 2, 2],
+      [3, 3],
+    ]);
   });
 
   it("merges requests with equal variable dims", async () => {
@@ -165,9 +174,7 @@ describe("DynamicBatchScheduler: shapes (S-04)", () => {
     await settle();
     for (const r of rs2) {
       expect(r.error!.code).toBe("INTERNAL");
-      expect(r.error!.message).toBe(
-        "model 'm' returned output 'OUT' with shape [3,2] for a batch of 2; the first dimension must be the batch size",
-      );
+      expect(r.error!.message).toBe("model 'm' returned output 'OUT' with shape [3,2] for a batch of 2; the first dimension must be the batch size");
     }
     expect(scheduler.inflightCount()).toBe(0);
   });
@@ -224,7 +231,10 @@ describe("DynamicBatchScheduler: priorities and queue policy (S-06..S-08)", () =
   });
 
   it("REJECT: an expired request fails with 'Request timeout expired' at its deadline, even while instances are busy", async () => {
-    const { sig, backend, scheduler, clock, stats } = setup({ ...one, default_queue_policy: { default_timeout_microseconds: 1000 } }, { extra: { max_batch_size: 1 } });
+    const { sig, backend, scheduler, clock, stats } = setup(
+      { ...one, default_queue_policy: { default_timeout_microseconds: 1000 } },
+      { extra: { max_batch_size: 1 } },
+    );
     scheduler.enqueue(request(sig, 1, 0));
     const late = track(scheduler.enqueue(request(sig, 1, 1)));
     clock.advance(1000 * US);
@@ -308,7 +318,9 @@ describe("DynamicBatchScheduler: priorities and queue policy (S-06..S-08)", () =
     const level2 = cancellable(2, 2);
     const level1 = cancellable(3, 1);
     expect(scheduler.pendingCount()).toBe(3);
-    expect((await scheduler.enqueue(request(sig, 1, 9, { parameters: { priority: 2 } })).catch((e: ServerError) => e.message))).toBe("Exceeds maximum queue size");
+    expect(await scheduler.enqueue(request(sig, 1, 9, { parameters: { priority: 2 } })).catch((e: ServerError) => e.message)).toBe(
+      "Exceeds maximum queue size",
+    );
     delayed.c.abort();
     level1.c.abort();
     await settle();
@@ -325,7 +337,6 @@ describe("DynamicBatchScheduler: priorities and queue policy (S-06..S-08)", () =
     expect(scheduler.pendingCount()).toBe(0);
     expect(scheduler.inflightCount()).toBe(0);
   });
-
 });
 
 describe("DynamicBatchScheduler: ordering and shutdown (S-05)", () => {

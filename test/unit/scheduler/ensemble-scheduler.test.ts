@@ -96,11 +96,26 @@ describe("EnsembleScheduler", () => {
 
 describe("ensembleDecoupled: Triton's decoupled data-flow rule (#16 item 3)", () => {
   const flow = (steps: [string, Record<string, string>, Record<string, string>][]) =>
-    ({ name: "e", input: [{ name: "IN" }], ensemble_scheduling: { step: steps.map(([model_name, input_map, output_map]) => ({ model_name, input_map, output_map })) } }) as unknown as ModelConfig;
-  const decoupled = (...names: string[]) => (m: string) => names.includes(m);
+    ({
+      name: "e",
+      input: [{ name: "IN" }],
+      ensemble_scheduling: { step: steps.map(([model_name, input_map, output_map]) => ({ model_name, input_map, output_map })) },
+    }) as unknown as ModelConfig;
+  const decoupled =
+    (...names: string[]) =>
+    (m: string) =>
+      names.includes(m);
 
   it("no decoupled step: not decoupled", () => {
-    expect(ensembleDecoupled(flow([["a", { X: "IN" }, { Y: "M" }], ["b", { X: "M" }, { Y: "OUT" }]]), decoupled())).toBe(false);
+    expect(
+      ensembleDecoupled(
+        flow([
+          ["a", { X: "IN" }, { Y: "M" }],
+          ["b", { X: "M" }, { Y: "OUT" }],
+        ]),
+        decoupled(),
+      ),
+    ).toBe(false);
   });
 
   it("a decoupled step makes the ensemble decoupled; the steps after it, and one reading two of its outputs, share its lineage", () => {
@@ -114,9 +129,35 @@ describe("ensembleDecoupled: Triton's decoupled data-flow rule (#16 item 3)", ()
 
   it("refuses a step that mixes a decoupled lineage with the ensemble's inputs or with another decoupled step's", () => {
     const message = "in ensemble e, step of model 'b' receives inputs originated from different decoupled models";
-    expect(() => ensembleDecoupled(flow([["d", { X: "IN" }, { Y: "M" }], ["b", { X: "M", W: "IN" }, { Y: "OUT" }]]), decoupled("d"))).toThrow(message);
-    expect(() => ensembleDecoupled(flow([["d", { X: "IN" }, { Y: "M1" }], ["d2", { X: "IN" }, { Y: "M2" }], ["b", { X: "M1", W: "M2" }, { Y: "OUT" }]]), decoupled("d", "d2"))).toThrow(message);
+    expect(() =>
+      ensembleDecoupled(
+        flow([
+          ["d", { X: "IN" }, { Y: "M" }],
+          ["b", { X: "M", W: "IN" }, { Y: "OUT" }],
+        ]),
+        decoupled("d"),
+      ),
+    ).toThrow(message);
+    expect(() =>
+      ensembleDecoupled(
+        flow([
+          ["d", { X: "IN" }, { Y: "M1" }],
+          ["d2", { X: "IN" }, { Y: "M2" }],
+          ["b", { X: "M1", W: "M2" }, { Y: "OUT" }],
+        ]),
+        decoupled("d", "d2"),
+      ),
+    ).toThrow(message);
     // The same two steps, neither decoupled: one lineage, accepted.
-    expect(ensembleDecoupled(flow([["d", { X: "IN" }, { Y: "M1" }], ["d2", { X: "IN" }, { Y: "M2" }], ["b", { X: "M1", W: "M2" }, { Y: "OUT" }]]), decoupled())).toBe(false);
+    expect(
+      ensembleDecoupled(
+        flow([
+          ["d", { X: "IN" }, { Y: "M1" }],
+          ["d2", { X: "IN" }, { Y: "M2" }],
+          ["b", { X: "M1", W: "M2" }, { Y: "OUT" }],
+        ]),
+        decoupled(),
+      ),
+    ).toBe(false);
   });
 });

@@ -35,12 +35,29 @@ describe("per-request execution", () => {
     const { sig, config } = testModel({ dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 1000 } });
     const calls: PreparedRequest[][] = [];
     const stats = new ModelStats();
-    const scheduler = new DynamicBatchScheduler({ modelName: "m", instances: [perRequestInstance(calls)], signature: sig, config: config.dynamic_batching!, stats, clock: new ManualClock() });
-    const outcomes = [1, -2, 3].map((v) => scheduler.enqueue(request(sig, 1, v)).then((r) => floats(r.outputs[0]!), (e: ServerError) => e.message));
+    const scheduler = new DynamicBatchScheduler({
+      modelName: "m",
+      instances: [perRequestInstance(calls)],
+      signature: sig,
+      config: config.dynamic_batching!,
+      stats,
+      clock: new ManualClock(),
+    });
+    const outcomes = [1, -2, 3].map((v) =>
+      scheduler.enqueue(request(sig, 1, v)).then(
+        (r) => floats(r.outputs[0]!),
+        (e: ServerError) => e.message,
+      ),
+    );
     outcomes.push(scheduler.enqueue(request(sig, 1, 4)).then((r) => floats(r.outputs[0]!)));
     await settle();
     expect(calls.length).toBe(1);
-    expect(calls[0]!.map((r) => r.inputs[0]!.shape)).toEqual([[1, 2], [1, 2], [1, 2], [1, 2]]);
+    expect(calls[0]!.map((r) => r.inputs[0]!.shape)).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 2],
+      [1, 2],
+    ]);
     expect(await Promise.all(outcomes)).toEqual([[1, 1], "negative", [3, 3], [4, 4]]);
     expect(stats.executionCount).toBe(1);
     expect([...stats.batch.keys()]).toEqual([4]);

@@ -25,7 +25,15 @@ function setup(strategy: object, opts: { instances?: number; maxBatch?: number; 
   const backend = new ManualBackend();
   const stats = new ModelStats();
   const instances = Array.from({ length: opts.instances ?? 1 }, (_, i) => backend.instance(`i${i}`));
-  const scheduler = new SequenceBatchScheduler({ modelName: "m", modelDir: "/nonexistent", instances, signature: sig, settings: sequenceSettings(config), stats, clock });
+  const scheduler = new SequenceBatchScheduler({
+    modelName: "m",
+    modelDir: "/nonexistent",
+    instances,
+    signature: sig,
+    settings: sequenceSettings(config),
+    stats,
+    clock,
+  });
   return { sig, clock, backend, stats, scheduler };
 }
 
@@ -148,7 +156,13 @@ describe("SequenceBatchScheduler: oldest (S-10)", () => {
 });
 
 describe("SequenceBatchScheduler: errors and lifetime (S-11..S-14)", () => {
-  const reject = async (p: Promise<unknown>) => ((await p.then(() => undefined, (e: ServerError) => e)) as ServerError).message;
+  const reject = async (p: Promise<unknown>) =>
+    (
+      (await p.then(
+        () => undefined,
+        (e: ServerError) => e,
+      )) as ServerError
+    ).message;
 
   it("answers Triton's errors: no START, batch > 1, no correlation ID, a request after END, a string ID for a numeric CORRID", async () => {
     const { sig, scheduler } = setup({ direct: {} });
@@ -199,8 +213,13 @@ describe("SequenceBatchScheduler: errors and lifetime (S-11..S-14)", () => {
     const { sig, config } = testModel({ max_batch_size: 2, sequence_batching: { direct: {}, state: STATE } });
     const backend = new ManualBackend();
     const scheduler = new SequenceBatchScheduler({
-      modelName: "m", modelDir: "/nonexistent", instances: [backend.instance("i0")], signature: sig,
-      settings: sequenceSettings(config), stats: new ModelStats(), clock: new ManualClock(),
+      modelName: "m",
+      modelDir: "/nonexistent",
+      instances: [backend.instance("i0")],
+      signature: sig,
+      settings: sequenceSettings(config),
+      stats: new ModelStats(),
+      clock: new ManualClock(),
     });
     const r = [1, 2].map((v, k) => scheduler.enqueue(request(sig, 1, v, { parameters: seqParams("user-7", k === 0, k === 1) })));
     await drive(backend, r);
@@ -233,9 +252,16 @@ describe("cancellation (S-20), as Triton's sequence batcher has it", () => {
     prepared.request.signal = controller.signal;
     return { prepared, controller };
   }
-  const outcome = (p: Promise<ScheduledResult>) => p.then(() => "ok", (e: ServerError) => e.code);
+  const outcome = (p: Promise<ScheduledResult>) =>
+    p.then(
+      () => "ok",
+      (e: ServerError) => e.code,
+    );
 
-  for (const [name, strategy] of [["direct", { direct: {} }], ["oldest", { oldest: { max_candidate_sequences: 1 } }]] as const) {
+  for (const [name, strategy] of [
+    ["direct", { direct: {} }],
+    ["oldest", { oldest: { max_candidate_sequences: 1 } }],
+  ] as const) {
     it(`${name}: cancelling a queued request cancels it and the sequence's requests behind it; the slot and state are freed`, async () => {
       const s = setup(strategy, { maxBatch: 1 });
       const first = s.scheduler.enqueue(request(s.sig, 1, 1, { parameters: seqParams(9, true) }));

@@ -74,7 +74,10 @@ for (const [name, strategy] of [
       // OUT = IN (state starts at zero), STATE_OUT = OUT.
       finish: (e) => {
         const t = e.inputs.find((x) => x.name === "IN")!;
-        e.finish([{ ...t, name: "OUT" }, { ...t, name: "STATE_OUT" }]);
+        e.finish([
+          { ...t, name: "OUT" },
+          { ...t, name: "STATE_OUT" },
+        ]);
       },
       rows: (e) => inRows(e).filter((_, i) => ready(e)[i] === 1),
     };
@@ -104,7 +107,10 @@ schedulerSuite("ensemble (two steps over a default-scheduled composing model)", 
 });
 
 describe("createScheduler picks the scheduler the suite ran for each config", () => {
-  const ensembleConfig = { platform: "ensemble", ensemble_scheduling: { step: [{ model_name: "first", input_map: { IN: "IN" }, output_map: { OUT: "OUT" } }] } };
+  const ensembleConfig = {
+    platform: "ensemble",
+    ensemble_scheduling: { step: [{ model_name: "first", input_map: { IN: "IN" }, output_map: { OUT: "OUT" } }] },
+  };
   it.each([
     ["no batching settings", {}, DefaultScheduler],
     ["dynamic_batching", { dynamic_batching: { max_queue_delay_microseconds: 100 } }, DynamicBatchScheduler],

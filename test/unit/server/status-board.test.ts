@@ -61,12 +61,15 @@ describe("StatusBoard", () => {
 
   it("lists load failures with their reasons, not unloaded versions", () => {
     const board = new StatusBoard(
-      fakeServer([], [
-        { name: "a", version: "1", state: "READY" },
-        { name: "b", version: "1", state: "UNAVAILABLE", reason: "unloaded" },
-        { name: "c", version: "2", state: "UNAVAILABLE", reason: "bad model" },
-        { name: "d", state: "UNAVAILABLE", reason: "bad config" },
-      ]),
+      fakeServer(
+        [],
+        [
+          { name: "a", version: "1", state: "READY" },
+          { name: "b", version: "1", state: "UNAVAILABLE", reason: "unloaded" },
+          { name: "c", version: "2", state: "UNAVAILABLE", reason: "bad model" },
+          { name: "d", state: "UNAVAILABLE", reason: "bad config" },
+        ],
+      ),
     );
     expect(board.snapshot().load_errors).toEqual([
       { name: "c", version: "2", reason: "bad model" },

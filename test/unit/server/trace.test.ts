@@ -37,7 +37,11 @@ describe("TraceManager", () => {
     const t = new TraceManager({ trace_file: file, trace_level: ["TIMESTAMPS"], trace_rate: "1", log_frequency: "2" });
     for (let i = 0; i < 5; i++) t.record("m", "1", `q${i}`, times);
     t.flush();
-    expect(readdirSync(dir).filter((f) => f.startsWith("r.json")).sort()).toEqual(["r.json.0", "r.json.1", "r.json.2"]);
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.startsWith("r.json"))
+        .sort(),
+    ).toEqual(["r.json.0", "r.json.1", "r.json.2"]);
     const last = JSON.parse(readFileSync(`${file}.2`, "utf8"));
     expect(last[0]).toEqual({ id: 5, model_name: "m", model_version: 1, request_id: "q4" });
     expect(last[1].timestamps[6]).toEqual({ name: "REQUEST_END", ns: 7 });

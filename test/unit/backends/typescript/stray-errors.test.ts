@@ -33,7 +33,11 @@ describe("stray errors", () => {
     reportStrayError("uncaught exception", "a string, no stack");
     release();
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^E.* src\/backends\/typescript\/stray-errors\.ts\] model 'm': unhandled rejection \(the server keeps serving\): Error: boom\\n {4}at x \(\/repo\/m\/1\/model\.js:1:1\)$/); // one log line: the stack's newlines escaped
-    expect(lines[1]).toMatch(/^E.* src\/backends\/typescript\/stray-errors\.ts\] INTERNAL: uncaught exception outside any model's code, a server bug \(the server keeps serving\): a string, no stack$/);
+    expect(lines[0]).toMatch(
+      /^E.* src\/backends\/typescript\/stray-errors\.ts\] model 'm': unhandled rejection \(the server keeps serving\): Error: boom\\n {4}at x \(\/repo\/m\/1\/model\.js:1:1\)$/,
+    ); // one log line: the stack's newlines escaped
+    expect(lines[1]).toMatch(
+      /^E.* src\/backends\/typescript\/stray-errors\.ts\] INTERNAL: uncaught exception outside any model's code, a server bug \(the server keeps serving\): a string, no stack$/,
+    );
   });
 });

@@ -24,8 +24,12 @@ describe("toModelTensor", () => {
 
 describe("fromModelTensor: a numeric output given as number[] (#29)", () => {
   it("converts numbers, bigints for INT64 and booleans for BOOL", () => {
-    expect(Array.from(new Float32Array(fromModelTensor({ name: "Y", datatype: "FP32", shape: [2], data: [1.5, -2] }, "output").data.buffer))).toEqual([1.5, -2]);
-    expect(Array.from(new BigInt64Array(fromModelTensor({ name: "Y", datatype: "INT64", shape: [2], data: [2n ** 40n, 7] as never }, "output").data.buffer))).toEqual([2n ** 40n, 7n]);
+    expect(Array.from(new Float32Array(fromModelTensor({ name: "Y", datatype: "FP32", shape: [2], data: [1.5, -2] }, "output").data.buffer))).toEqual([
+      1.5, -2,
+    ]);
+    expect(
+      Array.from(new BigInt64Array(fromModelTensor({ name: "Y", datatype: "INT64", shape: [2], data: [2n ** 40n, 7] as never }, "output").data.buffer)),
+    ).toEqual([2n ** 40n, 7n]);
     expect(Array.from(fromModelTensor({ name: "B", datatype: "BOOL", shape: [2], data: [true, false] as never }, "output").data)).toEqual([1, 0]);
   });
 
