@@ -19,6 +19,7 @@ import { credentials, makeGenericClientConstructor, type ServiceError } from "@g
 import { machineHeading, sleep, waitReady } from "./lib/bench.ts";
 import { simpleAndIdentityRepository } from "./lib/bench-models.ts";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
+import { joinBytes } from "../src/core/tensor.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -46,16 +47,7 @@ async function send(name: string): Promise<Sent> {
   const strings = (n: number) => Array.from({ length: n }, (_, i) => element(i, n));
   const binaryBytes = (n: number) => {
     const enc = new TextEncoder();
-    const parts = strings(n).map((s) => enc.encode(s));
-    const out = new Uint8Array(parts.reduce((a, p) => a + 4 + p.byteLength, 0));
-    const view = new DataView(out.buffer);
-    let off = 0;
-    for (const p of parts) {
-      view.setUint32(off, p.byteLength, true);
-      out.set(p, off + 4);
-      off += 4 + p.byteLength;
-    }
-    return out;
+    return joinBytes(strings(n).map((s) => enc.encode(s)));
   };
   const grpc = (request: object) =>
     new Promise<Sent>((res) => {
