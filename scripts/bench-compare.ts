@@ -50,6 +50,8 @@ function binaryOf(ref: string): { label: string; path: string } {
   const tree = mkdtempSync(join(tmpdir(), "nereid-compare-"));
   try {
     git("worktree", "add", "--detach", tree, commit);
+    // A few old commits track a node_modules link of their own: this checkout's replaces it.
+    rmSync(join(tree, "node_modules"), { recursive: true, force: true });
     symlinkSync(join(root, "node_modules"), join(tree, "node_modules"));
     // The compressed ONNX Runtime library is kept per build folder; reuse this checkout's.
     if (existsSync(join(root, "dist", ".build"))) cpSync(join(root, "dist", ".build"), join(tree, "dist", ".build"), { recursive: true });
