@@ -28,6 +28,11 @@ export function setKoffiNativePath(path: string): void {
   nativePath = path;
 }
 
+/** Where koffi's native module was told to load from (setKoffiNativePath), for another thread to load the same. */
+export function koffiNativePath(): string | undefined {
+  return nativePath;
+}
+
 export function getKoffi(): Koffi {
   if (koffi) return koffi;
   const path = nativePath ?? process.env.NEREID_KOFFI_NODE;

@@ -24,6 +24,7 @@ import { RepositorySources } from "./repository/remote-repository.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "./frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "./frontends/http/server.ts";
 import { listenHttpWorkers } from "./frontends/http/workers.ts";
+import { DirectModels } from "./server/direct-models.ts";
 import { listenGrpcWorkers } from "./frontends/grpc/workers.ts";
 import { frontendWorkersSupported } from "./frontends/worker-threads.ts";
 import { listenGrpc, type GrpcListener, type GrpcListenOptions } from "./frontends/grpc/server.ts";
@@ -250,6 +251,15 @@ async function startWithRepositories(
   const statusBoard = options.allowStatusPage ? new StatusBoard(server) : undefined;
   statusBoard?.start();
   let metricsHandler: HttpHandler | undefined;
+  let direct: DirectModels | undefined;
+  // Stateless models run in the frontend workers themselves (#30); under --model-namespacing
+  // a name may mean several models, which the main thread tells apart.
+  const directModels = (o: ServerOptions): void => {
+    if (direct || o.modelNamespacing) return;
+    const d = new DirectModels(server);
+    direct = d;
+    server.settleStatistics = () => d.settle();
+  };
   let metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
   let exiting: Promise<number> | undefined;
   let listening: Promise<void> = Promise.resolve();
@@ -273,15 +283,17 @@ async function startWithRepositories(
       python.metrics.attach(metricsRegistry.registry);
       server.onSuccess = metricsRegistry.observe;
       server.onFirstResponse = metricsRegistry.firstResponse;
-      metricsHandler = createMetricsHandler(metricsRegistry);
+      const registry = metricsRegistry;
+      metricsHandler = createMetricsHandler({ metrics: () => server.statisticsSettled().then(() => registry.metrics()) });
       running.metrics = await listenHttp(metricsHandler, o.metricsAddress, o.metricsPort);
       running.addresses.metrics = o.metricsAddress;
       log.info(`Started Metrics Service at ${o.metricsAddress}:${running.metrics.port}`);
     }
     if (which.grpc && !running.grpc) {
       const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
+      if (threads > 1) directModels(o);
       const listen =
-        threads > 1 ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts) : (opts: GrpcListenOptions) => listenGrpc(server, opts);
+        threads > 1 ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, direct) : (opts: GrpcListenOptions) => listenGrpc(server, opts);
       running.grpc = await listen({
         restricted: restrictionMap(o.grpcRestrictedProtocol),
         headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),
@@ -308,15 +320,22 @@ async function startWithRepositories(
     if (which.http && !running.http) {
       const handler = createHttpHandler(server, httpFrontendOptions(o, statusBoard));
       const threads = o.httpThreadCountGiven ? frontendThreads(o.httpThreadCount) : 1;
+      if (threads > 1) directModels(o);
       running.http =
         threads > 1
-          ? await listenHttpWorkers(threads, server, handler, {
-              address: o.httpAddress,
-              port: o.httpPort,
-              maxInputSize: o.httpMaxInputSize,
-              headerForwardPattern: o.httpHeaderForwardPattern,
-              decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
-            })
+          ? await listenHttpWorkers(
+              threads,
+              server,
+              handler,
+              {
+                address: o.httpAddress,
+                port: o.httpPort,
+                maxInputSize: o.httpMaxInputSize,
+                headerForwardPattern: o.httpHeaderForwardPattern,
+                decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
+              },
+              direct,
+            )
           : await listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
       if (threads > 1) log.info(`HTTP frontend on ${threads} worker threads`);
       running.addresses.http = o.httpAddress;
@@ -333,6 +352,7 @@ async function startWithRepositories(
   const shutdown = (): Promise<number> =>
     (exiting ??= (async () => {
       server.state = "EXITING";
+      direct?.stop();
       log.info("Waiting for in-flight requests to complete.");
       await listening.catch(() => undefined);
       await poller?.close();

@@ -3,8 +3,14 @@
  * runs on the calling thread or on koffi's worker thread. The OrtValues of a run are
  * owned by the run and released in its finally block; the session is released once, by
  * close(), or after the runs in flight when close() comes during them.
+ *
+ * Other threads of the process may run the same session (OrtSession::Run is thread-safe):
+ * share() gives them its address and a guard in shared memory, borrow() wraps them in
+ * another thread. A borrower enters the guard for each run and never releases the
+ * session; the owner's close() retires the guard and releases the session only once no
+ * borrower is inside it.
  */
-import { getKoffi, type Pointer } from "../load.ts";
+import { getKoffi, koffiNativePath, type Pointer } from "../load.ts";
 import { ONNX_TYPE, ONNX_VALUE_TYPE_TENSOR } from "./symbols.ts";
 import { check } from "./status.ts";
 import { NativeError } from "../errors.ts";
@@ -26,6 +32,20 @@ function offHeapPointers(n: number): BigUint64Array {
   return new BigUint64Array(new ArrayBuffer(Math.max(n, 1) * 8)).subarray(0, n);
 }
 
+/** What another thread needs to run a session: its address, and the guard its runs enter. */
+export interface SharedOrtSession {
+  address: bigint;
+  /** koffi's native module as the owner's thread loaded it (the compiled binary's embedded copy). */
+  koffi: string | undefined;
+  /** Int32 [runs of borrowers in flight, retired (1 once the owner closes)]. */
+  guard: SharedArrayBuffer;
+}
+
+const IN_FLIGHT = 0;
+const RETIRED = 1;
+/** How often a close waits on borrowers' runs to finish (they are short: one Run each). */
+const RETIRE_POLL_MS = 1;
+
 export class OrtSession {
   readonly inputs: OrtTensorInfo[];
   readonly outputs: OrtTensorInfo[];
@@ -41,10 +61,17 @@ export class OrtSession {
   readonly #bound = new Map<string, BoundRun>();
   /** The layout used last: checked field by field before the key is built. */
   #lastBound: BoundRun | undefined;
+  /** Set once the session is shared with other threads (share()), or borrowed from another. */
+  #guard: Int32Array | undefined;
+  /** A borrowed session: another thread owns (and releases) the native session. */
+  #borrowed = false;
+  /** The owner's close() waits for borrowers' runs (see #releaseWhenIdle). */
+  #retiring = false;
 
   /** Creates the session on the calling thread, or adopts `created` (see open()). */
-  constructor(env: OrtEnvironment, modelPath: string, options: OrtSessionOptions, created?: Pointer) {
+  constructor(env: OrtEnvironment, modelPath: string, options: OrtSessionOptions, created?: Pointer, borrowed = false) {
     this.#env = env;
+    this.#borrowed = borrowed;
     if (created) {
       this.#handle = created;
     } else {
@@ -75,6 +102,38 @@ export class OrtSession {
     );
     check(api, status, `CreateSession(${modelPath})`);
     return new OrtSession(env, modelPath, options, out[0] || null);
+  }
+
+  /** This session as other threads of the process may run it (see borrow()). */
+  share(): SharedOrtSession {
+    if (!this.#handle || this.#borrowed) throw new NativeError("INTERNAL", "onnxruntime", "onnxruntime: only an open session of this thread can be shared");
+    this.#guard ??= new Int32Array(new SharedArrayBuffer(8));
+    return { address: this.#handle, koffi: koffiNativePath(), guard: this.#guard.buffer as SharedArrayBuffer };
+  }
+
+  /**
+   * Another thread's session, to run here: enter() before each run and leave() after it.
+   * close() frees only what this thread made (name arrays, bound values).
+   */
+  static borrow(env: OrtEnvironment, shared: SharedOrtSession): OrtSession {
+    const s = new OrtSession(env, "", undefined as unknown as OrtSessionOptions, shared.address, true);
+    s.#guard = new Int32Array(shared.guard);
+    return s;
+  }
+
+  /** A borrower's run begins: false once the owner has retired the session (run nothing then). */
+  enter(): boolean {
+    const g = this.#guard;
+    if (!g || !this.#handle) return false;
+    Atomics.add(g, IN_FLIGHT, 1);
+    if (Atomics.load(g, RETIRED) === 0) return true;
+    Atomics.sub(g, IN_FLIGHT, 1);
+    return false;
+  }
+
+  /** A borrower's run has ended. */
+  leave(): void {
+    if (this.#guard) Atomics.sub(this.#guard, IN_FLIGHT, 1);
   }
 
   #describe(input: boolean): OrtTensorInfo[] {
@@ -307,21 +366,46 @@ export class OrtSession {
     return arr;
   }
 
-  /** Releases the session now, or after the runs in flight when there are any. */
+  /**
+   * Releases the session now, or after the runs in flight when there are any: this
+   * thread's, and, for a shared session, other threads' (polled every RETIRE_POLL_MS).
+   */
   close(): void {
     if (!this.#handle) return;
     if (this.#running > 0) {
       this.#closeWhenIdle = true;
       return;
     }
+    const g = this.#guard;
+    if (g && !this.#borrowed) {
+      if (this.#retiring) return;
+      Atomics.store(g, RETIRED, 1);
+      if (Atomics.load(g, IN_FLIGHT) > 0) {
+        this.#closeWhenIdle = true;
+        this.#retiring = true;
+        setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
+        return;
+      }
+    }
     for (const b of this.#bound.values()) for (const v of b.values) v.close();
     this.#bound.clear();
     this.#lastBound = undefined;
-    this.#env.api.ReleaseSession(this.#handle);
+    if (!this.#borrowed) this.#env.api.ReleaseSession(this.#handle);
     this.#handle = null;
     const koffi = getKoffi();
     for (const p of this.#allocations.splice(0)) koffi.free(p);
     this.#names.clear();
+  }
+
+  #releaseWhenIdle(): void {
+    if (Atomics.load(this.#guard!, IN_FLIGHT) > 0) {
+      setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
+      return;
+    }
+    this.#closeWhenIdle = false;
+    this.#retiring = false;
+    this.#guard = undefined;
+    this.close();
   }
 
   [Symbol.dispose](): void {

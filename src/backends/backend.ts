@@ -75,6 +75,28 @@ export interface BackendInstance {
    * close() still follows.
    */
   abort?(error: ServerError): void;
+  /**
+   * Optional: this instance as other threads may run it without the main thread (a
+   * stateless model served straight from the frontend workers); see borrowInstance.
+   */
+  share?(): SharedInstance;
+  close(): void;
+}
+
+/**
+ * An instance another thread can run (structured-clonable): the backend that made it,
+ * and what its borrowInstance needs. Only the owner releases what it points at.
+ */
+export interface SharedInstance {
+  backend: string;
+  spec: unknown;
+}
+
+/** Another thread's instance as a frontend worker runs it (see backends/borrow.ts). */
+export interface BorrowedInstance {
+  /** Runs as execute() does, inside the owner's guard; undefined (nothing run) once the owner has retired the instance. */
+  executeBorrowed(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult | undefined>;
+  /** Frees what this thread made for it; the owner's resources stay the owner's. */
   close(): void;
 }
 

@@ -8,6 +8,9 @@ import { ServerError, type ErrorCode } from "../core/errors.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
 import type { Logger } from "../core/logger.ts";
+import { DirectRunner } from "../server/direct-runner.ts";
+import type { DirectModels } from "../server/direct-models.ts";
+import type { DirectTable } from "../server/direct-table.ts";
 
 declare const Bun: unknown;
 
@@ -243,4 +246,107 @@ export class WorkerThread<Config, To extends { t: string }, From extends { t: st
     });
     this.#worker.terminate();
   }
+}
+
+/** What the main thread says to a frontend worker about the models the worker runs itself (server/direct-models.ts). */
+export type ToWorkerDirect =
+  | { t: "models"; table: DirectTable }
+  /** Post the statistics records held, then `flushed` with this id. */
+  | { t: "flush"; id: number };
+
+/** What a frontend worker says back: statistics records, flushes done, and failures for the main thread's log. */
+export type FromWorkerDirect =
+  | { t: "records"; records: number[] }
+  | { t: "flushed"; id: number }
+  | { t: "failure"; code: ErrorCode; message: string; where: string };
+
+/**
+ * The main thread's side of one worker's DirectRunner: the worker gets every table the
+ * DirectModels publishes, its records are applied, and a statistics read waits for its
+ * flush. Without a DirectModels (one thread, or models the workers cannot run) it does nothing.
+ */
+export class DirectLink {
+  readonly #direct: DirectModels | undefined;
+  readonly #send: (m: ToWorkerDirect) => void;
+  readonly #log: Logger;
+  readonly #flushes = new Map<number, () => void>();
+  #nextFlush = 0;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect) => void, log: Logger) {
+    this.#direct = direct;
+    this.#send = send;
+    this.#log = log;
+  }
+
+  /** The worker is listening: it takes tables from now on. */
+  start(): void {
+    this.#unsubscribe = this.#direct?.subscribe({
+      publish: (table) => this.#send({ t: "models", table }),
+      flush: () =>
+        new Promise<void>((resolve) => {
+          const id = this.#nextFlush++;
+          this.#flushes.set(id, resolve);
+          this.#send({ t: "flush", id });
+        }),
+    });
+  }
+
+  stop(): void {
+    this.#unsubscribe?.();
+    for (const resolve of this.#flushes.values()) resolve();
+    this.#flushes.clear();
+  }
+
+  /** Handles `m` when it is one of the worker's direct messages; false otherwise. */
+  receive(m: { t: string }): boolean {
+    const d = m as FromWorkerDirect;
+    switch (d.t) {
+      case "records":
+        this.#direct?.applyRecords(d.records);
+        return true;
+      case "flushed":
+        this.#flushes.get(d.id)?.();
+        this.#flushes.delete(d.id);
+        return true;
+      case "failure":
+        if (d.code === "INTERNAL") this.#log.error(`${d.where}: ${d.message}`);
+        else this.#log.verbose(1, `${d.where}: ${d.code}: ${d.message}`);
+        return true;
+      default:
+        return false;
+    }
+  }
+}
+
+/**
+ * Statistics records go from a worker to the main thread at most this often (a message
+ * costs the main thread a few µs; a batch of a few hundred records about as much):
+ * reading the statistics flushes them first, so nobody sees them late.
+ */
+const RECORDS_EVERY_MS = 10;
+
+/**
+ * A frontend worker's DirectRunner wired to its messages: `receive` takes the main
+ * thread's tables and flushes (true when `m` was one); records and failures are posted.
+ */
+export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (model: string) => string) {
+  const postRecords = () => {
+    const records = runner.take();
+    if (records.length > 0) post({ t: "records", records });
+  };
+  const runner: DirectRunner = new DirectRunner(
+    () => setTimeout(postRecords, RECORDS_EVERY_MS),
+    (e, model) => post({ t: "failure", code: e.code, message: e.message, where: where(model) }),
+  );
+  const receive = (m: { t: string }): boolean => {
+    const d = m as ToWorkerDirect;
+    if (d.t === "models") runner.update(d.table);
+    else if (d.t === "flush") {
+      postRecords();
+      post({ t: "flushed", id: d.id });
+    } else return false;
+    return true;
+  };
+  return { runner, receive };
 }

@@ -22,6 +22,14 @@ const ALLOWED: Record<ModelState, readonly ModelState[]> = {
 
 const log = getLogger("src/repository/model-version.ts");
 
+const stateListeners = new Set<(mv: ModelVersion) => void>();
+
+/** Calls `fn` after every state change of any version (to republish what other threads serve); returns the unsubscribe. */
+export function onModelStateChange(fn: (mv: ModelVersion) => void): () => void {
+  stateListeners.add(fn);
+  return () => stateListeners.delete(fn);
+}
+
 /** How long an unload waits for executions before it aborts the instances that can be (default). */
 export const UNLOAD_ABORT_MS = 30_000;
 
@@ -62,6 +70,7 @@ export class ModelVersion {
     }
     this.state = to;
     this.reason = reason;
+    for (const fn of stateListeners) fn(this);
   }
 
   /** Takes ownership of the backend model, its instances and the scheduler over them. */
@@ -82,6 +91,11 @@ export class ModelVersion {
   get scheduler(): Scheduler {
     if (!this.#scheduler) throw internal(`model '${this.name}' version ${this.version} has no scheduler`);
     return this.#scheduler;
+  }
+
+  /** The backend instances of a loaded version (none before attach or after unload). */
+  get instances(): readonly BackendInstance[] {
+    return this.#instances;
   }
 
   get ready(): boolean {

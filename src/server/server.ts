@@ -10,6 +10,7 @@ import { whenCancelled } from "../core/cancel.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
+import { orderedOutputs } from "../core/outputs.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import type { ResponseCache } from "../cache/cache.ts";
@@ -106,6 +107,13 @@ export class InferenceServer {
   readonly #sharedMemory: SharedMemoryManager;
   /** `--max-queued-bytes`: input bytes that client requests not yet answered may hold together (0: no bound). */
   maxQueuedBytes = DEFAULT_MAX_QUEUED_BYTES;
+  /** Has other threads post what they hold for the statistics (DirectModels.settle), when frontend workers run models. */
+  settleStatistics: (() => Promise<void>) | undefined;
+
+  /** Resolves once the statistics count every request answered so far, on whichever thread. */
+  statisticsSettled(): Promise<void> {
+    return this.settleStatistics?.() ?? Promise.resolve();
+  }
   #queuedBytes = 0;
 
   constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: ResponseCache, sharedMemory = new SharedMemoryManager(false)) {
@@ -637,17 +645,12 @@ export class InferenceServer {
   }
 
   #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: ReadonlyMap<string, number>): Tensor[] {
+    const shaped = orderedOutputs(mv.signature, raw, names);
+    if (classification.size === 0) return shaped;
     const batched = mv.signature.maxBatchSize > 0;
-    // Backends answer in the order asked; look outputs up by name only when they did not.
-    const inOrder = raw.length === names.length && raw.every((t, i) => t.name === names[i]);
-    const byName = inOrder ? undefined : new Map(raw.map((t) => [t.name, t]));
-    return names.map((name, i) => {
-      const t = byName ? byName.get(name) : raw[i];
-      if (!t) throw new ServerError("INTERNAL", `model '${mv.name}' did not produce output '${name}'`);
-      const config = mv.signature.outputs.get(name)!;
-      const shaped = config.reshape ? { ...t, shape: apiShape(t.shape, config.dims ?? [], config.reshape.shape ?? [], batched) } : t;
-      const k = classification.get(name);
-      return k === undefined ? shaped : classify(shaped, k, batched, this.#labelsFor(mv, config.label_filename));
+    return shaped.map((t) => {
+      const k = classification.get(t.name);
+      return k === undefined ? t : classify(t, k, batched, this.#labelsFor(mv, mv.signature.outputs.get(t.name)!.label_filename));
     });
   }
 
@@ -661,14 +664,6 @@ export class InferenceServer {
     }
     return labels;
   }
-}
-
-/** Output shape as the config declares it, for outputs with a reshape. */
-function apiShape(modelShape: readonly number[], dims: readonly number[], reshape: readonly number[], batched: boolean): number[] {
-  const rest = batched ? modelShape.slice(1) : modelShape;
-  const variable = reshape.map((d, i) => (d === -1 ? rest[i]! : undefined)).filter((d): d is number => d !== undefined);
-  const shape = dims.map((d) => (d === -1 ? (variable.shift() ?? 1) : d));
-  return batched ? [modelShape[0]!, ...shape] : shape;
 }
 
 /**

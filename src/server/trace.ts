@@ -107,15 +107,25 @@ export class TraceManager {
     if (model) this.#models.set(model, next);
     else Object.assign(this.#global, next);
     this.#samplers.delete(model ?? "");
+    this.onUpdate?.();
     return this.settings(model);
+  }
+
+  /** Called after every settings update (what other threads serve depends on whether a model may be traced). */
+  onUpdate: (() => void) | undefined;
+
+  /** Whether requests of `model` may be traced at all under the settings now (counts nothing). */
+  mayTrace(model: string): boolean {
+    const override = this.#models.get(model);
+    const level = override?.trace_level ?? this.#global.trace_level;
+    return level.includes("TIMESTAMPS") && !!(override?.trace_file ?? this.#global.trace_file);
   }
 
   /** Whether the next request of `model` is traced (counts it for the sampling rate). */
   sample(model: string): boolean {
     // On every request: read the two deciding fields without building a settings object.
+    if (!this.mayTrace(model)) return false;
     const override = this.#models.get(model);
-    const level = override?.trace_level ?? this.#global.trace_level;
-    if (!level.includes("TIMESTAMPS") || !(override?.trace_file ?? this.#global.trace_file)) return false;
     const s = this.settings(model);
     const owner = override ? model : "";
     let sampler = this.#samplers.get(owner);

@@ -6,15 +6,26 @@
 import { nowNs } from "../../core/clock.ts";
 import { statSync } from "node:fs";
 import { OrtEnvironment, OrtSessionOptions } from "../../../ffi/onnxruntime/handles.ts";
-import { OrtSession } from "../../../ffi/onnxruntime/session.ts";
+import { OrtSession, type SharedOrtSession } from "../../../ffi/onnxruntime/session.ts";
 import { mallocTrim } from "../../../ffi/libc/malloc.ts";
+import { koffiNativePath, setKoffiNativePath } from "../../../ffi/load.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import { ServerError, invalidArg } from "../../core/errors.ts";
 import { runMode, sessionConfig, type RunMode } from "./options.ts";
 import { AutoRunMode } from "./run-mode.ts";
 import { protocolType, toOrtInput, fromOrtOutput } from "./tensors.ts";
-import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, TensorSpec } from "../backend.ts";
+import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, SharedInstance, TensorSpec } from "../backend.ts";
 import type { Tensor } from "../../core/tensor.ts";
+
+/** An ONNX Runtime instance as another thread borrows it (OrtInstance.share). */
+interface SharedOrtInstance {
+  name: string;
+  /** The library the process loaded (the same one, already open, in every thread). */
+  library: string;
+  session: SharedOrtSession;
+  mode: RunMode;
+  batched: boolean;
+}
 
 class OrtInstance implements BackendInstance {
   readonly name: string;
@@ -48,10 +59,45 @@ class OrtInstance implements BackendInstance {
     return { outputs, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: t3 - t2 };
   }
 
+  share(): SharedInstance {
+    const spec: SharedOrtInstance = {
+      name: this.name,
+      library: OrtEnvironment.get().api.libraryPath,
+      session: this.#session.share(),
+      mode: this.#mode,
+      batched: this.#batched,
+    };
+    return { backend: "onnxruntime", spec };
+  }
+
+  /** A borrowed instance's run, inside the owner's guard: undefined when the owner has retired the session. */
+  async executeBorrowed(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult | undefined> {
+    if (!this.#session.enter()) return undefined;
+    try {
+      return await this.execute(inputs, outputNames);
+    } finally {
+      this.#session.leave();
+    }
+  }
+
   close(): void {
     this.#session.close();
   }
 }
+
+/**
+ * Another thread's ONNX Runtime instance, to run in this one (a frontend worker): the
+ * process's one OrtEnv and the owner's session; close() frees only this thread's part.
+ */
+export function borrowOrtInstance(shared: SharedInstance): OrtInstance {
+  const spec = shared.spec as SharedOrtInstance;
+  // In the compiled binary koffi's native module is an embedded file the owner's thread was told of.
+  if (spec.session.koffi && !koffiNativePath()) setKoffiNativePath(spec.session.koffi);
+  const env = OrtEnvironment.get(spec.library);
+  return new OrtInstance(spec.name, OrtSession.borrow(env, spec.session), spec.mode, spec.batched);
+}
+
+export type { OrtInstance };
 
 class OrtModel implements BackendModel {
   readonly #ctx: BackendLoadContext;

@@ -137,7 +137,10 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     ),
     ModelStreamInfer: (call: ServerDuplexStream<WireInferRequest, unknown>) => streamInfer(server, call, forwarded(opts.headerForward, call.metadata)),
     ModelConfig: unary((r: { name?: string; version?: string }) => ({ config: server.modelConfig(r.name ?? "", r.version || undefined) })),
-    ModelStatistics: unary((r: { name?: string; version?: string }) => server.modelStatistics(r.name || undefined, r.version || undefined)),
+    ModelStatistics: unary(async (r: { name?: string; version?: string }) => {
+      await server.statisticsSettled();
+      return server.modelStatistics(r.name || undefined, r.version || undefined);
+    }),
     RepositoryIndex: unary((r: { repository_name?: string; ready?: boolean }) => {
       return {
         models: server

@@ -11,7 +11,8 @@ import { forwarded } from "./service.ts";
 import { grpcError, grpcStatus } from "./status.ts";
 import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest } from "../../core/request.ts";
-import { inputBuffers, MessageBatcher, type WireError } from "../worker-threads.ts";
+import { inputBuffers, MessageBatcher, wireError, workerDirectRunner, type WireError } from "../worker-threads.ts";
+import { isRetired } from "../../server/direct-runner.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
 declare const self: { onmessage: ((e: MessageEvent<ToGrpcWorker[]>) => void) | null; postMessage(m: FromGrpcWorker[], transfer?: ArrayBuffer[]): void };
@@ -27,6 +28,7 @@ const pending = new Map<number, (a: Answer) => void>();
 const streams = new Map<number, ServerDuplexStream<unknown, unknown>>();
 let nextId = 0;
 let listener: GrpcListener | undefined;
+const direct = workerDirectRunner(post, () => "ModelInfer");
 
 self.onmessage = (e) => {
   for (const m of e.data) receive(m);
@@ -39,6 +41,10 @@ function receive(m: ToGrpcWorker): void {
       return;
     case "stop":
       void stop();
+      return;
+    case "models":
+    case "flush":
+      direct.receive(m);
       return;
     case "write":
       // Acknowledged once grpc-js has sent it (HTTP/2 flow control allowing): the main thread's SendWindow.
@@ -139,25 +145,28 @@ function modelInfer(headerForward: RegExp | undefined) {
       relay(call as ServerUnaryCall<unknown, unknown>, callback);
       return;
     }
-    const id = nextId++;
-    const m: FromGrpcWorker = { t: "infer", id, model: msg.model_name ?? "", ...(msg.model_version ? { version: msg.model_version } : {}), request };
-    ask(
-      id,
-      call as ServerUnaryCall<unknown, unknown>,
-      m,
-      (a) => {
-        if (a.t === "failed") return callback(errorOf(a.error));
-        if (a.t !== "response") return callback(grpcError(status.INTERNAL, `unexpected answer '${a.t}' to ModelInfer`));
-        let out: unknown;
-        try {
-          out = fromInferenceResponse(a.response);
-        } catch (err) {
-          const e = ServerError.from(err);
-          return callback(grpcError(grpcStatus(e.code), e.message));
-        }
-        callback(null, out);
-      },
-      inputBuffers(request),
+    const answer = (a: Answer) => {
+      if (a.t === "failed") return callback(errorOf(a.error));
+      if (a.t !== "response") return callback(grpcError(status.INTERNAL, `unexpected answer '${a.t}' to ModelInfer`));
+      let out: unknown;
+      try {
+        out = fromInferenceResponse(a.response);
+      } catch (err) {
+        const e = ServerError.from(err);
+        return callback(grpcError(grpcStatus(e.code), e.message));
+      }
+      callback(null, out);
+    };
+    const toMain = () => {
+      const id = nextId++;
+      const m: FromGrpcWorker = { t: "infer", id, model: msg.model_name ?? "", ...(msg.model_version ? { version: msg.model_version } : {}), request };
+      ask(id, call as ServerUnaryCall<unknown, unknown>, m, answer, inputBuffers(request));
+    };
+    const here = direct.runner.run(msg.model_name ?? "", msg.model_version || undefined, request);
+    if (!here) return toMain();
+    here.then(
+      (response) => answer({ t: "response", id: -1, response }),
+      (err: unknown) => (isRetired(err) ? toMain() : answer({ t: "failed", id: -1, error: wireError(err) })),
     );
   };
 }

@@ -2,7 +2,8 @@
  * @module The messages between the main thread and the gRPC frontend's worker threads
  * (--grpc-infer-thread-count > 1, under Bun). A worker runs grpc-js on the shared port:
  * it takes each call's HTTP/2 and protobuf work, and for ModelInfer the conversion to
- * an InferenceRequest and back, so the main thread only runs the core. Every other RPC,
+ * an InferenceRequest and back, so the main thread only runs the core (and for a model
+ * in the worker's table, server/direct-models.ts, not even that). Every other RPC,
  * a ModelInfer the worker cannot convert (so that the main thread reports its errors in
  * Triton's order), and each ModelStreamInfer stream are relayed to the main thread's
  * handlers (service.ts, stream.ts), which answer them as on one thread. The worker
@@ -10,7 +11,7 @@
  * thread keeps at most a window of them unacknowledged (SendWindow).
  */
 import type { InferenceResponse } from "../../core/request.ts";
-import type { WireError, WorkerInfer } from "../worker-threads.ts";
+import type { FromWorkerDirect, ToWorkerDirect, WireError, WorkerInfer } from "../worker-threads.ts";
 import type { GrpcListenOptions } from "./server.ts";
 
 /** What a worker needs to serve: the listener's options, and the RPCs the main thread implements. */
@@ -32,6 +33,8 @@ export type WireMetadata = [string, string | Uint8Array][];
 export type ToGrpcWorker =
   | { t: "start"; config: GrpcWorkerConfig }
   | { t: "stop" }
+  /** The models the worker runs itself (#30; server/direct-models.ts). */
+  | ToWorkerDirect
   | { t: "response"; id: number; response: InferenceResponse }
   | { t: "failed"; id: number; error: WireError }
   | { t: "reply"; id: number; value: unknown }
@@ -43,6 +46,7 @@ export type FromGrpcWorker =
   | { t: "listening"; port: number }
   | { t: "startFailed"; message: string }
   | { t: "stopped" }
+  | FromWorkerDirect
   | ({ t: "infer"; id: number } & WorkerInfer)
   | { t: "unary"; id: number; service: "inference" | "health"; method: string; request: unknown; metadata: WireMetadata }
   | { t: "open"; id: number; metadata: WireMetadata }

@@ -12,7 +12,8 @@ import { EventEmitter } from "node:events";
 import { Metadata, status, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { getLogger } from "../../core/logger.ts";
 import type { InferenceServer } from "../../server/server.ts";
-import { inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
+import { DirectLink, inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
+import type { DirectModels } from "../../server/direct-models.ts";
 import { healthService, inferenceService } from "./service.ts";
 import type { GrpcListener, GrpcListenOptions } from "./server.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
@@ -116,21 +117,34 @@ class GrpcFrontendWorker {
   readonly #cancels = new Map<number, () => void>();
   readonly #streams = new Map<number, RelayedStream>();
   readonly #send: Send;
+  readonly #direct: DirectLink;
 
-  constructor(server: InferenceServer, services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation }) {
+  constructor(
+    server: InferenceServer,
+    services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation },
+    direct: DirectModels | undefined,
+  ) {
     this.#server = server;
     this.#services = services;
     this.#thread = new WorkerThread(workerUrl("src/frontends/grpc/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "gRPC", log, (m) =>
       this.#onMessage(m),
     );
     this.#send = (m) => this.#thread.send(m);
+    this.#direct = new DirectLink(direct, (m) => this.#thread.send(m), log);
   }
 
-  start(listen: GrpcListenOptions): Promise<number> {
-    return this.#thread.start({ listen, inferenceMethods: Object.keys(this.#services.inference), healthMethods: Object.keys(this.#services.health) });
+  async start(listen: GrpcListenOptions): Promise<number> {
+    const port = await this.#thread.start({
+      listen,
+      inferenceMethods: Object.keys(this.#services.inference),
+      healthMethods: Object.keys(this.#services.health),
+    });
+    this.#direct.start();
+    return port;
   }
 
   stop(): Promise<void> {
+    this.#direct.stop();
     return this.#thread.stop();
   }
 
@@ -157,6 +171,8 @@ class GrpcFrontendWorker {
       case "ack":
         this.#streams.get(m.id)?.acked(m.count);
         return;
+      default:
+        this.#direct.receive(m);
     }
   }
 
@@ -213,7 +229,7 @@ class GrpcFrontendWorker {
  * enforces --grpc-max-connections on its own share: the limit divided among them; at its
  * share a worker makes room for a new connection as one listener does (listener.ts).
  */
-export function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions): Promise<GrpcListener> {
+export function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions, direct?: DirectModels): Promise<GrpcListener> {
   const services = { inference: inferenceService(core, opts), health: healthService(core) };
   const listen: GrpcListenOptions = {
     ...opts,
@@ -223,7 +239,7 @@ export function listenGrpcWorkers(count: number, core: InferenceServer, opts: Gr
   return startWorkers(
     count,
     () => {
-      const w = new GrpcFrontendWorker(core, services);
+      const w = new GrpcFrontendWorker(core, services, direct);
       return { start: (port) => w.start({ ...listen, port }), stop: () => w.stop() };
     },
     opts.port,

@@ -175,6 +175,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
     const method = req.method;
     if (rest.length === 1 && rest[0] === "stats") {
       if (method !== "GET") return METHOD_NOT_ALLOWED();
+      await server.statisticsSettled();
       return json(200, server.modelStatistics());
     }
     if (rest.length === 0) return NOT_FOUND();
@@ -201,6 +202,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
         return json(200, server.modelConfig(model, version));
       case "stats":
         if (method !== "GET") return METHOD_NOT_ALLOWED();
+        await server.statisticsSettled();
         return json(200, server.modelStatistics(model, version));
       case "infer":
         if (method !== "POST") return METHOD_NOT_ALLOWED();

@@ -11,7 +11,8 @@ import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeader
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { inputBuffers, MessageBatcher, wireError, type WireError } from "../worker-threads.ts";
+import { inputBuffers, MessageBatcher, wireError, workerDirectRunner, type WireError } from "../worker-threads.ts";
+import { isRetired } from "../../server/direct-runner.ts";
 
 declare const Bun: typeof import("bun");
 declare const self: { onmessage: ((e: MessageEvent<ToWorker[]>) => void) | null; postMessage(m: FromWorker[], transfer?: ArrayBuffer[]): void };
@@ -34,6 +35,7 @@ interface Pending {
 }
 
 const pending = new Map<number, Pending>();
+const direct = workerDirectRunner(post, (model) => `POST /v2/models/${model}/infer`);
 let nextId = 0;
 let config: WorkerConfig;
 let headerForward: RegExp | undefined;
@@ -53,6 +55,10 @@ function receive(m: ToWorker): void {
       return;
     case "stop":
       void stop();
+      return;
+    case "models":
+    case "flush":
+      direct.receive(m);
       return;
     case "chunk":
       pending.get(m.id)?.chunk?.(m.data);
@@ -128,6 +134,21 @@ async function handle(request: Request, onBodyRead?: () => void): Promise<Respon
   if (infer && req.header("inference-header-content-length") !== "0") {
     const decoded = await decode(req, raw!).catch(() => undefined);
     if (decoded) {
+      decoded.signal = controller.signal;
+      const here = direct.runner.run(infer[1]!, infer[2], decoded);
+      if (here) {
+        try {
+          const response = await here;
+          request.signal?.removeEventListener("abort", cancel);
+          return encode(req.header("accept-encoding"), response, decoded);
+        } catch (err) {
+          if (!isRetired(err)) {
+            request.signal?.removeEventListener("abort", cancel);
+            return errorResponse(wireError(err));
+          }
+        }
+      }
+      delete decoded.signal;
       const answer = await ask(
         id,
         { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded },

@@ -3,14 +3,15 @@
  * (--http-thread-count > 1, under Bun). A worker accepts connections on the shared port
  * and answers inference requests itself, up to the point where the core takes over:
  * it reads and decodes the body and posts the InferenceRequest; the main thread runs it
- * and posts the InferenceResponse back for the worker to encode. Every other request,
+ * and posts the InferenceResponse back for the worker to encode; for a model in the
+ * worker's table (server/direct-models.ts) the worker runs it itself. Every other request,
  * and an inference request whose body the worker cannot decode (so that the main
  * thread reports its errors in Triton's order), is posted whole and answered by the
  * main thread's handler (routes.ts), a streamed body chunk by chunk: the worker
  * acknowledges each chunk once its response has taken it for the socket, and the main
  * thread keeps at most a window of them unacknowledged (SendWindow).
  */
-import type { WireError } from "../worker-threads.ts";
+import type { FromWorkerDirect, ToWorkerDirect, WireError } from "../worker-threads.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 
 /** What a worker needs to serve. */
@@ -27,6 +28,8 @@ export interface WorkerConfig {
 export type ToWorker =
   | { t: "start"; config: WorkerConfig }
   | { t: "stop" }
+  /** The models the worker runs itself (#30; server/direct-models.ts). */
+  | ToWorkerDirect
   | { t: "response"; id: number; response: InferenceResponse }
   | { t: "failed"; id: number; error: WireError }
   | { t: "reply"; id: number; status: number; headers: Record<string, string>; body?: Uint8Array | string }
@@ -38,6 +41,7 @@ export type FromWorker =
   | { t: "listening"; port: number }
   | { t: "startFailed"; message: string }
   | { t: "stopped" }
+  | FromWorkerDirect
   | { t: "infer"; id: number; model: string; version?: string; request: InferenceRequest }
   | {
       t: "http";

@@ -3,7 +3,8 @@
  * many worker threads (worker-entry.ts) listen on the HTTP port with SO_REUSEPORT, so the
  * kernel spreads connections over them; each decodes inference bodies and encodes
  * answers, and the main thread runs the core (scheduling, batching, sequences, the
- * cache, statistics) for all of them, so the server keeps one view. Requests the workers
+ * cache, statistics) for all of them, so the server keeps one view; the models in the
+ * DirectModels table the workers run themselves. Requests the workers
  * post whole go through the same handler (routes.ts) as on one thread. The first worker
  * binds the port (a free one for port 0), the others then join it.
  */
@@ -12,11 +13,12 @@ import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { tooLarge } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
+import type { DirectModels } from "../../server/direct-models.ts";
 import type { HttpHandler } from "./routes.ts";
 import type { HttpListener } from "./server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
+import { DirectLink, inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
 
 const log = getLogger("src/frontends/http/workers.ts");
 const EMPTY = new Uint8Array(0);
@@ -29,20 +31,25 @@ class FrontendWorker {
   readonly #running = new Map<number, AbortController>();
   /** The flow control of each streamed body being relayed, by request id. */
   readonly #windows = new Map<number, SendWindow>();
+  readonly #direct: DirectLink;
 
-  constructor(server: InferenceServer, handler: HttpHandler) {
+  constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined) {
     this.#server = server;
     this.#handler = handler;
+    this.#direct = new DirectLink(direct, (m) => this.#send(m), log);
     this.#thread = new WorkerThread(workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "HTTP", log, (m) =>
       this.#onMessage(m),
     );
   }
 
-  start(config: WorkerConfig): Promise<number> {
-    return this.#thread.start(config);
+  async start(config: WorkerConfig): Promise<number> {
+    const port = await this.#thread.start(config);
+    this.#direct.start();
+    return port;
   }
 
   stop(): Promise<void> {
+    this.#direct.stop();
     return this.#thread.stop();
   }
 
@@ -64,6 +71,8 @@ class FrontendWorker {
       case "http":
         void this.#http(m);
         return;
+      default:
+        this.#direct.receive(m);
     }
   }
 
@@ -147,11 +156,17 @@ class FrontendWorker {
 }
 
 /** Starts `count` worker threads serving HTTP on `config`'s address and port. */
-export function listenHttpWorkers(count: number, server: InferenceServer, handler: HttpHandler, config: WorkerConfig): Promise<HttpListener> {
+export function listenHttpWorkers(
+  count: number,
+  server: InferenceServer,
+  handler: HttpHandler,
+  config: WorkerConfig,
+  direct?: DirectModels,
+): Promise<HttpListener> {
   return startWorkers(
     count,
     () => {
-      const w = new FrontendWorker(server, handler);
+      const w = new FrontendWorker(server, handler, direct);
       return { start: (port) => w.start({ ...config, port }), stop: () => w.stop() };
     },
     config.port,

@@ -1,0 +1,166 @@
+/**
+ * @module The models the frontend worker threads run themselves (#30), main thread's
+ * half. A version qualifies when its requests need no state shared across requests: the
+ * default scheduler (no dynamic or sequence batching, not an ensemble, not decoupled), no
+ * response cache, no rate limiter, not traced, and instances another thread can run
+ * (ONNX Runtime sessions: OrtSession::Run is thread-safe). The table of them is
+ * published to every subscriber (each frontend worker) after any version changes state
+ * or the trace settings change; a worker answers a request for a version in its table
+ * without a message to the main thread, and posts what the statistics need in batches
+ * (applyRecords), so the statistics and metrics equal the one-thread path's. Before the
+ * statistics are read, settle() has every worker post what it holds.
+ *
+ * Lifecycle: a version leaves the table when it leaves READY; its sessions are released
+ * only after every worker's runs inside them have ended (OrtSession's shared guard), and
+ * a worker whose session has been retired hands the request to the main thread instead.
+ */
+import { nowNs } from "../core/clock.ts";
+import { FAILURE_REASONS } from "../core/stats.ts";
+import { onModelStateChange } from "../repository/model-version.ts";
+import { RECORD_WIDTH, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import type { ModelVersion } from "../repository/model-version.ts";
+import type { InferenceServer } from "./server.ts";
+
+/** Whether `mv`'s requests may run in the frontend workers (see the module comment). */
+export function servedByWorkers(server: InferenceServer, mv: ModelVersion): boolean {
+  const c = mv.config;
+  if (!mv.ready || c.platform === "ensemble" || c.dynamic_batching || c.sequence_batching || c.ensemble_scheduling) return false;
+  if (c.model_transaction_policy?.decoupled === true || server.cacheEnabled(mv) || server.trace?.mayTrace(mv.name)) return false;
+  const instances = mv.instances;
+  return instances.length > 0 && instances.every((i) => typeof i.share === "function");
+}
+
+export class DirectModels {
+  readonly #server: InferenceServer;
+  readonly #subscribers = new Set<Subscriber>();
+  /** Versions by entry id, while a worker may still post records for them. */
+  readonly #byId = new Map<number, ModelVersion>();
+  readonly #ids = new WeakMap<ModelVersion, DirectEntry>();
+  #nextId = 1;
+  #scheduled = false;
+  #stopped = false;
+  readonly #unsubscribe: () => void;
+
+  constructor(server: InferenceServer) {
+    this.#server = server;
+    this.#unsubscribe = onModelStateChange(() => this.changed());
+    if (server.trace) server.trace.onUpdate = () => this.changed();
+  }
+
+  /** A worker starts taking tables: it gets the current one now. */
+  subscribe(s: Subscriber): () => void {
+    this.#subscribers.add(s);
+    s.publish(this.#stopped ? EMPTY : this.#table());
+    return () => this.#subscribers.delete(s);
+  }
+
+  /** Something that decides the table changed: publish it again (once per turn). */
+  changed(): void {
+    if (this.#scheduled || this.#stopped) return;
+    this.#scheduled = true;
+    // Synchronously enough that no request reaches a version after its unload began:
+    // a microtask runs before the unload's drain can finish.
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      if (this.#stopped) return;
+      const table = this.#table();
+      for (const s of this.#subscribers) s.publish(table);
+    });
+  }
+
+  /** The server is stopping: the workers hand everything to the main thread, which refuses it as it should. */
+  stop(): void {
+    this.#stopped = true;
+    this.#unsubscribe();
+    for (const s of this.#subscribers) s.publish(EMPTY);
+  }
+
+  /** Has every worker post the records it holds; resolves once they are applied. */
+  async settle(): Promise<void> {
+    await Promise.all([...this.#subscribers].map((s) => s.flush()));
+  }
+
+  /** Applies a worker's records to the versions' statistics, as the one-thread path records them. */
+  applyRecords(records: ArrayLike<number>): void {
+    const server = this.#server;
+    for (let i = 0; i + RECORD_WIDTH <= records.length; i += RECORD_WIDTH) {
+      const mv = this.#byId.get(records[i + 1]!);
+      if (!mv) continue;
+      const requestNs = records[i + 2]!;
+      if (records[i] === SUCCESS) {
+        const ci = records[i + 3]!;
+        const cinf = records[i + 4]!;
+        const co = records[i + 5]!;
+        mv.stats.recordExecution(records[i + 6]!, ci, cinf, co);
+        mv.stats.recordSuccess(requestNs, 0, ci, cinf, co);
+        server.onSuccess?.(mv, { requestNs, queueNs: 0, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
+      } else {
+        mv.stats.recordFailure(requestNs, FAILURE_REASONS[records[i + 3]!] ?? "OTHER");
+      }
+    }
+  }
+
+  #table(): DirectTable {
+    const server = this.#server;
+    const entries: DirectEntry[] = [];
+    const routes: [string, number][] = [];
+    const live = new Set<number>();
+    const entryOf = (mv: ModelVersion): DirectEntry | undefined => {
+      if (!servedByWorkers(server, mv)) return undefined;
+      let e = this.#ids.get(mv);
+      if (!e) {
+        e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances: mv.instances.map((i) => i.share!()) };
+        this.#ids.set(mv, e);
+        this.#byId.set(e.id, mv);
+      }
+      if (!live.has(e.id)) {
+        live.add(e.id);
+        entries.push(e);
+      }
+      return e;
+    };
+    for (const { name, version } of server.repositoryIndex(true)) {
+      if (version === undefined) continue;
+      const mv = resolved(server, name, version);
+      const e = mv && entryOf(mv);
+      if (e) routes.push([routeKey(name, version), e.id]);
+      // The version a request that names none gets, when it qualifies.
+      const latest = resolved(server, name, undefined);
+      if (latest === mv && e) routes.push([routeKey(name, undefined), e.id]);
+    }
+    // Records of versions gone from the table may still come (posted before the worker saw
+    // the new table); they are kept for a while after, then forgotten.
+    const now = nowNs();
+    for (const id of this.#byId.keys()) if (!live.has(id)) this.#retired.set(id, this.#retired.get(id) ?? now);
+    for (const [id, since] of this.#retired) {
+      if (live.has(id)) this.#retired.delete(id);
+      else if (now - since > RETIRED_RECORDS_NS) {
+        this.#retired.delete(id);
+        this.#byId.delete(id);
+      }
+    }
+    return { entries, routes };
+  }
+
+  readonly #retired = new Map<number, number>();
+}
+
+/** How long records of a version gone from the table are still applied. */
+const RETIRED_RECORDS_NS = 60e9;
+
+const EMPTY: DirectTable = { entries: [], routes: [] };
+
+/** A worker as the table sees it: it takes tables, and posts its records when asked. */
+export interface Subscriber {
+  publish(table: DirectTable): void;
+  /** Resolves once the worker has posted (and the main thread applied) every record it held. */
+  flush(): Promise<void>;
+}
+
+function resolved(server: InferenceServer, name: string, version: string | undefined): ModelVersion | undefined {
+  try {
+    return server.resolve(name, version).version;
+  } catch {
+    return undefined;
+  }
+}

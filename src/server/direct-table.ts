@@ -1,0 +1,32 @@
+/**
+ * @module What the main thread and the frontend workers say about the models the workers
+ * run themselves (#30; direct-models.ts on the main thread, direct-runner.ts in a worker):
+ * the table of versions, and the statistics records a worker posts.
+ */
+import type { ModelConfig } from "../core/model-config-types.ts";
+import type { SharedInstance } from "../backends/backend.ts";
+
+/** One version the workers serve (structured-clonable). */
+export interface DirectEntry {
+  /** Unique for the life of the process: records name their version by it. */
+  id: number;
+  name: string;
+  version: string;
+  config: ModelConfig;
+  instances: SharedInstance[];
+}
+
+/** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
+export interface DirectTable {
+  entries: DirectEntry[];
+  routes: [string, number][];
+}
+
+/** A worker's statistics records, RECORD_WIDTH numbers each. */
+export const RECORD_WIDTH = 7;
+/** [SUCCESS, id, requestNs, computeInputNs, computeInferNs, computeOutputNs, batchSize] */
+export const SUCCESS = 1;
+/** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0] */
+export const FAILURE = 2;
+
+export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;
