@@ -1,6 +1,6 @@
 /**
- * The OpenVINO C API binding (ffi/openvino) and the openvino backend. OpenVINO itself is
- * not installed here, so:
+ * The OpenVINO C API binding (ffi/openvino) and the openvino backend, without OpenVINO
+ * (test/e2e/openvino/real-library.test.ts runs the real library from its PyPI wheel):
  *
  * - the declarations are checked against facts taken from the published headers
  *   (struct layouts, ov_status_e, the ov_element_type_e table of each release range);
@@ -8,7 +8,8 @@
  * - everything else runs against test/ffi/doubles/fake_openvino_c.c, a TEST DOUBLE with
  *   the same C signatures and a fixed INPUT0 + 1 model. Passing here says the binding
  *   calls the C API the way the headers declare it; it is no evidence about how real
- *   OpenVINO behaves.
+ *   OpenVINO behaves. It stays for what the real library cannot be made to do on demand:
+ *   a too-old release, no ov_get_last_err_msg, counting live handles, a slow inference.
  */
 import { describe, it, expect, beforeAll, afterAll, afterEach } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";

@@ -16,7 +16,7 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { execFileSync } from "node:child_process";
 import { copyFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { BINARY, inferJson as infer, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { inferJson as infer, serverCommand, startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { venvPython } from "../../helpers/python-venv.ts";
 import { ElemType, encodeModel, type initializer, mulberry32, node, valueInfo } from "../../../scripts/lib/onnx-builder.ts";
@@ -392,7 +392,8 @@ describe("real OpenVINO (the openvino==2026.4.1 wheel) beside ONNX Runtime, one 
 
 describe("a pip-installed OpenVINO found through $VIRTUAL_ENV alone (no library=)", () => {
   it("`nereid devices` names the wheel's library, its release and element-type table", () => {
-    const out = execFileSync(BINARY, ["devices"], {
+    const { cmd, args } = serverCommand();
+    const out = execFileSync(cmd, [...args, "devices"], {
       encoding: "utf8",
       env: { ...process.env, ...NO_CUDA, VIRTUAL_ENV: venv, LD_LIBRARY_PATH: "" },
       timeout: 60_000,
@@ -401,7 +402,7 @@ describe("a pip-installed OpenVINO found through $VIRTUAL_ENV alone (no library=
     expect(out).toMatch(new RegExp(`OpenVINO 2026\\.4\\.1-\\S+ \\(${library.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\), element types of 2025\\.1 and later`));
   });
 
-  it("the server loads and answers ov_simple through the discovered library", async () => {
+  it("the server loads and answers ov_simple through the discovered library, also after an unload and a reload (every handle freed and made again)", async () => {
     const server = await startServerProcess(
       [`--model-repository=${repo.dir}`, "--model-control-mode=explicit", "--load-model=ov_simple", "--load-model=simple"],
       { env: { ...NO_CUDA, VIRTUAL_ENV: venv, LD_LIBRARY_PATH: "" }, timeoutMs: 120_000 },
@@ -417,6 +418,18 @@ describe("a pip-installed OpenVINO found through $VIRTUAL_ENV alone (no library=
       expect(status).toBe(200);
       expect(json.outputs[0].data).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
       expect(json.outputs[1].data).toEqual(Array.from({ length: 16 }, (_, i) => i - 1));
+      for (const action of ["unload", "load", "unload", "load"]) {
+        const res = await fetch(`${server.url}/v2/repository/models/ov_simple/${action}`, { method: "POST", body: "{}" });
+        expect(res.status, action).toBe(200);
+      }
+      const again = await infer(server, "ov_simple", {
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [2, 16], data: Array(32).fill(7) },
+          { name: "INPUT1", datatype: "INT32", shape: [2, 16], data: Array(32).fill(-3) },
+        ],
+      });
+      expect(again.json.outputs[0].data).toEqual(Array(32).fill(4));
+      expect(server.log()).not.toMatch(/Segmentation|double free|core dumped/);
     } finally {
       await server.stop();
     }
