@@ -84,16 +84,18 @@ export class OvCoreLease {
   }
 
   /**
-   * ov_core_compile_model for `device` ("CPU", "GPU", "AUTO", ...), with no properties.
-   * It is variadic, and koffi cannot call variadic functions on its worker thread, so
-   * this blocks the event loop for as long as the plugin compiles (once per model and
-   * device, at load).
+   * ov_core_compile_model for `device` ("CPU", "GPU", "AUTO", ...) with `properties`
+   * (string keys and values, passed as the variadic `const char*` pairs; the count is of
+   * strings, two per property). It is variadic, and koffi cannot call variadic functions
+   * on its worker thread, so this blocks the event loop for as long as the plugin
+   * compiles (once per model and device, at load).
    */
-  compile(model: OvModel, device: string): OvCompiledModel {
+  compile(model: OvModel, device: string, properties: readonly (readonly [string, string])[] = []): OvCompiledModel {
     const core = this.#live();
     const api = core.runtime.api;
     const out = outPointer();
-    check(api, api.ov_core_compile_model(core.handle, model.handle, device, 0, out), `ov_core_compile_model(${device})`);
+    const args = properties.flatMap(([k, v]) => ["const char *", k, "const char *", v]);
+    check(api, api.ov_core_compile_model(core.handle, model.handle, device, properties.length * 2, out, ...args), `ov_core_compile_model(${device})`);
     return OvCompiledModel.adopt(core.runtime, out[0] || null, device);
   }
 

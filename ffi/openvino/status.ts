@@ -47,7 +47,8 @@ function code(status: number): ErrorCode {
 export function errorText(api: OvApi, status: number): string {
   if (SETS_LAST_ERROR.has(status) && api.ov_get_last_err_msg) {
     const p: Pointer = api.ov_get_last_err_msg();
-    if (p) return getKoffi().decode(p, "char", -1) as string;
+    // Real libraries end the text with blank lines (one per exception frame).
+    if (p) return (getKoffi().decode(p, "char", -1) as string).trimEnd();
   }
   return api.ov_get_error_info(status);
 }

@@ -1,6 +1,6 @@
 /**
- * The OpenVINO C API binding (ffi/openvino) and the openvino backend. OpenVINO itself is
- * not installed here, so:
+ * The OpenVINO C API binding (ffi/openvino) and the openvino backend, without OpenVINO
+ * (test/e2e/openvino/real-library.test.ts runs the real library from its PyPI wheel):
  *
  * - the declarations are checked against facts taken from the published headers
  *   (struct layouts, ov_status_e, the ov_element_type_e table of each release range);
@@ -8,7 +8,8 @@
  * - everything else runs against test/ffi/doubles/fake_openvino_c.c, a TEST DOUBLE with
  *   the same C signatures and a fixed INPUT0 + 1 model. Passing here says the binding
  *   calls the C API the way the headers declare it; it is no evidence about how real
- *   OpenVINO behaves.
+ *   OpenVINO behaves. It stays for what the real library cannot be made to do on demand:
+ *   a too-old release, no ov_get_last_err_msg, counting live handles, a slow inference.
  */
 import { describe, it, expect, beforeAll, afterAll, afterEach } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -31,7 +32,16 @@ const hasCompiler = spawnSync("cc", ["--version"], { stdio: "ignore" }).status =
 const saved = { ...process.env };
 
 afterEach(() => {
-  for (const key of ["FAKE_OV_VERSION", "FAKE_OV_INFER_MS", "NEREID_OPENVINO_LIBRARY", "LD_LIBRARY_PATH", "INTEL_OPENVINO_DIR"]) {
+  for (const key of [
+    "FAKE_OV_VERSION",
+    "FAKE_OV_INFER_MS",
+    "NEREID_OPENVINO_LIBRARY",
+    "LD_LIBRARY_PATH",
+    "INTEL_OPENVINO_DIR",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "HOME",
+  ]) {
     if (saved[key] === undefined) delete process.env[key];
     else process.env[key] = saved[key];
   }
@@ -232,6 +242,63 @@ describe("where libopenvino_c is looked for", () => {
     expect(versionOf("2026.1.2")).toEqual([2026, 1, 2]);
   });
 
+  it("finds a pip-installed openvino: the active environment's after the archive install, the user's and the system's last", () => {
+    delete process.env.NEREID_OPENVINO_LIBRARY;
+    process.env.INTEL_OPENVINO_DIR = join(dir, "none");
+    process.env.LD_LIBRARY_PATH = join(dir, "none");
+    const wheelLibs = (prefix: string, python: string) => {
+      const libs = join(prefix, "lib", python, "site-packages", "openvino", "libs");
+      mkdirSync(libs, { recursive: true });
+      return libs;
+    };
+    const venv = join(dir, "venv");
+    const older = wheelLibs(venv, "python3.9");
+    const newer = wheelLibs(venv, "python3.12");
+    writeFileSync(join(older, "libopenvino_c.so.2530"), "");
+    writeFileSync(join(newer, "libopenvino_c.so.2641"), "");
+    writeFileSync(join(newer, "libopenvino.so.2641"), "");
+    const conda = join(dir, "conda");
+    writeFileSync(join(wheelLibs(conda, "python3.11"), "libopenvino_c.so.2650"), "");
+    const home = join(dir, "home");
+    writeFileSync(join(wheelLibs(join(home, ".local"), "python3.11"), "libopenvino_c.so.2700"), "");
+    process.env.VIRTUAL_ENV = venv;
+    process.env.CONDA_PREFIX = conda;
+    process.env.HOME = home;
+    const c = openVinoLibraryCandidates(undefined);
+    const strings = c.filter((x): x is string => typeof x === "string" && x.startsWith(dir));
+    // The venv's newest Python first, then conda's; the user's site-packages after every system place.
+    expect(strings).toEqual([
+      join(newer, "libopenvino_c.so.2641"),
+      join(older, "libopenvino_c.so.2530"),
+      join(conda, "lib", "python3.11", "site-packages", "openvino", "libs", "libopenvino_c.so.2650"),
+      join(home, ".local", "lib", "python3.11", "site-packages", "openvino", "libs", "libopenvino_c.so.2700"),
+    ]);
+    // Right after the bare name and the archive installs ($INTEL_OPENVINO_DIR, /opt/intel/openvino).
+    const before = c.slice(0, c.indexOf(strings[0]!));
+    expect(before[0]).toBe("libopenvino_c.so");
+    expect(before.slice(1).map((x) => (typeof x === "string" ? x : x.path))).toEqual([
+      join(dir, "none", "runtime", "lib", process.arch === "arm64" ? "aarch64" : "intel64", "libopenvino_c.so"),
+      ...(process.arch === "arm64" ? [join(dir, "none", "runtime", "lib", "arm64", "libopenvino_c.so")] : []),
+      ...(process.arch === "arm64" ? ["aarch64", "arm64"] : ["intel64"]).map((a) => `/opt/intel/openvino/runtime/lib/${a}/libopenvino_c.so`),
+    ]);
+    const versioned = c.findIndex((x) => typeof x !== "string" && x.path === "libopenvino_c.so.<version>");
+    expect(versioned === -1 || versioned < c.indexOf(strings[3]!)).toBe(true);
+    expect(versioned === -1 || versioned > c.indexOf(strings[2]!)).toBe(true);
+
+    process.env.VIRTUAL_ENV = join(dir, "novenv");
+    delete process.env.CONDA_PREFIX;
+    process.env.HOME = join(dir, "nohome");
+    const none = openVinoLibraryCandidates(undefined);
+    const last = none[none.length - 1];
+    if (typeof last !== "string" && last?.path === "openvino/libs/libopenvino_c.so.<version>") {
+      expect(last.reason).toMatch(
+        /^no pip-installed openvino in .*\/usr\/lib\/python3\/dist-packages\/openvino\/libs \(no \$VIRTUAL_ENV or \$CONDA_PREFIX with a python3 lib folder\)$/,
+      );
+    } else {
+      expect(none.some((x) => typeof x === "string" && x.includes("/openvino/libs/"))).toBe(true); // this host has a system-wide wheel
+    }
+  });
+
   it("a missing library is one LibraryLoadError naming every place tried, and no crash", () => {
     let err: unknown;
     try {
@@ -245,6 +312,9 @@ describe("where libopenvino_c is looked for", () => {
     delete process.env.NEREID_OPENVINO_LIBRARY;
     process.env.INTEL_OPENVINO_DIR = join(dir, "none");
     process.env.LD_LIBRARY_PATH = join(dir, "none");
+    process.env.VIRTUAL_ENV = join(dir, "none");
+    delete process.env.CONDA_PREFIX;
+    process.env.HOME = join(dir, "none");
     const candidates = openVinoLibraryCandidates(undefined);
     const found = candidates.some((c) => typeof c === "string" && c !== "libopenvino_c.so");
     if (found) return; // this host has OpenVINO somewhere: the default search is not "missing" here
@@ -259,7 +329,8 @@ describe("where libopenvino_c is looked for", () => {
     expect(lines[1]).toMatch(/^  libopenvino_c\.so: /);
     expect((err as Error).message).toContain(`${join(dir, "none", "runtime", "lib")}`);
     expect((err as Error).message).toContain("/opt/intel/openvino/runtime/lib/");
-    expect(lines[lines.length - 1]).toMatch(/^  libopenvino_c\.so\.<version>: no versioned library in /);
+    expect(lines[lines.length - 2]).toMatch(/^  libopenvino_c\.so\.<version>: no versioned library in /);
+    expect(lines[lines.length - 1]).toMatch(/^  openvino\/libs\/libopenvino_c\.so\.<version>: no pip-installed openvino in /);
   });
 
   it("refuses a library that is not OpenVINO's C library", () => {
@@ -274,6 +345,7 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
   let modelXml = "";
   let live: () => number;
   let lastDevice: () => string;
+  let lastProperties: () => string;
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "nereid-fakeov-"));
@@ -291,6 +363,8 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
     const deviceFn = lib.func("const char *fake_last_device()");
     live = () => Number(liveFn());
     lastDevice = () => deviceFn() as string;
+    const propertiesFn = lib.func("const char *fake_last_properties()");
+    lastProperties = () => propertiesFn() as string;
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -461,6 +535,30 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
       `model 'ov_double': compiling for OpenVINO device 'NPU': openvino: ov_core_compile_model(NPU): GENERAL_ERROR: [fake openvino] Device with "NPU" name is not registered in the OpenVINO Runtime`,
     );
     npu.close();
+    expect(live()).toBe(0);
+  });
+
+  it("passes the model's OpenVINO compile properties as variadic key/value strings, and nothing else", async () => {
+    const tuned = await load(
+      config({
+        parameters: {
+          INFERENCE_NUM_THREADS: { string_value: "2" },
+          INFERENCE_PRECISION_HINT: { string_value: " f32 " },
+          CACHE_DIR: { string_value: "/tmp/x" },
+          device: { string_value: "CPU" },
+        },
+      }),
+    );
+    (await tuned.createInstance("t", "KIND_CPU", 0)).close();
+    expect(lastProperties()).toBe("INFERENCE_NUM_THREADS=2;INFERENCE_PRECISION_HINT=f32;");
+    tuned.close();
+    const plain = await load(config());
+    (await plain.createInstance("p", "KIND_CPU", 0)).close();
+    expect(lastProperties()).toBe("");
+    plain.close();
+    const empty = await load(config({ parameters: { NUM_STREAMS: { string_value: " " } } })).catch((e: unknown) => e);
+    expect((empty as ServerError).code).toBe("INVALID_ARG");
+    expect((empty as Error).message).toBe("model 'ov_double': parameter 'NUM_STREAMS' must have a value for OpenVINO, got ''");
     expect(live()).toBe(0);
   });
 

@@ -14,7 +14,7 @@ import { mallocTrim } from "../../../ffi/libc/malloc.ts";
 import type { OvCompiledModel, OvModel } from "../../../ffi/openvino/model.ts";
 import type { OvInferRequest } from "../../../ffi/openvino/infer-request.ts";
 import { bindPorts, outputTensor, portSpec, runInput, type BoundPort } from "./io.ts";
-import { deviceFor, weightsFor } from "./options.ts";
+import { compileProperties, deviceFor, weightsFor } from "./options.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO } from "../backend.ts";
 import type { Tensor } from "../../core/tensor.ts";
 
@@ -71,6 +71,8 @@ class OpenVinoModel implements BackendModel {
   readonly #compiled = new Map<string, OvCompiledModel>();
   readonly #inputs: Map<string, BoundPort>;
   readonly #outputs: Map<string, BoundPort>;
+  /** The model parameters that are OpenVINO compile properties (options.ts). */
+  readonly #properties: [string, string][];
 
   /** Takes ownership of `core` and `model`. */
   constructor(ctx: BackendLoadContext, runtime: OpenVinoRuntime, core: OvCoreLease, model: OvModel) {
@@ -80,6 +82,7 @@ class OpenVinoModel implements BackendModel {
     this.#model = model;
     try {
       ({ inputs: this.#inputs, outputs: this.#outputs } = bindPorts(ctx.config, runtime.elementTypes, model.inputs, model.outputs, ctx.modelName));
+      this.#properties = compileProperties(ctx.config);
     } catch (err) {
       this.close();
       throw err;
@@ -92,7 +95,7 @@ class OpenVinoModel implements BackendModel {
     let compiled = this.#compiled.get(device);
     if (!compiled) {
       try {
-        compiled = this.#core.compile(this.#model, device);
+        compiled = this.#core.compile(this.#model, device, this.#properties);
       } catch (err) {
         throw new ServerError(
           ServerError.from(err).code,

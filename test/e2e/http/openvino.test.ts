@@ -4,8 +4,9 @@
  * `--backend-config=openvino,library=<the test double>`. The double
  * (test/ffi/doubles/fake_openvino_c.c) is NOT OpenVINO: it has OpenVINO's C signatures
  * and a fixed INPUT0 + 1 model, so this checks Nereid's path from HTTP to the C calls,
- * not real OpenVINO. A second server without the library keeps `ov_double` UNAVAILABLE
- * with the reason while `simple` serves.
+ * not real OpenVINO (test/e2e/openvino/real-library.test.ts serves through the real
+ * library). A second server without the library keeps `ov_double` UNAVAILABLE with the
+ * reason while `simple` serves.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";

@@ -22,7 +22,8 @@
  *
  * Test hooks (not OpenVINO API): fake_live_handles() counts every object and array the
  * double has handed out and not had back; fake_last_device() is the device_name of the
- * last ov_core_compile_model. Strings from ov_get_last_err_msg are not counted: the
+ * last ov_core_compile_model, fake_last_properties() its property strings as
+ * "KEY=VALUE;..." (an odd count of strings is refused, as OpenVINO refuses it). Strings from ov_get_last_err_msg are not counted: the
  * binding copies them and deliberately does not free them (see ffi/openvino/status.ts).
  *
  * Build: cc -shared -fPIC -o libfake_openvino_c.so fake_openvino_c.c
@@ -103,6 +104,7 @@ typedef struct ov_infer_request {
 static long live = 0;
 static char last_error[512] = "";
 static char last_device[64] = "";
+static char last_properties[512] = "";
 
 static void* take(size_t n) {
     void* p = calloc(1, n ? n : 1);
@@ -140,6 +142,7 @@ static ov_element_type_e f32_value(void) {
 
 EXPORT long fake_live_handles(void) { return __atomic_load_n(&live, __ATOMIC_SEQ_CST); }
 EXPORT const char* fake_last_device(void) { return last_device; }
+EXPORT const char* fake_last_properties(void) { return last_properties; }
 
 static const char* const infos[] = {
     "success", "general error", "it's not implement", "failed to network", "input parameter mismatch",
@@ -200,7 +203,17 @@ EXPORT void ov_model_free(ov_model_t* model) { give(model); }
 EXPORT ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model, const char* device_name,
                                          const size_t property_args_size, ov_compiled_model_t** compiled_model, ...) {
     if (!core || !model || !device_name || !compiled_model) return INVALID_C_PARAM;
-    if (property_args_size != 0) return fail(NOT_IMPLEMENTED, "[fake openvino] the double takes no properties, got %zu args", property_args_size);
+    if (property_args_size % 2 != 0) return fail(GENERAL_ERROR, "[fake openvino] property_args_size %zu is odd", property_args_size);
+    last_properties[0] = '\0';
+    va_list ap;
+    va_start(ap, compiled_model);
+    for (size_t i = 0; i < property_args_size; i += 2) {
+        const char* key = va_arg(ap, const char*);
+        const char* value = va_arg(ap, const char*);
+        size_t used = strlen(last_properties);
+        snprintf(last_properties + used, sizeof last_properties - used, "%s=%s;", key, value);
+    }
+    va_end(ap);
     snprintf(last_device, sizeof last_device, "%s", device_name);
     if (strcmp(device_name, "CPU") && strcmp(device_name, "GPU") && strcmp(device_name, "AUTO"))
         return fail(GENERAL_ERROR, "[fake openvino] Device with \"%s\" name is not registered in the OpenVINO Runtime", device_name);
