@@ -15,6 +15,7 @@
  * a worker whose session has been retired hands the request to the main thread instead.
  */
 import { nowNs } from "../core/clock.ts";
+import { getLogger } from "../core/logger.ts";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
 import { RECORD_WIDTH, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
@@ -29,6 +30,8 @@ export function servedByWorkers(server: InferenceServer, mv: ModelVersion): bool
   const instances = mv.instances;
   return instances.length > 0 && instances.every((i) => typeof i.share === "function");
 }
+
+const log = getLogger("src/server/direct-models.ts");
 
 export class DirectModels {
   readonly #server: InferenceServer;
@@ -50,8 +53,19 @@ export class DirectModels {
   /** A worker starts taking tables: it gets the current one now. */
   subscribe(s: Subscriber): () => void {
     this.#subscribers.add(s);
-    s.publish(this.#stopped ? EMPTY : this.#table());
+    const table = this.#stopped ? EMPTY : this.#table();
+    this.#describe(table);
+    s.publish(table);
     return () => this.#subscribers.delete(s);
+  }
+
+  /** What the workers serve now, as "name:version" (for the log, and tests). */
+  #described = "";
+  #describe(table: DirectTable): void {
+    const text = table.entries.map((e) => `${e.name}:${e.version}`).join(", ");
+    if (text === this.#described) return;
+    this.#described = text;
+    log.verbose(1, `frontend worker threads run these model versions themselves: ${text || "(none)"}`);
   }
 
   /** Something that decides the table changed: publish it again (once per turn). */
@@ -64,6 +78,7 @@ export class DirectModels {
       this.#scheduled = false;
       if (this.#stopped) return;
       const table = this.#table();
+      this.#describe(table);
       for (const s of this.#subscribers) s.publish(table);
     });
   }
