@@ -346,6 +346,7 @@ output [
 ]
 parameters [
   { key: "lm_model" value: { string_value: "tiny_lm_step" } },
+  { key: "exclude_input_in_output" value: { string_value: "true" } },
   { key: "layers" value: { string_value: "${LAYERS}" } },
   { key: "heads" value: { string_value: "${HEADS}" } },
   { key: "head_dim" value: { string_value: "${HEAD_DIM}" } },

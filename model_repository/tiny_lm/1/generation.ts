@@ -97,8 +97,12 @@ function num(v: unknown, name: string): number | undefined {
   return v as number;
 }
 
-/** The request's settings; `input(name)` gives an input tensor or undefined. */
-export function parseSettings(input: (name: string) => Tensor | undefined): Settings {
+/**
+ * The request's settings; `input(name)` gives an input tensor or undefined.
+ * `excludeInputByDefault` is the config's `exclude_input_in_output` parameter, the default
+ * when the request sends no such input (as TensorRT-LLM's model config sets it).
+ */
+export function parseSettings(input: (name: string) => Tensor | undefined, excludeInputByDefault = false): Settings {
   const prompt = input("text_input");
   check(prompt !== undefined, "input 'text_input' is required");
   const prompts = text(prompt!);
@@ -143,7 +147,10 @@ export function parseSettings(input: (name: string) => Tensor | undefined): Sett
   );
   const ignoreEos = params.ignore_eos;
   check(ignoreEos === undefined || typeof ignoreEos === "boolean", "'ignore_eos' must be a boolean");
-  const flag = (name: string) => scalar(input(name)) === true;
+  const flag = (name: string, byDefault = false) => {
+    const v = scalar(input(name));
+    return v === undefined ? byDefault : v === true;
+  };
   return {
     prompt: prompts[0]!,
     stream: flag("stream"),
@@ -156,7 +163,7 @@ export function parseSettings(input: (name: string) => Tensor | undefined): Sett
     frequencyPenalty: penalty("frequency_penalty"),
     presencePenalty: penalty("presence_penalty"),
     ignoreEos: ignoreEos === true,
-    excludeInput: flag("exclude_input_in_output"),
+    excludeInput: flag("exclude_input_in_output", excludeInputByDefault),
     returnInputTokens: flag("return_num_input_tokens"),
     returnOutputTokens: flag("return_num_output_tokens"),
   };

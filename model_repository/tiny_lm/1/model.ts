@@ -7,6 +7,8 @@
  * once per token through BLS with its KV cache (the prompt in one step, then one token a
  * step), and picks each token with ./generation.ts. It stops at max_tokens, at
  * `<|im_end|>` or `<|endoftext|>`, at a stop string or at the end of the context.
+ * Parameters: lm_model, layers, heads, head_dim, max_positions (the step model's), and
+ * exclude_input_in_output (the default when a request sends no such input).
  * Inputs and defaults: docs/models/text-generation.md.
  */
 import { readFileSync } from "node:fs";
@@ -29,6 +31,7 @@ export default class TinyLm implements TritonModel {
   #tokenizer!: Tokenizer;
   #eos: number[] = [];
   #shape!: Shape;
+  #excludeInput = false;
 
   initialize(args: InitializeArgs): void {
     const read = (file: string) => JSON.parse(readFileSync(join(args.repositoryPath, file), "utf8"));
@@ -36,6 +39,7 @@ export default class TinyLm implements TritonModel {
     this.#tokenizer = new Tokenizer(read("tokenizer.json"), config);
     this.#eos = [config.eos_token, config.pad_token].map((t: string) => this.#tokenizer.token_to_id(t)).filter((id): id is number => id !== undefined);
     const p = args.parameters;
+    this.#excludeInput = p.exclude_input_in_output === "true";
     this.#shape = {
       lm: p.lm_model ?? "tiny_lm_step",
       layers: Number(p.layers),
@@ -61,7 +65,7 @@ export default class TinyLm implements TritonModel {
   }
 
   async #generate(request: InferenceRequest, sender: ResponseSender): Promise<void> {
-    const s = parseSettings((name) => request.input(name));
+    const s = parseSettings((name) => request.input(name), this.#excludeInput);
     const prompt = this.#tokenizer.encode(s.prompt, { add_special_tokens: false }).ids;
     const max = this.#shape.maxPositions;
     if (prompt.length === 0) throw new InputError("tiny_lm: 'text_input' must not be empty");

@@ -186,7 +186,7 @@ describe("tiny_lm through the binary (#35 item 2)", () => {
     expect((await grpcAll(grpcRequest(CHAT, { maxTokens: 50, temperature: 0 }))).map(grpcText)).toEqual(expected);
   });
 
-  it("without stream: one response, the prompt first unless exclude_input_in_output; a stop word ends the text before it", async () => {
+  it("without stream: one response, the prompt first only with exclude_input_in_output false; a stop word ends the text before it", async () => {
     const text = (await expectedGreedy(PROMPT, 20)).join("");
     const generate = async (body: object) => {
       const res = await fetch(`${server.url}/v2/models/tiny_lm/generate`, {
@@ -197,19 +197,16 @@ describe("tiny_lm through the binary (#35 item 2)", () => {
       expect(res.status, JSON.stringify(json)).toBe(200);
       return json;
     };
-    expect(await generate({ return_num_output_tokens: true })).toEqual({
-      model_name: "tiny_lm",
-      model_version: "1",
-      text_output: PROMPT + text,
-      num_output_tokens: 20,
-    });
+    // The config's exclude_input_in_output "true" is the default (a chat answer without its prompt); the input wins.
+    expect(await generate({ return_num_output_tokens: true })).toEqual({ model_name: "tiny_lm", model_version: "1", text_output: text, num_output_tokens: 20 });
+    expect((await generate({ exclude_input_in_output: false })).text_output).toBe(PROMPT + text);
     expect((await generate({ exclude_input_in_output: true })).text_output).toBe(text);
     const stop = text.slice(8, 11);
     expect(text.indexOf(stop)).toBe(8);
-    expect((await generate({ exclude_input_in_output: true, stop_words: [stop] })).text_output).toBe(text.slice(0, 8));
+    expect((await generate({ stop_words: [stop] })).text_output).toBe(text.slice(0, 8));
     // The same through vLLM-style sampling_parameters.
     const sp = JSON.stringify({ max_tokens: 20, temperature: 0, stop: [stop] });
-    expect((await generate({ exclude_input_in_output: true, sampling_parameters: sp })).text_output).toBe(text.slice(0, 8));
+    expect((await generate({ sampling_parameters: sp })).text_output).toBe(text.slice(0, 8));
   });
 
   it("seeded sampling: the same tokens over HTTP and gRPC and on a second request; another seed, other tokens", async () => {

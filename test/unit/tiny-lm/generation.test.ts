@@ -52,6 +52,17 @@ describe("tiny_lm settings", () => {
     expect(DEFAULTS.maxTokens).toBe(16);
   });
 
+  it("exclude_input_in_output: the config's default applies when the request sends none, the input wins when it does", () => {
+    const parse = (byDefault: boolean, ...t: Tensor[]) =>
+      parseSettings((name) => [bytes("text_input", "Hi"), ...t].find((x) => x.name === name), byDefault).excludeInput;
+    expect([parse(true), parse(false), parse(true, bool("exclude_input_in_output", false)), parse(false, bool("exclude_input_in_output", true))]).toEqual([
+      true,
+      false,
+      false,
+      true,
+    ]);
+  });
+
   it("TensorRT-LLM style tensors, as Triton's OpenAI frontend sends them to a non-vLLM model", () => {
     expect(
       settings(
