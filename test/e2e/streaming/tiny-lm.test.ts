@@ -209,6 +209,20 @@ describe("tiny_lm through the binary (#35 item 2)", () => {
     expect((await generate({ sampling_parameters: sp })).text_output).toBe(text.slice(0, 8));
   });
 
+  it("concurrent requests keep their own caches: each streams the tokens it gets alone; gRPC without stream sends one final response", async () => {
+    const [a, b] = await Promise.all([expectedGreedy(PROMPT, 10), expectedGreedy(CHAT, 10)]);
+    const runs = await Promise.all([
+      sse({ text_input: PROMPT, stream: true, max_tokens: 10, temperature: 0 }),
+      sse({ text_input: CHAT, stream: true, max_tokens: 10, temperature: 0 }),
+      grpcAll(grpcRequest(PROMPT, { maxTokens: 10, temperature: 0 })),
+      grpcAll(grpcRequest(PROMPT, { maxTokens: 10, temperature: 0, stream: false })),
+    ]);
+    expect(runs[0]!.map((e) => e.text_output)).toEqual(a);
+    expect(runs[1]!.map((e) => e.text_output)).toEqual(b);
+    expect(runs[2]!.map(grpcText)).toEqual(a);
+    expect(runs[3]!.map((m) => [grpcText(m), grpcFinal(m)])).toEqual([[a.join(""), true]]);
+  });
+
   it("seeded sampling: the same tokens over HTTP and gRPC and on a second request; another seed, other tokens", async () => {
     const body = { text_input: PROMPT, stream: true, max_tokens: 16, temperature: 1, seed: 42 };
     const a = (await sse(body)).map((e) => e.text_output);
