@@ -24,6 +24,10 @@ export interface Settings {
   frequencyPenalty: number;
   presencePenalty: number;
   ignoreEos: boolean;
+  /** No EOS and no stop string before this many tokens (vLLM's min_tokens). */
+  minTokens: number;
+  /** Added to the logit of each token id (OpenAI's logit_bias). */
+  logitBias: Map<number, number>;
   /** Non-streaming only: the prompt is put before the generated text unless this is true. */
   excludeInput: boolean;
   returnInputTokens: boolean;
@@ -43,6 +47,8 @@ const SAMPLING_KEYS = [
   "frequency_penalty",
   "presence_penalty",
   "ignore_eos",
+  "min_tokens",
+  "logit_bias",
   "n",
   "best_of",
 ] as const;
@@ -147,6 +153,19 @@ export function parseSettings(input: (name: string) => Tensor | undefined, exclu
   );
   const ignoreEos = params.ignore_eos;
   check(ignoreEos === undefined || typeof ignoreEos === "boolean", "'ignore_eos' must be a boolean");
+  const minTokens = num(params.min_tokens, "min_tokens") ?? 0;
+  check(
+    Number.isInteger(minTokens) && minTokens >= 0 && minTokens <= maxTokens,
+    `'min_tokens' must be an integer from 0 to max_tokens (${maxTokens}), got ${minTokens}`,
+  );
+  const bias = params.logit_bias ?? {};
+  check(typeof bias === "object" && bias !== null && !Array.isArray(bias), "'logit_bias' must be an object of token id → bias");
+  const logitBias = new Map<number, number>();
+  for (const [id, b] of Object.entries(bias as object)) {
+    check(/^(0|[1-9][0-9]*)$/.test(id), `'logit_bias' key ${JSON.stringify(id)} is not a token id`);
+    check(typeof b === "number" && b >= -100 && b <= 100, `'logit_bias' for token ${id} must be a number in [-100, 100]`);
+    logitBias.set(Number(id), b as number);
+  }
   const flag = (name: string, byDefault = false) => {
     const v = scalar(input(name));
     return v === undefined ? byDefault : v === true;
@@ -163,6 +182,8 @@ export function parseSettings(input: (name: string) => Tensor | undefined, exclu
     frequencyPenalty: penalty("frequency_penalty"),
     presencePenalty: penalty("presence_penalty"),
     ignoreEos: ignoreEos === true,
+    minTokens,
+    logitBias,
     excludeInput: flag("exclude_input_in_output", excludeInputByDefault),
     returnInputTokens: flag("return_num_input_tokens"),
     returnOutputTokens: flag("return_num_output_tokens"),
@@ -197,9 +218,12 @@ export class Sampler {
     this.#random = new Random(settings.seed);
   }
 
-  pick(logits: Float32Array): number {
+  /** The next token from `logits`; `banned` tokens (EOS before min_tokens) are never picked. */
+  pick(logits: Float32Array, banned: readonly number[] = []): number {
     const s = this.#s;
     const l = Float64Array.from(logits);
+    for (const [t, b] of s.logitBias) if (t < l.length) l[t] = l[t]! + b;
+    for (const t of banned) if (t < l.length) l[t] = Number.NEGATIVE_INFINITY;
     for (const [t, n] of this.#counts) l[t] = l[t]! - s.presencePenalty - s.frequencyPenalty * n;
     let token = 0;
     if (s.temperature === 0) {
@@ -245,16 +269,19 @@ export class TextStream {
     this.#stop = stop;
   }
 
-  push(full: string): string {
+  /** `stops` false (before min_tokens): no stop string is looked for or held back. */
+  push(full: string, stops = true): string {
     if (this.stopped) return "";
+    const stop = stops ? this.#stop : [];
     let cut = -1;
-    for (const s of this.#stop) {
+    for (const s of stop) {
       const at = full.indexOf(s, Math.max(0, this.#sent - s.length + 1));
       if (at >= 0 && (cut < 0 || at < cut)) cut = at;
     }
     if (cut >= 0) {
       this.stopped = true;
-      this.#text = full.slice(0, cut);
+      // Text already sent stays sent (a stop string can only straddle it after min_tokens).
+      this.#text = full.slice(0, Math.max(cut, this.#sent));
       return this.finish();
     }
     this.#text = full;
@@ -262,7 +289,7 @@ export class TextStream {
     let safe = full.length;
     while (safe > this.#sent && full[safe - 1] === "\uFFFD") safe--;
     let hold = 0;
-    for (const s of this.#stop) {
+    for (const s of stop) {
       for (let k = Math.min(s.length - 1, safe - this.#sent); k > hold; k--) {
         if (full.endsWith(s.slice(0, k), safe)) {
           hold = k;

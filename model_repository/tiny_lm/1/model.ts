@@ -79,10 +79,11 @@ export default class TinyLm implements TritonModel {
       if (request.isCancelled()) throw Object.assign(new Error("tiny_lm: the request was cancelled"), { code: "CANCELLED" });
       const out = await this.#step(request, step, generated.length + prompt.length - step.length, past);
       past = out.present;
-      const token = sampler.pick(out.logits);
+      const early = generated.length < s.minTokens;
+      const token = sampler.pick(out.logits, early ? this.#eos : []);
       generated.push(token);
       const eos = !s.ignoreEos && this.#eos.includes(token);
-      let delta = text.push(this.#tokenizer.decode(generated, { skip_special_tokens: true }));
+      let delta = text.push(this.#tokenizer.decode(generated, { skip_special_tokens: true }), generated.length >= s.minTokens);
       const done = eos || text.stopped || generated.length >= s.maxTokens || prompt.length + generated.length >= max;
       if (done) delta += text.finish();
       if (s.stream) this.#send(sender, s, [delta], prompt.length, 1, done);

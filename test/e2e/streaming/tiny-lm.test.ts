@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 /** Greedy decoding without a cache: the whole sequence each step. The text each token adds (the EOS token adds ""). */
-async function expectedGreedy(prompt: string, maxTokens: number): Promise<string[]> {
+async function expectedGreedy(prompt: string, maxTokens: number, minTokens = 0): Promise<string[]> {
   const ids = tok.encode(prompt, { add_special_tokens: false }).ids;
   const generated: number[] = [];
   const deltas: string[] = [];
@@ -62,8 +62,8 @@ async function expectedGreedy(prompt: string, maxTokens: number): Promise<string
     const logits = (await session.run(feeds)).logits!;
     const vocab = logits.dims[2]!;
     const last = (logits.data as Float32Array).subarray((n - 1) * vocab, n * vocab);
-    let best = 0;
-    for (let i = 1; i < vocab; i++) if (last[i]! > last[best]!) best = i;
+    let best = -1;
+    for (let i = 0; i < vocab; i++) if ((generated.length >= minTokens || !eos.includes(i)) && (best < 0 || last[i]! > last[best]!)) best = i;
     generated.push(best);
     const text = tok.decode(generated, { skip_special_tokens: true });
     deltas.push(text.slice(sent.length));
@@ -177,13 +177,18 @@ describe("tiny_lm through the binary (#35 item 2)", () => {
     ]);
   });
 
-  it("stops at the end-of-turn token before max_tokens, its response carrying no text", async () => {
+  it("stops at the end-of-turn token before max_tokens, its response carrying no text; min_tokens holds it off", async () => {
     const expected = await expectedGreedy(CHAT, 50);
     expect(expected.length).toBeLessThan(50);
     expect(expected.at(-1)).toBe("");
     const events = await sse({ text_input: CHAT, stream: true, max_tokens: 50, temperature: 0 });
     expect(events.map((e) => e.text_output)).toEqual(expected);
     expect((await grpcAll(grpcRequest(CHAT, { maxTokens: 50, temperature: 0 }))).map(grpcText)).toEqual(expected);
+    // vLLM's min_tokens: no EOS before it.
+    const longer = await expectedGreedy(CHAT, 50, expected.length + 2);
+    expect(longer.length).toBeGreaterThan(expected.length + 2);
+    const sp = JSON.stringify({ max_tokens: 50, temperature: 0, min_tokens: expected.length + 2 });
+    expect((await sse({ text_input: CHAT, stream: true, sampling_parameters: sp })).map((e) => e.text_output)).toEqual(longer);
   });
 
   it("without stream: one response, the prompt first only with exclude_input_in_output false; a stop word ends the text before it", async () => {

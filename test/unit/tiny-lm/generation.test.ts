@@ -41,6 +41,8 @@ const BASE: Settings = {
   frequencyPenalty: 0,
   presencePenalty: 0,
   ignoreEos: false,
+  minTokens: 0,
+  logitBias: new Map(),
   excludeInput: false,
   returnInputTokens: false,
   returnOutputTokens: false,
@@ -108,6 +110,8 @@ describe("tiny_lm settings", () => {
       frequency_penalty: 1,
       presence_penalty: 2,
       ignore_eos: true,
+      min_tokens: 2,
+      logit_bias: { "5": -100, "12": 2.5 },
       n: 1,
     };
     expect(settings(bytes("text_input", "Hi"), bytes("sampling_parameters", JSON.stringify(json)), bool("exclude_input_in_output", true))).toEqual({
@@ -121,6 +125,11 @@ describe("tiny_lm settings", () => {
       frequencyPenalty: 1,
       presencePenalty: 2,
       ignoreEos: true,
+      minTokens: 2,
+      logitBias: new Map([
+        [5, -100],
+        [12, 2.5],
+      ]),
       excludeInput: true,
     });
     const both = settings(bytes("text_input", "Hi"), bytes("sampling_parameters", '{"max_tokens": 7, "stop": ["a", "b"]}'), int("max_tokens", 3));
@@ -139,10 +148,13 @@ describe("tiny_lm settings", () => {
     fails(/^tiny_lm: sampling_parameters is not JSON: /, bytes("text_input", "a"), bytes("sampling_parameters", "{"));
     fails("sampling_parameters must be a JSON object", bytes("text_input", "a"), bytes("sampling_parameters", "[1]"));
     fails(
-      'sampling parameter "logit_bias" is not supported (supported: max_tokens, temperature, top_p, top_k, seed, stop, frequency_penalty, presence_penalty, ignore_eos, n, best_of)',
+      'sampling parameter "response_format" is not supported (supported: max_tokens, temperature, top_p, top_k, seed, stop, frequency_penalty, presence_penalty, ignore_eos, min_tokens, logit_bias, n, best_of)',
       bytes("text_input", "a"),
-      bytes("sampling_parameters", '{"logit_bias": {}}'),
+      bytes("sampling_parameters", '{"response_format": {}}'),
     );
+    fails("'min_tokens' must be an integer from 0 to max_tokens (16), got 17", bytes("text_input", "a"), bytes("sampling_parameters", '{"min_tokens": 17}'));
+    fails(`'logit_bias' key "x" is not a token id`, bytes("text_input", "a"), bytes("sampling_parameters", '{"logit_bias": {"x": 1}}'));
+    fails("'logit_bias' for token 3 must be a number in [-100, 100]", bytes("text_input", "a"), bytes("sampling_parameters", '{"logit_bias": {"3": 101}}'));
     fails("sampling parameter 'n' must be 1", bytes("text_input", "a"), bytes("sampling_parameters", '{"n": 2}'));
     fails("'stop' must be a string or a list of strings", bytes("text_input", "a"), bytes("sampling_parameters", '{"stop": [1]}'));
     fails("'temperature' must be a finite number", bytes("text_input", "a"), bytes("sampling_parameters", '{"temperature": "hot"}'));
@@ -166,6 +178,14 @@ describe("tiny_lm sampler", () => {
     const s = sampler({ temperature: 0 });
     expect(s.pick(Float32Array.of(0, 3, 1, 3))).toBe(1);
     expect(s.pick(Float32Array.of(5, 0, 1, 0))).toBe(0);
+  });
+
+  it("logit_bias shifts logits before picking; banned tokens (EOS before min_tokens) are never picked", () => {
+    const s = sampler({ temperature: 0, logitBias: new Map([[2, 1.5]]) });
+    expect(s.pick(Float32Array.of(1, 0, 0))).toBe(2);
+    expect(s.pick(Float32Array.of(1, 0, 0), [2])).toBe(0);
+    const sampled = sampler({ seed: 3n });
+    expect(new Set(Array.from({ length: 200 }, () => sampled.pick(Float32Array.of(5, 0, 0), [0])))).toEqual(new Set([1, 2]));
   });
 
   it("the presence penalty moves greedy decoding off a token once it was picked", () => {
@@ -220,6 +240,13 @@ describe("tiny_lm text stream", () => {
     const t = new TextStream(["END", "\n\n"]);
     expect([t.push("x E"), t.push("x Ex"), t.push("x Ex\n"), t.finish()]).toEqual(["x ", "Ex", "", "\n"]);
     expect(t.stopped).toBe(false);
+  });
+
+  it("before min_tokens no stop string is looked for or held back; after, only new text is searched", () => {
+    const t = new TextStream(["ab"]);
+    expect(t.push("xab", false)).toBe("xab");
+    expect(t.push("xaba", false)).toBe("a");
+    expect([t.push("xabab"), t.stopped, t.text]).toEqual(["", true, "xaba"]);
   });
 
   it("finds a stop string inside one token's text, and the earliest of several", () => {
