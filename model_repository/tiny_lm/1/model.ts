@@ -59,7 +59,11 @@ export default class TinyLm implements TritonModel {
       this.#generate(r, sender).catch((err: unknown) => {
         const code = r.isCancelled() ? "CANCELLED" : (err as { code?: unknown }).code;
         const message = r.isCancelled() ? "tiny_lm: the request was cancelled" : err instanceof Error ? err.message : String(err);
-        sender.send({ error: typeof code === "string" && CODES.has(code) ? { message, code: code as TritonCode } : message }, { final: true });
+        try {
+          sender.send({ error: typeof code === "string" && CODES.has(code) ? { message, code: code as TritonCode } : message }, { final: true });
+        } catch {
+          // The sender is closed (the request already ended): nothing is left to tell.
+        }
       });
     }
   }
