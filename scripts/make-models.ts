@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync, readFileSync, existsSync, statSync } from "no
 import { join, resolve } from "node:path";
 import onnxProto from "onnx-proto";
 import { ElemType, valueInfo, node, initializer, encodeModel, mulberry32 } from "./lib/onnx-builder.ts";
+import { tinyLmTokenizer, tinyLmModel, LAYERS, HEADS, HEAD_DIM, MAX_POSITIONS, type TinyTokenizerFiles } from "./lib/tiny-lm.ts";
 
 const { onnx } = onnxProto;
 
@@ -52,8 +53,10 @@ function writeIfChanged(path: string, content: string | Uint8Array): boolean {
 
 interface ModelFiles {
   config: string;
-  model: () => Uint8Array;
-  extra?: Record<string, string>;
+  /** 1/model.onnx; none for a TypeScript model, whose 1/model.ts is committed source. */
+  model?: () => Uint8Array;
+  /** Files beside config.pbtxt. */
+  extra?: Record<string, string> | (() => Record<string, string>);
 }
 
 const simple: ModelFiles = {
@@ -303,6 +306,81 @@ function wrapSilero(bytes: Uint8Array): Uint8Array {
   return onnx.ModelProto.encode(model).finish();
 }
 
+/**
+ * The example text-generation model (#35): tiny_lm (TypeScript, decoupled; 1/model.ts is
+ * source) with its tokenizer, and tiny_lm_step, the ONNX causal LM it runs once per token.
+ * scripts/lib/tiny-lm.ts makes both; docs/models/text-generation.md describes them.
+ */
+let tinyTokenizer: TinyTokenizerFiles | undefined;
+const tinyFiles = () => (tinyTokenizer ??= tinyLmTokenizer());
+const kvNames = Array.from({ length: LAYERS }, (_, l) => [`${l}.key`, `${l}.value`]).flat();
+const tinyLm: ModelFiles = {
+  config: `# The example text-generation model: Triton's LLM convention (text_input in, text_output
+# out; TensorRT-LLM style inputs, or vLLM style sampling_parameters), decoupled: with
+# stream true one response per token, else one response. Made by scripts/make-models.ts;
+# see docs/models/text-generation.md. Random weights: the pipeline is the point.
+name: "tiny_lm"
+backend: "typescript"
+max_batch_size: 1
+model_transaction_policy { decoupled: true }
+input [
+  { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] },
+  { name: "stream" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
+  { name: "max_tokens" data_type: TYPE_INT32 dims: [ 1 ] optional: true },
+  { name: "temperature" data_type: TYPE_FP32 dims: [ 1 ] optional: true },
+  { name: "top_p" data_type: TYPE_FP32 dims: [ 1 ] optional: true },
+  { name: "top_k" data_type: TYPE_INT32 dims: [ 1 ] optional: true },
+  { name: "seed" data_type: TYPE_UINT64 dims: [ 1 ] optional: true },
+  { name: "stop_words" data_type: TYPE_STRING dims: [ -1 ] optional: true },
+  { name: "frequency_penalty" data_type: TYPE_FP32 dims: [ 1 ] optional: true },
+  { name: "presence_penalty" data_type: TYPE_FP32 dims: [ 1 ] optional: true },
+  { name: "exclude_input_in_output" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
+  { name: "return_num_input_tokens" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
+  { name: "return_num_output_tokens" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
+  { name: "sampling_parameters" data_type: TYPE_STRING dims: [ 1 ] optional: true }
+]
+output [
+  { name: "text_output" data_type: TYPE_STRING dims: [ -1 ] },
+  { name: "num_input_tokens" data_type: TYPE_INT32 dims: [ 1 ] },
+  { name: "num_output_tokens" data_type: TYPE_INT32 dims: [ 1 ] }
+]
+parameters [
+  { key: "lm_model" value: { string_value: "tiny_lm_step" } },
+  { key: "exclude_input_in_output" value: { string_value: "true" } },
+  { key: "layers" value: { string_value: "${LAYERS}" } },
+  { key: "heads" value: { string_value: "${HEADS}" } },
+  { key: "head_dim" value: { string_value: "${HEAD_DIM}" } },
+  { key: "max_positions" value: { string_value: "${MAX_POSITIONS}" } }
+]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`,
+  extra: () => ({
+    "tokenizer.json": JSON.stringify(tinyFiles().tokenizer, null, 2) + "\n",
+    "tokenizer_config.json": JSON.stringify(tinyFiles().config, null, 2) + "\n",
+  }),
+};
+
+const tinyLmStep: ModelFiles = {
+  config: `# tiny_lm's causal LM, one step: the new tokens and the KV cache in, the logits and the
+# grown cache out (scripts/lib/tiny-lm.ts). tiny_lm calls it through BLS.
+name: "tiny_lm_step"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [
+  { name: "input_ids" data_type: TYPE_INT64 dims: [ 1, -1 ] },
+  { name: "attention_mask" data_type: TYPE_INT64 dims: [ 1, -1 ] },
+  { name: "position_ids" data_type: TYPE_INT64 dims: [ 1, -1 ] },
+${kvNames.map((n) => `  { name: "past_key_values.${n}" data_type: TYPE_FP32 dims: [ 1, ${HEADS}, -1, ${HEAD_DIM} ] }`).join(",\n")}
+]
+output [
+  { name: "logits" data_type: TYPE_FP32 dims: [ 1, -1, ${Object.keys((tinyFiles().tokenizer.model as { vocab: object }).vocab).length} ] },
+${kvNames.map((n) => `  { name: "present.${n}" data_type: TYPE_FP32 dims: [ 1, ${HEADS}, -1, ${HEAD_DIM} ] }`).join(",\n")}
+]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`,
+  model: () => tinyLmModel(tinyFiles()),
+};
+
 const MODELS: Record<string, ModelFiles> = {
   simple,
   simple_identity: simpleIdentity,
@@ -313,6 +391,8 @@ const MODELS: Record<string, ModelFiles> = {
   ocr_rec: ocrRec,
   simple_sequence: simpleSequence,
   silero_vad: sileroVad,
+  tiny_lm: tinyLm,
+  tiny_lm_step: tinyLmStep,
 };
 
 const unknown = (only ?? []).filter((n) => !(n in MODELS));
@@ -326,7 +406,8 @@ for (const [name, files] of Object.entries(MODELS)) {
   const t0 = performance.now();
   const dir = join(out, name);
   let changed = writeIfChanged(join(dir, "config.pbtxt"), files.config);
-  for (const [file, content] of Object.entries(files.extra ?? {})) changed = writeIfChanged(join(dir, file), content) || changed;
-  changed = writeIfChanged(join(dir, "1", "model.onnx"), files.model()) || changed;
+  const extra = typeof files.extra === "function" ? files.extra() : (files.extra ?? {});
+  for (const [file, content] of Object.entries(extra)) changed = writeIfChanged(join(dir, file), content) || changed;
+  if (files.model) changed = writeIfChanged(join(dir, "1", "model.onnx"), files.model()) || changed;
   console.log(`${name}: ${changed ? "written" : "unchanged"} (${Math.round(performance.now() - t0)} ms)`);
 }

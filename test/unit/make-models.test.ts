@@ -15,7 +15,23 @@ const { onnx } = onnxProto;
 const ROOT = resolve(import.meta.dirname, "../..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const SCRIPT = join(ROOT, "scripts", "make-models.ts");
-const MODELS = ["simple", "simple_identity", "simple_classifier", "simple_fp32_mlp", "ocr_det", "ocr_cls", "ocr_rec", "simple_sequence", "silero_vad"];
+const MODELS = [
+  "simple",
+  "simple_identity",
+  "simple_classifier",
+  "simple_fp32_mlp",
+  "ocr_det",
+  "ocr_cls",
+  "ocr_rec",
+  "simple_sequence",
+  "silero_vad",
+  "tiny_lm",
+  "tiny_lm_step",
+];
+/** TypeScript models: the script writes their config (and files beside it), their 1/model.ts is committed source. */
+const TYPESCRIPT = ["tiny_lm"];
+/** Files the script writes beside a config.pbtxt, committed like the configs. */
+const EXTRA_FILES: Record<string, string[]> = { simple_classifier: ["labels.txt"], tiny_lm: ["tokenizer.json", "tokenizer_config.json"] };
 
 function generate(dir: string, ...args: string[]): string {
   return execFileSync(BUN, [SCRIPT, dir, ...args], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -47,6 +63,7 @@ function io(v: onnxProto.onnx.IValueInfoProto): [string, number, (number | strin
 
 const FLOAT = 1;
 const INT32 = 6;
+const INT64 = 7;
 const STRING = 8;
 
 let dirA: string;
@@ -63,11 +80,12 @@ afterAll(() => {
 });
 
 describe("make-models: layout and configs", () => {
-  it("writes config.pbtxt and 1/model.onnx for every model, one line each", () => {
+  it("writes config.pbtxt and 1/model.onnx for every model (a TypeScript model: no version folder), one line each", () => {
     expect(readdirSync(dirA).sort()).toEqual([...MODELS].sort());
     for (const m of MODELS) {
       expect(statSync(join(dirA, m, "config.pbtxt")).isFile()).toBe(true);
-      expect(statSync(join(dirA, m, "1", "model.onnx")).size).toBeGreaterThan(0);
+      if (TYPESCRIPT.includes(m)) expect(existsSync(join(dirA, m, "1")), m).toBe(false);
+      else expect(statSync(join(dirA, m, "1", "model.onnx")).size).toBeGreaterThan(0);
     }
     expect(
       firstRun
@@ -164,9 +182,10 @@ describe("make-models: layout and configs", () => {
       expect(existsSync(committed), committed).toBe(true);
       expect(readFileSync(committed, "utf8"), m).toBe(readFileSync(join(dirA, m, "config.pbtxt"), "utf8"));
     }
-    expect(readFileSync(join(ROOT, "model_repository", "simple_classifier", "labels.txt"), "utf8")).toBe(
-      readFileSync(join(dirA, "simple_classifier", "labels.txt"), "utf8"),
-    );
+    for (const [m, files] of Object.entries(EXTRA_FILES)) {
+      for (const f of files) expect(readFileSync(join(ROOT, "model_repository", m, f), "utf8"), `${m}/${f}`).toBe(readFileSync(join(dirA, m, f), "utf8"));
+    }
+    expect(readdirSync(join(ROOT, "model_repository", "tiny_lm", "1")).sort()).toEqual(["generation.ts", "model.ts"]);
   });
 });
 
@@ -261,6 +280,72 @@ describe("make-models: ONNX graphs", () => {
         output: [{ name: out, data_type: "TYPE_FP32", dims: [...outDims] }],
       });
     }
+  });
+});
+
+describe("make-models: tiny_lm (#35)", () => {
+  it("tiny_lm_step: a causal LM with a KV cache per layer, under 2 MB, its config matching the graph", () => {
+    const bytes = readFileSync(join(dirA, "tiny_lm_step", "1", "model.onnx"));
+    expect(bytes.byteLength).toBeLessThan(2 * 1024 * 1024);
+    const g = onnx.ModelProto.decode(bytes).graph!;
+    const vocab = Object.keys(JSON.parse(readFileSync(join(dirA, "tiny_lm", "tokenizer.json"), "utf8")).model.vocab).length;
+    const kv = ["0.key", "0.value", "1.key", "1.value"];
+    expect(g.input!.map(io)).toEqual([
+      ["input_ids", INT64, ["batch", "sequence"]],
+      ["attention_mask", INT64, ["batch", "total_sequence"]],
+      ["position_ids", INT64, ["batch", "sequence"]],
+      ...kv.map((n) => [`past_key_values.${n}`, FLOAT, ["batch", 2, "past_sequence", 32]]),
+    ]);
+    expect(g.output!.map(io)).toEqual([
+      ["logits", FLOAT, ["batch", "sequence", vocab]],
+      ...kv.map((n) => [`present.${n}`, FLOAT, ["batch", 2, "total_sequence", 32]]),
+    ]);
+    const ops = g.node!.map((n) => n.opType);
+    expect(ops.filter((o) => o === "Softmax")).toHaveLength(2);
+    expect(ops.filter((o) => o === "Concat")).toHaveLength(4);
+    const cfg = parsePbtxt(readFileSync(join(dirA, "tiny_lm_step", "config.pbtxt"), "utf8"), "tiny_lm_step/config.pbtxt") as any;
+    expect(cfg.input.map((i: any) => [i.name, i.data_type, i.dims])).toEqual([
+      ["input_ids", "TYPE_INT64", [1, -1]],
+      ["attention_mask", "TYPE_INT64", [1, -1]],
+      ["position_ids", "TYPE_INT64", [1, -1]],
+      ...kv.map((n) => [`past_key_values.${n}`, "TYPE_FP32", [1, 2, -1, 32]]),
+    ]);
+    expect(cfg.output[0]).toEqual({ name: "logits", data_type: "TYPE_FP32", dims: [1, -1, vocab] });
+  });
+
+  it("tiny_lm: a decoupled TypeScript model with Triton's LLM inputs, and a byte-level BPE tokenizer with ChatML's special tokens", () => {
+    const cfg = parsePbtxt(readFileSync(join(dirA, "tiny_lm", "config.pbtxt"), "utf8"), "tiny_lm/config.pbtxt") as any;
+    expect(cfg).toMatchObject({ name: "tiny_lm", backend: "typescript", max_batch_size: 1, model_transaction_policy: { decoupled: true } });
+    expect(cfg.input.map((i: any) => [i.name, i.data_type, i.optional ?? false])).toEqual([
+      ["text_input", "TYPE_STRING", false],
+      ["stream", "TYPE_BOOL", true],
+      ["max_tokens", "TYPE_INT32", true],
+      ["temperature", "TYPE_FP32", true],
+      ["top_p", "TYPE_FP32", true],
+      ["top_k", "TYPE_INT32", true],
+      ["seed", "TYPE_UINT64", true],
+      ["stop_words", "TYPE_STRING", true],
+      ["frequency_penalty", "TYPE_FP32", true],
+      ["presence_penalty", "TYPE_FP32", true],
+      ["exclude_input_in_output", "TYPE_BOOL", true],
+      ["return_num_input_tokens", "TYPE_BOOL", true],
+      ["return_num_output_tokens", "TYPE_BOOL", true],
+      ["sampling_parameters", "TYPE_STRING", true],
+    ]);
+    expect(cfg.output.map((o: any) => o.name)).toEqual(["text_output", "num_input_tokens", "num_output_tokens"]);
+    const tok = JSON.parse(readFileSync(join(dirA, "tiny_lm", "tokenizer.json"), "utf8"));
+    expect(tok.model.type).toBe("BPE");
+    expect(tok.model.merges).toHaveLength(120);
+    expect(tok.pre_tokenizer.type).toBe("ByteLevel");
+    const vocab = Object.keys(tok.model.vocab).length;
+    expect(tok.added_tokens.map((t: any) => [t.id, t.content, t.special])).toEqual([
+      [vocab - 3, "<|endoftext|>", true],
+      [vocab - 2, "<|im_start|>", true],
+      [vocab - 1, "<|im_end|>", true],
+    ]);
+    const config = JSON.parse(readFileSync(join(dirA, "tiny_lm", "tokenizer_config.json"), "utf8"));
+    expect(config.eos_token).toBe("<|im_end|>");
+    expect(config.chat_template).toContain("<|im_start|>assistant\\n");
   });
 });
 

@@ -1,16 +1,18 @@
 /**
- * @module Packages the server carries for TypeScript models: under Bun, `import "pngjs"`
- * and `import "jpeg-js"` (or `require`) in a model get the server's own copies, so an
- * image model runs from the compiled binary with no node_modules beside it (the
+ * @module Packages the server carries for TypeScript models: under Bun, `import "pngjs"`,
+ * `import "jpeg-js"` and `import "@huggingface/tokenizers"` (or `require`) in a model get
+ * the server's own copies, so an image model or a text-generation model (tokenizer.json)
+ * runs from the compiled binary with no node_modules beside it (the
  * binary's runtime does not resolve bare package names in a module it loads at run
  * time). Elsewhere (Node, Deno, `bun src/main.ts` in the checkout) the names resolve
  * from node_modules as usual. Registered once, before the first model is imported.
  */
 import * as pngjs from "pngjs";
 import * as jpegJs from "jpeg-js";
+import * as tokenizers from "@huggingface/tokenizers";
 
 /** The names a model may import without a node_modules of its own (docs/models/typescript.md). */
-export const EMBEDDED_PACKAGES = ["pngjs", "jpeg-js"] as const;
+export const EMBEDDED_PACKAGES = ["pngjs", "jpeg-js", "@huggingface/tokenizers"] as const;
 
 interface BunPluginBuilder {
   module(specifier: string, callback: () => { exports: Record<string, unknown>; loader: "object" }): void;
@@ -28,7 +30,11 @@ let registered = false;
 export function registerEmbeddedPackages(): void {
   if (registered || typeof Bun === "undefined" || typeof Bun.plugin !== "function") return;
   registered = true;
-  const packages: Record<(typeof EMBEDDED_PACKAGES)[number], Record<string, unknown>> = { pngjs, "jpeg-js": jpegJs };
+  const packages: Record<(typeof EMBEDDED_PACKAGES)[number], Record<string, unknown>> = {
+    pngjs,
+    "jpeg-js": jpegJs,
+    "@huggingface/tokenizers": tokenizers,
+  };
   Bun.plugin({
     name: "nereid-embedded-packages",
     setup(build) {
