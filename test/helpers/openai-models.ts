@@ -16,7 +16,7 @@
  *   it ends a stream with a flag-only final.
  * - `no_template`: `words` with no tokenizer or chat template.
  *
- * A prompt whose last word is `forever` answers `tick ` every 5 ms until cancelled (then
+ * A prompt with the word `forever` answers `tick ` every 5 ms until cancelled (then
  * an error, as a model that honours cancellation does); the prompt `active` answers how
  * many such answers are still running; `utf8` answers "café" with the bytes of "é" split
  * across two responses; `fail` answers `partial`, then fails.
@@ -52,7 +52,7 @@ export default class Words {
           );
         sender.send({ outputs }, { final: final && !vllm });
       };
-      if (words[words.length - 1] === "forever") {
+      if (words.includes("forever")) {
         state.active++;
         const tick = () => {
           if (r.isCancelled()) {
