@@ -19,12 +19,12 @@ export async function handleCompletion(server: InferenceServer, req: HttpRequest
   const resolved = server.resolve(r.model, undefined);
   const files = modelFiles(server, r.model, resolved);
   const prompt = chat ? chatPrompt(() => renderChat(files, r.model, r.messages!)) : r.prompt!;
-  const sig = resolved.signature();
-  const { maxTokens } = modelInputs(r, prompt, sig); // checked once, before any request starts
+  // Made once: each choice's request gets its own tensor objects over the same bytes, so n choices of a large prompt hold one copy.
+  const { inputs, maxTokens } = modelInputs(r, prompt, resolved.signature());
   const gen = new Generation(server, resolved, {
     model: r.model,
     n: r.n,
-    inputs: () => modelInputs(r, prompt, sig).inputs,
+    inputs: () => inputs.map((t) => ({ ...t, shape: [...t.shape] })),
     signal: req.signal,
     files,
     prompt,
