@@ -194,3 +194,15 @@ describe("the wire under the client", () => {
     while ((await failedCanceled("vllm_words")) !== before + 1) await new Promise((res) => setTimeout(res, 10));
   });
 });
+
+describe("off by default", () => {
+  it("starts no OpenAI listener without --openai-port, and the HTTP port does not serve /v1", async () => {
+    const plain = await startServerProcess([`--model-repository=${repo.dir}`]);
+    try {
+      expect(plain.log()).not.toMatch(/OpenAI/);
+      expect((await fetch(`${plain.url}/v1/models`)).status).toBe(404);
+    } finally {
+      await plain.stop();
+    }
+  });
+});
