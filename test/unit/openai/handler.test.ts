@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type RunningServer } from "../../../src/main.ts";
 import { parseArgs } from "../../../src/options.ts";
+import { configureLog } from "../../../src/core/logger.ts";
 import { createOpenAiHandler } from "../../../src/frontends/openai/routes.ts";
 import { fetchHandler } from "../../../src/frontends/http/fetch.ts";
 import { makeRepository } from "../../helpers/repo.ts";
@@ -21,7 +22,8 @@ const LIMIT = 4096;
 beforeAll(async () => {
   repo = makeRepository(["simple"]);
   addOpenAiModels(repo);
-  const parsed = parseArgs([`--model-repository=${repo.dir}`, "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"]);
+  configureLog({ info: false, warning: false, error: true, verbose: 0, format: "default" });
+  const parsed = parseArgs([`--model-repository=${repo.dir}`, "--allow-http=false", "--allow-grpc=false", "--allow-metrics=false"]);
   if (parsed.kind !== "run") throw new Error("run expected");
   running = await startServer(parsed.options);
   fetchOpenAi = fetchHandler(createOpenAiHandler(running.server, { maxInputSize: LIMIT }));
