@@ -17,6 +17,7 @@ export const NEREID_OWN_FLAGS = [
   "grpc-idle-timeout-secs",
   "max-queued-bytes",
   "allow-status-page",
+  "openai-address",
 ] as const;
 
 /** Flags whose behaviour a page of docs/ describes beyond the help text. */
@@ -38,6 +39,7 @@ export const FLAG_PAGES: Readonly<Record<string, string>> = {
   "grpc-header-forward-pattern": "protocol.md#header-forwarding",
   "allow-sagemaker": "protocol.md#sagemaker",
   "allow-vertex-ai": "protocol.md#vertex-ai",
+  "openai-port": "openai.md",
   "grpc-infer-response-compression-level": "compatibility.md#deliberate-differences-from-triton",
   "metrics-config": "observe.md#metrics",
   "trace-config": "observe.md#tracing",

@@ -40,6 +40,7 @@ import { restrictionMap } from "./frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "./frontends/header-forward.ts";
 import { createSagemakerHandler } from "./frontends/sagemaker.ts";
 import { createVertexAiHandler } from "./frontends/vertex-ai.ts";
+import { startOpenAiFrontend } from "./frontends/openai/frontend.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 import { runPerf } from "./perf/perf.ts";
@@ -131,6 +132,8 @@ export interface RunningServer {
   sagemaker?: HttpListener;
   /** The Vertex AI frontend (--allow-vertex-ai), started with the server's listeners. */
   vertexAi?: HttpListener;
+  /** The OpenAI-compatible frontend (--openai-port), started with the server's listeners. */
+  openai?: HttpListener;
   /** The address each running listener was bound to. */
   readonly addresses: { http?: string; grpc?: string; metrics?: string };
   /** Starts the listeners asked for that are not running yet (metrics, then gRPC, then HTTP). */
@@ -370,6 +373,7 @@ async function startWithRepositories(
         running.metrics?.close(),
         running.sagemaker?.close(),
         running.vertexAi?.close(),
+        running.openai?.close(),
       ]);
       await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
       metricsRegistry?.close();
@@ -423,6 +427,7 @@ async function startWithRepositories(
       running.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort);
       log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${running.vertexAi.port}`);
     }
+    running.openai = await startOpenAiFrontend(server, { port: options.openaiPort, address: options.openaiAddress, maxInputSize: options.httpMaxInputSize });
   } catch (err) {
     await shutdown();
     throw err;

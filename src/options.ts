@@ -127,6 +127,9 @@ export interface ServerOptions {
   sagemakerModel: string;
   sagemakerPingMode: "ready" | "live";
   sagemakerInferenceType: "infer" | "generate" | "generate_stream";
+  /** `--openai-port` (off unless given; Triton's OpenAI frontend listens on 9000), `--openai-address` (default: the HTTP address). */
+  openaiPort: number | undefined;
+  openaiAddress: string;
   /** `--allow-vertex-ai` (true iff AIP_MODE=PREDICTION), `--vertex-ai-port` (AIP_HTTP_PORT or 8080), `--vertex-ai-default-model`. */
   allowVertexAi: boolean;
   vertexAiPort: number;
@@ -230,6 +233,8 @@ export function defaultOptions(): ServerOptions {
     sagemakerModel: "unspecified_SAGEMAKER_TRITON_DEFAULT_MODEL_NAME",
     sagemakerPingMode: "ready",
     sagemakerInferenceType: "infer",
+    openaiPort: undefined,
+    openaiAddress: "",
     allowVertexAi: false,
     vertexAiPort: 8080,
     vertexAiDefaultModel: "",
@@ -433,6 +438,7 @@ function checkPortCollision(o: ServerOptions): void {
     o.allowMetrics && { name: "metrics", address: o.metricsAddress, port: o.metricsPort },
     o.allowSagemaker && { name: "SageMaker", address: SAGEMAKER_ADDRESS, port: o.sagemakerPort, range: o.sagemakerSafePortRange },
     o.allowVertexAi && { name: "Vertex AI", address: VERTEX_AI_ADDRESS, port: o.vertexAiPort },
+    o.openaiPort !== undefined && { name: "OpenAI", address: o.openaiAddress, port: o.openaiPort },
   ].filter((s): s is { name: string; address: string; port: number; range?: [number, number] } => !!s && s.port !== 0);
   services.forEach((a, i) => {
     // A service with a safe range is compared with every other one, the rest only with those after them.
@@ -794,6 +800,12 @@ const FLAGS: Record<string, FlagSpec> = {
       o.sagemakerSafePortRange = [port("sagemaker-safe-port-range", m[1]!), port("sagemaker-safe-port-range", m[2]!)];
     },
   },
+  "openai-port": {
+    kind: "int",
+    help: "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) on this port (default: off; Triton's OpenAI frontend uses 9000).",
+    apply: (o, v) => (o.openaiPort = port("openai-port", v)),
+  },
+  "openai-address": { kind: "string", help: "OpenAI-compatible API address (default: the HTTP address).", apply: (o, v) => (o.openaiAddress = v) },
   "allow-vertex-ai": {
     kind: "bool",
     help: "Serve Vertex AI's health and predict routes (default true iff AIP_MODE=PREDICTION).",
@@ -991,6 +1003,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   }
   if (o.modelControlMode !== "poll") o.repositoryPollSecs = 0;
   if (!o.metricsAddress) o.metricsAddress = o.httpAddress;
+  if (!o.openaiAddress) o.openaiAddress = o.httpAddress;
   checkPortCollision(o);
   return { kind: "run", options: o };
 }

@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, serverCommand, SIMPLE_TWOS_AND_THREES, type ServerProcess } from "../helpers/server-process.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
 import { flagTable } from "../../src/options.ts";
@@ -29,6 +30,14 @@ const inert =
   (s) =>
     expect(s.log()).toContain(`--${flag}=${value} accepted; it has no effect here: `);
 const get = async (s: ServerProcess, path: string) => fetch(`${s.url}${path}`);
+/** The OpenAI-compatible listener started on `address` and lists the repository's model (#35). */
+const openAiServes = (s: ServerProcess, address: string) =>
+  eventually(async () => {
+    const port = new RegExp(`Started OpenAI-compatible HTTPService at ${address.replaceAll(".", "\\.")}:(\\d+)`).exec(s.log())?.[1];
+    expect(port).toBeDefined();
+    const list = (await (await fetch(`http://${address}:${port}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(list.data.map((m) => m.id)).toEqual(["simple"]);
+  });
 
 /** flag → [value, extra arguments, what to check once it is up]. */
 const STARTS: Record<string, [string, string[]?, Check?]> = {
@@ -147,6 +156,8 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   "allow-sagemaker": ["true", ["--sagemaker-port=0"]],
   "sagemaker-port": ["8080"],
   "sagemaker-safe-port-range": ["0-65535"],
+  "openai-port": ["0", [], (s) => openAiServes(s, "127.0.0.1")],
+  "openai-address": ["127.0.0.2", ["--openai-port=0"], (s) => openAiServes(s, "127.0.0.2")],
   "allow-vertex-ai": ["false"],
   "vertex-ai-port": ["8080"],
   "vertex-ai-default-model": ["simple"],

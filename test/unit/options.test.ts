@@ -316,4 +316,20 @@ describe("every tritonserver flag is accepted (#17)", () => {
     );
     expect([o.httpPort, o.sagemakerPort, o.metricsPort, o.grpcPort]).toEqual([8080, 8080, 8002, 8081]);
   });
+
+  it("keeps the OpenAI-compatible frontend off unless --openai-port is given; its address defaults to the HTTP one (#35)", () => {
+    expect([run("--model-repository=/m").openaiPort, run("--model-repository=/m").openaiAddress]).toEqual([undefined, "0.0.0.0"]);
+    const o = run("--model-repository=/m", "--openai-port=9000", "--http-address=127.0.0.1");
+    expect([o.openaiPort, o.openaiAddress]).toEqual([9000, "127.0.0.1"]);
+    expect(run("--model-repository=/m", "--openai-port", "0", "--openai-address=::1").openaiAddress).toBe("::1");
+    expect(() => run("--model-repository=/m", "--openai-port=70000")).toThrow(UsageError);
+    expect(() => run("--model-repository=/m", "--openai-port=abc")).toThrow(UsageError);
+  });
+
+  it("refuses the OpenAI port on another service's address and port (#35)", () => {
+    expect(() => run("--model-repository=/m", "--openai-port=8000")).toThrow(
+      new UsageError("The server cannot listen to HTTP requests and OpenAI requests at the same address and port 0.0.0.0:8000"),
+    );
+    expect(run("--model-repository=/m", "--openai-port=8000", "--openai-address=127.0.0.1").openaiPort).toBe(8000);
+  });
 });

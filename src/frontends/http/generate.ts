@@ -144,8 +144,9 @@ export function generateRequest(body: Uint8Array, model: string, version: string
  * A field as input `name`: a scalar or (nested) array, flattened, spread over the
  * input's dims: the fixed dims as declared, the element count left over in the
  * innermost variable dim, other variable dims 1, a batch dim of 1 for batching models.
+ * `context` starts the error message (the OpenAI frontend names its own fields).
  */
-function inputTensor(sig: ModelSignature, name: string, value: unknown): InputTensor {
+export function inputTensor(sig: ModelSignature, name: string, value: unknown, context = "generate: field"): InputTensor {
   const datatype = sig.inputTypes.get(name)!;
   const dims = (sig.inputs.get(name)!.dims ?? []).map(Number);
   const values = Array.isArray(value) ? (value as unknown[]).flat(Infinity) : [value];
@@ -153,7 +154,7 @@ function inputTensor(sig: ModelSignature, name: string, value: unknown): InputTe
   const innermost = dims.lastIndexOf(-1);
   const shape = dims.map((d, i) => (d !== -1 ? d : i === innermost ? (fixed === 0 ? 0 : values.length / fixed) : 1));
   if (elementCount(shape) !== values.length || !Number.isInteger(shape[innermost] ?? 0)) {
-    throw invalidArg(`generate: field '${name}' has ${values.length} element(s), which do not fit input '${name}' with dims [${dims.join(",")}]`);
+    throw invalidArg(`${context} '${name}' has ${values.length} element(s), which do not fit input '${name}' with dims [${dims.join(",")}]`);
   }
   const batched = sig.maxBatchSize > 0;
   return { name, datatype, shape: batched ? [1, ...shape] : shape, data: valuesToBytes(datatype, values, `input '${name}'`) };

@@ -59,7 +59,7 @@ function decodeSegment(s: string): string {
 }
 
 /** A JSON body (not infer) parsed with JSON.parse, after the nesting-depth check. */
-function parseJsonText(body: Uint8Array): unknown {
+export function parseJsonText(body: Uint8Array): unknown {
   checkJsonDepth(body);
   try {
     return JSON.parse(new TextDecoder().decode(body));
