@@ -116,9 +116,18 @@ export class OrtSession {
    * close() frees only what this thread made (name arrays, bound values).
    */
   static borrow(env: OrtEnvironment, shared: SharedOrtSession): OrtSession {
-    const s = new OrtSession(env, "", undefined as unknown as OrtSessionOptions, shared.address, true);
-    s.#guard = new Int32Array(shared.guard);
-    return s;
+    // Describing the session reads it: inside the guard, like a run, so that an owner
+    // retiring it meanwhile cannot free it under the reads.
+    const guard = new Int32Array(shared.guard);
+    Atomics.add(guard, IN_FLIGHT, 1);
+    try {
+      if (Atomics.load(guard, RETIRED) !== 0) throw new NativeError("UNAVAILABLE", "onnxruntime", "onnxruntime: the shared session was retired");
+      const s = new OrtSession(env, "", undefined as unknown as OrtSessionOptions, shared.address, true);
+      s.#guard = guard;
+      return s;
+    } finally {
+      Atomics.sub(guard, IN_FLIGHT, 1);
+    }
   }
 
   /** A borrower's run begins: false once the owner has retired the session (run nothing then). */

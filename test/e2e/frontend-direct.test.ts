@@ -1,0 +1,300 @@
+/**
+ * Stateless models run in the frontend worker threads themselves (#30 items 1-3), through
+ * the compiled binary: which versions the workers take (the log names them), answers and
+ * statistics identical to one thread's over HTTP JSON, HTTP binary and gRPC (errors
+ * counted in Triton's order), and load, unload and version swaps under load from four
+ * client loops: every answer exact or a clean refusal, nothing lost, no crash.
+ */
+import { describe, expect, it, beforeAll, afterAll } from "vitest";
+import { cpSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import { makeRepository } from "../helpers/repo.ts";
+import { inferenceClient, SIMPLE_REQUEST, simpleOutput } from "../helpers/grpc-client.ts";
+import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
+
+const A = Array.from({ length: 16 }, (_, i) => i * 5 - 7);
+const B = Array.from({ length: 16 }, (_, i) => 3 - i);
+const SUM = A.map((a, i) => a + B[i]!);
+const DIFF = A.map((a, i) => a - B[i]!);
+const jsonBody = (dt = "INT32") =>
+  JSON.stringify({
+    inputs: [
+      { name: "INPUT0", datatype: dt, shape: [1, 16], data: A },
+      { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: B },
+    ],
+  });
+/** The same request with both inputs and both outputs as binary data. */
+function binaryBody(): { body: Uint8Array; headerLength: number } {
+  const header = new TextEncoder().encode(
+    JSON.stringify({
+      inputs: [
+        { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } },
+        { name: "INPUT1", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } },
+      ],
+      outputs: [
+        { name: "OUTPUT0", parameters: { binary_data: true } },
+        { name: "OUTPUT1", parameters: { binary_data: true } },
+      ],
+    }),
+  );
+  const body = new Uint8Array(header.byteLength + 128);
+  body.set(header);
+  body.set(new Uint8Array(Int32Array.from(A).buffer), header.byteLength);
+  body.set(new Uint8Array(Int32Array.from(B).buffer), header.byteLength + 64);
+  return { body, headerLength: header.byteLength };
+}
+const grpcRequest = (dt = "INT32") => ({
+  model_name: "simple",
+  inputs: [
+    { name: "INPUT0", datatype: dt, shape: [1, 16] },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+  ],
+  raw_input_contents: [new Uint8Array(Int32Array.from(A).buffer), new Uint8Array(Int32Array.from(B).buffer)],
+});
+
+/** Starts the binary on `simple`, `simple_identity` and a dynamically batched `simple` (which stays on the main thread). */
+async function start(threads: number, extra: string[] = [], more?: (repo: ReturnType<typeof makeRepository>) => void) {
+  const repo = makeRepository(["simple", "simple_identity"]);
+  more?.(repo);
+  cpSync(join(repo.dir, "simple"), join(repo.dir, "batched"), { recursive: true });
+  repo.add(
+    "batched/config.pbtxt",
+    `${readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace(/name: "simple"/, 'name: "batched"')}\ndynamic_batching { }\n`,
+  );
+  const server = await startServerProcess([
+    `--model-repository=${repo.dir}`,
+    "--log-verbose=1",
+    ...(threads > 1 ? [`--http-thread-count=${threads}`, `--grpc-infer-thread-count=${threads}`] : []),
+    ...extra,
+  ]);
+  return { repo, server };
+}
+
+/** Sends the same mix on every protocol: n good requests each, one bad datatype each; returns every answer as text. */
+async function mix(server: ServerProcess, model: string, n: number): Promise<string[]> {
+  const out: string[] = [];
+  const url = `${server.url}/v2/models/${model}/infer`;
+  const { client, call } = inferenceClient(server.grpcTarget!);
+  try {
+    for (let i = 0; i < n; i++) {
+      const r = await fetch(url, { method: "POST", body: jsonBody() });
+      out.push(`${r.status} ${await r.text()}`);
+      const { body, headerLength } = binaryBody();
+      const b = await fetch(url, { method: "POST", body, headers: { "inference-header-content-length": String(headerLength) } });
+      const bytes = new Uint8Array(await b.arrayBuffer());
+      out.push(`${b.status} ${b.headers.get("inference-header-content-length")} ${Buffer.from(bytes).toString("base64")}`);
+      const g = await call("ModelInfer")({ ...grpcRequest(), model_name: model });
+      out.push(JSON.stringify({ model: g.model_name, version: g.model_version, out: simpleOutput(g) }));
+    }
+    const bad = await fetch(url, { method: "POST", body: jsonBody("FP32") });
+    out.push(`${bad.status} ${await bad.text()}`);
+    const e = await call("ModelInfer")({ ...grpcRequest("FP32"), model_name: model }).catch((err: { code: number; details: string }) => err);
+    out.push(`${e.code} ${e.details}`);
+  } finally {
+    client.close();
+  }
+  return out;
+}
+
+/** The statistics a client compares: every count, no durations. */
+async function counts(server: ServerProcess, model: string) {
+  const s = ((await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as any).model_stats[0];
+  const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+  const sample = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, "m").exec(metrics)?.[1]);
+  return {
+    success: s.inference_stats.success.count,
+    fail: s.inference_stats.fail.count,
+    queue: s.inference_stats.queue.count,
+    computeInfer: s.inference_stats.compute_infer.count,
+    inferenceCount: s.inference_count,
+    executionCount: s.execution_count,
+    batches: s.batch_stats.map((b: any) => [b.batch_size, b.compute_infer.count]),
+    metricSuccess: sample("nv_inference_request_success", `model="${model}",version="1"`),
+    metricOther: sample("nv_inference_request_failure", `model="${model}",version="1",reason="OTHER"`),
+    metricExec: sample("nv_inference_exec_count", `model="${model}",version="1"`),
+  };
+}
+
+describe("stateless models in the frontend workers: the same answers and statistics as one thread", () => {
+  let one: Awaited<ReturnType<typeof start>>;
+  let two: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    [one, two] = await Promise.all([start(1), start(2)]);
+  });
+  afterAll(async () => {
+    for (const s of [one, two]) {
+      if (s) expect(await s.server.stop()).toBe(0);
+      s?.repo.remove();
+    }
+  });
+
+  it("the workers take the default-scheduled ONNX models and leave the batched one to the main thread", () => {
+    const line = /frontend worker threads run these model versions themselves: (.*)/.exec(two.server.log())?.[1];
+    expect(line?.split(", ").sort()).toEqual(["simple:1", "simple_identity:1"]);
+    expect(one.server.log()).not.toMatch(/frontend worker threads run/);
+  });
+
+  it("answers every protocol byte for byte as one thread does, and counts the same statistics", async () => {
+    for (const model of ["simple", "batched"]) {
+      const [a, b] = [await mix(one.server, model, 5), await mix(two.server, model, 5)];
+      expect(b).toEqual(a);
+      expect(JSON.parse(a[2]!)).toEqual({ model, version: "1", out: SUM });
+      expect(a.at(-2)).toBe(`400 {"error":"inference input 'INPUT0' data-type is 'FP32', but model '${model}' expects 'INT32'"}`);
+      expect(a.at(-1)).toBe(`3 inference input 'INPUT0' data-type is 'FP32', but model '${model}' expects 'INT32'`);
+      // Read at once: what the workers counted is flushed before the statistics are answered.
+      const [ca, cb] = [await counts(one.server, model), await counts(two.server, model)];
+      expect(cb).toEqual(ca);
+      expect(ca).toMatchObject({ success: 15, fail: 2, inferenceCount: 15, metricSuccess: 15, metricOther: 2 });
+    }
+    // gRPC's statistics answer the same counts.
+    const { client, call } = inferenceClient(two.server.grpcTarget!);
+    try {
+      const g = (await call("ModelStatistics")({ name: "simple" })).model_stats[0];
+      expect(Number(g.inference_stats.success.count)).toBe(15);
+      expect(Number(g.execution_count)).toBe(15);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("a request the workers cannot answer as the main thread would (classification, a sequence id) goes to the main thread", async () => {
+    const body = JSON.parse(jsonBody());
+    for (const s of [one.server, two.server]) {
+      const r = await fetch(`${s.url}/v2/models/simple/infer`, {
+        method: "POST",
+        body: JSON.stringify({ ...body, outputs: [{ name: "OUTPUT0", parameters: { classification: 2 } }] }),
+      });
+      expect(await r.json()).toMatchObject({ outputs: [{ name: "OUTPUT0", datatype: "BYTES", shape: [1, 2] }] });
+      const q = await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify({ ...body, parameters: { priority: -1 } }) });
+      expect(q.status).toBe(400);
+    }
+  });
+});
+
+/** `slow`: Y = X through 24 MatMuls by the identity, N×N FP32: tens of ms a run, so unloads come while runs are in flight. */
+const N = 256;
+function addSlowModel(repo: { add(path: string, content: string | Uint8Array): void }): void {
+  const eye = new Float32Array(N * N);
+  for (let i = 0; i < N; i++) eye[i * N + i] = 1;
+  const steps = 24;
+  repo.add(
+    "slow/config.pbtxt",
+    `name: "slow"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ ${N}, ${N} ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ ${N}, ${N} ] } ]\n`,
+  );
+  repo.add(
+    "slow/1/model.onnx",
+    encodeModel({
+      name: "slow",
+      inputs: [valueInfo("X", ElemType.FLOAT, [N, N])],
+      outputs: [valueInfo("Y", ElemType.FLOAT, [N, N])],
+      initializers: [initializer("I", ElemType.FLOAT, [N, N], new Uint8Array(eye.buffer))],
+      nodes: Array.from({ length: steps }, (_, i) => node("MatMul", [i === 0 ? "X" : `h${i}`, "I"], [i === steps - 1 ? "Y" : `h${i + 1}`])),
+    }),
+  );
+}
+const SLOW_X = Array.from({ length: N * N }, (_, i) => (i % 97) - 48);
+
+describe("load, unload and version swaps while four clients run requests on the workers", () => {
+  let s: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    s = await start(2, ["--model-control-mode=explicit", "--load-model=simple", "--load-model=slow"], addSlowModel);
+  });
+  afterAll(async () => {
+    if (s) expect(await s.server.stop(), s.server.log().slice(-4000)).toBe(0);
+    s?.repo.remove();
+  });
+
+  it("every answer is exact or a clean refusal; nothing crashes, nothing is lost", async () => {
+    const server = s.server;
+    const url = `${server.url}/v2/models/simple/infer`;
+    let stop = false;
+    const tally = { ok: 0, refused: 0, wrong: [] as string[] };
+    // A refusal names the model's state: not loaded (yet), or unloading under the request.
+    const REFUSAL = /Request for unknown model: '(simple|slow)'|is not at ready state|unloaded|stopped accepting/;
+    const slowBody = JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [N, N], data: SLOW_X }] });
+    const slowLoop = async () => {
+      while (!stop) {
+        const r = await fetch(`${server.url}/v2/models/slow/infer`, { method: "POST", body: slowBody });
+        const text = await r.text();
+        if (r.status === 200) {
+          const out = JSON.parse(text).outputs[0];
+          if (out.data.length === N * N && out.data.every((v: number, i: number) => v === SLOW_X[i])) tally.ok++;
+          else tally.wrong.push(text.slice(0, 200));
+        } else if (REFUSAL.test(text)) tally.refused++;
+        else tally.wrong.push(`${r.status} ${text}`);
+      }
+    };
+    const httpLoop = async () => {
+      while (!stop) {
+        const r = await fetch(url, { method: "POST", body: jsonBody() });
+        const text = await r.text();
+        if (r.status === 200) {
+          const j = JSON.parse(text);
+          if (JSON.stringify(j.outputs.map((o: any) => o.data)) === JSON.stringify([SUM, DIFF]) && ["1", "2"].includes(j.model_version)) tally.ok++;
+          else tally.wrong.push(text);
+        } else if (REFUSAL.test(text)) tally.refused++;
+        else tally.wrong.push(`${r.status} ${text}`);
+      }
+    };
+    const grpcLoop = async () => {
+      const { client, call } = inferenceClient(server.grpcTarget!);
+      try {
+        while (!stop) {
+          try {
+            const g = await call("ModelInfer")(grpcRequest());
+            if (JSON.stringify(simpleOutput(g)) === JSON.stringify(SUM)) tally.ok++;
+            else tally.wrong.push(JSON.stringify(g));
+          } catch (e: any) {
+            if (REFUSAL.test(e.details)) tally.refused++;
+            else tally.wrong.push(`${e.code} ${e.details}`);
+          }
+        }
+      } finally {
+        client.close();
+      }
+    };
+    // A loop that throws (the server went away) ends the run and is reported with the server's log.
+    const guarded = (loop: () => Promise<void>) =>
+      loop().catch((e: Error) => {
+        stop = true;
+        tally.wrong.push(`${e.message} ${(e.cause as Error | undefined)?.message ?? ""}`);
+      });
+    const loops = [guarded(httpLoop), guarded(slowLoop), guarded(slowLoop), guarded(grpcLoop)];
+    const control = async (action: string, name = "simple") => {
+      const r = await fetch(`${server.url}/v2/repository/models/${name}/${action}`, { method: "POST" });
+      expect(r.status, await r.text()).toBe(200);
+    };
+    try {
+      for (let round = 0; round < 6 && !stop; round++) {
+        await new Promise((r) => setTimeout(r, 150));
+        await Promise.all([control("unload"), control("unload", "slow")]);
+        await new Promise((r) => setTimeout(r, 50));
+        await Promise.all([control("load"), control("load", "slow")]);
+        // A version swap: version 2 appears, the load serves it and retires version 1 under the requests.
+        if (round === 2) cpSync(join(s.repo.dir, "simple", "1"), join(s.repo.dir, "simple", "2"), { recursive: true });
+        if (round === 4) rmSync(join(s.repo.dir, "simple", "2"), { recursive: true });
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+    }
+    expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
+    expect(tally.ok).toBeGreaterThan(0);
+    // Still serving, exactly, and the statistics of the version now loaded count what it answered.
+    expect(await simpleOutputOf(url)).toEqual(SUM);
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    try {
+      expect(simpleOutput(await call("ModelInfer")(SIMPLE_REQUEST)).length).toBe(16);
+    } finally {
+      client.close();
+    }
+    expect(server.log()).not.toMatch(/Segmentation|SIGSEGV|panic|session is closed/);
+  });
+});
+
+async function simpleOutputOf(url: string): Promise<number[]> {
+  const r = await fetch(url, { method: "POST", body: jsonBody() });
+  return ((await r.json()) as any).outputs[0].data;
+}
