@@ -1,29 +1,28 @@
 /**
- * @module ModelRepositoryManager: scans the repositories, answers lookups by name and
- * version, lists the repository index, and (re)loads and unloads models for the
- * explicit and poll control modes, one model at a time. The ModelLoader turns a folder
- * into a config and versions into served ones; a reload builds the new versions beside
- * the served ones and swaps them in only once they have settled; replaced versions
- * drain before they are freed.
+ * @module ModelRepositoryManager: the repository's face to the server. It scans the
+ * repositories and (re)loads and unloads models for the explicit and poll control modes,
+ * one model at a time, and answers lookups by name and version and the repository index.
+ * The work is split as Triton splits it: ModelIndex (model-index.ts) holds the models and
+ * answers lookups; ModelLifecycle (model-lifecycle.ts) runs loads and unloads (per-model
+ * locks, the load pool, retries, version swap and retirement); DependencyGraph
+ * (dependency-graph.ts) orders an ensemble's load after its steps' and applies the
+ * ensemble rules; the ModelLoader turns a folder into a config and versions into served ones.
  */
-import { join } from "node:path";
-import { ServerError, notFound, unavailable, invalidArg } from "../core/errors.ts";
-import { ModelVersion, type ModelState } from "./model-version.ts";
+import { ServerError, invalidArg } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
-import { scanRepositories as scanFolders, listVersions, fingerprint, modelKey, type ModelLocation } from "./layout.ts";
+import type { ModelLocation, RepositoryScan } from "./layout.ts";
+import type { ModelVersion } from "./model-version.ts";
 import { clientReason } from "./load-reason.ts";
 import { checkModelName, checkOverride, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
-import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
-import { ensembleDecoupled, ensembleSteps, type ModelRunner, type ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
-import { isEnsemble } from "../model-config/normalize.ts";
+import { ModelIndex, keysOfOr, nameOf, type IndexEntry } from "./model-index.ts";
+import { ModelLifecycle } from "./model-lifecycle.ts";
+import { DependencyGraph, dependentsOf } from "./dependency-graph.ts";
+import type { ModelRunner, ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
 const log = getLogger("src/repository/manager.ts");
-
-/** The model name a key stands for (see modelKey). */
-const nameOf = (key: string): string => key.slice(key.indexOf("\0") + 1);
 
 export interface RepositoryOptions extends LoaderOptions {
   /** The local folders scanned, one per repository. */
@@ -51,35 +50,9 @@ export interface RepositoryOptions extends LoaderOptions {
   namespacing?: boolean;
 }
 
-/** At most `limit` tasks at once, the rest waiting in order (Triton's model load thread pool). */
-class LoadSlots {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-  constructor(limit: number) {
-    this.#free = Math.max(1, limit);
-  }
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.#free > 0) this.#free--;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    try {
-      return await task();
-    } finally {
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#free++;
-    }
-  }
-}
-
 /** How an ensemble calls its composing models (the server's inference path). */
 export type { ModelRunner } from "../scheduler/ensemble-scheduler.ts";
-
-export interface IndexEntry {
-  name: string;
-  version?: string;
-  state?: ModelState;
-  reason?: string;
-}
+export type { IndexEntry } from "./model-index.ts";
 
 /** A repository-extension load's overrides: a config (JSON form) and files relative to the model folder. */
 export interface LoadOverride {
@@ -87,45 +60,32 @@ export interface LoadOverride {
   files?: Record<string, Uint8Array>;
 }
 
-/** Triton's answer to a name that more than one namespace serves (ModelRepositoryManager::FindModelIdentifier). */
-const ambiguous = (name: string, n: number) =>
-  invalidArg(`There are ${n} identifiers of model '${name}' in global map, model namespace must be provided to resolve ambiguity.`);
-
-interface ModelEntry {
-  location: ModelLocation;
-  /** The versions being served (or the failed ones); replaced as a whole by a reload. */
-  versions: Map<number, ModelVersion>;
-  /** Why the model as a whole could not load (config or backend problems). */
-  failure?: string;
-  /** A temporary model folder written from a load's file overrides; removed with the model. */
-  overrideDir?: string;
-}
-
 /**
- * The maps below are keyed by modelKey(): the model's name, or its namespace and name
- * under --model-namespacing. The public methods take names, as requests carry them.
+ * Models are keyed by modelKey(): the model's name, or its namespace and name under
+ * --model-namespacing. The public methods take names, as requests carry them.
  */
 export class ModelRepositoryManager {
   readonly #opts: RepositoryOptions;
   readonly #loader: ModelLoader;
-  readonly #models = new Map<string, ModelEntry>();
-  #known = new Map<string, ModelLocation>();
-  /** Versions being loaded, shown by the index as LOADING until the reload settles. */
-  readonly #loading = new Map<string, ModelVersion[]>();
-  /** Per-model chain: loads and unloads of one model run one after another. */
-  readonly #locks = new Map<string, Promise<unknown>>();
-  /** Unloads of replaced versions still draining; shutdown waits for them. */
-  readonly #retiring = new Set<Promise<void>>();
-  readonly #slots: LoadSlots;
+  readonly #index: ModelIndex;
+  readonly #lifecycle: ModelLifecycle;
+  readonly #graph: DependencyGraph;
   #runner: ModelRunner | undefined;
   #streamRunner: ModelStreamRunner | undefined;
-  /** Loads waiting for another model's load to settle (a decoupled ensemble's steps): waiter → awaited. */
-  readonly #waitsFor = new Map<string, Set<string>>();
 
   constructor(opts: RepositoryOptions, backends: BackendRegistry) {
     this.#opts = opts;
-    this.#slots = new LoadSlots(opts.loadThreadCount ?? 4);
     this.#loader = new ModelLoader(opts, backends);
+    this.#index = new ModelIndex(opts);
+    this.#lifecycle = new ModelLifecycle(this.#index, this.#loader, opts);
+    const index = this.#index;
+    this.#graph = new DependencyGraph({
+      explicit: this.controlMode === "explicit",
+      stepKey: (namespace, name, scan) => index.stepKey(namespace, name, scan),
+      ready: (key) => index.ready(key),
+      load: (key, scan, chain) => this.#lifecycle.serialized(key, () => this.#loadModel(key, undefined, scan, chain)),
+      pending: (key) => this.#lifecycle.pending(key),
+    });
   }
 
   /** The server's inference entries, for ensembles to call their composing models (streaming: a decoupled ensemble's). */
@@ -134,70 +94,28 @@ export class ModelRepositoryManager {
     this.#streamRunner = streamRunner;
   }
 
-  #scan(): ReturnType<typeof scanFolders> {
-    return scanFolders(this.#opts.repositories, this.#opts.namespacing === true, this.#opts.repositoryNames);
+  /** The model control mode (`--model-control-mode`); only explicit allows load and unload requests. */
+  get controlMode(): "none" | "poll" | "explicit" {
+    return this.#opts.controlMode ?? "none";
   }
 
-  /** The model folders the repositories hold now; the last scan's when one cannot be read (the load reports that). */
-  #listed(): Map<string, ModelLocation> {
-    try {
-      return this.#scan().models;
-    } catch {
-      return this.#known;
-    }
-  }
-
-  /** The keys among `keys` that stand for a model called `name`. */
-  #keysOf(name: string, keys: Iterable<string>): string[] {
-    const out: string[] = [];
-    for (const k of keys) if (nameOf(k) === name) out.push(k);
-    return out;
-  }
-
-  /**
-   * The tried model a request's `name` means: the only one of that name, or under
-   * namespacing the one in `namespace` (an ensemble's own) when there is one. Undefined
-   * when none has the name; INVALID_ARG when several do (Triton's FindModelIdentifier).
-   */
-  #resolve(name: string, namespace?: string): string | undefined {
-    if (!this.#opts.namespacing) return this.#models.has(name) ? name : undefined;
-    if (namespace && this.#models.has(modelKey(namespace, name))) return modelKey(namespace, name);
-    const keys = this.#keysOf(name, this.#models.keys());
-    if (keys.length > 1) throw ambiguous(name, keys.length);
-    return keys[0];
-  }
-
-  /** The model an ensemble step in `namespace` calls: its own namespace's, else the only one of that name (Triton's fuzzy match). */
-  #stepKey(namespace: string | undefined, name: string, scan: ReturnType<typeof scanFolders>): string {
-    if (!this.#opts.namespacing) return name;
-    const own = modelKey(namespace, name);
-    if (scan.models.has(own) || this.#models.has(own)) return own;
-    const keys = this.#keysOf(name, new Set([...scan.models.keys(), ...this.#models.keys()]));
-    return keys.length === 1 ? keys[0]! : own;
+  /** Loads `key` in its turn, logging its errors (start-up and poll loads have no caller to tell). */
+  #loadLogged(key: string, scan: RepositoryScan): Promise<void> {
+    return this.#lifecycle.serialized(key, async () => {
+      for (const e of await this.#loadModel(key, undefined, scan)) log.error(e);
+    });
   }
 
   /** Scans the repositories and loads the start-up models; resolves when all have settled. */
   async loadAll(): Promise<void> {
-    const scan = this.#scan();
-    this.#known = scan.models;
+    const scan = this.#index.scan();
+    this.#index.remember(scan);
     let keys = [...scan.models.keys()];
     if (this.#opts.controlMode === "explicit") {
       const wanted = this.#opts.startupModels ?? [];
-      if (!wanted.includes("*")) keys = [...new Set(wanted.flatMap((n) => this.#keysOfOr(n, scan.models.keys())))];
+      if (!wanted.includes("*")) keys = [...new Set(wanted.flatMap((n) => keysOfOr(n, scan.models.keys())))];
     }
-    await Promise.all(
-      keys.map((key) =>
-        this.#serialized(key, async () => {
-          for (const e of await this.#loadModel(key, undefined, scan)) log.error(e);
-        }),
-      ),
-    );
-  }
-
-  /** The keys of `name` among `keys`, or the name alone when there are none (its load then reports it missing). */
-  #keysOfOr(name: string, keys: Iterable<string>): string[] {
-    const found = this.#keysOf(name, keys);
-    return found.length > 0 ? found : [name];
+    await Promise.all(keys.map((key) => this.#loadLogged(key, scan)));
   }
 
   /**
@@ -209,26 +127,26 @@ export class ModelRepositoryManager {
     checkModelName(name);
     checkOverride(name, override?.config, override?.files, this.#opts.allowModelCodeOverrides === true);
     await this.#opts.refresh?.();
-    const scan = this.#scan();
+    const scan = this.#index.scan();
     const files = override?.files !== undefined && Object.keys(override.files).length > 0;
     // With file overrides the model is built from them alone, whatever the repositories hold.
-    const keys = files ? [name] : this.#keysOfOr(name, scan.models.keys());
-    const errors = await Promise.all(keys.map((key) => this.#serialized(key, () => this.#loadModel(key, override, scan))));
+    const keys = files ? [name] : keysOfOr(name, scan.models.keys());
+    const errors = await Promise.all(keys.map((key) => this.#lifecycle.serialized(key, () => this.#loadModel(key, override, scan))));
     if (errors.flat().length > 0) throw invalidArg(errors.flat().join("; "));
   }
 
   /** The repository extension's unload: drains and frees every version of `name` (of every namespace). */
   async unloadModel(name: string): Promise<void> {
-    const keys = this.#keysOfOr(name, new Set([...this.#models.keys(), ...this.#known.keys()]));
+    const keys = keysOfOr(name, new Set([...this.#index.keys(), ...this.#index.known.keys()]));
     await Promise.all(
       keys.map((key) =>
-        this.#serialized(key, async () => {
-          const entry = this.#models.get(key);
+        this.#lifecycle.serialized(key, async () => {
+          const entry = this.#index.entry(key);
           if (!entry) {
-            if (this.#known.has(key)) return;
+            if (this.#index.known.has(key)) return;
             throw invalidArg(`failed to unload '${name}': model not found in any model repository`);
           }
-          await Promise.all([...entry.versions.values()].map((v) => v.unload()));
+          await this.#lifecycle.unload(entry);
           delete entry.failure;
           log.info(`successfully unloaded '${name}'${entry.location.namespace ? ` (namespace '${entry.location.namespace}')` : ""}`);
         }),
@@ -238,12 +156,7 @@ export class ModelRepositoryManager {
 
   /** Loaded ensembles with a step that calls `name` (for unload_dependents). */
   dependentsOf(name: string): string[] {
-    const out = new Set<string>();
-    for (const [key, entry] of this.#models) {
-      const uses = [...entry.versions.values()].some((v) => v.ready && isEnsemble(v.config) && ensembleSteps(v.config).some((s) => s.model_name === name));
-      if (uses) out.add(nameOf(key));
-    }
-    return [...out];
+    return dependentsOf(name, this.#index.entries());
   }
 
   /**
@@ -252,21 +165,17 @@ export class ModelRepositoryManager {
    */
   async poll(): Promise<void> {
     await this.#opts.refresh?.();
-    const scan = this.#scan();
-    const removed = [...this.#models.keys()].filter((n) => !scan.models.has(n));
-    this.#known = scan.models;
+    const scan = this.#index.scan();
+    const removed = this.#index.keys().filter((n) => !scan.models.has(n));
+    this.#index.remember(scan);
     await Promise.all([
-      ...[...scan.models.keys()].map((key) =>
-        this.#serialized(key, async () => {
-          for (const e of await this.#loadModel(key, undefined, scan)) log.error(e);
-        }),
-      ),
+      ...[...scan.models.keys()].map((key) => this.#loadLogged(key, scan)),
       ...removed.map((key) =>
-        this.#serialized(key, async () => {
-          const entry = this.#models.get(key);
+        this.#lifecycle.serialized(key, async () => {
+          const entry = this.#index.entry(key);
           if (!entry) return;
-          this.#models.delete(key);
-          await Promise.all([...entry.versions.values()].map((v) => v.unload()));
+          this.#index.delete(key);
+          await this.#lifecycle.unload(entry);
           log.info(`successfully unloaded '${nameOf(key)}' (removed from the repository)`);
         }),
       ),
@@ -275,245 +184,56 @@ export class ModelRepositoryManager {
 
   /** True when every model that was tried has all its versions READY (explicitly unloaded ones aside). */
   allReady(): boolean {
-    for (const entry of this.#models.values()) {
-      if (entry.failure) return false;
-      for (const v of entry.versions.values()) if (!v.ready && !v.unloaded) return false;
-    }
-    return true;
+    return this.#index.allReady();
   }
 
   /** Failures, for startup's --exit-on-error check. */
   failures(): string[] {
-    const out: string[] = [];
-    for (const [key, entry] of this.#models) {
-      const name = nameOf(key);
-      if (entry.failure) out.push(`${name}: ${entry.failure}`);
-      for (const v of entry.versions.values()) if (v.state === "UNAVAILABLE" && !v.unloaded) out.push(`${name} version ${v.version}: ${v.reason}`);
-    }
-    return out;
+    return this.#index.failures();
   }
 
   /**
-   * The version to serve: the named one, or the highest READY version.
-   * Throws NOT_FOUND for unknown models and versions, UNAVAILABLE for ones not ready.
+   * The version to serve: the named one, or the highest READY version. Throws NOT_FOUND
+   * for unknown models and versions, UNAVAILABLE for ones not ready. `namespace`: an
+   * ensemble step's own namespace, preferred under --model-namespacing.
    */
-  /** The model control mode (`--model-control-mode`); only explicit allows load and unload requests. */
-  get controlMode(): "none" | "poll" | "explicit" {
-    return this.#opts.controlMode ?? "none";
-  }
-
-  /** `namespace`: an ensemble step's own namespace, preferred under --model-namespacing. */
   getModel(name: string, version?: string, namespace?: string): ModelVersion {
-    const key = this.#resolve(name, namespace);
-    const entry = key === undefined ? undefined : this.#models.get(key);
-    if (!entry) throw notFound(`Request for unknown model: '${name}' is not found`);
-    if (version) {
-      if (!/^[0-9]+$/.test(version)) throw invalidArg(`Request for unknown model: '${name}' version '${version}' is not a valid version`);
-      const mv = entry.versions.get(Number(version));
-      if (!mv) {
-        if (entry.failure) throw unavailable(`Request for unknown model: '${name}' is not available: ${entry.failure}`);
-        throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
-      }
-      if (!mv.ready) {
-        throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state${mv.reason ? `: ${mv.reason}` : ""}`);
-      }
-      return mv;
-    }
-    let best: ModelVersion | undefined;
-    for (const mv of entry.versions.values()) if (mv.ready && (!best || mv.version > best.version)) best = mv;
-    if (!best) {
-      const reason = entry.failure ?? [...entry.versions.values()].map((v) => v.reason).find((r) => r);
-      throw unavailable(`Request for unknown model: '${name}' has no available versions${reason ? `: ${reason}` : ""}`);
-    }
-    return best;
+    return this.#index.getModel(name, version, namespace);
   }
 
   /** Ready versions of a model, ascending. */
   readyVersions(name: string): ModelVersion[] {
-    const key = this.#resolve(name);
-    return key === undefined ? [] : this.#ready(key);
-  }
-
-  #ready(key: string): ModelVersion[] {
-    const entry = this.#models.get(key);
-    return entry ? [...entry.versions.values()].filter((v) => v.ready).sort((a, b) => a.version - b.version) : [];
+    return this.#index.readyVersions(name);
   }
 
   /** Every model version the manager serves or holds as failed, for statistics. */
   allVersions(): ModelVersion[] {
-    return [...this.#models.values()].flatMap((e) => [...e.versions.values()]);
+    return this.#index.allVersions();
   }
 
-  /**
-   * The repository index extension's entries. The repositories are read again each time,
-   * as Triton's RepositoryIndex reads their folders (P-17): in explicit mode a model
-   * folder added after the start is listed before anything loads it.
-   */
+  /** The repository index extension's entries, read from the repositories again each time (P-17). */
   index(readyOnly = false): IndexEntry[] {
-    const out: IndexEntry[] = [];
-    const keys = new Set([...this.#listed().keys(), ...this.#models.keys(), ...this.#loading.keys()]);
-    const byName = (a: string, b: string) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : a < b ? -1 : a > b ? 1 : 0);
-    for (const key of [...keys].sort(byName)) {
-      const name = nameOf(key);
-      const entry = this.#models.get(key);
-      const served = entry ? [...entry.versions.values()] : [];
-      const loading = (this.#loading.get(key) ?? []).filter((l) => !entry?.versions.get(l.version)?.ready);
-      const shown = [...served.filter((v) => !loading.some((l) => l.version === v.version)), ...loading];
-      if (shown.length === 0) {
-        if (entry?.failure) {
-          if (!readyOnly) out.push({ name, state: "UNAVAILABLE", reason: entry.failure });
-        } else if (!readyOnly) {
-          out.push({ name });
-        }
-        continue;
-      }
-      for (const mv of shown.sort((a, b) => a.version - b.version)) {
-        if (readyOnly && !mv.ready) continue;
-        const e: IndexEntry = { name, version: String(mv.version), state: mv.state };
-        if (mv.reason) e.reason = mv.reason;
-        out.push(e);
-      }
-    }
-    return out;
+    return this.#index.index(readyOnly);
   }
 
   /** Unloads everything, waiting for in-flight work to drain. */
   async unloadAll(): Promise<void> {
-    await Promise.all([...this.allVersions().map((v) => v.unload()), ...this.#retiring]);
-    for (const entry of this.#models.values()) if (entry.overrideDir) removeOverrideFiles(entry.overrideDir);
-  }
-
-  #serialized<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.#locks.get(name) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const tail = run.catch(() => {});
-    this.#locks.set(name, tail);
-    void tail.then(() => {
-      if (this.#locks.get(name) === tail) this.#locks.delete(name);
-    });
-    return run;
-  }
-
-  /** One version's load in a load slot, tried again up to --model-load-retry-count times while it fails (Triton's ModelLifeCycle). */
-  async #loadVersion(mv: ModelVersion, resolved: ResolvedModel, context: Parameters<ModelLoader["loadVersion"]>[2]): Promise<void> {
-    const retries = this.#opts.loadRetryCount ?? 0;
-    await this.#slots.run(async () => {
-      for (let attempt = 0; ; attempt++) {
-        await this.#loader.loadVersion(mv, resolved, context);
-        if (mv.ready || attempt >= retries) return;
-        log.info(`retrying the load of '${mv.name}' version ${mv.version} (${attempt + 1} of ${retries}) after: ${mv.reason}`);
-      }
-    });
+    await this.#lifecycle.unloadAll();
   }
 
   /**
-   * Explicit mode: an ensemble's load loads its composing models that have no ready
-   * version first, as Triton's dependency graph does (nested ensembles too). Returns
-   * Triton's reason when a step model cannot be served, else undefined.
+   * Loads `key`: where from (its folder, a load's file overrides, or the override folder it
+   * serves from now), its config, what its ensemble steps need, then its versions beside
+   * whatever serves it now (the lifecycle swaps them in). Returns the errors.
    */
-  async #loadComposingModels(
-    key: string,
-    namespace: string | undefined,
-    config: ModelConfig,
-    scan: ReturnType<typeof scanFolders>,
-    chain: readonly string[],
-  ): Promise<string | undefined> {
-    if (this.controlMode !== "explicit" || !isEnsemble(config)) return undefined;
+  async #loadModel(key: string, override?: LoadOverride, scan = this.#index.scan(), chain: readonly string[] = []): Promise<string[]> {
+    this.#index.remember(scan);
     const name = nameOf(key);
-    for (const step of ensembleSteps(config)) {
-      const model = step.model_name ?? "";
-      const stepKey = this.#stepKey(namespace, model, scan);
-      if (!model || chain.includes(stepKey) || stepKey === key) continue;
-      if (this.#ready(stepKey).length === 0) {
-        const errors = await this.#serialized(stepKey, () => this.#loadModel(stepKey, undefined, scan, [...chain, key]));
-        if (this.#ready(stepKey).length === 0) {
-          const why = errors.length > 0 ? ` Model '${model}' loading failed with error: ${errors.join("; ")}` : "";
-          return `ensemble '${name}' depends on '${model}' which has no loaded version.${why}`;
-        }
-      }
-      const required = Number(step.model_version ?? -1);
-      if (required !== -1 && !this.#ready(stepKey).some((v) => v.version === required)) {
-        return `ensemble '${name}' depends on '${model}' whose required version ${required} is not loaded.`;
-      }
-    }
-    return undefined;
-  }
-
-  /**
-   * An ensemble with a decoupled step is decoupled (its config says so from here on), a
-   * step may not mix the outputs of two decoupled steps (Triton's load-time rule), and no
-   * batching step may allow a smaller max_batch_size than the ensemble's. The
-   * steps' configs are those of their models' served versions, so a step model still
-   * loading is waited for. Returns Triton's reason when the flow is refused.
-   */
-  async #decoupling(
-    key: string,
-    namespace: string | undefined,
-    config: ModelConfig,
-    scan: ReturnType<typeof scanFolders>,
-    chain: readonly string[],
-  ): Promise<string | undefined> {
-    if (!isEnsemble(config)) return undefined;
-    const decoupled = new Set<string>();
-    for (const step of ensembleSteps(config)) {
-      const model = step.model_name ?? "";
-      const stepKey = this.#stepKey(namespace, model, scan);
-      if (!model || stepKey === key || chain.includes(stepKey)) continue;
-      await this.#settled(stepKey, key);
-      const ready = this.#ready(stepKey);
-      const required = Number(step.model_version ?? -1);
-      const mv = required === -1 ? ready[ready.length - 1] : ready.find((v) => v.version === required);
-      if (mv?.config.model_transaction_policy?.decoupled === true) decoupled.add(model);
-      // A batching step must take the ensemble's largest batch (S-15, Triton's ValidateEnsembleConfig).
-      const stepMax = Number(mv?.config.max_batch_size ?? 0);
-      const ensembleMax = Number(config.max_batch_size ?? 0);
-      if (stepMax !== 0 && stepMax < ensembleMax) {
-        return `ensemble ${nameOf(key)} allows maximum batch size ${ensembleMax}, but it contains model ${model} which only allows maximum batch size to be ${stepMax}`;
-      }
-    }
-    try {
-      if (ensembleDecoupled(config, (m) => decoupled.has(m))) config.model_transaction_policy = { ...config.model_transaction_policy, decoupled: true };
-    } catch (err) {
-      return ServerError.from(err).message;
-    }
-    return undefined;
-  }
-
-  /** Waits for `target`'s loads and unloads in progress, unless `target` waits for `waiter` (a cycle of ensembles). */
-  async #settled(target: string, waiter: string): Promise<void> {
-    const pending = this.#locks.get(target);
-    if (!pending || this.#reaches(target, waiter, new Set())) return;
-    const edges = this.#waitsFor.get(waiter) ?? new Set<string>();
-    this.#waitsFor.set(waiter, edges.add(target));
-    try {
-      await pending;
-    } finally {
-      edges.delete(target);
-      if (edges.size === 0) this.#waitsFor.delete(waiter);
-    }
-  }
-
-  #reaches(from: string, to: string, seen: Set<string>): boolean {
-    if (from === to) return true;
-    if (seen.has(from)) return false;
-    seen.add(from);
-    for (const next of this.#waitsFor.get(from) ?? []) if (this.#reaches(next, to, seen)) return true;
-    return false;
-  }
-
-  /**
-   * Loads `name` beside whatever serves it now and swaps when the new versions have
-   * settled: a version whose files and config are unchanged keeps serving as it is; a
-   * version that fails to reload keeps its old instance. Returns the errors.
-   */
-  async #loadModel(key: string, override?: LoadOverride, scan = this.#scan(), chain: readonly string[] = []): Promise<string[]> {
-    this.#known = scan.models;
-    const name = nameOf(key);
-    const old = this.#models.get(key);
+    const old = this.#index.entry(key);
     const dup = scan.duplicates.get(key);
     if (dup) {
       const failure = `model '${name}' appears in multiple repositories: ${dup.join(", ")}`;
-      if (!old) this.#models.set(key, { location: { name, dir: "", repository: "" }, versions: new Map(), failure });
+      if (!old) this.#index.set(key, { location: { name, dir: "", repository: "" }, versions: new Map(), failure });
       return [`failed to load '${name}': ${failure}`];
     }
     const found = scan.models.get(key);
@@ -539,80 +259,17 @@ export class ModelRepositoryManager {
       const failure = clientReason(message, location.dir, name);
       if (failure !== message) log.error(`failed to load '${name}': ${message}`); // the whole message, for the operator
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
-      if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure });
+      if (!hasReady) this.#index.set(key, { location, versions: old?.versions ?? new Map(), failure });
       return [`failed to load '${name}': ${failure}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
-    const { config } = resolved;
-    const missing =
-      (await this.#loadComposingModels(key, location.namespace, config, scan, chain)) ?? (await this.#decoupling(key, location.namespace, config, scan, chain));
+    const missing = await this.#graph.prepare(key, location.namespace, resolved.config, scan, chain);
     if (missing) {
       if (overrideDir && overrideDir !== old?.overrideDir) removeOverrideFiles(overrideDir);
-      if (!hasReady) this.#models.set(key, { location, versions: old?.versions ?? new Map(), failure: missing });
+      if (!hasReady) this.#index.set(key, { location, versions: old?.versions ?? new Map(), failure: missing });
       return [`failed to load '${name}': ${missing}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
-    const available = listVersions(location.dir);
-    const selected = selectVersions(available, config.version_policy);
-    if (selected.length === 0) {
-      const failure = `at least one version must be available under the version policy of model '${name}'`;
-      if (!hasReady) this.#models.set(key, { location, versions: new Map(), failure });
-      return [`failed to load '${name}': ${failure}`];
-    }
-
-    const configKey = JSON.stringify(config);
-    const versions = new Map<number, ModelVersion>();
-    const fresh: ModelVersion[] = [];
-    for (const v of selected) {
-      const prev = old?.versions.get(v);
-      const fp = fingerprint(join(location.dir, String(v)));
-      if (prev?.ready && prev.configKey === configKey && prev.fingerprint === fp && prev.modelDir === location.dir) {
-        versions.set(v, prev);
-        continue;
-      }
-      const mv = new ModelVersion(name, v, location.dir, config, location.namespace);
-      mv.configKey = configKey;
-      mv.fingerprint = fp;
-      fresh.push(mv);
-    }
-    this.#loading.set(key, fresh);
-    const knows = this.#opts.namespacing
-      ? (m: string) => this.#keysOf(m, this.#known.keys()).length > 0 || this.#keysOf(m, this.#models.keys()).length > 0
-      : (m: string) => this.#known.has(m) || this.#models.has(m);
-    await Promise.all(fresh.map((mv) => this.#loadVersion(mv, resolved, { runner: this.#runner, streamRunner: this.#streamRunner, knows })));
-    this.#loading.delete(key);
-
-    const errors: string[] = [];
-    for (const mv of fresh) {
-      const prev = old?.versions.get(mv.version);
-      if (!mv.ready) {
-        errors.push(`failed to load '${name}' version ${mv.version}: ${mv.reason}`);
-        if (prev?.ready) {
-          versions.set(mv.version, prev); // a failed reload keeps the old version serving
-          continue;
-        }
-      }
-      versions.set(mv.version, mv);
-    }
-    for (const v of missingSpecificVersions(available, config.version_policy)) {
-      const mv = new ModelVersion(name, v, location.dir, config, location.namespace);
-      mv.transition("UNAVAILABLE", `version ${v} of model '${name}' is not in the model repository`);
-      versions.set(v, mv);
-    }
-    // Retire what is no longer served: in-flight requests finish on it first.
-    const kept = new Set(versions.values());
-    const retired = old ? [...old.versions.values()].filter((v) => !kept.has(v)) : [];
-    // A served version the policy no longer selects stays listed, UNAVAILABLE "unloaded"
-    // once drained, as Triton's ModelLifeCycle keeps it (one that had failed goes: its
-    // failure no longer holds the server's readiness back).
-    for (const v of old?.versions.values() ?? []) if (!versions.has(v.version) && (v.ready || v.unloaded)) versions.set(v.version, v);
-    this.#models.set(key, { location, versions, ...(overrideDir ? { overrideDir } : {}) });
-    const oldDir = old?.overrideDir !== overrideDir ? old?.overrideDir : undefined;
-    if (retired.length > 0 || oldDir) {
-      const done = Promise.all(retired.map((v) => v.unload())).then(() => {
-        if (oldDir) removeOverrideFiles(oldDir);
-      });
-      this.#retiring.add(done);
-      void done.finally(() => this.#retiring.delete(done));
-    }
-    return errors;
+    const index = this.#index;
+    const context = { runner: this.#runner, streamRunner: this.#streamRunner, knows: (m: string) => index.knows(m) };
+    return this.#lifecycle.load({ key, location, resolved, old, overrideDir, context });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The shared frontend suite: the HTTP and gRPC checks every way of running Nereid must
- * pass (the compiled binary, Node in-process, Deno). A test file starts its server in
- * beforeAll and calls frontendSuite() with a getter for where it listens.
+ * pass (the compiled binary, Node in-process, the frontend threads, Deno), the shared
+ * HTTP suite (./http.ts) among them. A test file starts its server in beforeAll and calls
+ * frontendSuite() with a getter for where it listens.
  *
  * The server must serve a repository made with makeRepository(["simple", "simple_identity"])
  * under explicit model control with both loaded (`--model-control-mode=explicit
@@ -17,6 +18,8 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { Client } from "@grpc/grpc-js";
 import { inferenceClient, healthClient, type Call } from "../helpers/grpc-client.ts";
 import { SIMPLE_METADATA } from "../helpers/repo.ts";
+import { urlCaller } from "../helpers/http-handler.ts";
+import { httpSuite } from "./http.ts";
 
 export interface FrontendTarget {
   /** Base URL of the HTTP listener. */
@@ -104,6 +107,8 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
     });
     afterAll(() => client?.close());
 
+    httpSuite(label, () => ({ call: urlCaller(target().url) }));
+
     it("health: live and ready over HTTP and gRPC", async () => {
       expect((await get("/v2/health/live")).status).toBe(200);
       expect((await get("/v2/health/ready")).status).toBe(200);
@@ -129,48 +134,7 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       expect((await call("ModelConfig")({ name: "simple" })).config).toMatchObject({ name: "simple", max_batch_size: 8 });
     });
 
-    it("infers exact sums over HTTP JSON, HTTP binary and gRPC", async () => {
-      const res = await httpInfer();
-      expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({
-        id: "h1",
-        model_name: "simple",
-        model_version: "1",
-        outputs: [
-          { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: SUM },
-          { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: DIFF },
-        ],
-      });
-
-      const header = new TextEncoder().encode(
-        JSON.stringify({
-          inputs: [
-            { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-            { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-          ],
-          outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }],
-        }),
-      );
-      const body = new Uint8Array(header.byteLength + 128);
-      body.set(header);
-      body.set(i32(A), header.byteLength);
-      body.set(i32(B), header.byteLength + 64);
-      const bin = await fetch(`${url}/v2/models/simple/infer`, {
-        method: "POST",
-        body,
-        headers: { "inference-header-content-length": String(header.byteLength) },
-      });
-      expect(bin.status).toBe(200);
-      const length = Number(bin.headers.get("inference-header-content-length"));
-      const bytes = new Uint8Array(await bin.arrayBuffer());
-      expect(JSON.parse(new TextDecoder().decode(bytes.subarray(0, length))).outputs[0]).toEqual({
-        name: "OUTPUT0",
-        datatype: "INT32",
-        shape: [1, 16],
-        parameters: { binary_data_size: 64 },
-      });
-      expect(ints(bytes.slice(length))).toEqual(SUM);
-
+    it("infers exact sums over gRPC (HTTP's are the HTTP suite's)", async () => {
       const r = await grpcInfer();
       expect(r.id).toBe("g1");
       expect(r.outputs).toEqual([
@@ -234,22 +198,7 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
       });
     });
 
-    it("binary_data_output (P-11): HTTP answers every output binary; gRPC, always raw (G-04), takes it as any parameter", async () => {
-      const res = await httpInfer({ parameters: { binary_data_output: true } });
-      expect(res.status).toBe(200);
-      expect(res.headers.get("content-type")).toBe("application/octet-stream");
-      const length = Number(res.headers.get("inference-header-content-length"));
-      const bytes = new Uint8Array(await res.arrayBuffer());
-      expect(JSON.parse(new TextDecoder().decode(bytes.subarray(0, length)))).toEqual({
-        model_name: "simple",
-        model_version: "1",
-        outputs: [
-          { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } },
-          { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } },
-        ],
-      });
-      expect(bytes.byteLength).toBe(length + 128);
-      expect([ints(bytes.slice(length, length + 64)), ints(bytes.slice(length + 64))]).toEqual([SUM, DIFF]);
+    it("binary_data_output (P-11): HTTP refuses a non-boolean (every output binary is the HTTP suite's); gRPC, always raw (G-04), takes it as any parameter", async () => {
       expect(await answer(await httpInfer({ parameters: { binary_data_output: 1 } }))).toEqual({
         status: 400,
         json: { error: "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean" },

@@ -8,7 +8,8 @@
  *   frontends     src/frontends/: HTTP and gRPC adapters (parse, call the server, serialize)
  *   metrics       src/metrics/: Prometheus families, CPU and GPU sampling
  *   server        src/server/: the data plane (inferAsync, shared memory, trace, classification)
- *   repository    src/repository/: manager (scan, locks, swap, polling), model loader, ModelVersion
+ *   repository    src/repository/: manager (the facade), model index (lookups), lifecycle (locks, load pool, retries, swap),
+ *                 dependency graph (ensemble steps), polling, model loader, ModelVersion
  *   scheduler     src/scheduler/: default, dynamic batch, sequence batch, ensemble; createScheduler
  *   backends      src/backends/: the Backend seam and the ONNX Runtime, TensorRT, OpenVINO backends
  *   cache         src/cache/: the response cache and its key

@@ -1,9 +1,9 @@
 /**
  * The SageMaker frontend through the server binary (#17), started as Triton's SageMaker
  * image starts tritonserver (--allow-sagemaker=true --allow-http=false): GET /ping, POST
- * /invocations on SAGEMAKER_TRITON_DEFAULT_MODEL_NAME with a JSON body and with the binary
- * content type Triton's SageMaker server takes, errors in Triton's shape, identity
- * compression only, no header forwarding, SAGEMAKER_TRITON_PING_MODE, the model Triton
+ * /invocations on SAGEMAKER_TRITON_DEFAULT_MODEL_NAME (the shared endpoint suite,
+ * test/suites/cloud-endpoint.ts: JSON, SageMaker's binary content type, errors in
+ * Triton's shape; Vertex AI runs it too), identity compression only, no header forwarding, SAGEMAKER_TRITON_PING_MODE, the model Triton
  * names when the variable is unset, the multi-model routes refused, unknown paths 400,
  * and a bad SAGEMAKER_TRITON_INFERENCE_TYPE refused at start.
  */
@@ -12,41 +12,9 @@ import { spawnSync } from "node:child_process";
 import { gzipSync } from "node:zlib";
 import { startServerProcess, serverCommand, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { endpointSuite, forwardedParams, PARAMS_CONFIG, PARAMS_MODEL, SIMPLE_ANSWER, SIMPLE_BODY } from "../../suites/cloud-endpoint.ts";
 
 const STARTED = /Started Sagemaker HTTPService at 0\.0\.0\.0:(\d+)/;
-const A = Array.from({ length: 16 }, (_, i) => i);
-const B = Array(16).fill(3);
-const SIMPLE_BODY = JSON.stringify({
-  inputs: [
-    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
-    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
-  ],
-});
-/** `simple`'s answer to SIMPLE_BODY, byte for byte. */
-const SIMPLE_ANSWER = {
-  model_name: "simple",
-  model_version: "1",
-  outputs: [
-    { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: A.map((a) => a + 3) },
-    { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: A.map((a) => a - 3) },
-  ],
-};
-
-/** A model that answers its request parameters, to see which headers were forwarded; X = -1 makes it fail. */
-const PARAMS_MODEL = `
-export default class Params {
-  execute(requests) {
-    if (requests.some((r) => r.input("X").data[0] === -1)) throw new Error("the model failed on X = -1");
-    return requests.map((r) => ({ outputs: [{ name: "PARAMS", datatype: "BYTES", shape: [1], data: [JSON.stringify(r.parameters)] }] }));
-  }
-}
-`;
-const PARAMS_CONFIG = `name: "params"
-backend: "typescript"
-max_batch_size: 0
-input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "PARAMS" data_type: TYPE_STRING dims: [ 1 ] } ]
-`;
 /** A model whose load fails: with --exit-on-error=false the server is live but not ready. */
 const BROKEN_CONFIG = 'name: "broken"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "X" data_type: TYPE_NOPE dims: [ 1 ] } ]\n';
 
@@ -74,6 +42,11 @@ afterAll(async () => {
   repo?.remove();
 });
 
+endpointSuite("SageMaker's /invocations on SAGEMAKER_TRITON_DEFAULT_MODEL_NAME", () => ({
+  invoke: (body, headers) => fetch(`${sagemaker}/invocations`, { method: "POST", headers, body }),
+  binaryMime: "application/vnd.sagemaker-triton.binary+json;json-header-size=",
+}));
+
 describe("SageMaker with --allow-http=false", () => {
   it("starts no HTTP service, only SageMaker's", () => {
     expect(server.log()).not.toMatch(/Started HTTPService/);
@@ -86,71 +59,7 @@ describe("SageMaker with --allow-http=false", () => {
     expect(await res.text()).toBe("");
   });
 
-  it("POST /invocations infers on SAGEMAKER_TRITON_DEFAULT_MODEL_NAME with Triton's JSON", async () => {
-    const res = await fetch(`${sagemaker}/invocations`, { method: "POST", headers: { "content-type": "application/json" }, body: SIMPLE_BODY });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual(SIMPLE_ANSWER);
-  });
-
-  it("takes and gives binary data under the SageMaker content type", async () => {
-    const header = JSON.stringify({
-      inputs: [
-        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-        { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-      ],
-      outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }],
-    });
-    const body = Buffer.concat([Buffer.from(header), Buffer.from(new Int32Array(A).buffer), Buffer.from(new Int32Array(B).buffer)]);
-    const res = await fetch(`${sagemaker}/invocations`, {
-      method: "POST",
-      headers: { "content-type": `application/vnd.sagemaker-triton.binary+json;json-header-size=${Buffer.byteLength(header)}` },
-      body,
-    });
-    expect(res.status).toBe(200);
-    const type = res.headers.get("content-type")!;
-    const m = /^application\/vnd\.sagemaker-triton\.binary\+json;json-header-size=(\d+)$/.exec(type);
-    expect(m).not.toBeNull();
-    expect(res.headers.get("inference-header-content-length")).toBeNull();
-    const bytes = Buffer.from(await res.arrayBuffer());
-    const n = Number(m![1]);
-    expect(JSON.parse(bytes.subarray(0, n).toString())).toEqual({
-      model_name: "simple",
-      model_version: "1",
-      outputs: [{ name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } }],
-    });
-    expect(bytes.byteLength).toBe(n + 64);
-    expect([...new Int32Array(bytes.buffer.slice(bytes.byteOffset + n, bytes.byteOffset + n + 64))]).toEqual(A.map((a) => a + 3));
-  });
-
-  it("refuses a malformed binary content type with Triton's messages", async () => {
-    const post = async (type: string, body = "{}") => {
-      const res = await fetch(`${sagemaker}/invocations`, { method: "POST", headers: { "content-type": type }, body });
-      return { status: res.status, json: await res.json() };
-    };
-    const prefix = "application/vnd.sagemaker-triton.binary+json;json-header-size=";
-    expect(await post(`text/x;${prefix}4`)).toEqual({
-      status: 400,
-      json: { error: `expect MIME type for binary data starts with '${prefix}', got: text/x;${prefix}4` },
-    });
-    expect(await post(`${prefix}abc`)).toEqual({ status: 400, json: { error: "Unable to parse inference header size, got: abc" } });
-    expect(await post(`${prefix}3`, "{}")).toEqual({ status: 400, json: { error: "inference header size should be in range (0, 2), got: 3" } });
-  });
-
-  it("answers a request the model refuses with Triton's error shape and status", async () => {
-    const body = JSON.stringify({
-      inputs: [
-        { name: "INPUT0", shape: [1, 15], datatype: "INT32", data: A.slice(1) },
-        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: B },
-      ],
-    });
-    const res = await fetch(`${sagemaker}/invocations`, { method: "POST", body });
-    expect(res.status).toBe(400);
-    expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual({
-      error:
-        "unexpected shape for input 'INPUT0' for model 'simple'. Expected [-1,16], got [1,15]. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.",
-    });
+  it("answers GET /invocations 405 with Triton's error shape", async () => {
     const get = await fetch(`${sagemaker}/invocations`);
     expect(get.status).toBe(405);
     expect(await get.json()).toEqual({ error: "Method Not Allowed" });
@@ -214,19 +123,9 @@ describe("SageMaker beside HTTP", () => {
     extra?.remove();
   });
 
-  const params = async (url: string) => {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "x-fwd-user": "alice" },
-      body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] }),
-    });
-    expect(res.status).toBe(200);
-    return JSON.parse(((await res.json()) as { outputs: { data: string[] }[] }).outputs[0]!.data[0]!);
-  };
-
   it("forwards no headers, as Triton's SageMaker server has no forward pattern (--http-header-forward-pattern is HTTP's)", async () => {
-    expect(await params(`${http}/v2/models/params/infer`)).toEqual({ "x-fwd-user": "alice" });
-    expect(await params(`${both.url}/invocations`)).toEqual({});
+    expect(await forwardedParams(`${http}/v2/models/params/infer`)).toEqual({ "x-fwd-user": "alice" });
+    expect(await forwardedParams(`${both.url}/invocations`)).toEqual({});
   });
 
   it("answers 400 to an error that comes after queueing, whatever its code, as Triton's SageMaker server does", async () => {

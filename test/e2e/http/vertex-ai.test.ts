@@ -1,38 +1,25 @@
 /**
  * The Vertex AI frontend through the server binary (#17): AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE
- * on the default model with JSON and with Triton's binary content type, errors in Triton's
- * shape, redirects to the read-only protocol endpoints (403 for those that change state),
- * no header forwarding, AIP_MODE=PREDICTION serving Vertex AI alone from AIP_STORAGE_URI,
+ * on the default model (the shared endpoint suite, test/suites/cloud-endpoint.ts: JSON,
+ * Vertex AI's binary content type, errors in Triton's shape; SageMaker runs it too),
+ * redirects to the read-only protocol endpoints (403 for those that change state), no
+ * header forwarding, AIP_MODE=PREDICTION serving Vertex AI alone from AIP_STORAGE_URI,
  * and the start-up checks Triton makes (routes defined, default model).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { startServerProcess, serverCommand, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
+import { endpointSuite, forwardedParams, PARAMS_CONFIG, PARAMS_MODEL, SIMPLE_ANSWER, SIMPLE_BODY } from "../../suites/cloud-endpoint.ts";
 
 let repo: ReturnType<typeof makeRepository>;
 let server: ServerProcess;
 let vertex: string;
 
-const A = Array.from({ length: 16 }, (_, i) => i);
 const ENV = { AIP_PREDICT_ROUTE: "/v1/endpoints/e1/deployedModels/m1:predict", AIP_HEALTH_ROUTE: "/health" };
 const PREDICT = "/v1/endpoints/e1/deployedModels/m1:predict";
 
 const STARTED = /Started Vertex AI HTTPService at 0\.0\.0\.0:(\d+)/;
-/** A model that answers its request parameters, to see which headers were forwarded. */
-const PARAMS_MODEL = `
-export default class Params {
-  execute(requests) {
-    return requests.map((r) => ({ outputs: [{ name: "PARAMS", datatype: "BYTES", shape: [1], data: [JSON.stringify(r.parameters)] }] }));
-  }
-}
-`;
-const PARAMS_CONFIG = `name: "params"
-backend: "typescript"
-max_batch_size: 0
-input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "PARAMS" data_type: TYPE_STRING dims: [ 1 ] } ]
-`;
 
 beforeAll(async () => {
   repo = makeRepository(["simple", "simple_identity"]);
@@ -63,25 +50,15 @@ afterAll(async () => {
   repo?.remove();
 });
 
-const simpleBody = JSON.stringify({
-  inputs: [
-    { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
-    { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
-  ],
-});
+endpointSuite("Vertex AI's AIP_PREDICT_ROUTE on --vertex-ai-default-model", () => ({
+  invoke: (body, headers) => fetch(`${vertex}${PREDICT}`, { method: "POST", headers, body }),
+  binaryMime: "application/vnd.vertex-ai-triton.binary+json;json-header-size=",
+}));
 
 describe("Vertex AI", () => {
   it("answers the health route 200 when ready, and other paths 400", async () => {
     expect((await fetch(`${vertex}/health`)).status).toBe(200);
     expect((await fetch(`${vertex}/v2/health/ready`)).status).toBe(400);
-  });
-
-  it("predicts with the default model", async () => {
-    const res = await fetch(`${vertex}${PREDICT}`, { method: "POST", headers: { "content-type": "application/json" }, body: simpleBody });
-    expect(res.status).toBe(200);
-    const json = (await res.json()) as { model_name: string; outputs: { name: string; data: number[] }[] };
-    expect(json.model_name).toBe("simple");
-    expect(json.outputs.find((o) => o.name === "OUTPUT0")!.data).toEqual(A.map((a) => 2 * a));
   });
 
   it("redirects to read-only endpoints and to another model's infer", async () => {
@@ -101,54 +78,7 @@ describe("Vertex AI", () => {
     expect(((await other.json()) as { outputs: { data: string[] }[] }).outputs[0]!.data).toEqual(["vertex", "ai"]);
   });
 
-  it("takes and gives binary data under the Vertex AI content type", async () => {
-    const header = JSON.stringify({
-      inputs: [
-        { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-        { name: "INPUT1", shape: [1, 16], datatype: "INT32", parameters: { binary_data_size: 64 } },
-      ],
-      outputs: [{ name: "OUTPUT1", parameters: { binary_data: true } }],
-    });
-    const B = Array(16).fill(5);
-    const body = Buffer.concat([Buffer.from(header), Buffer.from(new Int32Array(A).buffer), Buffer.from(new Int32Array(B).buffer)]);
-    const res = await fetch(`${vertex}${PREDICT}`, {
-      method: "POST",
-      headers: { "content-type": `application/vnd.vertex-ai-triton.binary+json;json-header-size=${Buffer.byteLength(header)}` },
-      body,
-    });
-    expect(res.status).toBe(200);
-    const m = /^application\/vnd\.vertex-ai-triton\.binary\+json;json-header-size=(\d+)$/.exec(res.headers.get("content-type")!);
-    expect(m).not.toBeNull();
-    expect(res.headers.get("inference-header-content-length")).toBeNull();
-    const bytes = Buffer.from(await res.arrayBuffer());
-    const n = Number(m![1]);
-    expect(JSON.parse(bytes.subarray(0, n).toString())).toEqual({
-      model_name: "simple",
-      model_version: "1",
-      outputs: [{ name: "OUTPUT1", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } }],
-    });
-    expect(bytes.byteLength).toBe(n + 64);
-    expect([...new Int32Array(bytes.buffer.slice(bytes.byteOffset + n, bytes.byteOffset + n + 64))]).toEqual(A.map((a) => a - 5));
-    const bad = await fetch(`${vertex}${PREDICT}`, {
-      method: "POST",
-      headers: { "content-type": "application/vnd.vertex-ai-triton.binary+json;json-header-size=99" },
-      body: "{}",
-    });
-    expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: "inference header size should be in range (0, 2), got: 99" });
-  });
-
-  it("answers a request the model refuses, and an unknown redirected model, with Triton's error shape and status", async () => {
-    const body = JSON.stringify({
-      inputs: [
-        { name: "INPUT0", shape: [1, 16], datatype: "FP32", data: A },
-        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
-      ],
-    });
-    const res = await fetch(`${vertex}${PREDICT}`, { method: "POST", body });
-    expect(res.status).toBe(400);
-    expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual({ error: "inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'" });
+  it("answers an unknown redirected model with Triton's error shape and status", async () => {
     const unknown = await fetch(`${vertex}${PREDICT}`, { method: "POST", headers: { "x-vertex-ai-triton-redirect": "v2/models/nope/config" } });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: "Request for unknown model: 'nope' is not found" });
@@ -164,17 +94,8 @@ describe("Vertex AI", () => {
   });
 
   it("forwards no headers, as Triton's Vertex AI server has no forward pattern (--http-header-forward-pattern is HTTP's)", async () => {
-    const params = async (url: string, headers: Record<string, string>) => {
-      const res = await fetch(url, {
-        method: "POST",
-        headers: { "x-fwd-user": "alice", ...headers },
-        body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [1] }] }),
-      });
-      expect(res.status).toBe(200);
-      return JSON.parse(((await res.json()) as { outputs: { data: string[] }[] }).outputs[0]!.data[0]!);
-    };
-    expect(await params(`${server.url}/v2/models/params/infer`, {})).toEqual({ "x-fwd-user": "alice" });
-    expect(await params(`${vertex}${PREDICT}`, { "x-vertex-ai-triton-redirect": "v2/models/params/infer" })).toEqual({});
+    expect(await forwardedParams(`${server.url}/v2/models/params/infer`)).toEqual({ "x-fwd-user": "alice" });
+    expect(await forwardedParams(`${vertex}${PREDICT}`, { "x-vertex-ai-triton-redirect": "v2/models/params/infer" })).toEqual({});
   });
 
   it("refuses redirects that change state with 403, and a redirect that is not a POST with 405", async () => {
@@ -201,16 +122,9 @@ describe("AIP_MODE=PREDICTION", () => {
     try {
       expect(aip.log()).not.toMatch(/Started HTTPService|Started GRPCInferenceService/);
       expect((await fetch(`${aip.url}/health`)).status).toBe(200);
-      const res = await fetch(`${aip.url}${PREDICT}`, { method: "POST", body: simpleBody });
+      const res = await fetch(`${aip.url}${PREDICT}`, { method: "POST", body: SIMPLE_BODY });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({
-        model_name: "simple",
-        model_version: "1",
-        outputs: [
-          { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: A.map((a) => 2 * a) },
-          { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: A.map(() => 0) },
-        ],
-      });
+      expect(await res.json()).toEqual(SIMPLE_ANSWER);
     } finally {
       await aip.stop();
       single.remove();
