@@ -5,6 +5,7 @@
  * HTTP (raw binary body, binary tensor extension) and gRPC; both give the same lines,
  * boxes and scores. Also: JPEG, an upside-down image (angle classifier), an image with
  * no text, and the errors for bytes that are not an image or an image that is too big.
+ * Issue #33: the spaces between words of smaller text.
  * Issue #16: `ocr_stream` (decoupled) streams the same lines one response each, over
  * generate_stream (the image as base64) and ModelStreamInfer.
  */
@@ -164,6 +165,16 @@ describe.each(MODELS)("%s", (model) => {
     expect(g.boxesShape).toEqual([2, 4, 2]);
     expect(g.boxes).toEqual(raw.boxes);
     g.scores.forEach((s, i) => expect(s).toBeCloseTo(raw.scores[i]!, 6));
+  });
+
+  it("keeps the spaces between words at 20 and 32 px, where PP-OCRv4 rarely lets the space class win (#33 item 5)", async () => {
+    // Greedy CTC alone read these as "Nereidserves42models" and "a=b" (ocr_ctc's space_threshold).
+    const lines = ["Nereid serves 42 models", "a = b"];
+    for (const size of [20, 32]) {
+      const { status: code, json } = await inferRaw(model, renderText(lines, { size }));
+      expect(code, JSON.stringify(json)).toBe(200);
+      expect(fromJson(json.outputs).text, `${size} px`).toEqual(lines);
+    }
   });
 
   it("reads a JPEG of the same text", async () => {

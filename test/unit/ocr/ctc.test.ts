@@ -1,6 +1,7 @@
 /**
- * ocr_ctc's greedy CTC decoding on hand-made probabilities, and the dictionary's class
- * layout (blank first, space last) against the recogniser's 6625 classes.
+ * ocr_ctc's greedy CTC decoding on hand-made probabilities (with the spaces it reads in a
+ * gap between characters), and the dictionary's class layout (blank first, space last)
+ * against the recogniser's 6625 classes.
  */
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
@@ -50,6 +51,42 @@ describe("ctcDecode", () => {
 
   it("takes the first class on a tie", () => {
     expect(ctcDecode([0.1, 0.4, 0.4, 0.1], 1, 1, 4, CHARS)[0]!.text).toBe("a");
+  });
+
+  describe("spaces in a gap (#33 item 5)", () => {
+    /** Steps as [blank, a, b, space] probabilities. */
+    const rows = (...steps: [number, number, number, number][]) => steps.flat();
+    const A: [number, number, number, number] = [0.01, 0.98, 0.005, 0.005];
+    const B: [number, number, number, number] = [0.01, 0.005, 0.98, 0.005];
+    const gap = (space: number): [number, number, number, number] => [1 - space - 0.0002, 0.0001, 0.0001, space];
+    const decode = (p: number[], threshold?: number) => ctcDecode(p, 1, p.length / 4, 4, CHARS, threshold)[0]!;
+
+    it("reads a blank run where the space class reaches the threshold as a space, and leaves the score alone", () => {
+      const p = rows(A, gap(0.0005), gap(0.04), gap(0.002), B);
+      const line = decode(p);
+      expect(line.text).toBe("a b");
+      expect(line.score).toBeCloseTo(0.98, 6);
+      expect(decode(p, 0.05).text).toBe("ab");
+    });
+
+    it("takes 0.01 by default: 0.0099 is no space, 0.01 is", () => {
+      expect(decode(rows(A, gap(0.0099), B)).text).toBe("ab");
+      expect(decode(rows(A, gap(0.01), B)).text).toBe("a b");
+    });
+
+    it("adds no space before the first or after the last character, nor a second one", () => {
+      expect(decode(rows(gap(0.3), A, gap(0.2), B, gap(0.3))).text).toBe("a b");
+      // The space class winning a step (greedy's own space) is not doubled.
+      expect(decode(rows(A, gap(0.3), [0.1, 0, 0, 0.9], gap(0.3), B)).text).toBe("a b");
+      // Repeats of one character are merged, blank runs between them still count.
+      expect(decode(rows(A, A, gap(0.02), A)).text).toBe("a a");
+      expect(decode(rows(A, A, gap(0.002), A)).text).toBe("aa");
+    });
+
+    it("with a threshold of 1, decodes as greedy CTC alone (PaddleOCR's CTCLabelDecode)", () => {
+      expect(decode(rows(A, gap(0.4), B), 1).text).toBe("ab");
+      expect(decode(rows(A, [0.4, 0, 0, 0.6], B), 1).text).toBe("a b");
+    });
   });
 
   it("refuses a dictionary that does not match the classes", () => {

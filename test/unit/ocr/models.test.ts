@@ -163,6 +163,14 @@ describe("ocr_ctc", () => {
     expect((out.scores!.data as Float32Array)[0]).toBeCloseTo((0.99 + 0.97 + 0.95) / 3, 6);
   });
 
+  it("refuses a space_threshold that is not over 0 and at most 1", () => {
+    for (const bad of ["0", "1.5", "x"]) {
+      const args = initArgs("ocr_ctc");
+      args.parameters.space_threshold = bad;
+      expect(() => new OcrCtc().initialize(args)).toThrow(`ocr_ctc: space_threshold must be a number over 0 and at most 1, got '${bad}'`);
+    }
+  });
+
   it("ignores the padding row when there are no boxes", () => {
     const [res] = model.execute([
       request([
