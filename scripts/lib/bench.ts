@@ -3,7 +3,7 @@
  * waiting for a server to be ready, and running wrk with its latency percentiles.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 
 /** "## <date>: <CPU>, <n> cores, <GiB> GiB, <platform-arch>, Bun <version>" */
@@ -51,11 +51,13 @@ function parseMs(s: string): number {
 
 /**
  * Runs wrk with --latency; percentiles come from the latency-distribution lines. `threads`
- * defaults to 1 at c=1 and 2 otherwise; `cpus` pins wrk with taskset (e.g. "1").
+ * defaults to 1 at c=1 and 2 otherwise; `cpus` pins wrk with taskset (e.g. "1"); `timeoutSecs`
+ * replaces wrk's 2 s request timeout (a timed-out request counts as an error).
  */
-export function wrk(url: string, c: number, seconds: number, script?: string, opts: { threads?: number; cpus?: string } = {}): WrkResult {
+export function wrk(url: string, c: number, seconds: number, script?: string, opts: { threads?: number; cpus?: string; timeoutSecs?: number } = {}): WrkResult {
   const threads = opts.threads ?? (c === 1 ? 1 : 2);
-  const args = ["-t", String(threads), "-c", String(c), "-d", `${seconds}s`, "--latency", ...(script ? ["-s", script] : []), url];
+  const timeout = opts.timeoutSecs === undefined ? [] : ["--timeout", `${opts.timeoutSecs}s`];
+  const args = ["-t", String(threads), "-c", String(c), "-d", `${seconds}s`, "--latency", ...timeout, ...(script ? ["-s", script] : []), url];
   const out =
     opts.cpus === undefined
       ? spawnSync("wrk", args, { encoding: "utf8" }).stdout
@@ -67,4 +69,40 @@ export function wrk(url: string, c: number, seconds: number, script?: string, op
     p99: parseMs(/^\s*99%\s+(\S+)/m.exec(out)?.[1] ?? "0ms"),
     errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*timeout (\d+)/.exec(out)?.[1] ?? 0),
   };
+}
+
+/** CPU time (user + system, in 1/100 s ticks) of a process and all its descendants now alive. */
+export function treeCpuTicks(pid: number): number {
+  const children = new Map<number, number[]>();
+  const ticks = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // exited meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ppid = Number(fields[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    ticks.set(Number(entry), Number(fields[11]) + Number(fields[12]));
+  }
+  let total = 0;
+  for (const todo = [pid]; todo.length > 0; ) {
+    const p = todo.pop()!;
+    total += ticks.get(p) ?? 0;
+    todo.push(...(children.get(p) ?? []));
+  }
+  return total;
+}
+
+/** Writes a wrk Lua script that POSTs the file `bodyFile` as JSON; returns the script's path. */
+export function wrkPostScript(bodyFile: string): string {
+  const script = `${bodyFile}.lua`;
+  writeFileSync(
+    script,
+    `wrk.method = "POST"\nlocal f = io.open("${bodyFile}", "rb"); wrk.body = f:read("*a"); f:close()\nwrk.headers["Content-Type"] = "application/json"\n`,
+  );
+  return script;
 }
