@@ -337,12 +337,14 @@ input [
   { name: "exclude_input_in_output" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
   { name: "return_num_input_tokens" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
   { name: "return_num_output_tokens" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
+  { name: "return_finish_reason" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
   { name: "sampling_parameters" data_type: TYPE_STRING dims: [ 1 ] optional: true }
 ]
 output [
   { name: "text_output" data_type: TYPE_STRING dims: [ -1 ] },
   { name: "num_input_tokens" data_type: TYPE_INT32 dims: [ 1 ] },
-  { name: "num_output_tokens" data_type: TYPE_INT32 dims: [ 1 ] }
+  { name: "num_output_tokens" data_type: TYPE_INT32 dims: [ 1 ] },
+  { name: "finish_reason" data_type: TYPE_STRING dims: [ 1 ] }
 ]
 parameters [
   { key: "lm_model" value: { string_value: "tiny_lm_step" } },

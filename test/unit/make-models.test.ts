@@ -330,9 +330,10 @@ describe("make-models: tiny_lm (#35)", () => {
       ["exclude_input_in_output", "TYPE_BOOL", true],
       ["return_num_input_tokens", "TYPE_BOOL", true],
       ["return_num_output_tokens", "TYPE_BOOL", true],
+      ["return_finish_reason", "TYPE_BOOL", true],
       ["sampling_parameters", "TYPE_STRING", true],
     ]);
-    expect(cfg.output.map((o: any) => o.name)).toEqual(["text_output", "num_input_tokens", "num_output_tokens"]);
+    expect(cfg.output.map((o: any) => o.name)).toEqual(["text_output", "num_input_tokens", "num_output_tokens", "finish_reason"]);
     const tok = JSON.parse(readFileSync(join(dirA, "tiny_lm", "tokenizer.json"), "utf8"));
     expect(tok.model.type).toBe("BPE");
     expect(tok.model.merges).toHaveLength(120);

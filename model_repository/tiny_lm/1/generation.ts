@@ -28,10 +28,12 @@ export interface Settings {
   minTokens: number;
   /** Added to the logit of each token id (OpenAI's logit_bias). */
   logitBias: Map<number, number>;
-  /** Non-streaming only: the prompt is put before the generated text unless this is true. */
+  /** The prompt is put before the generated text (streaming: before the first response's) unless this is true. */
   excludeInput: boolean;
   returnInputTokens: boolean;
   returnOutputTokens: boolean;
+  /** The final response says why the generation ended (the vLLM backend's `finish_reason` output). */
+  returnFinishReason: boolean;
 }
 
 export const DEFAULTS = { maxTokens: 16, temperature: 1, topP: 1, topK: 0, seed: 0n } as const;
@@ -187,6 +189,7 @@ export function parseSettings(input: (name: string) => Tensor | undefined, exclu
     excludeInput: flag("exclude_input_in_output", excludeInputByDefault),
     returnInputTokens: flag("return_num_input_tokens"),
     returnOutputTokens: flag("return_num_output_tokens"),
+    returnFinishReason: flag("return_finish_reason"),
   };
 }
 

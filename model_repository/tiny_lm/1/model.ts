@@ -7,6 +7,8 @@
  * once per token through BLS with its KV cache (the prompt in one step, then one token a
  * step), and picks each token with ./generation.ts. It stops at max_tokens, at
  * `<|im_end|>` or `<|endoftext|>`, at a stop string or at the end of the context.
+ * With `return_finish_reason` the final response carries `finish_reason` ("stop" or
+ * "length"), as the vLLM backend's does.
  * Parameters: lm_model, layers, heads, head_dim, max_positions (the step model's), and
  * exclude_input_in_output (the default when a request sends no such input).
  * Inputs and defaults: docs/models/text-generation.md.
@@ -24,6 +26,9 @@ interface Shape {
   headDim: number;
   maxPositions: number;
 }
+
+/** Why a generation ended, as vLLM says it: an end-of-turn token or a stop string, else max_tokens or the full context. */
+type FinishReason = "stop" | "length";
 
 const CODES = new Set(["INVALID_ARG", "NOT_FOUND", "UNAVAILABLE", "UNSUPPORTED", "INTERNAL", "ALREADY_EXISTS", "CANCELLED"]);
 
@@ -79,6 +84,9 @@ export default class TinyLm implements TritonModel {
     const generated: number[] = [];
     let past: Tensor[] = [];
     let step = prompt;
+    // With exclude_input_in_output false, a stream's first response starts with the prompt (as OpenAI's echo streams it).
+    let head = s.excludeInput ? "" : s.prompt;
+    let finish: FinishReason = "length";
     for (;;) {
       if (request.isCancelled()) throw Object.assign(new Error("tiny_lm: the request was cancelled"), { code: "CANCELLED" });
       const out = await this.#step(request, step, generated.length + prompt.length - step.length, past);
@@ -88,20 +96,26 @@ export default class TinyLm implements TritonModel {
       generated.push(token);
       const eos = !s.ignoreEos && this.#eos.includes(token);
       let delta = text.push(this.#tokenizer.decode(generated, { skip_special_tokens: true }), generated.length >= s.minTokens);
+      if (eos || text.stopped) finish = "stop";
       const done = eos || text.stopped || generated.length >= s.maxTokens || prompt.length + generated.length >= max;
       if (done) delta += text.finish();
-      if (s.stream) this.#send(sender, s, [delta], prompt.length, 1, done);
+      if (s.stream) {
+        this.#send(sender, s, head + delta, prompt.length, 1, done ? finish : undefined);
+        head = "";
+      }
       if (done) break;
       step = [token];
     }
-    if (!s.stream) this.#send(sender, s, [(s.excludeInput ? "" : s.prompt) + text.text], prompt.length, generated.length, true);
+    if (!s.stream) this.#send(sender, s, head + text.text, prompt.length, generated.length, finish);
   }
 
-  #send(sender: ResponseSender, s: Settings, text: string[], inputTokens: number, outputTokens: number, final: boolean): void {
-    const outputs: Tensor[] = [{ name: "text_output", datatype: "BYTES", shape: [1, 1], data: text }];
+  /** One response; `finish` (why the generation ended) marks the final one. */
+  #send(sender: ResponseSender, s: Settings, text: string, inputTokens: number, outputTokens: number, finish: FinishReason | undefined): void {
+    const outputs: Tensor[] = [{ name: "text_output", datatype: "BYTES", shape: [1, 1], data: [text] }];
     if (s.returnInputTokens) outputs.push({ name: "num_input_tokens", datatype: "INT32", shape: [1, 1], data: [inputTokens] });
     if (s.returnOutputTokens) outputs.push({ name: "num_output_tokens", datatype: "INT32", shape: [1, 1], data: [outputTokens] });
-    sender.send({ outputs }, { final });
+    if (s.returnFinishReason && finish) outputs.push({ name: "finish_reason", datatype: "BYTES", shape: [1, 1], data: [finish] });
+    sender.send({ outputs }, { final: finish !== undefined });
   }
 
   /** One run of the LM on `ids` after `pastLength` cached tokens: the last position's logits and the grown cache. */

@@ -13,9 +13,11 @@
  *   model has a `sampling_parameters` input;
  * - `exclude_input_in_output` (or `sampling_param_exclude_input_from_output`) (BOOL): not
  *   `echo`; `return_num_input_tokens`, `return_num_output_tokens` (BOOL): true;
- *   `return_logprobs` (BOOL): false;
+ *   `return_logprobs` (BOOL): false; `return_finish_reason` (BOOL, the vLLM backend's):
+ *   true (Triton's frontend does not send it);
  * - outputs: `text_output` (BYTES), each response's piece of the text, and optionally
- *   `num_input_tokens`, `num_output_tokens` (integers) for the usage counts.
+ *   `num_input_tokens`, `num_output_tokens` (integers) for the usage counts and
+ *   `finish_reason` (BYTES, "stop" or "length") for the choice's finish_reason.
  *
  * Every input takes the model's declared type and dims (as the generate extension fills
  * them). Unlike Triton, which sends its inputs whether or not the model declares them,
@@ -86,16 +88,18 @@ export function modelInputs(r: OpenAiRequest, prompt: string, sig: ModelSignatur
     }
     if (echoInput && r.echo !== undefined) add(echoInput, !r.echo);
   }
-  for (const name of ["return_num_input_tokens", "return_num_output_tokens"]) if (has(name)) add(name, true);
+  for (const name of ["return_num_input_tokens", "return_num_output_tokens", "return_finish_reason"]) if (has(name)) add(name, true);
   if (has("return_logprobs")) add("return_logprobs", false);
   return { inputs, maxTokens: took };
 }
 
-/** What one of the model's responses carries: its `text_output` elements and token counts. */
+/** What one of the model's responses carries: its `text_output` elements, token counts and finish reason. */
 export interface ModelOutput {
   text: Uint8Array[];
   inputTokens?: number;
   outputTokens?: number;
+  /** The model's `finish_reason` when it is one OpenAI knows ("stop", "length"); vLLM's "None" and others are left out. */
+  finishReason?: "stop" | "length";
 }
 
 export function readOutputs(r: InferenceResponse): ModelOutput {
@@ -108,6 +112,10 @@ export function readOutputs(r: InferenceResponse): ModelOutput {
       const n = Number(bytesToValues(t.datatype, t.data)[0]);
       if (t.name === "num_input_tokens") out.inputTokens = n;
       else out.outputTokens = n;
+    } else if (t.name === "finish_reason" && t.datatype === "BYTES") {
+      const first = bytesToValues("BYTES", t.data)[0];
+      const reason = first instanceof Uint8Array ? new TextDecoder().decode(first) : undefined;
+      if (reason === "stop" || reason === "length") out.finishReason = reason;
     }
   }
   return out;

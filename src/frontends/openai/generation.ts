@@ -32,6 +32,8 @@ interface Choice {
   /** The model's counts (num_input_tokens from the first response that has one, num_output_tokens summed). */
   inputTokens?: number;
   outputTokens?: number;
+  /** The model's own finish_reason output, the last one it sent. */
+  finishReason?: "stop" | "length";
 }
 
 export class Generation {
@@ -84,6 +86,7 @@ export class Generation {
         for (const piece of out.text) delta += c.decoder.decode(piece, { stream: true });
         if (out.inputTokens !== undefined) c.inputTokens ??= out.inputTokens;
         if (out.outputTokens !== undefined) c.outputTokens = (c.outputTokens ?? 0) + out.outputTokens;
+        if (out.finishReason !== undefined) c.finishReason = out.finishReason;
       }
       if (event.final) delta += c.decoder.decode();
       c.text += delta;
@@ -101,8 +104,10 @@ export class Generation {
     return c.outputTokens ?? countTokens(this.#files, c.text, false);
   }
 
-  /** "length" when the choice reached the max_tokens the model was given, else "stop". */
+  /** The model's finish_reason output when it sent one; else "length" when the choice reached the max_tokens the model was given, else "stop". */
   finishReason(index: number): "stop" | "length" {
+    const model = this.#choices[index]!.finishReason;
+    if (model !== undefined) return model;
     const used = this.#completionTokens(index);
     return this.#maxTokens !== undefined && used !== undefined && used >= this.#maxTokens ? "length" : "stop";
   }

@@ -8,13 +8,10 @@
  * The raw SSE bytes (the [DONE] the client hides) are read with fetch.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { addOpenAiModels } from "../../helpers/openai-models.ts";
-import { venvPython } from "../../helpers/python-venv.ts";
-
-const STARTED = /Started OpenAI-compatible HTTPService at [^\s:]+:(\d+)/;
+import { openaiPython, runOpenAiClient, startOpenAiServer } from "../../helpers/openai-client.ts";
 
 let repo: ReturnType<typeof makeRepository>;
 let server: ServerProcess;
@@ -23,11 +20,10 @@ let python: string;
 let http: string;
 
 beforeAll(async () => {
-  python = venvPython({ name: "openai", packages: ["openai==3.51.0"], imports: ["openai"] });
+  python = openaiPython();
   repo = makeRepository(["simple"]);
   addOpenAiModels(repo);
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--openai-port=0", "--openai-address=127.0.0.1"], { started: STARTED });
-  http = `http://127.0.0.1:${/Started HTTPService at [^\s:]+:(\d+)/.exec(server.log())![1]}`;
+  ({ server, http } = await startOpenAiServer([`--model-repository=${repo.dir}`]));
 }, 900_000);
 
 afterAll(async () => {
@@ -35,21 +31,7 @@ afterAll(async () => {
   repo?.remove();
 });
 
-/** Runs `script` with the client made as `client` (base_url the OpenAI port, no retries); its last stdout line is JSON. */
-function runClient(script: string): Promise<any> {
-  const prelude = `import json, sys, openai\nclient = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="unused", max_retries=0, timeout=60)\n`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, ["-c", prelude + script, server.url], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
-    child.once("exit", (code) => {
-      if (code !== 0) return reject(new Error(`python exited ${code}:\n${err}${out}`));
-      resolve(JSON.parse(out.trim().split("\n").at(-1)!));
-    });
-  });
-}
+const runClient = (script: string) => runOpenAiClient(python, server.url, script);
 
 async function failedCanceled(model: string): Promise<number> {
   const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();

@@ -1,10 +1,10 @@
 /** #35: the OpenAI request bodies checked field by field, and their mapping to Triton's OpenAI model convention. */
 import { describe, expect, it } from "vitest";
 import { chatRequest, completionRequest } from "../../../src/frontends/openai/request.ts";
-import { DEFAULT_MAX_TOKENS, modelInputs } from "../../../src/frontends/openai/convention.ts";
+import { DEFAULT_MAX_TOKENS, modelInputs, readOutputs } from "../../../src/frontends/openai/convention.ts";
 import { FieldError } from "../../../src/frontends/openai/errors.ts";
 import { signatureOf } from "../../../src/core/signature.ts";
-import { bytesToValues } from "../../../src/core/tensor-values.ts";
+import { bytesToValues, valuesToBytes } from "../../../src/core/tensor-values.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 
 const refusal = (f: () => unknown): { param: string | undefined; message: string } => {
@@ -225,5 +225,25 @@ describe("modelInputs: Triton's OpenAI frontend convention", () => {
       exclude_input_in_output: [[1, 1], [true]],
       return_logprobs: [[1, 1], [false]],
     });
+  });
+
+  it("asks a model with return_finish_reason (the vLLM backend's) for its finish_reason, and reads stop or length from it, not vLLM's None", () => {
+    const sig = signatureOf({
+      name: "fr",
+      max_batch_size: 1,
+      input: [input("text_input", "TYPE_STRING", [1], false), input("return_finish_reason", "TYPE_BOOL", [1])],
+      output: [output, { name: "finish_reason", data_type: "TYPE_STRING", dims: [1] }],
+    } as ModelConfig);
+    const r = completionRequest({ model: "fr", prompt: "p" });
+    expect(view(modelInputs(r, "p", sig).inputs)).toEqual({ text_input: [[1, 1], ["p"]], return_finish_reason: [[1, 1], [true]] });
+    const response = (reason: string) => ({
+      modelName: "fr",
+      modelVersion: "1",
+      outputs: [
+        { name: "text_output", datatype: "BYTES" as const, shape: [1, 1], data: valuesToBytes("BYTES", ["x"], "test") },
+        { name: "finish_reason", datatype: "BYTES" as const, shape: [1, 1], data: valuesToBytes("BYTES", [reason], "test") },
+      ],
+    });
+    expect(["stop", "length", "None", "abort"].map((reason) => readOutputs(response(reason)).finishReason)).toEqual(["stop", "length", undefined, undefined]);
   });
 });

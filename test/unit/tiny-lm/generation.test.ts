@@ -46,6 +46,7 @@ const BASE: Settings = {
   excludeInput: false,
   returnInputTokens: false,
   returnOutputTokens: false,
+  returnFinishReason: false,
 };
 
 describe("tiny_lm settings", () => {
@@ -81,6 +82,7 @@ describe("tiny_lm settings", () => {
         bool("exclude_input_in_output", true),
         bool("return_num_input_tokens", true),
         bool("return_num_output_tokens", true),
+        bool("return_finish_reason", true),
       ),
     ).toEqual({
       ...BASE,
@@ -96,6 +98,7 @@ describe("tiny_lm settings", () => {
       excludeInput: true,
       returnInputTokens: true,
       returnOutputTokens: true,
+      returnFinishReason: true,
     });
   });
 
