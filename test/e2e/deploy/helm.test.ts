@@ -160,12 +160,20 @@ describe(`deploy/helm/nereid with helm ${HELM.version} (#34)`, () => {
     expect(of(docs, "Deployment")[0]!.spec.template.spec.containers[0].envFrom).toEqual([{ secretRef: { name: "nereid-repository" } }]);
   }, 600_000);
 
+  const fails = (sets: string[]) => {
+    const r = run(helm, ["template", "nereid", CHART, ...sets.flatMap((s) => ["--set", s])]);
+    expect(r.status).toBe(1);
+    return r.stderr;
+  };
+
+  it("refuses values.schema.json's unknown or mistyped values: a misspelt key, a port that is no number, a flag without --", () => {
+    expect(fails(["modelRepo.url=s3://b/m"])).toContain("- at '': additional properties 'modelRepo' not allowed");
+    expect(fails(["modelRepository.pvc.claim=x"])).toContain("- at '/modelRepository/pvc': additional properties 'claim' not allowed");
+    expect(fails(["ports.http=http"])).toContain("- at '/ports/http': got string, want integer");
+    expect(fails(["extraArgs={model-control-mode=poll}"])).toContain("- at '/extraArgs/0': 'model-control-mode=poll' does not match pattern '^--'");
+  });
+
   it("refuses a repository it cannot serve, with a message saying what to set", () => {
-    const fails = (sets: string[]) => {
-      const r = run(helm, ["template", "nereid", CHART, ...sets.flatMap((s) => ["--set", s])]);
-      expect(r.status).toBe(1);
-      return r.stderr;
-    };
     expect(fails(["modelRepository.url=/srv/models"])).toContain(
       'modelRepository.url must be an s3://, gs:// or as:// URL (got "/srv/models"); a local folder is a PersistentVolumeClaim (modelRepository.pvc.claimName)',
     );
