@@ -2,8 +2,10 @@ import { defineConfig } from "vitest/config";
 
 /**
  * Tests that bring up a whole system around the binary: release archives, a container
- * image (podman), the arm64 build under qemu, systemd, Deno, a browser (chromium) and
- * Prometheus. They install Debian packages and take minutes.
+ * image (podman), the arm64 build under qemu, systemd, Deno, a browser (chromium),
+ * Prometheus, and the deploy files checked with helm (built with go) and PyPI's
+ * kubernetes-validate against Kubernetes' and KServe's schemas. They install Debian
+ * packages, Go programs or PyPI wheels and take minutes.
  */
 const SYSTEM = [
   "test/e2e/release.test.ts",
@@ -13,6 +15,8 @@ const SYSTEM = [
   "test/e2e/deno.test.ts",
   "test/e2e/observe/status-page.test.ts",
   "test/e2e/observe/grafana-dashboard.test.ts",
+  "test/e2e/deploy/helm.test.ts",
+  "test/e2e/deploy/kserve.test.ts",
 ];
 
 // `npm test` runs every project; `npm run test:unit`, `test:e2e` and `test:system` one each.

@@ -102,7 +102,10 @@ limit, what is off by default, and how to run behind a proxy with restricted API
   OpenVINO libraries it would load, and the ONNX Runtime in use with the execution providers
   compiled into it; \`--self-test\` runs a round trip on every GPU ([hardware.md](hardware.md)).
 - \`nereid health\` exits 0 only when \`/v2/health/live\` and \`/v2/health/ready\` both answer
-  200 (\`--url=http://host:port\` for another address); the container image's HEALTHCHECK runs it
+  200. Without \`--url=http://host:port\` it asks the server this container runs: the Nereid
+  process that is PID 1 (or the one child of PID 1 running the same executable), at the HTTP
+  address and port its own flags give (\`--http-port=9000\` is followed), else
+  http://127.0.0.1:8000. The container image's HEALTHCHECK runs it
   ([deploy/container.md](deploy/container.md)).
 - \`nereid perf\` is the load generator, with perf_analyzer's flags (\`nereid perf --help\`;
   [perf.md](perf.md)).

@@ -44,7 +44,7 @@ import { startOpenAiFrontend } from "./frontends/openai/frontend.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
 import { runPerf } from "./perf/perf.ts";
-import { DEFAULT_HEALTH_URL, runHealthCheck } from "./health-check.ts";
+import { runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
 
@@ -453,7 +453,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (parsed.kind === "devices") return runDevices(parsed);
   if (parsed.kind === "perf") return runPerf(parsed.argv);
-  if (parsed.kind === "health") return runHealthCheck(parsed.url ?? DEFAULT_HEALTH_URL);
+  if (parsed.kind === "health") return runHealthCheck(parsed.url);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;

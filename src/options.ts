@@ -906,7 +906,7 @@ export function usage(): string {
     "Usage: nereid [options]",
     "       nereid --version",
     "       nereid devices [--self-test] [--cuda-library=<path>]",
-    "       nereid health [--url=http://127.0.0.1:8000]   exit 0 when the server is live and ready",
+    "       nereid health [--url=http://127.0.0.1:8000]   exit 0 when the server is live and ready (default: the HTTP port of this container's server)",
     "       nereid perf -m <model> [options]   (load generator, perf_analyzer's flags; nereid perf --help)",
     "",
     "Options (tritonserver's names):",

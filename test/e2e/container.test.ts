@@ -104,7 +104,10 @@ describe("container image (#21)", () => {
     expect(JSON.parse(podman("image", "inspect", "--format", "{{json .HealthCheck.Test}}", IMAGE))).toEqual(["CMD", "/opt/nereid/nereid", "health"]);
     expect(podman("image", "inspect", "--format", "{{.Config.User}}", IMAGE)).toBe("10001:10001");
     expect(podman(...RUN, "top", container, "user", "args").split("\n")[1]).toMatch(/^nereid\s+\/opt\/nereid\/nereid --model-repository=\/models/);
-    // The HEALTHCHECK's command, pointed at this test's port (the image's default is 8000).
+    // The HEALTHCHECK itself: the container runs on this test's ports, not 8000, and the check follows --http-port (#34).
+    const check = spawnSync("podman", [...RUN, "healthcheck", "run", container], { encoding: "utf8" });
+    expect(check.status, check.stdout + check.stderr).toBe(0);
+    expect(podman(...RUN, "exec", container, "/opt/nereid/nereid", "health")).toBe("/v2/health/live 200\n/v2/health/ready 200");
     expect(podman(...RUN, "exec", container, "/opt/nereid/nereid", "health", `--url=${http}`)).toBe("/v2/health/live 200\n/v2/health/ready 200");
     const down = spawnSync("podman", [...RUN, "exec", container, "/opt/nereid/nereid", "health", "--url=http://127.0.0.1:1"], { encoding: "utf8" });
     expect(down.status).toBe(1);

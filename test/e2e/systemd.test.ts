@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { NotifyReceiver } from "../../ffi/libc/notify.ts";
 import { startServerProcess, serverCommand, ROOT } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
+import { ensureDebianPackages } from "../helpers/apt.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-notify-"));
 const repo = makeRepository(["simple"]);
@@ -65,5 +66,45 @@ describe("scripts/systemd/nereid.service", () => {
     const r = spawnSync("systemd-analyze", ["verify", "--man=no", copy], { encoding: "utf8" });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
+  });
+});
+
+describe("scripts/systemd/nereid.service's devices (#34 item 3)", () => {
+  type Check = { name: string; set: boolean; description: string };
+  const security = (): Map<string, Check> => {
+    ensureDebianPackages(["systemd-analyze"], ["systemd"], "The unit's device check runs systemd-analyze security");
+    const copy = join(dir, "devices.service");
+    writeFileSync(copy, unit);
+    const r = spawnSync("systemd-analyze", ["security", "--offline=true", "--json=short", copy], { encoding: "utf8" });
+    expect(r.stderr).toBe("");
+    return new Map((JSON.parse(r.stdout) as Check[]).map((c) => [c.name, c]));
+  };
+
+  it("lets the NVIDIA and Jetson GPU devices through a closed device policy instead of PrivateDevices=yes, which hides them", () => {
+    const checks = security();
+    expect(unit).not.toMatch(/^PrivateDevices=/m);
+    expect(checks.get("PrivateDevices=")!.set).toBe(false);
+    expect(unit).toMatch(/^DevicePolicy=closed$/m);
+    expect(checks.get("DeviceAllow=")!.description).toBe(
+      "Service has a device ACL with some special devices: /dev/nvmap:rw char-host1x*:rw char-nvgpu*:rw char-nvhost*:rw char-nvidia*:rw",
+    );
+  });
+
+  it("keeps the rest of the hardening, and what PrivateDevices=yes also dropped (CAP_MKNOD, CAP_SYS_RAWIO)", () => {
+    const checks = security();
+    const set = (name: string) => checks.get(name)?.set;
+    for (const name of [
+      "CapabilityBoundingSet=~CAP_MKNOD",
+      "CapabilityBoundingSet=~CAP_SYS_RAWIO",
+      "NoNewPrivileges=",
+      "ProtectSystem=",
+      "ProtectHome=",
+      "PrivateTmp=",
+      "ProtectKernelTunables=",
+      "ProtectControlGroups=",
+      "RestrictAddressFamilies=~AF_PACKET",
+      "User=/DynamicUser=",
+    ])
+      expect([name, set(name)]).toEqual([name, true]);
   });
 });

@@ -55,6 +55,8 @@ export function venvPython(spec: VenvSpec): string {
     if (!venv.ok) throw new Error(`${SYSTEM_PYTHON} -m venv failed:\n${venv.output}`);
     const pip = runPython(join(building, "bin", "python"), ["-m", "pip", "install", "-q", ...spec.packages], 900_000);
     if (!pip.ok) throw new Error(`pip install ${spec.packages.join(" ")} failed (the tests need PyPI):\n${pip.output}`);
+    // A test file running beside this one may have made it meanwhile: keep that one, which may be in use.
+    if (existsSync(python) && runPython(python, check, 120_000).ok) return python;
     rmSync(dir, { recursive: true, force: true });
     renameSync(building, dir);
   } finally {

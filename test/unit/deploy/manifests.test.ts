@@ -4,8 +4,8 @@
  * prometheus-operator's (@kubernetes-models/prometheus-operator); the containers' args
  * are flags Nereid accepts, with the ports, health routes and grace period they imply.
  *
- * Not checked: KServe's ServingRuntime and InferenceService against KServe's CRD schema
- * (no npm package ships it); their containers are checked as Kubernetes Containers.
+ * KServe's ServingRuntime and InferenceService are checked against KServe's CRD schemas in
+ * test/e2e/deploy/kserve.test.ts (#34); here their containers as Kubernetes Containers.
  */
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
@@ -13,25 +13,12 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { Container } from "kubernetes-models/v1";
 import { parseArgs, type ServerOptions } from "../../../src/options.ts";
+import { validateModel } from "../../helpers/k8s-validate.ts";
 
 const ROOT = join(import.meta.dirname, "../../..");
 type Doc = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> }; spec: any };
 
 const load = (path: string): Doc[] => parseAllDocuments(readFileSync(join(ROOT, path), "utf8")).map((d) => d.toJSON() as Doc);
-
-const MODULES: Record<string, () => Promise<Record<string, unknown>>> = {
-  v1: () => import("kubernetes-models/v1"),
-  "apps/v1": () => import("kubernetes-models/apps/v1"),
-  "autoscaling/v2": () => import("kubernetes-models/autoscaling/v2"),
-  "monitoring.coreos.com/v1": () => import("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1"),
-};
-
-async function validate(doc: object & { apiVersion: string; kind: string }): Promise<void> {
-  const mod = await MODULES[doc.apiVersion]!();
-  const Model = mod[doc.kind] as new (d: object) => { validate(): void };
-  expect(Model, `${doc.apiVersion} ${doc.kind}`).toBeTypeOf("function");
-  new Model(doc).validate();
-}
 
 function options(args: string[]): ServerOptions {
   const r = parseArgs(args, {});
@@ -51,16 +38,16 @@ describe("deploy/kubernetes/nereid.yaml (#21)", () => {
       "monitoring.coreos.com/v1 ServiceMonitor",
       "autoscaling/v2 HorizontalPodAutoscaler",
     ]);
-    for (const d of docs) await validate(d);
+    for (const d of docs) await validateModel(d);
   });
 
   it("the validator catches a broken object", async () => {
     const broken = structuredClone(byKind("Deployment")[0]!);
     broken.spec.template.spec.containers[0].ports[0].containerPort = "http";
-    await expect(validate(broken)).rejects.toThrow(/containerPort/);
+    await expect(validateModel(broken)).rejects.toThrow(/containerPort/);
     const noSelector = structuredClone(byKind("ServiceMonitor")[0]!);
     delete noSelector.spec.selector;
-    await expect(validate(noSelector)).rejects.toThrow(/selector/);
+    await expect(validateModel(noSelector)).rejects.toThrow(/selector/);
   });
 
   it("runs flags Nereid accepts, probes the V2 health routes and outlasts --exit-timeout-secs", () => {
