@@ -1,0 +1,173 @@
+/**
+ * #30's 2-core goals: the frontends on worker threads against one thread, on the same
+ * binary in interleaved rounds (medians), unpinned (the workers need both cores):
+ * `simple` over JSON (wrk) and gRPC (h2load) at c = 1, 16 and 64: requests per second,
+ * the process's CPU per request, and the main thread's CPU per request (from
+ * /proc/<pid>/task/<pid>/stat: what the main thread still does for requests the
+ * workers answer themselves).
+ *
+ * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
+ * that binary's worker threads are measured in the same rounds, for the columns "before".
+ *
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--rounds=3] [--threads=2] [--baseline=<binary>] [--out=scripts/results/every-core.md]
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
+import { machineHeading, procStat, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
+
+const root = resolve(import.meta.dir, "..");
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
+const DURATION = Number(arg("duration", "6"));
+const ROUNDS = Number(arg("rounds", "3"));
+const THREADS = Number(arg("threads", "2"));
+const OUT = resolve(root, arg("out", "scripts/results/every-core.md"));
+const BINARY = join(root, "dist", "nereid");
+const BASELINE = process.argv.find((a) => a.startsWith("--baseline="))?.slice("--baseline=".length);
+if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+for (const tool of ["wrk", "h2load"])
+  if (spawnSync(tool, ["--version"]).error) throw new Error(`${tool} is not installed (apt-get install wrk nghttp2-client)`);
+
+const work = mkdtempSync(join(tmpdir(), "nereid-bench-every-core-"));
+const repo = simpleAndIdentityRepository(root, work);
+const A = Array.from({ length: 16 }, (_, i) => i);
+const body = join(work, "simple.json");
+writeFileSync(
+  body,
+  JSON.stringify({
+    inputs: [
+      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+    ],
+  }),
+);
+const script = wrkPostScript(body);
+const a = new Uint8Array(Int32Array.from(A).buffer);
+const grpcBody = join(work, "simple.grpc");
+writeFileSync(
+  grpcBody,
+  grpcFrame({ model_name: "simple", inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }),
+);
+const PORT = 18760;
+const GRPC_PORT = 18761;
+
+/** The main thread's CPU so far, in 1/100 s ticks. */
+function mainTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+function h2load(c: number): { requests: number; failed: number } {
+  // c streams: on min(c, 8) connections, the rest as concurrent streams on them.
+  const connections = Math.min(c, 8);
+  const args = ["-D", String(DURATION), "-c", String(connections), "-m", String(Math.ceil(c / connections)), "-t", "1", "-d", grpcBody];
+  args.push("-H", "content-type: application/grpc", "-H", "te: trailers", `http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`);
+  const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
+  return {
+    requests: Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0),
+    failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0),
+  };
+}
+
+const LOADS = [1, 16, 64];
+const PROTOCOLS = ["JSON", "gRPC"] as const;
+interface Cell {
+  rps: number;
+  processUs: number;
+  mainUs: number;
+  failed: number;
+}
+const key = (p: string, c: number) => `${p} c=${c}`;
+
+async function measure(threads: number, binary = BINARY): Promise<Record<string, Cell>> {
+  const server = spawn(
+    binary,
+    [
+      `--model-repository=${repo}`,
+      `--http-port=${PORT}`,
+      `--grpc-port=${GRPC_PORT}`,
+      "--allow-metrics=false",
+      "--log-info=false",
+      `--http-thread-count=${threads}`,
+      `--grpc-infer-thread-count=${threads}`,
+    ],
+    { stdio: "ignore" },
+  );
+  const out: Record<string, Cell> = {};
+  try {
+    await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`);
+    const pid = server.pid!;
+    for (const p of PROTOCOLS) {
+      for (const c of LOADS) {
+        const t0 = procStat(pid).cpuTicks;
+        const m0 = mainTicks(pid);
+        const r =
+          p === "JSON"
+            ? (() => {
+                const w = wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, c, DURATION, script, { threads: c === 1 ? 1 : 2 });
+                return { requests: w.requests, failed: w.errors };
+              })()
+            : h2load(c);
+        const t1 = procStat(pid).cpuTicks;
+        const m1 = mainTicks(pid);
+        const n = Math.max(r.requests, 1);
+        out[key(p, c)] = { rps: r.requests / DURATION, processUs: ((t1 - t0) * 1e4) / n, mainUs: ((m1 - m0) * 1e4) / n, failed: r.failed };
+      }
+    }
+    return out;
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+  }
+}
+
+/** Runs by setup: 1 (one thread), THREADS (worker threads), and -1 (the baseline binary's worker threads). */
+const runs: Record<number, Record<string, Cell[]>> = { 1: {}, [THREADS]: {}, [-1]: {} };
+const setups = BASELINE ? [1, THREADS, -1] : [1, THREADS];
+for (let r = 0; r < ROUNDS; r++) {
+  for (const setup of setups) {
+    const m = setup === -1 ? await measure(THREADS, resolve(BASELINE!)) : await measure(setup);
+    for (const [k, v] of Object.entries(m)) (runs[setup]![k] ??= []).push(v);
+    const what = setup === -1 ? `baseline, ${THREADS} threads` : `${setup} thread(s)`;
+    console.log(
+      `round ${r + 1}, ${what}: ${Object.entries(m)
+        .map(([k, v]) => `${k} ${v.rps.toFixed(0)}/s ${v.processUs.toFixed(0)}µs main ${v.mainUs.toFixed(1)}µs`)
+        .join("; ")}`,
+    );
+  }
+}
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+const rows: string[] = [];
+let failed = 0;
+for (const p of PROTOCOLS)
+  for (const c of LOADS) {
+    const one = runs[1]![key(p, c)]!;
+    const many = runs[THREADS]![key(p, c)]!;
+    const f = (cells: Cell[], field: keyof Cell) => median(cells.map((x) => x[field]));
+    failed += [...one, ...many].reduce((s, x) => s + x.failed, 0);
+    const before = runs[-1]![key(p, c)];
+    const baseline = before ? ` ${(f(before, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(before, "mainUs").toFixed(1)} |` : "";
+    rows.push(
+      `| \`simple\` ${p}, c=${c} | ${f(one, "rps").toFixed(0)} | ${f(many, "rps").toFixed(0)} | ${(f(many, "rps") / f(one, "rps")).toFixed(2)} | ${f(one, "processUs").toFixed(0)} | ${f(many, "processUs").toFixed(0)} | ${(f(many, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(many, "mainUs").toFixed(1)} |${baseline}`,
+    );
+  }
+const beforeNote = BASELINE
+  ? `; "before": ${BASELINE.replace(`${root}/`, "")} on ${THREADS} worker threads, where the main thread ran the core for every request`
+  : "";
+const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const text = `
+${machineHeading()}
+
+\`scripts/bench-every-core.ts\`: one dist/nereid per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell, medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}. CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+
+| measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}
+${rows.join("\n")}
+
+Failed requests: ${failed}.
+`;
+appendFileSync(OUT, text);
+console.log(text);
