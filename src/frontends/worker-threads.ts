@@ -324,7 +324,7 @@ export class DirectLink {
  * costs the main thread a few µs; a batch of a few hundred records about as much):
  * reading the statistics flushes them first, so nobody sees them late.
  */
-const RECORDS_EVERY_MS = 10;
+const RECORDS_EVERY_MS = 50;
 
 /**
  * A frontend worker's DirectRunner wired to its messages: `receive` takes the main
