@@ -1,10 +1,12 @@
 /**
  * @module What the HTTP and gRPC frontends' worker threads share (--http-thread-count,
- * --grpc-infer-thread-count, under Bun): messages posted in batches, errors as they
- * cross threads, and the main thread's half of an inference request whose body a worker
- * decoded: the model first, then the core, as the one-thread handlers do it.
+ * --grpc-infer-thread-count, under Bun), on top of the worker-thread kit (core/threads/:
+ * typed threads, batches, flow control, wire errors, transfer lists): the main thread's
+ * half of an inference request whose body a worker decoded (the model first, then the
+ * core, as the one-thread handlers do it), and the models the workers run themselves.
  */
 import { ServerError, type ErrorCode } from "../core/errors.ts";
+import { wireError, type WireError } from "../core/threads/wire-error.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
 import type { Logger } from "../core/logger.ts";
@@ -17,116 +19,6 @@ declare const Bun: unknown;
 /** Whether this runtime can run a frontend on worker threads (Bun: Web Workers, and sockets bound with SO_REUSEPORT). */
 export function frontendWorkersSupported(): boolean {
   return typeof Bun !== "undefined" && typeof Worker === "function";
-}
-
-/** A ServerError as it crosses threads. */
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-}
-
-export const wireError = (err: unknown): WireError => {
-  const e = ServerError.from(err);
-  return { code: e.code, message: e.message };
-};
-
-/**
- * Messages go in batches: what one side has to say within one turn of its event loop is
- * posted as one array (a round trip costs ~17 µs of CPU alone, ~3 µs in batches of 8).
- */
-export class MessageBatcher<M> {
-  #queue: M[] = [];
-  #transfer: ArrayBuffer[] = [];
-  readonly #post: (batch: M[], transfer: ArrayBuffer[]) => void;
-  constructor(post: (batch: M[], transfer: ArrayBuffer[]) => void) {
-    this.#post = post;
-  }
-  send(m: M, transfer?: ArrayBuffer[]): void {
-    this.#queue.push(m);
-    if (transfer) this.#transfer.push(...transfer);
-    if (this.#queue.length === 1) setImmediate(this.#flush);
-  }
-  readonly #flush = (): void => {
-    const batch = this.#queue;
-    const transfer = this.#transfer;
-    this.#queue = [];
-    this.#transfer = [];
-    this.#post(batch, transfer);
-  };
-}
-
-/** What one relayed stream may have posted to its worker and not yet acknowledged: bytes, and messages. */
-export const STREAM_WINDOW_BYTES = 1024 * 1024;
-export const STREAM_WINDOW_MESSAGES = 64;
-
-/**
- * Flow control of one stream the main thread relays to a worker (an SSE body, a
- * ModelStreamInfer call), so that a client that reads slowly holds back its stream's
- * producer as it does on one thread, where the frontend writes only while the socket
- * drains. The worker acknowledges each message once it has handed it to its socket
- * (`ack`); the main thread posts more only while the window is open: fewer than
- * STREAM_WINDOW_MESSAGES messages and STREAM_WINDOW_BYTES bytes unacknowledged (a
- * single larger message still goes, alone).
- */
-export class SendWindow {
-  readonly #sizes: number[] = [];
-  #bytes = 0;
-  #closed = false;
-  #waiters: (() => void)[] = [];
-
-  /** Whether another message may be posted now (always, once closed). */
-  get open(): boolean {
-    return this.#closed || (this.#sizes.length < STREAM_WINDOW_MESSAGES && this.#bytes < STREAM_WINDOW_BYTES);
-  }
-
-  /** Counts a message of about `bytes` posted; returns whether the window is still open. */
-  sent(bytes: number): boolean {
-    this.#sizes.push(bytes);
-    this.#bytes += bytes;
-    return this.open;
-  }
-
-  /** The worker has handed `count` more messages to its socket. */
-  acked(count: number): void {
-    for (let i = 0; i < count && this.#sizes.length > 0; i++) this.#bytes -= this.#sizes.shift()!;
-    if (this.open) this.#wake();
-  }
-
-  /** Resolves once the window is open (at once if it is). */
-  ready(): Promise<void> {
-    return this.open ? Promise.resolve() : new Promise((resolve) => this.#waiters.push(resolve));
-  }
-
-  /** The stream is over (ended, failed or cancelled): nothing waits any more. */
-  close(): void {
-    this.#closed = true;
-    this.#wake();
-  }
-
-  #wake(): void {
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const w of waiters) w();
-  }
-}
-
-/** Tensors at least this large move to the main thread by transfer instead of a copy. */
-const TRANSFER_MIN_BYTES = 64 * 1024;
-
-/**
- * The buffers behind a decoded request's large input tensors, to transfer with it: they
- * were made for this request alone (a received message or body, or a decoded JSON array)
- * and the worker does not read them again. Small tensors may sit in shared slabs and are
- * copied; so are responses, whose buffers the main thread may still hold (the response
- * cache hands out its own).
- */
-export function inputBuffers(request: InferenceRequest): ArrayBuffer[] {
-  const out = new Set<ArrayBuffer>();
-  for (const t of request.inputs) {
-    const b = t.data.buffer;
-    if (b instanceof ArrayBuffer && b.byteLength >= TRANSFER_MIN_BYTES) out.add(b);
-  }
-  return [...out];
 }
 
 /** An inference request a worker decoded, as posted to the main thread. */
@@ -194,58 +86,6 @@ export async function startWorkers(count: number, make: () => StartableWorker, p
       await Promise.all(workers.map((w) => w.stop()));
     },
   };
-}
-
-type Lifecycle = { t: "listening"; port: number } | { t: "startFailed"; message: string } | { t: "stopped" };
-
-/**
- * The main thread's side of one frontend worker thread: it starts the worker with a
- * config (`start`, answered by `listening` with the port or by `startFailed`), stops it
- * (`stop`, answered by `stopped`, or after 5 s), posts messages in batches, and hands
- * every other message to `onMessage`.
- */
-export class WorkerThread<Config, To extends { t: string }, From extends { t: string }> {
-  readonly #worker: Worker;
-  readonly #batcher: MessageBatcher<To | { t: "start"; config: Config } | { t: "stop" }>;
-  #onStarted: ((m: Exclude<Lifecycle, { t: "stopped" }>) => void) | undefined;
-  #onStopped: (() => void) | undefined;
-
-  constructor(url: string, what: string, log: Logger, onMessage: (m: From) => void) {
-    this.#worker = new Worker(url);
-    this.#batcher = new MessageBatcher((batch) => this.#worker.postMessage(batch));
-    this.#worker.onmessage = (e: MessageEvent<(From | Lifecycle)[]>) => {
-      for (const m of e.data) {
-        if (m.t === "listening" || m.t === "startFailed") this.#onStarted?.(m as Exclude<Lifecycle, { t: "stopped" }>);
-        else if (m.t === "stopped") this.#onStopped?.();
-        else onMessage(m as From);
-      }
-    };
-    this.#worker.onerror = (e: ErrorEvent) => {
-      log.error(`${what} worker thread: ${e.message}`);
-      this.#onStarted?.({ t: "startFailed", message: e.message });
-    };
-  }
-
-  send(m: To): void {
-    this.#batcher.send(m);
-  }
-
-  /** Starts the worker; resolves with the port it listens on. */
-  start(config: Config): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
-      this.#batcher.send({ t: "start", config });
-    });
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.#onStopped = resolve;
-      this.#batcher.send({ t: "stop" });
-      setTimeout(resolve, 5000).unref?.();
-    });
-    this.#worker.terminate();
-  }
 }
 
 /** What the main thread says to a frontend worker about the models the worker runs itself (server/direct-models.ts). */

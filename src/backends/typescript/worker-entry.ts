@@ -2,25 +2,25 @@
  * @module One worker-thread instance of a `typescript` model (worker.ts starts it; the
  * compiled binary carries it as an entry point of its own, scripts/build.ts). It imports
  * the model's module, runs `initialize`, `execute` and `finalize`, and talks to the main
- * thread by message: requests in, responses, logger lines, BLS calls and decoupled sends
- * out. A fault the model leaves behind (an unhandled rejection, an uncaught exception, a
+ * thread by message (worker-protocol.ts, served with core/threads/serve.ts): requests in,
+ * responses, logger lines, BLS calls and decoupled sends out. A fault the model leaves behind (an unhandled rejection, an uncaught exception, a
  * call to `process.exit`) is posted as `fatal` before the worker ends, so the main
  * thread fails the instance's requests with the reason and starts a fresh worker.
  */
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { metricsClient } from "./metrics.ts";
-
-declare const self: { onmessage: ((e: MessageEvent) => void) | null; postMessage(m: unknown): void };
+import { serveThread } from "../../core/threads/serve.ts";
+import type { BlsCall, FromModelWorker, ModelError, PlainBlsResponse, PlainRequest, ToModelWorker } from "./worker-protocol.ts";
+import type { InferenceResponse } from "./api.ts";
 
 type Model = { initialize?(args: unknown): unknown; execute(requests: unknown[]): unknown; finalize?(): unknown };
-type Wire = { message: string; code?: string; stack?: string };
-type Response = { outputs: { name: string }[] };
+type StreamMessage = Extract<ToModelWorker, { t: "blsStreamItem" | "blsStreamEnd" }>;
 
 let model: Model | undefined;
 let modelName = "";
 let decoupled = false;
 const calls = new Map<number, { resolve: (r: unknown) => void; reject: (e: unknown) => void }>();
-const streams = new Map<number, (m: any) => void>();
+const streams = new Map<number, (m: StreamMessage) => void>();
 /** Each request's cancellation (`exec:index`), until it is answered: at the end of its execute, or a decoupled one's final send. */
 const controllers = new Map<string, AbortController>();
 /** Decoupled requests whose final has not been sent. */
@@ -28,24 +28,25 @@ const open = new Set<string>();
 /** Executes that have not returned. */
 const running = new Set<number>();
 let nextCall = 0;
-const post = (m: unknown) => self.postMessage(m);
+// Each message at once, not batched: `fatal` must leave before the worker ends.
+const { post } = serveThread<ToModelWorker, FromModelWorker>(receive);
 /** Custom metrics: each call posted to the main thread, whose replies come back as metricReply. */
-const metrics = metricsClient((m) => post({ type: "metric", m }));
+const metrics = metricsClient((m) => post({ t: "metric", m }));
 
 const logger = {
-  info: (msg: unknown) => post({ type: "log", level: "info", msg: String(msg) }),
-  warn: (msg: unknown) => post({ type: "log", level: "warn", msg: String(msg) }),
-  error: (msg: unknown) => post({ type: "log", level: "error", msg: String(msg) }),
-  verbose: (msg: unknown) => post({ type: "log", level: "verbose", msg: String(msg) }),
+  info: (msg: unknown) => post({ t: "log", level: "info", msg: String(msg) }),
+  warn: (msg: unknown) => post({ t: "log", level: "warn", msg: String(msg) }),
+  error: (msg: unknown) => post({ t: "log", level: "error", msg: String(msg) }),
+  verbose: (msg: unknown) => post({ t: "log", level: "verbose", msg: String(msg) }),
 };
 
-const errorOf = (err: any): Wire => ({
+const errorOf = (err: any): ModelError => ({
   message: err instanceof Error ? err.message : typeof err === "string" ? err : String(err?.message ?? err),
   code: typeof err?.code === "string" ? err.code : undefined,
   stack: typeof err?.stack === "string" ? err.stack : undefined,
 });
 const describe = (err: any): string => (typeof err?.stack === "string" ? err.stack : err instanceof Error ? `${err.name}: ${err.message}` : String(err));
-const withOutput = (r: Response) => ({ ...r, output: (n: string) => r.outputs.find((t) => t.name === n) });
+const withOutput = (r: PlainBlsResponse) => ({ ...r, output: (n: string) => r.outputs.find((t) => t.name === n) });
 
 // The model's faults end this worker, reported first: the main thread cannot otherwise
 // tell an exit from a crash under every runtime. process.exit itself is kept working.
@@ -54,7 +55,7 @@ let ending = false;
 function fatal(reason: string, code: number): never {
   if (!ending) {
     ending = true;
-    post({ type: "fatal", reason });
+    post({ t: "fatal", reason });
   }
   return exit(code);
 }
@@ -62,24 +63,24 @@ process.on("unhandledRejection", (reason) => fatal(`unhandled rejection: ${descr
 process.on("uncaughtException", (err) => fatal(`uncaught exception: ${describe(err)}`, 1));
 process.exit = ((code?: number) => fatal(`the model called process.exit(${code ?? ""})`, typeof code === "number" ? code : 0)) as typeof process.exit;
 
-function modelRequest(r: any, index: number, exec: number, controller: AbortController) {
+function modelRequest(r: Omit<PlainRequest, "cancelled">, index: number, exec: number, controller: AbortController) {
   return {
     ...r,
     input: (n: string) => r.inputs.find((t: { name: string }) => t.name === n),
     isCancelled: () => controller.signal.aborted,
     signal: controller.signal,
-    infer: ({ signal, ...call }: { signal?: AbortSignal }) =>
+    infer: ({ signal, ...call }: BlsCall & { signal?: AbortSignal }) =>
       new Promise((resolve, reject) => {
         const id = nextCall++;
         calls.set(id, { resolve, reject });
-        post({ type: "bls", id, exec, index, call });
+        post({ t: "bls", id, exec, index, call });
         if (signal) {
-          const cancel = () => post({ type: "blsCancel", id });
+          const cancel = () => post({ t: "blsCancel", id });
           if (signal.aborted) cancel();
           else signal.addEventListener("abort", cancel, { once: true });
         }
       }),
-    stream: ({ signal, ...call }: { signal?: AbortSignal }) => {
+    stream: ({ signal, ...call }: BlsCall & { signal?: AbortSignal }) => {
       // The main thread runs the stream and posts each response; an early return or the
       // signal cancels it there.
       const id = nextCall++;
@@ -87,9 +88,9 @@ function modelRequest(r: any, index: number, exec: number, controller: AbortCont
       let ended = false;
       let failed: Error | undefined;
       let wake: (() => void) | undefined;
-      const cancel = () => post({ type: "blsCancel", id });
+      const cancel = () => post({ t: "blsCancel", id });
       streams.set(id, (msg) => {
-        if (msg.type === "blsStreamItem") queue.push(withOutput(msg.response));
+        if (msg.t === "blsStreamItem") queue.push(withOutput(msg.response));
         else {
           ended = true;
           if (msg.error) failed = Object.assign(new Error(msg.error.message), { code: msg.error.code });
@@ -99,7 +100,7 @@ function modelRequest(r: any, index: number, exec: number, controller: AbortCont
         wake = undefined;
         w?.();
       });
-      post({ type: "blsStream", id, exec, index, call });
+      post({ t: "blsStream", id, exec, index, call });
       if (signal) {
         if (signal.aborted) cancel();
         else signal.addEventListener("abort", cancel, { once: true });
@@ -133,23 +134,19 @@ function modelRequest(r: any, index: number, exec: number, controller: AbortCont
       const key = `${exec}:${index}`;
       if (controllers.has(key)) open.add(key);
       return {
-        send: (response: unknown, options?: { final?: boolean }) => {
+        send: (response?: InferenceResponse, options?: { final?: boolean }) => {
           const final = !!options?.final;
           if (final && open.delete(key) && !running.has(exec)) controllers.delete(key);
-          post({ type: "send", exec, index, response, final });
+          post({ t: "send", exec, index, response, final });
         },
       };
     },
   };
 }
 
-async function init(m: {
-  url: string;
-  path: string;
-  args: { modelName?: string; modelConfig?: { model_transaction_policy?: { decoupled?: boolean } } };
-}): Promise<void> {
+async function init(m: Extract<ToModelWorker, { t: "init" }>): Promise<void> {
   modelName = String(m.args.modelName);
-  decoupled = m.args.modelConfig?.model_transaction_policy?.decoupled === true;
+  decoupled = (m.args.modelConfig as { model_transaction_policy?: { decoupled?: boolean } } | undefined)?.model_transaction_policy?.decoupled === true;
   try {
     registerEmbeddedPackages();
     const mod = (await import(m.url)) as { default?: unknown };
@@ -157,35 +154,35 @@ async function init(m: {
     model = new (mod.default as new () => Model)();
     if (typeof model.execute !== "function") throw new Error("the default export has no execute(requests) method");
     if (model.initialize) await model.initialize({ ...m.args, logger, metrics: metrics.api });
-    post({ type: "ready" });
+    post({ t: "ready" });
   } catch (err) {
-    post({ type: "initError", error: errorOf(err) });
+    post({ t: "initError", error: errorOf(err) });
   }
 }
 
 /** The module's static autoCompleteConfig, run here so that its top level never runs on the main thread. */
-async function autoComplete(m: { url: string; path: string; config: object }): Promise<void> {
+async function autoComplete(m: Extract<ToModelWorker, { t: "autoComplete" }>): Promise<void> {
   registerEmbeddedPackages();
   let cls: (((...a: unknown[]) => unknown) & { autoCompleteConfig?(config: object): unknown }) | undefined;
   try {
     cls = ((await import(m.url)) as { default?: typeof cls }).default;
   } catch (err) {
-    return post({ type: "initError", stage: "import", error: errorOf(err) });
+    return post({ t: "configError", stage: "import", error: errorOf(err) });
   }
-  if (typeof cls !== "function") return post({ type: "initError", stage: "class", error: { message: "no default export class" } });
+  if (typeof cls !== "function") return post({ t: "configError", stage: "class", error: { message: "no default export class" } });
   try {
     const config = typeof cls.autoCompleteConfig === "function" ? await cls.autoCompleteConfig(m.config) : undefined;
-    post({ type: "config", found: typeof cls.autoCompleteConfig === "function", config });
+    post({ t: "config", found: typeof cls.autoCompleteConfig === "function", config });
   } catch (err) {
-    post({ type: "initError", stage: "autoComplete", error: errorOf(err) });
+    post({ t: "configError", stage: "autoComplete", error: errorOf(err) });
   }
 }
 
-async function execute(m: { id: number; requests: any[] }): Promise<void> {
+async function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
   // Plain loops: the model may have replaced Array.prototype's methods in this realm.
   const requests: unknown[] = [];
   for (let index = 0; index < m.requests.length; index++) {
-    const { cancelled, ...r } = m.requests[index];
+    const { cancelled, ...r } = m.requests[index]!;
     const c = new AbortController();
     if (cancelled) c.abort();
     controllers.set(`${m.id}:${index}`, c);
@@ -193,19 +190,18 @@ async function execute(m: { id: number; requests: any[] }): Promise<void> {
   }
   running.add(m.id);
   try {
-    const responses = await model!.execute(requests);
-    post({ type: "done", id: m.id, responses });
+    const responses = (await model!.execute(requests)) as InferenceResponse[] | undefined;
+    post({ t: "done", id: m.id, responses });
   } catch (err) {
-    post({ type: "done", id: m.id, thrown: errorOf(err) });
+    post({ t: "done", id: m.id, thrown: errorOf(err) });
   } finally {
     running.delete(m.id);
     for (let index = 0; index < m.requests.length; index++) if (!open.has(`${m.id}:${index}`)) controllers.delete(`${m.id}:${index}`);
   }
 }
 
-self.onmessage = async (e: MessageEvent) => {
-  const m = e.data;
-  switch (m.type) {
+async function receive(m: ToModelWorker): Promise<void> {
+  switch (m.t) {
     case "init":
       return init(m);
     case "autoComplete":
@@ -235,7 +231,7 @@ self.onmessage = async (e: MessageEvent) => {
       } catch (err) {
         logger.error(`finalize failed: ${describe(err)}`);
       }
-      post({ type: "finalized" });
+      post({ t: "finalized" });
       return;
   }
-};
+}

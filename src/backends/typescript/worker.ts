@@ -4,7 +4,8 @@
  * of its own (worker-entry.ts), so the model has its own globals, a CPU-bound `execute`
  * leaves the server's event loop free, and the model's faults end its worker, not the
  * server. On the main thread the instance is a proxy TritonModel: requests go to the
- * worker as plain data (structured clone), responses come back the same way and are
+ * worker as plain data (structured clone; the messages are typed in worker-protocol.ts
+ * and carried by the worker-thread kit, core/threads/), responses come back the same way and are
  * checked on the main thread like any other model's, and BLS calls are posted back and
  * run through the main thread's `request.infer` or `request.stream` (chain check, server
  * path), a stream's responses posted to the worker one by one.
@@ -18,8 +19,10 @@
 import { workerUrl } from "../../core/worker-url.ts";
 import { internal, unavailable, unsupported, type ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import type { BlsRequest, InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
+import { Thread } from "../../core/threads/thread.ts";
+import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
+import type { FromModelWorker, ModelError, PlainBlsResponse, PlainInitializeArgs, PlainRequest, ToModelWorker } from "./worker-protocol.ts";
 
 const log = getLogger("src/backends/typescript/worker.ts");
 
@@ -48,21 +51,31 @@ export interface WorkerOwner {
   unavailable(reason: string): void;
 }
 
-type WireError = { message?: unknown; code?: unknown; stack?: unknown };
-const fromWire = (e: WireError) => Object.assign(new Error(String(e?.stack ?? e?.message ?? "unknown error")), { code: e?.code });
+type ModelThread = Thread<ToModelWorker, FromModelWorker>;
 
-/** One worker thread: started, its messages handed on, its end reported once. */
-function startWorker(onMessage: (m: any) => void, onEnd: (reason: string) => void): Worker {
-  const worker = new Worker(entry(), { type: "module" });
-  worker.onmessage = (e: MessageEvent) => onMessage(e.data);
-  worker.onerror = (e: ErrorEvent) => {
-    // Handled here: under Deno an error event left alone is thrown again in the main thread.
-    e.preventDefault?.();
-    onEnd(`failed: ${e.message}`);
-  };
-  // Bun reports a worker's end with a close event (its exit code).
-  worker.addEventListener("close", (e: Event) => onEnd(`exited with code ${(e as { code?: number }).code ?? "?"}`));
-  return worker;
+/** A model's error (its stack when it has one), as an Error with its code. Read defensively: the model's realm posted it. */
+const fromWire = (e: Partial<ModelError> | undefined) => Object.assign(new Error(String(e?.stack ?? e?.message ?? "unknown error")), { code: e?.code });
+/** An error the main thread caught (a BLS call's), for the worker. */
+const toWire = (err: unknown): ModelError => ({ message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code });
+/** A BLS response as posted to the worker. */
+const plainResponse = (r: PlainBlsResponse): PlainBlsResponse => ({ model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters });
+
+/**
+ * One worker thread (a module worker, each message posted at once): started, its
+ * messages handed on, its end (an error event, or Bun's close event with the exit code)
+ * and anything it posts that is not a batch reported as `onEnd`'s reason.
+ */
+function startThread(onMessage: (m: FromModelWorker) => void, onEnd: (reason: string) => void): ModelThread {
+  return new Thread<ToModelWorker, FromModelWorker>(
+    entry(),
+    {
+      message: onMessage,
+      error: (message) => onEnd(`failed: ${message}`),
+      exit: (code) => onEnd(`exited with code ${code ?? "?"}`),
+      malformed: () => onEnd("sent a message the server cannot handle (not a batch of messages)"),
+    },
+    { module: true },
+  );
 }
 
 /** What autoCompleteInWorker found: the completed config, or where it failed. */
@@ -79,15 +92,15 @@ export function autoCompleteInWorker(url: string, path: string, config: object):
       worker.terminate();
       f();
     };
-    const worker = startWorker(
+    const worker = startThread(
       (m) => {
-        if (m?.type === "config") settle(() => resolve({ found: m.found === true, config: m.config }));
-        else if (m?.type === "initError") settle(() => resolve({ stage: m.stage, error: fromWire(m.error) }));
-        else if (m?.type === "fatal") settle(() => reject(new Error(String(m.reason))));
+        if (m?.t === "config") settle(() => resolve({ found: m.found === true, config: m.config }));
+        else if (m?.t === "configError") settle(() => resolve({ stage: m.stage, error: fromWire(m.error) }));
+        else if (m?.t === "fatal") settle(() => reject(new Error(String(m.reason))));
       },
       (reason) => settle(() => reject(new Error(`the worker ${reason}`))),
     );
-    worker.postMessage({ type: "autoComplete", url, path, config });
+    worker.send({ t: "autoComplete", url, path, config });
   });
 }
 
@@ -95,13 +108,13 @@ export function autoCompleteInWorker(url: string, path: string, config: object):
 export class WorkerModel implements TritonModel {
   readonly #url: string;
   readonly #path: string;
-  readonly #args: Omit<InitializeArgs, "logger" | "metrics">;
+  readonly #args: PlainInitializeArgs;
   readonly #owner: WorkerOwner;
   readonly #metrics: CustomMetrics;
   /** The custom metrics the current worker made: released when it ends, so a restarted worker starts afresh. */
   #scope: MetricsScope | undefined;
   readonly #decoupled: boolean;
-  #worker: Worker | undefined;
+  #worker: ModelThread | undefined;
   /** Settles when the current worker has initialized (or could not). */
   #ready: Promise<void> = Promise.resolve();
   #starting: { resolve: () => void; reject: (e: Error) => void } | undefined;
@@ -119,7 +132,7 @@ export class WorkerModel implements TritonModel {
   #gone: ServerError | undefined;
   #finalized: (() => void) | undefined;
 
-  private constructor(url: string, path: string, args: Omit<InitializeArgs, "logger" | "metrics">, owner: WorkerOwner, metrics: CustomMetrics) {
+  private constructor(url: string, path: string, args: PlainInitializeArgs, owner: WorkerOwner, metrics: CustomMetrics) {
     if (!hasWorkers()) throw unsupported("execution_thread 'worker' needs a runtime with Web Workers (Bun or Deno)");
     this.#url = url;
     this.#path = path;
@@ -138,7 +151,7 @@ export class WorkerModel implements TritonModel {
 
   /** A fresh worker, initialized; rejects (the worker ended) when initialize fails. */
   #start(): Promise<void> {
-    const worker = startWorker(
+    const worker: ModelThread = startThread(
       (m) => this.#onMessage(worker, m),
       (reason) => this.#ended(worker, reason),
     );
@@ -147,7 +160,7 @@ export class WorkerModel implements TritonModel {
     this.#scope = this.#metrics.scope();
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#starting = { resolve, reject };
-      worker.postMessage({ type: "init", url: this.#url, path: this.#path, args: this.#args });
+      worker.send({ t: "init", url: this.#url, path: this.#path, args: this.#args });
     });
     return this.#ready;
   }
@@ -157,26 +170,28 @@ export class WorkerModel implements TritonModel {
     if (this.#gone) throw this.#gone;
     const worker = this.#worker!;
     const id = this.#next++;
-    const plain = requests.map((r) => ({
-      id: r.id,
-      inputs: r.inputs,
-      requestedOutputNames: r.requestedOutputNames,
-      parameters: r.parameters,
-      correlationId: r.correlationId,
-      flags: r.flags,
-      cancelled: r.signal.aborted,
-    }));
+    const plain = requests.map(
+      (r): PlainRequest => ({
+        id: r.id,
+        inputs: r.inputs,
+        requestedOutputNames: r.requestedOutputNames,
+        parameters: r.parameters,
+        correlationId: r.correlationId,
+        flags: r.flags,
+        cancelled: r.signal.aborted,
+      }),
+    );
     if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
     return new Promise((resolve, reject) => {
       // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
       requests.forEach((r, index) => {
         if (r.signal.aborted) return;
-        const cancel = () => this.#worker?.postMessage({ type: "cancel", id, index });
+        const cancel = () => this.#worker?.send({ t: "cancel", id, index });
         r.signal.addEventListener("abort", cancel, { once: true });
         this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
       });
       this.#pending.set(id, { requests, resolve, reject });
-      worker.postMessage({ type: "execute", id, requests: plain });
+      worker.send({ t: "execute", id, requests: plain });
     });
   }
 
@@ -190,7 +205,7 @@ export class WorkerModel implements TritonModel {
       this.#finalized = resolve;
       timer = setTimeout(resolve, FINALIZE_LIMIT_MS);
       (timer as { unref?: () => void }).unref?.();
-      worker.postMessage({ type: "finalize" });
+      worker.send({ t: "finalize" });
     }).finally(() => {
       clearTimeout(timer);
       this.#stop(worker);
@@ -205,7 +220,7 @@ export class WorkerModel implements TritonModel {
     this.#failAll(error);
   }
 
-  #stop(worker: Worker): void {
+  #stop(worker: ModelThread): void {
     if (this.#worker === worker) {
       this.#worker = undefined;
       this.#scope?.release();
@@ -235,7 +250,7 @@ export class WorkerModel implements TritonModel {
   }
 
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
-  #ended(worker: Worker, reason: string): void {
+  #ended(worker: ModelThread, reason: string): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
     this.#stop(worker);
     this.#finalized?.();
@@ -268,7 +283,7 @@ export class WorkerModel implements TritonModel {
     this.#owner.unavailable(reason);
   }
 
-  #onMessage(worker: Worker, m: any): void {
+  #onMessage(worker: ModelThread, m: FromModelWorker): void {
     if (this.#worker !== worker) return;
     try {
       this.#handle(worker, m);
@@ -288,12 +303,12 @@ export class WorkerModel implements TritonModel {
     return this.#pending.get(exec)?.requests[index] ?? this.#senders.get(`${exec}:${index}`);
   }
 
-  #answered(): { message: string; code: string } {
+  #answered(): ModelError {
     return { message: `model '${this.#owner.model}': BLS call refused: its request has been answered`, code: "UNAVAILABLE" };
   }
 
-  #handle(worker: Worker, m: any): void {
-    switch (m.type) {
+  #handle(worker: ModelThread, m: FromModelWorker): void {
+    switch (m.t) {
       case "ready":
         this.#starting?.resolve();
         this.#starting = undefined;
@@ -310,7 +325,7 @@ export class WorkerModel implements TritonModel {
         break;
       case "log":
         if (!LOG_LEVELS.has(m.level)) throw new Error(`log level '${String(m.level)}'`);
-        this.#owner.logger[m.level as keyof ModelLogger](String(m.msg));
+        this.#owner.logger[m.level](String(m.msg));
         break;
       case "done": {
         const p = this.#pending.get(m.id);
@@ -326,22 +341,17 @@ export class WorkerModel implements TritonModel {
       case "bls": {
         const request = this.#requestOf(m.exec, m.index);
         if (!request) {
-          this.#worker?.postMessage({ type: "blsResult", id: m.id, error: this.#answered() });
+          this.#worker?.send({ t: "blsResult", id: m.id, error: this.#answered() });
           return;
         }
         // The worker's signal cannot cross; a blsCancel message aborts this one instead.
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
         request
-          .infer({ ...(m.call as BlsRequest), signal: controller.signal })
+          .infer({ ...m.call, signal: controller.signal })
           .then(
-            (r) =>
-              this.#worker?.postMessage({
-                type: "blsResult",
-                id: m.id,
-                response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters },
-              }),
-            (err) => this.#worker?.postMessage({ type: "blsResult", id: m.id, error: { message: err?.message ?? String(err), code: err?.code } }),
+            (r) => this.#worker?.send({ t: "blsResult", id: m.id, response: plainResponse(r) }),
+            (err) => this.#worker?.send({ t: "blsResult", id: m.id, error: toWire(err) }),
           )
           .finally(() => this.#blsCalls.delete(m.id));
         break;
@@ -349,28 +359,20 @@ export class WorkerModel implements TritonModel {
       case "blsStream": {
         const request = this.#requestOf(m.exec, m.index);
         if (!request) {
-          this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id, error: this.#answered() });
+          this.#worker?.send({ t: "blsStreamEnd", id: m.id, error: this.#answered() });
           return;
         }
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
         void (async () => {
           try {
-            for await (const r of request.stream({ ...(m.call as BlsRequest), signal: controller.signal })) {
+            for await (const r of request.stream({ ...m.call, signal: controller.signal })) {
               if (controller.signal.aborted) break;
-              this.#worker?.postMessage({
-                type: "blsStreamItem",
-                id: m.id,
-                response: { model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters },
-              });
+              this.#worker?.send({ t: "blsStreamItem", id: m.id, response: plainResponse(r) });
             }
-            this.#worker?.postMessage({ type: "blsStreamEnd", id: m.id });
+            this.#worker?.send({ t: "blsStreamEnd", id: m.id });
           } catch (err) {
-            this.#worker?.postMessage({
-              type: "blsStreamEnd",
-              id: m.id,
-              error: { message: (err as Error)?.message ?? String(err), code: (err as { code?: string })?.code },
-            });
+            this.#worker?.send({ t: "blsStreamEnd", id: m.id, error: toWire(err) });
           } finally {
             this.#blsCalls.delete(m.id);
           }
@@ -399,15 +401,14 @@ export class WorkerModel implements TritonModel {
         // The model's custom-metrics call (metrics.ts), answered by this worker's scope.
         const msg = m.m;
         if (typeof msg !== "object" || msg === null || typeof msg.t !== "string") throw new Error("metric message without a type");
-        if (!this.#scope?.handle(msg, (reply) => worker.postMessage({ type: "metricReply", m: reply })))
-          throw new Error(`metric message type '${String(msg.t)}'`);
+        if (!this.#scope?.handle(msg, (reply) => worker.send({ t: "metricReply", m: reply }))) throw new Error(`metric message type '${String(msg.t)}'`);
         break;
       }
       case "finalized":
         this.#finalized?.();
         break;
       default:
-        throw new Error(`message type '${String(m?.type)}'`);
+        throw new Error(`message type '${String((m as { t?: unknown })?.t)}'`);
     }
   }
 }

@@ -11,14 +11,14 @@ import { forwarded } from "./service.ts";
 import { grpcError, grpcStatus } from "./status.ts";
 import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest } from "../../core/request.ts";
-import { inputBuffers, MessageBatcher, wireError, workerDirectRunner, type WireError } from "../worker-threads.ts";
+import { workerDirectRunner } from "../worker-threads.ts";
+import { serveThread } from "../../core/threads/serve.ts";
+import { inputBuffers } from "../../core/threads/transfer.ts";
+import { wireError, type WireError } from "../../core/threads/wire-error.ts";
 import { isRetired } from "../../server/direct-runner.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
-declare const self: { onmessage: ((e: MessageEvent<ToGrpcWorker[]>) => void) | null; postMessage(m: FromGrpcWorker[], transfer?: ArrayBuffer[]): void };
-
-const batcher = new MessageBatcher<FromGrpcWorker>((batch, transfer) => self.postMessage(batch, transfer));
-const post = (m: FromGrpcWorker, transfer?: ArrayBuffer[]) => batcher.send(m, transfer);
+const { post } = serveThread<ToGrpcWorker, FromGrpcWorker>(receive, { batch: true });
 
 type Answer = Extract<ToGrpcWorker, { t: "response" | "failed" | "reply" | "status" }>;
 
@@ -29,10 +29,6 @@ const streams = new Map<number, ServerDuplexStream<unknown, unknown>>();
 let nextId = 0;
 let listener: GrpcListener | undefined;
 const direct = workerDirectRunner(post, () => "ModelInfer");
-
-self.onmessage = (e) => {
-  for (const m of e.data) receive(m);
-};
 
 function receive(m: ToGrpcWorker): void {
   switch (m.t) {

@@ -11,7 +11,9 @@
  * thread keeps at most a window of them unacknowledged (SendWindow).
  */
 import type { InferenceResponse } from "../../core/request.ts";
-import type { FromWorkerDirect, ToWorkerDirect, WireError, WorkerInfer } from "../worker-threads.ts";
+import type { FromWorkerDirect, ToWorkerDirect, WorkerInfer } from "../worker-threads.ts";
+import type { WireError } from "../../core/threads/wire-error.ts";
+import type { LifecycleFrom, LifecycleTo } from "../../core/threads/worker-thread.ts";
 import type { GrpcListenOptions } from "./server.ts";
 
 /** What a worker needs to serve: the listener's options, and the RPCs the main thread implements. */
@@ -31,8 +33,7 @@ export interface WireStatus {
 export type WireMetadata = [string, string | Uint8Array][];
 
 export type ToGrpcWorker =
-  | { t: "start"; config: GrpcWorkerConfig }
-  | { t: "stop" }
+  | LifecycleTo<GrpcWorkerConfig>
   /** The models the worker runs itself (#30; server/direct-models.ts). */
   | ToWorkerDirect
   | { t: "response"; id: number; response: InferenceResponse }
@@ -43,9 +44,7 @@ export type ToGrpcWorker =
   | { t: "end"; id: number };
 
 export type FromGrpcWorker =
-  | { t: "listening"; port: number }
-  | { t: "startFailed"; message: string }
-  | { t: "stopped" }
+  | LifecycleFrom
   | FromWorkerDirect
   | ({ t: "infer"; id: number } & WorkerInfer)
   | { t: "unary"; id: number; service: "inference" | "health"; method: string; request: unknown; metadata: WireMetadata }

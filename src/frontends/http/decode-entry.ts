@@ -5,13 +5,12 @@
  * its own (scripts/build.ts).
  */
 import { decodeInferRequestAsync } from "./tensor-codec.ts";
-import { inputBuffers, wireError } from "../worker-threads.ts";
-import type { DecodeReply, DecodeJob } from "./decode-thread.ts";
+import { serveThread } from "../../core/threads/serve.ts";
+import { inputBuffers } from "../../core/threads/transfer.ts";
+import { wireError } from "../../core/threads/wire-error.ts";
+import type { FromDecode, ToDecode } from "./decode-thread.ts";
 
-declare const self: { onmessage: ((e: MessageEvent<DecodeJob>) => void) | null; postMessage(m: DecodeReply, transfer?: ArrayBuffer[]): void };
-
-self.onmessage = async (e) => {
-  const { id, body, headerLength, ctx } = e.data;
+const { post } = serveThread<ToDecode, FromDecode>(async ({ id, body, headerLength, ctx }) => {
   try {
     const request = await decodeInferRequestAsync(new Uint8Array(body), headerLength, {
       ...ctx,
@@ -19,8 +18,8 @@ self.onmessage = async (e) => {
         throw new Error("a raw binary request is decoded on the main thread");
       },
     });
-    self.postMessage({ id, request }, inputBuffers(request));
+    post({ t: "decoded", id, request }, inputBuffers(request));
   } catch (err) {
-    self.postMessage({ id, error: wireError(err) });
+    post({ t: "failed", id, error: wireError(err) });
   }
-};
+});

@@ -10,7 +10,10 @@ import { workerUrl } from "../../core/worker-url.ts";
 import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest } from "../../core/request.ts";
 import type { DecodeContext } from "./tensor-codec.ts";
-import { frontendWorkersSupported, type WireError } from "../worker-threads.ts";
+import { frontendWorkersSupported } from "../worker-threads.ts";
+import { Thread } from "../../core/threads/thread.ts";
+import { ownBuffer } from "../../core/threads/transfer.ts";
+import { fromWireError, type WireError } from "../../core/threads/wire-error.ts";
 import { getLogger } from "../../core/logger.ts";
 
 const log = getLogger("src/frontends/http/decode-thread.ts");
@@ -18,7 +21,9 @@ const log = getLogger("src/frontends/http/decode-thread.ts");
 /** The JSON part's size from which a body is decoded on the decode thread. */
 export const DECODE_THREAD_MIN_BYTES = 4 * 1024 * 1024;
 
-export interface DecodeJob {
+/** A body to decode, to the decode thread. */
+export interface ToDecode {
+  t: "decode";
   id: number;
   /** The body's bytes, transferred. */
   body: ArrayBuffer;
@@ -27,36 +32,40 @@ export interface DecodeJob {
   ctx: Omit<DecodeContext, "rawInput">;
 }
 
-export type DecodeReply = { id: number; request: InferenceRequest; error?: undefined } | { id: number; error: WireError; request?: undefined };
+/** The decode thread's answer: the request (its large tensors' buffers transferred), or why not. */
+export type FromDecode = { t: "decoded"; id: number; request: InferenceRequest } | { t: "failed"; id: number; error: WireError };
 
-let worker: Worker | undefined;
+let thread: Thread<ToDecode, FromDecode> | undefined;
 let nextId = 0;
 const waiting = new Map<number, { resolve: (r: InferenceRequest) => void; reject: (e: ServerError) => void }>();
 
-function thread(): Worker {
-  if (worker) return worker;
-  const w = new Worker(workerUrl("src/frontends/http/decode-entry.ts", new URL("./decode-entry.ts", import.meta.url)));
-  w.onmessage = (e: MessageEvent<DecodeReply>) => {
-    const job = waiting.get(e.data.id);
-    if (!job) return;
-    waiting.delete(e.data.id);
-    if (e.data.error) job.reject(new ServerError(e.data.error.code, e.data.error.message));
-    else job.resolve(e.data.request!);
-  };
-  w.onerror = (e: ErrorEvent) => {
-    // A thread that failed answers its waiting bodies with an error; the next body starts a new one.
-    e.preventDefault?.();
-    log.error(`the decode thread failed: ${e.message}`);
-    for (const job of waiting.values()) job.reject(new ServerError("INTERNAL", `the request body could not be decoded: ${e.message}`));
-    waiting.clear();
-    w.terminate();
-    if (worker === w) worker = undefined;
-  };
-  // An idle decode thread does not keep the process alive.
-  (w as Worker & { unref?: () => void }).unref?.();
+function decodeThread(): Thread<ToDecode, FromDecode> {
+  if (thread) return thread;
+  const t: Thread<ToDecode, FromDecode> = new Thread<ToDecode, FromDecode>(
+    workerUrl("src/frontends/http/decode-entry.ts", new URL("./decode-entry.ts", import.meta.url)),
+    {
+      message: (m) => {
+        const job = waiting.get(m.id);
+        if (!job) return;
+        waiting.delete(m.id);
+        if (m.t === "failed") job.reject(fromWireError(m.error));
+        else job.resolve(m.request);
+      },
+      error: (message) => {
+        // A thread that failed answers its waiting bodies with an error; the next body starts a new one.
+        log.error(`the decode thread failed: ${message}`);
+        for (const job of waiting.values()) job.reject(new ServerError("INTERNAL", `the request body could not be decoded: ${message}`));
+        waiting.clear();
+        t.terminate();
+        if (thread === t) thread = undefined;
+      },
+    },
+    // An idle decode thread does not keep the process alive.
+    { unref: true },
+  );
   log.verbose(1, `started the decode thread for JSON bodies of ${DECODE_THREAD_MIN_BYTES} bytes or more`);
-  worker = w;
-  return w;
+  thread = t;
+  return t;
 }
 
 /** Whether `body` goes to the decode thread: a JSON part of DECODE_THREAD_MIN_BYTES or more, where threads are supported. */
@@ -70,11 +79,10 @@ export function decodesOnThread(body: Uint8Array, headerLength: number | undefin
  * use it afterwards (a copy is made first when it views only part of its buffer).
  */
 export function decodeOnThread(body: Uint8Array, headerLength: number | undefined, ctx: Omit<DecodeContext, "rawInput">): Promise<InferenceRequest> {
-  const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer ? body.buffer : body.slice().buffer;
+  const own = ownBuffer(body);
   const id = nextId++;
   return new Promise((resolve, reject) => {
     waiting.set(id, { resolve, reject });
-    const job: DecodeJob = { id, body: own, headerLength, ctx };
-    thread().postMessage(job, [own]);
+    decodeThread().send({ t: "decode", id, body: own, headerLength, ctx }, [own]);
   });
 }

@@ -11,14 +11,14 @@ import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeader
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { inputBuffers, MessageBatcher, wireError, workerDirectRunner, type WireError } from "../worker-threads.ts";
+import { workerDirectRunner } from "../worker-threads.ts";
+import { serveThread } from "../../core/threads/serve.ts";
+import { inputBuffers } from "../../core/threads/transfer.ts";
+import { wireError, type WireError } from "../../core/threads/wire-error.ts";
 import { isRetired } from "../../server/direct-runner.ts";
 
 declare const Bun: typeof import("bun");
-declare const self: { onmessage: ((e: MessageEvent<ToWorker[]>) => void) | null; postMessage(m: FromWorker[], transfer?: ArrayBuffer[]): void };
-
-const batcher = new MessageBatcher<FromWorker>((batch, transfer) => self.postMessage(batch, transfer));
-const post = (m: FromWorker, transfer?: ArrayBuffer[]) => batcher.send(m, transfer);
+const { post } = serveThread<ToWorker, FromWorker>(receive, { batch: true });
 const INFER = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?\/infer$/;
 
 type Answer =
@@ -43,10 +43,6 @@ let server: ReturnType<typeof Bun.serve> | undefined;
 
 const errorResponse = (e: WireError) =>
   new Response(JSON.stringify({ error: e.message }), { status: httpStatus(e.code), headers: { "content-type": "application/json" } });
-
-self.onmessage = (e) => {
-  for (const m of e.data) receive(m);
-};
 
 function receive(m: ToWorker): void {
   switch (m.t) {

@@ -11,7 +11,9 @@
  * acknowledges each chunk once its response has taken it for the socket, and the main
  * thread keeps at most a window of them unacknowledged (SendWindow).
  */
-import type { FromWorkerDirect, ToWorkerDirect, WireError } from "../worker-threads.ts";
+import type { FromWorkerDirect, ToWorkerDirect } from "../worker-threads.ts";
+import type { WireError } from "../../core/threads/wire-error.ts";
+import type { LifecycleFrom, LifecycleTo } from "../../core/threads/worker-thread.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 
 /** What a worker needs to serve. */
@@ -26,8 +28,7 @@ export interface WorkerConfig {
 }
 
 export type ToWorker =
-  | { t: "start"; config: WorkerConfig }
-  | { t: "stop" }
+  | LifecycleTo<WorkerConfig>
   /** The models the worker runs itself (#30; server/direct-models.ts). */
   | ToWorkerDirect
   | { t: "response"; id: number; response: InferenceResponse }
@@ -38,9 +39,7 @@ export type ToWorker =
   | { t: "end"; id: number };
 
 export type FromWorker =
-  | { t: "listening"; port: number }
-  | { t: "startFailed"; message: string }
-  | { t: "stopped" }
+  | LifecycleFrom
   | FromWorkerDirect
   | { t: "infer"; id: number; model: string; version?: string; request: InferenceRequest }
   | {

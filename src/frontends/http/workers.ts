@@ -9,7 +9,6 @@
  * binds the port (a free one for port 0), the others then join it.
  */
 import { workerUrl } from "../../core/worker-url.ts";
-import { ServerError } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { tooLarge } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
@@ -18,7 +17,10 @@ import type { HttpHandler } from "./routes.ts";
 import type { HttpListener } from "./server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
-import { DirectLink, inferForWorker, SendWindow, startWorkers, WorkerThread } from "../worker-threads.ts";
+import { DirectLink, inferForWorker, startWorkers } from "../worker-threads.ts";
+import { WorkerThread } from "../../core/threads/worker-thread.ts";
+import { SendWindow } from "../../core/threads/window.ts";
+import { fromWireError } from "../../core/threads/wire-error.ts";
 
 const log = getLogger("src/frontends/http/workers.ts");
 const EMPTY = new Uint8Array(0);
@@ -106,7 +108,7 @@ class FrontendWorker {
       header: (name) => headers.get(name),
       headers: () => m.headers,
       body: async (limit) => {
-        if (m.bodyError) throw new ServerError(m.bodyError.code, m.bodyError.message);
+        if (m.bodyError) throw fromWireError(m.bodyError);
         const body = m.body ?? EMPTY;
         if (body.byteLength > limit) throw tooLarge(body.byteLength, limit);
         return body;

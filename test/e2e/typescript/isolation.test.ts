@@ -46,6 +46,9 @@ beforeAll(async () => {
   add("ts_reject", model(REJECT));
   add("ts_timer", model(TIMER));
   add("ts_exit", model(`process.exit(3);`));
+  // Post to the main thread themselves, past the worker's protocol (#30 item 6): not a batch, and a batch of an unknown message.
+  add("ts_post_junk", model(`postMessage("junk");`));
+  add("ts_post_unknown", model(`postMessage([{ t: "nonsense" }]);`));
   add("ts_main_reject", model(REJECT), MAIN);
   add("ts_main_timer", model(TIMER), MAIN);
   // The module's top level and its execute replace globals (execute does it before answering, with its own map already taken).
@@ -185,6 +188,21 @@ describe("worker-thread instances (the default): a fault ends the worker, which 
       "model 'ts_exit' instance ts_exit_0: the worker ended: the model called process.exit(3); 1 execution(s) failed; restarting it",
     );
     expect((await index()).find((e) => e.name === "ts_exit")!.state).toBe("READY");
+  });
+
+  it.each([
+    ["ts_post_junk", "not a batch of messages"],
+    ["ts_post_unknown", "message type 'nonsense'"],
+  ])("%s: a message the model posts past the protocol ends its worker: the request it held fails with INTERNAL, the next is answered", async (name, why) => {
+    const who = `model '${name}' instance ${name}_0`;
+    const dead = await call(name, 1);
+    expect([dead.status, dead.json]).toEqual([500, { error: `${who}: the worker sent a message the server cannot handle (${why})` }]);
+    expect(await logged(`${who}: worker restarted`)).toContain(
+      `${who}: the worker sent a message the server cannot handle (${why}); 1 execution(s) failed; restarting it`,
+    );
+    const next = await call(name, 2);
+    expect([next.status, next.json]).toEqual([200, answer(name, 2)]);
+    await simpleAnswers();
   });
 
   it("a restart whose initialize fails leaves the model UNAVAILABLE with the reason", async () => {

@@ -5,7 +5,7 @@
  * when the stream is closed.
  */
 import { describe, expect, it } from "vitest";
-import { SendWindow, STREAM_WINDOW_BYTES, STREAM_WINDOW_MESSAGES } from "../../../src/frontends/worker-threads.ts";
+import { SendWindow, STREAM_WINDOW_BYTES, STREAM_WINDOW_MESSAGES } from "../../../src/core/threads/window.ts";
 
 /** Whether `p` has settled once pending callbacks have run. */
 async function settled(p: Promise<void>): Promise<boolean> {

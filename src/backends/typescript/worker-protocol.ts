@@ -1,0 +1,78 @@
+/**
+ * @module The messages between the main thread and a worker-thread instance of a
+ * `typescript` model (worker.ts the main side, worker-entry.ts the worker's), carried by
+ * the worker-thread kit (core/threads/). The worker imports the model's module and runs
+ * its initialize, execute and finalize; requests go in as plain data (structured clone),
+ * responses, logger lines, custom-metrics calls, BLS calls and decoupled sends come out.
+ * Each message is posted at once (not batched): `fatal` must leave before the worker ends.
+ * What the worker posts comes from a realm the model's code runs in, so the main side
+ * checks what it relies on (a message it cannot handle ends the worker).
+ */
+import type { Message as MetricMessage } from "../custom-metrics.ts";
+import type { BlsRequest, BlsResponse, InferenceRequest, InferenceResponse, InitializeArgs } from "./api.ts";
+
+/** An error as it crosses from the model's realm: its message, and the code and stack when it had them. */
+export interface ModelError {
+  message: string;
+  code?: string;
+  stack?: string;
+}
+
+/** A request as the worker receives it: plain data, and whether it was already cancelled. */
+export type PlainRequest = Pick<InferenceRequest, "id" | "inputs" | "requestedOutputNames" | "parameters" | "correlationId" | "flags"> & {
+  cancelled: boolean;
+};
+
+/** A BLS call as posted (its signal stays in the worker: `blsCancel` aborts it). */
+export type BlsCall = Omit<BlsRequest, "signal">;
+
+/** A BLS response as posted (the worker adds `output`). */
+export type PlainBlsResponse = Omit<BlsResponse, "output">;
+
+/** The model's initialize arguments that cross (its logger and metrics are the worker's own). */
+export type PlainInitializeArgs = Omit<InitializeArgs, "logger" | "metrics">;
+
+export type LogLevel = "info" | "warn" | "error" | "verbose";
+
+/** Main thread to worker. */
+export type ToModelWorker =
+  /** Import the module and run initialize: answered by `ready` or `initError`. */
+  | { t: "init"; url: string; path: string; args: PlainInitializeArgs }
+  /** Import the module and run its static autoCompleteConfig: answered by `config` or `configError`. */
+  | { t: "autoComplete"; url: string; path: string; config: object }
+  /** Run execute on these requests: answered by `done` with the same id. */
+  | { t: "execute"; id: number; requests: PlainRequest[] }
+  /** Request `index` of execute `id` is cancelled. */
+  | { t: "cancel"; id: number; index: number }
+  /** The custom-metrics scope's reply to a `metric` call. */
+  | { t: "metricReply"; m: MetricMessage }
+  | { t: "blsResult"; id: number; response: PlainBlsResponse; error?: undefined }
+  | { t: "blsResult"; id: number; error: ModelError; response?: undefined }
+  | { t: "blsStreamItem"; id: number; response: PlainBlsResponse }
+  /** The BLS stream `id` is over (with `error` when it failed). */
+  | { t: "blsStreamEnd"; id: number; error?: ModelError }
+  /** Run finalize: answered by `finalized`. */
+  | { t: "finalize" };
+
+/** Worker to main thread. */
+export type FromModelWorker =
+  | { t: "ready" }
+  | { t: "initError"; error: ModelError }
+  | { t: "config"; found: boolean; config: unknown }
+  /** Where autoComplete failed: importing the module, finding its class, or in autoCompleteConfig. */
+  | { t: "configError"; stage: "import" | "class" | "autoComplete"; error: ModelError }
+  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. */
+  | { t: "fatal"; reason: string }
+  | { t: "log"; level: LogLevel; msg: string }
+  | { t: "done"; id: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
+  | { t: "done"; id: number; thrown: ModelError; responses?: undefined }
+  /** A BLS call for request `index` of execute `exec`: answered by `blsResult`. */
+  | { t: "bls"; id: number; exec: number; index: number; call: BlsCall }
+  /** A streamed BLS call: answered by `blsStreamItem`s, then `blsStreamEnd`. */
+  | { t: "blsStream"; id: number; exec: number; index: number; call: BlsCall }
+  | { t: "blsCancel"; id: number }
+  /** A decoupled response of request `index` of execute `exec`. */
+  | { t: "send"; exec: number; index: number; response: InferenceResponse | undefined; final: boolean }
+  /** A custom-metrics call (../custom-metrics.ts), answered by `metricReply` where it asks a value. */
+  | { t: "metric"; m: MetricMessage }
+  | { t: "finalized" };

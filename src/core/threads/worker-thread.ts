@@ -1,0 +1,70 @@
+/**
+ * @module A worker thread that serves a port (the frontends' HTTP and gRPC workers), its
+ * lifecycle on top of ./thread.ts: started with a config, answered with the port it
+ * listens on or why it could not; stopped, answered once it has.
+ */
+import type { Logger } from "../logger.ts";
+import { Thread, type Message } from "./thread.ts";
+
+/** The lifecycle messages to a serving worker, beside its own (its To union includes them). */
+export type LifecycleTo<Config> = { t: "start"; config: Config } | { t: "stop" };
+
+/** The lifecycle messages from a serving worker, beside its own (its From union includes them). */
+export type LifecycleFrom = { t: "listening"; port: number } | { t: "startFailed"; message: string } | { t: "stopped" };
+
+/** How long stop waits for the worker's `stopped` before it ends the worker anyway. */
+export const STOP_LIMIT_MS = 5000;
+
+/**
+ * The main thread's side of one serving worker thread: it starts the worker with a config
+ * (`start`, answered by `listening` with the port or by `startFailed`), stops it (`stop`,
+ * answered by `stopped`, or after STOP_LIMIT_MS), posts messages in batches, and hands
+ * every other message to `onMessage`.
+ */
+export class WorkerThread<Config, To extends Message, From extends Message> {
+  readonly #thread: Thread<To | LifecycleTo<Config>, From | LifecycleFrom>;
+  #onStarted: ((m: Exclude<LifecycleFrom, { t: "stopped" }>) => void) | undefined;
+  #onStopped: (() => void) | undefined;
+
+  constructor(url: string, what: string, log: Logger, onMessage: (m: Exclude<From, LifecycleFrom>) => void) {
+    this.#thread = new Thread<To | LifecycleTo<Config>, From | LifecycleFrom>(
+      url,
+      {
+        message: (m) => {
+          const l = m as LifecycleFrom;
+          if (l.t === "listening" || l.t === "startFailed") this.#onStarted?.(l);
+          else if (l.t === "stopped") this.#onStopped?.();
+          else onMessage(m as Exclude<From, LifecycleFrom>);
+        },
+        error: (message) => {
+          log.error(`${what} worker thread: ${message}`);
+          this.#onStarted?.({ t: "startFailed", message });
+        },
+      },
+      { batch: true },
+    );
+  }
+
+  /** Posts `m` in this turn's batch. */
+  send(m: To): void {
+    this.#thread.send(m);
+  }
+
+  /** Starts the worker; resolves with the port it listens on. */
+  start(config: Config): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
+      this.#thread.send({ t: "start", config });
+    });
+  }
+
+  /** Stops the worker: waits for its `stopped` (STOP_LIMIT_MS at most), then ends it. */
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.#onStopped = resolve;
+      this.#thread.send({ t: "stop" });
+      setTimeout(resolve, STOP_LIMIT_MS).unref?.();
+    });
+    this.#thread.terminate();
+  }
+}

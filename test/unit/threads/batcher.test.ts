@@ -1,0 +1,59 @@
+/**
+ * MessageBatcher (core/threads/batcher.ts, #30 item 6): what is sent within one turn of the
+ * event loop is posted as one batch, in order, with every buffer given to transfer; the next
+ * turn starts a new batch, and a turn that sends nothing posts nothing.
+ */
+import { describe, expect, it } from "vitest";
+import { MessageBatcher } from "../../../src/core/threads/batcher.ts";
+
+/** Runs the turn's pending setImmediate callbacks (the batcher's flush was scheduled first). */
+const nextTurn = () => new Promise((r) => setImmediate(r));
+
+describe("MessageBatcher", () => {
+  it("posts what one turn sends as one batch, in order, with the buffers to transfer", async () => {
+    const posts: { batch: string[]; transfer: ArrayBuffer[] }[] = [];
+    const b = new MessageBatcher<string>((batch, transfer) => posts.push({ batch, transfer }));
+    const x = new ArrayBuffer(8);
+    const y = new ArrayBuffer(16);
+    const z = new ArrayBuffer(4);
+    b.send("a", [x]);
+    b.send("b");
+    b.send("c", [y, z]);
+    expect(posts).toEqual([]);
+    await nextTurn();
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.batch).toEqual(["a", "b", "c"]);
+    expect(posts[0]!.transfer).toHaveLength(3);
+    expect(posts[0]!.transfer[0]).toBe(x);
+    expect(posts[0]!.transfer[1]).toBe(y);
+    expect(posts[0]!.transfer[2]).toBe(z);
+  });
+
+  it("starts a new batch each turn and posts nothing for a quiet one", async () => {
+    const posts: { batch: number[]; transfer: ArrayBuffer[] }[] = [];
+    const b = new MessageBatcher<number>((batch, transfer) => posts.push({ batch, transfer }));
+    b.send(1);
+    await nextTurn();
+    await nextTurn();
+    b.send(2);
+    b.send(3);
+    await nextTurn();
+    expect(posts).toEqual([
+      { batch: [1], transfer: [] },
+      { batch: [2, 3], transfer: [] },
+    ]);
+  });
+
+  it("takes what the post itself sends into the next batch", async () => {
+    const posts: string[][] = [];
+    const b: MessageBatcher<string> = new MessageBatcher<string>((batch) => {
+      posts.push(batch);
+      if (batch[0] === "first") b.send("reply");
+    });
+    b.send("first");
+    await nextTurn();
+    expect(posts).toEqual([["first"]]);
+    await nextTurn();
+    expect(posts).toEqual([["first"], ["reply"]]);
+  });
+});
