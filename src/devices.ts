@@ -8,8 +8,8 @@
  * (<path>)" or "no TensorRT: <reason>"; NEREID_TENSORRT_LIBRARY overrides the search),
  * which OpenVINO C library the openvino backend would load ("OpenVINO <build>
  * (<path>)" or "no OpenVINO: <reason>"; NEREID_OPENVINO_LIBRARY overrides the search),
- * and the ONNX Runtime the onnxruntime backend loads, with the execution providers
- * compiled into it.
+ * and the ONNX Runtime the onnxruntime backend loads, with the execution providers it
+ * can load, apart from those compiled in whose provider library is absent.
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -17,6 +17,7 @@ import { CudaDriver } from "../ffi/cuda/driver.ts";
 import { probeTensorRt } from "../ffi/tensorrt/library.ts";
 import { OpenVinoRuntime } from "../ffi/openvino/runtime.ts";
 import { OrtEnvironment } from "../ffi/onnxruntime/handles.ts";
+import { missingProviderLibrary } from "../ffi/onnxruntime/library.ts";
 
 /** One line (or an error's lines) on the TensorRT runtime library. */
 export function tensorRtReport(): string {
@@ -38,11 +39,23 @@ export function openVinoReport(): string {
   }
 }
 
-/** One line (or an error's lines) on the ONNX Runtime library and its compiled-in providers. */
+/**
+ * One line (or an error's lines) on the ONNX Runtime library and its providers: those it
+ * can load, and those compiled in whose provider library is not beside it (which no
+ * KIND_GPU instance or execution accelerator can use here).
+ */
 export function onnxRuntimeReport(): string {
   try {
     const env = OrtEnvironment.get();
-    return `ONNX Runtime ${env.version} (${env.api.libraryPath}), execution providers compiled in: ${env.availableProviders().join(", ")}`;
+    const usable: string[] = [];
+    const missing: string[] = [];
+    for (const p of env.availableProviders()) {
+      const lib = missingProviderLibrary(env.api.libraryPath, p);
+      if (lib) missing.push(`${p} (no ${lib} beside it)`);
+      else usable.push(p);
+    }
+    const unusable = missing.length > 0 ? `; compiled in but not usable here: ${missing.join(", ")}` : "";
+    return `ONNX Runtime ${env.version} (${env.api.libraryPath}), execution providers: ${usable.join(", ")}${unusable}`;
   } catch (err) {
     return `no ONNX Runtime: ${(err as Error).message}`;
   }

@@ -94,3 +94,33 @@ export function ortLibraryCandidates(explicit: string | undefined): (string | Un
   out.push(LIB); // dlopen's own search: LD_LIBRARY_PATH, then ld.so.cache
   return out;
 }
+
+/**
+ * The shared library ONNX Runtime loads, from the folder its own library is in, when a
+ * session asks for an execution provider built as a separate library (CUDA, TensorRT,
+ * OpenVINO, ...); undefined for providers linked into libonnxruntime itself (CPU, and
+ * those not listed).
+ */
+const PROVIDER_LIBRARIES: Record<string, string> = {
+  CUDAExecutionProvider: "libonnxruntime_providers_cuda.so",
+  TensorrtExecutionProvider: "libonnxruntime_providers_tensorrt.so",
+  OpenVINOExecutionProvider: "libonnxruntime_providers_openvino.so",
+  MIGraphXExecutionProvider: "libonnxruntime_providers_migraphx.so",
+  ROCMExecutionProvider: "libonnxruntime_providers_rocm.so",
+  DnnlExecutionProvider: "libonnxruntime_providers_dnnl.so",
+  QNNExecutionProvider: "libonnxruntime_providers_qnn.so",
+};
+
+/**
+ * Whether ONNX Runtime at `libraryPath` can load `provider`: a provider linked in, or one
+ * whose library (and libonnxruntime_providers_shared.so) sits beside it. A present library
+ * still needs its own dependencies (CUDA, cuDNN, TensorRT), checked only when a session
+ * asks for the provider. Returns the missing file's name when it cannot.
+ */
+export function missingProviderLibrary(libraryPath: string, provider: string): string | undefined {
+  const lib = PROVIDER_LIBRARIES[provider];
+  if (!lib) return undefined;
+  const dir = dirname(libraryPath);
+  for (const needed of [lib, "libonnxruntime_providers_shared.so"]) if (!existsSync(join(dir, needed))) return needed;
+  return undefined;
+}

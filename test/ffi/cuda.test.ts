@@ -49,7 +49,12 @@ describe.skipIf(hasDriver)("without a CUDA driver", () => {
     expect(plain.output).toMatch(/^no CUDA driver: cannot load the CUDA driver \(libcuda\.so\.1\); tried:/);
     expect(plain.output).toMatch(/\nno TensorRT: cannot load TensorRT \(libnvinfer\.so\.10\); tried:\n  libnvinfer\.so\.10: /);
     expect(plain.output).toMatch(/\nno OpenVINO: cannot load OpenVINO's C library \(libopenvino_c\.so\); tried:\n  libopenvino_c\.so: /);
-    expect(plain.output).toMatch(/\nONNX Runtime 1\.30\.\d+ \(\S+libonnxruntime\.so\.1[^)]*\), execution providers compiled in: [\w, ]*CPUExecutionProvider\n/);
+    // ONNX Runtime's CUDA and TensorRT providers are compiled in, but their libraries are not beside it here (#34 item 2).
+    expect(plain.output).toMatch(
+      /\nONNX Runtime 1\.30\.\d+ \(\S+libonnxruntime\.so\.1[^)]*\), execution providers: [\w, ]*CPUExecutionProvider; compiled in but not usable here: [^\n]*CUDAExecutionProvider \(no libonnxruntime_providers_cuda\.so beside it\)/,
+    );
+    expect(plain.output).toMatch(/TensorrtExecutionProvider \(no libonnxruntime_providers_tensorrt\.so beside it\)/);
+    expect(plain.output).not.toMatch(/execution providers: [^;\n]*CUDAExecutionProvider/);
     const self = await runServerToExit(["devices", "--self-test"]);
     expect(self.code).toBe(1);
     const bad = await runServerToExit(["devices", "--bogus"]);
