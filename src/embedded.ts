@@ -5,7 +5,7 @@
  * gRPC and metrics listeners are optional (`listen()`); they serve the same core, and
  * `fetch()` answers an HTTP request as the HTTP listener would, without one.
  */
-import { startServer, httpFrontendOptions, type RunningServer, type ListenPlaces } from "./main.ts";
+import { startServer, httpFrontendOptions, type RunningServer, type ListenPlaces } from "./startup/start.ts";
 import { createHttpHandler } from "./frontends/http/routes.ts";
 import { fetchHandler } from "./frontends/http/fetch.ts";
 import { defaultOptions, type ServerOptions } from "./options.ts";
@@ -269,7 +269,7 @@ export class Nereid {
 
   /** The listeners running now. A wildcard address is reported as 127.0.0.1. */
   get endpoints(): Endpoints {
-    const r = this.#running;
+    const r = this.#running.listeners;
     const host = (address = "") =>
       address === "" || address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address.includes(":") ? `[${address}]` : address;
     const out: Endpoints = {};

@@ -13,6 +13,7 @@ import type { ModelFileIO } from "../model-config/model-file-io.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Parameters } from "../core/request.ts";
 import type { ServerError } from "../core/errors.ts";
+import type { ModelRunner } from "../core/runner.ts";
 
 export type { ModelFileIO, TensorSpec } from "../model-config/model-file-io.ts";
 
@@ -32,6 +33,8 @@ export interface BackendLoadContext {
    * that failed and could not be restarted): the version becomes UNAVAILABLE with `reason`.
    */
   unavailable?(reason: string): void;
+  /** The server's inference entry, for a model's BLS calls into other models. */
+  runner: ModelRunner;
 }
 
 export interface ExecuteResult {

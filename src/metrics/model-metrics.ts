@@ -11,6 +11,7 @@ import { getLogger } from "../core/logger.ts";
 import type { GpuSample } from "../../ffi/nvml/nvml.ts";
 
 import type { ModelVersion } from "../repository/model-version.ts";
+import type { RequestDurations } from "../server/server.ts";
 
 const log = getLogger("src/metrics/model-metrics.ts");
 
@@ -75,18 +76,6 @@ export interface MetricsOptions {
 
 /** Triton's default buckets of nv_inference_first_response_histogram_ms (MetricReporterConfig), in ms. */
 export const FIRST_RESPONSE_BUCKETS_MS = [100, 500, 2000, 5000];
-
-/** Durations of one successful request, in ns; compute durations are absent for cache hits. */
-export interface RequestDurations {
-  requestNs: number;
-  queueNs: number;
-  computeInputNs?: number;
-  computeInferNs?: number;
-  computeOutputNs?: number;
-  /** Cache lookup of a hit; lookup and insert of a miss (models with the response cache). */
-  cacheHitNs?: number;
-  cacheMissNs?: number;
-}
 
 export type LatencyObserver = (v: ModelVersion, d: RequestDurations) => void;
 

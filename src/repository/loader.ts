@@ -19,7 +19,8 @@ import { validateModelConfig, validateConfigFileNames } from "../model-config/va
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
 import { createScheduler } from "../scheduler/create.ts";
 import type { RateLimiter, RateLimitClaim } from "../scheduler/rate-limiter.ts";
-import { checkEnsembleFlow, ensembleSteps, type ModelRunner, type ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
+import { checkEnsembleFlow, ensembleSteps } from "../scheduler/ensemble-scheduler.ts";
+import type { ModelRunner } from "../core/runner.ts";
 import { CudaDriver } from "../../ffi/cuda/driver.ts";
 import type { ModelVersion } from "./model-version.ts";
 import { modelFileIn, type BackendRegistry } from "../backends/registry.ts";
@@ -87,10 +88,8 @@ export interface ResolvedModel {
 
 /** What loading a version needs from the repository around it. */
 export interface LoadContext {
-  /** The server's inference entry, for an ensemble's steps. */
-  runner: ModelRunner | undefined;
-  /** The server's streaming entry, for a decoupled ensemble's steps. */
-  streamRunner?: ModelStreamRunner;
+  /** The server's inference entry, for an ensemble's steps and a model's BLS calls. */
+  runner: ModelRunner;
   /** Whether a model is in a repository or loaded: an ensemble's step models must be. */
   knows(name: string): boolean;
 }
@@ -176,16 +175,12 @@ export class ModelLoader {
     const { name, version } = mv;
     log.info(`loading: ${name}:${version}`);
     mv.transition("LOADING");
-    if (!backend && !ctx.runner) {
-      mv.transition("UNAVAILABLE", `ensemble '${name}' cannot run: the server gave the repository no model runner`);
-      return;
-    }
     const started = performance.now();
     const instances: BackendInstance[] = [];
     let backendModel: BackendModel | undefined;
     try {
       if (backend) {
-        backendModel = await this.#instantiate(mv, config, backend, instances);
+        backendModel = await this.#instantiate(mv, config, backend, instances, ctx.runner);
       } else {
         // An ensemble has no instances: its steps call other models, which must exist.
         const missing = ensembleSteps(config)
@@ -194,7 +189,7 @@ export class ModelLoader {
         if (missing.length > 0)
           throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
       }
-      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, ctx.streamRunner), this.#opts.unloadAbortMs);
+      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner), this.#opts.unloadAbortMs);
       mv.transition("READY");
       if (backend) {
         mv.loadDurationSecs = (performance.now() - started) / 1000;
@@ -213,7 +208,7 @@ export class ModelLoader {
   }
 
   /** Loads the backend model and creates its instances into `instances` (the caller closes them on failure), then warms them up. */
-  async #instantiate(mv: ModelVersion, config: ModelConfig, backend: Backend, instances: BackendInstance[]): Promise<BackendModel> {
+  async #instantiate(mv: ModelVersion, config: ModelConfig, backend: Backend, instances: BackendInstance[], runner: ModelRunner): Promise<BackendModel> {
     const { name, version, modelDir: dir } = mv;
     const modelPath = modelFileIn(join(dir, String(version)), config, backend);
     if (!existsSync(modelPath)) throw invalidArg(`unable to find '${modelPath}' for model '${name}'`);
@@ -225,6 +220,7 @@ export class ModelLoader {
       modelPath,
       backendConfig: this.#backendConfig(backend.name),
       unavailable: (reason) => mv.fail(reason),
+      runner,
     });
     try {
       const planned: { group: NonNullable<ModelConfig["instance_group"]>[number]; kind: "KIND_CPU" | "KIND_GPU" | "KIND_MODEL"; device: number }[] = [];

@@ -18,7 +18,7 @@ import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts
 import { ModelIndex, keysOfOr, nameOf, type IndexEntry } from "./model-index.ts";
 import { ModelLifecycle } from "./model-lifecycle.ts";
 import { DependencyGraph, dependentsOf } from "./dependency-graph.ts";
-import type { ModelRunner, ModelStreamRunner } from "../scheduler/ensemble-scheduler.ts";
+import type { ModelRunner } from "../core/runner.ts";
 import type { BackendRegistry } from "../backends/registry.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
@@ -50,8 +50,6 @@ export interface RepositoryOptions extends LoaderOptions {
   namespacing?: boolean;
 }
 
-/** How an ensemble calls its composing models (the server's inference path). */
-export type { ModelRunner } from "../scheduler/ensemble-scheduler.ts";
 export type { IndexEntry } from "./model-index.ts";
 
 /** A repository-extension load's overrides: a config (JSON form) and files relative to the model folder. */
@@ -70,11 +68,12 @@ export class ModelRepositoryManager {
   readonly #index: ModelIndex;
   readonly #lifecycle: ModelLifecycle;
   readonly #graph: DependencyGraph;
-  #runner: ModelRunner | undefined;
-  #streamRunner: ModelStreamRunner | undefined;
+  /** The server's inference entry: ensembles call their steps through it, and each backend model gets it for BLS. */
+  readonly #runner: ModelRunner;
 
-  constructor(opts: RepositoryOptions, backends: BackendRegistry) {
+  constructor(opts: RepositoryOptions, backends: BackendRegistry, runner: ModelRunner) {
     this.#opts = opts;
+    this.#runner = runner;
     this.#loader = new ModelLoader(opts, backends);
     this.#index = new ModelIndex(opts);
     this.#lifecycle = new ModelLifecycle(this.#index, this.#loader, opts);
@@ -86,12 +85,6 @@ export class ModelRepositoryManager {
       load: (key, scan, chain) => this.#lifecycle.serialized(key, () => this.#loadModel(key, undefined, scan, chain)),
       pending: (key) => this.#lifecycle.pending(key),
     });
-  }
-
-  /** The server's inference entries, for ensembles to call their composing models (streaming: a decoupled ensemble's). */
-  setModelRunner(runner: ModelRunner, streamRunner?: ModelStreamRunner): void {
-    this.#runner = runner;
-    this.#streamRunner = streamRunner;
   }
 
   /** The model control mode (`--model-control-mode`); only explicit allows load and unload requests. */
@@ -269,7 +262,7 @@ export class ModelRepositoryManager {
       return [`failed to load '${name}': ${missing}${hasReady ? " (the loaded versions keep serving)" : ""}`];
     }
     const index = this.#index;
-    const context = { runner: this.#runner, streamRunner: this.#streamRunner, knows: (m: string) => index.knows(m) };
+    const context = { runner: this.#runner, knows: (m: string) => index.knows(m) };
     return this.#lifecycle.load({ key, location, resolved, old, overrideDir, context });
   }
 }

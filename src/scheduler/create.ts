@@ -4,15 +4,15 @@
  * ensemble, the sequence batcher for `sequence_batching`, the dynamic batcher for
  * `dynamic_batching`, otherwise the default scheduler.
  */
-import { internal } from "../core/errors.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import { DefaultScheduler } from "./default-scheduler.ts";
 import { DynamicBatchScheduler } from "./dynamic-batch-scheduler.ts";
-import { EnsembleScheduler, type ModelRunner, type ModelStreamRunner } from "./ensemble-scheduler.ts";
+import { EnsembleScheduler } from "./ensemble-scheduler.ts";
 import { SequenceBatchScheduler } from "./sequence-batch-scheduler.ts";
 import { sequenceSettings } from "./sequence/config.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
+import type { ModelRunner } from "../core/runner.ts";
 import type { ModelSignature } from "../core/signature.ts";
 import type { ModelStats } from "../core/stats.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -33,16 +33,8 @@ export interface ScheduledModel {
  * The scheduler over `instances` (none for an ensemble, whose steps call other models
  * through `runner`, the server's inference path).
  */
-export function createScheduler(
-  model: ScheduledModel,
-  instances: readonly BackendInstance[],
-  runner: ModelRunner | undefined,
-  streamRunner?: ModelStreamRunner,
-): Scheduler {
-  if (isEnsemble(model.config)) {
-    if (!runner) throw internal(`ensemble '${model.name}' has no model runner to call its steps with`);
-    return new EnsembleScheduler(model.config, runner, model.namespace, streamRunner);
-  }
+export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner): Scheduler {
+  if (isEnsemble(model.config)) return new EnsembleScheduler(model.config, runner, model.namespace);
   if (model.config.sequence_batching) {
     return new SequenceBatchScheduler({
       modelName: model.name,

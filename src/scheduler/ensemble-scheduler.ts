@@ -19,7 +19,8 @@
 import { InflightDrain } from "./drain.ts";
 import { cancelled, invalidArg, unavailable, ServerError } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
-import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../core/request.ts";
+import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
+import type { ModelRunner } from "../core/runner.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
@@ -31,11 +32,6 @@ export interface EnsembleStep {
   input_map?: Record<string, string>;
   output_map?: Record<string, string>;
 }
-
-export type ModelRunner = (request: InferenceRequest) => Promise<InferenceResponse>;
-
-/** How a decoupled ensemble calls its steps: each one's responses as they come (the server's streaming entry). */
-export type ModelStreamRunner = (request: InferenceRequest) => AsyncIterable<StreamedResponse>;
 
 export function ensembleSteps(config: ModelConfig): EnsembleStep[] {
   return ((config.ensemble_scheduling as { step?: EnsembleStep[] } | undefined)?.step ?? []).map((s) => ({
@@ -138,20 +134,21 @@ class StepGate {
 export class EnsembleScheduler implements Scheduler {
   readonly #name: string;
   readonly #steps: EnsembleStep[];
-  readonly #run: ModelRunner;
-  readonly #stream: ModelStreamRunner | undefined;
+  /** The server's inference entry, which each step calls (a decoupled ensemble's: its streaming one). */
+  readonly #runner: ModelRunner;
+  readonly #decoupled: boolean;
   /** The ensemble's namespace (--model-namespacing): each step calls that namespace's model when it has one. */
   readonly #namespace: string;
   /** max_inflight_requests: per-step back-pressure (none when 0). */
   readonly #gates: Map<EnsembleStep, StepGate> | undefined;
   readonly #drain = new InflightDrain();
 
-  constructor(config: ModelConfig, run: ModelRunner, namespace = "", stream?: ModelStreamRunner) {
+  constructor(config: ModelConfig, runner: ModelRunner, namespace = "") {
     this.#name = config.name ?? "";
     this.#namespace = namespace;
-    this.#stream = config.model_transaction_policy?.decoupled === true ? stream : undefined;
+    this.#decoupled = config.model_transaction_policy?.decoupled === true;
     this.#steps = ensembleSteps(config);
-    this.#run = run;
+    this.#runner = runner;
     const limit = Number((config.ensemble_scheduling as { max_inflight_requests?: number | string } | undefined)?.max_inflight_requests ?? 0);
     this.#gates = limit > 0 ? new Map(this.#steps.map((s) => [s, new StepGate(limit)])) : undefined;
   }
@@ -160,7 +157,7 @@ export class EnsembleScheduler implements Scheduler {
     if (this.#drain.stopping) throw unavailable(`Server is stopping, scheduler for model has stopped accepting new inference requests`);
     this.#drain.enter();
     try {
-      if (this.#stream && prepared.request.responseSink) return await this.#runDecoupled(prepared, this.#stream);
+      if (this.#decoupled && prepared.request.responseSink) return await this.#runDecoupled(prepared);
       const tensors = new Map<string, Tensor>(prepared.inputs.map((t) => [t.name, t]));
       const pending = new Set(this.#steps);
       const signal = prepared.request.signal;
@@ -212,7 +209,7 @@ export class EnsembleScheduler implements Scheduler {
     let response: InferenceResponse;
     try {
       if (request.signal?.aborted) throw cancelled(request.id);
-      response = await this.#run(this.#stepRequest(step, (t) => tensors.get(t)!, request));
+      response = await this.#runner.inferStep(this.#stepRequest(step, (t) => tensors.get(t)!, request));
     } finally {
       gate?.release();
     }
@@ -228,7 +225,8 @@ export class EnsembleScheduler implements Scheduler {
    * rejects with the first step error (no step starts after it), as Triton's ensemble
    * answers an error once its steps in flight are done.
    */
-  #runDecoupled(prepared: PreparedRequest, stream: ModelStreamRunner): Promise<ScheduledResult> {
+  #runDecoupled(prepared: PreparedRequest): Promise<ScheduledResult> {
+    const runner = this.#runner;
     const request = prepared.request;
     const sink = request.responseSink!;
     const readers = new Map<string, EnsembleStep[]>();
@@ -283,7 +281,7 @@ export class EnsembleScheduler implements Scheduler {
           let finished = false;
           try {
             if (request.signal?.aborted) throw cancelled(request.id);
-            for await (const r of stream(stepRequest)) {
+            for await (const r of runner.inferStepStream(stepRequest)) {
               if (r.error) throw r.error;
               if (r.final) {
                 finished = true;

@@ -42,12 +42,14 @@ export class DirectModels {
   #nextId = 1;
   #scheduled = false;
   #stopped = false;
-  readonly #unsubscribe: () => void;
+  readonly #unsubscribe: (() => void)[];
 
+  /** Follows `server`'s model versions and trace settings, and joins the statistics it settles (server.statisticsSettled). */
   constructor(server: InferenceServer) {
     this.#server = server;
-    this.#unsubscribe = onModelStateChange(() => this.changed());
-    if (server.trace) server.trace.onUpdate = () => this.changed();
+    this.#unsubscribe = [onModelStateChange(() => this.changed())];
+    if (server.trace) this.#unsubscribe.push(server.trace.onUpdate(() => this.changed()));
+    server.addStatisticsSource(this);
   }
 
   /** A worker starts taking tables: it gets the current one now. */
@@ -86,7 +88,7 @@ export class DirectModels {
   /** The server is stopping: the workers hand everything to the main thread, which refuses it as it should. */
   stop(): void {
     this.#stopped = true;
-    this.#unsubscribe();
+    for (const stop of this.#unsubscribe) stop();
     for (const s of this.#subscribers) s.publish(EMPTY);
   }
 
@@ -108,7 +110,7 @@ export class DirectModels {
         const co = records[i + 5]!;
         mv.stats.recordExecution(records[i + 6]!, ci, cinf, co);
         mv.stats.recordSuccess(requestNs, 0, ci, cinf, co);
-        server.onSuccess?.(mv, { requestNs, queueNs: 0, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
+        server.observeSuccess(mv, { requestNs, queueNs: 0, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
       } else {
         mv.stats.recordFailure(requestNs, FAILURE_REASONS[records[i + 3]!] ?? "OTHER");
       }

@@ -28,6 +28,7 @@ import {
 } from "../core/request.ts";
 import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
+import type { ModelRunner } from "../core/runner.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
 import { MAX_LABEL_FILE_BYTES, readRepositoryText } from "../repository/text-file.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
@@ -76,51 +77,111 @@ function refuseRepositoryName(repositoryName: string | undefined): void {
   if (repositoryName) throw new ServerError("UNSUPPORTED", "'repository_name' specification is not supported");
 }
 
-export class InferenceServer {
+/** Durations of one successful request, in ns; compute durations are absent for cache hits. */
+export interface RequestDurations {
+  requestNs: number;
+  queueNs: number;
+  computeInputNs?: number;
+  computeInferNs?: number;
+  computeOutputNs?: number;
+  /** Cache lookup of a hit; lookup and insert of a miss (models with the response cache). */
+  cacheHitNs?: number;
+  cacheMissNs?: number;
+}
+
+/** What the server tells besides the statistics about each request (the metrics registry: summaries and histograms). */
+export interface RequestObserver {
+  /** A request answered successfully, on this thread or a frontend worker's. */
+  success(mv: ModelVersion, d: RequestDurations): void;
+  /** The time to a decoupled request's first response. */
+  firstResponse(mv: ModelVersion, ns: number): void;
+}
+
+/** Something else that holds statistics for a while (frontend worker threads that run models: DirectModels). */
+export interface StatisticsSource {
+  /** Resolves once what it held is in the versions' statistics. */
+  settle(): Promise<void>;
+}
+
+/** Everything the server is built from; what may change later has a method of its own (observe, addStatisticsSource). */
+export interface InferenceServerOptions {
+  info: ServerInfo;
+  repository: ModelRepositoryManager;
+  /** The `--cache-config` response cache, shared by the models that enable it. */
+  responseCache?: ResponseCache;
+  /** System and CUDA shared-memory regions (`--allow-client-shm`); none allowed when omitted. */
+  sharedMemory?: SharedMemoryManager;
+  /** The trace extension's settings and sampler (`--trace-config`); without it the extension is refused. */
+  trace?: TraceManager;
+  /** `--max-queued-bytes` (default DEFAULT_MAX_QUEUED_BYTES; 0: no bound). */
+  maxQueuedBytes?: number;
+}
+
+export class InferenceServer implements ModelRunner {
   readonly info: ServerInfo;
   readonly repository: ModelRepositoryManager;
-  state: ServerState = "STARTING";
+  #state: ServerState = "STARTING";
   /** The `--cache-config` response cache, shared by the models that enable it. */
   readonly responseCache: ResponseCache | undefined;
   /** The trace extension's settings and sampler, when tracing is available. */
-  trace: TraceManager | undefined;
-  /** Called with each successful request's durations (the metrics summaries), when set. */
-  onSuccess:
-    | ((
-        mv: ModelVersion,
-        d: {
-          requestNs: number;
-          queueNs: number;
-          computeInputNs?: number;
-          computeInferNs?: number;
-          computeOutputNs?: number;
-          cacheHitNs?: number;
-          cacheMissNs?: number;
-        },
-      ) => void)
-    | undefined;
-  /** Called with the time to a decoupled request's first response (the first-response histogram), when set. */
-  onFirstResponse: ((mv: ModelVersion, ns: number) => void) | undefined;
+  readonly trace: TraceManager | undefined;
+  /** `--max-queued-bytes`: input bytes that client requests not yet answered may hold together (0: no bound). */
+  readonly maxQueuedBytes: number;
+  /** The metrics registry once it exists (observe). */
+  #observer: RequestObserver | undefined;
+  readonly #statisticsSources: StatisticsSource[] = [];
   readonly #labels = new Map<string, string[]>();
 
   /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
   readonly #sharedMemory: SharedMemoryManager;
-  /** `--max-queued-bytes`: input bytes that client requests not yet answered may hold together (0: no bound). */
-  maxQueuedBytes = DEFAULT_MAX_QUEUED_BYTES;
-  /** Has other threads post what they hold for the statistics (DirectModels.settle), when frontend workers run models. */
-  settleStatistics: (() => Promise<void>) | undefined;
-
-  /** Resolves once the statistics count every request answered so far, on whichever thread. */
-  statisticsSettled(): Promise<void> {
-    return this.settleStatistics?.() ?? Promise.resolve();
-  }
   #queuedBytes = 0;
 
-  constructor(info: ServerInfo, repository: ModelRepositoryManager, responseCache?: ResponseCache, sharedMemory = new SharedMemoryManager(false)) {
-    this.info = info;
-    this.repository = repository;
-    this.responseCache = responseCache;
-    this.#sharedMemory = sharedMemory;
+  constructor(options: InferenceServerOptions) {
+    this.info = options.info;
+    this.repository = options.repository;
+    this.responseCache = options.responseCache;
+    this.#sharedMemory = options.sharedMemory ?? new SharedMemoryManager(false);
+    this.trace = options.trace;
+    this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+  }
+
+  /** STARTING until markReady(), EXITING from markExiting() on. */
+  get state(): ServerState {
+    return this.#state;
+  }
+
+  /** The repository is loaded and the listeners are up: ready answers true (until markExiting). */
+  markReady(): void {
+    if (this.#state === "STARTING") this.#state = "READY";
+  }
+
+  /** Shutdown began: new inference is refused, live and ready answer false. For good. */
+  markExiting(): void {
+    this.#state = "EXITING";
+  }
+
+  /**
+   * Has `observer` told of every request from now on (the metrics registry, made when the
+   * metrics listener first starts). One observer per server.
+   */
+  observe(observer: RequestObserver): void {
+    if (this.#observer) throw new Error("the server already has a request observer");
+    this.#observer = observer;
+  }
+
+  /** Tells the observer of a request answered elsewhere (a frontend worker thread), as inference here does. */
+  observeSuccess(mv: ModelVersion, d: RequestDurations): void {
+    this.#observer?.success(mv, d);
+  }
+
+  /** Adds a holder of statistics that statisticsSettled() waits for. */
+  addStatisticsSource(source: StatisticsSource): void {
+    this.#statisticsSources.push(source);
+  }
+
+  /** Resolves once the statistics count every request answered so far, on whichever thread. */
+  async statisticsSettled(): Promise<void> {
+    await Promise.all(this.#statisticsSources.map((s) => s.settle()));
   }
 
   /** Both the server (--cache-config) and the model (response_cache.enable) must ask for the cache. */
@@ -129,11 +190,11 @@ export class InferenceServer {
   }
 
   isLive(): boolean {
-    return this.state !== "EXITING";
+    return this.#state !== "EXITING";
   }
 
   isReady(): boolean {
-    if (this.state !== "READY") return false;
+    if (this.#state !== "READY") return false;
     return !this.info.strictReadiness || this.repository.allReady();
   }
 
@@ -196,7 +257,7 @@ export class InferenceServer {
    */
   async repositoryLoad(name: string, params: Record<string, string | number | boolean | bigint | Uint8Array>, repositoryName?: string): Promise<void> {
     this.checkRepositoryControl(repositoryName);
-    if (this.state === "EXITING") throw unavailable("Server is stopping");
+    if (this.#state === "EXITING") throw unavailable("Server is stopping");
     const override: LoadOverride = {};
     for (const [key, value] of Object.entries(params)) {
       if (key === "config") {
@@ -232,7 +293,7 @@ export class InferenceServer {
    * refuses new sequences itself).
    */
   modelForInference(name: string, version?: string, continuing = false, resolved?: ModelVersion, namespace?: string): ModelVersion {
-    if (this.state === "EXITING" && !continuing) throw unavailable("Server is stopping");
+    if (this.#state === "EXITING" && !continuing) throw unavailable("Server is stopping");
     // A version resolved earlier (resolve) that has since begun to unload is looked up again.
     return resolved?.ready ? resolved : this.repository.getModel(name, version, namespace);
   }
@@ -247,7 +308,7 @@ export class InferenceServer {
    * which inferAsync reads.
    */
   resolve(name: string, version: string | undefined, opts: { unary?: string } = {}): ResolvedModel {
-    const mv = this.state === "EXITING" ? undefined : this.repository.getModel(name, version);
+    const mv = this.#state === "EXITING" ? undefined : this.repository.getModel(name, version);
     const decoupled = mv !== undefined && this.isDecoupled(mv);
     if (decoupled && opts.unary !== undefined) throw new ServerError("UNSUPPORTED", opts.unary);
     return new ResolvedModel(mv, decoupled, () => (mv ?? this.modelForInference(name, version, true)).signature);
@@ -494,7 +555,7 @@ export class InferenceServer {
         outputs = this.#postprocess(mv, hit, prepared.outputNames, prepared.classification);
         const requestNs = nowNs() - start;
         mv.stats.recordCacheHit(requestNs, 0, lookupNs);
-        this.onSuccess?.(mv, { requestNs, queueNs: 0, cacheHitNs: lookupNs });
+        this.#observer?.success(mv, { requestNs, queueNs: 0, cacheHitNs: lookupNs });
       } else {
         const traced = this.trace?.sample(mv.name) === true;
         const queueStart = traced ? nowNs() : 0;
@@ -526,7 +587,7 @@ export class InferenceServer {
             requestEnd: end,
           });
         }
-        this.onSuccess?.(mv, {
+        this.#observer?.success(mv, {
           requestNs,
           queueNs: result.queueNs,
           computeInputNs: result.computeInputNs,
@@ -594,7 +655,7 @@ export class InferenceServer {
       const inferNs = t - last;
       const i = index++;
       // Triton observes the first response a request sends, whatever it carries.
-      if (i === 0 && !request.signal?.aborted) this.onFirstResponse?.(mv, t - start);
+      if (i === 0 && !request.signal?.aborted) this.#observer?.firstResponse(mv, t - start);
       if (request.signal?.aborted) {
         mv.stats.recordResponse(i, "cancel", inferNs, 0);
       } else if (sent.error) {

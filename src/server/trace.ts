@@ -107,12 +107,20 @@ export class TraceManager {
     if (model) this.#models.set(model, next);
     else Object.assign(this.#global, next);
     this.#samplers.delete(model ?? "");
-    this.onUpdate?.();
+    for (const listener of this.#listeners) listener();
     return this.settings(model);
   }
 
-  /** Called after every settings update (what other threads serve depends on whether a model may be traced). */
-  onUpdate: (() => void) | undefined;
+  readonly #listeners = new Set<() => void>();
+
+  /**
+   * Calls `listener` after every settings update (what other threads serve depends on
+   * whether a model may be traced); returns what stops it.
+   */
+  onUpdate(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
 
   /** Whether requests of `model` may be traced at all under the settings now (counts nothing). */
   mayTrace(model: string): boolean {

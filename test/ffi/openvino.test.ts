@@ -11,6 +11,7 @@
  *   OpenVINO behaves. It stays for what the real library cannot be made to do on demand:
  *   a too-old release, no ov_get_last_err_msg, counting live handles, a slow inference.
  */
+import { LateRunner } from "../../src/core/runner.ts";
 import { describe, it, expect, beforeAll, afterAll, afterEach } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -390,6 +391,7 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
       version: 1,
       modelDir: join(dir, "repo", "ov_double"),
       modelPath: modelXml,
+      runner: new LateRunner(),
       backendConfig: { library },
     });
 

@@ -3,6 +3,7 @@
  * here imports vitest): a temp folder for the models they build, loading through the
  * Backend interface, and small tensor helpers.
  */
+import { LateRunner } from "../../src/core/runner.ts";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -48,6 +49,7 @@ export async function loadModel(dir: string, path: string, config: ModelConfig =
     modelDir: dir,
     modelPath: path,
     backendConfig: {},
+    runner: new LateRunner(),
   });
 }
 

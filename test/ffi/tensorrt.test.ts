@@ -13,6 +13,7 @@
  *   each object once and routes errors and logs. It is no evidence about real TensorRT or
  *   a real GPU.
  */
+import { LateRunner } from "../../src/core/runner.ts";
 import { describe, it, expect, beforeAll, afterAll, afterEach } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -218,7 +219,7 @@ function trtConfig(name: string, over: Partial<ModelConfig> = {}): ModelConfig {
 }
 
 function loadContext(name: string, modelPath: string, config: ModelConfig, backendConfig: Record<string, string>): BackendLoadContext {
-  return { config, modelName: name, version: 1, modelDir: "/unused", modelPath, backendConfig };
+  return { config, modelName: name, version: 1, modelDir: "/unused", modelPath, backendConfig, runner: new LateRunner() };
 }
 
 const f32 = (values: number[]) => new Uint8Array(new Float32Array(values).buffer);

@@ -9,7 +9,8 @@ import type { BackendInstance, ExecuteResult } from "../../src/backends/backend.
 import type { SchedulerClock } from "../../src/scheduler/timer.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
 import type { ModelConfig } from "../../src/core/model-config-types.ts";
-import type { Parameters } from "../../src/core/request.ts";
+import type { InferenceRequest, InferenceResponse, Parameters } from "../../src/core/request.ts";
+import type { ModelRunner } from "../../src/core/runner.ts";
 
 export class ManualClock implements SchedulerClock {
   t = 0;
@@ -121,3 +122,13 @@ export const floats = (t: Tensor) => Array.from(new Float32Array(t.data.slice().
 
 /** Lets promise callbacks run. */
 export const settle = () => new Promise((r) => setImmediate(r));
+
+/** A model runner (ensemble steps) that answers through `infer`; the streaming entry is not expected. */
+export function stepRunner(infer: (request: InferenceRequest) => Promise<InferenceResponse>): ModelRunner {
+  return {
+    inferStep: infer,
+    inferStepStream: () => {
+      throw new Error("inferStepStream: not expected in this test");
+    },
+  };
+}

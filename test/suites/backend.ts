@@ -7,6 +7,7 @@
  * (batch first), where OUTPUT0 = compute(INPUT0) element by element. The suite loads it
  * with a config it writes itself (max_batch_size 8, one instance of the setup's kind).
  */
+import { LateRunner } from "../../src/core/runner.ts";
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { ServerError, type ErrorCode } from "../../src/core/errors.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel } from "../../src/backends/backend.ts";
@@ -62,6 +63,7 @@ export function backendSuite(label: string, setup: () => BackendUnderTest | Prom
       modelDir: h.modelDir,
       modelPath: h.modelPath,
       backendConfig: h.backendConfig,
+      runner: new LateRunner(),
     });
     const open = async (): Promise<{ model: BackendModel; instance: BackendInstance }> => {
       const model = await h.backend.load(context());

@@ -2,7 +2,8 @@
  * Layers: imports run one way, from the entry point down. A module may import its own
  * layer and any layer below it, never one above. Type-only imports count too.
  *
- *   entry         src/main.ts, src/options.ts, src/devices.ts, src/health-check.ts: options, start-up, signals, CLI subcommands;
+ *   entry         src/main.ts, src/options.ts, src/devices.ts, src/health-check.ts: options, signals, CLI subcommands;
+ *                 src/startup/: building the core, starting the listeners, graceful shutdown;
  *                 src/embedded.ts, src/index.ts: the in-process API and the package entry;
  *                 src/perf/: `nereid perf`, the perf_analyzer equivalent (a client)
  *   frontends     src/frontends/: HTTP and gRPC adapters (parse, call the server, serialize)
@@ -27,7 +28,7 @@ const ROOT = resolve(import.meta.dirname, "../..");
 
 /** Highest first; a path belongs to the first layer with a matching prefix. */
 const LAYERS: readonly (readonly [name: string, prefixes: readonly string[]])[] = [
-  ["entry", ["src/main.ts", "src/options.ts", "src/devices.ts", "src/health-check.ts", "src/embedded.ts", "src/index.ts", "src/perf/"]],
+  ["entry", ["src/main.ts", "src/startup/", "src/options.ts", "src/devices.ts", "src/health-check.ts", "src/embedded.ts", "src/index.ts", "src/perf/"]],
   ["frontends", ["src/frontends/"]],
   ["metrics", ["src/metrics/"]],
   ["server", ["src/server/"]],
@@ -70,6 +71,27 @@ function importsOf(file: string): string[] {
 }
 
 const FILES = [...sources("src"), ...sources("ffi")];
+
+/**
+ * Exported `set*` functions that assign a variable of their module (module-level state set
+ * from outside), as "file setName". `export function setX(...) {` up to the `}` that closes
+ * it at the start of a line, and `export const setX = (...) =>` up to the next blank line.
+ */
+function moduleSetters(file: string, text: string): string[] {
+  const lets = [...text.matchAll(/^(?:export\s+)?let\s+([\w$]+)/gm)].map((m) => m[1]!);
+  const found: string[] = [];
+  for (const m of text.matchAll(/^export\s+(?:(?:async\s+)?function\s+|const\s+)(set[A-Z][\w$]*)/gm)) {
+    const start = m.index + m[0].length;
+    const end = text.indexOf(m[0].includes("function") ? "\n}" : "\n\n", start);
+    const body = text.slice(start, end < 0 ? undefined : end);
+    const assigns = lets.some((v) => new RegExp(`(?<![\\w$.])${v.replace("$", "\\$")}\\s*(?:=(?!=)|\\+=|-=|\\?\\?=|\\|\\|=|&&=|\\+\\+|--)`).test(body));
+    if (assigns) found.push(`${file} ${m[1]}`);
+  }
+  return found;
+}
+
+/** Module-level setters the compiled entry and the CLI need before anything else runs: where koffi's and ONNX Runtime's native files are, and the log file. */
+const ALLOWED_SETTERS = ["ffi/load.ts setKoffiNativePath", "ffi/onnxruntime/library.ts setEmbeddedOrtLibrary", "src/core/logger.ts setLogFile"].sort();
 
 describe("layers", () => {
   it("reads every form of import", () => {
@@ -135,5 +157,43 @@ describe("layers", () => {
     };
     for (const f of FILES) if (!state.has(f)) visit(f);
     expect(cycles).toEqual([]);
+  });
+
+  it("reads module-level setters", () => {
+    const text = [
+      "let level = 0;",
+      "export let count = 0;",
+      "export function setLevel(v: number): void {",
+      "  const level2 = v;",
+      "  level = level2;",
+      "}",
+      "export function setOther(v: number): void {",
+      "  const x = { level: v };",
+      "  x.level = v;",
+      "  if (level === v) return;",
+      "}",
+      "export const setCount = (n: number) => {",
+      "  count += n;",
+      "};",
+      "",
+      "export function settle(): void {",
+      "  level = 1;",
+      "}",
+    ].join("\n");
+    expect(moduleSetters("f.ts", text)).toEqual(["f.ts setLevel", "f.ts setCount"]);
+  });
+
+  it("has no module-level setters but the ones the compiled entry needs: the server's parts come in at construction (#31)", () => {
+    expect(FILES.flatMap((f) => moduleSetters(f, readFileSync(join(ROOT, f), "utf8"))).sort()).toEqual(ALLOWED_SETTERS);
+  });
+
+  it("assigns no field of the InferenceServer from outside it: what it is built from goes to its constructor (#31)", () => {
+    // In the modules that know the InferenceServer, `server` is one.
+    const texts = FILES.map((f) => [f, readFileSync(join(ROOT, f), "utf8")] as const).filter(([, text]) => text.includes("InferenceServer"));
+    expect(texts.length).toBeGreaterThan(10);
+    const assignments = texts.flatMap(([f, text]) =>
+      text.split("\n").flatMap((line, i) => (/\bserver\.[\w$.]+\s*(?:=(?!=)|\+=|-=|\?\?=)/.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(assignments).toEqual([]);
   });
 });

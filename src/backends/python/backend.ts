@@ -15,7 +15,6 @@ import { basename, dirname } from "node:path";
 import { invalidArg, unavailable } from "../../core/errors.ts";
 import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel } from "../backend.ts";
-import type { InferRunner, Runners, StreamRunner } from "../typescript/backend.ts";
 import { StubMemory } from "./arena.ts";
 import { PythonInstance } from "./instance.ts";
 import { resolveInterpreter, type Interpreter } from "./interpreter.ts";
@@ -37,7 +36,6 @@ class PythonModel implements BackendModel {
   constructor(
     readonly ctx: BackendLoadContext,
     readonly interpreter: Interpreter,
-    readonly runners: () => Runners | undefined,
     readonly metrics: CustomMetrics,
   ) {}
 
@@ -51,7 +49,6 @@ class PythonModel implements BackendModel {
       interpreter: this.interpreter,
       shmSize: Math.ceil(positive(bc, "shm-default-byte-size", DEFAULT_SHM_BYTES)),
       timeoutMs: positive(bc, "stub-timeout-seconds", DEFAULT_TIMEOUT_S) * 1000,
-      runners: this.runners,
       metrics: this.metrics,
     });
   }
@@ -68,16 +65,10 @@ export class PythonBackend implements Backend {
   readonly #backendConfig: Record<string, string>;
   /** Shared with the typescript backend: one set of families on /metrics. */
   readonly metrics: CustomMetrics = CUSTOM_METRICS;
-  #runners: Runners | undefined;
 
   /** `backendConfig`: the merged `--backend-config` settings for python (auto-complete runs before a load gives them). */
   constructor(backendConfig: Record<string, string> = {}) {
     this.#backendConfig = backendConfig;
-  }
-
-  /** The server's inference entries, for BLS calls. */
-  setRunner(infer: InferRunner, stream?: StreamRunner): void {
-    this.#runners = { infer, stream };
   }
 
   /** Runs the model's static auto_complete_config(auto_complete_model_config) in a short-lived stub. */
@@ -117,6 +108,6 @@ export class PythonBackend implements Backend {
   async load(ctx: BackendLoadContext): Promise<BackendModel> {
     if (ctx.config.max_batch_size === undefined) ctx.config.max_batch_size = 0;
     const interpreter = resolveInterpreter(ctx.modelName, ctx.config, ctx.modelDir, ctx.backendConfig);
-    return new PythonModel(ctx, interpreter, () => this.#runners, this.metrics);
+    return new PythonModel(ctx, interpreter, this.metrics);
   }
 }

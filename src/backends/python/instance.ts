@@ -14,7 +14,6 @@ import { modelParameters, type InferenceRequest as CoreRequest, type ResponseSin
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelOutput } from "../../core/model-config-types.ts";
 import type { BackendInstance, BackendLoadContext, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
-import type { Runners } from "../typescript/backend.ts";
 import { checkOutput } from "../typescript/tensors.ts";
 import { StubMemory } from "./arena.ts";
 import type { Interpreter } from "./interpreter.ts";
@@ -55,7 +54,6 @@ export interface InstanceSetup {
   interpreter: Interpreter;
   shmSize: number;
   timeoutMs: number;
-  runners: () => Runners | undefined;
   metrics: CustomMetrics;
 }
 
@@ -393,8 +391,7 @@ export class PythonInstance implements BackendInstance {
       stub.send({ t: "blsr", c: m.c, outs, err: err ? { m: err.message, c: err.code } : undefined, final: r.final });
     };
     try {
-      const runners = this.#s.runners();
-      if (!runners) throw unavailable(`${this.#label}: BLS is not available (the server gave the backend no runner)`);
+      const runner = this.#s.ctx.runner;
       const inputs = this.#take(stub, m.in as Desc[]);
       const parameters = { ...(m.p as CoreRequest["parameters"]) };
       if (m.corr) parameters.sequence_id = m.corr;
@@ -408,13 +405,12 @@ export class PythonInstance implements BackendInstance {
         outputs: (m.out as string[]).length ? (m.out as string[]).map((name) => ({ name })) : undefined,
       };
       if (!m.dec) {
-        const r = await runners.infer(request);
+        const r = await runner.inferStep(request);
         reply({ outs: r.outputs, final: true });
         return;
       }
-      if (!runners.stream) throw unavailable(`${this.#label}: BLS streaming is not available`);
       let ended = false;
-      for await (const r of runners.stream(request)) {
+      for await (const r of runner.inferStepStream(request)) {
         if (r.error) {
           reply({ err: r.error, final: r.final });
         } else reply({ outs: r.response?.outputs, final: r.final });

@@ -2,23 +2,18 @@
  * @module The `typescript` backend (issue #15): a version folder's `model.ts` / `model.js`
  * is imported (a fresh import per load), its default-export class instantiated once per
  * instance, and its `execute` given the requests of a batch unmerged. BLS calls go back
- * into the server through the runner the server hands over (`setRunner`), so the backend
- * layer never imports the server.
+ * into the server through the runner each load's context carries (`ctx.runner`), so the
+ * backend layer never imports the server.
  */
 import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
 import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import {
-  modelParameters,
-  type InferenceRequest as CoreRequest,
-  type InferenceResponse as CoreResponse,
-  type ResponseSink,
-  type StreamedResponse,
-} from "../../core/request.ts";
+import { modelParameters, type InferenceRequest as CoreRequest, type InferenceResponse as CoreResponse, type ResponseSink } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
+import type { ModelRunner } from "../../core/runner.ts";
 import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
 import {
   TRITON_CODES,
@@ -41,17 +36,6 @@ import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
 import { responseParameters } from "../response-parameters.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
-
-/** The server's own inference entry (validation, scheduler, cache, statistics). */
-export type InferRunner = (request: CoreRequest) => Promise<CoreResponse>;
-
-/** The server's streaming entry: one request's responses as they come (BLS to decoupled models). */
-export type StreamRunner = (request: CoreRequest) => AsyncIterable<StreamedResponse>;
-
-export interface Runners {
-  infer: InferRunner;
-  stream?: StreamRunner;
-}
 
 /** BLS depth cap: a chain of this many models refuses a further call. */
 export const MAX_BLS_DEPTH = 16;
@@ -159,14 +143,15 @@ class TsInstance implements BackendInstance {
   readonly #outputs: Map<string, ModelOutput>;
   readonly #batched: boolean;
   readonly #decoupled: boolean;
-  readonly #runner: () => Runners | undefined;
+  /** The server's inference entry, for BLS calls. */
+  readonly #runner: ModelRunner;
   /** The executions running, each failed at once by abort(). */
   readonly #running = new Set<(error: ServerError) => void>();
   /** The custom metrics a main-thread model made (a worker-thread model's are its worker's). */
   readonly #metrics: MetricsScope | undefined;
   #closed = false;
 
-  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, runner: () => Runners | undefined, metrics?: MetricsScope) {
+  constructor(name: string, model: TritonModel, ctx: BackendLoadContext, metrics?: MetricsScope) {
     this.name = name;
     this.#metrics = metrics;
     this.#model = model;
@@ -174,7 +159,7 @@ class TsInstance implements BackendInstance {
     this.#outputs = new Map((ctx.config.output ?? []).map((o) => [o.name!, o]));
     this.#batched = (ctx.config.max_batch_size ?? 0) > 0;
     this.#decoupled = ctx.config.model_transaction_policy?.decoupled === true;
-    this.#runner = runner;
+    this.#runner = ctx.runner;
   }
 
   /** One batch as one request (warmup calls this). */
@@ -309,14 +294,12 @@ class TsInstance implements BackendInstance {
 
   async #bls(call: BlsRequest, chain: readonly string[]): Promise<BlsResponse> {
     const request = this.#blsRequest(call, chain);
-    return blsResponse(await this.#runner()!.infer(request));
+    return blsResponse(await this.#runner.inferStep(request));
   }
 
   async *#blsStream(call: BlsRequest, chain: readonly string[]): AsyncGenerator<BlsResponse> {
     const request = this.#blsRequest(call, chain);
-    const stream = this.#runner()!.stream;
-    if (!stream) throw unavailable(`model '${this.#modelName}': BLS streaming is not available (the server gave the backend no stream runner)`);
-    for await (const r of stream(request)) {
+    for await (const r of this.#runner.inferStepStream(request)) {
       if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code });
       if (r.response) yield blsResponse(r.response);
     }
@@ -324,8 +307,6 @@ class TsInstance implements BackendInstance {
 
   /** The core request of a BLS call, after the chain and depth checks. */
   #blsRequest(call: BlsRequest, chain: readonly string[]): CoreRequest {
-    const runner = this.#runner();
-    if (!runner) throw unavailable(`model '${this.#modelName}': BLS is not available (the server gave the backend no runner)`);
     if (!call || typeof call.model !== "string") throw invalidArg(`model '${this.#modelName}': BLS call needs a 'model' name`);
     if (chain.includes(call.model)) {
       throw invalidArg(`BLS call refused: model '${call.model}' is already in the call chain ${[...chain, call.model].join(" -> ")}`);
@@ -374,14 +355,11 @@ class TsInstance implements BackendInstance {
 class TsModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
   readonly #cls: TritonModelClass | undefined;
-  readonly #runner: () => Runners | undefined;
-
   readonly #release: () => void;
 
-  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, runner: () => Runners | undefined, release: () => void = () => {}) {
+  constructor(ctx: BackendLoadContext, cls: TritonModelClass | undefined, release: () => void = () => {}) {
     this.#ctx = ctx;
     this.#cls = cls;
-    this.#runner = runner;
     this.#release = release;
   }
 
@@ -403,7 +381,7 @@ class TsModel implements BackendModel {
       // The worker's metrics calls are posted here and answered by a scope of its own (worker.ts).
       const owner = { model: ctx.modelName, instance: name, logger: args.logger, unavailable: (reason: string) => ctx.unavailable?.(reason) };
       try {
-        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args, owner, CUSTOM_METRICS), ctx, this.#runner);
+        return new TsInstance(name, await WorkerModel.create(moduleUrl(ctx.modelPath), ctx.modelPath, args, owner, CUSTOM_METRICS), ctx);
       } catch (err) {
         throw workerUnavailable(ctx.modelName, name, err);
       }
@@ -420,7 +398,7 @@ class TsModel implements BackendModel {
       const e = err as Error;
       throw unavailable(`model '${ctx.modelName}' instance ${name}: initialize failed: ${e?.stack ?? String(err)}`, err);
     }
-    return new TsInstance(name, model, ctx, this.#runner, scope);
+    return new TsInstance(name, model, ctx, scope);
   }
 
   close(): void {
@@ -432,12 +410,6 @@ export class TypeScriptBackend implements Backend {
   readonly name = "typescript";
   readonly defaultModelFilename = "model.ts";
   readonly otherModelFilenames = ["model.js"];
-  #runner: Runners | undefined;
-
-  /** The server's inference entry, for BLS calls. */
-  setRunner(runner: InferRunner, stream?: StreamRunner): void {
-    this.#runner = { infer: runner, stream };
-  }
 
   /** The class auto-complete imported, handed to the load that follows (one import per load). */
   readonly #imported = new Map<string, TritonModelClass>();
@@ -470,12 +442,12 @@ export class TypeScriptBackend implements Backend {
     const inWorker = executionThread(ctx.config, ctx.modelName) === "worker";
     const imported = this.#imported.get(ctx.modelPath);
     this.#imported.delete(ctx.modelPath);
-    if (inWorker) return new TsModel(ctx, undefined, () => this.#runner);
+    if (inWorker) return new TsModel(ctx, undefined);
     // A main-thread model's stray errors (a rejection nobody handles, a throw from a
     // timer) are told apart from the server's by its files in their stacks.
     const release = claimModelFiles(ctx.modelDir, ctx.modelName);
     try {
-      return new TsModel(ctx, imported ?? (await importModelClass(ctx.modelPath)), () => this.#runner, release);
+      return new TsModel(ctx, imported ?? (await importModelClass(ctx.modelPath)), release);
     } catch (err) {
       release();
       throw err;

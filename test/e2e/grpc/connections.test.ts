@@ -24,7 +24,7 @@ import { makeRepository } from "../../helpers/repo.ts";
 import { inferSimple, simpleOutput, SIMPLE_REQUEST } from "../../helpers/grpc-client.ts";
 import { certificateMaker } from "../../helpers/tls-certs.ts";
 import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
-import { startServer, type RunningServer } from "../../../src/main.ts";
+import { startServer, type RunningServer } from "../../../src/startup/start.ts";
 import { defaultOptions } from "../../../src/options.ts";
 import { configureLog } from "../../../src/core/logger.ts";
 
@@ -334,7 +334,7 @@ describe("gRPC connection limit: in-process under Node", () => {
       grpcIdleTimeoutSecs: timeoutSecs,
     });
     opened.push({ close: () => running.shutdown() });
-    const port = running.grpc!.port;
+    const port = running.listeners.grpc!.port;
     return { running, grpc: `127.0.0.1:${port}`, port, creds: credentials.createInsecure(), exact: true };
   }
 
@@ -350,6 +350,6 @@ describe("gRPC connection limit: in-process under Node", () => {
 
   it("closes silent and idle connections after the timeouts", async () => {
     const t = await node(SHORT_TIMEOUT_SECS);
-    await timeoutsClose(t.port, `http://127.0.0.1:${t.running.http!.port}`);
+    await timeoutsClose(t.port, `http://127.0.0.1:${t.running.listeners.http!.port}`);
   }, 60_000);
 });

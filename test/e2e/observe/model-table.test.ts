@@ -39,7 +39,7 @@ describe("start-up log", () => {
         `| simple_identity | 1       | ${"READY".padEnd(w)} |`,
         `+-----------------+---------+-${"-".repeat(w)}-+`,
       ].join("\n");
-      expect(log).toContain(` src/main.ts] \n${table}\n\n`);
+      expect(log).toContain(` src/startup/core.ts] \n${table}\n\n`);
       // The table comes once loading has ended: after every load's outcome.
       expect(log.indexOf(table)).toBeGreaterThan(log.lastIndexOf("successfully loaded"));
     } finally {
@@ -57,7 +57,7 @@ describe("start-up log", () => {
     ]);
     try {
       expect(server.log()).toContain(
-        " src/main.ts] \n+--------+---------+--------+\n| Model  | Version | Status |\n+--------+---------+--------+\n| simple | 1       | READY  |\n+--------+---------+--------+\n\n",
+        " src/startup/core.ts] \n+--------+---------+--------+\n| Model  | Version | Status |\n+--------+---------+--------+\n| simple | 1       | READY  |\n+--------+---------+--------+\n\n",
       );
       expect(server.log()).not.toMatch(/loading: simple_identity/);
     } finally {

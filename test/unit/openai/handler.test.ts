@@ -5,7 +5,7 @@
  * OpenAI's shape before and after the first event, and a client gone mid-stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServer, type RunningServer } from "../../../src/main.ts";
+import { startServer, type RunningServer } from "../../../src/startup/start.ts";
 import { parseArgs } from "../../../src/options.ts";
 import { configureLog } from "../../../src/core/logger.ts";
 import { createOpenAiHandler } from "../../../src/frontends/openai/routes.ts";

@@ -5,6 +5,7 @@
  * A scripted loader stands in for the ModelLoader, so each outcome is chosen.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { LateRunner } from "../../../src/core/runner.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -62,7 +63,7 @@ class ScriptedLoader {
   }
 }
 
-const context = { runner: undefined, knows: () => true };
+const context = { runner: new LateRunner(), knows: () => true };
 
 function setup(opts: { loadThreadCount?: number; loadRetryCount?: number } = {}, outcomes: string[] = []) {
   const index = new ModelIndex({ repositories: [] });

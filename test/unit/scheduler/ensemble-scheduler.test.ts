@@ -1,7 +1,7 @@
 // S-15: EnsembleScheduler data flow and max_inflight_requests, with a scripted runner.
 import { describe, expect, it } from "vitest";
 import { EnsembleScheduler, checkEnsembleFlow, ensembleDecoupled } from "../../../src/scheduler/ensemble-scheduler.ts";
-import { request, settle, testModel } from "../../helpers/scheduler-fakes.ts";
+import { request, settle, stepRunner, testModel } from "../../helpers/scheduler-fakes.ts";
 import type { InferenceRequest, InferenceResponse } from "../../../src/core/request.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 
@@ -44,7 +44,7 @@ describe("EnsembleScheduler", () => {
   it("feeds each step's outputs to the next and returns the ensemble outputs", async () => {
     const { sig, config } = ensemble();
     const r = scriptedRunner();
-    const s = new EnsembleScheduler(config, r.run);
+    const s = new EnsembleScheduler(config, stepRunner(r.run));
     const p = s.enqueue(request(sig, 1, 2));
     await settle();
     expect(r.calls.map((c) => c.req.modelName)).toEqual(["first"]);
@@ -60,7 +60,7 @@ describe("EnsembleScheduler", () => {
   it("max_inflight_requests holds each step to that many requests at once", async () => {
     const { sig, config } = ensemble({ max_inflight_requests: 1 });
     const r = scriptedRunner();
-    const s = new EnsembleScheduler(config, r.run);
+    const s = new EnsembleScheduler(config, stepRunner(r.run));
     const results = [1, 2, 3].map((v) => s.enqueue(request(sig, 1, v)));
     for (let i = 0; i < 40; i++) {
       await settle();
@@ -75,7 +75,7 @@ describe("EnsembleScheduler", () => {
   it("without the limit, every request's step runs at once", async () => {
     const { sig, config } = ensemble();
     const r = scriptedRunner();
-    const s = new EnsembleScheduler(config, r.run);
+    const s = new EnsembleScheduler(config, stepRunner(r.run));
     const results = [1, 2, 3].map((v) => s.enqueue(request(sig, 1, v)));
     await settle();
     expect(r.peak.get("first")).toBe(3);

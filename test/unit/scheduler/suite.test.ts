@@ -10,7 +10,7 @@ import { createScheduler } from "../../../src/scheduler/create.ts";
 import { sequenceSettings } from "../../../src/scheduler/sequence/config.ts";
 import { prepareForInference } from "../../../src/core/request-validate.ts";
 import { ModelStats } from "../../../src/core/stats.ts";
-import { ManualBackend, ManualClock, testModel, request, type Execution } from "../../helpers/scheduler-fakes.ts";
+import { ManualBackend, ManualClock, stepRunner, testModel, request, type Execution } from "../../helpers/scheduler-fakes.ts";
 import { inRows, schedulerSuite } from "../../suites/scheduler.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 
@@ -99,10 +99,13 @@ schedulerSuite("ensemble (two steps over a default-scheduled composing model)", 
   const backend = new ManualBackend();
   const stats = new ModelStats();
   const composing = new DefaultScheduler("m", [backend.instance("i0")], stats);
-  const scheduler = new EnsembleScheduler(config, async (req) => {
-    const r = await composing.enqueue(prepareForInference({ ...req, modelName: inner.sig.name }, inner.sig));
-    return { modelName: req.modelName, modelVersion: "1", outputs: r.outputs };
-  });
+  const scheduler = new EnsembleScheduler(
+    config,
+    stepRunner(async (req) => {
+      const r = await composing.enqueue(prepareForInference({ ...req, modelName: inner.sig.name }, inner.sig));
+      return { modelName: req.modelName, modelVersion: "1", outputs: r.outputs };
+    }),
+  );
   return { scheduler, backend, stats, executionsPerRequest: 2, request: (v) => request(sig, 1, v), finish: finishIdentity, rows: inRows };
 });
 
@@ -120,7 +123,7 @@ describe("createScheduler picks the scheduler the suite ran for each config", ()
     const { sig, config } = testModel(extra as Partial<ModelConfig>);
     const backend = new ManualBackend();
     const model = { name: "m", modelDir: "/nonexistent", config, signature: sig, stats: new ModelStats() };
-    const runner = () => Promise.reject(new Error("not called"));
+    const runner = stepRunner(() => Promise.reject(new Error("not called")));
     expect(createScheduler(model, [backend.instance("i0")], runner)).toBeInstanceOf(kind);
   });
 });

@@ -1,0 +1,274 @@
+/**
+ * @module Start-up's listeners (#31): the metrics, gRPC and HTTP listeners (on worker
+ * threads when asked, the models the workers run themselves wired through DirectModels),
+ * SageMaker, Vertex AI and the OpenAI-compatible frontend; and closing them all.
+ */
+import { availableParallelism } from "node:os";
+import { readFileSync } from "node:fs";
+import { SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
+import { getLogger } from "../core/logger.ts";
+import type { InferenceServer } from "../server/server.ts";
+import type { StatusBoard } from "../server/status-board.ts";
+import { DirectModels } from "../server/direct-models.ts";
+import type { CustomMetrics } from "../backends/custom-metrics.ts";
+import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "../frontends/http/routes.ts";
+import { listenHttp, type HttpListener } from "../frontends/http/server.ts";
+import { listenHttpWorkers } from "../frontends/http/workers.ts";
+import { listenGrpcWorkers } from "../frontends/grpc/workers.ts";
+import { frontendWorkersSupported } from "../frontends/worker-threads.ts";
+import { listenGrpc, type GrpcListener, type GrpcListenOptions } from "../frontends/grpc/server.ts";
+import { createMetricsRegistry, parseSummaryQuantiles } from "../metrics/model-metrics.ts";
+import { createMetricsHandler } from "../frontends/metrics.ts";
+import { restrictionMap } from "../frontends/restricted.ts";
+import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
+import { createSagemakerHandler } from "../frontends/sagemaker.ts";
+import { createVertexAiHandler } from "../frontends/vertex-ai.ts";
+import { startOpenAiFrontend } from "../frontends/openai/frontend.ts";
+
+const log = getLogger("src/startup/listeners.ts");
+
+/** Which listeners `listen()` starts; each uses the port and address its options name. */
+export interface ListenRequest {
+  http?: boolean;
+  grpc?: boolean;
+  metrics?: boolean;
+}
+
+/** Ports and addresses `listen()` may take instead of the server's options. */
+export type ListenPlaces = Partial<Pick<ServerOptions, "httpPort" | "httpAddress" | "grpcPort" | "grpcAddress" | "metricsPort" | "metricsAddress">>;
+
+/** The HTTP frontend's settings from the server's options: the listener's and the in-process `fetch`'s. */
+export function httpFrontendOptions(o: ServerOptions, statusBoard?: StatusBoard): HttpFrontendOptions {
+  return {
+    maxInputSize: o.httpMaxInputSize,
+    restricted: restrictionMap(o.httpRestrictedApi),
+    statusBoard,
+    headerForward: compileHeaderForwardPattern("http-header-forward-pattern", o.httpHeaderForwardPattern),
+  };
+}
+
+/** The certificate files of --grpc-use-ssl(-mutual), read once at start; a file that cannot be read stops the start. */
+function grpcTls(o: ServerOptions): { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean } | undefined {
+  if (!o.grpcUseSsl && !o.grpcUseSslMutual) return undefined;
+  const read = (flag: string, path: string): Buffer => {
+    if (!path) throw new Error(`--${flag} is required with --grpc-use-ssl${o.grpcUseSslMutual ? "-mutual" : ""}`);
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new Error(`failed to read --${flag} '${path}': ${(err as Error).message}`);
+    }
+  };
+  const mutual = o.grpcUseSslMutual;
+  return {
+    cert: read("grpc-server-cert", o.grpcServerCert),
+    key: read("grpc-server-key", o.grpcServerKey),
+    root: mutual || o.grpcRootCert ? read("grpc-root-cert", o.grpcRootCert) : null,
+    mutual,
+  };
+}
+
+/** The model Vertex AI predicts with: the one named, which must be ready, or the repository's only ready model (Triton's rules and messages). */
+function vertexAiDefaultModel(server: InferenceServer, named: string): string {
+  const ready = server.repositoryIndex(true);
+  if (!named) {
+    const names = [...new Set(ready.map((m) => m.name))];
+    if (names.length !== 1) throw new Error("Expect the model repository contains only a single model if default model is not specified");
+    return names[0]!;
+  }
+  if (!ready.some((m) => m.name === named)) throw new Error(`Expect the default model '${named}' is loaded`);
+  return named;
+}
+
+/**
+ * A frontend's threads when --http-thread-count or --grpc-infer-thread-count is given:
+ * that many, at most the cores this process may use, and 1, the main thread as without
+ * the flag, where the runtime has no worker threads for it (Node, Deno). Without the flag
+ * the frontend stays on the main thread: moving a small request between threads costs
+ * the main thread more than decoding it there (scripts/results/frontend-threads.md).
+ */
+function frontendThreads(requested: number): number {
+  if (requested <= 1 || !frontendWorkersSupported()) return 1;
+  return Math.min(requested, availableParallelism());
+}
+
+/** Every listener of one server, started on request and closed together. */
+export class Listeners {
+  http?: HttpListener;
+  grpc?: GrpcListener;
+  metrics?: HttpListener;
+  /** The SageMaker frontend (--allow-sagemaker), started with or without HTTP. */
+  sagemaker?: HttpListener;
+  /** The Vertex AI frontend (--allow-vertex-ai). */
+  vertexAi?: HttpListener;
+  /** The OpenAI-compatible frontend (--openai-port). */
+  openai?: HttpListener;
+  /** The address each running listener was bound to. */
+  readonly addresses: { http?: string; grpc?: string; metrics?: string } = {};
+  readonly #server: InferenceServer;
+  readonly #customMetrics: CustomMetrics;
+  readonly #statusBoard: StatusBoard | undefined;
+  #metricsRegistry: ReturnType<typeof createMetricsRegistry> | undefined;
+  #metricsHandler: HttpHandler | undefined;
+  /** The models the frontend worker threads run themselves, once a frontend runs on workers. */
+  #direct: DirectModels | undefined;
+
+  /** `customMetrics`: the backends' custom metric families, which join the metrics listener's registry. */
+  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard) {
+    this.#server = server;
+    this.#customMetrics = customMetrics;
+    this.#statusBoard = statusBoard;
+  }
+
+  /** Starts those of metrics, gRPC and HTTP asked for that are not running yet, in that order ("Started HTTPService" is the last line of a good start). */
+  async start(which: ListenRequest, o: ServerOptions): Promise<void> {
+    if (which.metrics && !this.metrics) await this.#startMetrics(o);
+    if (which.grpc && !this.grpc) await this.#startGrpc(o);
+    if (which.http && !this.http) await this.#startHttp(o);
+  }
+
+  async #startMetrics(o: ServerOptions): Promise<void> {
+    const server = this.#server;
+    const registry = (this.#metricsRegistry ??= this.#createMetricsRegistry(o));
+    this.#metricsHandler = createMetricsHandler({ metrics: () => server.statisticsSettled().then(() => registry.metrics()) });
+    this.metrics = await listenHttp(this.#metricsHandler, o.metricsAddress, o.metricsPort);
+    this.addresses.metrics = o.metricsAddress;
+    log.info(`Started Metrics Service at ${o.metricsAddress}:${this.metrics.port}`);
+  }
+
+  /** The metrics registry (made once, even when its listener failed to start and is started again), fed by the server and the backends. */
+  #createMetricsRegistry(o: ServerOptions): ReturnType<typeof createMetricsRegistry> {
+    const server = this.#server;
+    const registry = createMetricsRegistry(
+      { versions: () => server.repository.allVersions().filter((v) => v.ready) },
+      {
+        cpu: o.allowCpuMetrics,
+        gpu: o.allowGpuMetrics,
+        intervalMs: o.metricsIntervalMs,
+        cacheEnabled: (v) => server.cacheEnabled(v),
+        counterLatencies: o.metricsConfig.counter_latencies?.toLowerCase() !== "false",
+        summaryQuantiles: o.metricsConfig.summary_latencies?.toLowerCase() === "true" ? parseSummaryQuantiles(o.metricsConfig.summary_quantiles) : undefined,
+        histogramLatencies: o.metricsConfig.histogram_latencies?.toLowerCase() === "true",
+        namespacing: o.modelNamespacing,
+      },
+    );
+    this.#customMetrics.attach(registry.registry);
+    // Without summaries or histograms nothing is observed per request: the server keeps no observer.
+    const { observe, firstResponse } = registry;
+    if (observe || firstResponse) server.observe({ success: observe ?? (() => {}), firstResponse: firstResponse ?? (() => {}) });
+    return registry;
+  }
+
+  /**
+   * Stateless models run in the frontend workers themselves (#30); under
+   * --model-namespacing a name may mean several models, which the main thread tells apart.
+   */
+  #directModels(o: ServerOptions): DirectModels | undefined {
+    if (!this.#direct && !o.modelNamespacing) this.#direct = new DirectModels(this.#server);
+    return this.#direct;
+  }
+
+  async #startGrpc(o: ServerOptions): Promise<void> {
+    const server = this.#server;
+    const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
+    const listen =
+      threads > 1
+        ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o))
+        : (opts: GrpcListenOptions) => listenGrpc(server, opts);
+    this.grpc = await listen({
+      restricted: restrictionMap(o.grpcRestrictedProtocol),
+      headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),
+      address: o.grpcAddress,
+      port: o.grpcPort,
+      keepaliveTimeMs: o.grpcKeepaliveTimeMs,
+      keepaliveTimeoutMs: o.grpcKeepaliveTimeoutMs,
+      keepalivePermitWithoutCalls: o.grpcKeepalivePermitWithoutCalls,
+      http2MaxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
+      http2MinRecvPingIntervalWithoutDataMs: o.grpcHttp2MinRecvPingIntervalWithoutDataMs,
+      http2MaxPingStrikes: o.grpcHttp2MaxPingStrikes,
+      maxConnectionAgeMs: o.grpcMaxConnectionAgeMs,
+      maxConnectionAgeGraceMs: o.grpcMaxConnectionAgeGraceMs,
+      maxConnections: o.grpcMaxConnections,
+      handshakeTimeoutMs: o.grpcHandshakeTimeoutSecs * 1000,
+      idleTimeoutMs: o.grpcIdleTimeoutSecs * 1000,
+      tls: grpcTls(o),
+      reusePort: o.reuseGrpcPort,
+    });
+    if (threads > 1) log.info(`gRPC frontend on ${threads} worker threads`);
+    this.addresses.grpc = o.grpcAddress;
+    log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${this.grpc.port}`);
+  }
+
+  async #startHttp(o: ServerOptions): Promise<void> {
+    const server = this.#server;
+    const handler = createHttpHandler(server, httpFrontendOptions(o, this.#statusBoard));
+    const threads = o.httpThreadCountGiven ? frontendThreads(o.httpThreadCount) : 1;
+    this.http =
+      threads > 1
+        ? await listenHttpWorkers(
+            threads,
+            server,
+            handler,
+            {
+              address: o.httpAddress,
+              port: o.httpPort,
+              maxInputSize: o.httpMaxInputSize,
+              headerForwardPattern: o.httpHeaderForwardPattern,
+              decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
+            },
+            this.#directModels(o),
+          )
+        : await listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
+    if (threads > 1) log.info(`HTTP frontend on ${threads} worker threads`);
+    this.addresses.http = o.httpAddress;
+    if (this.#statusBoard) log.info(`Status page at http://${o.httpAddress}:${this.http.port}/nereid/status`);
+    log.info(`Started HTTPService at ${o.httpAddress}:${this.http.port}`);
+  }
+
+  /**
+   * SageMaker, Vertex AI and OpenAI, as the options ask. SageMaker and Vertex AI start
+   * whether or not HTTP does (Triton's SageMaker image runs --allow-http=false); as in
+   * Triton they take --http-max-input-size and --http-restricted-api, but forward no
+   * headers (#17). Vertex AI needs the repository loaded (its default model).
+   */
+  async startAlternates(options: ServerOptions): Promise<void> {
+    const server = this.#server;
+    const alternate = () => createHttpHandler(server, { ...httpFrontendOptions(options), headerForward: undefined });
+    if (options.allowSagemaker) {
+      const { sagemakerModel: model, sagemakerPingMode: pingMode, sagemakerInferenceType: inferenceType } = options;
+      const handler = createSagemakerHandler(alternate(), { model, pingMode, inferenceType });
+      this.sagemaker = await listenHttp(handler, SAGEMAKER_ADDRESS, options.sagemakerPort);
+      log.info(`Started Sagemaker HTTPService at ${SAGEMAKER_ADDRESS}:${this.sagemaker.port}`);
+    }
+    if (options.allowVertexAi) {
+      const model = vertexAiDefaultModel(server, options.vertexAiDefaultModel);
+      const handler = createVertexAiHandler(alternate(), {
+        predictRoute: options.vertexAiPredictRoute,
+        healthRoute: options.vertexAiHealthRoute,
+        model,
+        metrics: this.#metricsHandler,
+      });
+      this.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort);
+      log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${this.vertexAi.port}`);
+    }
+    this.openai = await startOpenAiFrontend(server, { port: options.openaiPort, address: options.openaiAddress, maxInputSize: options.httpMaxInputSize });
+  }
+
+  /** Shutdown began: the frontend workers stop running models themselves and hand every request to the main thread, which refuses it as it should. */
+  stopDirect(): void {
+    this.#direct?.stop();
+  }
+
+  /** Closes every listener (at most 3 s for them to finish what they answer), then the metrics registry's sampling. */
+  async close(): Promise<void> {
+    const closing = Promise.all([
+      this.http?.close(),
+      this.grpc?.close(),
+      this.metrics?.close(),
+      this.sagemaker?.close(),
+      this.vertexAi?.close(),
+      this.openai?.close(),
+    ]);
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 3000).unref())]);
+    this.#metricsRegistry?.close();
+  }
+}
