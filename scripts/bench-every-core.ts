@@ -9,7 +9,7 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--rounds=3] [--threads=2] [--baseline=<binary>] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--out=scripts/results/every-core.md]
  */
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -23,6 +23,8 @@ const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith
 const DURATION = Number(arg("duration", "6"));
 const ROUNDS = Number(arg("rounds", "3"));
 const THREADS = Number(arg("threads", "2"));
+/** Seconds of load before each protocol's cells: JavaScriptCore's JIT compiles the hot paths of each thread in the first seconds (about 15 µs of JIT thread CPU per request in the first 8 s, none after). */
+const WARMUP = Number(arg("warmup", "4"));
 const OUT = resolve(root, arg("out", "scripts/results/every-core.md"));
 const BINARY = join(root, "dist", "nereid");
 const BASELINE = process.argv.find((a) => a.startsWith("--baseline="))?.slice("--baseline=".length);
@@ -60,10 +62,10 @@ function mainTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-function h2load(c: number): { requests: number; failed: number } {
+function h2load(c: number, seconds = DURATION): { requests: number; failed: number } {
   // c streams: on min(c, 8) connections, the rest as concurrent streams on them.
   const connections = Math.min(c, 8);
-  const args = ["-D", String(DURATION), "-c", String(connections), "-m", String(Math.ceil(c / connections)), "-t", "1", "-d", grpcBody];
+  const args = ["-D", String(seconds), "-c", String(connections), "-m", String(Math.ceil(c / connections)), "-t", "1", "-d", grpcBody];
   args.push("-H", "content-type: application/grpc", "-H", "te: trailers", `http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`);
   const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
   return {
@@ -101,6 +103,10 @@ async function measure(threads: number, binary = BINARY): Promise<Record<string,
     await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`);
     const pid = server.pid!;
     for (const p of PROTOCOLS) {
+      if (WARMUP > 0) {
+        if (p === "JSON") wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, 16, WARMUP, script, { threads: 2 });
+        else h2load(16, WARMUP);
+      }
       for (const c of LOADS) {
         const t0 = procStat(pid).cpuTicks;
         const m0 = mainTicks(pid);
@@ -161,7 +167,7 @@ const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join("
 const text = `
 ${machineHeading()}
 
-\`scripts/bench-every-core.ts\`: one dist/nereid per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell, medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}. CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+\`scripts/bench-every-core.ts\`: one dist/nereid per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}. CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
 
 | measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}
