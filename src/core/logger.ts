@@ -104,3 +104,12 @@ export function getLogger(where: string) {
 }
 
 export type Logger = ReturnType<typeof getLogger>;
+
+/**
+ * A request's failure as the frontends log it: an INTERNAL one as an error (the server's
+ * fault), any other only at verbose level 1 (the client's, answered in Triton's shape).
+ */
+export function logFailure(log: Logger, where: string, code: string, message: string): void {
+  if (code === "INTERNAL") log.error(`${where}: ${message}`);
+  else log.verbose(1, `${where}: ${code}: ${message}`);
+}

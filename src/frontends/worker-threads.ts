@@ -9,7 +9,7 @@ import { ServerError, type ErrorCode } from "../core/errors.ts";
 import { wireError, type WireError } from "../core/threads/wire-error.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
-import type { Logger } from "../core/logger.ts";
+import { logFailure, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
 import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
@@ -51,8 +51,7 @@ export async function inferForWorker(
     return { t: "response", response: await server.inferAsync(request, resolved) };
   } catch (err) {
     const e = ServerError.from(err);
-    if (e.code === "INTERNAL") log.error(`${where}: ${e.message}`);
-    else log.verbose(1, `${where}: ${e.code}: ${e.message}`);
+    logFailure(log, where, e.code, e.message);
     return { t: "failed", error: wireError(e) };
   }
 }
@@ -150,8 +149,7 @@ export class DirectLink {
         this.#flushes.delete(d.id);
         return true;
       case "failure":
-        if (d.code === "INTERNAL") this.#log.error(`${d.where}: ${d.message}`);
-        else this.#log.verbose(1, `${d.where}: ${d.code}: ${d.message}`);
+        logFailure(this.#log, d.where, d.code, d.message);
         return true;
       default:
         return false;

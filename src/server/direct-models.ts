@@ -39,6 +39,8 @@ export class DirectModels {
   /** Versions by entry id, while a worker may still post records for them. */
   readonly #byId = new Map<number, ModelVersion>();
   readonly #ids = new WeakMap<ModelVersion, DirectEntry>();
+  /** Entry ids gone from the table, and since when (their records are still applied for a while). */
+  readonly #retired = new Map<number, number>();
   #nextId = 1;
   #scheduled = false;
   #stopped = false;
@@ -158,8 +160,6 @@ export class DirectModels {
     }
     return { entries, routes };
   }
-
-  readonly #retired = new Map<number, number>();
 }
 
 /** How long records of a version gone from the table are still applied. */

@@ -28,6 +28,8 @@ import { startServerProcess, ROOT, type ServerProcess } from "../helpers/server-
 import { perfAnalyzer, type PerfAnalyzer } from "../helpers/perf-analyzer.ts";
 import { ensureImageMagick, renderText } from "../helpers/render-text.ts";
 import { joinBytes } from "../../src/core/tensor.ts";
+import { csvHeader } from "../../src/perf/report.ts";
+import { parsePerfArgs } from "../../src/perf/options.ts";
 
 const OCR_LINES = ["NEREID SERVES OCR", "Triton 2026"];
 const OCR_STEPS = ["ocr_boxes", "ocr_cls", "ocr_ctc", "ocr_det", "ocr_pre", "ocr_rec", "ocr_rotate"];
@@ -128,21 +130,8 @@ function expectCounted(stdout: string, n: number): void {
   expect(only!.server).toBeLessThanOrEqual(n);
 }
 
-const CSV_HEADER = [
-  "Concurrency",
-  "Inferences/Second",
-  "Client Send",
-  "Network+Server Send/Recv",
-  "Server Queue",
-  "Server Compute Input",
-  "Server Compute Infer",
-  "Server Compute Output",
-  "Client Recv",
-  "p50 latency",
-  "p90 latency",
-  "p95 latency",
-  "p99 latency",
-];
+/** perf_analyzer's CSV columns as `nereid perf` writes them (src/perf/report.ts): the real tool must agree. */
+const CSV_HEADER = csvHeader(parsePerfArgs(["-m", "simple"])).split(",");
 
 /** `simple` computes OUTPUT0 = INPUT0 + INPUT1 and OUTPUT1 = INPUT0 − INPUT1 in int32. */
 function expectSimpleAnswers(requests: ExportedRequest[]): void {

@@ -3,7 +3,7 @@
  * the path, call the core, and write Triton's JSON and error shapes.
  */
 import { ServerError } from "../../core/errors.ts";
-import { getLogger } from "../../core/logger.ts";
+import { getLogger, logFailure } from "../../core/logger.ts";
 import { httpStatus } from "./status.ts";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { httpCategory, type Restrictions } from "../restricted.ts";
@@ -249,8 +249,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
       return await route(req);
     } catch (err) {
       const e = ServerError.from(err);
-      if (e.code === "INTERNAL") log.error(`${req.method} ${req.path}: ${e.message}`);
-      else log.verbose(1, `${req.method} ${req.path}: ${e.code}: ${e.message}`);
+      logFailure(log, `${req.method} ${req.path}`, e.code, e.message);
       const extra: Record<string, string> = e.code === "UNSUPPORTED" && /Content-Encoding/.test(e.message) ? { "accept-encoding": "gzip, deflate" } : {};
       const res = errorResponse(httpStatus(e.code), e.message, extra);
       if (e.inResponse) res.inResponse = true;

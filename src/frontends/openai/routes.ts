@@ -7,7 +7,7 @@
  * frontend), and no CORS header is sent: a page of another origin cannot read an answer.
  */
 import { ServerError } from "../../core/errors.ts";
-import { getLogger } from "../../core/logger.ts";
+import { getLogger, logFailure } from "../../core/logger.ts";
 import { readBody } from "../http/body.ts";
 import { parseJsonText } from "../http/routes.ts";
 import { handleCompletion } from "./completions.ts";
@@ -89,8 +89,7 @@ export function createOpenAiHandler(server: InferenceServer, opts: OpenAiFronten
       return await route(req);
     } catch (err) {
       const e = ServerError.from(err);
-      if (e.code === "INTERNAL") log.error(`${req.method} ${req.path}: ${e.message}`);
-      else log.verbose(1, `${req.method} ${req.path}: ${e.code}: ${e.message}`);
+      logFailure(log, `${req.method} ${req.path}`, e.code, e.message);
       return errorAnswer(e);
     }
   };
