@@ -99,8 +99,28 @@ export interface SharedInstance {
 export interface BorrowedInstance {
   /** Runs as execute() does, inside the owner's guard; undefined (nothing run) once the owner has retired the instance. */
   executeBorrowed(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult | undefined>;
+  /**
+   * Per-request backends (typescript, #30): runs one prepared request as the owner's
+   * executeRequests would, its time waiting in the instance as `queueNs`; undefined
+   * (nothing run) when the main thread must run it.
+   */
+  runPrepared?(prepared: PreparedRequest): Promise<PreparedRun | undefined>;
+  /** How busy the instance is now, any thread's work counted (the least busy is chosen); undefined: it cannot take a request from this thread yet. */
+  load?(): number | undefined;
+  /** Where an instance that runs in a thread of its own takes the channel to it: the main thread's answer to a connect of `key`. */
+  readonly key?: string;
+  attach?(port: MessagePort | undefined): void;
   /** Frees what this thread made for it; the owner's resources stay the owner's. */
   close(): void;
+}
+
+/** One request's run on a borrowed per-request instance (runPrepared). */
+export interface PreparedRun {
+  outcome: RequestOutcome;
+  queueNs: number;
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
 }
 
 export interface BackendModel {

@@ -13,6 +13,8 @@ import { logFailure, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
 import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
+import type { Transfer } from "../core/threads/batcher.ts";
+import { connectShared } from "../backends/connect.ts";
 
 declare const Bun: unknown;
 
@@ -91,13 +93,17 @@ export async function startWorkers(count: number, make: () => StartableWorker, p
 export type ToWorkerDirect =
   | { t: "models"; table: DirectTable }
   /** Post the statistics records held, then `flushed` with this id. */
-  | { t: "flush"; id: number };
+  | { t: "flush"; id: number }
+  /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
+  | { t: "port"; key: string; port?: MessagePort };
 
 /** What a frontend worker says back: statistics records, flushes done, and failures for the main thread's log. */
 export type FromWorkerDirect =
   | { t: "records"; records: number[] }
   | { t: "flushed"; id: number }
-  | { t: "failure"; code: ErrorCode; message: string; where: string };
+  | { t: "failure"; code: ErrorCode; message: string; where: string }
+  /** A channel to the shared instance known by `key` (a typescript model's worker), asked once (backends/connect.ts). */
+  | { t: "connect"; key: string };
 
 /**
  * The main thread's side of one worker's DirectRunner: the worker gets every table the
@@ -106,13 +112,13 @@ export type FromWorkerDirect =
  */
 export class DirectLink {
   readonly #direct: DirectModels | undefined;
-  readonly #send: (m: ToWorkerDirect) => void;
+  readonly #send: (m: ToWorkerDirect, transfer?: Transfer[]) => void;
   readonly #log: Logger;
   readonly #flushes = new Map<number, () => void>();
   #nextFlush = 0;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect) => void, log: Logger) {
+  constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect, transfer?: Transfer[]) => void, log: Logger) {
     this.#direct = direct;
     this.#send = send;
     this.#log = log;
@@ -151,6 +157,12 @@ export class DirectLink {
       case "failure":
         logFailure(this.#log, d.where, d.code, d.message);
         return true;
+      case "connect": {
+        const port = this.#direct ? connectShared(d.key) : undefined;
+        if (port) this.#send({ t: "port", key: d.key, port }, [port]);
+        else this.#send({ t: "port", key: d.key });
+        return true;
+      }
       default:
         return false;
     }
@@ -176,10 +188,12 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
   const runner: DirectRunner = new DirectRunner(
     () => setTimeout(postRecords, RECORDS_EVERY_MS),
     (e, model) => post({ t: "failure", code: e.code, message: e.message, where: where(model) }),
+    (key) => post({ t: "connect", key }),
   );
   const receive = (m: { t: string }): boolean => {
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table);
+    else if (d.t === "port") runner.attach(d.key, d.port);
     else if (d.t === "flush") {
       postRecords();
       post({ t: "flushed", id: d.id });

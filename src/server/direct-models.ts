@@ -18,7 +18,7 @@ import { nowNs } from "../core/clock.ts";
 import { getLogger } from "../core/logger.ts";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
-import { RECORD_WIDTH, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
 
@@ -113,6 +113,12 @@ export class DirectModels {
         mv.stats.recordExecution(records[i + 6]!, ci, cinf, co);
         mv.stats.recordSuccess(requestNs, 0, ci, cinf, co);
         server.observeSuccess(mv, { requestNs, queueNs: 0, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
+      } else if (records[i] === EXECUTION) {
+        mv.stats.recordExecution(records[i + 2]!, records[i + 3]!, records[i + 4]!, records[i + 5]!);
+      } else if (records[i] === RESULT) {
+        const [queueNs, ci, cinf, co] = [records[i + 3]!, records[i + 4]!, records[i + 5]!, records[i + 6]!];
+        mv.stats.recordSuccess(requestNs, queueNs, ci, cinf, co);
+        server.observeSuccess(mv, { requestNs, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
       } else {
         mv.stats.recordFailure(requestNs, FAILURE_REASONS[records[i + 3]!] ?? "OTHER");
       }

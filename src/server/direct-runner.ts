@@ -15,9 +15,11 @@ import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
-import { FAILURE, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
 import type { BorrowedInstance } from "../backends/backend.ts";
+import type { PreparedRequest } from "../core/request-validate.ts";
+import type { Tensor } from "../core/tensor.ts";
 
 /** Keys that make a request the main thread's (the scheduler or the server reads them). */
 const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
@@ -39,14 +41,28 @@ export class DirectRunner {
   #inFlight = 0;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
+  readonly #connect: (key: string) => void;
 
   /**
    * `flushSoon` is called when the first record of a batch is taken: the worker posts
    * take() within the turn. `onError` sees every failure the main thread would log.
+   * `connect` asks the main thread for a channel to an instance in a thread of its own
+   * (a typescript model's worker); its answer comes to attach().
    */
-  constructor(flushSoon: () => void, onError: (e: ServerError, model: string) => void) {
+  constructor(flushSoon: () => void, onError: (e: ServerError, model: string) => void, connect: (key: string) => void = () => {}) {
     this.#flushSoon = flushSoon;
     this.#onError = onError;
+    this.#connect = connect;
+  }
+
+  /** The main thread's answer to connect(key): the port to the instance, or none. */
+  attach(key: string, port: MessagePort | undefined): void {
+    for (const s of this.#served.values()) {
+      for (const i of s.instances) {
+        if (i?.key === key) return i.attach?.(port);
+      }
+    }
+    port?.close();
   }
 
   /** A new table from the main thread: versions no longer in it are dropped (their runs finish first). */
@@ -82,14 +98,26 @@ export class DirectRunner {
     return this.#run(served, instance, request);
   }
 
+  /** The next instance round robin, the least busy first where instances tell (load); undefined when none can take it here. */
   #instance(s: Served): BorrowedInstance | undefined {
-    const i = s.next;
-    s.next = (i + 1) % s.instances.length;
-    try {
-      return (s.instances[i] ??= borrowInstance(s.entry.instances[i]!));
-    } catch {
-      return undefined;
+    const n = s.instances.length;
+    let best: BorrowedInstance | undefined;
+    let bestLoad = Infinity;
+    for (let k = 0; k < n && bestLoad > 0; k++) {
+      const i = (s.next + k) % n;
+      let b: BorrowedInstance;
+      try {
+        b = s.instances[i] ??= borrowInstance(s.entry.instances[i]!, this.#connect);
+      } catch {
+        continue;
+      }
+      const load = b.load ? b.load() : 0;
+      if (load === undefined || load >= bestLoad) continue;
+      best = b;
+      bestLoad = load;
+      s.next = (i + 1) % n;
     }
+    return best;
   }
 
   async #run(s: Served, instance: BorrowedInstance, request: InferenceRequest): Promise<InferenceResponse> {
@@ -101,6 +129,7 @@ export class DirectRunner {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
       if (request.signal?.aborted) throw cancelled(request.id);
+      if (instance.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start);
       const r = await instance.executeBorrowed(prepared.inputs, prepared.outputNames);
       if (!r) throw RETIRED;
       const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
@@ -108,9 +137,7 @@ export class DirectRunner {
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
       this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
-      const response: InferenceResponse = { modelName: entry.name, modelVersion: entry.version, outputs };
-      if (request.id) response.id = request.id;
-      return response;
+      return response(entry, request, outputs);
     } catch (err) {
       if (err === RETIRED) throw err;
       const e = ServerError.from(err);
@@ -126,10 +153,31 @@ export class DirectRunner {
     }
   }
 
+  /** A per-request instance's run (typescript): its execution is recorded before its outcome decides success or failure, as the default scheduler records it. */
+  async #runPrepared(s: Served, instance: BorrowedInstance, request: InferenceRequest, prepared: PreparedRequest, start: number): Promise<InferenceResponse> {
+    const r = await instance.runPrepared!(prepared);
+    if (!r) throw RETIRED;
+    const { outcome, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co } = r;
+    const id = s.entry.id;
+    this.#record(EXECUTION, id, prepared.batchSize, ci, cinf, co, 0);
+    if (outcome.error) throw outcome.error;
+    const outputs = orderedOutputs(s.signature, outcome.outputs, prepared.outputNames);
+    this.#record(RESULT, id, nowNs() - start, queueNs, ci, cinf, co);
+    const answer = response(s.entry, request, outputs);
+    if (outcome.parameters) answer.parameters = outcome.parameters;
+    return answer;
+  }
+
   #record(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number): void {
     if (this.#records.length === 0) this.#flushSoon();
     this.#records.push(kind, id, requestNs, a, b, c, d);
   }
+}
+
+function response(entry: DirectEntry, request: InferenceRequest, outputs: Tensor[]): InferenceResponse {
+  const r: InferenceResponse = { modelName: entry.name, modelVersion: entry.version, outputs };
+  if (request.id) r.id = request.id;
+  return r;
 }
 
 /**

@@ -28,5 +28,9 @@ export const RECORD_WIDTH = 7;
 export const SUCCESS = 1;
 /** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0] */
 export const FAILURE = 2;
+/** A per-request backend's (typescript) execution, recorded whether its request then succeeds or fails: [EXECUTION, id, batchSize, computeInputNs, computeInferNs, computeOutputNs, 0] */
+export const EXECUTION = 3;
+/** A success whose execution was recorded apart (EXECUTION): [RESULT, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs] */
+export const RESULT = 4;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

@@ -7,33 +7,24 @@
  */
 import { pathToFileURL } from "node:url";
 import { nowNs } from "../../core/clock.ts";
-import { ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
+import { type ServerError, internal, invalidArg, unavailable, unsupported } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
-import { modelParameters, type InferenceRequest as CoreRequest, type InferenceResponse as CoreResponse, type ResponseSink } from "../../core/request.ts";
+import type { InferenceRequest as CoreRequest, InferenceResponse as CoreResponse, ResponseSink } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
-import type { ModelConfig, ModelOutput } from "../../core/model-config-types.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
 import type { ModelRunner } from "../../core/runner.ts";
-import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
-import {
-  TRITON_CODES,
-  type ResponseSender,
-  type BlsRequest,
-  type BlsResponse,
-  type InferenceRequest,
-  type InferenceResponse,
-  type ModelLogger,
-  type Tensor as ModelTensor,
-  type TritonModel,
-  type TritonModelClass,
-} from "./api.ts";
-import { checkOutput, fromModelTensor, modelError, toModelTensor } from "./tensors.ts";
+import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, RequestOutcome, RequestsResult, SharedInstance } from "../backend.ts";
+import type { ResponseSender, BlsRequest, BlsResponse, InferenceRequest, InferenceResponse, ModelLogger, TritonModel, TritonModelClass } from "./api.ts";
+import { fromModelTensor, toModelTensor } from "./tensors.ts";
+import { OutcomeChecker, requestFields } from "./outcome.ts";
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";
 import { claimModelFiles } from "./stray-errors.ts";
+import { registerConnectable } from "../connect.ts";
+import { BUSY, RETIRED, type SharedTsInstance } from "./direct.ts";
 import { metricsClient } from "./metrics.ts";
 import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
-import { responseParameters } from "../response-parameters.ts";
 
 const log = getLogger("src/backends/typescript/backend.ts");
 
@@ -44,6 +35,8 @@ export const MAX_BLS_DEPTH = 16;
 const chains = new WeakMap<CoreRequest, readonly string[]>();
 
 let importCount = 0;
+/** Worker-thread instances shared so far: each one's key (SharedTsInstance.key). */
+let sharedInstances = 0;
 
 /** The signal of a request that cannot be cancelled (made inside the server, or by warmup). */
 const NEVER_CANCELLED = new AbortController().signal;
@@ -140,7 +133,7 @@ class TsInstance implements BackendInstance {
   readonly name: string;
   readonly #model: TritonModel;
   readonly #modelName: string;
-  readonly #outputs: Map<string, ModelOutput>;
+  readonly #checker: OutcomeChecker;
   readonly #batched: boolean;
   readonly #decoupled: boolean;
   /** The server's inference entry, for BLS calls. */
@@ -150,16 +143,31 @@ class TsInstance implements BackendInstance {
   /** The custom metrics a main-thread model made (a worker-thread model's are its worker's). */
   readonly #metrics: MetricsScope | undefined;
   #closed = false;
+  /** A worker-thread instance's state shared with the frontend workers (SharedTsInstance.state): its executes waiting or running, any thread's; retired. */
+  readonly #state: Int32Array | undefined;
+  readonly #unregister: (() => void) | undefined;
+  /** A worker-thread instance as the frontend workers reach it directly (#30); a main-thread one has none. */
+  readonly share?: () => SharedInstance;
 
   constructor(name: string, model: TritonModel, ctx: BackendLoadContext, metrics?: MetricsScope) {
     this.name = name;
     this.#metrics = metrics;
     this.#model = model;
     this.#modelName = ctx.modelName;
-    this.#outputs = new Map((ctx.config.output ?? []).map((o) => [o.name!, o]));
+    this.#checker = new OutcomeChecker(ctx.modelName, ctx.config);
     this.#batched = (ctx.config.max_batch_size ?? 0) > 0;
     this.#decoupled = ctx.config.model_transaction_policy?.decoupled === true;
     this.#runner = ctx.runner;
+    if (model instanceof WorkerModel) {
+      // The BLS calls of a request a frontend worker sent start a call chain of their own.
+      model.direct = { infer: (call) => this.#bls(call, [ctx.modelName]), stream: (call) => this.#blsStream(call, [ctx.modelName]) };
+      const state = new Int32Array(new SharedArrayBuffer(8));
+      const key = `typescript:${++sharedInstances}`;
+      this.#state = state;
+      this.#unregister = registerConnectable(key, () => model.connect());
+      const spec: SharedTsInstance = { key, model: ctx.modelName, instance: name, config: ctx.config, state };
+      this.share = () => ({ backend: "typescript", spec });
+    }
   }
 
   /** One batch as one request (warmup calls this). */
@@ -180,14 +188,14 @@ class TsInstance implements BackendInstance {
 
   async executeRequests(requests: readonly PreparedRequest[]): Promise<RequestsResult> {
     const t0 = nowNs();
-    const senders = this.#decoupled ? requests.map((p) => new Sender(p.request.responseSink, (r) => this.#outcome(p, r), this.#modelName)) : undefined;
+    const senders = this.#decoupled ? requests.map((p) => new Sender(p.request.responseSink, (r) => this.#checker.outcome(p, r), this.#modelName)) : undefined;
     const modelRequests = requests.map((p, i) => this.#modelRequest(p, senders?.[i]));
     const t1 = nowNs();
     let responses: InferenceResponse[] | void;
     try {
       responses = await this.#run(modelRequests);
     } catch (err) {
-      const error = modelError(this.#modelName, err, TRITON_CODES);
+      const error = this.#checker.thrown(err);
       return { outcomes: requests.map(() => ({ error })), computeInputNs: t1 - t0, computeInferNs: nowNs() - t1, computeOutputNs: 0 };
     }
     const t2 = nowNs();
@@ -199,20 +207,19 @@ class TsInstance implements BackendInstance {
       }
       return { outcomes: requests.map(() => ({ outputs: [] })), computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: 0 };
     }
-    let outcomes: RequestOutcome[];
-    if (!Array.isArray(responses) || responses.length !== requests.length) {
-      const got = Array.isArray(responses) ? `${responses.length} responses` : `${typeof responses} instead of an array of responses`;
-      const error = internal(`model '${this.#modelName}' execute() returned ${got} for ${requests.length} request(s)`);
-      outcomes = requests.map(() => ({ error }));
-    } else {
-      outcomes = requests.map((p, i) => this.#outcome(p, responses[i]));
-    }
-    return { outcomes, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: nowNs() - t2 };
+    return {
+      outcomes: this.#checker.outcomes(requests, responses),
+      computeInputNs: t1 - t0,
+      computeInferNs: t2 - t1,
+      computeOutputNs: nowNs() - t2,
+    };
   }
 
   /** The model's execute, failed by abort() if it is still running then. */
   #run(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
-    return new Promise((resolve, reject) => {
+    const state = this.#state;
+    if (state) Atomics.add(state, BUSY, 1);
+    return new Promise<InferenceResponse[] | void>((resolve, reject) => {
       this.#running.add(reject);
       let result: Promise<InferenceResponse[] | void>;
       try {
@@ -220,67 +227,29 @@ class TsInstance implements BackendInstance {
       } catch (err) {
         result = Promise.reject(err);
       }
-      result.then(resolve, reject).finally(() => this.#running.delete(reject));
+      result.then(resolve, reject).finally(() => {
+        this.#running.delete(reject);
+        if (state) Atomics.sub(state, BUSY, 1);
+      });
     });
   }
 
   /** Fails the executions still running with `error`; a worker-thread instance's worker is ended. */
   abort(error: ServerError): void {
+    if (this.#state) Atomics.store(this.#state, RETIRED, 1);
     for (const reject of this.#running) reject(error);
     this.#running.clear();
     if (this.#model instanceof WorkerModel) this.#model.abort(error);
   }
 
-  #outcome(p: PreparedRequest, r: InferenceResponse | undefined): RequestOutcome {
-    const model = this.#modelName;
-    if (!r || typeof r !== "object") return { error: internal(`model '${model}' returned no response object for a request`) };
-    if ("error" in r && r.error !== undefined) {
-      const e = r.error;
-      return { error: modelError(model, typeof e === "string" ? new Error(e) : Object.assign(new Error(e.message), { code: e.code }), TRITON_CODES) };
-    }
-    const list = (r as { outputs?: ModelTensor[] }).outputs;
-    if (!Array.isArray(list)) return { error: internal(`model '${model}' returned a response without 'outputs'`) };
-    try {
-      const parameters = responseParameters(model, (r as { parameters?: unknown }).parameters);
-      const wanted = new Set(p.outputNames);
-      const outputs: Tensor[] = [];
-      for (const mt of list) {
-        let t: Tensor;
-        try {
-          t = fromModelTensor(mt, "output");
-        } catch (err) {
-          throw internal(`model '${model}' returned a bad ${(err as Error).message}`);
-        }
-        const spec = this.#outputs.get(t.name);
-        // An implicit-state output the sequence batcher asked for is not in the config's outputs.
-        if (spec || !wanted.has(t.name)) checkOutput(model, t, spec, this.#batched ? p.batchSize : undefined);
-        if (wanted.size === 0 || wanted.has(t.name)) outputs.push(t);
-      }
-      const asked = p.request.outputs?.map((o) => o.name) ?? [];
-      for (const n of asked) if (!outputs.some((t) => t.name === n)) throw internal(`model '${model}' returned no output '${n}', which the request asked for`);
-      // Outputs in the order the request expects them.
-      outputs.sort((a, b) => p.outputNames.indexOf(a.name) - p.outputNames.indexOf(b.name));
-      return parameters ? { outputs, parameters } : { outputs };
-    } catch (err) {
-      return { error: ServerError.from(err) };
-    }
-  }
-
   #modelRequest(p: PreparedRequest, sender: Sender | undefined): InferenceRequest {
-    const inputs = p.inputs.map(toModelTensor);
-    const parameters: Record<string, string | number | boolean> = {};
-    for (const [k, v] of Object.entries(modelParameters(p.request.parameters))) parameters[k] = typeof v === "bigint" ? Number(v) : v;
-    const sid = p.control.sequenceId;
+    const fields = requestFields(p);
+    const inputs = fields.inputs;
     const chain = [...(chains.get(p.request) ?? []), this.#modelName];
     const signal = p.request.signal ?? NEVER_CANCELLED;
     return {
-      id: p.request.id ?? "",
-      inputs,
+      ...fields,
       input: (n) => inputs.find((t) => t.name === n),
-      requestedOutputNames: p.request.outputs?.length ? p.request.outputs.map((o) => o.name) : [],
-      parameters,
-      correlationId: sid === undefined ? undefined : typeof sid === "number" ? BigInt(sid) : sid,
-      flags: { sequenceStart: p.control.sequenceStart, sequenceEnd: p.control.sequenceEnd },
       isCancelled: () => signal.aborted,
       signal,
       infer: (call) => this.#bls(call, chain),
@@ -339,6 +308,9 @@ class TsInstance implements BackendInstance {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    // The frontend workers send it nothing more: the main thread runs what they still get.
+    if (this.#state) Atomics.store(this.#state, RETIRED, 1);
+    this.#unregister?.();
     this.#metrics?.release();
     if (!this.#model.finalize) return;
     // close() is synchronous: finalize starts now (its synchronous part runs before close

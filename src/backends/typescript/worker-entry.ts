@@ -9,8 +9,17 @@
  */
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { metricsClient } from "./metrics.ts";
-import { serveThread } from "../../core/threads/serve.ts";
-import type { BlsCall, FromModelWorker, ModelError, PlainBlsResponse, PlainRequest, ToModelWorker } from "./worker-protocol.ts";
+import { serveThread, type ThreadScope } from "../../core/threads/serve.ts";
+import type {
+  BlsCall,
+  FromInstancePort,
+  FromModelWorker,
+  ModelError,
+  PlainBlsResponse,
+  PlainRequest,
+  ToInstancePort,
+  ToModelWorker,
+} from "./worker-protocol.ts";
 import type { InferenceResponse } from "./api.ts";
 
 type Model = { initialize?(args: unknown): unknown; execute(requests: unknown[]): unknown; finalize?(): unknown };
@@ -178,26 +187,77 @@ async function autoComplete(m: Extract<ToModelWorker, { t: "autoComplete" }>): P
   }
 }
 
-async function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
+/**
+ * Executes run one at a time, in the order they arrived, whichever thread sent them (the
+ * main thread's scheduler, or a frontend worker over its port): the instance's rule that
+ * one request runs in it at a time holds without the main thread in between (#30).
+ */
+let tail: Promise<void> = Promise.resolve();
+/** Set by finalize: executes that come over a port from now on are handed back (`retired`). */
+let finalizing = false;
+const queued = (run: () => Promise<void>): Promise<void> => (tail = tail.then(run));
+
+/** The model's requests of an execute, each with its cancellation (`key:index`), made as it arrives (a cancel may come while it waits). */
+function accept(key: string, blsExec: number, plain: PlainRequest[]): unknown[] {
   // Plain loops: the model may have replaced Array.prototype's methods in this realm.
   const requests: unknown[] = [];
-  for (let index = 0; index < m.requests.length; index++) {
-    const { cancelled, ...r } = m.requests[index]!;
+  for (let index = 0; index < plain.length; index++) {
+    const { cancelled, ...r } = plain[index]!;
     const c = new AbortController();
     if (cancelled) c.abort();
-    controllers.set(`${m.id}:${index}`, c);
-    requests.push(modelRequest(r, index, m.id, c));
+    controllers.set(`${key}:${index}`, c);
+    requests.push(modelRequest(r, index, blsExec, c));
   }
-  running.add(m.id);
+  return requests;
+}
+
+type Ran = { responses: InferenceResponse[] | undefined; thrown?: undefined } | { thrown: ModelError; responses?: undefined };
+
+/** Runs the model's execute on requests accepted under `key`; `exec`: the main thread's execute id. */
+async function run(requests: unknown[], key: string, exec: number | undefined): Promise<Ran> {
+  if (exec !== undefined) running.add(exec);
   try {
-    const responses = (await model!.execute(requests)) as InferenceResponse[] | undefined;
-    post({ t: "done", id: m.id, responses });
+    return { responses: (await model!.execute(requests)) as InferenceResponse[] | undefined };
   } catch (err) {
-    post({ t: "done", id: m.id, thrown: errorOf(err) });
+    return { thrown: errorOf(err) };
   } finally {
-    running.delete(m.id);
-    for (let index = 0; index < m.requests.length; index++) if (!open.has(`${m.id}:${index}`)) controllers.delete(`${m.id}:${index}`);
+    if (exec !== undefined) running.delete(exec);
+    for (let index = 0; index < requests.length; index++) if (!open.has(`${key}:${index}`)) controllers.delete(`${key}:${index}`);
   }
+}
+
+function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
+  const requests = accept(String(m.id), m.id, m.requests);
+  return queued(async () => {
+    const r = await run(requests, String(m.id), m.id);
+    post(r.thrown ? { t: "done", id: m.id, thrown: r.thrown } : { t: "done", id: m.id, responses: r.responses });
+  });
+}
+
+let ports = 0;
+
+/** A frontend worker's port (#30): its executes join the same queue; their BLS calls go to the main thread as exec -1. */
+function servePort(port: MessagePort): void {
+  const n = ports++;
+  const reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void } = serveThread<ToInstancePort, FromInstancePort>(
+    (m): void | Promise<void> => {
+      const key = `p${n}.${m.id}`;
+      if (m.t === "cancel") {
+        controllers.get(`${key}:${m.index}`)?.abort();
+        return;
+      }
+      if (finalizing) return reply.post({ t: "retired", id: m.id, buffers: m.buffers }, m.buffers);
+      const arrived = performance.now();
+      const requests = accept(key, -1, m.requests);
+      return queued(async () => {
+        const waitNs = Math.round((performance.now() - arrived) * 1e6);
+        const r = await run(requests, key, undefined);
+        reply.post(r.thrown ? { t: "done", id: m.id, waitNs, thrown: r.thrown } : { t: "done", id: m.id, waitNs, responses: r.responses });
+      });
+    },
+    // Each answer at once: one still batched when the main thread ends this worker (after finalize) would be lost.
+    { scope: port as unknown as ThreadScope },
+  );
 }
 
 async function receive(m: ToModelWorker): Promise<void> {
@@ -225,7 +285,13 @@ async function receive(m: ToModelWorker): Promise<void> {
       else c?.resolve(withOutput(m.response));
       return;
     }
+    case "port":
+      servePort(m.port);
+      return;
     case "finalize":
+      // What is queued here (a frontend worker's requests included) runs first.
+      finalizing = true;
+      await tail;
       try {
         if (model?.finalize) await model.finalize();
       } catch (err) {

@@ -51,8 +51,26 @@ export type ToModelWorker =
   | { t: "blsStreamItem"; id: number; response: PlainBlsResponse }
   /** The BLS stream `id` is over (with `error` when it failed). */
   | { t: "blsStreamEnd"; id: number; error?: ModelError }
-  /** Run finalize: answered by `finalized`. */
-  | { t: "finalize" };
+  /** Run finalize (after the executes queued here, a frontend worker's included): answered by `finalized`. */
+  | { t: "finalize" }
+  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30). */
+  | { t: "port"; port: MessagePort };
+
+/**
+ * A frontend worker to the instance, over a port of its own (#30): the requests of a
+ * model version the frontend workers serve themselves, without the main thread. Executes
+ * run one at a time, in arrival order, whichever thread sent them.
+ */
+export type ToInstancePort =
+  /** Run execute on these requests: answered by `done` or `retired` with the same id. `buffers`: those transferred with it. */
+  { t: "execute"; id: number; requests: PlainRequest[]; buffers: ArrayBuffer[] } | { t: "cancel"; id: number; index: number };
+
+export type FromInstancePort =
+  /** `waitNs`: how long the execute waited behind others here. */
+  | { t: "done"; id: number; waitNs: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
+  | { t: "done"; id: number; waitNs: number; thrown: ModelError; responses?: undefined }
+  /** The instance is finalizing: nothing ran; the request's transferred buffers come back, for the main thread to run it. */
+  | { t: "retired"; id: number; buffers: ArrayBuffer[] };
 
 /** Worker to main thread. */
 export type FromModelWorker =
@@ -66,7 +84,7 @@ export type FromModelWorker =
   | { t: "log"; level: LogLevel; msg: string }
   | { t: "done"; id: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
   | { t: "done"; id: number; thrown: ModelError; responses?: undefined }
-  /** A BLS call for request `index` of execute `exec`: answered by `blsResult`. */
+  /** A BLS call for request `index` of execute `exec` (-1: an execute a frontend worker sent over its port): answered by `blsResult`. */
   | { t: "bls"; id: number; exec: number; index: number; call: BlsCall }
   /** A streamed BLS call: answered by `blsStreamItem`s, then `blsStreamEnd`. */
   | { t: "blsStream"; id: number; exec: number; index: number; call: BlsCall }

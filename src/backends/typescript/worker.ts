@@ -195,6 +195,22 @@ export class WorkerModel implements TritonModel {
     });
   }
 
+  /** What runs the BLS calls of executes a frontend worker sent over its port (exec -1): the instance's, with a call chain of this model alone. */
+  direct: Pick<InferenceRequest, "infer" | "stream"> | undefined;
+
+  /**
+   * A fresh channel to the worker for a frontend worker thread (#30): the worker serves
+   * executes on one end, the other is returned. Undefined while no initialized worker
+   * serves (starting, restarting, gone). A worker that ends closes its ports.
+   */
+  connect(): MessagePort | undefined {
+    const worker = this.#worker;
+    if (!worker || this.#starting || this.#gone) return undefined;
+    const { port1, port2 } = new MessageChannel();
+    worker.send({ t: "port", port: port1 }, [port1]);
+    return port2;
+  }
+
   /** Runs the model's finalize in the worker, then ends the worker (after 10 s at most, for a worker stuck in execute). */
   finalize(): Promise<void> {
     this.#gone ??= unavailable(`model '${this.#owner.model}' instance ${this.#owner.instance} is unloaded`);
@@ -299,7 +315,8 @@ export class WorkerModel implements TritonModel {
   }
 
   /** The request a worker's BLS call was made for: one of an execute still running, or a decoupled one whose sender is still open. */
-  #requestOf(exec: number, index: number): InferenceRequest | undefined {
+  #requestOf(exec: number, index: number): Pick<InferenceRequest, "infer" | "stream"> | undefined {
+    if (exec === -1) return this.direct;
     return this.#pending.get(exec)?.requests[index] ?? this.#senders.get(`${exec}:${index}`);
   }
 

@@ -4,13 +4,13 @@
  * entry declares `self` of its own. Self-contained (no server imports): every worker bundle,
  * a model's included, carries it.
  */
-import { MessageBatcher } from "./batcher.ts";
+import { MessageBatcher, type Transfer } from "./batcher.ts";
 import type { Message } from "./thread.ts";
 
 /** Where a worker receives and posts: its global scope, or a MessagePort. */
 export interface ThreadScope {
   onmessage: ((e: MessageEvent) => void) | null;
-  postMessage(batch: unknown[], transfer: ArrayBuffer[]): void;
+  postMessage(batch: unknown[], transfer: Transfer[]): void;
 }
 
 declare const self: ThreadScope;
@@ -26,7 +26,7 @@ export interface ServeOptions {
 export function serveThread<To extends Message, From extends Message>(
   onMessage: (m: To) => void | Promise<void>,
   options: ServeOptions = {},
-): { post(m: From, transfer?: ArrayBuffer[]): void } {
+): { post(m: From, transfer?: Transfer[]): void } {
   const scope = options.scope ?? self;
   scope.onmessage = (e: MessageEvent) => {
     // A plain loop: code in the worker (a model's) may have replaced Array.prototype's methods in

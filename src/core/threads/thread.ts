@@ -6,7 +6,7 @@
  * post is an array of them (a batch, ./batcher.ts, or one message). The worker's side is
  * ./serve.ts; ./worker-thread.ts adds the start/stop lifecycle of a worker that serves a port.
  */
-import { MessageBatcher } from "./batcher.ts";
+import { MessageBatcher, type Transfer } from "./batcher.ts";
 
 /** A message of a thread protocol: one member of a union discriminated by `t`. */
 export interface Message {
@@ -15,7 +15,7 @@ export interface Message {
 
 /** The part of a Web Worker a Thread uses; a MessagePort has the first two. */
 export interface WorkerLike {
-  postMessage(batch: unknown[], transfer: ArrayBuffer[]): void;
+  postMessage(batch: unknown[], transfer: Transfer[]): void;
   onmessage: ((e: MessageEvent) => void) | null;
   onerror?: ((e: ErrorEvent) => void) | null;
   addEventListener?(type: "close", listener: (e: Event) => void): void;
@@ -57,7 +57,7 @@ export function startWorker(url: string, options: Pick<ThreadOptions, "module" |
  */
 export class Thread<To extends Message, From extends Message> {
   readonly #worker: WorkerLike;
-  readonly #post: (m: To, transfer?: ArrayBuffer[]) => void;
+  readonly #post: (m: To, transfer?: Transfer[]) => void;
 
   /** Over a Worker (or a MessagePort) already started; `url` starts one (startWorker). */
   constructor(worker: WorkerLike | string, events: ThreadEvents<From>, options: ThreadOptions = {}) {
@@ -83,7 +83,7 @@ export class Thread<To extends Message, From extends Message> {
   }
 
   /** Posts `m` (in this turn's batch, when batched), transferring `transfer`: the caller must not use those buffers any more. */
-  send(m: To, transfer?: ArrayBuffer[]): void {
+  send(m: To, transfer?: Transfer[]): void {
     this.#post(m, transfer);
   }
 

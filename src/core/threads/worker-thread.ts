@@ -5,6 +5,7 @@
  */
 import type { Logger } from "../logger.ts";
 import { Thread, type Message } from "./thread.ts";
+import type { Transfer } from "./batcher.ts";
 
 /** The lifecycle messages to a serving worker, beside its own (its To union includes them). */
 export type LifecycleTo<Config> = { t: "start"; config: Config } | { t: "stop" };
@@ -45,9 +46,9 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
     );
   }
 
-  /** Posts `m` in this turn's batch. */
-  send(m: To): void {
-    this.#thread.send(m);
+  /** Posts `m` in this turn's batch, transferring `transfer`. */
+  send(m: To, transfer?: Transfer[]): void {
+    this.#thread.send(m, transfer);
   }
 
   /** Starts the worker; resolves with the port it listens on. */

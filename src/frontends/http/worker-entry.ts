@@ -54,6 +54,7 @@ function receive(m: ToWorker): void {
       return;
     case "models":
     case "flush":
+    case "port":
       direct.receive(m);
       return;
     case "chunk":

@@ -4,14 +4,14 @@
  * turn starts a new batch, and a turn that sends nothing posts nothing.
  */
 import { describe, expect, it } from "vitest";
-import { MessageBatcher } from "../../../src/core/threads/batcher.ts";
+import { MessageBatcher, type Transfer } from "../../../src/core/threads/batcher.ts";
 
 /** Runs the turn's pending setImmediate callbacks (the batcher's flush was scheduled first). */
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
 describe("MessageBatcher", () => {
   it("posts what one turn sends as one batch, in order, with the buffers to transfer", async () => {
-    const posts: { batch: string[]; transfer: ArrayBuffer[] }[] = [];
+    const posts: { batch: string[]; transfer: Transfer[] }[] = [];
     const b = new MessageBatcher<string>((batch, transfer) => posts.push({ batch, transfer }));
     const x = new ArrayBuffer(8);
     const y = new ArrayBuffer(16);
@@ -30,7 +30,7 @@ describe("MessageBatcher", () => {
   });
 
   it("starts a new batch each turn and posts nothing for a quiet one", async () => {
-    const posts: { batch: number[]; transfer: ArrayBuffer[] }[] = [];
+    const posts: { batch: number[]; transfer: Transfer[] }[] = [];
     const b = new MessageBatcher<number>((batch, transfer) => posts.push({ batch, transfer }));
     b.send(1);
     await nextTurn();

@@ -14,6 +14,7 @@ import { startWorker, Thread, type Message, type WorkerLike } from "../../../src
 import { serveThread, type ThreadScope } from "../../../src/core/threads/serve.ts";
 import { WorkerThread } from "../../../src/core/threads/worker-thread.ts";
 import type { Logger } from "../../../src/core/logger.ts";
+import type { Transfer } from "../../../src/core/threads/batcher.ts";
 import type { FromEcho, ToEcho } from "./fixtures/echo-protocol.ts";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
@@ -25,7 +26,7 @@ type Ping = { t: "ping"; n: number } | { t: "bytes"; buffer: ArrayBuffer };
 /** A stand-in Worker that records its posts and lets the test play the worker's part. */
 class FakeWorker implements WorkerLike {
   static made: { url: string; options: unknown; worker: FakeWorker }[] = [];
-  posts: { batch: unknown[]; transfer: ArrayBuffer[] }[] = [];
+  posts: { batch: unknown[]; transfer: Transfer[] }[] = [];
   onmessage: ((e: MessageEvent) => void) | null = null;
   onerror: ((e: ErrorEvent) => void) | null = null;
   closeListeners: ((e: Event) => void)[] = [];
@@ -148,7 +149,7 @@ describe("Thread (main side)", () => {
 
 describe("serveThread (worker side)", () => {
   it("hands on each message of a batch in order and posts each answer at once as a batch of one", () => {
-    const posts: { batch: unknown[]; transfer: ArrayBuffer[] }[] = [];
+    const posts: { batch: unknown[]; transfer: Transfer[] }[] = [];
     const scope: ThreadScope = { onmessage: null, postMessage: (batch, transfer) => posts.push({ batch, transfer }) };
     const got: Ping[] = [];
     const { post } = serveThread<Ping, Ping>(

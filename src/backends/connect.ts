@@ -1,0 +1,20 @@
+/**
+ * @module Channels from a frontend worker thread to a shared instance that runs in a
+ * thread of its own (#30: a `typescript` model's worker-thread instance), main thread's
+ * side: an owner registers under the key its SharedInstance carries; a frontend worker
+ * that borrows the instance asks (through the main thread, once) for a MessagePort to it.
+ */
+const owners = new Map<string, () => MessagePort | undefined>();
+
+/** `connect` makes a fresh channel to the instance and returns the frontend worker's end (undefined when it cannot serve now). Returns the unregister. */
+export function registerConnectable(key: string, connect: () => MessagePort | undefined): () => void {
+  owners.set(key, connect);
+  return () => {
+    if (owners.get(key) === connect) owners.delete(key);
+  };
+}
+
+/** A port to the instance registered under `key`, or undefined (gone, or not serving now). */
+export function connectShared(key: string): MessagePort | undefined {
+  return owners.get(key)?.();
+}

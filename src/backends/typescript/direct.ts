@@ -1,0 +1,201 @@
+/**
+ * @module A `typescript` model's worker-thread instance as a frontend worker thread
+ * reaches it directly (#30): the request goes to the instance's worker over a MessagePort
+ * of this frontend worker's own (asked of the main thread once, backends/connect.ts), its
+ * large input buffers transferred, and the answer comes back the same way, checked here
+ * as the main thread's instance checks it (outcome.ts). The instance's worker runs the
+ * executes of every thread one at a time, in arrival order; the shared `busy` counter
+ * (executes waiting or running there, any thread's) lets a frontend worker pick the least
+ * busy instance. An instance that is finalizing hands the request back (`retired`, its
+ * buffers returned) for the main thread to run; one whose worker ended fails what it held.
+ */
+import { nowNs } from "../../core/clock.ts";
+import { internal, unavailable } from "../../core/errors.ts";
+import { inputBuffers } from "../../core/threads/transfer.ts";
+import { Thread, type WorkerLike } from "../../core/threads/thread.ts";
+import type { PreparedRequest } from "../../core/request-validate.ts";
+import type { InferenceRequest } from "../../core/request.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
+import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
+import { OutcomeChecker, requestFields } from "./outcome.ts";
+import type { FromInstancePort, PlainRequest, ToInstancePort } from "./worker-protocol.ts";
+
+/** A worker-thread instance as shared with the frontend workers (TsInstance.share). */
+export interface SharedTsInstance {
+  /** What the main thread's connectShared knows it by. */
+  key: string;
+  model: string;
+  instance: string;
+  config: ModelConfig;
+  /** [BUSY]: the executes waiting or running in the instance's worker, whichever thread sent them; [RETIRED]: 1 once the owner closes it. */
+  state: Int32Array;
+}
+
+interface Waiting {
+  prepared: PreparedRequest;
+  resolve(r: PreparedRun | undefined): void;
+  t0: number;
+  t1: number;
+  /** Gives the request its transferred buffers back (a retired request goes to the main thread whole). */
+  restore(buffers: ArrayBuffer[]): void;
+  forget(): void;
+}
+
+/** The slots of SharedTsInstance.state. */
+export const BUSY = 0;
+export const RETIRED = 1;
+
+export class TsBorrowed implements BorrowedInstance {
+  readonly key: string;
+  readonly #shared: SharedTsInstance;
+  readonly #checker: OutcomeChecker;
+  readonly #connect: (key: string) => void;
+  #thread: Thread<ToInstancePort, FromInstancePort> | undefined;
+  #port: MessagePort | undefined;
+  /** A port was asked of the main thread and has not come yet. */
+  #asked = false;
+  #closed = false;
+  readonly #pending = new Map<number, Waiting>();
+  #next = 0;
+
+  constructor(shared: SharedTsInstance, connect: (key: string) => void) {
+    this.key = shared.key;
+    this.#shared = shared;
+    this.#checker = new OutcomeChecker(shared.model, shared.config);
+    this.#connect = connect;
+  }
+
+  /** The executes waiting or running in the instance; undefined while this thread has no port to it (one is asked for). */
+  load(): number | undefined {
+    if (!this.#thread) {
+      if (!this.#asked && !this.#closed) {
+        this.#asked = true;
+        this.#connect(this.key);
+      }
+      return undefined;
+    }
+    return Atomics.load(this.#shared.state, BUSY);
+  }
+
+  /** The main thread's answer to a connect: the port, or none (the instance cannot take one now; a later request asks again). */
+  attach(port: MessagePort | undefined): void {
+    this.#asked = false;
+    if (!port) return;
+    if (this.#closed || this.#thread) {
+      port.close();
+      return;
+    }
+    this.#port = port;
+    this.#thread = new Thread<ToInstancePort, FromInstancePort>(
+      port as unknown as WorkerLike,
+      {
+        message: (m) => this.#answer(m),
+        // The instance's worker ended (a fault, a restart, an unload past its limit): its port closed.
+        exit: () => this.#lost(port),
+      },
+      { batch: true },
+    );
+  }
+
+  executeBorrowed(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  runPrepared(prepared: PreparedRequest): Promise<PreparedRun | undefined> {
+    const thread = this.#thread;
+    // A retired instance is finalizing: the main thread runs the request (whole: nothing was transferred yet).
+    if (!thread || this.#closed || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
+    const t0 = nowNs();
+    const plain: PlainRequest = { ...requestFields(prepared), cancelled: false };
+    const request = prepared.request;
+    const buffers = inputBuffers(request);
+    const restore = restorer(request, buffers);
+    const id = this.#next++;
+    Atomics.add(this.#shared.state, BUSY, 1);
+    const t1 = nowNs();
+    return new Promise((resolve) => {
+      const signal = request.signal;
+      const cancel = () => this.#thread?.send({ t: "cancel", id, index: 0 });
+      signal?.addEventListener("abort", cancel, { once: true });
+      this.#pending.set(id, { prepared, resolve, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
+      thread.send({ t: "execute", id, requests: [plain], buffers }, buffers);
+    });
+  }
+
+  #answer(m: FromInstancePort): void {
+    const w = this.#take(m.id);
+    if (!w) return;
+    if (m.t === "retired") {
+      w.restore(m.buffers);
+      w.resolve(undefined);
+    } else {
+      const t2 = nowNs();
+      const outcome = m.thrown
+        ? { error: this.#checker.thrown(Object.assign(new Error(String(m.thrown.message)), { code: m.thrown.code })) }
+        : this.#checker.outcomes([w.prepared], m.responses)[0]!;
+      const waitNs = Math.max(0, Math.min(Number(m.waitNs) || 0, t2 - w.t1));
+      w.resolve({ outcome, queueNs: waitNs, computeInputNs: w.t1 - w.t0, computeInferNs: t2 - w.t1 - waitNs, computeOutputNs: nowNs() - t2 });
+    }
+    this.#closeIfDone();
+  }
+
+  #take(id: number): Waiting | undefined {
+    const w = this.#pending.get(id);
+    if (!w) return undefined;
+    this.#pending.delete(id);
+    w.forget();
+    Atomics.sub(this.#shared.state, BUSY, 1);
+    return w;
+  }
+
+  /**
+   * The port closed: what it held fails as the main thread fails the executes of a worker
+   * that ended, or, when the owner retired the instance (a request sent just as its worker
+   * was ended after finalize, which never ran), as it refuses a request for an unloaded one.
+   */
+  #lost(port: MessagePort): void {
+    if (this.#port !== port) return;
+    this.#port = undefined;
+    this.#thread = undefined;
+    const s = this.#shared;
+    const error =
+      Atomics.load(s.state, RETIRED) === 1
+        ? unavailable(`model '${s.model}' instance ${s.instance} is unloaded`)
+        : internal(`model '${s.model}' instance ${s.instance}: the worker ended`);
+    for (const id of [...this.#pending.keys()]) {
+      const w = this.#take(id)!;
+      const now = nowNs();
+      w.resolve({ outcome: { error }, queueNs: 0, computeInputNs: w.t1 - w.t0, computeInferNs: now - w.t1, computeOutputNs: 0 });
+    }
+  }
+
+  /** The version left the table: the port closes once what it holds is answered. */
+  close(): void {
+    this.#closed = true;
+    this.#closeIfDone();
+  }
+
+  #closeIfDone(): void {
+    if (!this.#closed || this.#pending.size > 0 || !this.#port) return;
+    const port = this.#port;
+    this.#port = undefined;
+    this.#thread = undefined;
+    port.close();
+  }
+}
+
+/** Gives `request`'s inputs views of `buffers` again once they come back (they were transferred). */
+function restorer(request: InferenceRequest, buffers: ArrayBuffer[]): (back: ArrayBuffer[]) => void {
+  if (buffers.length === 0) return () => {};
+  const views = request.inputs.flatMap((t) => {
+    const k = buffers.indexOf(t.data.buffer as ArrayBuffer);
+    return k < 0 ? [] : [{ t, k, offset: t.data.byteOffset, length: t.data.byteLength }];
+  });
+  return (back) => {
+    for (const v of views) v.t.data = new Uint8Array(back[v.k]!, v.offset, v.length);
+  };
+}
+
+export function borrowTsInstance(shared: SharedInstance, connect: (key: string) => void): TsBorrowed {
+  return new TsBorrowed(shared.spec as SharedTsInstance, connect);
+}
