@@ -9,13 +9,14 @@
  * client loops answer every request exactly or refuse it cleanly.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { eventually } from "../../helpers/eventually.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-ts-direct-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -63,12 +64,14 @@ export default class Call {
 }
 `;
 
-/** hold: runs on the main thread and keeps its event loop for A[0] ms. */
-const HOLD = `
+/** hold: runs on the main thread and keeps its event loop until its release file appears (20 s at most), after writing its held file. */
+const hold = (held: string, release: string) => `
+import { existsSync, writeFileSync } from "node:fs";
 export default class Hold {
   execute(requests) {
-    const until = Date.now() + requests[0].input("A").data[0];
-    while (Date.now() < until) {}
+    writeFileSync(${JSON.stringify(held)}, "held");
+    const until = Date.now() + 20000;
+    while (!existsSync(${JSON.stringify(release)}) && Date.now() < until) {}
     return requests.map((r) => ({ outputs: [{ name: "SUM", datatype: "INT32", shape: [16], data: r.input("A").data }] }));
   }
 }
@@ -87,7 +90,7 @@ export default class Gate {
 }
 `;
 
-function repository(gateLog: string) {
+function repository(name: string, gateLog: string) {
   const repo = makeRepository([]);
   const model = (name: string, inputs: string[], outputs: string[], source: string, extra = "") => {
     repo.add(`${name}/config.pbtxt`, `name: "${name}"\nbackend: "typescript"\n${io(inputs, outputs)}${extra}`);
@@ -95,14 +98,20 @@ function repository(gateLog: string) {
   };
   model("tsadd", ["A", "B"], ["SUM", "DIFF"], TSADD, "instance_group [ { count: 2 kind: KIND_CPU } ]\n");
   model("tscall", ["A", "B"], ["SUM"], TSCALL);
-  model("hold", ["A"], ["SUM"], HOLD, `parameters { key: "execution_thread" value: { string_value: "main" } }\n`);
+  model(
+    "hold",
+    ["A"],
+    ["SUM"],
+    hold(join(dir, `held-${name}`), join(dir, `release-${name}`)),
+    `parameters { key: "execution_thread" value: { string_value: "main" } }\n`,
+  );
   model("gate", ["A"], ["SUM"], gate(gateLog));
   return repo;
 }
 
 async function start(threads: number, name: string, extra: string[] = []) {
   const gateLog = join(dir, `gate-${name}.txt`);
-  const repo = repository(gateLog);
+  const repo = repository(name, gateLog);
   const server = await startServerProcess([
     `--model-repository=${repo.dir}`,
     "--log-verbose=1",
@@ -239,14 +248,14 @@ describe("a TypeScript model's worker-thread instances, reached from the fronten
     // Every HTTP worker gets a request first: each then holds a port to both instances.
     for (let i = 0; i < 24; i++) expect((await post(two.server, "/v2/models/tsadd/infer", body)).status).toBe(200);
     const order: string[] = [];
-    const held = post(
-      two.server,
-      "/v2/models/hold/infer",
-      JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [16], data: X.map(() => 2500) }] }),
-    ).then((r) => order.push(`hold ${r.status}`));
-    await new Promise((r) => setTimeout(r, 300));
+    const held = post(two.server, "/v2/models/hold/infer", JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [16], data: X }] })).then((r) =>
+      order.push(`hold ${r.status}`),
+    );
+    await eventually(async () => expect(existsSync(join(dir, "held-two"))).toBe(true));
+    // The main thread is inside hold's execute until the release file appears, written once these are answered.
     const answers = await Promise.all(Array.from({ length: 8 }, () => post(two.server, "/v2/models/tsadd/infer", body)));
     order.push(...answers.map((r) => `tsadd ${r.status} ${JSON.parse(r.text).outputs[0].data.join(",") === ADD.join(",")}`));
+    writeFileSync(join(dir, "release-two"), "");
     await held;
     expect(order).toEqual([...Array.from({ length: 8 }, () => "tsadd 200 true"), "hold 200"]);
   });
