@@ -16,7 +16,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
-import { machineHeading, procStat, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
+import { machineHeading, mainThreadTicks, procStat, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -54,13 +54,6 @@ writeFileSync(
 );
 const PORT = 18760;
 const GRPC_PORT = 18761;
-
-/** The main thread's CPU so far, in 1/100 s ticks. */
-function mainTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
 
 function h2load(c: number, seconds = DURATION): { requests: number; failed: number } {
   // c streams: on min(c, 8) connections, the rest as concurrent streams on them.
@@ -109,7 +102,7 @@ async function measure(threads: number, binary = BINARY): Promise<Record<string,
       }
       for (const c of LOADS) {
         const t0 = procStat(pid).cpuTicks;
-        const m0 = mainTicks(pid);
+        const m0 = mainThreadTicks(pid);
         const r =
           p === "JSON"
             ? (() => {
@@ -118,7 +111,7 @@ async function measure(threads: number, binary = BINARY): Promise<Record<string,
               })()
             : h2load(c);
         const t1 = procStat(pid).cpuTicks;
-        const m1 = mainTicks(pid);
+        const m1 = mainThreadTicks(pid);
         const n = Math.max(r.requests, 1);
         out[key(p, c)] = { rps: r.requests / DURATION, processUs: ((t1 - t0) * 1e4) / n, mainUs: ((m1 - m0) * 1e4) / n, failed: r.failed };
       }

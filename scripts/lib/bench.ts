@@ -42,6 +42,13 @@ export function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
   return { cpuTicks, rssKiB };
 }
 
+/** The CPU time of a process's main thread so far (user + system, in 1/100 s ticks). */
+export function mainThreadTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 function parseMs(s: string): number {
   const m = /([\d.]+)(us|ms|s)/.exec(s);
   if (!m) return NaN;
