@@ -6,11 +6,12 @@
  * as the main thread's instance checks it (outcome.ts). The instance's worker runs the
  * executes of every thread one at a time, in arrival order; the shared `busy` counter
  * (executes waiting or running there, any thread's) lets a frontend worker pick the least
- * busy instance. An instance that is finalizing hands the request back (`retired`, its
+ * busy instance. A request cancelled while it waits there is dropped unrun (CANCELLED, as
+ * the default scheduler's queue drops it). An instance that is finalizing hands the request back (`retired`, its
  * buffers returned) for the main thread to run; one whose worker ended fails what it held.
  */
 import { nowNs } from "../../core/clock.ts";
-import { internal, unavailable } from "../../core/errors.ts";
+import { cancelled, internal, unavailable } from "../../core/errors.ts";
 import { inputBuffers } from "../../core/threads/transfer.ts";
 import { Thread, type WorkerLike } from "../../core/threads/thread.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
@@ -34,6 +35,7 @@ export interface SharedTsInstance {
 interface Waiting {
   prepared: PreparedRequest;
   resolve(r: PreparedRun | undefined): void;
+  reject(e: unknown): void;
   t0: number;
   t1: number;
   /** Gives the request its transferred buffers back (a retired request goes to the main thread whole). */
@@ -113,11 +115,11 @@ export class TsBorrowed implements BorrowedInstance {
     const id = this.#next++;
     Atomics.add(this.#shared.state, BUSY, 1);
     const t1 = nowNs();
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const signal = request.signal;
       const cancel = () => this.#thread?.send({ t: "cancel", id, index: 0 });
       signal?.addEventListener("abort", cancel, { once: true });
-      this.#pending.set(id, { prepared, resolve, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#pending.set(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
       thread.send({ t: "execute", id, requests: [plain], buffers }, buffers);
     });
   }
@@ -128,6 +130,8 @@ export class TsBorrowed implements BorrowedInstance {
     if (m.t === "retired") {
       w.restore(m.buffers);
       w.resolve(undefined);
+    } else if (m.t === "cancelled") {
+      w.reject(cancelled(w.prepared.request.id));
     } else {
       const t2 = nowNs();
       const outcome = m.thrown

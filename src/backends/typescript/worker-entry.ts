@@ -236,6 +236,13 @@ function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
 
 let ports = 0;
 
+/** Whether every request accepted under `key` was cancelled (they are forgotten then). */
+function allCancelled(key: string, count: number): boolean {
+  for (let index = 0; index < count; index++) if (!controllers.get(`${key}:${index}`)?.signal.aborted) return false;
+  for (let index = 0; index < count; index++) controllers.delete(`${key}:${index}`);
+  return true;
+}
+
 /** A frontend worker's port (#30): its executes join the same queue; their BLS calls go to the main thread as exec -1. */
 function servePort(port: MessagePort): void {
   const n = ports++;
@@ -251,6 +258,7 @@ function servePort(port: MessagePort): void {
       const requests = accept(key, -1, m.requests);
       return queued(async () => {
         const waitNs = Math.round((performance.now() - arrived) * 1e6);
+        if (allCancelled(key, requests.length)) return reply.post({ t: "cancelled", id: m.id });
         const r = await run(requests, key, undefined);
         reply.post(r.thrown ? { t: "done", id: m.id, waitNs, thrown: r.thrown } : { t: "done", id: m.id, waitNs, responses: r.responses });
       });

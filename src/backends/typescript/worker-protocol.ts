@@ -69,6 +69,8 @@ export type FromInstancePort =
   /** `waitNs`: how long the execute waited behind others here. */
   | { t: "done"; id: number; waitNs: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
   | { t: "done"; id: number; waitNs: number; thrown: ModelError; responses?: undefined }
+  /** Every request of it was cancelled while it waited here: nothing ran (the default scheduler's queue drops such a request too). */
+  | { t: "cancelled"; id: number }
   /** The instance is finalizing: nothing ran; the request's transferred buffers come back, for the main thread to run it. */
   | { t: "retired"; id: number; buffers: ArrayBuffer[] };
 

@@ -109,6 +109,21 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect([second.code, second.message]).toEqual(["INTERNAL", "model 'm' returned output 'Z', which is not an output in its config"]);
   });
 
+  it("a client's cancellation is relayed; one that came while the request waited ends it unrun, CANCELLED", async () => {
+    const s = setup();
+    const b = connected(s);
+    const controller = new AbortController();
+    const { p } = prepared();
+    p.request.signal = controller.signal;
+    s.onExecute(() => controller.abort());
+    const run = b.runPrepared(p);
+    await expect.poll(() => s.received.map((m) => m.t)).toEqual(["execute", "cancel"]);
+    expect(s.received[1]).toEqual({ t: "cancel", id: 0, index: 0 });
+    s.port2.postMessage([{ t: "cancelled", id: 0 }]);
+    await expect(run).rejects.toMatchObject({ code: "CANCELLED", message: "[request id: r1] Request was cancelled" });
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+  });
+
   it("a request the finalizing instance hands back comes back whole, for the main thread", async () => {
     const s = setup();
     const b = connected(s);
