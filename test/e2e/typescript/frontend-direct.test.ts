@@ -90,6 +90,15 @@ export default class Gate {
 }
 `;
 
+/** tsid: Y = X, FP32 of any length (large inputs cross by transfer). */
+const TSID = `
+export default class Id {
+  execute(requests) {
+    return requests.map((r) => ({ outputs: [{ ...r.input("X"), name: "Y" }] }));
+  }
+}
+`;
+
 function repository(name: string, gateLog: string) {
   const repo = makeRepository([]);
   const model = (name: string, inputs: string[], outputs: string[], source: string, extra = "") => {
@@ -98,6 +107,11 @@ function repository(name: string, gateLog: string) {
   };
   model("tsadd", ["A", "B"], ["SUM", "DIFF"], TSADD, "instance_group [ { count: 2 kind: KIND_CPU } ]\n");
   model("tscall", ["A", "B"], ["SUM"], TSCALL);
+  repo.add(
+    "tsid/config.pbtxt",
+    `name: "tsid"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`,
+  );
+  repo.add("tsid/1/model.js", TSID);
   model(
     "hold",
     ["A"],
@@ -216,7 +230,7 @@ describe("a TypeScript model's worker-thread instances, reached from the fronten
 
   it("the workers take the worker-thread TypeScript models and leave the main-thread one to the main thread", () => {
     const line = /frontend worker threads run these model versions themselves: (.*)/.exec(two.server.log())?.[1];
-    expect(line?.split(", ").sort()).toEqual(["gate:1", "tsadd:1", "tscall:1"]);
+    expect(line?.split(", ").sort()).toEqual(["gate:1", "tsadd:1", "tscall:1", "tsid:1"]);
     expect(one.server.log()).not.toMatch(/frontend worker threads run/);
   });
 
@@ -241,6 +255,44 @@ describe("a TypeScript model's worker-thread instances, reached from the fronten
         { name: "DIFF", datatype: "INT32", shape: [16], data: SUB },
       ],
     });
+  });
+
+  it("large tensors (1 MiB, transferred to the instance's worker) come back exact over HTTP binary and gRPC", async () => {
+    const n = 1 << 18;
+    const x = Float32Array.from({ length: n }, (_, i) => (i % 1000) / 8 - 60);
+    const bytes = new Uint8Array(x.buffer);
+    for (const s of [one, two]) {
+      for (let i = 0; i < 6; i++) {
+        const header = new TextEncoder().encode(
+          JSON.stringify({
+            inputs: [{ name: "X", datatype: "FP32", shape: [n], parameters: { binary_data_size: n * 4 } }],
+            outputs: [{ name: "Y", parameters: { binary_data: true } }],
+          }),
+        );
+        const r = await fetch(`${s.server.url}/v2/models/tsid/infer`, {
+          method: "POST",
+          body: Buffer.concat([header, bytes]),
+          headers: { "inference-header-content-length": String(header.byteLength) },
+        });
+        expect(r.status).toBe(200);
+        const length = Number(r.headers.get("inference-header-content-length"));
+        expect(
+          Buffer.from(await r.arrayBuffer())
+            .subarray(length)
+            .equals(Buffer.from(bytes)),
+        ).toBe(true);
+        const { client, call } = inferenceClient(s.server.grpcTarget!);
+        try {
+          const g = await call("ModelInfer")({ model_name: "tsid", inputs: [{ name: "X", datatype: "FP32", shape: [n] }], raw_input_contents: [bytes] });
+          expect(Buffer.from(g.raw_output_contents[0]).equals(Buffer.from(bytes))).toBe(true);
+        } finally {
+          client.close();
+        }
+      }
+    }
+    const [ca, cb] = [await counts(one.server, "tsid"), await counts(two.server, "tsid")];
+    expect(cb).toEqual(ca);
+    expect(ca).toMatchObject({ inference: 12, execution: 12, success: 12 });
   });
 
   it("answers while the main thread's event loop is held by another model", async () => {
