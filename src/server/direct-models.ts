@@ -3,7 +3,8 @@
  * half. A version qualifies when its requests need no state shared across requests: the
  * default scheduler (no dynamic or sequence batching, not an ensemble, not decoupled), no
  * response cache, no rate limiter, not traced, and instances another thread can run
- * (ONNX Runtime sessions: OrtSession::Run is thread-safe). The table of them is
+ * (ONNX Runtime sessions: OrtSession::Run is thread-safe; a TypeScript model's
+ * worker-thread instances, reached over a port per frontend worker). The table of them is
  * published to every subscriber (each frontend worker) after any version changes state
  * or the trace settings change; a worker answers a request for a version in its table
  * without a message to the main thread, and posts what the statistics need in batches
