@@ -14,13 +14,13 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, appendFileSync, existsSync, cpSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve, dirname, relative } from "node:path";
+import { basename, join, resolve, dirname, relative } from "node:path";
 import { OrtEnvironment, OrtSessionOptions } from "../ffi/onnxruntime/handles.ts";
 import { OrtSession } from "../ffi/onnxruntime/session.ts";
 import { sessionConfig } from "../src/backends/onnxruntime/options.ts";
 import { toOrtInput } from "../src/backends/onnxruntime/tensors.ts";
 import { parsePbtxt } from "../src/model-config/pbtxt.ts";
-import { machineHeading, procStat, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
+import { machineHeading, procStat, threadCpuTicks, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -142,10 +142,17 @@ wrk(url("simple_fp32_mlp_nobatch"), 32, 2, mlp);
 const r: Record<string, WrkResult> = {};
 const items = async () =>
   ((await (await fetch(`${base}/v2/models/simple_fp32_mlp/stats`)).json()) as { model_stats: { inference_count: number }[] }).model_stats[0]!.inference_count;
-const [cpuBefore, itemsBefore] = [procStat(nereid.pid!).cpuTicks, await items()];
+const [cpuBefore, itemsBefore, threadsBefore] = [procStat(nereid.pid!).cpuTicks, await items(), threadCpuTicks(nereid.pid!)];
+const loadBefore = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 r.batched32 = wrk(url("simple_fp32_mlp"), 32, DURATION, mlp);
 // The server's CPU per item over the batched run (every thread of the process; ticks of 10 ms).
-const serverCpuUsPerItem = ((procStat(nereid.pid!).cpuTicks - cpuBefore) * 10_000) / ((await items()) - itemsBefore);
+const batchedItems = (await items()) - itemsBefore;
+const serverCpuUsPerItem = ((procStat(nereid.pid!).cpuTicks - cpuBefore) * 10_000) / batchedItems;
+// ... and by thread name: where the CPU beyond in-process ORT's goes.
+const byThread = [...threadCpuTicks(nereid.pid!)]
+  .map(([name, ticks]) => [name, ((ticks - (threadsBefore.get(name) ?? 0)) * 10_000) / batchedItems] as const)
+  .filter(([, us]) => us >= 1)
+  .sort((a, b) => b[1] - a[1]);
 const batchedMean = await meanBatch(base, "simple_fp32_mlp");
 r.unbatched32 = wrk(url("simple_fp32_mlp_nobatch"), 32, DURATION, mlp);
 r.batched1 = wrk(url("simple_fp32_mlp"), 1, DURATION, mlp);
@@ -187,6 +194,7 @@ const rows = [
   `- in-process ONNX Runtime, batch 32, same session options: **${Math.round(ort.itemsPerSec).toLocaleString("en-US")} items/s** (${ort.msPerBatch.toFixed(2)} ms per batch)`,
   `- batched server / in-process: **${pct(r.batched32!.rps, ort.itemsPerSec)}** (target ≥ 70%); mean batch size formed: ${batchedMean.toFixed(1)}`,
   `- server CPU per item, batched at c=32 (every thread of the server, wrk on the same machine): ${serverCpuUsPerItem.toFixed(0)} µs; in-process ONNX Runtime at batch 32: ${ort.cpuUsPerItem.toFixed(0)} µs; ratio **${(serverCpuUsPerItem / ort.cpuUsPerItem).toFixed(2)}** (target ≤ 1.3)`,
+  `- that CPU by thread, µs per item: ${byThread.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(", ")} (the event loop is \`${basename(BINARY)}\`; ONNX Runtime runs on Bun's pool threads); load average at the batched run's start: ${loadBefore}`,
   `- batched / unbatched at c=32: **${(r.batched32!.rps / r.unbatched32!.rps).toFixed(2)}×** (target ≥ 3×)`,
   `- c=1 p50, batching on / off: **${(r.batched1!.p50 / r.unbatched1!.p50).toFixed(2)}×** (target ≤ 1.1×)`,
   `- c=32 batched p99 / p50: **${(r.batched32!.p99 / r.batched32!.p50).toFixed(2)}×** (target ≤ 1.5×)`,

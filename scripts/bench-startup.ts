@@ -3,22 +3,27 @@
  * instances, `simple` and `simple_identity`, against a naive server that opens the same
  * model files with the same koffi ONNX Runtime binding (one session per instance, all at
  * once) and then answers a ready route, run as `bun <file>`. Each: from spawn to the
- * first 200 of its ready route; interleaved runs, medians.
+ * first 200 of its ready route; interleaved runs, medians. --compare adds other binaries
+ * (e.g. an older build copied to dist/.compare/<name>/nereid) to the same rounds.
  *
- *   npm run build && bun scripts/bench-startup.ts [--runs=10] [--out=scripts/results/startup.md]
+ *   npm run build && bun scripts/bench-startup.ts [--runs=10] [--binary=dist/nereid] [--compare=<binary>,...] [--out=scripts/results/startup.md]
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { machineHeading, waitReady } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
 const RUNS = Number(arg("runs", "10"));
 const OUT = resolve(root, arg("out", "scripts/results/startup.md"));
-const BINARY = join(root, "dist", "nereid");
-if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
+const BINARY = resolve(arg("binary", join(root, "dist", "nereid")));
+const COMPARE = arg("compare", "")
+  .split(",")
+  .filter(Boolean)
+  .map((b) => resolve(b));
+for (const b of [BINARY, ...COMPARE]) if (!existsSync(b)) throw new Error(`${b} is missing: npm run build`);
 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-startup-"));
 const repo = join(work, "models");
@@ -54,21 +59,27 @@ async function timeToReady(start: () => ChildProcess, url: string): Promise<numb
   }
 }
 
-const nereid: number[] = [];
+const binaries = [BINARY, ...COMPARE];
+const nereid: number[][] = binaries.map(() => []);
 const naive: number[] = [];
+const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const load0 = loadavg();
 for (let i = 0; i < RUNS; i++) {
   const port = 18800 + (i % 50);
-  nereid.push(
-    await timeToReady(
-      () =>
-        spawn(BINARY, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
-          stdio: "ignore",
-        }),
-      `http://127.0.0.1:${port}/v2/health/ready`,
-    ),
-  );
+  for (const [b, binary] of binaries.entries()) {
+    nereid[b]!.push(
+      await timeToReady(
+        () =>
+          spawn(binary, [`--model-repository=${repo}`, `--http-port=${port}`, "--allow-grpc=false", "--allow-metrics=false", "--log-info=false"], {
+            stdio: "ignore",
+          }),
+        `http://127.0.0.1:${port}/v2/health/ready`,
+      ),
+    );
+  }
   naive.push(await timeToReady(() => spawn(process.execPath, [join(work, "naive.ts"), String(port)], { stdio: "ignore" }), `http://127.0.0.1:${port}/`));
 }
+const load1 = loadavg();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
 const text = `
@@ -78,10 +89,11 @@ Spawn to the first 200 of the ready route, ${RUNS} interleaved runs each, median
 
 | server | median ms | range ms |
 | --- | ---: | ---: |
-| dist/nereid | ${median(nereid).toFixed(0)} | ${range(nereid)} |
+${binaries.map((b, i) => `| ${relative(root, b)} | ${median(nereid[i]!).toFixed(0)} | ${range(nereid[i]!)} |`).join("\n")}
 | naive | ${median(naive).toFixed(0)} | ${range(naive)} |
 
-- nereid ÷ naive: **${(median(nereid) / median(naive)).toFixed(2)}** (goal ≤ 1.0)
+${binaries.map((b, i) => `- ${relative(root, b)} ÷ naive: **${(median(nereid[i]!) / median(naive)).toFixed(2)}** (goal ≤ 1.0)`).join("\n")}
+- load average (1, 5, 15 min) at the start: ${load0}; at the end: ${load1}
 `;
 appendFileSync(OUT, text);
 console.log(text);

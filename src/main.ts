@@ -8,7 +8,6 @@ import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts
 import { startServer, type RunningServer } from "./startup/start.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 import { runDevices } from "./devices.ts";
-import { runPerf } from "./perf/perf.ts";
 import { runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
@@ -29,7 +28,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (parsed.kind === "devices") return runDevices(parsed);
-  if (parsed.kind === "perf") return runPerf(parsed.argv);
+  // Imported for the subcommand only: its gRPC client is not evaluated when the server starts (#30).
+  if (parsed.kind === "perf") return (await import("./perf/perf.ts")).runPerf(parsed.argv);
   if (parsed.kind === "health") return runHealthCheck(parsed.url);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);

@@ -78,6 +78,26 @@ export function wrk(url: string, c: number, seconds: number, script?: string, op
   };
 }
 
+/**
+ * CPU time (user + system, in 1/100 s ticks) of each thread of a process now alive, summed
+ * by thread name (/proc/<pid>/task/<tid>/comm): e.g. the event loop ("nereid"), Bun's pool
+ * threads (koffi's async calls, and the ONNX Runtime threads they started), JIT and GC.
+ */
+export function threadCpuTicks(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      out.set(name, (out.get(name) ?? 0) + Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
 /** CPU time (user + system, in 1/100 s ticks) of a process and all its descendants now alive. */
 export function treeCpuTicks(pid: number): number {
   const children = new Map<number, number[]>();

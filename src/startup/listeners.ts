@@ -14,10 +14,9 @@ import type { CustomMetrics } from "../backends/custom-metrics.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "../frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "../frontends/http/server.ts";
 import { listenHttpWorkers } from "../frontends/http/workers.ts";
-import { listenGrpcWorkers } from "../frontends/grpc/workers.ts";
 import { frontendWorkersSupported } from "../frontends/worker-threads.ts";
-import { listenGrpc, type GrpcListener, type GrpcListenOptions } from "../frontends/grpc/server.ts";
-import { createMetricsRegistry, parseSummaryQuantiles } from "../metrics/model-metrics.ts";
+import type { GrpcListener, GrpcListenOptions } from "../frontends/grpc/server.ts";
+import type { createMetricsRegistry } from "../metrics/model-metrics.ts";
 import { createMetricsHandler } from "../frontends/metrics.ts";
 import { restrictionMap } from "../frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
@@ -128,7 +127,9 @@ export class Listeners {
 
   async #startMetrics(o: ServerOptions): Promise<void> {
     const server = this.#server;
-    const registry = (this.#metricsRegistry ??= this.#createMetricsRegistry(o));
+    // Imported when started: with --allow-metrics=false prom-client is never evaluated (#30).
+    const metrics = await import("../metrics/model-metrics.ts");
+    const registry = (this.#metricsRegistry ??= this.#createMetricsRegistry(o, metrics));
     this.#metricsHandler = createMetricsHandler({ metrics: () => server.statisticsSettled().then(() => registry.metrics()) });
     this.metrics = await listenHttp(this.#metricsHandler, o.metricsAddress, o.metricsPort);
     this.addresses.metrics = o.metricsAddress;
@@ -136,7 +137,10 @@ export class Listeners {
   }
 
   /** The metrics registry (made once, even when its listener failed to start and is started again), fed by the server and the backends. */
-  #createMetricsRegistry(o: ServerOptions): ReturnType<typeof createMetricsRegistry> {
+  #createMetricsRegistry(
+    o: ServerOptions,
+    { createMetricsRegistry, parseSummaryQuantiles }: typeof import("../metrics/model-metrics.ts"),
+  ): ReturnType<typeof createMetricsRegistry> {
     const server = this.#server;
     const registry = createMetricsRegistry(
       { versions: () => server.repository.allVersions().filter((v) => v.ready) },
@@ -170,6 +174,9 @@ export class Listeners {
   async #startGrpc(o: ServerOptions): Promise<void> {
     const server = this.#server;
     const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
+    // Imported when started: with --allow-grpc=false neither the gRPC frontend nor grpc-js is evaluated (#30).
+    const { listenGrpc } = await import("../frontends/grpc/server.ts");
+    const { listenGrpcWorkers } = await import("../frontends/grpc/workers.ts");
     const listen =
       threads > 1
         ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o))

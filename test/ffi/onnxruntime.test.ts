@@ -517,17 +517,17 @@ describe("session options from the model config", () => {
     expect(sessionConfig({ ...base, optimization: {} }).graphOptimizationLevel).toBe(99);
   });
 
-  it("defaults: intra threads = floor(cores / instances) ≥ 1, one inter thread, arena on, no spinning", () => {
+  it("defaults: intra threads = floor((cores − 1) / instances) ≥ 1, one inter thread, arena on, no spinning", () => {
     const intra = (instance_group?: ModelConfig["instance_group"]) =>
       sessionConfig({ name: "m", ...(instance_group ? { instance_group } : {}) }).intraOpThreads;
-    expect(intra(undefined)).toBe(cores);
-    expect(intra([])).toBe(cores);
-    expect(intra([{ kind: "KIND_CPU" }])).toBe(cores);
-    expect(intra([{ count: 2 }])).toBe(Math.max(1, Math.floor(cores / 2)));
-    expect(intra([{ count: 2 }, { count: 3 }])).toBe(Math.max(1, Math.floor(cores / 5)));
+    expect(intra(undefined)).toBe(Math.max(1, cores - 1));
+    expect(intra([])).toBe(Math.max(1, cores - 1));
+    expect(intra([{ kind: "KIND_CPU" }])).toBe(Math.max(1, cores - 1));
+    expect(intra([{ count: 2 }])).toBe(Math.max(1, Math.floor((cores - 1) / 2)));
+    expect(intra([{ count: 2 }, { count: 3 }])).toBe(Math.max(1, Math.floor((cores - 1) / 5)));
     expect(intra([{ count: 10_000 }])).toBe(1);
     // 0 means "default", as in Triton.
-    expect(sessionConfig({ ...base, parameters: params({ intra_op_thread_count: "0" }) }).intraOpThreads).toBe(Math.max(1, Math.floor(cores / 2)));
+    expect(sessionConfig({ ...base, parameters: params({ intra_op_thread_count: "0" }) }).intraOpThreads).toBe(Math.max(1, Math.floor((cores - 1) / 2)));
     const d = sessionConfig(base);
     expect([d.interOpThreads, d.graphOptimizationLevel, d.allowSpinning, d.memArena, d.entries]).toEqual([1, 99, false, true, {}]);
   });

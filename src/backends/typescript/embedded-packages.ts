@@ -5,11 +5,10 @@
  * runs from the compiled binary with no node_modules beside it (the
  * binary's runtime does not resolve bare package names in a module it loads at run
  * time). Elsewhere (Node, Deno, `bun src/main.ts` in the checkout) the names resolve
- * from node_modules as usual. Registered once, before the first model is imported.
+ * from node_modules as usual. Registered once, before the first model is imported; each
+ * package is evaluated when a model first imports it, not at the server's start (#30:
+ * evaluating the three took about a tenth of the binary's module start-up).
  */
-import * as pngjs from "pngjs";
-import * as jpegJs from "jpeg-js";
-import * as tokenizers from "@huggingface/tokenizers";
 
 /** The names a model may import without a node_modules of its own (docs/models/typescript.md). */
 export const EMBEDDED_PACKAGES = ["pngjs", "jpeg-js", "@huggingface/tokenizers"] as const;
@@ -30,15 +29,16 @@ let registered = false;
 export function registerEmbeddedPackages(): void {
   if (registered || typeof Bun === "undefined" || typeof Bun.plugin !== "function") return;
   registered = true;
-  const packages: Record<(typeof EMBEDDED_PACKAGES)[number], Record<string, unknown>> = {
-    pngjs,
-    "jpeg-js": jpegJs,
-    "@huggingface/tokenizers": tokenizers,
+  // Literal require() calls, so that the bundler embeds each package (and evaluates it on the first call).
+  const packages: Record<(typeof EMBEDDED_PACKAGES)[number], () => Record<string, unknown>> = {
+    pngjs: () => require("pngjs"),
+    "jpeg-js": () => require("jpeg-js"),
+    "@huggingface/tokenizers": () => require("@huggingface/tokenizers"),
   };
   Bun.plugin({
     name: "nereid-embedded-packages",
     setup(build) {
-      for (const [name, ns] of Object.entries(packages)) build.module(name, () => ({ exports: exportsOf(ns), loader: "object" }));
+      for (const [name, load] of Object.entries(packages)) build.module(name, () => ({ exports: exportsOf(load()), loader: "object" }));
     },
   });
 }

@@ -5,18 +5,16 @@
  */
 import protobuf from "protobufjs";
 import type { ServiceDefinition } from "@grpc/grpc-js";
-import { MODEL_CONFIG_PROTO } from "../../model-config/model-config-proto.generated.ts";
-import { GRPC_SERVICE_PROTO } from "./grpc-service-proto.generated.ts";
-import { HEALTH_PROTO } from "./health-proto.generated.ts";
+import { MODEL_CONFIG_DESCRIPTOR } from "../../model-config/model-config-descriptor.generated.ts";
+import { GRPC_DESCRIPTOR } from "./grpc-descriptor.generated.ts";
 
 let root: protobuf.Root | undefined;
 
+/** grpc_service.proto, health.proto and the model_config.proto they import, from their generated descriptors (scripts/gen-proto.ts). */
 export function grpcRoot(): protobuf.Root {
   if (!root) {
-    const r = new protobuf.Root();
-    protobuf.parse(MODEL_CONFIG_PROTO, r, { keepCase: true });
-    protobuf.parse(GRPC_SERVICE_PROTO, r, { keepCase: true });
-    protobuf.parse(HEALTH_PROTO, r, { keepCase: true });
+    const r = protobuf.Root.fromJSON(MODEL_CONFIG_DESCRIPTOR);
+    r.addJSON(GRPC_DESCRIPTOR.nested!);
     r.resolveAll();
     root = r;
   }
