@@ -13,6 +13,9 @@ import { logFailure, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
 import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
+import { BatchClient } from "../server/batch-client.ts";
+import type { BatchChannel } from "../server/batch-thread.ts";
+import type { ChannelPort } from "../server/batch-slots.ts";
 
 declare const Bun: unknown;
 
@@ -91,7 +94,9 @@ export async function startWorkers(count: number, make: () => StartableWorker, p
 export type ToWorkerDirect =
   | { t: "models"; table: DirectTable }
   /** Post the statistics records held, then `flushed` with this id. */
-  | { t: "flush"; id: number };
+  | { t: "flush"; id: number }
+  /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
+  | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort };
 
 /** What a frontend worker says back: statistics records, flushes done, and failures for the main thread's log. */
 export type FromWorkerDirect =
@@ -106,13 +111,14 @@ export type FromWorkerDirect =
  */
 export class DirectLink {
   readonly #direct: DirectModels | undefined;
-  readonly #send: (m: ToWorkerDirect) => void;
+  readonly #send: (m: ToWorkerDirect, transfer?: ArrayBuffer[]) => void;
   readonly #log: Logger;
+  #batch: BatchChannel | undefined;
   readonly #flushes = new Map<number, () => void>();
   #nextFlush = 0;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect) => void, log: Logger) {
+  constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect, transfer?: ArrayBuffer[]) => void, log: Logger) {
     this.#direct = direct;
     this.#send = send;
     this.#log = log;
@@ -120,6 +126,9 @@ export class DirectLink {
 
   /** The worker is listening: it takes tables from now on. */
   start(): void {
+    this.#batch = this.#direct?.batchChannel();
+    const b = this.#batch;
+    if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as ArrayBuffer]);
     this.#unsubscribe = this.#direct?.subscribe({
       publish: (table) => this.#send({ t: "models", table }),
       flush: () =>
@@ -132,6 +141,7 @@ export class DirectLink {
   }
 
   stop(): void {
+    this.#batch?.close();
     this.#unsubscribe?.();
     for (const resolve of this.#flushes.values()) resolve();
     this.#flushes.clear();
@@ -180,6 +190,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
   const receive = (m: { t: string }): boolean => {
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table);
+    else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {
       postRecords();
       post({ t: "flushed", id: d.id });

@@ -15,9 +15,11 @@ import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
-import { FAILURE, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { BATCHED, FAILURE, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
-import type { BorrowedInstance } from "../backends/backend.ts";
+import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
+import type { BatchClient } from "./batch-client.ts";
+import type { PreparedRequest } from "../core/request-validate.ts";
 
 /** Keys that make a request the main thread's (the scheduler or the server reads them). */
 const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
@@ -37,6 +39,8 @@ export class DirectRunner {
   #routes = new Map<string, number>();
   #records: number[] = [];
   #inFlight = 0;
+  /** This worker's channel to the scheduling thread, for dynamically batched versions (batch-thread.ts). */
+  #batch: BatchClient | undefined;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
 
@@ -65,6 +69,11 @@ export class DirectRunner {
     this.#routes = new Map(table.routes);
   }
 
+  /** The channel to the scheduling thread: batched versions in the table are submitted there. */
+  attachBatch(client: BatchClient): void {
+    this.#batch = client;
+  }
+
   /** The records taken since the last take(), for the main thread (DirectModels.applyRecords). */
   take(): number[] {
     const r = this.#records;
@@ -77,9 +86,14 @@ export class DirectRunner {
     const id = this.#routes.get(routeKey(model, version));
     if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || !plain(request)) return undefined;
     const served = this.#served.get(id)!;
+    const batch = served.entry.batch;
+    if (batch !== undefined) {
+      const client = this.#batch;
+      return client && this.#run(served, request, (p) => submitted(client, batch, p));
+    }
     const instance = this.#instance(served);
     if (!instance) return undefined;
-    return this.#run(served, instance, request);
+    return this.#run(served, request, (p) => instance.executeBorrowed(p.inputs, p.outputNames));
   }
 
   #instance(s: Served): BorrowedInstance | undefined {
@@ -92,7 +106,7 @@ export class DirectRunner {
     }
   }
 
-  async #run(s: Served, instance: BorrowedInstance, request: InferenceRequest): Promise<InferenceResponse> {
+  async #run(s: Served, request: InferenceRequest, execute: (p: PreparedRequest) => Promise<Executed | undefined>): Promise<InferenceResponse> {
     const { entry, signature } = s;
     const start = nowNs();
     let reason: FailureReason = "OTHER";
@@ -101,13 +115,14 @@ export class DirectRunner {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
       if (request.signal?.aborted) throw cancelled(request.id);
-      const r = await instance.executeBorrowed(prepared.inputs, prepared.outputNames);
+      const r = await execute(prepared);
       if (!r) throw RETIRED;
       const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
-      this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
+      if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
+      else this.#record(BATCHED, entry.id, nowNs() - start, r.queueNs, ci, cinf, co);
       const response: InferenceResponse = { modelName: entry.name, modelVersion: entry.version, outputs };
       if (request.id) response.id = request.id;
       return response;
@@ -130,6 +145,17 @@ export class DirectRunner {
     if (this.#records.length === 0) this.#flushSoon();
     this.#records.push(kind, id, requestNs, a, b, c, d);
   }
+}
+
+/** An execution's outcome; with queueNs when the scheduling thread batched it (and counted the execution). */
+type Executed = ExecuteResult & { queueNs?: number };
+
+/** `prepared` batched on the scheduling thread: undefined when the thread no longer serves the version. */
+async function submitted(client: BatchClient, batch: number, prepared: PreparedRequest): Promise<Executed | undefined> {
+  const r = await client.submit(batch, prepared);
+  if (r.t === "retired") return undefined;
+  if (r.t === "error") throw new ServerError(r.code, r.message, r.reason ? { reason: r.reason } : undefined);
+  return r;
 }
 
 /**

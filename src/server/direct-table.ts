@@ -14,6 +14,8 @@ export interface DirectEntry {
   version: string;
   config: ModelConfig;
   instances: SharedInstance[];
+  /** A dynamically batched version: its id on the scheduling thread, where the worker submits its requests (no instances then). */
+  batch?: number;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -28,5 +30,7 @@ export const RECORD_WIDTH = 7;
 export const SUCCESS = 1;
 /** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0] */
 export const FAILURE = 2;
+/** [BATCHED, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs]: its execution is counted by the scheduling thread. */
+export const BATCHED = 3;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

@@ -45,9 +45,9 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
     );
   }
 
-  /** Posts `m` in this turn's batch. */
-  send(m: To): void {
-    this.#thread.send(m);
+  /** Posts `m` in this turn's batch, transferring `transfer` (buffers, message ports). */
+  send(m: To, transfer?: ArrayBuffer[]): void {
+    this.#thread.send(m, transfer);
   }
 
   /** Starts the worker; resolves with the port it listens on. */

@@ -40,6 +40,7 @@ function receive(m: ToGrpcWorker): void {
       return;
     case "models":
     case "flush":
+    case "batch":
       direct.receive(m);
       return;
     case "write":

@@ -132,7 +132,7 @@ class GrpcFrontendWorker {
       this.#onMessage(m),
     );
     this.#send = (m) => this.#thread.send(m);
-    this.#direct = new DirectLink(direct, (m) => this.#thread.send(m), log);
+    this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
   }
 
   async start(listen: GrpcListenOptions): Promise<number> {

@@ -54,6 +54,7 @@ function receive(m: ToWorker): void {
       return;
     case "models":
     case "flush":
+    case "batch":
       direct.receive(m);
       return;
     case "chunk":

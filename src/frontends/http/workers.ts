@@ -38,7 +38,7 @@ class FrontendWorker {
   constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined) {
     this.#server = server;
     this.#handler = handler;
-    this.#direct = new DirectLink(direct, (m) => this.#send(m), log);
+    this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
     this.#thread = new WorkerThread(workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "HTTP", log, (m) =>
       this.#onMessage(m),
     );
