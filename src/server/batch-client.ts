@@ -70,7 +70,10 @@ export class BatchClient {
       if (slot !== undefined) this.#free.push(slot);
       // Too large for a slot (or none free): a message, its tensors copied into buffers of their own and moved.
       const inputs = request.inputs.map((t) => ({ ...t, data: t.data.slice() }));
-      this.#port.postMessage({ t: "submit", request: { ...request, inputs } } satisfies ToBatchPort, inputs.map((t) => t.data.buffer as ArrayBuffer));
+      this.#port.postMessage(
+        { t: "submit", request: { ...request, inputs } } satisfies ToBatchPort,
+        inputs.map((t) => t.data.buffer as ArrayBuffer),
+      );
     });
   }
 

@@ -17,7 +17,7 @@
  * more than SLOTS numbers, since a slot is in at most one of them at a time.
  */
 import { DATA_TYPES, type DataType, type Tensor } from "../core/tensor.ts";
-import { ERROR_CODES, type ErrorCode } from "../core/errors.ts";
+import { ERROR_CODES, ServerError, type ErrorCode } from "../core/errors.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 
 /** Int32 indices of the header. */
@@ -189,6 +189,11 @@ export class SlotChannel {
     }
     return { t: "retired" };
   }
+}
+
+/** The ServerError an error result stands for. */
+export function errorOf(r: Extract<WireResult, { t: "error" }>): ServerError {
+  return new ServerError(r.code, r.message, r.reason ? { reason: r.reason } : undefined);
 }
 
 /** The end of a channel's MessagePort, as both runtimes' types agree on it. */

@@ -16,10 +16,10 @@
 import { workerUrl } from "../core/worker-url.ts";
 import { Thread } from "../core/threads/thread.ts";
 import { getLogger } from "../core/logger.ts";
-import { ServerError, cancelled, unavailable } from "../core/errors.ts";
+import { cancelled, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
-import { CLOSED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, type ChannelPort } from "./batch-slots.ts";
+import { CLOSED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
 import { EXEC_WIDTH, type FromBatch, type ToBatch } from "./batch-protocol.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { ModelStats } from "../core/stats.ts";
@@ -125,7 +125,11 @@ export class BatchThread {
   #start(): Thread<ToBatch, FromBatch> {
     if (this.#thread) return this.#thread;
     const url = workerUrl("src/server/batch-thread-entry.ts", new URL("./batch-thread-entry.ts", import.meta.url));
-    this.#thread = new Thread<ToBatch, FromBatch>(url, { message: (m) => this.#message(m), error: (m) => this.#fail(m), exit: () => this.#fail("it ended") }, { batch: true, unref: true });
+    this.#thread = new Thread<ToBatch, FromBatch>(
+      url,
+      { message: (m) => this.#message(m), error: (m) => this.#fail(m), exit: () => this.#fail("it ended") },
+      { batch: true, unref: true },
+    );
     const main = new SlotChannel(MAIN_SLOTS);
     const [port1, port2] = portPair();
     this.#main = new BatchClient(main.buffer, port1);
@@ -200,7 +204,7 @@ export class ThreadedBatchScheduler implements Scheduler {
     this.#inflight++;
     try {
       const r = await this.#thread.client.submit(this.id, prepared);
-      if (r.t === "error") throw new ServerError(r.code, r.message, r.reason ? { reason: r.reason } : undefined);
+      if (r.t === "error") throw errorOf(r);
       if (r.t === "retired") throw stopping(id);
       const { outputs, queueNs, computeInputNs, computeInferNs, computeOutputNs } = r;
       return { outputs, queueNs, computeInputNs, computeInferNs, computeOutputNs };

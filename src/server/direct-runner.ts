@@ -19,6 +19,7 @@ import { BATCHED, FAILURE, routeKey, SUCCESS, type DirectEntry, type DirectTable
 import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
+import { errorOf } from "./batch-slots.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 
 /** Keys that make a request the main thread's (the scheduler or the server reads them). */
@@ -154,7 +155,7 @@ type Executed = ExecuteResult & { queueNs?: number };
 async function submitted(client: BatchClient, batch: number, prepared: PreparedRequest): Promise<Executed | undefined> {
   const r = await client.submit(batch, prepared);
   if (r.t === "retired") return undefined;
-  if (r.t === "error") throw new ServerError(r.code, r.message, r.reason ? { reason: r.reason } : undefined);
+  if (r.t === "error") throw errorOf(r);
   return r;
 }
 
