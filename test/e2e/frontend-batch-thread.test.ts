@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, ElemType } from "../../scripts/lib/onnx-builder.ts";
 
@@ -55,6 +56,8 @@ function repository(): Repo {
     "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 2000000 default_queue_policy { max_queue_size: 2 default_timeout_microseconds: 300000 timeout_action: REJECT }",
   );
   addBatched(repo, "busy", "max_queue_delay_microseconds: 5000");
+  // Holds a lone request for 60 s: long enough to be cancelled while queued.
+  addBatched(repo, "held", "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000");
   addBig(repo);
   return repo;
 }
@@ -137,7 +140,7 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
 
   it("the workers submit the batched ONNX models' requests to the scheduling thread; one thread keeps them", () => {
     const line = /frontend worker threads submit these model versions' requests to the scheduling thread: (.*)/.exec(two.log())?.[1];
-    expect(line?.split(", ").sort()).toEqual(["batched:1", "big:1", "busy:1", "policy:1"]);
+    expect(line?.split(", ").sort()).toEqual(["batched:1", "big:1", "busy:1", "held:1", "policy:1"]);
     expect(two.log()).toMatch(/the scheduling thread started/);
     expect(one.log()).not.toMatch(/scheduling thread/);
   });
@@ -227,6 +230,25 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
     const [ca, cb] = [await counts(one, "policy"), await counts(two, "policy")];
     expect(cb).toEqual(ca);
     expect(ca).toMatchObject({ success: 0, fail: 4, executionCount: 0, metricRejected: 4 });
+  });
+
+  it("a queued request whose client goes away leaves the queue, counted CANCELED as one thread counts it", async () => {
+    const run = async (server: ServerProcess) => {
+      const client = new AbortController();
+      const request = fetch(`${server.url}/v2/models/held/infer`, { method: "POST", body: jsonBody(1), signal: client.signal }).catch((e: Error) => e.name);
+      await eventually(async () => expect((await counts(server, "held")).metricPending).toBe(1));
+      client.abort();
+      const answer = await request;
+      await eventually(async () => expect((await counts(server, "held")).fail).toBe(1));
+      return { answer, counts: await counts(server, "held") };
+    };
+    const [a, b] = [await run(one), await run(two)];
+    expect(b).toEqual(a);
+    expect(a.answer).toBe("AbortError");
+    expect(a.counts).toMatchObject({ success: 0, fail: 1, executionCount: 0, metricPending: 0 });
+    expect(await fetch(`${two.metricsUrl}/metrics`).then((r) => r.text())).toMatch(
+      /^nv_inference_request_failure\{model="held",version="1",reason="CANCELED"\} 1$/m,
+    );
   });
 
   it("a request and an answer too large for a slot go as messages, answered exactly", async () => {
