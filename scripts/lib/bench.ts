@@ -97,6 +97,28 @@ export function treeCpuTicks(pid: number): number {
   return total;
 }
 
+/** CPU time (user + system, in 1/100 s ticks) of one thread of a process: the main thread by default. */
+export function threadTicks(pid: number, tid = pid): number {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/**
+ * Runs h2load for `seconds`, posting the gRPC frame in `bodyFile` to `url` (a gRPC method's
+ * path) with c streams: on min(c, 8) connections, the rest as concurrent streams on them.
+ */
+export function h2load(url: string, bodyFile: string, c: number, seconds: number): { requests: number; failed: number } {
+  const connections = Math.min(c, 8);
+  const args = ["-D", String(seconds), "-c", String(connections), "-m", String(Math.ceil(c / connections)), "-t", "1", "-d", bodyFile];
+  args.push("-H", "content-type: application/grpc", "-H", "te: trailers", url);
+  const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
+  return {
+    requests: Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0),
+    failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0),
+  };
+}
+
 /** Writes a wrk Lua script that POSTs the file `bodyFile` as JSON; returns the script's path. */
 export function wrkPostScript(bodyFile: string): string {
   const script = `${bodyFile}.lua`;

@@ -77,6 +77,11 @@ export class BatchClient {
     });
   }
 
+  /** The scheduling thread is gone: every request waiting on it fails with `message`. */
+  abandon(message: string): void {
+    for (const ref of [...this.#pending.keys()]) this.#settle(ref, { t: "error", code: "INTERNAL", message });
+  }
+
   #post(m: ToBatchPort): void {
     this.#port.postMessage(m);
   }

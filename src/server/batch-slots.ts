@@ -232,6 +232,8 @@ function slotsOf(buffer: SharedArrayBuffer): number {
 
 const align = (n: number, to: number) => Math.ceil(n / to) * to;
 const encoder = new TextEncoder();
+/** Strings up to this long are tried as ASCII, byte by byte. */
+const SHORT = 64;
 const decoder = new TextDecoder();
 
 /** Writes fields into one slot; `ok` turns false (and stays) once something would pass its end. */
@@ -265,9 +267,18 @@ class SlotWriter {
   str(s: string): void {
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     if (!this.#room(4 + s.length * 3)) return;
-    const { written } = encoder.encodeInto(s, this.bytes.subarray(this.#at + 4, this.#at + 4 + s.length * 3));
-    this.view.setUint32(this.#at, written, true);
-    this.#at += 4 + written;
+    const at = this.#at + 4;
+    let n = 0;
+    // Names are short and ASCII: written byte by byte, without an encoder call.
+    if (s.length <= SHORT) {
+      while (n < s.length && s.charCodeAt(n) < 0x80) {
+        this.bytes[at + n] = s.charCodeAt(n);
+        n++;
+      }
+    }
+    if (n < s.length) n = encoder.encodeInto(s, this.bytes.subarray(at, at + s.length * 3)).written;
+    this.view.setUint32(this.#at, n, true);
+    this.#at = at + n;
   }
   tensors(ts: readonly Tensor[]): void {
     this.u32(ts.length);
@@ -311,10 +322,19 @@ class SlotReader {
   }
   str(): string {
     const n = this.u32();
-    // TextDecoder does not read shared memory: the bytes are copied first.
-    const s = decoder.decode(this.bytes.slice(this.#at, this.#at + n));
+    const at = this.#at;
     this.#at += n;
-    return s;
+    if (n <= SHORT) {
+      let s = "";
+      for (let i = at; i < at + n; i++) {
+        const b = this.bytes[i]!;
+        if (b >= 0x80) return decoder.decode(this.bytes.slice(at, at + n));
+        s += String.fromCharCode(b);
+      }
+      return s;
+    }
+    // TextDecoder does not read shared memory: the bytes are copied first.
+    return decoder.decode(this.bytes.slice(at, at + n));
   }
   tensors(): Tensor[] {
     const out: Tensor[] = [];

@@ -37,6 +37,13 @@ interface Version {
 }
 
 const versions = new Map<number, Version>();
+/** Each open channel's drain: takes the requests its ring holds. */
+const drains = new Set<() => void>();
+const drainAll = () => {
+  for (const drain of drains) drain();
+};
+/** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
+const refused = new Map<number, string>();
 let records: number[] = [];
 
 function receive(m: ToBatch): void {
@@ -68,6 +75,8 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
         update(v);
         const r = await b.executeBorrowed(inputs, names);
         if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
+        // What came while it ran joins the queue before the scheduler picks the next batch.
+        drainAll();
         return r;
       },
       close: () => b.close(),
@@ -82,11 +91,14 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
     const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
     versions.set(m.id, v);
   } catch (err) {
-    post({ t: "error", message: `model '${m.name}': the scheduling thread cannot run it: ${(err as Error).message}` });
+    const message = `model '${m.name}': the scheduling thread cannot run it: ${(err as Error).message}`;
+    refused.set(m.id, message);
+    post({ t: "error", message });
   }
 }
 
 async function remove(id: number): Promise<void> {
+  refused.delete(id);
   const v = versions.get(id);
   if (v) {
     v.stopping = true;
@@ -127,6 +139,11 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
   };
   const take = (slot: number, r: WireRequest) => {
     const v = versions.get(r.entry);
+    const why = refused.get(r.entry);
+    if (why !== undefined) {
+      answer(r.ref, slot, { t: "error", code: "INTERNAL", message: why });
+      return;
+    }
     if (!v || v.stopping) {
       answer(r.ref, slot, { t: "retired" });
       return;
@@ -174,9 +191,11 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
       live.get(m.ref)?.abort();
     }
   };
+  drains.add(drain);
   whileRung(channel.ctrl, SUB_TAIL, SUB_HEAD, () => {
     drain();
     if (Atomics.load(channel.ctrl, CLOSED) === 0) return true;
+    drains.delete(drain);
     port.close();
     return false;
   });

@@ -16,7 +16,7 @@
 import { workerUrl } from "../core/worker-url.ts";
 import { Thread } from "../core/threads/thread.ts";
 import { getLogger } from "../core/logger.ts";
-import { cancelled, unavailable } from "../core/errors.ts";
+import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
 import { CLOSED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
@@ -49,7 +49,7 @@ export function batchThreadOf(server: InferenceServer): BatchThread | undefined 
 export function threadedBatchId(mv: ModelVersion): number | undefined {
   if (!mv.ready) return undefined;
   const s = mv.scheduler;
-  return s instanceof ThreadedBatchScheduler ? s.id : undefined;
+  return s instanceof ThreadedBatchScheduler && !s.failed ? s.id : undefined;
 }
 
 export class BatchThread {
@@ -96,6 +96,11 @@ export class BatchThread {
         Atomics.notify(channel.ctrl, SUB_TAIL);
       },
     };
+  }
+
+  /** Why the thread failed, once it has (its versions then refuse every request). */
+  get failure(): string | undefined {
+    return this.#failed;
   }
 
   /** The main thread's own channel, for the requests that reach it. */
@@ -171,6 +176,7 @@ export class BatchThread {
     if (this.#failed) return;
     this.#failed = message;
     log.error(`the scheduling thread failed: ${message}`);
+    this.#main?.abandon(`the scheduling thread failed: ${message}`);
     for (const done of [...this.#flushes.values(), ...this.#removals.values()]) done();
     this.#flushes.clear();
     this.#removals.clear();
@@ -201,6 +207,8 @@ export class ThreadedBatchScheduler implements Scheduler {
     const id = prepared.request.id;
     if (this.#stopping) throw stopping(id);
     if (prepared.request.signal?.aborted) throw cancelled(id);
+    const failure = this.#thread.failure;
+    if (failure) throw internal(`${logPrefix(id)}the scheduling thread failed: ${failure}`);
     this.#inflight++;
     try {
       const r = await this.#thread.client.submit(this.id, prepared);
@@ -211,6 +219,11 @@ export class ThreadedBatchScheduler implements Scheduler {
     } finally {
       if (--this.#inflight === 0) this.#idle?.();
     }
+  }
+
+  /** The scheduling thread has failed: the workers hand this version's requests to the main thread, which refuses them. */
+  get failed(): boolean {
+    return this.#thread.failure !== undefined;
   }
 
   inflightCount(): number {

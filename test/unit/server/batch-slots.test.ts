@@ -35,6 +35,11 @@ describe("SlotChannel", () => {
     expect(plain(read)).toEqual(plain(request()));
     expect(read.inputs[0]!.data.buffer).toBe(theirs.buffer);
     expect(read.inputs[0]!.data.byteOffset % 16).toBe(0);
+    // Strings short and long, ASCII and not, take different paths.
+    for (const id of ["", "a", "x".repeat(64), "y".repeat(65), `${"z".repeat(80)}é`, "日本語", "\u{1F600}"]) {
+      mine.writeRequest(1, request({ id }));
+      expect(theirs.readRequest(1).id).toBe(id);
+    }
   });
 
   it("a result is copied out of its slot: writing the slot again leaves it as read", () => {
