@@ -151,7 +151,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const cells = await measure(which === "before" ? BEFORE : AFTER);
     runs[which].push(cells);
     console.log(
-      `round ${round + 1}, ${which}: ${cells.map((c, i) => `${LOADS[i]!.label} ${c.rps.toFixed(0)}/s ${c.processUs.toFixed(0)}µs main ${c.mainUs.toFixed(1)}µs batch ${c.batch.toFixed(1)}`).join("; ")}`,
+      `round ${round + 1}, ${which}: ${cells.map((c, i) => `${LOADS[i]!.label} ${c.rps.toFixed(0)}/s ${c.processUs.toFixed(0)}µs main ${c.mainUs.toFixed(1)}µs batch ${c.batch.toFixed(1)}${c.failed ? ` FAILED ${c.failed}` : ""}`).join("; ")}`,
     );
   }
 }

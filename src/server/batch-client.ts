@@ -6,7 +6,7 @@
  * too large for one, goes over the channel's ChannelPort instead, and so does a result
  * too large for its slot.
  */
-import { DONE_HEAD, DONE_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
+import { DONE_HEAD, DONE_TAIL, FAILED, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatchPort, ToBatchPort } from "./batch-protocol.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 
@@ -43,6 +43,8 @@ export class BatchClient {
 
   /** Sends `prepared` to the scheduling thread for version `entry`; resolves with its outcome. */
   submit(entry: number, prepared: PreparedRequest): Promise<WireResult> {
+    // The scheduling thread is gone: the request is handed on (the main thread refuses it).
+    if (this.#failed()) return Promise.resolve({ t: "retired" });
     const ref = (this.#nextRef = (this.#nextRef + 1) >>> 0);
     const request: WireRequest = {
       ref,
@@ -91,6 +93,11 @@ export class BatchClient {
     if (this.#waiting) return;
     this.#waiting = true;
     whileRung(this.#channel.ctrl, DONE_TAIL, DONE_HEAD, () => {
+      if (this.#failed()) {
+        this.abandon("the scheduling thread failed");
+        this.#waiting = false;
+        return false;
+      }
       for (const slot of this.#channel.takeCompleted()) {
         const result = this.#channel.readResult(slot);
         const ref = this.#slotRef[slot]!;
@@ -101,6 +108,10 @@ export class BatchClient {
       this.#waiting = false;
       return false;
     });
+  }
+
+  #failed(): boolean {
+    return Atomics.load(this.#channel.ctrl, FAILED) !== 0;
   }
 
   #release(slot: number): void {

@@ -11,7 +11,7 @@
  * notifies; the submitter reads the result and frees the slot. A request or a result
  * that does not fit its slot goes as a message instead (the channel's MessagePort).
  *
- * Layout: Int32 [subTail, subHead, doneTail, doneHead, closed, pad...] then the two rings
+ * Layout: Int32 [subTail, subHead, doneTail, doneHead, closed, slots, failed, pad...] then the two rings
  * (SLOTS Int32 each), then SLOTS slots of SLOT_BYTES, each 64-byte aligned. Counters only
  * grow (wrapping as Int32); a ring index is counter & (SLOTS - 1). A ring never holds
  * more than SLOTS numbers, since a slot is in at most one of them at a time.
@@ -27,6 +27,8 @@ export const DONE_TAIL = 2;
 export const DONE_HEAD = 3;
 /** Set to 1 when the channel is closed: the scheduling thread stops waiting on it. */
 export const CLOSED = 4;
+/** Set to 1 (by the main thread) when the scheduling thread has failed: the submitter stops waiting on it. */
+export const FAILED = 6;
 const HEADER_INTS = 16;
 
 /** Slots of a frontend worker's channel: as many as its runs in flight (direct-runner.ts MAX_DIRECT_IN_FLIGHT). */

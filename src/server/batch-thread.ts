@@ -19,7 +19,7 @@ import { getLogger } from "../core/logger.ts";
 import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
-import { CLOSED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
+import { CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
 import { EXEC_WIDTH, type FromBatch, type ToBatch } from "./batch-protocol.ts";
 import type { BackendInstance } from "../backends/backend.ts";
 import type { ModelStats } from "../core/stats.ts";
@@ -57,6 +57,8 @@ export class BatchThread {
   #main: BatchClient | undefined;
   /** Worker channels made before the thread started: given to it when it starts. */
   readonly #early: { buffer: SharedArrayBuffer; port: ChannelPort }[] = [];
+  /** Every channel's control words, to tell the submitters if the thread fails. */
+  readonly #controls = new Set<Int32Array>();
   readonly #stats = new Map<number, Pick<ModelStats, "recordExecution">>();
   readonly #removals = new Map<number, () => void>();
   readonly #flushes = new Map<number, () => void>();
@@ -85,6 +87,7 @@ export class BatchThread {
   /** A channel for a frontend worker (the thread gets its end when it starts). */
   connect(): BatchChannel {
     const channel = new SlotChannel(WORKER_SLOTS);
+    this.#controls.add(channel.ctrl);
     const [port1, port2] = portPair();
     if (this.#thread) this.#give(channel.buffer, port2);
     else this.#early.push({ buffer: channel.buffer, port: port2 });
@@ -92,6 +95,7 @@ export class BatchThread {
       buffer: channel.buffer,
       port: port1,
       close: () => {
+        this.#controls.delete(channel.ctrl);
         Atomics.store(channel.ctrl, CLOSED, 1);
         Atomics.notify(channel.ctrl, SUB_TAIL);
       },
@@ -177,6 +181,11 @@ export class BatchThread {
     this.#failed = message;
     log.error(`the scheduling thread failed: ${message}`);
     this.#main?.abandon(`the scheduling thread failed: ${message}`);
+    // The workers' requests waiting on it fail too, and their new ones go to the main thread (which refuses them).
+    for (const ctrl of this.#controls) {
+      Atomics.store(ctrl, FAILED, 1);
+      Atomics.notify(ctrl, DONE_TAIL);
+    }
     for (const done of [...this.#flushes.values(), ...this.#removals.values()]) done();
     this.#flushes.clear();
     this.#removals.clear();
