@@ -2,9 +2,10 @@
  * @module The models a frontend worker thread runs itself (#30), the worker's half (the
  * main thread's is direct-models.ts). For a version in the table it does what the main
  * thread's core does for a default-scheduled model: validate the request against the
- * config (Triton's order and wording), run a borrowed instance, put the outputs in the
- * order and shapes asked for, and record the statistics, which go to the main thread
- * in batches. A request it cannot answer exactly as the main thread would (control
+ * config (Triton's order and wording), run a borrowed instance (for a dynamically
+ * batched version: submit it to the scheduling thread, batch-client.ts), put the outputs
+ * in the order and shapes asked for, and record the statistics, which go to the main
+ * thread in batches. A request it cannot answer exactly as the main thread would (control
  * parameters, shared memory, classification, a version not in its table or just
  * retired) is left to the main thread: run() returns undefined.
  */
