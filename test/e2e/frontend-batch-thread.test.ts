@@ -49,11 +49,11 @@ function repository(): Repo {
   const repo = makeRepository(["simple"]);
   // Four requests make a batch; nothing waits for a batch longer than 10 s.
   addBatched(repo, "batched", "preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 10000000");
-  // Waits 2 s for a batch of 8, holds at most 2 requests, and drops one after 300 ms.
+  // Waits 60 s for a batch of 8, holds at most 2 requests, and drops one after 4 s.
   addBatched(
     repo,
     "policy",
-    "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 2000000 default_queue_policy { max_queue_size: 2 default_timeout_microseconds: 300000 timeout_action: REJECT }",
+    "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000 default_queue_policy { max_queue_size: 2 default_timeout_microseconds: 4000000 timeout_action: REJECT }",
   );
   addBatched(repo, "busy", "max_queue_delay_microseconds: 5000");
   // Holds a lone request for 60 s: long enough to be cancelled while queued.
@@ -210,16 +210,16 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
     const run = async (server: ServerProcess) => {
       const { client, call } = inferenceClient(server.grpcTarget!);
       try {
-        // Two wait for a batch of 8; the third finds the queue full; the two time out after 300 ms.
+        // Two wait for a batch of 8; once both are queued the next two find the queue full; the two time out after 4 s.
         const first = [httpOne(server, "policy", 1), grpcOne(call, "policy", 2)];
-        await new Promise((r) => setTimeout(r, 100));
+        await eventually(async () => expect((await counts(server, "policy")).metricPending).toBe(2));
         const third = await Promise.all([httpOne(server, "policy", 3), grpcOne(call, "policy", 4)]);
         return [...(await Promise.all(first)), ...third];
       } finally {
         client.close();
       }
     };
-    const [a, b] = [await run(one), await run(two)];
+    const [a, b] = await Promise.all([run(one), run(two)]);
     expect(a).toEqual([
       '503 {"error":"Request timeout expired"}',
       "14 Request timeout expired",
