@@ -114,7 +114,7 @@ export class BatchThread {
 
   /** Stops version `id` on the thread once what it holds has drained; resolves then. */
   remove(id: number): Promise<void> {
-    if (!this.#thread) return Promise.resolve();
+    if (!this.#thread || this.#failed) return Promise.resolve();
     return new Promise((resolve) => {
       this.#removals.set(id, resolve);
       this.#thread!.send({ t: "remove", id });
