@@ -16,7 +16,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
-import { machineHeading, mainThreadTicks, procStat, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
+import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -55,17 +55,7 @@ writeFileSync(
 const PORT = 18760;
 const GRPC_PORT = 18761;
 
-function h2load(c: number, seconds = DURATION): { requests: number; failed: number } {
-  // c streams: on min(c, 8) connections, the rest as concurrent streams on them.
-  const connections = Math.min(c, 8);
-  const args = ["-D", String(seconds), "-c", String(connections), "-m", String(Math.ceil(c / connections)), "-t", "1", "-d", grpcBody];
-  args.push("-H", "content-type: application/grpc", "-H", "te: trailers", `http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`);
-  const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
-  return {
-    requests: Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0),
-    failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0),
-  };
-}
+const h2loadGrpc = (c: number, seconds = DURATION) => h2load(`http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`, grpcBody, c, seconds);
 
 const LOADS = [1, 16, 64];
 const PROTOCOLS = ["JSON", "gRPC"] as const;
@@ -98,20 +88,20 @@ async function measure(threads: number, binary = BINARY): Promise<Record<string,
     for (const p of PROTOCOLS) {
       if (WARMUP > 0) {
         if (p === "JSON") wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, 16, WARMUP, script, { threads: 2 });
-        else h2load(16, WARMUP);
+        else h2loadGrpc(16, WARMUP);
       }
       for (const c of LOADS) {
         const t0 = procStat(pid).cpuTicks;
-        const m0 = mainThreadTicks(pid);
+        const m0 = threadTicks(pid);
         const r =
           p === "JSON"
             ? (() => {
                 const w = wrk(`http://127.0.0.1:${PORT}/v2/models/simple/infer`, c, DURATION, script, { threads: c === 1 ? 1 : 2 });
                 return { requests: w.requests, failed: w.errors };
               })()
-            : h2load(c);
+            : h2loadGrpc(c);
         const t1 = procStat(pid).cpuTicks;
-        const m1 = mainThreadTicks(pid);
+        const m1 = threadTicks(pid);
         const n = Math.max(r.requests, 1);
         out[key(p, c)] = { rps: r.requests / DURATION, processUs: ((t1 - t0) * 1e4) / n, mainUs: ((m1 - m0) * 1e4) / n, failed: r.failed };
       }

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { machineHeading, mainThreadTicks, procStat, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
+import { machineHeading, procStat, waitReady, wrk, wrkPostScript, threadTicks } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
@@ -81,13 +81,13 @@ async function measure(binary: string, threads: number): Promise<Cell[]> {
     if (WARMUP > 0) wrk(URL, 16, WARMUP, script, { threads: 2 });
     return LOADS.map((c) => {
       const t0 = procStat(pid).cpuTicks;
-      const m0 = mainThreadTicks(pid);
+      const m0 = threadTicks(pid);
       const w = wrk(URL, c, DURATION, script, { threads: c === 1 ? 1 : 2 });
       const n = Math.max(w.requests, 1);
       return {
         rps: w.requests / DURATION,
         processUs: ((procStat(pid).cpuTicks - t0) * 1e4) / n,
-        mainUs: ((mainThreadTicks(pid) - m0) * 1e4) / n,
+        mainUs: ((threadTicks(pid) - m0) * 1e4) / n,
         failed: w.errors,
       };
     });

@@ -90,6 +90,7 @@ const HTTP_WORKER = "src/frontends/http/worker-entry.ts";
 const GRPC_WORKER = "src/frontends/grpc/worker-entry.ts";
 const TS_WORKER = "src/backends/typescript/worker-entry.ts";
 const DECODE_WORKER = "src/frontends/http/decode-entry.ts";
+const BATCH_THREAD = "src/server/batch-thread-entry.ts";
 // Written beside and renamed, so that two builds at once (tests run in parallel) never read a half-written entry.
 writeFileSync(
   `${entry}.${process.pid}`,
@@ -125,6 +126,7 @@ run(bun, [
   GRPC_WORKER,
   TS_WORKER,
   DECODE_WORKER,
+  BATCH_THREAD,
   "--outfile",
   outfile,
 ]);

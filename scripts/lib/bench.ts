@@ -42,13 +42,6 @@ export function procStat(pid: number): { cpuTicks: number; rssKiB: number } {
   return { cpuTicks, rssKiB };
 }
 
-/** The CPU time of a process's main thread so far (user + system, in 1/100 s ticks). */
-export function mainThreadTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 function parseMs(s: string): number {
   const m = /([\d.]+)(us|ms|s)/.exec(s);
   if (!m) return NaN;
@@ -122,6 +115,28 @@ export function treeCpuTicks(pid: number): number {
     todo.push(...(children.get(p) ?? []));
   }
   return total;
+}
+
+/** CPU time (user + system, in 1/100 s ticks) of one thread of a process: the main thread by default. */
+export function threadTicks(pid: number, tid = pid): number {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/**
+ * Runs h2load for `seconds`, posting the gRPC frame in `bodyFile` to `url` (a gRPC method's
+ * path) with c streams: on min(c, 8) connections, the rest as concurrent streams on them.
+ */
+export function h2load(url: string, bodyFile: string, c: number, seconds: number): { requests: number; failed: number } {
+  const connections = Math.min(c, 8);
+  const args = ["-D", String(seconds), "-c", String(connections), "-m", String(Math.ceil(c / connections)), "-t", "1", "-d", bodyFile];
+  args.push("-H", "content-type: application/grpc", "-H", "te: trailers", url);
+  const out = spawnSync("h2load", args, { encoding: "utf8" }).stdout;
+  return {
+    requests: Number(/requests: \d+ total, \d+ started, (\d+) done/.exec(out)?.[1] ?? 0),
+    failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0),
+  };
 }
 
 /** Writes a wrk Lua script that POSTs the file `bodyFile` as JSON; returns the script's path. */

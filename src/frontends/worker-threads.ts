@@ -15,6 +15,9 @@ import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
 import type { Transfer } from "../core/threads/batcher.ts";
 import { connectShared } from "../backends/connect.ts";
+import { BatchClient } from "../server/batch-client.ts";
+import type { BatchChannel } from "../server/batch-thread.ts";
+import type { ChannelPort } from "../server/batch-slots.ts";
 
 declare const Bun: unknown;
 
@@ -95,7 +98,9 @@ export type ToWorkerDirect =
   /** Post the statistics records held, then `flushed` with this id. */
   | { t: "flush"; id: number }
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
-  | { t: "port"; key: string; port?: MessagePort };
+  | { t: "port"; key: string; port?: MessagePort }
+  /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
+  | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort };
 
 /** What a frontend worker says back: statistics records, flushes done, and failures for the main thread's log. */
 export type FromWorkerDirect =
@@ -114,6 +119,7 @@ export class DirectLink {
   readonly #direct: DirectModels | undefined;
   readonly #send: (m: ToWorkerDirect, transfer?: Transfer[]) => void;
   readonly #log: Logger;
+  #batch: BatchChannel | undefined;
   readonly #flushes = new Map<number, () => void>();
   #nextFlush = 0;
   #unsubscribe: (() => void) | undefined;
@@ -126,6 +132,9 @@ export class DirectLink {
 
   /** The worker is listening: it takes tables from now on. */
   start(): void {
+    this.#batch = this.#direct?.batchChannel();
+    const b = this.#batch;
+    if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
     this.#unsubscribe = this.#direct?.subscribe({
       publish: (table) => this.#send({ t: "models", table }),
       flush: () =>
@@ -138,6 +147,7 @@ export class DirectLink {
   }
 
   stop(): void {
+    this.#batch?.close();
     this.#unsubscribe?.();
     for (const resolve of this.#flushes.values()) resolve();
     this.#flushes.clear();
@@ -194,6 +204,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table);
     else if (d.t === "port") runner.attach(d.key, d.port);
+    else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {
       postRecords();
       post({ t: "flushed", id: d.id });

@@ -17,7 +17,7 @@ import { MAX_CONFIG_BYTES, readRepositoryText } from "./text-file.ts";
 import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
-import { createScheduler } from "../scheduler/create.ts";
+import { createScheduler, type SchedulerHost } from "../scheduler/create.ts";
 import type { RateLimiter, RateLimitClaim } from "../scheduler/rate-limiter.ts";
 import { checkEnsembleFlow, ensembleSteps } from "../scheduler/ensemble-scheduler.ts";
 import type { ModelRunner } from "../core/runner.ts";
@@ -50,6 +50,8 @@ export interface LoaderOptions {
   gpuCount: number;
   /** `--rate-limit=execution_count`: instances run when their rate_limiter resources are free. */
   rateLimiter?: RateLimiter;
+  /** While frontend worker threads run: the scheduling thread, where dynamically batched ONNX Runtime versions batch (#30). */
+  batchThread?: SchedulerHost;
   /** `--allow-model-code-overrides`: a load's file overrides may be run as code. */
   allowModelCodeOverrides?: boolean;
   /**
@@ -189,7 +191,7 @@ export class ModelLoader {
         if (missing.length > 0)
           throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
       }
-      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner), this.#opts.unloadAbortMs);
+      mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, this.#opts.batchThread), this.#opts.unloadAbortMs);
       mv.transition("READY");
       if (backend) {
         mv.loadDurationSecs = (performance.now() - started) / 1000;

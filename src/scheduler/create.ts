@@ -2,7 +2,7 @@
  * @module Picks a model version's scheduler from its config, the one place that does, as
  * Triton's TritonModel::SetConfiguredScheduler does: the ensemble scheduler for an
  * ensemble, the sequence batcher for `sequence_batching`, the dynamic batcher for
- * `dynamic_batching`, otherwise the default scheduler.
+ * `dynamic_batching` (on the scheduling thread when a host takes it), otherwise the default scheduler.
  */
 import { isEnsemble } from "../model-config/normalize.ts";
 import { DefaultScheduler } from "./default-scheduler.ts";
@@ -29,11 +29,16 @@ export interface ScheduledModel {
   readonly stats: ModelStats;
 }
 
+/** Another thread that runs some versions' schedulers (server/batch-thread.ts): its scheduler for `model`, or undefined. */
+export interface SchedulerHost {
+  scheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined;
+}
+
 /**
  * The scheduler over `instances` (none for an ensemble, whose steps call other models
  * through `runner`, the server's inference path).
  */
-export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner): Scheduler {
+export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner, host?: SchedulerHost): Scheduler {
   if (isEnsemble(model.config)) return new EnsembleScheduler(model.config, runner, model.namespace);
   if (model.config.sequence_batching) {
     return new SequenceBatchScheduler({
@@ -47,6 +52,8 @@ export function createScheduler(model: ScheduledModel, instances: readonly Backe
   }
   const dynamic = model.config.dynamic_batching;
   if (dynamic) {
+    const elsewhere = host?.scheduler(model, instances);
+    if (elsewhere) return elsewhere;
     return new DynamicBatchScheduler({ modelName: model.name, instances, signature: model.signature, config: dynamic, stats: model.stats });
   }
   return new DefaultScheduler(model.name, instances, model.stats);

@@ -42,7 +42,8 @@ export interface DynamicBatchSchedulerOptions {
   signature: ModelSignature;
   /** The normalized dynamic_batching block (preferred sizes already defaulted). */
   config: ModelDynamicBatching;
-  stats: ModelStats;
+  /** Where executions are counted (the scheduling thread counts them for the main thread's statistics). */
+  stats: Pick<ModelStats, "recordExecution">;
   clock?: SchedulerClock;
 }
 
@@ -53,7 +54,7 @@ export class DynamicBatchScheduler implements Scheduler {
   readonly #free: BackendInstance[];
   readonly #queue: PriorityQueue<Entry>;
   readonly #rules: BatchRules;
-  readonly #stats: ModelStats;
+  readonly #stats: Pick<ModelStats, "recordExecution">;
   readonly #clock: SchedulerClock;
   readonly #maxBatch: number;
   readonly #preferred: ReadonlySet<number>;

@@ -20,14 +20,17 @@ import { getLogger } from "../core/logger.ts";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
 import { EXECUTION, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { batchThreadOf, threadedBatchId, type BatchChannel } from "./batch-thread.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
 
 /** Whether `mv`'s requests may run in the frontend workers (see the module comment). */
 export function servedByWorkers(server: InferenceServer, mv: ModelVersion): boolean {
   const c = mv.config;
-  if (!mv.ready || c.platform === "ensemble" || c.dynamic_batching || c.sequence_batching || c.ensemble_scheduling) return false;
+  if (!mv.ready || c.platform === "ensemble" || c.sequence_batching || c.ensemble_scheduling) return false;
   if (c.model_transaction_policy?.decoupled === true || server.cacheEnabled(mv) || server.trace?.mayTrace(mv.name)) return false;
+  // A dynamically batched version only where its batcher runs on the scheduling thread (batch-thread.ts).
+  if (c.dynamic_batching) return threadedBatchId(mv) !== undefined;
   const instances = mv.instances;
   return instances.length > 0 && instances.every((i) => typeof i.share === "function");
 }
@@ -64,13 +67,25 @@ export class DirectModels {
     return () => this.#subscribers.delete(s);
   }
 
+  /** A channel from a worker to the scheduling thread, when batched versions run there (batch-thread.ts). */
+  batchChannel(): BatchChannel | undefined {
+    return batchThreadOf(this.#server)?.connect();
+  }
+
   /** What the workers serve now, as "name:version" (for the log, and tests). */
   #described = "";
   #describe(table: DirectTable): void {
-    const text = table.entries.map((e) => `${e.name}:${e.version}`).join(", ");
-    if (text === this.#described) return;
-    this.#described = text;
+    const names = (batched: boolean) =>
+      table.entries
+        .filter((e) => (e.batch !== undefined) === batched)
+        .map((e) => `${e.name}:${e.version}`)
+        .join(", ");
+    const text = names(false);
+    const batched = names(true);
+    if (`${text}\n${batched}` === this.#described) return;
+    this.#described = `${text}\n${batched}`;
     log.verbose(1, `frontend worker threads run these model versions themselves: ${text || "(none)"}`);
+    if (batched) log.verbose(1, `frontend worker threads submit these model versions' requests to the scheduling thread: ${batched}`);
   }
 
   /** Something that decides the table changed: publish it again (once per turn). */
@@ -135,7 +150,9 @@ export class DirectModels {
       if (!servedByWorkers(server, mv)) return undefined;
       let e = this.#ids.get(mv);
       if (!e) {
-        e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances: mv.instances.map((i) => i.share!()) };
+        const batch = threadedBatchId(mv);
+        const instances = batch === undefined ? mv.instances.map((i) => i.share!()) : [];
+        e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
         this.#ids.set(mv, e);
         this.#byId.set(e.id, mv);
       }

@@ -4,9 +4,10 @@
  * thread's core does for a default-scheduled model: validate the request against the
  * config (Triton's order and wording), run a borrowed instance (an ONNX Runtime session in
  * this thread, or a TypeScript instance's worker reached over a port: runPrepared, whose
- * execution is recorded apart from its outcome), put the outputs in the
- * order and shapes asked for, and record the statistics, which go to the main thread
- * in batches. A request it cannot answer exactly as the main thread would (control
+ * execution is recorded apart from its outcome; for a dynamically batched version: submit
+ * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
+ * asked for, and record the statistics, which go to the main thread in batches. A request
+ * it cannot answer exactly as the main thread would (control
  * parameters, shared memory, classification, a version not in its table or just
  * retired) is left to the main thread: run() returns undefined.
  */
@@ -19,7 +20,9 @@ import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
-import type { BorrowedInstance } from "../backends/backend.ts";
+import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
+import type { BatchClient } from "./batch-client.ts";
+import { errorOf } from "./batch-slots.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
 
@@ -41,6 +44,8 @@ export class DirectRunner {
   #routes = new Map<string, number>();
   #records: number[] = [];
   #inFlight = 0;
+  /** This worker's channel to the scheduling thread, for dynamically batched versions (batch-thread.ts). */
+  #batch: BatchClient | undefined;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
   readonly #connect: (key: string) => void;
@@ -83,6 +88,11 @@ export class DirectRunner {
     this.#routes = new Map(table.routes);
   }
 
+  /** The channel to the scheduling thread: batched versions in the table are submitted there. */
+  attachBatch(client: BatchClient): void {
+    this.#batch = client;
+  }
+
   /** The records taken since the last take(), for the main thread (DirectModels.applyRecords). */
   take(): number[] {
     const r = this.#records;
@@ -95,9 +105,14 @@ export class DirectRunner {
     const id = this.#routes.get(routeKey(model, version));
     if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || !plain(request)) return undefined;
     const served = this.#served.get(id)!;
+    const batch = served.entry.batch;
+    if (batch !== undefined) {
+      const client = this.#batch;
+      return client && this.#run(served, request, (p) => submitted(client, batch, p));
+    }
     const instance = this.#instance(served);
     if (!instance) return undefined;
-    return this.#run(served, instance, request);
+    return this.#run(served, request, (p) => instance.executeBorrowed(p.inputs, p.outputNames), instance);
   }
 
   /** The next instance round robin, the least busy first where instances tell (load); undefined when none can take it here. */
@@ -122,7 +137,13 @@ export class DirectRunner {
     return best;
   }
 
-  async #run(s: Served, instance: BorrowedInstance, request: InferenceRequest): Promise<InferenceResponse> {
+  /** Runs `request` with `execute`, or with `instance`'s runPrepared where it has one (a typescript instance). */
+  async #run(
+    s: Served,
+    request: InferenceRequest,
+    execute: (p: PreparedRequest) => Promise<Executed | undefined>,
+    instance?: BorrowedInstance,
+  ): Promise<InferenceResponse> {
     const { entry, signature } = s;
     const start = nowNs();
     let reason: FailureReason = "OTHER";
@@ -131,14 +152,15 @@ export class DirectRunner {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
       if (request.signal?.aborted) throw cancelled(request.id);
-      if (instance.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start);
-      const r = await instance.executeBorrowed(prepared.inputs, prepared.outputNames);
+      if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start);
+      const r = await execute(prepared);
       if (!r) throw RETIRED;
       const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
-      this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
+      if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
+      else this.#record(RESULT, entry.id, nowNs() - start, r.queueNs, ci, cinf, co);
       return response(entry, request, outputs);
     } catch (err) {
       if (err === RETIRED) throw err;
@@ -179,6 +201,17 @@ export class DirectRunner {
 function response(entry: DirectEntry, request: InferenceRequest, outputs: Tensor[]): InferenceResponse {
   const r: InferenceResponse = { modelName: entry.name, modelVersion: entry.version, outputs };
   if (request.id) r.id = request.id;
+  return r;
+}
+
+/** An execution's outcome; with queueNs when the scheduling thread batched it (and counted the execution). */
+type Executed = ExecuteResult & { queueNs?: number };
+
+/** `prepared` batched on the scheduling thread: undefined when the thread no longer serves the version. */
+async function submitted(client: BatchClient, batch: number, prepared: PreparedRequest): Promise<Executed | undefined> {
+  const r = await client.submit(batch, prepared);
+  if (r.t === "retired") return undefined;
+  if (r.t === "error") throw errorOf(r);
   return r;
 }
 

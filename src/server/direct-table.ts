@@ -14,6 +14,8 @@ export interface DirectEntry {
   version: string;
   config: ModelConfig;
   instances: SharedInstance[];
+  /** A dynamically batched version: its id on the scheduling thread, where the worker submits its requests (no instances then). */
+  batch?: number;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -30,7 +32,7 @@ export const SUCCESS = 1;
 export const FAILURE = 2;
 /** A per-request backend's (typescript) execution, recorded whether its request then succeeds or fails: [EXECUTION, id, batchSize, computeInputNs, computeInferNs, computeOutputNs, 0] */
 export const EXECUTION = 3;
-/** A success whose execution was recorded apart (EXECUTION): [RESULT, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs] */
+/** A success whose execution was recorded apart (an EXECUTION record, or counted by the scheduling thread for a batched version): [RESULT, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs] */
 export const RESULT = 4;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

@@ -19,6 +19,8 @@ import { PythonBackend } from "../backends/python/backend.ts";
 import { CUSTOM_METRICS, type CustomMetrics } from "../backends/custom-metrics.ts";
 import { ModelRepositoryManager } from "../repository/manager.ts";
 import { RateLimiter } from "../scheduler/rate-limiter.ts";
+import { BatchThread } from "../server/batch-thread.ts";
+import { frontendWorkersRunModels } from "./listeners.ts";
 import { modelSummary } from "../repository/model-summary.ts";
 import { RepositoryPoller } from "../repository/poller.ts";
 import { RepositorySources } from "../repository/remote-repository.ts";
@@ -93,6 +95,8 @@ export async function buildCore(options: ServerOptions): Promise<Core> {
     const trace = traceManager(options);
     // The repository hands the runner to every load (ensembles, BLS); it reaches the server once bound below.
     const runner = new LateRunner();
+    // Dynamic batching on the scheduling thread, fed by the frontend workers (#30).
+    const batchThread = frontendWorkersRunModels(options) ? new BatchThread() : undefined;
     const repository = new ModelRepositoryManager(
       {
         repositories: [...sources.local],
@@ -110,6 +114,7 @@ export async function buildCore(options: ServerOptions): Promise<Core> {
         loadRetryCount: options.modelLoadRetryCount,
         allowModelCodeOverrides: options.allowModelCodeOverrides,
         unloadAbortMs: options.exitTimeoutSecs * 1000,
+        batchThread,
       },
       backends,
       runner,
@@ -124,6 +129,7 @@ export async function buildCore(options: ServerOptions): Promise<Core> {
       maxQueuedBytes: options.maxQueuedBytes,
     });
     runner.bind(server);
+    batchThread?.attach(server);
     return {
       server,
       customMetrics: CUSTOM_METRICS,

@@ -90,6 +90,18 @@ function frontendThreads(requested: number): number {
   return Math.min(requested, availableParallelism());
 }
 
+/**
+ * Whether a frontend will run on worker threads that run models themselves (DirectModels),
+ * as #startHttp and #startGrpc decide it: dynamically batched models then batch on the
+ * scheduling thread (server/batch-thread.ts), decided before the repository loads.
+ */
+export function frontendWorkersRunModels(o: ServerOptions): boolean {
+  if (o.modelNamespacing) return false;
+  const http = o.allowHttp && o.httpThreadCountGiven && frontendThreads(o.httpThreadCount) > 1;
+  const grpc = o.allowGrpc && o.grpcInferThreadCountGiven && frontendThreads(o.grpcInferThreadCount) > 1;
+  return http || grpc;
+}
+
 /** Every listener of one server, started on request and closed together. */
 export class Listeners {
   http?: HttpListener;

@@ -10,6 +10,7 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
+import { modelCounts } from "../helpers/model-counts.ts";
 import { inferenceClient, SIMPLE_REQUEST, simpleOutput } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
 
@@ -53,7 +54,7 @@ const grpcRequest = (dt = "INT32") => ({
   raw_input_contents: [new Uint8Array(Int32Array.from(A).buffer), new Uint8Array(Int32Array.from(B).buffer)],
 });
 
-/** Starts the binary on `simple`, `simple_identity` and a dynamically batched `simple` (which stays on the main thread). */
+/** Starts the binary on `simple`, `simple_identity` and a dynamically batched `simple` (batched on the scheduling thread with workers). */
 async function start(threads: number, extra: string[] = [], more?: (repo: ReturnType<typeof makeRepository>) => void) {
   const repo = makeRepository(["simple", "simple_identity"]);
   more?.(repo);
@@ -97,24 +98,7 @@ async function mix(server: ServerProcess, model: string, n: number): Promise<str
   return out;
 }
 
-/** The statistics a client compares: every count, no durations. */
-async function counts(server: ServerProcess, model: string) {
-  const s = ((await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as any).model_stats[0];
-  const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
-  const sample = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, "m").exec(metrics)?.[1]);
-  return {
-    success: s.inference_stats.success.count,
-    fail: s.inference_stats.fail.count,
-    queue: s.inference_stats.queue.count,
-    computeInfer: s.inference_stats.compute_infer.count,
-    inferenceCount: s.inference_count,
-    executionCount: s.execution_count,
-    batches: s.batch_stats.map((b: any) => [b.batch_size, b.compute_infer.count]),
-    metricSuccess: sample("nv_inference_request_success", `model="${model}",version="1"`),
-    metricOther: sample("nv_inference_request_failure", `model="${model}",version="1",reason="OTHER"`),
-    metricExec: sample("nv_inference_exec_count", `model="${model}",version="1"`),
-  };
-}
+const counts = modelCounts;
 
 describe("stateless models in the frontend workers: the same answers and statistics as one thread", () => {
   let one: Awaited<ReturnType<typeof start>>;
@@ -129,9 +113,10 @@ describe("stateless models in the frontend workers: the same answers and statist
     }
   });
 
-  it("the workers take the default-scheduled ONNX models and leave the batched one to the main thread", () => {
+  it("the workers run the default-scheduled ONNX models and submit the batched one to the scheduling thread", () => {
     const line = /frontend worker threads run these model versions themselves: (.*)/.exec(two.server.log())?.[1];
     expect(line?.split(", ").sort()).toEqual(["simple:1", "simple_identity:1"]);
+    expect(two.server.log()).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: batched:1\n/);
     expect(one.server.log()).not.toMatch(/frontend worker threads run/);
   });
 

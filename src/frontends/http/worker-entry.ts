@@ -55,6 +55,7 @@ function receive(m: ToWorker): void {
     case "models":
     case "flush":
     case "port":
+    case "batch":
       direct.receive(m);
       return;
     case "chunk":

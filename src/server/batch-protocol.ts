@@ -1,0 +1,37 @@
+/**
+ * @module What the main thread and the scheduling thread say to each other (#30 item 2;
+ * batch-thread.ts, batch-thread-entry.ts), and what a submitter and the scheduling
+ * thread say over a channel's MessagePort when a request or result does not fit its
+ * slot (batch-slots.ts). Requests themselves go through the slots, not these messages.
+ */
+import type { ModelConfig } from "../core/model-config-types.ts";
+import type { SharedInstance } from "../backends/backend.ts";
+import type { ChannelPort, WireRequest, WireResult } from "./batch-slots.ts";
+
+/** Main thread → scheduling thread. */
+export type ToBatch =
+  /** A version to batch: its scheduler is made over borrowed `instances`; `counters` is Int32 [in flight, queued], kept current. */
+  | { t: "add"; id: number; name: string; config: ModelConfig; instances: SharedInstance[]; counters: SharedArrayBuffer }
+  /** Stop taking requests for `id`, drain it, release what was borrowed; answered `removed`. */
+  | { t: "remove"; id: number }
+  /** A submitter's channel: its slots' buffer and the MessagePort for what does not fit (transferred). */
+  | { t: "channel"; buffer: SharedArrayBuffer; port: ChannelPort }
+  /** Post the execution records held, then `flushed`. */
+  | { t: "flush"; id: number };
+
+/** Scheduling thread → main thread. */
+export type FromBatch =
+  /** Executions, EXEC_WIDTH numbers each: [version id, batch size, computeInputNs, computeInferNs, computeOutputNs]. */
+  | { t: "records"; records: number[] }
+  | { t: "flushed"; id: number }
+  | { t: "removed"; id: number }
+  /** Something failed that no request can report (the main thread logs it). */
+  | { t: "error"; message: string };
+
+export const EXEC_WIDTH = 5;
+
+/** Submitter → scheduling thread, over the channel's port. */
+export type ToBatchPort = { t: "submit"; request: WireRequest } | { t: "cancel"; ref: number };
+
+/** Scheduling thread → submitter, over the channel's port: a result that did not fit its slot (-1: the request came as a message). */
+export type FromBatchPort = { t: "result"; ref: number; slot: number; result: WireResult };

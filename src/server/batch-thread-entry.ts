@@ -1,0 +1,205 @@
+/**
+ * @module The scheduling thread (#30 item 2): one per process, started by the main
+ * thread (batch-thread.ts) when a dynamically batched ONNX Runtime version loads while
+ * frontend worker threads run. For each such version it runs the dynamic batcher
+ * (DynamicBatchScheduler, unchanged: preferred sizes, queue delay, priority levels,
+ * queue policies, timeouts, preserve_ordering) over the main thread's sessions,
+ * borrowed (OrtSession.borrow). Every thread that submits requests (each frontend
+ * worker, and the main thread for those that reach it) has a channel of slots
+ * (batch-slots.ts): this thread sleeps on each channel's submission ring with
+ * Atomics.waitAsync, takes the requests in place, and writes each result back into its
+ * slot. Executions are counted here and posted to the main thread in batches (the
+ * requests are counted where they came from), so the statistics equal one thread's.
+ */
+import { serveThread } from "../core/threads/serve.ts";
+import { DynamicBatchScheduler } from "../scheduler/dynamic-batch-scheduler.ts";
+import { signatureOf } from "../core/signature.ts";
+import { ServerError, unavailable } from "../core/errors.ts";
+import { borrowInstance } from "../backends/borrow.ts";
+import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
+import type { FromBatch, FromBatchPort, ToBatch, ToBatchPort } from "./batch-protocol.ts";
+import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
+import type { InferenceRequest } from "../core/request.ts";
+import type { PreparedRequest } from "../core/request-validate.ts";
+
+const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
+
+/** Execution records go to the main thread at most this often (a statistics read flushes them first). */
+const RECORDS_EVERY_MS = 50;
+
+interface Version {
+  name: string;
+  scheduler: DynamicBatchScheduler;
+  borrowed: BorrowedInstance[];
+  /** Int32 [in flight, queued], read by the main thread (pending count, metrics). */
+  counters: Int32Array;
+  stopping: boolean;
+}
+
+const versions = new Map<number, Version>();
+/** Each open channel's drain: takes the requests its ring holds. */
+const drains = new Set<() => void>();
+const drainAll = () => {
+  for (const drain of drains) drain();
+};
+/** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
+const refused = new Map<number, string>();
+let records: number[] = [];
+
+function receive(m: ToBatch): void {
+  switch (m.t) {
+    case "add":
+      add(m);
+      return;
+    case "remove":
+      void remove(m.id);
+      return;
+    case "channel":
+      open(m.buffer, m.port);
+      return;
+    case "flush":
+      postRecords();
+      post({ t: "flushed", id: m.id });
+      return;
+  }
+}
+
+/** The scheduling thread takes ONNX Runtime sessions only (BatchThread.scheduler), which connect to nothing. */
+const noConnect = (): void => {};
+
+function add(m: Extract<ToBatch, { t: "add" }>): void {
+  try {
+    const borrowed = m.instances.map((s) => borrowInstance(s, noConnect));
+    const counters = new Int32Array(m.counters);
+    const instances: BackendInstance[] = borrowed.map((b, i) => ({
+      name: `${m.name}_${i}`,
+      execute: async (inputs, names) => {
+        // The batch has just left the queue.
+        update(v);
+        const r = await b.executeBorrowed(inputs, names);
+        if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
+        // What came while it ran joins the queue before the scheduler picks the next batch.
+        drainAll();
+        return r;
+      },
+      close: () => b.close(),
+    }));
+    const scheduler = new DynamicBatchScheduler({
+      modelName: m.name,
+      instances,
+      signature: signatureOf(m.config),
+      config: m.config.dynamic_batching ?? {},
+      stats: { recordExecution: (n, ci, cinf, co) => record(m.id, n, ci, cinf, co) },
+    });
+    const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
+    versions.set(m.id, v);
+  } catch (err) {
+    const message = `model '${m.name}': the scheduling thread cannot run it: ${(err as Error).message}`;
+    refused.set(m.id, message);
+    post({ t: "error", message });
+  }
+}
+
+async function remove(id: number): Promise<void> {
+  refused.delete(id);
+  const v = versions.get(id);
+  if (v) {
+    v.stopping = true;
+    await v.scheduler.stop();
+    versions.delete(id);
+    for (const b of v.borrowed) b.close();
+    update(v);
+  }
+  postRecords();
+  post({ t: "removed", id });
+}
+
+function update(v: Version): void {
+  Atomics.store(v.counters, 0, v.scheduler.inflightCount());
+  Atomics.store(v.counters, 1, v.scheduler.pendingCount());
+}
+
+function record(id: number, n: number, ci: number, cinf: number, co: number): void {
+  if (records.length === 0) setTimeout(postRecords, RECORDS_EVERY_MS);
+  records.push(id, n, ci, cinf, co);
+}
+
+function postRecords(): void {
+  if (records.length === 0) return;
+  post({ t: "records", records });
+  records = [];
+}
+
+/** A submitter's channel: requests from its ring and its port, results back the same way. */
+function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
+  const channel = new SlotChannel(buffer);
+  /** The requests of this channel in the scheduler, by ref: cancelling one aborts it. */
+  const live = new Map<number, AbortController>();
+  const answer = (ref: number, slot: number, result: WireResult) => {
+    live.delete(ref);
+    if (slot >= 0 && channel.writeResult(slot, result)) channel.complete(slot);
+    else port.postMessage({ t: "result", ref, slot, result } satisfies FromBatchPort);
+  };
+  const take = (slot: number, r: WireRequest) => {
+    const v = versions.get(r.entry);
+    const why = refused.get(r.entry);
+    if (why !== undefined) {
+      answer(r.ref, slot, { t: "error", code: "INTERNAL", message: why });
+      return;
+    }
+    if (!v || v.stopping) {
+      answer(r.ref, slot, { t: "retired" });
+      return;
+    }
+    const controller = new AbortController();
+    live.set(r.ref, controller);
+    const request = { id: r.id || undefined, modelName: v.name, inputs: [], signal: controller.signal } as unknown as InferenceRequest;
+    const prepared: PreparedRequest = {
+      request,
+      control: { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: false, sequenceEnd: false },
+      batchSize: r.batchSize,
+      inputs: r.inputs,
+      outputNames: r.outputNames,
+      classification: new Map(),
+    };
+    v.scheduler.enqueue(prepared).then(
+      (s) => {
+        update(v);
+        answer(r.ref, slot, {
+          t: "ok",
+          outputs: s.outputs,
+          queueNs: s.queueNs,
+          computeInputNs: s.computeInputNs,
+          computeInferNs: s.computeInferNs,
+          computeOutputNs: s.computeOutputNs,
+        });
+      },
+      (err: unknown) => {
+        update(v);
+        const e = ServerError.from(err);
+        answer(r.ref, slot, { t: "error", code: e.code, message: e.message, ...(e.reason ? { reason: e.reason } : {}) });
+      },
+    );
+    update(v);
+  };
+  const drain = () => {
+    for (const slot of channel.takeSubmitted()) take(slot, channel.readRequest(slot));
+  };
+  port.onmessage = (e: MessageEvent) => {
+    const m = e.data as ToBatchPort;
+    if (m.t === "submit") take(-1, m.request);
+    else {
+      // A cancel may pass its request on the ring: take what the ring holds first.
+      drain();
+      live.get(m.ref)?.abort();
+    }
+  };
+  drains.add(drain);
+  whileRung(channel.ctrl, SUB_TAIL, SUB_HEAD, () => {
+    drain();
+    if (Atomics.load(channel.ctrl, CLOSED) === 0) return true;
+    drains.delete(drain);
+    port.close();
+    return false;
+  });
+}

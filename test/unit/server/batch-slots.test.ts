@@ -1,0 +1,128 @@
+/**
+ * The shared memory between a submitting thread and the scheduling thread (#30 item 2,
+ * src/server/batch-slots.ts): requests and results written into slots and read back
+ * exactly, what does not fit refused, the rings in order across wrap-around, and the
+ * wait on a ring woken by the other side's ring.
+ */
+import { describe, expect, it } from "vitest";
+import { DONE_HEAD, DONE_TAIL, SLOT_BYTES, SUB_HEAD, SUB_TAIL, SlotChannel, errorOf, whileRung, type WireRequest } from "../../../src/server/batch-slots.ts";
+import { ServerError } from "../../../src/core/errors.ts";
+
+const bytes = (...v: number[]) => new Uint8Array(v);
+const request = (over: Partial<WireRequest> = {}): WireRequest => ({
+  ref: 7,
+  entry: 3,
+  batchSize: 2,
+  priority: 1,
+  timeoutUs: 250_000,
+  id: "req-ü-1",
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [2, 2], data: new Uint8Array(Int32Array.from([1, -2, 3, 4]).buffer) },
+    { name: "TEXT", datatype: "BYTES", shape: [2, 1], data: bytes(1, 0, 0, 0, 65, 0, 0, 0, 0) },
+  ],
+  outputNames: ["OUTPUT0", "OUTPUT1"],
+  ...over,
+});
+const plain = (r: WireRequest) => ({ ...r, inputs: r.inputs.map((t) => ({ ...t, data: Array.from(t.data) })) });
+
+describe("SlotChannel", () => {
+  it("a request comes back field for field from the other side's view of the same buffer, its tensors in shared memory", () => {
+    const mine = new SlotChannel(4);
+    const theirs = new SlotChannel(mine.buffer);
+    expect(theirs.slots).toBe(4);
+    expect(mine.writeRequest(2, request())).toBe(true);
+    const read = theirs.readRequest(2);
+    expect(plain(read)).toEqual(plain(request()));
+    expect(read.inputs[0]!.data.buffer).toBe(theirs.buffer);
+    expect(read.inputs[0]!.data.byteOffset % 16).toBe(0);
+    // Strings short and long, ASCII and not, take different paths.
+    for (const id of ["", "a", "x".repeat(64), "y".repeat(65), `${"z".repeat(80)}é`, "日本語", "\u{1F600}"]) {
+      mine.writeRequest(1, request({ id }));
+      expect(theirs.readRequest(1).id).toBe(id);
+    }
+  });
+
+  it("a result is copied out of its slot: writing the slot again leaves it as read", () => {
+    const c = new SlotChannel(2);
+    const outputs = [{ name: "OUTPUT0", datatype: "FP32" as const, shape: [1, 3], data: new Uint8Array(Float32Array.from([1.5, -2, 3]).buffer) }];
+    expect(c.writeResult(1, { t: "ok", outputs, queueNs: 1234, computeInputNs: 5, computeInferNs: 6789, computeOutputNs: 10 })).toBe(true);
+    const r = c.readResult(1);
+    expect(c.writeResult(1, { t: "retired" })).toBe(true);
+    expect(r.t === "ok" && { ...r, outputs: r.outputs.map((t) => ({ ...t, data: Array.from(new Float32Array(t.data.buffer)) })) }).toEqual({
+      t: "ok",
+      queueNs: 1234,
+      computeInputNs: 5,
+      computeInferNs: 6789,
+      computeOutputNs: 10,
+      outputs: [{ name: "OUTPUT0", datatype: "FP32", shape: [1, 3], data: [1.5, -2, 3] }],
+    });
+    expect(c.readResult(1)).toEqual({ t: "retired" });
+  });
+
+  it("an error keeps its code, message and failure reason, and becomes the same ServerError", () => {
+    const c = new SlotChannel(2);
+    c.writeResult(0, { t: "error", code: "UNAVAILABLE", message: "Exceeds maximum queue size", reason: "REJECTED" });
+    const r = c.readResult(0);
+    expect(r).toEqual({ t: "error", code: "UNAVAILABLE", message: "Exceeds maximum queue size", reason: "REJECTED" });
+    const e = errorOf(r as Extract<typeof r, { t: "error" }>);
+    expect(e).toBeInstanceOf(ServerError);
+    expect([e.code, e.message, e.reason]).toEqual(["UNAVAILABLE", "Exceeds maximum queue size", "REJECTED"]);
+    c.writeResult(1, { t: "error", code: "INVALID_ARG", message: "bad" });
+    expect(c.readResult(1)).toEqual({ t: "error", code: "INVALID_ARG", message: "bad" });
+  });
+
+  it("what does not fit a slot is refused, and the slot after it is untouched", () => {
+    const c = new SlotChannel(2);
+    expect(c.writeRequest(1, request())).toBe(true);
+    const big = { name: "X", datatype: "UINT8" as const, shape: [1, SLOT_BYTES], data: new Uint8Array(SLOT_BYTES) };
+    expect(c.writeRequest(0, request({ inputs: [big] }))).toBe(false);
+    expect(c.writeResult(0, { t: "ok", outputs: [big], queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 })).toBe(false);
+    expect(c.writeRequest(0, request({ id: "x".repeat(SLOT_BYTES) }))).toBe(false);
+    expect(plain(c.readRequest(1))).toEqual(plain(request()));
+  });
+
+  it("the rings hand slot numbers over in order, around the ring and past the counters' Int32 overflow", () => {
+    const a = new SlotChannel(4);
+    const b = new SlotChannel(a.buffer);
+    // Counters a few pushes short of 2^31: they wrap to negative numbers on the way.
+    for (const i of [SUB_TAIL, SUB_HEAD, DONE_TAIL, DONE_HEAD]) a.ctrl[i] = 2 ** 31 - 5;
+    const seen: number[] = [];
+    const done: number[] = [];
+    for (let round = 0; round < 10; round++) {
+      for (const s of [3, 0, 2]) a.submit(s);
+      seen.push(...b.takeSubmitted());
+      for (const s of [2, 3]) b.complete(s);
+      done.push(...a.takeCompleted());
+    }
+    expect(seen).toEqual(Array.from({ length: 10 }, () => [3, 0, 2]).flat());
+    expect(done).toEqual(Array.from({ length: 10 }, () => [2, 3]).flat());
+    expect(b.takeSubmitted()).toEqual([]);
+  });
+
+  it("a channel has a power of two of slots", () => {
+    expect(() => new SlotChannel(3)).toThrow(/power of two/);
+  });
+});
+
+describe("whileRung", () => {
+  it("runs its step at once and again each time the other side rings, until the step says stop", async () => {
+    const a = new SlotChannel(4);
+    const b = new SlotChannel(a.buffer);
+    const got: number[][] = [];
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    whileRung(a.ctrl, DONE_TAIL, DONE_HEAD, () => {
+      got.push(a.takeCompleted());
+      if (got.flat().length < 3) return true;
+      ended();
+      return false;
+    });
+    expect(got).toEqual([[]]);
+    b.complete(1);
+    await new Promise((r) => setTimeout(r, 10));
+    b.complete(2);
+    b.complete(0);
+    await end;
+    expect(got.flat()).toEqual([1, 2, 0]);
+  });
+});
