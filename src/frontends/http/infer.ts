@@ -45,7 +45,8 @@ export async function handleInfer(
   const pending = encodeInferResponseAsync(response, request, maxInputSize);
   const encoded = pending instanceof Promise ? await pending : pending;
   const compressed = compressFor(req.header("accept-encoding"), encoded.body);
-  if (encoded.headerLength === undefined && !compressed.encoding && encoded.contentType === JSON_TYPE) return { status: 200, headers: JSON_HEADERS, body: compressed.body };
+  if (encoded.headerLength === undefined && !compressed.encoding && encoded.contentType === JSON_TYPE)
+    return { status: 200, headers: JSON_HEADERS, body: compressed.body };
   const headers: Record<string, string> = { "content-type": encoded.contentType };
   if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
   if (compressed.encoding) headers["content-encoding"] = compressed.encoding;

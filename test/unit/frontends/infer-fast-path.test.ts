@@ -128,7 +128,13 @@ describe("inference on a plain path, straight to the infer handler", () => {
     expect(direct.headers).toEqual(viaRoutes.headers);
     expect(Buffer.from(direct.body).toString("latin1")).toBe(Buffer.from(viaRoutes.body).toString("latin1"));
     const delta = (a: ReturnType<typeof inferenceCounts>, b: ReturnType<typeof inferenceCounts>) =>
-      b.map((m, i) => ({ ...m, inference_count: m.inference_count - a[i]!.inference_count, execution_count: m.execution_count - a[i]!.execution_count, success: m.success - a[i]!.success, fail: m.fail - a[i]!.fail }));
+      b.map((m, i) => ({
+        ...m,
+        inference_count: m.inference_count - a[i]!.inference_count,
+        execution_count: m.execution_count - a[i]!.execution_count,
+        success: m.success - a[i]!.success,
+        fail: m.fail - a[i]!.fail,
+      }));
     expect(delta(afterRoutes, afterDirect)).toEqual(delta(before, afterRoutes));
   });
 
