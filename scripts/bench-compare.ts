@@ -8,7 +8,7 @@
  * the servers, and each figure is the median of its rounds' server CPU (user + system,
  * from /proc) per answered request.
  *
- *   npm run build && bun scripts/bench-compare.ts --ref=<git ref> [--ref=...] [--rounds=4] [--duration=6] [--out=scripts/results/compare.md]
+ *   npm run build && bun scripts/bench-compare.ts --ref=<git ref> [--ref=...] [--rounds=4] [--duration=6] [--warmup=2] [--out=scripts/results/compare.md]
  *
  * With no --ref, the commit before HEAD is the baseline. A release binary can be named
  * instead with --binary=<path> (repeatable).
@@ -25,6 +25,9 @@ const values = (name: string) => process.argv.filter((a) => a.startsWith(`--${na
 const one = (name: string, def: string) => values(name)[0] ?? def;
 const ROUNDS = Number(one("rounds", "4"));
 const DURATION = Number(one("duration", "6"));
+// Seconds of load before measuring: a fresh server's JIT compiles for its first seconds, on
+// JIT threads whose CPU counts as the server's; more warm-up measures the steady state.
+const WARMUP = Number(one("warmup", "2"));
 const OUT = resolve(root, one("out", "scripts/results/compare.md"));
 const refs = values("ref");
 const binaries = values("binary").map((b) => resolve(b));
@@ -116,7 +119,7 @@ async function measure(s: Server, port: number): Promise<number> {
   const child: ChildProcess = spawn("taskset", ["-c", "0", ...s.command(port)], { stdio: "ignore" });
   try {
     await waitReady(s.url(port), 30_000, "POST", body);
-    wrk(s.url(port), 16, 2, join(work, "json.lua"), { threads: 1, cpus: "1" }); // warm-up
+    wrk(s.url(port), 16, WARMUP, join(work, "json.lua"), { threads: 1, cpus: "1" }); // warm-up
     await sleep(200);
     const before = procStat(child.pid!).cpuTicks;
     const r = wrk(s.url(port), 16, DURATION, join(work, "json.lua"), { threads: 1, cpus: "1" });
@@ -148,7 +151,7 @@ const naive = us[us.length - 1]!;
 const rows = [
   machineHeading(),
   "",
-  `\`simple\` JSON, server pinned to core 0, wrk (1 thread, c=16) to core 1; ${DURATION} s per cell, ${ROUNDS} interleaved rounds, medians of the server's CPU (user + system) per answered request.`,
+  `\`simple\` JSON, server pinned to core 0, wrk (1 thread, c=16) to core 1; ${WARMUP} s of load before each cell, ${DURATION} s per cell, ${ROUNDS} interleaved rounds, medians of the server's CPU (user + system) per answered request.`,
   "",
   "| server | server CPU µs/request | ÷ this build | ÷ naive | rounds |",
   "| --- | --- | --- | --- | --- |",

@@ -9,7 +9,7 @@
  *   2. bare Bun.serve reading the POST body before the same reply;
  *   3. nereid with InferenceServer.inferAsync replaced by a canned response: the HTTP
  *      frontend alone (routing, body, JSON decode, response encoding);
- *   4. nereid with OrtSession.run replaced by canned outputs: frontend and core
+ *   4. nereid with OrtSession.run and runBound replaced by canned outputs: frontend and core
  *      (validation, scheduler, statistics, backend glue) without ONNX Runtime;
  *   5. nereid as shipped;
  *   6. nereid with inferAsync called twice per request (on a copy, then on the request):
@@ -73,8 +73,14 @@ InferenceServer.prototype.inferAsync = async function (request) {
 writeFileSync(
   join(work, "stub-ort.ts"),
   `import { OrtSession } from ${JSON.stringify(join(root, "ffi/onnxruntime/session.ts"))};
+const canned = (inputs: { shape: number[] }[], outputNames: readonly string[]) =>
+  outputNames.map((name) => ({ name, elementType: 6, shape: [inputs[0]!.shape[0]!, 16], data: new Uint8Array(64) }));
 OrtSession.prototype.run = async function (inputs, outputNames) {
-  return outputNames.map((name) => ({ name, elementType: 6, shape: [inputs[0]!.shape[0]!, 16], data: new Uint8Array(64) }));
+  return canned(inputs, outputNames);
+};
+// A small synchronous run goes through runBound without run().
+OrtSession.prototype.runBound = function (inputs, outputNames) {
+  return canned(inputs, outputNames);
 };
 `,
 );

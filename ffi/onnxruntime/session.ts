@@ -184,10 +184,11 @@ export class OrtSession {
    * dimension preallocated in JS memory.
    */
   async run(inputs: readonly OrtInput[], outputNames: readonly string[], async: boolean, batched = false): Promise<OrtOutput[]> {
-    if (!this.#handle || this.#closeWhenIdle) throw new NativeError("INTERNAL", "onnxruntime", "onnxruntime: session is closed");
     if (!async) {
-      const bound = this.#boundRun(inputs, outputNames, batched);
-      if (bound) return this.#runBound(bound, inputs);
+      const done = this.runBound(inputs, outputNames, batched);
+      if (done) return done;
+    } else if (!this.#handle || this.#closeWhenIdle) {
+      throw new NativeError("INTERNAL", "onnxruntime", "onnxruntime: session is closed");
     }
     const env = this.#env;
     const api = env.api;
@@ -252,6 +253,16 @@ export class OrtSession {
   }
 
   /**
+   * A synchronous run with bound values (see #boundRun), made without a promise; undefined
+   * when the run does not qualify (then run() it).
+   */
+  runBound(inputs: readonly OrtInput[], outputNames: readonly string[], batched = false): OrtOutput[] | undefined {
+    if (!this.#handle || this.#closeWhenIdle) throw new NativeError("INTERNAL", "onnxruntime", "onnxruntime: session is closed");
+    const bound = this.#boundRun(inputs, outputNames, batched);
+    return bound ? this.#runBound(bound, inputs) : undefined;
+  }
+
+  /**
    * For small synchronous runs, the OrtValues of a given layout (input names, types and
    * shapes; output names) are created once over JS buffers and reused: a run then copies
    * the inputs in, calls Run and copies the outputs out. Creating and releasing four
@@ -313,11 +324,16 @@ export class OrtSession {
 
   #runBound(b: BoundRun, inputs: readonly OrtInput[]): OrtOutput[] {
     const api = this.#env.api;
-    inputs.forEach((input, i) => b.inputData[i]!.set(input.data!));
+    for (let i = 0; i < inputs.length; i++) b.inputData[i]!.set(inputs[i]!.data!);
     this.#running++;
     try {
       check(api, api.Run(this.#handle, null, b.inNames, b.inValues, inputs.length, b.outNames, b.outputs.length, b.outValues), "Run");
-      return b.outputs.map((o) => ({ name: o.name, elementType: o.elementType, shape: [...o.shape], data: copyBytes(o.data!) }));
+      const out: OrtOutput[] = new Array(b.outputs.length);
+      for (let i = 0; i < out.length; i++) {
+        const o = b.outputs[i]!;
+        out[i] = { name: o.name, elementType: o.elementType, shape: o.shape.slice(), data: copyBytes(o.data!) };
+      }
+      return out;
     } finally {
       this.#running--;
       if (this.#running === 0 && this.#closeWhenIdle) this.close();

@@ -10,7 +10,11 @@ import type { Tensor } from "./tensor.ts";
 export function orderedOutputs(sig: ModelSignature, raw: Tensor[], names: readonly string[]): Tensor[] {
   const batched = sig.maxBatchSize > 0;
   // Backends answer in the order asked; look outputs up by name only when they did not.
-  const inOrder = raw.length === names.length && raw.every((t, i) => t.name === names[i]);
+  let inOrder = raw.length === names.length;
+  for (let i = 0; inOrder && i < raw.length; i++) inOrder = raw[i]!.name === names[i];
+  // The common answer: every output in order and none reshaped is the backend's list (copied:
+  // a cache hit's list is the cache's own).
+  if (inOrder && !names.some((name) => sig.outputs.get(name)?.reshape)) return raw.slice();
   const byName = inOrder ? undefined : new Map(raw.map((t) => [t.name, t]));
   return names.map((name, i) => {
     const t = byName ? byName.get(name) : raw[i];

@@ -24,12 +24,20 @@ export interface PreparedRequest {
   classification: ReadonlyMap<string, number>;
 }
 
-function shapeMatches(expected: readonly number[], actual: readonly number[]): boolean {
-  if (expected.length !== actual.length) return false;
+const NO_DIMS: readonly number[] = [];
+
+/** Whether `actual` from index `from` on (past the batch dimension) matches the config's `expected` dims (-1: any). */
+function shapeMatches(expected: readonly number[], actual: readonly number[], from: number): boolean {
+  if (expected.length !== actual.length - from) return false;
   for (let i = 0; i < expected.length; i++) {
-    if (expected[i] !== -1 && expected[i] !== actual[i]) return false;
+    if (expected[i] !== -1 && expected[i] !== actual[i + from]) return false;
   }
   return true;
+}
+
+function hasNegative(shape: readonly number[]): boolean {
+  for (let i = 0; i < shape.length; i++) if (shape[i]! < 0) return true;
+  return false;
 }
 
 function applyReshape(config: ModelInput, shape: number[]): number[] {
@@ -71,25 +79,29 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
       }
     }
   } else {
-    outputNames.push(...sig.outputs.keys());
+    for (const name of sig.outputs.keys()) outputNames.push(name);
   }
 
   // Inputs present, none unknown, none twice.
-  const seen = new Set<string>();
-  for (const input of request.inputs) {
-    if (!sig.inputs.has(input.name)) throw invalidArg(`unexpected inference input '${input.name}' for model '${model}'`);
-    if (seen.has(input.name)) throw invalidArg(`input '${input.name}' already exists in request`);
-    seen.add(input.name);
+  const given = request.inputs;
+  for (let i = 0; i < given.length; i++) {
+    const name = given[i]!.name;
+    if (!sig.inputs.has(name)) throw invalidArg(`unexpected inference input '${name}' for model '${model}'`);
+    for (let j = 0; j < i; j++) if (given[j]!.name === name) throw invalidArg(`input '${name}' already exists in request`);
   }
-  const missing = seen.size === sig.inputs.size ? [] : [...sig.inputs.values()].filter((c) => !c.optional && !seen.has(c.name!)).map((c) => c.name!);
-  if (missing.length > 0) {
-    const required = [...sig.inputs.values()].filter((c) => !c.optional).length;
-    const got = request.inputs.map((i) => `'${i.name}'`).join(",");
-    throw invalidArg(
-      `expected ${required} inputs but got ${request.inputs.length} inputs for model '${model}'. ` +
-        `Got input(s) [${got}], but missing required input(s) [${missing.map((m) => `'${m}'`).join(",")}]. ` +
-        `Please provide all required input(s).`,
-    );
+  // Every input given is known and none twice: with as many as the model has, none is missing.
+  if (given.length !== sig.inputs.size) {
+    const seen = new Set(given.map((x) => x.name));
+    const missing = [...sig.inputs.values()].filter((c) => !c.optional && !seen.has(c.name!)).map((c) => c.name!);
+    if (missing.length > 0) {
+      const required = [...sig.inputs.values()].filter((c) => !c.optional).length;
+      const got = given.map((i) => `'${i.name}'`).join(",");
+      throw invalidArg(
+        `expected ${required} inputs but got ${given.length} inputs for model '${model}'. ` +
+          `Got input(s) [${got}], but missing required input(s) [${missing.map((m) => `'${m}'`).join(",")}]. ` +
+          `Please provide all required input(s).`,
+      );
+    }
   }
 
   // Batch size.
@@ -120,9 +132,8 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
     if (input.datatype !== expectedType) {
       throw invalidArg(`inference input '${input.name}' data-type is '${input.datatype}', but model '${model}' expects '${expectedType}'`);
     }
-    const dims = config.dims ?? [];
-    const itemShape = maxBatch > 0 ? input.shape.slice(1) : input.shape;
-    if (!shapeMatches(dims, itemShape) || input.shape.some((d) => d < 0)) {
+    const dims = config.dims ?? NO_DIMS;
+    if (!shapeMatches(dims, input.shape, maxBatch > 0 ? 1 : 0) || hasNegative(input.shape)) {
       const expected = maxBatch > 0 ? [-1, ...dims] : dims;
       let msg = `unexpected shape for input '${input.name}' for model '${model}'. Expected ${shapeToString(expected)}, got ${shapeToString(input.shape)}`;
       if (maxBatch > 0) {
@@ -146,13 +157,14 @@ export function prepareForInference(request: InferenceRequest, sig: ModelSignatu
         throw invalidArg(`input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
       }
     }
-    const reshaped = applyReshape(config, itemShape);
-    inputs.push({
-      name: input.name,
-      datatype: input.datatype,
-      shape: maxBatch > 0 ? [batchSize, ...reshaped] : reshaped,
-      data: input.data,
-    });
+    let shape: number[];
+    if (!config.reshape) {
+      shape = input.shape.slice();
+    } else {
+      const reshaped = applyReshape(config, maxBatch > 0 ? input.shape.slice(1) : input.shape);
+      shape = maxBatch > 0 ? [batchSize, ...reshaped] : reshaped;
+    }
+    inputs.push({ name: input.name, datatype: input.datatype, shape, data: input.data });
   }
 
   return { request, control, batchSize, inputs, outputNames, classification: classification ?? NO_CLASSIFICATION };

@@ -104,12 +104,24 @@ export interface RequestControl {
   readonly timeoutUs: number;
 }
 
+/** The control fields of a request that sets none (most requests): one frozen object. */
+const NO_CONTROL: RequestControl = Object.freeze({ sequenceId: undefined, sequenceStart: false, sequenceEnd: false, priority: 0, timeoutUs: 0 });
+
 /**
  * Reads the control fields of `params`. The frontends have already checked the wire
  * types (with each protocol's own wording); this refuses what no protocol can mean, for
  * the in-process API too: a negative or fractional ID, priority or timeout.
  */
 export function parseControl(params: Parameters): RequestControl {
+  if (
+    params.sequence_id === undefined &&
+    params.sequence_start === undefined &&
+    params.sequence_end === undefined &&
+    params.priority === undefined &&
+    params.timeout === undefined
+  ) {
+    return NO_CONTROL;
+  }
   return {
     sequenceId: correlationId(params.sequence_id),
     sequenceStart: params.sequence_start === true,

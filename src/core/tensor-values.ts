@@ -186,6 +186,10 @@ function serializeStrings(values: readonly (string | Uint8Array)[]): Uint8Array 
   return off === out.length ? out : out.subarray(0, off);
 }
 
+function badElement(values: readonly unknown[], i: number, datatype: DataType, context: string, want: string) {
+  return invalidArg(`${context}: element ${i} of 'data' is ${show(values[i])}, expected ${want} for datatype ${datatype}`);
+}
+
 /**
  * Element values → tensor bytes. Accepts booleans for BOOL; integer numbers or bigints in
  * range for integer types; numbers (or bigints) for FP16/BF16/FP32/FP64; strings (UTF-8
@@ -193,12 +197,11 @@ function serializeStrings(values: readonly (string | Uint8Array)[]): Uint8Array 
  */
 export function valuesToBytes(datatype: DataType, values: readonly unknown[], context: string): Uint8Array {
   const n = values.length;
-  const bad = (i: number, want: string) => invalidArg(`${context}: element ${i} of 'data' is ${show(values[i])}, expected ${want} for datatype ${datatype}`);
   switch (datatype) {
     case "BYTES": {
       for (let i = 0; i < n; i++) {
         const v = values[i];
-        if (typeof v !== "string" && !(v instanceof Uint8Array)) throw bad(i, "a string");
+        if (typeof v !== "string" && !(v instanceof Uint8Array)) throw badElement(values, i, datatype, context, "a string");
       }
       return serializeStrings(values as readonly (string | Uint8Array)[]);
     }
@@ -206,7 +209,7 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
       const out = new Uint8Array(n);
       for (let i = 0; i < n; i++) {
         const v = values[i];
-        if (typeof v !== "boolean") throw bad(i, "true or false");
+        if (typeof v !== "boolean") throw badElement(values, i, datatype, context, "true or false");
         out[i] = v ? 1 : 0;
       }
       return out;
@@ -218,7 +221,7 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
       const conv = datatype === "FP16" ? floatToFp16 : floatToBf16;
       for (let i = 0; i < n; i++) {
         const v = values[i];
-        if (typeof v !== "number" && typeof v !== "bigint") throw bad(i, "a number");
+        if (typeof v !== "number" && typeof v !== "bigint") throw badElement(values, i, datatype, context, "a number");
         out[i] = conv(Number(v));
       }
       return bytes;
@@ -233,7 +236,7 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
         const v = values[i];
         if (typeof v === "number") out[i] = v;
         else if (typeof v === "bigint") out[i] = Number(v);
-        else throw bad(i, "a number");
+        else throw badElement(values, i, datatype, context, "a number");
       }
       return bytes;
     }
@@ -244,27 +247,47 @@ export function valuesToBytes(datatype: DataType, values: readonly unknown[], co
       const [lo, hi] = BIG_RANGE[datatype];
       for (let i = 0; i < n; i++) {
         const b = asBigInt(values[i]);
-        if (b === undefined) throw bad(i, "an integer");
-        if (b < lo || b > hi) throw bad(i, `an integer in ${lo}..${hi}`);
+        if (b === undefined) throw badElement(values, i, datatype, context, "an integer");
+        if (b < lo || b > hi) throw badElement(values, i, datatype, context, `an integer in ${lo}..${hi}`);
         out[i] = b;
       }
       return bytes;
     }
     default: {
-      const [lo, hi] = INT_RANGE[datatype];
+      const range = INT_RANGE[datatype];
+      const lo = range[0];
+      const hi = range[1];
       const Ctor = INT_ARRAYS[datatype];
-      const bytes = allocBytes(n * Ctor.BYTES_PER_ELEMENT);
-      const out = new Ctor(bytes.buffer, bytes.byteOffset, n);
+      const size = Ctor.BYTES_PER_ELEMENT;
+      const bytes = allocBytes(n * size);
+      // A few elements are written byte by byte (little-endian, as the typed arrays write
+      // them on the hosts Nereid runs on): cheaper than making a typed view of the bytes.
+      const out = n > SMALL_INT_ELEMENTS ? new Ctor(bytes.buffer, bytes.byteOffset, n) : undefined;
       for (let i = 0; i < n; i++) {
         let v = values[i];
         if (typeof v === "bigint" && v >= BigInt(lo) && v <= BigInt(hi)) v = Number(v);
-        if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw bad(i, `an integer in ${lo}..${hi}`);
-        out[i] = v;
+        if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw badElement(values, i, datatype, context, `an integer in ${lo}..${hi}`);
+        if (out) out[i] = v;
+        else if (size === 4) {
+          const o = i * 4;
+          bytes[o] = v;
+          bytes[o + 1] = v >> 8;
+          bytes[o + 2] = v >> 16;
+          bytes[o + 3] = v >> 24;
+        } else if (size === 2) {
+          bytes[i * 2] = v;
+          bytes[i * 2 + 1] = v >> 8;
+        } else {
+          bytes[i] = v;
+        }
       }
       return bytes;
     }
   }
 }
+
+/** Integer tensors of at most this many elements are written without a typed view (valuesToBytes). */
+const SMALL_INT_ELEMENTS = 256;
 
 export type TypedView =
   | Int8Array

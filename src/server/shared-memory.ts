@@ -317,11 +317,13 @@ function truncated(r: Region, what: string, end: number, start: number, size: nu
 /** The regions that a request's inputs and outputs name, in order (with repeats), or undefined when none does. */
 export function regionsNamed(inputs: readonly { parameters?: Parameters }[], outputs: readonly { parameters?: Parameters }[] = []): string[] | undefined {
   let names: string[] | undefined;
-  for (const list of [inputs, outputs]) {
-    for (const t of list) {
-      const region = t.parameters?.shared_memory_region;
-      if (typeof region === "string") (names ??= []).push(region);
-    }
+  for (let i = 0; i < inputs.length; i++) {
+    const region = inputs[i]!.parameters?.shared_memory_region;
+    if (typeof region === "string") (names ??= []).push(region);
+  }
+  for (let i = 0; i < outputs.length; i++) {
+    const region = outputs[i]!.parameters?.shared_memory_region;
+    if (typeof region === "string") (names ??= []).push(region);
   }
   return names;
 }

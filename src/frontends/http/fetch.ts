@@ -53,30 +53,108 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
 
 /**
  * A web Request as the handler reads it: method, path (no query string), headers and a
- * body under a limit; `onBodyRead` is called once the body has come whole.
+ * body under a limit; `onBodyRead` is called once the body has come whole. One object of
+ * a class per request (no closures made per request). `signal` aborts when `request.signal`
+ * does, or when abort() is called (a streamed body cancelled); its AbortController and
+ * listener are made only when a handler reads it. `answerSignal` is the request's own
+ * signal, for an answer that is not streamed. With `signal` given, that is the signal.
  */
-export function fromWebRequest(request: Request, signal?: AbortSignal, onBodyRead?: () => void): HttpRequest {
-  const url = request.url;
-  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-  const q = url.indexOf("?", pathStart);
-  return {
-    method: request.method,
-    path: pathStart < 0 ? "/" : q < 0 ? url.slice(pathStart) : url.slice(pathStart, q),
-    header: (name) => request.headers.get(name) ?? undefined,
-    headers: () => request.headers.entries(),
-    body: async (limit) => {
-      const buf = await readLimited(request, limit);
-      onBodyRead?.();
-      return buf;
-    },
-    // Bun.serve aborts request.signal when the client disconnects.
-    signal: signal ?? request.signal,
-  };
+export class WebHttpRequest implements HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly #request: Request;
+  readonly #onBodyRead: (() => void) | undefined;
+  readonly #idle: IdleTimeoutControl | undefined;
+  #given: AbortSignal | undefined;
+  #controller: AbortController | undefined;
+  #listening = false;
+
+  /** With `idle` (Bun.serve's server), the request's idle timeout is turned off once the body has come whole. */
+  constructor(request: Request, signal?: AbortSignal, onBodyRead?: () => void, idle?: IdleTimeoutControl) {
+    this.#request = request;
+    this.#idle = idle;
+    this.#given = signal;
+    this.#onBodyRead = onBodyRead;
+    this.method = request.method;
+    const url = request.url;
+    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+    const q = url.indexOf("?", pathStart);
+    this.path = pathStart < 0 ? "/" : q < 0 ? url.slice(pathStart) : url.slice(pathStart, q);
+  }
+
+  header(name: string): string | undefined {
+    return this.#request.headers.get(name) ?? undefined;
+  }
+
+  headers(): Iterable<readonly [string, string]> {
+    return this.#request.headers.entries();
+  }
+
+  async body(limit: number): Promise<Uint8Array> {
+    const buf = await readLimited(this.#request, limit);
+    this.#onBodyRead?.();
+    if (this.#idle) setIdleTimeout(this.#idle, this.#request, 0);
+    return buf;
+  }
+
+  // Bun.serve aborts request.signal when the client disconnects.
+  get signal(): AbortSignal {
+    if (this.#given) return this.#given;
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      const own = this.#request.signal;
+      if (own) {
+        own.addEventListener("abort", this, { once: true });
+        this.#listening = true;
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  get answerSignal(): AbortSignal | undefined {
+    return this.#given ?? this.#request.signal ?? undefined;
+  }
+
+  /** The request's own signal aborted (an EventListener object: no closure per request). */
+  handleEvent(): void {
+    this.#listening = false;
+    this.#controller?.abort();
+  }
+
+  /** Aborts `signal` (a streamed body was cancelled). */
+  abort(): void {
+    this.#controller?.abort();
+  }
+
+  /** The answer is written (not streamed): `signal` follows the request's own no longer. */
+  settled(): void {
+    if (!this.#listening) return;
+    this.#listening = false;
+    this.#request.signal?.removeEventListener("abort", this);
+  }
+}
+
+/** A web Request as the handler reads it (see WebHttpRequest). */
+export function fromWebRequest(request: Request, signal?: AbortSignal, onBodyRead?: () => void): WebHttpRequest {
+  return new WebHttpRequest(request, signal, onBodyRead);
+}
+
+/**
+ * Web Headers of frozen header objects (shared by many responses, such as a JSON answer's
+ * content type): a Response copies a Headers faster than it reads a plain object.
+ */
+const WEB_HEADERS = new WeakMap<Record<string, string>, Headers>();
+
+function webHeaders(headers: Record<string, string>): Record<string, string> | Headers {
+  if (!Object.isFrozen(headers)) return headers;
+  let h = WEB_HEADERS.get(headers);
+  if (h === undefined) WEB_HEADERS.set(headers, (h = new Headers(headers)));
+  return h;
 }
 
 /** `r` as a web Response; a streamed body ends its source when the client cancels it, and calls `onCancel`. */
 export function toWebResponse(r: HttpResponse, onCancel?: () => void): Response {
-  if (!r.stream) return new Response(r.body ?? null, { status: r.status, headers: r.headers });
+  if (!r.stream) return new Response(r.body ?? null, { status: r.status, headers: webHeaders(r.headers) });
   const it = r.stream[Symbol.asyncIterator]();
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
@@ -134,11 +212,28 @@ export function holdingOpen(
 export function fetchHandler(handler: HttpHandler): (request: Request, onBodyRead?: () => void) => Promise<Response> {
   return async (request, onBodyRead) => {
     // Aborted when the client goes away: while the request runs (Request.signal) or mid-stream (the body is cancelled).
-    const controller = new AbortController();
-    const abort = () => controller.abort();
-    request.signal?.addEventListener("abort", abort, { once: true });
-    const r = await handler(fromWebRequest(request, controller.signal, onBodyRead));
-    if (!r.stream) request.signal?.removeEventListener("abort", abort);
-    return toWebResponse(r, abort);
+    const req = new WebHttpRequest(request, undefined, onBodyRead);
+    const r = await handler(req);
+    if (r.stream) return toWebResponse(r, () => req.abort());
+    req.settled();
+    return toWebResponse(r);
+  };
+}
+
+/**
+ * fetchHandler and holdingOpen in one, for Bun.serve: the idle timeout is off from when
+ * the body has come whole until the answer is ready, then back to IDLE_TIMEOUT_SECS.
+ */
+export function serveFetch(handler: HttpHandler): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
+  return async (request, server) => {
+    const req = new WebHttpRequest(request, undefined, undefined, server);
+    try {
+      const r = await handler(req);
+      if (r.stream) return toWebResponse(r, () => req.abort());
+      req.settled();
+      return toWebResponse(r);
+    } finally {
+      setIdleTimeout(server, request, IDLE_TIMEOUT_SECS);
+    }
   };
 }

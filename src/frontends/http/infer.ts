@@ -12,6 +12,10 @@ import type { InferenceServer } from "../../server/server.ts";
 import type { ModelSignature } from "../../core/signature.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
+const JSON_TYPE = "application/json";
+/** The headers of every uncompressed JSON answer: one frozen object (see toWebResponse). */
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "content-type": JSON_TYPE });
+
 export async function handleInfer(
   server: InferenceServer,
   req: HttpRequest,
@@ -35,13 +39,16 @@ export async function handleInfer(
       });
   if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
-  if (req.signal) request.signal = req.signal;
+  const signal = req.answerSignal ?? req.signal;
+  if (signal) request.signal = signal;
   const response = await server.inferAsync(request, resolved);
   const pending = encodeInferResponseAsync(response, request, maxInputSize);
   const encoded = pending instanceof Promise ? await pending : pending;
+  const compressed = compressFor(req.header("accept-encoding"), encoded.body);
+  if (encoded.headerLength === undefined && !compressed.encoding && encoded.contentType === JSON_TYPE)
+    return { status: 200, headers: JSON_HEADERS, body: compressed.body };
   const headers: Record<string, string> = { "content-type": encoded.contentType };
   if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
-  const compressed = compressFor(req.header("accept-encoding"), encoded.body);
   if (compressed.encoding) headers["content-encoding"] = compressed.encoding;
   return { status: 200, headers, body: compressed.body };
 }

@@ -246,6 +246,10 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
   return async function handle(req: HttpRequest): Promise<HttpResponse> {
     try {
+      // The common request, inference on a plain path, goes straight to its handler: it
+      // is what route() would do for it (no restrictions set, no escapes in the path).
+      const infer = req.method === "POST" && !opts.restricted?.size ? inferTarget(req.path) : undefined;
+      if (infer) return await handleInfer(server, req, infer.model, infer.version, opts.maxInputSize, opts.headerForward);
       return await route(req);
     } catch (err) {
       const e = ServerError.from(err);
@@ -259,6 +263,30 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 }
 
 export type HttpHandler = ReturnType<typeof createHttpHandler>;
+
+const MODELS_PREFIX = "/v2/models/";
+const INFER_SUFFIX = "/infer";
+
+/**
+ * The model and version of `/v2/models/<m>/infer` or `/v2/models/<m>/versions/<digits>/infer`
+ * when the path is written plainly (no empty segment, no %-escape); undefined for any other
+ * path, which route() reads in full.
+ */
+export function inferTarget(path: string): { model: string; version: string | undefined } | undefined {
+  if (!path.startsWith(MODELS_PREFIX) || !path.endsWith(INFER_SUFFIX) || path.includes("%")) return undefined;
+  const end = path.length - INFER_SUFFIX.length;
+  const slash = path.indexOf("/", MODELS_PREFIX.length);
+  if (slash === end) return slash > MODELS_PREFIX.length ? { model: path.slice(MODELS_PREFIX.length, slash), version: undefined } : undefined;
+  // <m>/versions/<digits>
+  if (slash <= MODELS_PREFIX.length || !path.startsWith("/versions/", slash)) return undefined;
+  const v = slash + "/versions/".length;
+  if (v >= end) return undefined;
+  for (let i = v; i < end; i++) {
+    const c = path.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return undefined;
+  }
+  return { model: path.slice(MODELS_PREFIX.length, slash), version: path.slice(v, end) };
+}
 
 /** The `parameters` object of a load/unload body (an empty body means none). */
 function repositoryParameters(body: Uint8Array): Record<string, string | number | boolean> {

@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { tooLarge } from "./body.ts";
 import { errorResponse, type HttpHandler } from "./routes.ts";
-import { fetchHandler, holdingOpen, NO_BODY_LIMIT, toWebResponse, IDLE_TIMEOUT_SECS } from "./fetch.ts";
+import { serveFetch, NO_BODY_LIMIT, toWebResponse, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import type { HttpRequest } from "./types.ts";
 
 export interface HttpListener {
@@ -37,7 +37,7 @@ function listenBun(handler: HttpHandler, address: string, port: number, reusePor
     // Bun would answer a body over its limit with an empty 413; the handler reads under --http-max-input-size itself.
     maxRequestBodySize: NO_BODY_LIMIT,
     idleTimeout: IDLE_TIMEOUT_SECS,
-    fetch: holdingOpen(fetchHandler(handler)),
+    fetch: serveFetch(handler),
     error(err: Error): Response {
       return toWebResponse(errorResponse(500, err.message));
     },

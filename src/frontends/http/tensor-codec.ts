@@ -5,7 +5,7 @@
  */
 import { invalidArg } from "../../core/errors.ts";
 import type { DataType, Tensor } from "../../core/tensor.ts";
-import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
+import type { InferenceRequest, InferenceResponse, OutputTensor } from "../../core/request.ts";
 import { checkJsonDepth, jsonText, parseJsonExact, parseJsonExactAsync, parseJsonFast, shapeMayHoldDouble } from "./json-parse.ts";
 import { checkJsonOutputSize, JSON_SLICE_BYTES, parametersJson, tensorDataJson, tensorDataJsonAsync } from "./json-write.ts";
 import { NEEDS_EXACT, requestFromJson } from "./request-json.ts";
@@ -132,8 +132,12 @@ function quoted(name: string): string {
  * parameter is JSON, whatever the request says); an output not listed follows the
  * request-level `binary_data_output`.
  */
+const ALL_BINARY = () => true;
+const NONE_BINARY = () => false;
+
 function binaryChooser(request: InferenceRequest): (name: string) => boolean {
   const fallback = request.parameters.binary_data_output === true;
+  if (!request.outputs?.length) return fallback ? ALL_BINARY : NONE_BINARY;
   const listed = new Map<string, boolean>();
   for (const o of request.outputs ?? []) listed.set(o.name, o.parameters?.binary_data === true);
   return (name) => listed.get(name) ?? fallback;
@@ -203,8 +207,9 @@ export function encodeInferResponseAsync(
   maxJsonOutput = Infinity,
 ): EncodedResponse | Promise<EncodedResponse> {
   const isBinary = binaryChooser(request);
-  const large = response.outputs.filter((t) => !t.sharedMemory && t.data.byteLength > JSON_SLICE_BYTES && !isBinary(t.name));
-  if (large.length === 0) return encodeInferResponse(response, request, maxJsonOutput);
+  const isLarge = (t: OutputTensor) => !t.sharedMemory && t.data.byteLength > JSON_SLICE_BYTES && !isBinary(t.name);
+  if (!response.outputs.some(isLarge)) return encodeInferResponse(response, request, maxJsonOutput);
+  const large = response.outputs.filter(isLarge);
   return (async () => {
     const written = new Map<Tensor, string>();
     for (const t of large) {

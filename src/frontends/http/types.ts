@@ -15,6 +15,12 @@ export interface HttpRequest {
   body(limit: number): Promise<Uint8Array>;
   /** Aborts when the client goes away before its answer is written (S-20: the inference is cancelled). */
   signal?: AbortSignal;
+  /**
+   * Aborts when the client goes away before an answer that is not streamed is written:
+   * where the server gives one cheaper than `signal` (Bun's Request.signal). Read
+   * `signal` instead for a streamed answer.
+   */
+  answerSignal?: AbortSignal;
 }
 
 export interface HttpResponse {

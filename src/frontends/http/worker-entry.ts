@@ -163,7 +163,7 @@ async function handle(request: Request, onBodyRead?: () => void): Promise<Respon
 }
 
 async function decode(req: ReturnType<typeof fromWebRequest>, raw: Uint8Array): Promise<InferenceRequest> {
-  const body = await readBody({ ...req, body: async () => raw }, config.maxInputSize);
+  const body = await readBody({ method: req.method, path: req.path, header: (name) => req.header(name), body: async () => raw }, config.maxInputSize);
   const request = await decodeInferRequestAsync(body, parseInferenceHeaderLength(req.header("inference-header-content-length")), {
     modelName: "",
     maxInputSize: config.maxInputSize,

@@ -397,3 +397,24 @@ describe("BYTES framing", () => {
     expect(() => splitBytes(bytes(0, 0, 0, 0, 0))).toThrow("BYTES tensor: incomplete string length prefix at byte 4");
   });
 });
+
+describe("valuesToBytes for integer types, written byte by byte when small (#30 item 5)", () => {
+  const CASES = [
+    ["INT8", Int8Array, [-128, -1, 0, 1, 127]],
+    ["UINT8", Uint8Array, [0, 1, 128, 255]],
+    ["INT16", Int16Array, [-32768, -256, -1, 0, 1, 255, 256, 32767]],
+    ["UINT16", Uint16Array, [0, 1, 255, 256, 65535]],
+    ["INT32", Int32Array, [-2147483648, -65536, -1, 0, 1, 65535, 16777216, 2147483647]],
+    ["UINT32", Uint32Array, [0, 1, 255, 65536, 2147483648, 4294967295]],
+  ] as const;
+  for (const [datatype, Ctor, edge] of CASES) {
+    // 256 elements or fewer take the byte-by-byte path, more the typed view: both must give the typed array's bytes.
+    for (const n of [1, 16, 256, 257, 1000]) {
+      it(`${datatype}, ${n} elements: the bytes of a ${Ctor.name}`, () => {
+        const values = Array.from({ length: n }, (_, i) => edge[i % edge.length]!);
+        const expected = new Uint8Array(Ctor.from(values).buffer);
+        expect([...valuesToBytes(datatype, values, "input 'x'")]).toEqual([...expected]);
+      });
+    }
+  }
+});
