@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
-import { SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
+import { DEFAULT_FRONTEND_THREADS, SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
 import { getLogger } from "../core/logger.ts";
 import type { InferenceServer } from "../server/server.ts";
 import type { StatusBoard } from "../server/status-board.ts";
@@ -80,15 +80,15 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
 }
 
 /**
- * A frontend's threads when --http-thread-count or --grpc-infer-thread-count is given:
- * that many, at most the cores this process may use, and 1, the main thread as without
- * the flag, where the runtime has no worker threads for it (Node, Deno). Without the flag
- * the frontend stays on the main thread: moving a small request between threads costs
- * the main thread more than decoding it there (scripts/results/frontend-threads.md).
+ * A frontend's threads: the count given (1 is the main thread), or without the flag one per
+ * core available, at most DEFAULT_FRONTEND_THREADS (a 1-core host serves on the main thread).
+ * Worker threads won over the main thread at every concurrency measured on 2 cores
+ * (scripts/results/every-core.md), so they are the default, as Triton's threads are. Where
+ * the runtime has no worker threads for the frontends (Node, Deno): 1, whatever was asked.
  */
-function frontendThreads(requested: number): number {
-  if (requested <= 1 || !frontendWorkersSupported()) return 1;
-  return Math.min(requested, availableParallelism());
+export function frontendThreads(requested: number | undefined): number {
+  if (!frontendWorkersSupported()) return 1;
+  return requested ?? Math.min(availableParallelism(), DEFAULT_FRONTEND_THREADS);
 }
 
 /** Every listener of one server, started on request and closed together. */
@@ -169,7 +169,7 @@ export class Listeners {
 
   async #startGrpc(o: ServerOptions): Promise<void> {
     const server = this.#server;
-    const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
+    const threads = frontendThreads(o.grpcInferThreadCount);
     const listen =
       threads > 1
         ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o))
@@ -201,7 +201,7 @@ export class Listeners {
   async #startHttp(o: ServerOptions): Promise<void> {
     const server = this.#server;
     const handler = createHttpHandler(server, httpFrontendOptions(o, this.#statusBoard));
-    const threads = o.httpThreadCountGiven ? frontendThreads(o.httpThreadCount) : 1;
+    const threads = frontendThreads(o.httpThreadCount);
     this.http =
       threads > 1
         ? await listenHttpWorkers(
