@@ -384,21 +384,40 @@ describe("cancelled mid-stream (#16 item 4)", () => {
     expect(await pending("ts_drip")).toBe(0);
   });
 
-  it("1,000 streams cancelled mid-stream (half gRPC, half SSE) after a warm-up of 1,000: RSS within 5%", async () => {
-    /** Rounds of 10 streams, 5 of each kind, cancelled at once after their first response. */
-    const cancels = async (n: number) => {
-      for (let done = 0; done < n; done += 10) {
-        const start = await drip();
-        await Promise.all([...Array.from({ length: 5 }, cancelGrpcStream), ...Array.from({ length: 5 }, cancelSse)]);
-        await until(async () => (await drip()) === start + 10);
-      }
-    };
-    const before = await drip();
-    const warm = await rssFloorAfter(1000, cancels);
-    const after = await rssFloorAfter(1000, cancels);
-    expect(await drip()).toBe(before + 2000);
-    expect(await pending("ts_drip")).toBe(0);
-    console.log(`RSS floor after 1,000 mid-stream cancels ${warm} bytes, after 1,000 more ${after} bytes (${((after / warm - 1) * 100).toFixed(1)}%)`);
-    expect(after / warm).toBeLessThanOrEqual(1.05);
-  }, 300_000);
+  // The RSS floor of the core's cancel state, with the frontends on the main thread: on
+  // worker threads their heaps, collected lazily, move the floor by more than 5% with no
+  // leak (16,000 such cancels through 2 workers each: floors between 186 and 208 MiB, no
+  // trend), which would hide the core's own growth. The tests above run on the default threads.
+  describe("with the frontends on the main thread", () => {
+    let threaded: { server: ServerProcess; grpc: ReturnType<typeof inferenceClient> };
+    beforeAll(async () => {
+      threaded = { server, grpc };
+      server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-thread-count=1", "--grpc-infer-thread-count=1"]);
+      grpc = inferenceClient(server.grpcTarget!);
+      expect(server.log()).not.toMatch(/frontend on \d+ worker threads/);
+    });
+    afterAll(async () => {
+      grpc?.client.close();
+      await server?.stop();
+      ({ server, grpc } = threaded);
+    });
+
+    it("1,000 streams cancelled mid-stream (half gRPC, half SSE) after a warm-up of 1,000: RSS within 5%", async () => {
+      /** Rounds of 10 streams, 5 of each kind, cancelled at once after their first response. */
+      const cancels = async (n: number) => {
+        for (let done = 0; done < n; done += 10) {
+          const start = await drip();
+          await Promise.all([...Array.from({ length: 5 }, cancelGrpcStream), ...Array.from({ length: 5 }, cancelSse)]);
+          await until(async () => (await drip()) === start + 10);
+        }
+      };
+      const before = await drip();
+      const warm = await rssFloorAfter(1000, cancels);
+      const after = await rssFloorAfter(1000, cancels);
+      expect(await drip()).toBe(before + 2000);
+      expect(await pending("ts_drip")).toBe(0);
+      console.log(`RSS floor after 1,000 mid-stream cancels ${warm} bytes, after 1,000 more ${after} bytes (${((after / warm - 1) * 100).toFixed(1)}%)`);
+      expect(after / warm).toBeLessThanOrEqual(1.05);
+    }, 300_000);
+  });
 });
