@@ -15,6 +15,7 @@ import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
+import { QueuedBytes } from "../core/queued-bytes.ts";
 import { FAILURE, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
 import type { BorrowedInstance } from "../backends/backend.ts";
@@ -37,6 +38,8 @@ export class DirectRunner {
   #routes = new Map<string, number>();
   #records: number[] = [];
   #inFlight = 0;
+  /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
+  #queued: QueuedBytes | undefined;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
 
@@ -51,6 +54,7 @@ export class DirectRunner {
 
   /** A new table from the main thread: versions no longer in it are dropped (their runs finish first). */
   update(table: DirectTable): void {
+    if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
     const ids = new Set(table.entries.map((e) => e.id));
     for (const [id, s] of this.#served) {
       if (ids.has(id)) continue;
@@ -96,18 +100,24 @@ export class DirectRunner {
     const { entry, signature } = s;
     const start = nowNs();
     let reason: FailureReason = "OTHER";
+    let held = 0;
     this.#inFlight++;
     try {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
+      // Queued from here to the run's start, as the default scheduler counts a request that finds its instance free.
+      const enqueuedAt = nowNs();
       if (request.signal?.aborted) throw cancelled(request.id);
+      // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
+      if (this.#queued) held = this.#queued.admitRequest(request);
+      const queueNs = nowNs() - enqueuedAt;
       const r = await instance.executeBorrowed(prepared.inputs, prepared.outputNames);
       if (!r) throw RETIRED;
       const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
-      this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
+      this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
       const response: InferenceResponse = { modelName: entry.name, modelVersion: entry.version, outputs };
       if (request.id) response.id = request.id;
       return response;
@@ -118,17 +128,18 @@ export class DirectRunner {
         e.inResponse = true;
         reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : e.code === "CANCELLED" ? "CANCELED" : "BACKEND");
       }
-      this.#record(FAILURE, entry.id, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0);
+      this.#record(FAILURE, entry.id, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0, 0);
       this.#onError(e, entry.name);
       throw e;
     } finally {
+      this.#queued?.add(-held);
       this.#inFlight--;
     }
   }
 
-  #record(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number): void {
+  #record(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number, e: number): void {
     if (this.#records.length === 0) this.#flushSoon();
-    this.#records.push(kind, id, requestNs, a, b, c, d);
+    this.#records.push(kind, id, requestNs, a, b, c, d, e);
   }
 }
 

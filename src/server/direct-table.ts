@@ -5,6 +5,7 @@
  */
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
+import type { SharedQueuedBytes } from "../core/queued-bytes.ts";
 
 /** One version the workers serve (structured-clonable). */
 export interface DirectEntry {
@@ -20,13 +21,15 @@ export interface DirectEntry {
 export interface DirectTable {
   entries: DirectEntry[];
   routes: [string, number][];
+  /** The server's count of bytes held by unanswered requests (--max-queued-bytes), which the workers' requests join. */
+  queued?: SharedQueuedBytes;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */
-export const RECORD_WIDTH = 7;
-/** [SUCCESS, id, requestNs, computeInputNs, computeInferNs, computeOutputNs, batchSize] */
+export const RECORD_WIDTH = 8;
+/** [SUCCESS, id, requestNs, computeInputNs, computeInferNs, computeOutputNs, batchSize, queueNs] */
 export const SUCCESS = 1;
-/** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0] */
+/** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0, 0] */
 export const FAILURE = 2;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

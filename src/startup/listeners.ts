@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import { DEFAULT_FRONTEND_THREADS, SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
 import { getLogger } from "../core/logger.ts";
 import type { InferenceServer } from "../server/server.ts";
@@ -91,6 +92,21 @@ export function frontendThreads(requested: number | undefined): number {
   return requested ?? Math.min(availableParallelism(), DEFAULT_FRONTEND_THREADS);
 }
 
+/**
+ * A frontend's worker threads share their port among themselves (SO_REUSEPORT), which would
+ * also let them join another server's listening on it. Unless --reuse-http-port or
+ * --reuse-grpc-port allows that, the port is first bound once alone and let go, so a port
+ * another server holds stops the start as it does on one thread ("listen EADDRINUSE").
+ */
+async function ensurePortFree(address: string, port: number, reuse: boolean): Promise<void> {
+  if (reuse || port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once("error", reject);
+    probe.listen({ port, host: address.replace(/^\[(.*)\]$/, "$1"), exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 /** Every listener of one server, started on request and closed together. */
 export class Listeners {
   http?: HttpListener;
@@ -170,6 +186,7 @@ export class Listeners {
   async #startGrpc(o: ServerOptions): Promise<void> {
     const server = this.#server;
     const threads = frontendThreads(o.grpcInferThreadCount);
+    if (threads > 1) await ensurePortFree(o.grpcAddress, o.grpcPort, o.reuseGrpcPort);
     const listen =
       threads > 1
         ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o))
@@ -202,6 +219,7 @@ export class Listeners {
     const server = this.#server;
     const handler = createHttpHandler(server, httpFrontendOptions(o, this.#statusBoard));
     const threads = frontendThreads(o.httpThreadCount);
+    if (threads > 1) await ensurePortFree(o.httpAddress, o.httpPort, o.reuseHttpPort);
     this.http =
       threads > 1
         ? await listenHttpWorkers(

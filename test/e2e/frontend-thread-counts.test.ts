@@ -264,7 +264,14 @@ describe("the same request sequence on 1, 2 and 4 threads: identical answers and
   });
 
   it("leaves the same statistics over HTTP and gRPC and the same counts in the metrics", async () => {
-    const http = await Promise.all(servers.map(async (s) => countsOnly(await (await fetch(`${s.url}/v2/models/stats`)).json())));
+    const raw = await Promise.all(servers.map(async (s) => (await (await fetch(`${s.url}/v2/models/stats`)).json()) as { model_stats: any[] }));
+    // Every duration was measured on every count, the queue time too where the workers answered
+    // each request (simple_identity's two; it was 0 through them).
+    for (const r of raw) {
+      const identity = r.model_stats.find((m) => m.name === "simple_identity").inference_stats;
+      expect(["success", "queue", "compute_input", "compute_infer", "compute_output"].filter((k) => !(identity[k].ns > 0))).toEqual([]);
+    }
+    const http = raw.map(countsOnly);
     const grpc = await Promise.all(
       servers.map(async (s) => {
         const { client, call } = inferenceClient(s.grpcTarget!);
