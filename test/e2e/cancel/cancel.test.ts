@@ -178,6 +178,29 @@ async function rssFloorAfter(n: number, cancels: (n: number) => Promise<void>): 
   return Math.min(...samples);
 }
 
+/**
+ * For the RSS tests: the file's server and client swapped for a server with both frontends
+ * on the main thread while the enclosing describe runs. The floors measure the core's
+ * cancel state; on worker threads their heaps, collected lazily, move the floor by more
+ * than 5% with no leak (16,000 mid-stream cancels through 2 workers each: floors between
+ * 186 and 208 MiB, no trend; 3,000 queued gRPC cancels: -1.6% in one run, +7.0% in the next), which would hide the
+ * core's own growth. The other tests run on the default threads.
+ */
+function onTheMainThread(): void {
+  let threaded: { server: ServerProcess; grpc: ReturnType<typeof inferenceClient> };
+  beforeAll(async () => {
+    threaded = { server, grpc };
+    server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-thread-count=1", "--grpc-infer-thread-count=1"]);
+    grpc = inferenceClient(server.grpcTarget!);
+    expect(server.log()).not.toMatch(/frontend on \d+ worker threads/);
+  });
+  afterAll(async () => {
+    grpc?.client.close();
+    await server?.stop();
+    ({ server, grpc } = threaded);
+  });
+}
+
 /** Polls (no deadline but the test's) until `check` holds. */
 async function until(check: () => Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((res) => setTimeout(res, 10));
@@ -315,27 +338,31 @@ describe("cancellation through the binary (S-20, M-02)", () => {
     expect((await probe())[0]).toBe(0);
   });
 
-  it("1,000 cancels after a warm-up of 2,000 leave nothing queued or held: RSS within 5%", async () => {
-    /** Rounds of 20 calls (one running, 19 queued), each cancelled once the server holds them all. */
-    const cancels = async (n: number) => {
-      for (let done = 0; done < n; done += 20) {
-        const start = await canceled();
-        const calls = Array.from({ length: 20 }, (_, i) => startInfer(waitRequest(true, i)));
-        await until(async () => (await pending()) === 19 && (await probe())[0] === 1);
-        for (const c of calls) c.call.cancel();
-        await Promise.all(calls.map((c) => c.result));
-        await until(async () => (await canceled()) === start + 20);
-      }
-    };
-    const before = await canceled();
-    const warm = await rssFloorAfter(2000, cancels);
-    const after = await rssFloorAfter(1000, cancels);
-    expect(await canceled()).toBe(before + 3000);
-    expect(await pending()).toBe(0);
-    expect((await probe())[0]).toBe(0);
-    console.log(`RSS floor after the warm-up ${warm} bytes, after 1,000 more cancels ${after} bytes (${((after / warm - 1) * 100).toFixed(1)}%)`);
-    expect(after / warm).toBeLessThanOrEqual(1.05);
-  }, 300_000);
+  describe("with the frontends on the main thread", () => {
+    onTheMainThread();
+
+    it("1,000 cancels after a warm-up of 2,000 leave nothing queued or held: RSS within 5%", async () => {
+      /** Rounds of 20 calls (one running, 19 queued), each cancelled once the server holds them all. */
+      const cancels = async (n: number) => {
+        for (let done = 0; done < n; done += 20) {
+          const start = await canceled();
+          const calls = Array.from({ length: 20 }, (_, i) => startInfer(waitRequest(true, i)));
+          await until(async () => (await pending()) === 19 && (await probe())[0] === 1);
+          for (const c of calls) c.call.cancel();
+          await Promise.all(calls.map((c) => c.result));
+          await until(async () => (await canceled()) === start + 20);
+        }
+      };
+      const before = await canceled();
+      const warm = await rssFloorAfter(2000, cancels);
+      const after = await rssFloorAfter(1000, cancels);
+      expect(await canceled()).toBe(before + 3000);
+      expect(await pending()).toBe(0);
+      expect((await probe())[0]).toBe(0);
+      console.log(`RSS floor after the warm-up ${warm} bytes, after 1,000 more cancels ${after} bytes (${((after / warm - 1) * 100).toFixed(1)}%)`);
+      expect(after / warm).toBeLessThanOrEqual(1.05);
+    }, 300_000);
+  });
 });
 
 describe("cancelled mid-stream (#16 item 4)", () => {
@@ -384,23 +411,8 @@ describe("cancelled mid-stream (#16 item 4)", () => {
     expect(await pending("ts_drip")).toBe(0);
   });
 
-  // The RSS floor of the core's cancel state, with the frontends on the main thread: on
-  // worker threads their heaps, collected lazily, move the floor by more than 5% with no
-  // leak (16,000 such cancels through 2 workers each: floors between 186 and 208 MiB, no
-  // trend), which would hide the core's own growth. The tests above run on the default threads.
   describe("with the frontends on the main thread", () => {
-    let threaded: { server: ServerProcess; grpc: ReturnType<typeof inferenceClient> };
-    beforeAll(async () => {
-      threaded = { server, grpc };
-      server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-thread-count=1", "--grpc-infer-thread-count=1"]);
-      grpc = inferenceClient(server.grpcTarget!);
-      expect(server.log()).not.toMatch(/frontend on \d+ worker threads/);
-    });
-    afterAll(async () => {
-      grpc?.client.close();
-      await server?.stop();
-      ({ server, grpc } = threaded);
-    });
+    onTheMainThread();
 
     it("1,000 streams cancelled mid-stream (half gRPC, half SSE) after a warm-up of 1,000: RSS within 5%", async () => {
       /** Rounds of 10 streams, 5 of each kind, cancelled at once after their first response. */
