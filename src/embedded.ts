@@ -113,9 +113,12 @@ export interface CreateServerOptions extends Partial<Omit<ServerOptions, "modelR
 
 /**
  * Starts a server on a repository. Unlike the command line, the defaults are: no HTTP,
- * gRPC or metrics listener (see `listen()`), and explicit model control with every model
- * loaded at start, so that `load()` and `unload()` work. Any other option is the CLI
- * flag's (src/options.ts). Log settings given here apply to the whole process.
+ * gRPC or metrics listener (see `listen()`), the listeners' frontends on the calling
+ * thread (`httpThreadCount` and `grpcInferThreadCount` 1; under Bun more are worker
+ * threads, whose requests `statistics()` counts only once they have posted them, within
+ * 50 ms), and explicit model control with every model loaded at start, so that `load()`
+ * and `unload()` work. Any other option is the CLI flag's (src/options.ts). Log settings
+ * given here apply to the whole process.
  */
 export async function createServer(options: CreateServerOptions): Promise<Nereid> {
   const { modelRepository, ...rest } = options;
@@ -124,6 +127,8 @@ export async function createServer(options: CreateServerOptions): Promise<Nereid
     allowHttp: false,
     allowGrpc: false,
     allowMetrics: false,
+    httpThreadCount: 1,
+    grpcInferThreadCount: 1,
     modelControlMode: "explicit",
     loadModels: rest.modelControlMode === undefined || rest.modelControlMode === "explicit" ? ["*"] : [],
     ...rest,

@@ -96,15 +96,13 @@ export interface ServerOptions {
   /** `--rate-limit` (off) and `--rate-limit-resource <name>:<count>[:<device>]` (repeatable). */
   rateLimit: "off" | "execution_count";
   rateLimitResources: RateLimitResource[];
-  /** `--http-thread-count` and `--grpc-infer-thread-count` (worker threads; unset: the main thread). */
-  httpThreadCount: number;
   /**
-   * Whether --http-thread-count was given: only then does the HTTP frontend move to
-   * worker threads (Triton's default of 8 is not applied; see workers.ts and docs/protocol.md).
+   * `--http-thread-count` and `--grpc-infer-thread-count`: the frontend's threads, 1 the
+   * main thread, more that many worker threads (Bun only; at most MAX_FRONTEND_THREADS).
+   * Unset: the cores available, at most DEFAULT_FRONTEND_THREADS (src/startup/listeners.ts).
    */
-  httpThreadCountGiven: boolean;
-  grpcInferThreadCountGiven: boolean;
-  grpcInferThreadCount: number;
+  httpThreadCount: number | undefined;
+  grpcInferThreadCount: number | undefined;
   /** `--reuse-http-port` / `--reuse-grpc-port` (false): SO_REUSEPORT on the listening socket. */
   reuseHttpPort: boolean;
   reuseGrpcPort: boolean;
@@ -213,10 +211,8 @@ export function defaultOptions(): ServerOptions {
     modelNamespacing: false,
     rateLimit: "off",
     rateLimitResources: [],
-    httpThreadCount: 8,
-    httpThreadCountGiven: false,
-    grpcInferThreadCountGiven: false,
-    grpcInferThreadCount: 2,
+    httpThreadCount: undefined,
+    grpcInferThreadCount: undefined,
     reuseHttpPort: false,
     reuseGrpcPort: false,
     httpHeaderForwardPattern: "",
@@ -422,6 +418,19 @@ function finishSagemaker(o: ServerOptions, env: Readonly<Record<string, string |
 }
 
 /** The addresses Triton's SageMaker and Vertex AI frontends listen on (no flag sets them). */
+/**
+ * The frontend threads a server starts for HTTP, and for gRPC, without --http-thread-count
+ * or --grpc-infer-thread-count: one per core available, at most Triton's HTTP default of 8
+ * (the 16-core measurements of #30 gain nothing past 4 threads on either protocol).
+ */
+export const DEFAULT_FRONTEND_THREADS = 8;
+
+/**
+ * The most frontend threads a flag may ask for (Triton's bound for --grpc-infer-thread-count):
+ * each worker thread is a JS heap of its own (tens of MB), so a mistyped count must not start thousands.
+ */
+export const MAX_FRONTEND_THREADS = 128;
+
 export const SAGEMAKER_ADDRESS = "0.0.0.0";
 export const VERTEX_AI_ADDRESS = "0.0.0.0";
 
@@ -726,19 +735,13 @@ const FLAGS: Record<string, FlagSpec> = {
   },
   "http-thread-count": {
     kind: "int",
-    help: "Worker threads handling HTTP requests, at most the number of cores; Bun only (default and 1: the main thread serves HTTP; Triton's default of 8 is not applied).",
-    apply: (o, v) => {
-      o.httpThreadCount = parseInt10("http-thread-count", v, 1);
-      o.httpThreadCountGiven = true;
-    },
+    help: `Threads handling HTTP requests, 1 to ${MAX_FRONTEND_THREADS}: 1 is the main thread, more are worker threads (Bun only; under Node and Deno the main thread serves HTTP). Default: the cores available, at most ${DEFAULT_FRONTEND_THREADS} (Triton's default is 8).`,
+    apply: (o, v) => (o.httpThreadCount = parseInt10("http-thread-count", v, 1, MAX_FRONTEND_THREADS)),
   },
   "grpc-infer-thread-count": {
     kind: "int",
-    help: "Worker threads handling gRPC calls, at most the number of cores; Bun only (default and 1: the main thread serves gRPC).",
-    apply: (o, v) => {
-      o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1);
-      o.grpcInferThreadCountGiven = true;
-    },
+    help: `Threads handling gRPC calls, 1 to ${MAX_FRONTEND_THREADS}: 1 is the main thread, more are worker threads, each doing its calls' HTTP/2, protobuf and inference work (Bun only; under Node and Deno the main thread serves gRPC). Default: the cores available, at most ${DEFAULT_FRONTEND_THREADS} (Triton's default is 2 handler threads beside gRPC's own pollers).`,
+    apply: (o, v) => (o.grpcInferThreadCount = parseInt10("grpc-infer-thread-count", v, 1, MAX_FRONTEND_THREADS)),
   },
   "reuse-http-port": {
     kind: "bool",

@@ -126,9 +126,10 @@ export class DirectModels {
         const ci = records[i + 3]!;
         const cinf = records[i + 4]!;
         const co = records[i + 5]!;
+        const queueNs = records[i + 7]!;
         mv.stats.recordExecution(records[i + 6]!, ci, cinf, co);
-        mv.stats.recordSuccess(requestNs, 0, ci, cinf, co);
-        server.observeSuccess(mv, { requestNs, queueNs: 0, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
+        mv.stats.recordSuccess(requestNs, queueNs, ci, cinf, co);
+        server.observeSuccess(mv, { requestNs, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
       } else if (records[i] === EXECUTION) {
         mv.stats.recordExecution(records[i + 2]!, records[i + 3]!, records[i + 4]!, records[i + 5]!);
       } else if (records[i] === RESULT) {
@@ -182,7 +183,7 @@ export class DirectModels {
         this.#byId.delete(id);
       }
     }
-    return { entries, routes };
+    return { entries, routes, queued: server.queued.share() };
   }
 }
 

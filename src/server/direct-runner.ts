@@ -18,6 +18,7 @@ import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
+import { QueuedBytes } from "../core/queued-bytes.ts";
 import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
@@ -46,6 +47,8 @@ export class DirectRunner {
   #inFlight = 0;
   /** This worker's channel to the scheduling thread, for dynamically batched versions (batch-thread.ts). */
   #batch: BatchClient | undefined;
+  /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
+  #queued: QueuedBytes | undefined;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
   readonly #connect: (key: string) => void;
@@ -74,6 +77,7 @@ export class DirectRunner {
 
   /** A new table from the main thread: versions no longer in it are dropped (their runs finish first). */
   update(table: DirectTable): void {
+    if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
     const ids = new Set(table.entries.map((e) => e.id));
     for (const [id, s] of this.#served) {
       if (ids.has(id)) continue;
@@ -147,20 +151,26 @@ export class DirectRunner {
     const { entry, signature } = s;
     const start = nowNs();
     let reason: FailureReason = "OTHER";
+    let held = 0;
     this.#inFlight++;
     try {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
+      // Queued from here to the run's start, as the default scheduler counts a request that finds its instance free.
+      const enqueuedAt = nowNs();
       if (request.signal?.aborted) throw cancelled(request.id);
+      // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
+      if (this.#queued) held = this.#queued.admitRequest(request);
       if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start);
+      const queueNs = nowNs() - enqueuedAt;
       const r = await execute(prepared);
       if (!r) throw RETIRED;
       const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
-      if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize);
-      else this.#record(RESULT, entry.id, nowNs() - start, r.queueNs, ci, cinf, co);
+      if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
+      else this.#record(RESULT, entry.id, nowNs() - start, r.queueNs, ci, cinf, co, 0);
       return response(entry, request, outputs);
     } catch (err) {
       if (err === RETIRED) throw err;
@@ -169,10 +179,11 @@ export class DirectRunner {
         e.inResponse = true;
         reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : e.code === "CANCELLED" ? "CANCELED" : "BACKEND");
       }
-      this.#record(FAILURE, entry.id, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0);
+      this.#record(FAILURE, entry.id, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0, 0);
       this.#onError(e, entry.name);
       throw e;
     } finally {
+      this.#queued?.add(-held);
       this.#inFlight--;
     }
   }
@@ -183,18 +194,18 @@ export class DirectRunner {
     if (!r) throw RETIRED;
     const { outcome, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co } = r;
     const id = s.entry.id;
-    this.#record(EXECUTION, id, prepared.batchSize, ci, cinf, co, 0);
+    this.#record(EXECUTION, id, prepared.batchSize, ci, cinf, co, 0, 0);
     if (outcome.error) throw outcome.error;
     const outputs = orderedOutputs(s.signature, outcome.outputs, prepared.outputNames);
-    this.#record(RESULT, id, nowNs() - start, queueNs, ci, cinf, co);
+    this.#record(RESULT, id, nowNs() - start, queueNs, ci, cinf, co, 0);
     const answer = response(s.entry, request, outputs);
     if (outcome.parameters) answer.parameters = outcome.parameters;
     return answer;
   }
 
-  #record(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number): void {
+  #record(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number, e: number): void {
     if (this.#records.length === 0) this.#flushSoon();
-    this.#records.push(kind, id, requestNs, a, b, c, d);
+    this.#records.push(kind, id, requestNs, a, b, c, d, e);
   }
 }
 

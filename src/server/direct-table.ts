@@ -5,6 +5,7 @@
  */
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
+import type { SharedQueuedBytes } from "../core/queued-bytes.ts";
 
 /** One version the workers serve (structured-clonable). */
 export interface DirectEntry {
@@ -22,17 +23,19 @@ export interface DirectEntry {
 export interface DirectTable {
   entries: DirectEntry[];
   routes: [string, number][];
+  /** The server's count of bytes held by unanswered requests (--max-queued-bytes), which the workers' requests join. */
+  queued?: SharedQueuedBytes;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */
-export const RECORD_WIDTH = 7;
-/** [SUCCESS, id, requestNs, computeInputNs, computeInferNs, computeOutputNs, batchSize] */
+export const RECORD_WIDTH = 8;
+/** [SUCCESS, id, requestNs, computeInputNs, computeInferNs, computeOutputNs, batchSize, queueNs] */
 export const SUCCESS = 1;
-/** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0] */
+/** [FAILURE, id, requestNs, reason index in FAILURE_REASONS, 0, 0, 0, 0] */
 export const FAILURE = 2;
-/** A per-request backend's (typescript) execution, recorded whether its request then succeeds or fails: [EXECUTION, id, batchSize, computeInputNs, computeInferNs, computeOutputNs, 0] */
+/** A per-request backend's (typescript) execution, recorded whether its request then succeeds or fails: [EXECUTION, id, batchSize, computeInputNs, computeInferNs, computeOutputNs, 0, 0] */
 export const EXECUTION = 3;
-/** A success whose execution was recorded apart (an EXECUTION record, or counted by the scheduling thread for a batched version): [RESULT, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs] */
+/** A success whose execution was recorded apart (an EXECUTION record, or counted by the scheduling thread for a batched version): [RESULT, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs, 0] */
 export const RESULT = 4;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

@@ -7,6 +7,7 @@ import { nowNs } from "../core/clock.ts";
 import { join } from "node:path";
 import { ServerError, cancelled, invalidArg, unavailable } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
+import { QueuedBytes } from "../core/queued-bytes.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
@@ -134,7 +135,8 @@ export class InferenceServer implements ModelRunner {
 
   /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
   readonly #sharedMemory: SharedMemoryManager;
-  #queuedBytes = 0;
+  /** Bytes held by client requests not yet answered, shared with the frontend workers that answer requests themselves. */
+  readonly queued: QueuedBytes;
 
   constructor(options: InferenceServerOptions) {
     this.info = options.info;
@@ -143,6 +145,7 @@ export class InferenceServer implements ModelRunner {
     this.#sharedMemory = options.sharedMemory ?? new SharedMemoryManager(false);
     this.trace = options.trace;
     this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+    this.queued = new QueuedBytes(this.maxQueuedBytes);
   }
 
   /** STARTING until markReady(), EXITING from markExiting() on. */
@@ -421,8 +424,7 @@ export class InferenceServer implements ModelRunner {
       if (finished) return;
       if (r.final) finished = true;
       const bytes = responseBytes(r);
-      const limit = this.maxQueuedBytes;
-      const over = held + bytes > MAX_STREAM_HELD_BYTES || (limit > 0 && held > 0 && this.#queuedBytes + bytes > limit);
+      const over = held + bytes > MAX_STREAM_HELD_BYTES || (held > 0 && this.queued.wouldPass(bytes));
       if (!r.final && over) {
         // The client reads slower than the model sends: the request is cancelled (the model
         // sees it cancelled), what waits is dropped, and the client gets why once it reads on.
@@ -439,7 +441,7 @@ export class InferenceServer implements ModelRunner {
         return;
       }
       held += bytes;
-      this.#queuedBytes += bytes;
+      this.queued.add(bytes);
       queue.push(r);
       notify();
     };
@@ -447,7 +449,7 @@ export class InferenceServer implements ModelRunner {
     const drop = () => {
       for (let i = head; i < queue.length; i++) queue[i] = undefined as never;
       head = queue.length;
-      this.#queuedBytes -= held;
+      this.queued.add(-held);
       held = 0;
     };
     // The client went away: nothing more is taken, even by a consumer that never asks again.
@@ -468,7 +470,7 @@ export class InferenceServer implements ModelRunner {
           queue[head++] = undefined as never;
           const bytes = responseBytes(r);
           held -= bytes;
-          this.#queuedBytes -= bytes;
+          this.queued.add(-bytes);
           yield r;
           if (r.final) return;
         }
@@ -486,7 +488,7 @@ export class InferenceServer implements ModelRunner {
 
   /** Input bytes held by client requests not yet answered (see `maxQueuedBytes`). */
   get queuedBytes(): number {
-    return this.#queuedBytes;
+    return this.queued.held;
   }
 
   async #infer(
@@ -610,7 +612,7 @@ export class InferenceServer implements ModelRunner {
       mv.stats.recordFailure(nowNs() - start, reason);
       throw e;
     } finally {
-      this.#queuedBytes -= held;
+      this.queued.add(-held);
       releaseRegions?.();
     }
   }
@@ -622,14 +624,7 @@ export class InferenceServer implements ModelRunner {
    * bound is still let in when nothing else is held. Returns the bytes to give back.
    */
   #admit(request: InferenceRequest): number {
-    let bytes = 0;
-    for (const input of request.inputs) bytes += input.data.byteLength;
-    const limit = this.maxQueuedBytes;
-    if (limit > 0 && this.#queuedBytes > 0 && this.#queuedBytes + bytes > limit) {
-      throw new ServerError("UNAVAILABLE", `${logPrefix(request.id)}Exceeds maximum queue size`, { reason: "REJECTED" });
-    }
-    this.#queuedBytes += bytes;
-    return bytes;
+    return this.queued.admitRequest(request);
   }
 
   /**

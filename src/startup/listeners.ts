@@ -5,7 +5,8 @@
  */
 import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
-import { SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
+import { createServer as createNetServer } from "node:net";
+import { DEFAULT_FRONTEND_THREADS, SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
 import { getLogger } from "../core/logger.ts";
 import type { InferenceServer } from "../server/server.ts";
 import type { StatusBoard } from "../server/status-board.ts";
@@ -79,15 +80,30 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
 }
 
 /**
- * A frontend's threads when --http-thread-count or --grpc-infer-thread-count is given:
- * that many, at most the cores this process may use, and 1, the main thread as without
- * the flag, where the runtime has no worker threads for it (Node, Deno). Without the flag
- * the frontend stays on the main thread: moving a small request between threads costs
- * the main thread more than decoding it there (scripts/results/frontend-threads.md).
+ * A frontend's threads: the count given (1 is the main thread), or without the flag one per
+ * core available, at most DEFAULT_FRONTEND_THREADS (a 1-core host serves on the main thread).
+ * Worker threads won over the main thread at every concurrency measured on 2 cores
+ * (scripts/results/every-core.md), so they are the default, as Triton's threads are. Where
+ * the runtime has no worker threads for the frontends (Node, Deno): 1, whatever was asked.
  */
-function frontendThreads(requested: number): number {
-  if (requested <= 1 || !frontendWorkersSupported()) return 1;
-  return Math.min(requested, availableParallelism());
+export function frontendThreads(requested: number | undefined): number {
+  if (!frontendWorkersSupported()) return 1;
+  return requested ?? Math.min(availableParallelism(), DEFAULT_FRONTEND_THREADS);
+}
+
+/**
+ * A frontend's worker threads share their port among themselves (SO_REUSEPORT), which would
+ * also let them join another server's listening on it. Unless --reuse-http-port or
+ * --reuse-grpc-port allows that, the port is first bound once alone and let go, so a port
+ * another server holds stops the start as it does on one thread ("listen EADDRINUSE").
+ */
+async function ensurePortFree(address: string, port: number, reuse: boolean): Promise<void> {
+  if (reuse || port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once("error", reject);
+    probe.listen({ port, host: address.replace(/^\[(.*)\]$/, "$1"), exclusive: true }, () => probe.close(() => resolve()));
+  });
 }
 
 /**
@@ -97,8 +113,8 @@ function frontendThreads(requested: number): number {
  */
 export function frontendWorkersRunModels(o: ServerOptions): boolean {
   if (o.modelNamespacing) return false;
-  const http = o.allowHttp && o.httpThreadCountGiven && frontendThreads(o.httpThreadCount) > 1;
-  const grpc = o.allowGrpc && o.grpcInferThreadCountGiven && frontendThreads(o.grpcInferThreadCount) > 1;
+  const http = o.allowHttp && frontendThreads(o.httpThreadCount) > 1;
+  const grpc = o.allowGrpc && frontendThreads(o.grpcInferThreadCount) > 1;
   return http || grpc;
 }
 
@@ -185,7 +201,8 @@ export class Listeners {
 
   async #startGrpc(o: ServerOptions): Promise<void> {
     const server = this.#server;
-    const threads = o.grpcInferThreadCountGiven ? frontendThreads(o.grpcInferThreadCount) : 1;
+    const threads = frontendThreads(o.grpcInferThreadCount);
+    if (threads > 1) await ensurePortFree(o.grpcAddress, o.grpcPort, o.reuseGrpcPort);
     // Imported when started: with --allow-grpc=false neither the gRPC frontend nor grpc-js is evaluated (#30).
     const { listenGrpc } = await import("../frontends/grpc/server.ts");
     const { listenGrpcWorkers } = await import("../frontends/grpc/workers.ts");
@@ -220,7 +237,8 @@ export class Listeners {
   async #startHttp(o: ServerOptions): Promise<void> {
     const server = this.#server;
     const handler = createHttpHandler(server, httpFrontendOptions(o, this.#statusBoard));
-    const threads = o.httpThreadCountGiven ? frontendThreads(o.httpThreadCount) : 1;
+    const threads = frontendThreads(o.httpThreadCount);
+    if (threads > 1) await ensurePortFree(o.httpAddress, o.httpPort, o.reuseHttpPort);
     this.http =
       threads > 1
         ? await listenHttpWorkers(

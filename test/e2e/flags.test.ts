@@ -9,9 +9,9 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServerProcess, serverCommand, SIMPLE_TWOS_AND_THREES, type ServerProcess } from "../helpers/server-process.ts";
+import { startServerProcess, serverCommand, runServerToExit, SIMPLE_TWOS_AND_THREES, type ServerProcess } from "../helpers/server-process.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
@@ -121,12 +121,12 @@ const STARTS: Record<string, [string, string[]?, Check?]> = {
   ],
   "rate-limit": ["execution_count"],
   "rate-limit-resource": ["R1:10:0"],
-  // Worker threads under Bun, at most one per core; test/e2e/frontend-threads.test.ts runs the frontend suite on them.
+  // Worker threads under Bun, as many as given (more than this machine's cores here); test/e2e/frontend-thread-counts.test.ts runs the frontend suite on 1, 2 and 4.
   "http-thread-count": [
     "8",
     [],
     async (s) => {
-      expect(s.log()).toMatch(/HTTP frontend on \d+ worker threads/);
+      expect(s.log()).toContain("HTTP frontend on 8 worker threads");
       expect((await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify(SIMPLE_TWOS_AND_THREES) })).status).toBe(200);
     },
   ],
@@ -199,6 +199,27 @@ describe.concurrent("each flag starts the binary", () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+// #30 item 4: the frontends on worker threads by default, one per core available, at most 8.
+describe("--http-thread-count and --grpc-infer-thread-count", () => {
+  it("without them: a worker thread per core for each frontend, at most 8 (the main thread on one core)", async () => {
+    const server = await startServerProcess([`--model-repository=${repo.dir}`]);
+    try {
+      const n = Math.min(availableParallelism(), 8);
+      const lines = server.log().match(/(HTTP|gRPC) frontend on \d+ worker threads/g) ?? [];
+      expect(lines).toEqual(n > 1 ? [`gRPC frontend on ${n} worker threads`, `HTTP frontend on ${n} worker threads`] : []);
+      expect((await fetch(`${server.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify(SIMPLE_TWOS_AND_THREES) })).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it.each(["http-thread-count", "grpc-infer-thread-count"])("--%s above 128 stops the start with the bound", async (flag) => {
+    const { code, output } = await runServerToExit([`--model-repository=${repo.dir}`, `--${flag}=129`]);
+    expect(code).toBe(1);
+    expect(output).toContain(`error: invalid value '129' for --${flag}: expected 1..128\n`);
   });
 });
 

@@ -66,7 +66,8 @@ async function start(threads: number, repo: Repo, extra: string[] = []): Promise
   return startServerProcess([
     `--model-repository=${repo.dir}`,
     "--log-verbose=1",
-    ...(threads > 1 ? [`--http-thread-count=${threads}`, `--grpc-infer-thread-count=${threads}`] : []),
+    `--http-thread-count=${threads}`,
+    `--grpc-infer-thread-count=${threads}`,
     ...extra,
   ]);
 }

@@ -1,7 +1,9 @@
 /**
  * The shared frontend suite (test/suites/frontend.ts) against the compiled binary
- * (dist/nereid; `bun src/main.ts` when not built). Node in-process and Deno run the
- * same suite in node-inprocess.test.ts and deno.test.ts.
+ * (dist/nereid; `bun src/main.ts` when not built) with its default frontend threads (a
+ * worker thread per core, at most 8; the main thread under Deno). Node in-process and Deno
+ * run the same suite in node-inprocess.test.ts and deno.test.ts, and
+ * frontend-thread-counts.test.ts runs it with 1, 2 and 4 threads.
  */
 import { expect, beforeAll, afterAll } from "vitest";
 import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";

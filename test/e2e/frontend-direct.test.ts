@@ -66,7 +66,9 @@ async function start(threads: number, extra: string[] = [], more?: (repo: Return
   const server = await startServerProcess([
     `--model-repository=${repo.dir}`,
     "--log-verbose=1",
-    ...(threads > 1 ? [`--http-thread-count=${threads}`, `--grpc-infer-thread-count=${threads}`] : []),
+    // Given also for 1 (the main thread, the control): the default is a worker thread per core.
+    `--http-thread-count=${threads}`,
+    `--grpc-infer-thread-count=${threads}`,
     ...extra,
   ]);
   return { repo, server };

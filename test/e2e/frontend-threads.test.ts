@@ -1,15 +1,13 @@
 /**
- * The shared frontend suite (test/suites/frontend.ts) against the compiled binary with
- * the HTTP and gRPC frontends on worker threads (--http-thread-count=3,
- * --grpc-infer-thread-count=3, #19 item 1): the answers are those of one thread
- * (frontend-binary.test.ts runs the same suite without the flags). Then what the main
- * thread answers for the workers: streams, cancels, errors in Triton's order.
+ * What the main thread answers for the HTTP and gRPC frontends' worker threads (#19 item 1),
+ * through the compiled binary with 2 threads each: streams, cancels, errors in Triton's
+ * order, large tensors, restricted protocols. The shared frontend suite on 1, 2 and 4
+ * threads is frontend-thread-counts.test.ts's.
  */
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
 import { gzipSync } from "node:zlib";
-import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
+import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
-import { frontendSuite } from "../suites/frontend.ts";
 import { type Client, credentials, makeGenericClientConstructor, Metadata, type ClientDuplexStream, type ServiceError } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
@@ -63,34 +61,6 @@ function decoupledRepository(): ReturnType<typeof makeRepository> {
   }
   return models;
 }
-
-let server: ServerProcess;
-let repo: ReturnType<typeof makeRepository>;
-
-beforeAll(async () => {
-  repo = makeRepository(["simple", "simple_identity"]);
-  server = await startServerProcess([
-    `--model-repository=${repo.dir}`,
-    "--model-control-mode=explicit",
-    "--load-model=*",
-    "--allow-client-shm=true",
-    "--http-thread-count=3",
-    "--grpc-infer-thread-count=3",
-  ]);
-  // Under Bun the frontends move to worker threads (at most one per core); the suite's answers must not change.
-  expect(server.log()).toMatch(/HTTP frontend on [23] worker threads/);
-  expect(server.log()).toMatch(/gRPC frontend on [23] worker threads/);
-});
-
-afterAll(async () => {
-  if (server) expect(await server.stop()).toBe(0);
-  repo?.remove();
-});
-
-frontendSuite(
-  `${{ binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind]}, HTTP and gRPC on worker threads`,
-  () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }),
-);
 
 describe("HTTP on worker threads: what the main thread answers for them", () => {
   let other: ServerProcess;

@@ -25,6 +25,22 @@ describe("parseArgs", () => {
     });
   });
 
+  it("frontend threads: unset by default (one per core, at most 8, chosen at start); 1 to 128 taken as given (#30)", () => {
+    expect(run("--model-repository=/m")).toMatchObject({ httpThreadCount: undefined, grpcInferThreadCount: undefined });
+    for (const n of [1, 2, 4, 16, 128]) {
+      expect(run("--model-repository=/m", `--http-thread-count=${n}`, `--grpc-infer-thread-count=${n}`)).toMatchObject({
+        httpThreadCount: n,
+        grpcInferThreadCount: n,
+      });
+    }
+    for (const flag of ["http-thread-count", "grpc-infer-thread-count"]) {
+      for (const v of ["0", "-1", "129", "100000"]) {
+        expect(() => run("--model-repository=/m", `--${flag}=${v}`)).toThrow(new UsageError(`invalid value '${v}' for --${flag}: expected 1..128`));
+      }
+      expect(() => run("--model-repository=/m", `--${flag}=two`)).toThrow(new UsageError(`invalid value 'two' for --${flag}: expected an integer`));
+    }
+  });
+
   it("keeps model code out of load overrides unless --allow-model-code-overrides=true (#29)", () => {
     expect(run("--model-repository=/m").allowModelCodeOverrides).toBe(false);
     expect(run("--model-repository=/m", "--allow-model-code-overrides=true").allowModelCodeOverrides).toBe(true);

@@ -47,16 +47,29 @@ describe("SO_REUSEPORT", () => {
     client.close();
   });
 
-  it("without the flags, a second server on a taken port does not start", async () => {
-    const http = await freePort();
-    const first = await startServerProcess([`--model-repository=${repo.dir}`, `--http-port=${http}`, "--allow-metrics=false"]);
+  // Both servers on their default frontend threads: under Bun worker threads, which share
+  // their own port (SO_REUSEPORT) and, before #30's check, joined the first server's.
+  it.each(["http", "grpc"])("without the flags, a second server on a taken %s port does not start", async (protocol) => {
+    const port = await freePort();
+    const first = await startServerProcess([`--model-repository=${repo.dir}`, `--${protocol}-port=${port}`, "--allow-metrics=false"]);
     servers.push(first);
     const { cmd, args } = serverCommand();
     const r = spawnSync(
       cmd,
-      [...args, `--model-repository=${repo.dir}`, `--http-port=${http}`, "--http-address=127.0.0.1", "--grpc-port=0", "--allow-metrics=false"],
+      [
+        ...args,
+        `--model-repository=${repo.dir}`,
+        "--http-port=0",
+        "--grpc-port=0",
+        `--${protocol}-port=${port}`,
+        `--${protocol}-address=127.0.0.1`,
+        "--allow-metrics=false",
+      ],
       { encoding: "utf8", timeout: 60_000 },
     );
     expect(r.status).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(
+      new RegExp(`Failed to start server\\. Is port ${port} in use\\?|EADDRINUSE: address already in use 127\\.0\\.0\\.1:${port}`),
+    );
   });
 });

@@ -129,7 +129,8 @@ async function start(threads: number, name: string, extra: string[] = []) {
   const server = await startServerProcess([
     `--model-repository=${repo.dir}`,
     "--log-verbose=1",
-    ...(threads > 1 ? [`--http-thread-count=${threads}`, `--grpc-infer-thread-count=${threads}`] : []),
+    `--http-thread-count=${threads}`,
+    `--grpc-infer-thread-count=${threads}`,
     ...extra,
   ]);
   return { repo, server, gateLog };

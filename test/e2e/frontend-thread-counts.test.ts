@@ -1,0 +1,306 @@
+/**
+ * The frontends on 1, 2 and 4 threads (#30 item 4; --http-thread-count and
+ * --grpc-infer-thread-count, 1 being the main thread), through the compiled binary: the
+ * shared frontend suite (test/suites/frontend.ts) passes on each, and the same request
+ * sequence, sent to a server on each count, gets the same answers, byte for byte, and
+ * leaves the same statistics (the statistics extension's JSON over HTTP and gRPC with
+ * the durations set aside, and every count in the Prometheus metrics). 4 threads on this
+ * 2-core machine: an explicit count is taken as given.
+ */
+import { describe, expect, it, beforeAll, afterAll } from "vitest";
+import { cpSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { credentials, makeGenericClientConstructor, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
+import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
+import { makeRepository } from "../helpers/repo.ts";
+import { inferenceClient } from "../helpers/grpc-client.ts";
+import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
+import { frontendSuite } from "../suites/frontend.ts";
+
+const COUNTS = [1, 2, 4] as const;
+const threadFlags = (n: number) => [`--http-thread-count=${n}`, `--grpc-infer-thread-count=${n}`];
+
+/** The log's lines naming the frontends' worker threads: none for the main thread. */
+function workerLines(log: string): string[] {
+  return log.match(/(HTTP|gRPC) frontend on \d+ worker threads/g) ?? [];
+}
+const expectedWorkerLines = (n: number) => (n === 1 ? [] : [`gRPC frontend on ${n} worker threads`, `HTTP frontend on ${n} worker threads`]);
+
+const runner = { binary: "compiled binary", bun: "bun src/main.ts", deno: "deno src/main.ts" }[serverCommand().kind];
+
+describe.each(COUNTS)("the shared frontend suite with the frontends on %i thread(s)", (n) => {
+  let server: ServerProcess;
+  let repo: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    repo = makeRepository(["simple", "simple_identity"]);
+    server = await startServerProcess([
+      `--model-repository=${repo.dir}`,
+      "--model-control-mode=explicit",
+      "--load-model=*",
+      "--allow-client-shm=true",
+      ...threadFlags(n),
+    ]);
+    expect(workerLines(server.log())).toEqual(expectedWorkerLines(n));
+  });
+  afterAll(async () => {
+    if (server) expect(await server.stop()).toBe(0);
+    repo?.remove();
+  });
+  frontendSuite(`${runner}, ${threadFlags(n).join(" ")}`, () => ({ url: server.url, grpcTarget: server.grpcTarget!, metricsUrl: server.metricsUrl! }));
+});
+
+const A = Array.from({ length: 16 }, (_, i) => i * 7 - 40);
+const B = Array.from({ length: 16 }, (_, i) => 11 - 2 * i);
+const i32 = (v: number[]) => new Uint8Array(Int32Array.from(v).buffer);
+const simpleJson = (extra: object = {}, dt = "INT32") => ({
+  inputs: [
+    { name: "INPUT0", datatype: dt, shape: [1, 16], data: A },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: B },
+  ],
+  ...extra,
+});
+const simpleGrpc = (model: string, extra: object = {}) => ({
+  model_name: model,
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+  ],
+  raw_input_contents: [i32(A), i32(B)],
+  ...extra,
+});
+/** simple_sequence's request: one INT32, the sequence's id and flags as parameters. */
+const sequenceGrpc = (value: number, parameters: Record<string, object>) => ({
+  model_name: "simple_sequence",
+  inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1] }],
+  raw_input_contents: [i32([value])],
+  parameters,
+});
+
+/** An HTTP body with its JSON header and the tensors after it (binary data extension). */
+function binaryBody(header: object, ...tensors: Uint8Array[]): { body: Buffer; headers: Record<string, string> } {
+  const json = Buffer.from(JSON.stringify(header));
+  return { body: Buffer.concat([json, ...tensors]), headers: { "inference-header-content-length": String(json.byteLength) } };
+}
+
+/** A gRPC answer as text: the response, or the error's code and details. */
+async function grpcText(p: Promise<unknown>): Promise<string> {
+  try {
+    return `ok ${JSON.stringify(await p, (_, v) => (v?.type === "Buffer" ? Buffer.from(v.data).toString("base64") : v))}`;
+  } catch (err) {
+    const { code, details } = err as { code: number; details: string };
+    return `error ${code} ${details}`;
+  }
+}
+
+/** ModelStreamInfer: writes `requests` on one stream, half-closes it and returns what came back, in order. */
+async function streamTexts(target: string, requests: object[]): Promise<string[]> {
+  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+  const c = new Ctor(target, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
+  try {
+    return await new Promise<string[]>((resolve, reject) => {
+      const got: string[] = [];
+      const call = c.ModelStreamInfer();
+      call.on("data", (m: any) => got.push(m.error_message ? `error ${m.error_message}` : `ok ${JSON.stringify(m.infer_response)}`));
+      call.on("end", () => resolve(got));
+      call.on("error", reject);
+      for (const r of requests) call.write(r);
+      call.end();
+    });
+  } finally {
+    c.close();
+  }
+}
+
+/**
+ * The sequence: every kind of request a frontend thread answers itself or hands to the
+ * main thread, good and bad, one at a time (so a batcher's batches are the same), over
+ * HTTP JSON, HTTP binary, gRPC and a gRPC stream. Returns each answer as text.
+ */
+async function sequence(server: ServerProcess): Promise<string[]> {
+  const out: string[] = [];
+  const http = async (path: string, body: string | Buffer | undefined, headers: Record<string, string> = {}) => {
+    const r = await fetch(`${server.url}${path}`, { method: body === undefined ? "GET" : "POST", body, headers });
+    const bytes = Buffer.from(await r.arrayBuffer());
+    out.push(
+      `${r.status} ${r.headers.get("content-type")} ${r.headers.get("inference-header-content-length")} ${path} ${bytes.toString(r.headers.get("inference-header-content-length") ? "base64" : "utf8")}`,
+    );
+  };
+  const { client, call } = inferenceClient(server.grpcTarget!);
+  try {
+    for (const model of ["simple", "batched"]) {
+      const infer = `/v2/models/${model}/infer`;
+      await http(infer, JSON.stringify(simpleJson({ id: `json-${model}` })));
+      await http(`/v2/models/${model}/versions/1/infer`, JSON.stringify(simpleJson({ outputs: [{ name: "OUTPUT1" }] })));
+      const bin = binaryBody(
+        {
+          id: "bin",
+          inputs: [
+            { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } },
+            { name: "INPUT1", datatype: "INT32", shape: [1, 16], parameters: { binary_data_size: 64 } },
+          ],
+          outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }, { name: "OUTPUT1" }],
+        },
+        i32(A),
+        i32(B),
+      );
+      await http(infer, bin.body, bin.headers);
+      await http(infer, JSON.stringify(simpleJson({ parameters: { binary_data_output: true } })));
+      await http(infer, JSON.stringify(simpleJson({ outputs: [{ name: "OUTPUT0", parameters: { classification: 3 } }] })));
+      await http(infer, JSON.stringify(simpleJson({ parameters: { priority: 1, timeout: 5_000_000 } })));
+      out.push(await grpcText(call("ModelInfer")(simpleGrpc(model, { id: `grpc-${model}` }))));
+      out.push(await grpcText(call("ModelInfer")(simpleGrpc(model, { outputs: [{ name: "OUTPUT1" }] }))));
+      // Errors: a datatype, a shape, a missing input, a body that is not JSON, an unknown output.
+      await http(infer, JSON.stringify(simpleJson({}, "FP32")));
+      await http(infer, JSON.stringify({ inputs: [{ ...simpleJson().inputs[0], shape: [2, 16] }, simpleJson().inputs[1]] }));
+      await http(infer, JSON.stringify({ inputs: [simpleJson().inputs[0]] }));
+      await http(infer, "{not json");
+      await http(infer, JSON.stringify(simpleJson({ outputs: [{ name: "NOPE" }] })));
+      out.push(await grpcText(call("ModelInfer")({ ...simpleGrpc(model), inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 15] }] })));
+      out.push(await grpcText(call("ModelInfer")(simpleGrpc(model, { parameters: { priority: { int64_param: -1 } } }))));
+    }
+    const strings = ["", "a", 'é"\\\n', "x".repeat(300)];
+    await http(
+      "/v2/models/simple_identity/infer",
+      JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, strings.length], data: strings }] }),
+    );
+    out.push(
+      await grpcText(
+        call("ModelInfer")({
+          model_name: "simple_identity",
+          inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2], contents: { bytes_contents: [Buffer.from("p"), Buffer.from("qq")] } }],
+        }),
+      ),
+    );
+    // A sequence (the main thread's sequence batcher) over both protocols.
+    await http(
+      "/v2/models/simple_sequence/infer",
+      JSON.stringify({ parameters: { sequence_id: 7, sequence_start: true }, inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1], data: [3] }] }),
+    );
+    out.push(await grpcText(call("ModelInfer")(sequenceGrpc(4, { sequence_id: { int64_param: 7 } }))));
+    await http(
+      "/v2/models/simple_sequence/infer",
+      JSON.stringify({ parameters: { sequence_id: 7, sequence_end: true }, inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1], data: [5] }] }),
+    );
+    await http("/v2/models/simple_sequence/infer", JSON.stringify({ inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1], data: [1] }] }));
+    // Unknown models and versions.
+    await http("/v2/models/nope/infer", JSON.stringify(simpleJson()));
+    await http("/v2/models/simple/versions/9/infer", JSON.stringify(simpleJson()));
+    out.push(await grpcText(call("ModelInfer")(simpleGrpc("nope"))));
+    out.push(...(await streamTexts(server.grpcTarget!, [simpleGrpc("simple", { id: "s1" }), simpleGrpc("nope"), simpleGrpc("batched", { id: "s2" })])));
+    await http("/v2/models/simple", undefined);
+    await http("/v2/models/batched/config", undefined);
+  } finally {
+    client.close();
+  }
+  return out;
+}
+
+/**
+ * Statistics without what differs from run to run whatever the threads: durations and
+ * times (dropped, not blanked: a duration of 0 is left out of a gRPC message), and the
+ * models' order (that of their loads, which run at once).
+ */
+function countsOnly(doc: unknown): { model_stats: { name: string; version: string }[] } {
+  const counts = JSON.parse(JSON.stringify(doc), (k, v) => (k === "ns" || k === "last_inference" ? undefined : v));
+  counts.model_stats.sort((a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name));
+  return counts;
+}
+
+/**
+ * Every sample of the nv_inference_ families: the counts with their values (the summaries'
+ * _count among them), the durations in µs (counters, quantiles, sums) by name and labels alone.
+ */
+async function prometheus(server: ServerProcess): Promise<string[]> {
+  const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("nv_inference_"))
+    .map((l) => (/^nv_inference_\w+_us(_sum)?\{/.test(l) ? l.slice(0, l.lastIndexOf(" ")) : l))
+    .sort();
+}
+
+describe("the same request sequence on 1, 2 and 4 threads: identical answers and statistics", () => {
+  const servers: ServerProcess[] = [];
+  let repo: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    repo = makeRepository(["simple", "simple_identity", "simple_sequence"]);
+    // `batched`: simple with a dynamic batcher, which the workers hand to the main thread.
+    cpSync(join(repo.dir, "simple"), join(repo.dir, "batched"), { recursive: true });
+    repo.add(
+      "batched/config.pbtxt",
+      `${readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace(/name: "simple"/, 'name: "batched"')}\ndynamic_batching { }\n`,
+    );
+    for (const n of COUNTS) {
+      // Summaries count every request a thread answers, in the metrics as in the statistics.
+      const s = await startServerProcess([`--model-repository=${repo.dir}`, "--metrics-config=summary_latencies=true", "--log-verbose=1", ...threadFlags(n)]);
+      servers.push(s);
+      expect(workerLines(s.log())).toEqual(expectedWorkerLines(n));
+      // On worker threads the default-scheduled ONNX models are answered in the workers themselves.
+      const direct = /frontend worker threads run these model versions themselves: (.*)/.exec(s.log())?.[1];
+      expect(direct?.split(", ").sort()).toEqual(n === 1 ? undefined : ["simple:1", "simple_identity:1"]);
+    }
+  });
+  afterAll(async () => {
+    for (const s of servers) expect(await s.stop()).toBe(0);
+    repo?.remove();
+  });
+
+  it("answers byte for byte as the main thread does", async () => {
+    const answers: string[][] = [];
+    for (const s of servers) answers.push(await sequence(s));
+    for (const a of answers.slice(1)) expect(a).toEqual(answers[0]);
+    // The main thread's answers are the right ones.
+    const first = answers[0]!;
+    expect(first.length).toBe(44);
+    expect(JSON.parse(first[0]!.slice(first[0]!.indexOf("{")))).toMatchObject({
+      id: "json-simple",
+      outputs: [
+        { name: "OUTPUT0", data: A.map((a, i) => a + B[i]!) },
+        { name: "OUTPUT1", data: A.map((a, i) => a - B[i]!) },
+      ],
+    });
+    expect(first.filter((a) => a.startsWith("200 ")).length).toBeGreaterThan(15);
+    expect(first.filter((a) => a.startsWith("400 ")).length).toBeGreaterThan(10);
+  });
+
+  it("leaves the same statistics over HTTP and gRPC and the same counts in the metrics", async () => {
+    const raw = await Promise.all(servers.map(async (s) => (await (await fetch(`${s.url}/v2/models/stats`)).json()) as { model_stats: any[] }));
+    // Every duration was measured on every count, the queue time too where the workers answered
+    // each request (simple_identity's two; it was 0 through them).
+    for (const r of raw) {
+      const identity = r.model_stats.find((m) => m.name === "simple_identity").inference_stats;
+      expect(["success", "queue", "compute_input", "compute_infer", "compute_output"].filter((k) => !(identity[k].ns > 0))).toEqual([]);
+    }
+    const http = raw.map(countsOnly);
+    const grpc = await Promise.all(
+      servers.map(async (s) => {
+        const { client, call } = inferenceClient(s.grpcTarget!);
+        try {
+          return countsOnly(await call("ModelStatistics")({}));
+        } finally {
+          client.close();
+        }
+      }),
+    );
+    const metrics = await Promise.all(servers.map(prometheus));
+    for (let i = 1; i < servers.length; i++) {
+      expect(http[i]).toEqual(http[0]);
+      expect(grpc[i]).toEqual(grpc[0]);
+      expect(metrics[i]).toEqual(metrics[0]);
+    }
+    // What the main thread counted is the sequence's: for simple and batched each, 9 answered
+    // (8, and one on the stream) and 3 failed in the core (the datatype, the missing input,
+    // the unknown output; the other errors are refused before a model is reached).
+    const stats = (name: string): any => http[0]!.model_stats.find((m) => m.name === name);
+    for (const model of ["simple", "batched"]) {
+      const s = stats(model);
+      expect([s.inference_count, s.execution_count, s.inference_stats.success.count, s.inference_stats.fail.count]).toEqual([9, 9, 9, 3]);
+      expect(s.batch_stats).toEqual([{ batch_size: 1, compute_input: { count: 9 }, compute_infer: { count: 9 }, compute_output: { count: 9 } }]);
+      expect(metrics[0]).toContain(`nv_inference_request_success{model="${model}",version="1"} 9`);
+      expect(metrics[0]).toContain(`nv_inference_request_failure{model="${model}",version="1",reason="OTHER"} 3`);
+      expect(metrics[0]).toContain(`nv_inference_request_summary_us_count{model="${model}",version="1"} 9`);
+    }
+    expect(stats("simple_sequence").inference_stats.success.count).toBe(3);
+    expect(stats("simple_identity").inference_stats.success.count).toBe(2);
+  });
+});
