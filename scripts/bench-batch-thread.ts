@@ -14,7 +14,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { grpcFrame } from "./lib/bench-models.ts";
+import { simpleRequestFiles } from "./lib/bench-models.ts";
 import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -40,28 +40,8 @@ const simpleConfig = readFileSync(join(root, "model_repository", "simple", "conf
 writeFileSync(join(repo, "simple_batched", "config.pbtxt"), `${simpleConfig.replace('name: "simple"', 'name: "simple_batched"')}\ndynamic_batching { }\n`);
 cpSync(join(root, "model_repository", "simple_fp32_mlp"), join(repo, "simple_fp32_mlp"), { recursive: true });
 
-const A = Array.from({ length: 16 }, (_, i) => i);
-const simpleJson = join(work, "simple.json");
-writeFileSync(
-  simpleJson,
-  JSON.stringify({
-    inputs: [
-      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
-      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
-    ],
-  }),
-);
+const { json: simpleJson, grpc: simpleGrpc } = simpleRequestFiles(work, "simple_batched");
 const simpleScript = wrkPostScript(simpleJson);
-const a = new Uint8Array(Int32Array.from(A).buffer);
-const simpleGrpc = join(work, "simple.grpc");
-writeFileSync(
-  simpleGrpc,
-  grpcFrame({
-    model_name: "simple_batched",
-    inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })),
-    raw_input_contents: [a, a],
-  }),
-);
 const mlpHeader = JSON.stringify({
   inputs: [{ name: "INPUT0", shape: [1, 512], datatype: "FP32", parameters: { binary_data_size: 2048 } }],
   outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }],

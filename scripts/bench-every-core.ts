@@ -12,10 +12,10 @@
  *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--out=scripts/results/every-core.md]
  */
 import { spawn, spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
+import { simpleAndIdentityRepository, simpleRequestFiles } from "./lib/bench-models.ts";
 import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -34,24 +34,8 @@ for (const tool of ["wrk", "h2load"])
 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-every-core-"));
 const repo = simpleAndIdentityRepository(root, work);
-const A = Array.from({ length: 16 }, (_, i) => i);
-const body = join(work, "simple.json");
-writeFileSync(
-  body,
-  JSON.stringify({
-    inputs: [
-      { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
-      { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
-    ],
-  }),
-);
+const { json: body, grpc: grpcBody } = simpleRequestFiles(work);
 const script = wrkPostScript(body);
-const a = new Uint8Array(Int32Array.from(A).buffer);
-const grpcBody = join(work, "simple.grpc");
-writeFileSync(
-  grpcBody,
-  grpcFrame({ model_name: "simple", inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }),
-);
 const PORT = 18760;
 const GRPC_PORT = 18761;
 

@@ -417,7 +417,6 @@ function finishSagemaker(o: ServerOptions, env: Readonly<Record<string, string |
   o.sagemakerInferenceType = type;
 }
 
-/** The addresses Triton's SageMaker and Vertex AI frontends listen on (no flag sets them). */
 /**
  * The frontend threads a server starts for HTTP, and for gRPC, without --http-thread-count
  * or --grpc-infer-thread-count: one per core available, at most Triton's HTTP default of 8
@@ -431,6 +430,7 @@ export const DEFAULT_FRONTEND_THREADS = 8;
  */
 export const MAX_FRONTEND_THREADS = 128;
 
+/** The addresses Triton's SageMaker and Vertex AI frontends listen on (no flag sets them). */
 export const SAGEMAKER_ADDRESS = "0.0.0.0";
 export const VERTEX_AI_ADDRESS = "0.0.0.0";
 

@@ -36,3 +36,28 @@ export function grpcFrame(obj: object): Buffer {
   head.writeUInt32BE(bytes.byteLength, 1);
   return Buffer.concat([head, Buffer.from(bytes)]);
 }
+
+/**
+ * `simple`'s request in files under `work`: the JSON body (INPUT0 and INPUT1 both 0..15) and
+ * the same request as a gRPC frame for `model` (h2load's -d).
+ */
+export function simpleRequestFiles(work: string, model = "simple"): { json: string; grpc: string } {
+  const A = Array.from({ length: 16 }, (_, i) => i);
+  const json = join(work, "simple.json");
+  writeFileSync(
+    json,
+    JSON.stringify({
+      inputs: [
+        { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
+        { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
+      ],
+    }),
+  );
+  const a = new Uint8Array(Int32Array.from(A).buffer);
+  const grpc = join(work, "simple.grpc");
+  writeFileSync(
+    grpc,
+    grpcFrame({ model_name: model, inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }),
+  );
+  return { json, grpc };
+}

@@ -24,8 +24,6 @@ export class BatchClient {
   readonly #slotRef: number[] = [];
   /** Requests submitted and not yet answered, by ref. */
   readonly #pending = new Map<number, Pending>();
-  /** Requests in slots not yet answered: whether to wait on the completion ring. */
-  #inSlots = 0;
   #waiting = false;
   #nextRef = 0;
 
@@ -63,7 +61,6 @@ export class BatchClient {
       this.#pending.set(ref, { resolve, forget: () => signal?.removeEventListener("abort", onAbort) });
       const slot = this.#free.pop();
       if (slot !== undefined && this.#channel.writeRequest(slot, request)) {
-        this.#inSlots++;
         this.#slotRef[slot] = ref;
         this.#channel.submit(slot);
         this.#wait();
@@ -76,6 +73,8 @@ export class BatchClient {
         { t: "submit", request: { ...request, inputs } } satisfies ToBatchPort,
         inputs.map((t) => t.data.buffer as ArrayBuffer),
       );
+      // Its answer comes as a message, but the ring is what says the thread failed.
+      this.#wait();
     });
   }
 
@@ -88,7 +87,7 @@ export class BatchClient {
     this.#port.postMessage(m);
   }
 
-  /** Reads the completion ring until no request waits in a slot, sleeping on it in between. */
+  /** Reads the completion ring until no request waits (in a slot or as a message), sleeping on it in between; a failed thread fails them all. */
   #wait(): void {
     if (this.#waiting) return;
     this.#waiting = true;
@@ -104,7 +103,7 @@ export class BatchClient {
         this.#release(slot);
         this.#settle(ref, result);
       }
-      if (this.#inSlots > 0) return true;
+      if (this.#pending.size > 0) return true;
       this.#waiting = false;
       return false;
     });
@@ -115,7 +114,6 @@ export class BatchClient {
   }
 
   #release(slot: number): void {
-    this.#inSlots--;
     this.#free.push(slot);
   }
 

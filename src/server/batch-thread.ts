@@ -90,6 +90,8 @@ export class BatchThread {
   connect(): BatchChannel {
     const channel = new SlotChannel(WORKER_SLOTS);
     this.#controls.add(channel.ctrl);
+    // A channel made after the thread failed says so at once (its worker's requests go to the main thread).
+    if (this.#failed) Atomics.store(channel.ctrl, FAILED, 1);
     const [port1, port2] = portPair();
     if (this.#thread) this.#give(channel.buffer, port2);
     else this.#early.push({ buffer: channel.buffer, port: port2 });

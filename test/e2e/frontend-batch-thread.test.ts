@@ -13,6 +13,7 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
+import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
@@ -280,9 +281,10 @@ describe("load, unload and version swaps of a batched model while clients run re
   });
 
   it("every answer is exact or a clean refusal; nothing crashes, nothing is lost", async () => {
-    let stop = false;
-    const tally = { ok: 0, refused: 0, sent: 0, wrong: [] as string[] };
     const REFUSAL = /Request for unknown model: 'busy'|is not at ready state|unloaded|stopped accepting/;
+    const run = new LoadLoops(REFUSAL);
+    const tally = run.tally;
+    let sent = 0;
     const count = (answer: string) => {
       if (answer === "ok") tally.ok++;
       else if (REFUSAL.test(answer)) tally.refused++;
@@ -290,23 +292,18 @@ describe("load, unload and version swaps of a batched model while clients run re
     };
     const { client, call } = inferenceClient(server.grpcTarget!);
     const loop = async (k: number) => {
-      for (let j = 0; !stop; j++) {
-        tally.sent++;
+      for (let j = 0; !run.stop; j++) {
+        sent++;
         count(k % 2 === 0 ? await httpOne(server, "busy", k * 100000 + j) : await grpcOne(call, "busy", k * 100000 + j));
       }
     };
-    const guarded = (k: number) =>
-      loop(k).catch((e: Error) => {
-        stop = true;
-        tally.wrong.push(`${e.message} ${(e.cause as Error | undefined)?.message ?? ""}`);
-      });
-    const loops = Array.from({ length: 8 }, (_, k) => guarded(k));
+    const loops = Array.from({ length: 8 }, (_, k) => run.guard(() => loop(k)));
     const control = async (action: string) => {
       const r = await fetch(`${server.url}/v2/repository/models/busy/${action}`, { method: "POST" });
       expect(r.status, await r.text()).toBe(200);
     };
     try {
-      for (let round = 0; round < 6 && !stop; round++) {
+      for (let round = 0; round < 6 && !run.stop; round++) {
         await new Promise((r) => setTimeout(r, 150));
         await control("unload");
         await new Promise((r) => setTimeout(r, 50));
@@ -317,12 +314,12 @@ describe("load, unload and version swaps of a batched model while clients run re
       }
       await new Promise((r) => setTimeout(r, 150));
     } finally {
-      stop = true;
+      run.stop = true;
       await Promise.all(loops);
       client.close();
     }
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
-    expect(tally.ok + tally.refused).toBe(tally.sent);
+    expect(tally.ok + tally.refused).toBe(sent);
     expect(tally.ok).toBeGreaterThan(0);
     // Still serving, exactly, from the workers and the main thread.
     expect(await httpOne(server, "busy", 7)).toBe("ok");

@@ -10,6 +10,7 @@ import { cpSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
+import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { inferenceClient, SIMPLE_REQUEST, simpleOutput } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
@@ -195,13 +196,13 @@ describe("load, unload and version swaps while four clients run requests on the 
   it("every answer is exact or a clean refusal; nothing crashes, nothing is lost", async () => {
     const server = s.server;
     const url = `${server.url}/v2/models/simple/infer`;
-    let stop = false;
-    const tally = { ok: 0, refused: 0, wrong: [] as string[] };
     // A refusal names the model's state: not loaded (yet), or unloading under the request.
     const REFUSAL = /Request for unknown model: '(simple|slow)'|is not at ready state|unloaded|stopped accepting/;
+    const run = new LoadLoops(REFUSAL);
+    const tally = run.tally;
     const slowBody = JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [N, N], data: SLOW_X }] });
     const slowLoop = async () => {
-      while (!stop) {
+      while (!run.stop) {
         const r = await fetch(`${server.url}/v2/models/slow/infer`, { method: "POST", body: slowBody });
         const text = await r.text();
         if (r.status === 200) {
@@ -213,7 +214,7 @@ describe("load, unload and version swaps while four clients run requests on the 
       }
     };
     const httpLoop = async () => {
-      while (!stop) {
+      while (!run.stop) {
         const r = await fetch(url, { method: "POST", body: jsonBody() });
         const text = await r.text();
         if (r.status === 200) {
@@ -224,36 +225,14 @@ describe("load, unload and version swaps while four clients run requests on the 
         else tally.wrong.push(`${r.status} ${text}`);
       }
     };
-    const grpcLoop = async () => {
-      const { client, call } = inferenceClient(server.grpcTarget!);
-      try {
-        while (!stop) {
-          try {
-            const g = await call("ModelInfer")(grpcRequest());
-            if (JSON.stringify(simpleOutput(g)) === JSON.stringify(SUM)) tally.ok++;
-            else tally.wrong.push(JSON.stringify(g));
-          } catch (e: any) {
-            if (REFUSAL.test(e.details)) tally.refused++;
-            else tally.wrong.push(`${e.code} ${e.details}`);
-          }
-        }
-      } finally {
-        client.close();
-      }
-    };
-    // A loop that throws (the server went away) ends the run and is reported with the server's log.
-    const guarded = (loop: () => Promise<void>) =>
-      loop().catch((e: Error) => {
-        stop = true;
-        tally.wrong.push(`${e.message} ${(e.cause as Error | undefined)?.message ?? ""}`);
-      });
-    const loops = [guarded(httpLoop), guarded(slowLoop), guarded(slowLoop), guarded(grpcLoop)];
+    const grpcLoop = run.grpc(server.grpcTarget!, grpcRequest, (g) => JSON.stringify(simpleOutput(g)) === JSON.stringify(SUM));
+    const loops = [httpLoop, slowLoop, slowLoop, grpcLoop].map((loop) => run.guard(loop));
     const control = async (action: string, name = "simple") => {
       const r = await fetch(`${server.url}/v2/repository/models/${name}/${action}`, { method: "POST" });
       expect(r.status, await r.text()).toBe(200);
     };
     try {
-      for (let round = 0; round < 6 && !stop; round++) {
+      for (let round = 0; round < 6 && !run.stop; round++) {
         await new Promise((r) => setTimeout(r, 150));
         await Promise.all([control("unload"), control("unload", "slow")]);
         await new Promise((r) => setTimeout(r, 50));
@@ -264,7 +243,7 @@ describe("load, unload and version swaps while four clients run requests on the 
       }
       await new Promise((r) => setTimeout(r, 150));
     } finally {
-      stop = true;
+      run.stop = true;
       await Promise.all(loops);
     }
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);

@@ -22,7 +22,7 @@ import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";
 import { claimModelFiles } from "./stray-errors.ts";
 import { registerConnectable } from "../connect.ts";
-import { BUSY, RETIRED, type SharedTsInstance } from "./direct.ts";
+import { BUSY, COMPLETED, RETIRED, STATE_BYTES, type SharedTsInstance } from "./direct.ts";
 import { metricsClient } from "./metrics.ts";
 import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
 
@@ -161,7 +161,8 @@ class TsInstance implements BackendInstance {
     if (model instanceof WorkerModel) {
       // The BLS calls of a request a frontend worker sent start a call chain of their own.
       model.direct = { infer: (call) => this.#bls(call, [ctx.modelName]), stream: (call) => this.#blsStream(call, [ctx.modelName]) };
-      const state = new Int32Array(new SharedArrayBuffer(8));
+      const state = new Int32Array(new SharedArrayBuffer(STATE_BYTES));
+      model.completedElsewhere = () => Atomics.load(state, COMPLETED);
       const key = `typescript:${++sharedInstances}`;
       this.#state = state;
       this.#unregister = registerConnectable(key, () => model.connect());

@@ -28,7 +28,7 @@ export interface SharedTsInstance {
   model: string;
   instance: string;
   config: ModelConfig;
-  /** [BUSY]: the executes waiting or running in the instance's worker, whichever thread sent them; [RETIRED]: 1 once the owner closes it. */
+  /** [BUSY]: the executes waiting or running in the instance's worker, whichever thread sent them; [RETIRED]: 1 once the owner closes it; [COMPLETED]: this side's executes completed. */
   state: Int32Array;
 }
 
@@ -46,6 +46,10 @@ interface Waiting {
 /** The slots of SharedTsInstance.state. */
 export const BUSY = 0;
 export const RETIRED = 1;
+/** Executes the frontend workers sent that the instance completed (its owner's restart count starts again after one). */
+export const COMPLETED = 2;
+/** The bytes of SharedTsInstance.state. */
+export const STATE_BYTES = 12;
 
 export class TsBorrowed implements BorrowedInstance {
   readonly key: string;
@@ -133,6 +137,7 @@ export class TsBorrowed implements BorrowedInstance {
     } else if (m.t === "cancelled") {
       w.reject(cancelled(w.prepared.request.id));
     } else {
+      Atomics.add(this.#shared.state, COMPLETED, 1);
       const t2 = nowNs();
       const outcome = m.thrown
         ? { error: this.#checker.thrown(Object.assign(new Error(String(m.thrown.message)), { code: m.thrown.code })) }

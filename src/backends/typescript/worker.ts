@@ -128,6 +128,8 @@ export class WorkerModel implements TritonModel {
   readonly #relays = new Map<string, () => void>();
   /** Deaths since the last completed execute. */
   #deaths = 0;
+  /** completedElsewhere() at the last death. */
+  #completedSeen = 0;
   /** Set once the instance no longer serves (given up, aborted or finalized): executes fail with it. */
   #gone: ServerError | undefined;
   #finalized: (() => void) | undefined;
@@ -197,6 +199,8 @@ export class WorkerModel implements TritonModel {
 
   /** What runs the BLS calls of executes a frontend worker sent over its port (exec -1): the instance's, with a call chain of this model alone. */
   direct: Pick<InferenceRequest, "infer" | "stream"> | undefined;
+  /** The executes the frontend workers sent straight to the worker that it completed so far (the main thread hears nothing of them). */
+  completedElsewhere: (() => number) | undefined;
 
   /**
    * A fresh channel to the worker for a frontend worker thread (#30): the worker serves
@@ -280,6 +284,12 @@ export class WorkerModel implements TritonModel {
     }
     const failed = this.#failAll(internal(`${who}: the worker ${reason}`));
     if (this.#gone) return;
+    // An execute a frontend worker sent completed since the last death: the count starts again, as after a "done".
+    const completed = this.completedElsewhere?.() ?? 0;
+    if (completed !== this.#completedSeen) {
+      this.#completedSeen = completed;
+      this.#deaths = 0;
+    }
     this.#deaths++;
     if (this.#deaths > MAX_RESTARTS) {
       this.#giveUp(`${who}: the worker ended ${this.#deaths} times in a row without completing an execute (last: ${reason.split("\n")[0]})`);

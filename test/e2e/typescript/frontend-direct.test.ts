@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { LoadLoops } from "../../helpers/load-loops.ts";
 import { eventually } from "../../helpers/eventually.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-ts-direct-"));
@@ -348,12 +349,12 @@ describe("unload, load and a version swap of a TypeScript model while four clien
 
   it("every answer is exact or a clean refusal; nothing crashes, nothing is lost", async () => {
     const server = s.server;
-    let stop = false;
-    const tally = { ok: 0, refused: 0, wrong: [] as string[] };
     const REFUSAL = /Request for unknown model: 'tsadd'|is not at ready state|unloaded|stopped accepting/;
+    const run = new LoadLoops(REFUSAL);
+    const tally = run.tally;
     const body = JSON.stringify({ inputs: inputs() });
     const httpLoop = async () => {
-      while (!stop) {
+      while (!run.stop) {
         const r = await post(server, "/v2/models/tsadd/infer", body);
         if (r.status === 200) {
           const j = JSON.parse(r.text);
@@ -363,39 +364,18 @@ describe("unload, load and a version swap of a TypeScript model while four clien
         else tally.wrong.push(`${r.status} ${r.text}`);
       }
     };
-    const grpcLoop = async () => {
-      const { client, call } = inferenceClient(server.grpcTarget!);
-      try {
-        while (!stop) {
-          try {
-            const g = await call("ModelInfer")({
-              model_name: "tsadd",
-              inputs: inputs().map(({ data: _, ...t }) => t),
-              raw_input_contents: [int32(X), int32(Y)],
-            });
-            if (Buffer.from(g.raw_output_contents[0]).equals(Buffer.from(int32(ADD)))) tally.ok++;
-            else tally.wrong.push(JSON.stringify(g));
-          } catch (e: any) {
-            if (REFUSAL.test(e.details)) tally.refused++;
-            else tally.wrong.push(`${e.code} ${e.details}`);
-          }
-        }
-      } finally {
-        client.close();
-      }
-    };
-    const guarded = (loop: () => Promise<void>) =>
-      loop().catch((e: Error) => {
-        stop = true;
-        tally.wrong.push(`${e.message} ${(e.cause as Error | undefined)?.message ?? ""}`);
-      });
-    const loops = [guarded(httpLoop), guarded(httpLoop), guarded(grpcLoop), guarded(grpcLoop)];
+    const grpcLoop = run.grpc(
+      server.grpcTarget!,
+      () => ({ model_name: "tsadd", inputs: inputs().map(({ data: _, ...t }) => t), raw_input_contents: [int32(X), int32(Y)] }),
+      (g) => Buffer.from(g.raw_output_contents[0]).equals(Buffer.from(int32(ADD))),
+    );
+    const loops = [httpLoop, httpLoop, grpcLoop, grpcLoop].map((loop) => run.guard(loop));
     const control = async (action: string) => {
       const r = await fetch(`${server.url}/v2/repository/models/tsadd/${action}`, { method: "POST" });
       expect(r.status, await r.text()).toBe(200);
     };
     try {
-      for (let round = 0; round < 6 && !stop; round++) {
+      for (let round = 0; round < 6 && !run.stop; round++) {
         await new Promise((r) => setTimeout(r, 200));
         await control("unload");
         await new Promise((r) => setTimeout(r, 50));
@@ -405,7 +385,7 @@ describe("unload, load and a version swap of a TypeScript model while four clien
       }
       await new Promise((r) => setTimeout(r, 200));
     } finally {
-      stop = true;
+      run.stop = true;
       await Promise.all(loops);
     }
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);

@@ -109,4 +109,23 @@ describe("BatchClient", () => {
     expect(await answer).toEqual({ t: "error", code: "INTERNAL", message: "the scheduling thread failed" });
     expect(await client.submit(1, prepared([tensor("IN", [1])]))).toEqual({ t: "retired" });
   });
+
+  it("a request that went over the port fails too when the thread fails, with no request in a slot", async () => {
+    const { channel, client, nextMessage } = setup();
+    const came = nextMessage();
+    const answer = client.submit(
+      1,
+      prepared([
+        tensor(
+          "IN",
+          Array.from({ length: SLOT_BYTES / 4 }, (_, i) => i),
+        ),
+      ]),
+    );
+    await came;
+    expect(channel.takeSubmitted()).toEqual([]);
+    Atomics.store(channel.ctrl, FAILED, 1);
+    Atomics.notify(channel.ctrl, DONE_TAIL);
+    expect(await answer).toEqual({ t: "error", code: "INTERNAL", message: "the scheduling thread failed" });
+  });
 });

@@ -7,7 +7,7 @@
  * (INTERNAL, or UNAVAILABLE once the instance was retired); the shared busy count follows.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { borrowTsInstance, BUSY, RETIRED, type SharedTsInstance, type TsBorrowed } from "../../../../src/backends/typescript/direct.ts";
+import { borrowTsInstance, BUSY, COMPLETED, RETIRED, STATE_BYTES, type SharedTsInstance, type TsBorrowed } from "../../../../src/backends/typescript/direct.ts";
 import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
@@ -16,7 +16,7 @@ const N = 20_000; // 80,000 bytes of FP32: over the 64 KiB transfer threshold
 const values = Float32Array.from({ length: N }, (_, i) => i / 4);
 
 function setup() {
-  const state = new Int32Array(new SharedArrayBuffer(8));
+  const state = new Int32Array(new SharedArrayBuffer(STATE_BYTES));
   const spec: SharedTsInstance = {
     key: "typescript:7",
     model: "m",
@@ -91,6 +91,8 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(new Float32Array(r.outcome.outputs![0]!.data.slice().buffer)).toEqual(values);
     expect(r.queueNs).toBe(1000);
     expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // Counted completed, so that the owner restarts a crashed worker as after a completed execute of its own.
+    expect(Atomics.load(s.state, COMPLETED)).toBe(1);
   });
 
   it("a model's error and a wrong answer fail the request in the main thread's words", async () => {
