@@ -5,7 +5,7 @@
  * carries it back the same way (sagemaker_server.cc, vertex_ai_server.cc).
  */
 import type { HttpHandler } from "./http/routes.ts";
-import type { HttpRequest, HttpResponse } from "./http/types.ts";
+import { rewrittenRequest, type HttpRequest, type HttpResponse } from "./http/types.ts";
 
 const error = (message: string): HttpResponse => ({ status: 400, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: message }) });
 
@@ -28,7 +28,7 @@ export async function inferWithBinaryContentType(http: HttpHandler, req: HttpReq
   const length = headerLength(mimePrefix, req.header("content-type"), declared === undefined ? Number.MAX_SAFE_INTEGER : Number(declared));
   if (typeof length === "object") return length;
   const header = (name: string) => (name.toLowerCase() === "inference-header-content-length" ? length : req.header(name));
-  const r = await http({ ...req, path, header });
+  const r = await http(rewrittenRequest(req, { path, header }));
   const binary = r.headers["inference-header-content-length"];
   if (binary === undefined) return r;
   const { "inference-header-content-length": _, ...headers } = r.headers;

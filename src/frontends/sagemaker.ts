@@ -15,7 +15,7 @@
  * the server for it to read (a network client never names a path here); they answer 501.
  */
 import type { HttpHandler } from "./http/routes.ts";
-import type { HttpRequest, HttpResponse } from "./http/types.ts";
+import { rewrittenRequest, type HttpRequest, type HttpResponse } from "./http/types.ts";
 import { inferWithBinaryContentType } from "./binary-content-type.ts";
 
 export interface SagemakerOptions {
@@ -42,8 +42,8 @@ const IGNORED = new Set(["content-encoding", "accept-encoding"]);
 export function createSagemakerHandler(http: HttpHandler, o: SagemakerOptions): HttpHandler {
   const model = encodeURIComponent(o.model);
   return async (sent: HttpRequest): Promise<HttpResponse> => {
-    const req: HttpRequest = { ...sent, header: (name) => (IGNORED.has(name.toLowerCase()) ? undefined : sent.header(name)) };
-    if (req.path === "/ping") return http({ ...req, path: `/v2/health/${o.pingMode}` });
+    const req = rewrittenRequest(sent, { header: (name) => (IGNORED.has(name.toLowerCase()) ? undefined : sent.header(name)) });
+    if (req.path === "/ping") return http(rewrittenRequest(req, { path: `/v2/health/${o.pingMode}` }));
     if (req.path === "/invocations") {
       const path = o.inferenceType === "infer" ? `/v2/models/${model}/infer` : `/v2/models/${model}/${o.inferenceType}`;
       const res = await inferWithBinaryContentType(http, req, path, BINARY_MIME);

@@ -10,7 +10,7 @@
  * Everything goes through the HTTP frontend's routes (restricted APIs and the size limit).
  */
 import type { HttpHandler } from "./http/routes.ts";
-import type { HttpRequest, HttpResponse } from "./http/types.ts";
+import { rewrittenRequest, type HttpRequest, type HttpResponse } from "./http/types.ts";
 import { inferWithBinaryContentType } from "./binary-content-type.ts";
 
 export interface VertexAiOptions {
@@ -40,21 +40,21 @@ export function createVertexAiHandler(http: HttpHandler, o: VertexAiOptions): Ht
   const infer = (req: HttpRequest, path: string) => inferWithBinaryContentType(http, req, path, BINARY_MIME);
 
   return async (req: HttpRequest): Promise<HttpResponse> => {
-    if (health.test(req.path)) return http({ ...req, path: "/v2/health/ready" });
+    if (health.test(req.path)) return http(rewrittenRequest(req, { path: "/v2/health/ready" }));
     if (!predict.test(req.path)) return bare(400);
     const redirect = req.header(REDIRECT);
     if (redirect === undefined) return infer(req, `/v2/models/${model}/infer`);
     if (req.method !== "POST") return bare(405);
     const endpoint = `/${redirect}`;
-    const get = () => http({ ...req, method: "GET", path: endpoint });
-    if (endpoint === "/metrics") return o.metrics ? o.metrics({ ...req, method: "GET", path: "/metrics" }) : bare(400);
+    const get = () => http(rewrittenRequest(req, { method: "GET", path: endpoint }));
+    if (endpoint === "/metrics") return o.metrics ? o.metrics(rewrittenRequest(req, { method: "GET", path: "/metrics" })) : bare(400);
     if (endpoint === "/v2/models/stats" || endpoint === "/v2" || HEALTH.test(endpoint)) return get();
     const m = MODEL.exec(endpoint);
     if (m) return m[1] === "infer" ? infer(req, endpoint) : get();
     const shm = SHM.exec(endpoint);
     if (shm) return shm[1] === "status" ? get() : bare(403);
     const repo = REPOSITORY.exec(endpoint);
-    if (repo) return repo[1] === "index" ? http({ ...req, path: endpoint }) : bare(403);
+    if (repo) return repo[1] === "index" ? http(rewrittenRequest(req, { path: endpoint })) : bare(403);
     return bare(400);
   };
 }

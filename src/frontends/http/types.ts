@@ -32,3 +32,24 @@ export interface HttpResponse {
   /** A streamed body (Server-Sent Events), written chunk by chunk; `body` is then unused. */
   stream?: AsyncIterable<string>;
 }
+
+/**
+ * `req` with some fields replaced (a path, a method, a header lookup), its other fields and
+ * methods still read from `req` itself: a request may be an object of a class
+ * (WebHttpRequest), whose methods an object spread would drop.
+ */
+export function rewrittenRequest(req: HttpRequest, over: Partial<Pick<HttpRequest, "method" | "path" | "header">>): HttpRequest {
+  return {
+    method: over.method ?? req.method,
+    path: over.path ?? req.path,
+    header: over.header ?? ((name) => req.header(name)),
+    headers: req.headers ? () => req.headers!() : undefined,
+    body: (limit) => req.body(limit),
+    get signal() {
+      return req.signal;
+    },
+    get answerSignal() {
+      return req.answerSignal;
+    },
+  };
+}
