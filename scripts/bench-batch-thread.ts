@@ -10,12 +10,12 @@
  *
  *   npm run build && bun scripts/bench-batch-thread.ts --baseline=<binary> [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--out=scripts/results/batching.md]
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { simpleRequestFiles } from "./lib/bench-models.ts";
-import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
+import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript, spawnThreadedServer } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
@@ -88,19 +88,7 @@ async function counts(model: string): Promise<{ inferences: number; executions: 
 }
 
 async function measure(binary: string): Promise<Cell[]> {
-  const server = spawn(
-    binary,
-    [
-      `--model-repository=${repo}`,
-      `--http-port=${PORT}`,
-      `--grpc-port=${GRPC_PORT}`,
-      "--allow-metrics=false",
-      "--log-info=false",
-      `--http-thread-count=${THREADS}`,
-      `--grpc-infer-thread-count=${THREADS}`,
-    ],
-    { stdio: "ignore" },
-  );
+  const server = spawnThreadedServer(binary, repo, PORT, GRPC_PORT, THREADS);
   try {
     await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`);
     const pid = server.pid!;

@@ -11,12 +11,12 @@
  *
  *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--out=scripts/results/every-core.md]
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { simpleAndIdentityRepository, simpleRequestFiles } from "./lib/bench-models.ts";
-import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript } from "./lib/bench.ts";
+import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript, spawnThreadedServer } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -52,19 +52,7 @@ interface Cell {
 const key = (p: string, c: number) => `${p} c=${c}`;
 
 async function measure(threads: number, binary = BINARY): Promise<Record<string, Cell>> {
-  const server = spawn(
-    binary,
-    [
-      `--model-repository=${repo}`,
-      `--http-port=${PORT}`,
-      `--grpc-port=${GRPC_PORT}`,
-      "--allow-metrics=false",
-      "--log-info=false",
-      `--http-thread-count=${threads}`,
-      `--grpc-infer-thread-count=${threads}`,
-    ],
-    { stdio: "ignore" },
-  );
+  const server = spawnThreadedServer(binary, repo, PORT, GRPC_PORT, threads);
   const out: Record<string, Cell> = {};
   try {
     await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`);

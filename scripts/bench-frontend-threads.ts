@@ -8,12 +8,12 @@
  *
  *   npm run build && bun scripts/bench-frontend-threads.ts [--duration=8] [--rounds=3] [--out=scripts/results/frontend-threads.md]
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { grpcFrame, simpleAndIdentityRepository } from "./lib/bench-models.ts";
-import { machineHeading, waitReady } from "./lib/bench.ts";
+import { machineHeading, waitReady, spawnThreadedServer } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -99,19 +99,7 @@ const CELLS = ["simple JSON", "1 MB JSON", "simple gRPC", "1 MB gRPC"] as const;
 type Cell = (typeof CELLS)[number];
 
 async function measure(threads: number): Promise<Record<Cell, { rps: number; failed: number }>> {
-  const server = spawn(
-    BINARY,
-    [
-      `--model-repository=${repo}`,
-      `--http-port=${PORT}`,
-      `--grpc-port=${GRPC_PORT}`,
-      "--allow-metrics=false",
-      "--log-info=false",
-      `--http-thread-count=${threads}`,
-      `--grpc-infer-thread-count=${threads}`,
-    ],
-    { stdio: "ignore" },
-  );
+  const server = spawnThreadedServer(BINARY, repo, PORT, GRPC_PORT, threads);
   try {
     await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`);
     return {

@@ -2,7 +2,7 @@
  * Shared pieces of the benchmark scripts: the results heading (date and machine),
  * waiting for a server to be ready, and running wrk with its latency percentiles.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 
@@ -147,4 +147,25 @@ export function wrkPostScript(bodyFile: string): string {
     `wrk.method = "POST"\nlocal f = io.open("${bodyFile}", "rb"); wrk.body = f:read("*a"); f:close()\nwrk.headers["Content-Type"] = "application/json"\n`,
   );
   return script;
+}
+
+/**
+ * `binary` serving `repo` over HTTP on `httpPort` and gRPC on `grpcPort`, both frontends on
+ * `threads` threads, without metrics or info logs (its output ignored); ready once `waitReady`
+ * says so.
+ */
+export function spawnThreadedServer(binary: string, repo: string, httpPort: number, grpcPort: number, threads: number): ChildProcess {
+  return spawn(
+    binary,
+    [
+      `--model-repository=${repo}`,
+      `--http-port=${httpPort}`,
+      `--grpc-port=${grpcPort}`,
+      "--allow-metrics=false",
+      "--log-info=false",
+      `--http-thread-count=${threads}`,
+      `--grpc-infer-thread-count=${threads}`,
+    ],
+    { stdio: "ignore" },
+  );
 }

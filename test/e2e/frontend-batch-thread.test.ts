@@ -9,7 +9,7 @@
  * and unloads, loads and version swaps under load crash nothing and lose nothing.
  */
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
-import { cpSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
@@ -303,19 +303,8 @@ describe("load, unload and version swaps of a batched model while clients run re
       expect(r.status, await r.text()).toBe(200);
     };
     try {
-      for (let round = 0; round < 6 && !run.stop; round++) {
-        await new Promise((r) => setTimeout(r, 150));
-        await control("unload");
-        await new Promise((r) => setTimeout(r, 50));
-        await control("load");
-        // A version swap: version 2 appears, the load serves it and retires version 1 under the requests.
-        if (round === 2) cpSync(join(repo.dir, "busy", "1"), join(repo.dir, "busy", "2"), { recursive: true });
-        if (round === 4) rmSync(join(repo.dir, "busy", "2"), { recursive: true });
-      }
-      await new Promise((r) => setTimeout(r, 150));
+      await run.churn(loops, { modelDir: join(repo.dir, "busy"), pauseMs: 150, unload: () => control("unload"), load: () => control("load") });
     } finally {
-      run.stop = true;
-      await Promise.all(loops);
       client.close();
     }
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);

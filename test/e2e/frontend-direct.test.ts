@@ -6,7 +6,7 @@
  * client loops: every answer exact or a clean refusal, nothing lost, no crash.
  */
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
-import { cpSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
@@ -231,21 +231,12 @@ describe("load, unload and version swaps while four clients run requests on the 
       const r = await fetch(`${server.url}/v2/repository/models/${name}/${action}`, { method: "POST" });
       expect(r.status, await r.text()).toBe(200);
     };
-    try {
-      for (let round = 0; round < 6 && !run.stop; round++) {
-        await new Promise((r) => setTimeout(r, 150));
-        await Promise.all([control("unload"), control("unload", "slow")]);
-        await new Promise((r) => setTimeout(r, 50));
-        await Promise.all([control("load"), control("load", "slow")]);
-        // A version swap: version 2 appears, the load serves it and retires version 1 under the requests.
-        if (round === 2) cpSync(join(s.repo.dir, "simple", "1"), join(s.repo.dir, "simple", "2"), { recursive: true });
-        if (round === 4) rmSync(join(s.repo.dir, "simple", "2"), { recursive: true });
-      }
-      await new Promise((r) => setTimeout(r, 150));
-    } finally {
-      run.stop = true;
-      await Promise.all(loops);
-    }
+    await run.churn(loops, {
+      modelDir: join(s.repo.dir, "simple"),
+      pauseMs: 150,
+      unload: () => Promise.all([control("unload"), control("unload", "slow")]),
+      load: () => Promise.all([control("load"), control("load", "slow")]),
+    });
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
     expect(tally.ok).toBeGreaterThan(0);
     // Still serving, exactly, and the statistics of the version now loaded count what it answered.

@@ -3,6 +3,8 @@
  * answer is exact, a clean refusal (`refusal` matches its message) or wrong; a loop that
  * throws (the server went away) stops them all and is recorded as wrong.
  */
+import { cpSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { inferenceClient } from "./grpc-client.ts";
 
 export class LoadLoops {
@@ -41,5 +43,29 @@ export class LoadLoops {
         client.close();
       }
     };
+  }
+
+  /**
+   * While `loops` run: six rounds of `unload()` then `load()` (`pauseMs` before each, 50 ms
+   * between), with a version 2 copied from `modelDir`'s version 1 after round 2's load and
+   * removed after round 4's (a version swap under the requests: the next load serves version 2,
+   * then version 1 again); then every loop is stopped and waited for.
+   */
+  async churn(loops: Promise<void>[], o: { modelDir: string; pauseMs: number; unload: () => Promise<unknown>; load: () => Promise<unknown> }): Promise<void> {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    try {
+      for (let round = 0; round < 6 && !this.stop; round++) {
+        await sleep(o.pauseMs);
+        await o.unload();
+        await sleep(50);
+        await o.load();
+        if (round === 2) cpSync(join(o.modelDir, "1"), join(o.modelDir, "2"), { recursive: true });
+        if (round === 4) rmSync(join(o.modelDir, "2"), { recursive: true });
+      }
+      await sleep(o.pauseMs);
+    } finally {
+      this.stop = true;
+      await Promise.all(loops);
+    }
   }
 }

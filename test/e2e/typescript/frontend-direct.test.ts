@@ -9,7 +9,7 @@
  * client loops answer every request exactly or refuse it cleanly.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -374,20 +374,7 @@ describe("unload, load and a version swap of a TypeScript model while four clien
       const r = await fetch(`${server.url}/v2/repository/models/tsadd/${action}`, { method: "POST" });
       expect(r.status, await r.text()).toBe(200);
     };
-    try {
-      for (let round = 0; round < 6 && !run.stop; round++) {
-        await new Promise((r) => setTimeout(r, 200));
-        await control("unload");
-        await new Promise((r) => setTimeout(r, 50));
-        await control("load");
-        if (round === 2) cpSync(join(s.repo.dir, "tsadd", "1"), join(s.repo.dir, "tsadd", "2"), { recursive: true });
-        if (round === 4) rmSync(join(s.repo.dir, "tsadd", "2"), { recursive: true });
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    } finally {
-      run.stop = true;
-      await Promise.all(loops);
-    }
+    await run.churn(loops, { modelDir: join(s.repo.dir, "tsadd"), pauseMs: 200, unload: () => control("unload"), load: () => control("load") });
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
     expect(tally.ok).toBeGreaterThan(0);
     const last = await post(server, "/v2/models/tsadd/infer", body);
