@@ -2,6 +2,7 @@
  * @module The /v2 route table and the handler behind both HTTP server adapters: parse
  * the path, call the core, and write Triton's JSON and error shapes.
  */
+import { inferTarget } from "./infer-path.ts";
 import { ServerError } from "../../core/errors.ts";
 import { getLogger, logFailure } from "../../core/logger.ts";
 import { httpStatus } from "./status.ts";
@@ -263,30 +264,6 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 }
 
 export type HttpHandler = ReturnType<typeof createHttpHandler>;
-
-const MODELS_PREFIX = "/v2/models/";
-const INFER_SUFFIX = "/infer";
-
-/**
- * The model and version of `/v2/models/<m>/infer` or `/v2/models/<m>/versions/<digits>/infer`
- * when the path is written plainly (no empty segment, no %-escape); undefined for any other
- * path, which route() reads in full.
- */
-export function inferTarget(path: string): { model: string; version: string | undefined } | undefined {
-  if (!path.startsWith(MODELS_PREFIX) || !path.endsWith(INFER_SUFFIX) || path.includes("%")) return undefined;
-  const end = path.length - INFER_SUFFIX.length;
-  const slash = path.indexOf("/", MODELS_PREFIX.length);
-  if (slash === end) return slash > MODELS_PREFIX.length ? { model: path.slice(MODELS_PREFIX.length, slash), version: undefined } : undefined;
-  // <m>/versions/<digits>
-  if (slash <= MODELS_PREFIX.length || !path.startsWith("/versions/", slash)) return undefined;
-  const v = slash + "/versions/".length;
-  if (v >= end) return undefined;
-  for (let i = v; i < end; i++) {
-    const c = path.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return undefined;
-  }
-  return { model: path.slice(MODELS_PREFIX.length, slash), version: path.slice(v, end) };
-}
 
 /** The `parameters` object of a load/unload body (an empty body means none). */
 function repositoryParameters(body: Uint8Array): Record<string, string | number | boolean> {

@@ -6,6 +6,7 @@
  */
 import { fromWebRequest, toWebResponse, holdingOpen, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import { readBody, compressFor } from "./body.ts";
+import { inferTarget } from "./infer-path.ts";
 import { httpStatus } from "./status.ts";
 import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength, type EncodedResponse } from "./tensor-codec.ts";
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
@@ -19,7 +20,6 @@ import { isRetired } from "../../server/direct-runner.ts";
 
 declare const Bun: typeof import("bun");
 const { post } = serveThread<ToWorker, FromWorker>(receive, { batch: true });
-const INFER = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?\/infer$/;
 
 type Answer =
   | { t: "response"; response: InferenceResponse }
@@ -128,12 +128,12 @@ async function handle(request: Request, onBodyRead?: () => void): Promise<Respon
       bodyError = wireError(err);
     }
   }
-  const infer = config.decodeInfer && raw && req.method === "POST" && !req.path.includes("%") ? INFER.exec(req.path) : null;
+  const infer = config.decodeInfer && raw && req.method === "POST" ? inferTarget(req.path) : undefined;
   if (infer && req.header("inference-header-content-length") !== "0") {
     const decoded = await decode(req, raw!).catch(() => undefined);
     if (decoded) {
       decoded.signal = controller.signal;
-      const here = direct.runner.run(infer[1]!, infer[2], decoded);
+      const here = direct.runner.run(infer.model, infer.version, decoded);
       if (here) {
         try {
           const response = await here;
@@ -149,7 +149,7 @@ async function handle(request: Request, onBodyRead?: () => void): Promise<Respon
       delete decoded.signal;
       const answer = await ask(
         id,
-        { t: "infer", id, model: infer[1]!, ...(infer[2] !== undefined ? { version: infer[2] } : {}), request: decoded },
+        { t: "infer", id, model: infer.model, ...(infer.version !== undefined ? { version: infer.version } : {}), request: decoded },
         inputBuffers(decoded),
       );
       request.signal?.removeEventListener("abort", cancel);
