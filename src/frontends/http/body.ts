@@ -17,11 +17,21 @@ export function tooLarge(size: number | string, limit: number): ServerError {
 }
 
 export async function readBody(req: HttpRequest, limit: number): Promise<Uint8Array> {
-  const declared = req.header("content-length");
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(declared, limit);
+  // Every HttpRequest's body() refuses a body over the limit, a declared one before reading it.
   const raw = await req.body(limit);
-  const encoding = (req.header("content-encoding") ?? "identity").trim().toLowerCase();
+  const decoded = decodedBody(raw, req.header("content-encoding"), limit);
+  return decoded instanceof Uint8Array ? decoded : await decoded;
+}
+
+/** `raw` decompressed as its Content-Encoding says, within `limit`: itself, without a promise, when it is not compressed. */
+export function decodedBody(raw: Uint8Array, contentEncoding: string | undefined, limit: number): Uint8Array | Promise<Uint8Array> {
+  if (contentEncoding === undefined) return raw;
+  const encoding = contentEncoding.trim().toLowerCase();
   if (encoding === "identity" || encoding === "") return raw;
+  return inflated(raw, encoding, limit);
+}
+
+async function inflated(raw: Uint8Array, encoding: string, limit: number): Promise<Uint8Array> {
   try {
     if (encoding === "gzip") return await gunzipAsync(raw, { maxOutputLength: limit });
     if (encoding === "deflate") return await inflateAsync(raw, { maxOutputLength: limit });

@@ -134,11 +134,6 @@ export class WebHttpRequest implements HttpRequest {
   }
 }
 
-/** A web Request as the handler reads it (see WebHttpRequest). */
-export function fromWebRequest(request: Request, signal?: AbortSignal, onBodyRead?: () => void): WebHttpRequest {
-  return new WebHttpRequest(request, signal, onBodyRead);
-}
-
 /**
  * Web Headers of frozen header objects (shared by many responses, such as a JSON answer's
  * content type): a Response copies a Headers faster than it reads a plain object.
@@ -190,50 +185,39 @@ function setIdleTimeout(server: IdleTimeoutControl | undefined, request: Request
   }
 }
 
+/** `handler` as a web fetch handler. The handler answers every error itself (Triton's JSON error bodies). */
+export function fetchHandler(handler: HttpHandler): (request: Request, onBodyRead?: () => void) => Promise<Response> {
+  // Aborted when the client goes away: while the request runs (Request.signal) or mid-stream (the body is cancelled).
+  return (request, onBodyRead) => answered(handler, new WebHttpRequest(request, undefined, onBodyRead));
+}
+
+async function answered(handler: HttpHandler, req: WebHttpRequest): Promise<Response> {
+  const r = await handler(req);
+  if (r.stream) return toWebResponse(r, () => req.abort());
+  req.settled();
+  return toWebResponse(r);
+}
+
 /**
  * A Bun.serve fetch whose request is not cut by the idle timeout while the server works on
  * it (#29 finding 10: a load, unload or inference over 10 s lost its answer): the timeout
  * is off from when the body has come whole (a client still sending keeps it) until the
- * answer is ready, then back to IDLE_TIMEOUT_SECS.
+ * answer is ready, then back to IDLE_TIMEOUT_SECS. `handle` gets the request as the
+ * handler reads it (WebHttpRequest) beside the web Request.
  */
-export function holdingOpen(
-  handle: (request: Request, onBodyRead: () => void) => Promise<Response>,
+export function serveWeb(
+  handle: (req: WebHttpRequest, request: Request) => Promise<Response>,
 ): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
   return async (request, server) => {
     try {
-      return await handle(request, () => setIdleTimeout(server, request, 0));
+      return await handle(new WebHttpRequest(request, undefined, undefined, server), request);
     } finally {
       setIdleTimeout(server, request, IDLE_TIMEOUT_SECS);
     }
   };
 }
 
-/** `handler` as a web fetch handler. The handler answers every error itself (Triton's JSON error bodies). */
-export function fetchHandler(handler: HttpHandler): (request: Request, onBodyRead?: () => void) => Promise<Response> {
-  return async (request, onBodyRead) => {
-    // Aborted when the client goes away: while the request runs (Request.signal) or mid-stream (the body is cancelled).
-    const req = new WebHttpRequest(request, undefined, onBodyRead);
-    const r = await handler(req);
-    if (r.stream) return toWebResponse(r, () => req.abort());
-    req.settled();
-    return toWebResponse(r);
-  };
-}
-
-/**
- * fetchHandler and holdingOpen in one, for Bun.serve: the idle timeout is off from when
- * the body has come whole until the answer is ready, then back to IDLE_TIMEOUT_SECS.
- */
+/** fetchHandler for Bun.serve, through serveWeb. */
 export function serveFetch(handler: HttpHandler): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
-  return async (request, server) => {
-    const req = new WebHttpRequest(request, undefined, undefined, server);
-    try {
-      const r = await handler(req);
-      if (r.stream) return toWebResponse(r, () => req.abort());
-      req.settled();
-      return toWebResponse(r);
-    } finally {
-      setIdleTimeout(server, request, IDLE_TIMEOUT_SECS);
-    }
-  };
+  return serveWeb((req) => answered(handler, req));
 }

@@ -5,16 +5,13 @@
 import { invalidArg } from "../../core/errors.ts";
 import { ELEMENT_SIZE } from "../../core/tensor.ts";
 import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength } from "./tensor-codec.ts";
-import { readBody, compressFor } from "./body.ts";
+import { readBody } from "./body.ts";
+import { inferAnswer } from "./infer-answer.ts";
 import { decodeOnThread, decodesOnThread } from "./decode-thread.ts";
 import { forwardHeaders } from "../header-forward.ts";
 import type { InferenceServer } from "../../server/server.ts";
 import type { ModelSignature } from "../../core/signature.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
-
-const JSON_TYPE = "application/json";
-/** The headers of every uncompressed JSON answer: one frozen object (see toWebResponse). */
-const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ "content-type": JSON_TYPE });
 
 export async function handleInfer(
   server: InferenceServer,
@@ -29,28 +26,22 @@ export async function handleInfer(
   const resolved = server.resolve(model, version, { unary: "HTTP end point doesn't support models with decoupled transaction policy" });
   const body = await readBody(req, maxInputSize);
   const headerLength = parseInferenceHeaderLength(req.header("inference-header-content-length"));
-  const request = decodesOnThread(body, headerLength)
-    ? await decodeOnThread(body, headerLength, { modelName: model, modelVersion: version, maxInputSize })
-    : await decodeInferRequestAsync(body, headerLength, {
+  const decoding = decodesOnThread(body, headerLength)
+    ? decodeOnThread(body, headerLength, { modelName: model, modelVersion: version, maxInputSize })
+    : decodeInferRequestAsync(body, headerLength, {
         modelName: model,
         modelVersion: version,
         maxInputSize,
         rawInput: (byteLength) => rawInputShape(resolved.signature(), model, byteLength),
       });
+  const request = decoding instanceof Promise ? await decoding : decoding;
   if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
   // The client going away cancels the inference (S-20; beyond Triton, whose HTTP has no cancellation).
   const signal = req.answerSignal ?? req.signal;
   if (signal) request.signal = signal;
   const response = await server.inferAsync(request, resolved);
   const pending = encodeInferResponseAsync(response, request, maxInputSize);
-  const encoded = pending instanceof Promise ? await pending : pending;
-  const compressed = compressFor(req.header("accept-encoding"), encoded.body);
-  if (encoded.headerLength === undefined && !compressed.encoding && encoded.contentType === JSON_TYPE)
-    return { status: 200, headers: JSON_HEADERS, body: compressed.body };
-  const headers: Record<string, string> = { "content-type": encoded.contentType };
-  if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
-  if (compressed.encoding) headers["content-encoding"] = compressed.encoding;
-  return { status: 200, headers, body: compressed.body };
+  return inferAnswer(pending instanceof Promise ? await pending : pending, req.header("accept-encoding"));
 }
 
 /** Triton's raw binary request: the whole body is the single input's data. */

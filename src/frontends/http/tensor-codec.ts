@@ -59,12 +59,13 @@ export function decodeInferRequest(body: Uint8Array, headerLength: number | unde
  * 10 ns a byte): sending large bodies to the sliced parser instead was measured and
  * dropped, as it is 10-20 times slower (a 32 MB body of 8M strings took 15 s on a loaded
  * machine, past Bun's idle timeout). With --http-thread-count, decoding runs on the
- * frontend worker threads instead.
+ * frontend worker threads instead. A promise only when the exact parser runs.
  */
-export async function decodeInferRequestAsync(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): Promise<InferenceRequest> {
+export function decodeInferRequestAsync(body: Uint8Array, headerLength: number | undefined, ctx: DecodeContext): InferenceRequest | Promise<InferenceRequest> {
   const parts = splitBody(body, headerLength, ctx);
   if (!("json" in parts)) return parts;
-  return decodeFast(parts, ctx) ?? requestFromJson(await parseJsonExactAsync(parts.json), parts.binary, ctx, true);
+  // The common body is decoded here and now, without a promise.
+  return decodeFast(parts, ctx) ?? parseJsonExactAsync(parts.json).then((doc) => requestFromJson(doc, parts.binary, ctx, true));
 }
 
 /** The JSON and binary parts of a body, or the whole request when it is a raw binary one. */

@@ -4,11 +4,12 @@
  * rest posted to the main thread. Started by workers.ts from a URL, and bundled into the
  * compiled binary as an entry point of its own (scripts/build.ts).
  */
-import { fromWebRequest, toWebResponse, holdingOpen, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS } from "./fetch.ts";
-import { readBody, compressFor } from "./body.ts";
+import { toWebResponse, serveWeb, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS, type WebHttpRequest } from "./fetch.ts";
+import { decodedBody } from "./body.ts";
+import { inferAnswer } from "./infer-answer.ts";
 import { inferTarget } from "./infer-path.ts";
 import { httpStatus } from "./status.ts";
-import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength, type EncodedResponse } from "./tensor-codec.ts";
+import { decodeInferRequestAsync, encodeInferResponseAsync, parseInferenceHeaderLength } from "./tensor-codec.ts";
 import { compileHeaderForwardPattern, forwardHeaders } from "../header-forward.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
 import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
@@ -85,7 +86,7 @@ function start(c: WorkerConfig): void {
       reusePort: true,
       maxRequestBodySize: NO_BODY_LIMIT,
       idleTimeout: IDLE_TIMEOUT_SECS,
-      fetch: holdingOpen(handle),
+      fetch: serveWeb(handle),
       error: (err: Error) => errorResponse({ code: "INTERNAL", message: err.message }),
     });
     post({ t: "listening", port: server.port ?? c.port });
@@ -110,15 +111,13 @@ function ask(id: number, m: FromWorker, transfer?: ArrayBuffer[]): Promise<Answe
   });
 }
 
-async function handle(request: Request, onBodyRead?: () => void): Promise<Response> {
-  const controller = new AbortController();
-  const id = nextId++;
-  const cancel = () => {
-    controller.abort();
-    post({ t: "cancel", id });
-  };
-  request.signal?.addEventListener("abort", cancel, { once: true });
-  const req = fromWebRequest(request, controller.signal, onBodyRead);
+/**
+ * One request. An inference on a model this worker runs is answered here without a
+ * message to the main thread (#30); the client going away cancels it through the
+ * request's own signal. Anything else goes to the main thread, with a "cancel" when the
+ * client goes away first.
+ */
+async function handle(req: WebHttpRequest, request: Request): Promise<Response> {
   let raw: Uint8Array | undefined;
   let bodyError: WireError | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
@@ -130,49 +129,77 @@ async function handle(request: Request, onBodyRead?: () => void): Promise<Respon
   }
   const infer = config.decodeInfer && raw && req.method === "POST" ? inferTarget(req.path) : undefined;
   if (infer && req.header("inference-header-content-length") !== "0") {
-    const decoded = await decode(req, raw!).catch(() => undefined);
+    let decoded: InferenceRequest | undefined;
+    try {
+      const d = decode(req, raw!);
+      decoded = d instanceof Promise ? await d : d;
+    } catch {
+      // The main thread decodes it again and answers its errors in Triton's order (an unknown model first).
+    }
     if (decoded) {
-      decoded.signal = controller.signal;
+      const signal = req.answerSignal;
+      if (signal) decoded.signal = signal;
       const here = direct.runner.run(infer.model, infer.version, decoded);
       if (here) {
         try {
-          const response = await here;
-          request.signal?.removeEventListener("abort", cancel);
-          return encode(req.header("accept-encoding"), response, decoded);
+          return encode(req.header("accept-encoding"), await here, decoded);
         } catch (err) {
-          if (!isRetired(err)) {
-            request.signal?.removeEventListener("abort", cancel);
-            return errorResponse(wireError(err));
-          }
+          if (!isRetired(err)) return errorResponse(wireError(err));
         }
       }
       delete decoded.signal;
+      const id = nextId++;
+      const forget = cancelling(id, request.signal);
       const answer = await ask(
         id,
         { t: "infer", id, model: infer.model, ...(infer.version !== undefined ? { version: infer.version } : {}), request: decoded },
         inputBuffers(decoded),
       );
-      request.signal?.removeEventListener("abort", cancel);
+      forget();
       if (answer.t === "failed") return errorResponse(answer.error);
       if (answer.t !== "response") throw new Error(`unexpected answer '${answer.t}' to an inference request`);
       return encode(req.header("accept-encoding"), answer.response, decoded);
     }
-    // The main thread decodes it again and answers its errors in Triton's order (an unknown model first).
   }
-  return forward(id, req, raw, bodyError, request.signal, cancel);
+  return forward(nextId++, req, raw, bodyError, request.signal);
 }
 
-async function decode(req: ReturnType<typeof fromWebRequest>, raw: Uint8Array): Promise<InferenceRequest> {
-  const body = await readBody({ method: req.method, path: req.path, header: (name) => req.header(name), body: async () => raw }, config.maxInputSize);
-  const request = await decodeInferRequestAsync(body, parseInferenceHeaderLength(req.header("inference-header-content-length")), {
+/**
+ * Posts "cancel" for request `id` when `signal` aborts (the client went away), or at once
+ * when it already has; returns the function that stops listening once the answer came.
+ */
+function cancelling(id: number, signal: AbortSignal | undefined): () => void {
+  if (!signal) return () => {};
+  const cancel = () => post({ t: "cancel", id });
+  if (signal.aborted) {
+    queueMicrotask(cancel);
+    return () => {};
+  }
+  signal.addEventListener("abort", cancel, { once: true });
+  return () => signal.removeEventListener("abort", cancel);
+}
+
+/** The request's body decoded; a promise only when it is compressed or needs the exact parser. */
+function decode(req: WebHttpRequest, raw: Uint8Array): InferenceRequest | Promise<InferenceRequest> {
+  const body = decodedBody(raw, req.header("content-encoding"), config.maxInputSize);
+  if (body instanceof Promise) return body.then((b) => decodeBody(req, b));
+  return decodeBody(req, body);
+}
+
+function decodeBody(req: WebHttpRequest, body: Uint8Array): InferenceRequest | Promise<InferenceRequest> {
+  const decoding = decodeInferRequestAsync(body, parseInferenceHeaderLength(req.header("inference-header-content-length")), {
     modelName: "",
     maxInputSize: config.maxInputSize,
     rawInput: () => {
       throw new Error("a raw binary request goes to the main thread");
     },
   });
-  if (headerForward && req.headers) forwardHeaders(headerForward, req.headers(), request.parameters);
-  return request;
+  if (!headerForward) return decoding;
+  const forwarded = (request: InferenceRequest) => {
+    forwardHeaders(headerForward!, req.headers(), request.parameters);
+    return request;
+  };
+  return decoding instanceof Promise ? decoding.then(forwarded) : forwarded(decoding);
 }
 
 /** The answer to an inference; a promise only when a large JSON output is written in slices. Errors in Triton's shape. */
@@ -181,32 +208,17 @@ function encode(acceptEncoding: string | undefined, response: InferenceResponse,
     const pending = encodeInferResponseAsync(response, request, config.maxInputSize);
     if (pending instanceof Promise)
       return pending.then(
-        (e) => respond(acceptEncoding, e),
+        (e) => toWebResponse(inferAnswer(e, acceptEncoding)),
         (err: unknown) => errorResponse(wireError(err)),
       );
-    return respond(acceptEncoding, pending);
+    return toWebResponse(inferAnswer(pending, acceptEncoding));
   } catch (err) {
     return errorResponse(wireError(err));
   }
 }
 
-function respond(acceptEncoding: string | undefined, encoded: EncodedResponse): Response {
-  const headers: Record<string, string> = { "content-type": encoded.contentType };
-  if (encoded.headerLength !== undefined) headers["inference-header-content-length"] = String(encoded.headerLength);
-  const compressed = compressFor(acceptEncoding, encoded.body);
-  if (compressed.encoding) headers["content-encoding"] = compressed.encoding;
-  return new Response(compressed.body, { status: 200, headers });
-}
-
-function forward(
-  id: number,
-  req: ReturnType<typeof fromWebRequest>,
-  raw: Uint8Array | undefined,
-  bodyError: WireError | undefined,
-  signal: AbortSignal | undefined,
-  cancel: () => void,
-): Promise<Response> {
-  const headers = req.headers ? [...req.headers()].map(([k, v]): [string, string] => [k, v]) : [];
+function forward(id: number, req: WebHttpRequest, raw: Uint8Array | undefined, bodyError: WireError | undefined, signal: AbortSignal | undefined): Promise<Response> {
+  const headers = [...req.headers()].map(([k, v]): [string, string] => [k, v]);
   const message: FromWorker = {
     t: "http",
     id,
@@ -220,7 +232,7 @@ function forward(
     const p: Pending = {
       answer: (a) => {
         if (a.t === "reply") {
-          signal?.removeEventListener("abort", cancel);
+          forget();
           resolve(new Response(a.body ?? null, { status: a.status, headers: a.headers }));
         } else if (a.t === "head") {
           // A streamed body (SSE). Its chunks may come in the same batch as the head, so
@@ -229,7 +241,8 @@ function forward(
           const gone = () => {
             pending.delete(id);
             body.close();
-            cancel();
+            forget();
+            post({ t: "cancel", id });
           };
           resolve(toWebResponse({ status: a.status, headers: a.headers, stream: body }, gone));
         } else {
@@ -239,6 +252,7 @@ function forward(
     };
     pending.set(id, p);
     post(message, raw ? [raw.buffer as ArrayBuffer] : undefined);
+    const forget = cancelling(id, signal);
   });
 }
 
