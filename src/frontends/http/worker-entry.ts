@@ -217,7 +217,13 @@ function encode(acceptEncoding: string | undefined, response: InferenceResponse,
   }
 }
 
-function forward(id: number, req: WebHttpRequest, raw: Uint8Array | undefined, bodyError: WireError | undefined, signal: AbortSignal | undefined): Promise<Response> {
+function forward(
+  id: number,
+  req: WebHttpRequest,
+  raw: Uint8Array | undefined,
+  bodyError: WireError | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Response> {
   const headers = [...req.headers()].map(([k, v]): [string, string] => [k, v]);
   const message: FromWorker = {
     t: "http",
