@@ -18,26 +18,33 @@ export interface SharedQueuedBytes {
 export class QueuedBytes {
   /** The bound (0: none). */
   readonly limit: number;
-  readonly #cell: BigInt64Array;
+  /** The count in shared memory, once another thread holds it too (share(), of()). */
+  #cell: BigInt64Array | undefined;
+  /** The count while this thread alone holds it: a plain number, no BigInt per request. */
+  #local = 0;
 
   /** A new count bounded by `limit`, or, given `shared`, a view of another thread's. */
   constructor(limit: number, shared?: SharedArrayBuffer) {
     this.limit = limit;
-    this.#cell = new BigInt64Array(shared ?? new SharedArrayBuffer(8));
+    if (shared) this.#cell = new BigInt64Array(shared);
   }
 
   static of(shared: SharedQueuedBytes): QueuedBytes {
     return new QueuedBytes(shared.limit, shared.buffer);
   }
 
-  /** What a worker needs to hold the same count. */
+  /** What a worker needs to hold the same count; from here on this thread counts in shared memory too. */
   share(): SharedQueuedBytes {
+    if (!this.#cell) {
+      this.#cell = new BigInt64Array(new SharedArrayBuffer(8));
+      this.#cell[0] = BigInt(this.#local);
+    }
     return { buffer: this.#cell.buffer as SharedArrayBuffer, limit: this.limit };
   }
 
   /** Bytes held now, by every thread. */
   get held(): number {
-    return Number(Atomics.load(this.#cell, 0));
+    return this.#cell ? Number(Atomics.load(this.#cell, 0)) : this.#local;
   }
 
   /**
@@ -52,6 +59,11 @@ export class QueuedBytes {
   /** Counts `bytes` unless that would pass the bound (decided and counted at once, whatever the other threads do); returns whether it counted them. */
   admit(bytes: number): boolean {
     const cell = this.#cell;
+    if (!cell) {
+      if (this.wouldPass(bytes)) return false;
+      this.#local += bytes;
+      return true;
+    }
     const n = BigInt(bytes);
     for (;;) {
       const held = Atomics.load(cell, 0);
@@ -73,6 +85,8 @@ export class QueuedBytes {
 
   /** Counts `bytes` whatever the bound (a negative count gives bytes back). */
   add(bytes: number): void {
-    if (bytes !== 0) Atomics.add(this.#cell, 0, BigInt(bytes));
+    if (bytes === 0) return;
+    if (this.#cell) Atomics.add(this.#cell, 0, BigInt(bytes));
+    else this.#local += bytes;
   }
 }

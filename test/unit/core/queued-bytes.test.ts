@@ -40,6 +40,19 @@ describe("QueuedBytes", () => {
     expect(q.held).toBe(256);
   });
 
+  it("counts in a plain number until shared, and what it held then is in the shared count", () => {
+    const q = new QueuedBytes(300);
+    expect(q.admit(100)).toBe(true);
+    const view = QueuedBytes.of(q.share());
+    expect([view.held, q.held]).toEqual([100, 100]);
+    expect(view.admit(150)).toBe(true);
+    expect([q.held, q.admit(51), q.admit(50), view.held]).toEqual([250, false, true, 300]);
+    q.add(-100);
+    expect(view.held).toBe(200);
+    // A second share() hands out the same memory.
+    expect(q.share().buffer).toBe(view.share().buffer);
+  });
+
   it("a view of the shared memory holds the same count and bound, in this thread and in a worker thread", async () => {
     const main = new QueuedBytes(300);
     const view = QueuedBytes.of(main.share());
