@@ -49,6 +49,12 @@ export class ModelStats {
   readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
   /** Decoupled models: response index → its statistics. */
   readonly responses = new Map<number, ResponseStat>();
+  /**
+   * The nv_inference_*_duration_us and nv_cache_*_duration_per_model counters: as Triton's
+   * InferenceStatsAggregator increments them, each request's duration in whole
+   * microseconds (truncated), summed.
+   */
+  readonly metricUs = { request: 0, queue: 0, computeInput: 0, computeInfer: 0, computeOutput: 0, cacheHit: 0, cacheMiss: 0 };
 
   /**
    * The `index`-th response of a decoupled model's request: `inferNs` is the time the
@@ -75,6 +81,12 @@ export class ModelStats {
     add(this.computeInput, inNs);
     add(this.computeInfer, inferNs);
     add(this.computeOutput, outNs);
+    const us = this.metricUs;
+    us.request += wholeUs(requestNs);
+    us.queue += wholeUs(queueNs);
+    us.computeInput += wholeUs(inNs);
+    us.computeInfer += wholeUs(inferNs);
+    us.computeOutput += wholeUs(outNs);
     this.lastInference = Date.now();
   }
 
@@ -97,12 +109,17 @@ export class ModelStats {
     add(this.success, requestNs);
     add(this.queue, queueNs);
     add(this.cacheHit, lookupNs);
+    const us = this.metricUs;
+    us.request += wholeUs(requestNs);
+    us.queue += wholeUs(queueNs);
+    us.cacheHit += wholeUs(lookupNs);
     this.lastInference = Date.now();
   }
 
   /** A cache miss: the time spent looking up and inserting. */
   recordCacheMiss(lookupAndInsertNs: number): void {
     add(this.cacheMiss, lookupAndInsertNs);
+    this.metricUs.cacheMiss += wholeUs(lookupAndInsertNs);
   }
 
   recordFailure(requestNs: number, reason: FailureReason): void {
@@ -138,4 +155,9 @@ export class ModelStats {
 function add(d: Duration, ns: number): void {
   d.count += 1;
   d.ns += Math.round(ns); // a share of a batch's time may be fractional; the wire wants uint64
+}
+
+/** A duration in whole microseconds, as Triton's metrics take it (ns / 1000 in integers). */
+export function wholeUs(ns: number): number {
+  return ns > 0 ? Math.floor(ns / 1000) : 0;
 }

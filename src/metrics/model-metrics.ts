@@ -4,7 +4,7 @@
  * path pays nothing for metrics.
  */
 import { Counter, Gauge, Registry, Summary } from "prom-client";
-import { FAILURE_REASONS } from "../core/stats.ts";
+import { FAILURE_REASONS, wholeUs } from "../core/stats.ts";
 import { CpuSampler } from "./cpu.ts";
 import { GpuSampler } from "./gpu.ts";
 import { getLogger } from "../core/logger.ts";
@@ -20,7 +20,6 @@ export interface MetricsSource {
   versions(): ModelVersion[];
 }
 
-const US = 1 / 1000; // ns → µs
 
 /** A version's identifying labels; `namespace` only under --model-namespacing, as Triton adds it. */
 function labels(v: ModelVersion): Record<string, string> {
@@ -145,37 +144,37 @@ export function createMetricsRegistry(
       counter(
         "nv_inference_request_duration_us",
         "Cumulative inference request duration in microseconds (includes cached requests)",
-        (v) => v.stats.success.ns * US,
+        (v) => v.stats.metricUs.request,
       );
       counter(
         "nv_inference_queue_duration_us",
         "Cumulative inference queuing duration in microseconds (includes cached requests)",
-        (v) => v.stats.queue.ns * US,
+        (v) => v.stats.metricUs.queue,
       );
       counter(
         "nv_inference_compute_input_duration_us",
         "Cumulative compute input duration in microseconds (does not include cached requests)",
-        (v) => v.stats.computeInput.ns * US,
+        (v) => v.stats.metricUs.computeInput,
       );
       counter(
         "nv_inference_compute_infer_duration_us",
         "Cumulative compute inference duration in microseconds (does not include cached requests)",
-        (v) => v.stats.computeInfer.ns * US,
+        (v) => v.stats.metricUs.computeInfer,
       );
       counter(
         "nv_inference_compute_output_duration_us",
         "Cumulative inference compute output duration in microseconds (does not include cached requests)",
-        (v) => v.stats.computeOutput.ns * US,
+        (v) => v.stats.metricUs.computeOutput,
       );
     }
     const cached = opts.cacheEnabled ?? (() => false);
     counter("nv_cache_num_hits_per_model", "Number of cache hits per model", (v) => v.stats.cacheHit.count, cached);
     counter("nv_cache_num_misses_per_model", "Number of cache misses per model", (v) => v.stats.cacheMiss.count, cached);
-    counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.cacheHit.ns * US, cached);
+    counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds", (v) => v.stats.metricUs.cacheHit, cached);
     counter(
       "nv_cache_miss_duration_per_model",
       "Total cache miss (insert+lookup) duration per model, in microseconds",
-      (v) => v.stats.cacheMiss.ns * US,
+      (v) => v.stats.metricUs.cacheMiss,
       cached,
     );
     new Gauge({
@@ -420,14 +419,14 @@ function summaries(
   const cacheMiss = summary("nv_cache_miss_summary_per_model", "Summary of cache miss counts/durations per model, in microseconds.");
   return (v, d) => {
     const l = tagged(v);
-    if (!cached(v)) request.observe(l, d.requestNs * US);
-    queue.observe(l, d.queueNs * US);
+    if (!cached(v)) request.observe(l, wholeUs(d.requestNs));
+    queue.observe(l, wholeUs(d.queueNs));
     if (d.computeInferNs !== undefined) {
-      input.observe(l, (d.computeInputNs ?? 0) * US);
-      infer.observe(l, d.computeInferNs * US);
-      output.observe(l, (d.computeOutputNs ?? 0) * US);
+      input.observe(l, wholeUs(d.computeInputNs ?? 0));
+      infer.observe(l, wholeUs(d.computeInferNs));
+      output.observe(l, wholeUs(d.computeOutputNs ?? 0));
     }
-    if (d.cacheHitNs !== undefined) cacheHit.observe(l, d.cacheHitNs * US);
-    if (d.cacheMissNs !== undefined) cacheMiss.observe(l, d.cacheMissNs * US);
+    if (d.cacheHitNs !== undefined) cacheHit.observe(l, wholeUs(d.cacheHitNs));
+    if (d.cacheMissNs !== undefined) cacheMiss.observe(l, wholeUs(d.cacheMissNs));
   };
 }
