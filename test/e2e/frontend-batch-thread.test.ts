@@ -59,6 +59,7 @@ function repository(): Repo {
   addBatched(repo, "busy", "max_queue_delay_microseconds: 5000");
   // Holds a lone request for 60 s: long enough to be cancelled while queued.
   addBatched(repo, "held", "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000");
+  addBatched(repo, "deadline", "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000");
   addBig(repo);
   return repo;
 }
@@ -142,7 +143,7 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
 
   it("the workers submit the batched ONNX models' requests to the scheduling thread; one thread keeps them", () => {
     const line = /frontend worker threads submit these model versions' requests to the scheduling thread: (.*)/.exec(two.log())?.[1];
-    expect(line?.split(", ").sort()).toEqual(["batched:1", "big:1", "busy:1", "held:1", "policy:1"]);
+    expect(line?.split(", ").sort()).toEqual(["batched:1", "big:1", "busy:1", "deadline:1", "held:1", "policy:1"]);
     expect(two.log()).toMatch(/the scheduling thread started/);
     expect(one.log()).not.toMatch(/scheduling thread/);
   });
@@ -250,6 +251,33 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
     expect(a.counts).toMatchObject({ success: 0, fail: 1, executionCount: 0, metricPending: 0 });
     expect(await fetch(`${two.metricsUrl}/metrics`).then((r) => r.text())).toMatch(
       /^nv_inference_request_failure\{model="held",version="1",reason="CANCELED"\} 1$/m,
+    );
+  });
+
+  it("a queued ModelInfer whose deadline passes leaves the queue, counted CANCELED as one thread counts it (S-20)", async () => {
+    const run = async (server: ServerProcess) => {
+      const { client } = inferenceClient(server.grpcTarget!);
+      const { a, b } = inputsOf(1);
+      const request = {
+        model_name: "deadline",
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16], contents: { int_contents: a } },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16], contents: { int_contents: b } },
+        ],
+      };
+      const err = await new Promise<{ code?: number } | null>((resolve) =>
+        (client as any).ModelInfer(request, { deadline: Date.now() + 500 }, (e: { code?: number } | null) => resolve(e)),
+      );
+      client.close();
+      await eventually(async () => expect((await counts(server, "deadline")).fail).toBe(1));
+      return { code: err?.code, counts: await counts(server, "deadline") };
+    };
+    const [a, b] = [await run(one), await run(two)];
+    expect(b).toEqual(a);
+    expect(a.code).toBe(4); // DEADLINE_EXCEEDED
+    expect(a.counts).toMatchObject({ success: 0, fail: 1, executionCount: 0, metricPending: 0 });
+    expect(await fetch(`${two.metricsUrl}/metrics`).then((r) => r.text())).toMatch(
+      /^nv_inference_request_failure\{model="deadline",version="1",reason="CANCELED"\} 1$/m,
     );
   });
 

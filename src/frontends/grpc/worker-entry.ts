@@ -160,11 +160,32 @@ function modelInfer(headerForward: RegExp | undefined) {
       const m: FromGrpcWorker = { t: "infer", id, model: msg.model_name ?? "", ...(msg.model_version ? { version: msg.model_version } : {}), request };
       ask(id, call as ServerUnaryCall<unknown, unknown>, m, answer, inputBuffers(request));
     };
+    // The call cancelled (by the client, its deadline or a dropped connection) cancels a run
+    // here as on the main thread (S-20): a request queued on the scheduling thread or waiting
+    // for a TypeScript instance leaves, counted CANCELED.
+    const controller = new AbortController();
+    const cancel = () => controller.abort();
+    call.once("cancelled", cancel);
+    request.signal = controller.signal;
     const here = direct.runner.run(msg.model_name ?? "", msg.model_version || undefined, request);
-    if (!here) return toMain();
+    const settled = () => {
+      call.removeListener("cancelled", cancel);
+      delete request.signal;
+    };
+    if (!here) {
+      settled();
+      return toMain();
+    }
     here.then(
-      (response) => answer({ t: "response", id: -1, response }),
-      (err: unknown) => (isRetired(err) ? toMain() : answer({ t: "failed", id: -1, error: wireError(err) })),
+      (response) => {
+        settled();
+        answer({ t: "response", id: -1, response });
+      },
+      (err: unknown) => {
+        settled();
+        if (isRetired(err)) toMain();
+        else answer({ t: "failed", id: -1, error: wireError(err) });
+      },
     );
   };
 }
