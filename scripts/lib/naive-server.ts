@@ -30,6 +30,30 @@ Bun.serve({ port: Number(process.argv[2]), async fetch(req) {
 }
 
 /**
+ * The naive reference server that #30's goal names: `simple` served with `req.json()` →
+ * onnxruntime-node's `InferenceSession.run` (its N-API binding, the run on its own thread
+ * pool) → `Response.json`, one intra-op thread, as reference/ceilings.md measured it.
+ * Returned as source text, run as `bun <file> <port>`.
+ */
+export function naiveOrtNodeServerSource(root: string, modelPath: string): string {
+  return `
+import * as ort from ${JSON.stringify(join(root, "node_modules", "onnxruntime-node"))};
+const session = await ort.InferenceSession.create(${JSON.stringify(modelPath)}, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "all" });
+Bun.serve({ port: Number(process.argv[2]), async fetch(req) {
+  const body = (await req.json()) as { inputs: { data: number[] }[] };
+  const out = await session.run({
+    INPUT0: new ort.Tensor("int32", Int32Array.from(body.inputs[0]!.data), [1, 16]),
+    INPUT1: new ort.Tensor("int32", Int32Array.from(body.inputs[1]!.data), [1, 16]),
+  });
+  return Response.json({ model_name: "simple", model_version: "1", outputs: [
+    { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: Array.from(out.OUTPUT0!.data as Int32Array) },
+    { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: Array.from(out.OUTPUT1!.data as Int32Array) },
+  ] });
+} });
+`;
+}
+
+/**
  * The same naive server for an FP32 identity model (`X` → `Y`, any length) over JSON:
  * `req.json()`, the values into a Float32Array, the koffi OrtSession, the output back
  * to a number array and `Response.json`.
