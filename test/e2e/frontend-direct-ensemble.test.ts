@@ -20,6 +20,7 @@ import { inferenceClient } from "../helpers/grpc-client.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
+import { holdModel } from "../helpers/hold-model.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-ensemble-direct-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -52,19 +53,6 @@ export default class Add {
 }
 `;
 
-/** hold: runs on the main thread and keeps its event loop until its release file appears (20 s at most), after writing its held file. */
-const hold = (held: string, release: string) => `
-import { existsSync, writeFileSync } from "node:fs";
-export default class Hold {
-  execute(requests) {
-    writeFileSync(${JSON.stringify(held)}, "held");
-    const until = Date.now() + 20000;
-    while (!existsSync(${JSON.stringify(release)}) && Date.now() < until) {}
-    return requests.map((r) => ({ outputs: [{ name: "SUM", datatype: "INT32", shape: [16], data: r.input("A").data }] }));
-  }
-}
-`;
-
 /**
  * The ensembles (inputs IN_A, IN_B):
  * - chain: simple(IN_A, IN_B) → SUM, DIFF; batched(SUM, DIFF) → 2a, 2b; simple(IN_A, IN_A) → 2a.
@@ -81,7 +69,15 @@ function repository(name: string) {
     "batched/config.pbtxt",
     `${readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace(/name: "simple"/, 'name: "batched"')}\ndynamic_batching { }\n`,
   );
-  const simpleStep = (a: string, b: string, out: [string, string][]) => step("simple", [["INPUT0", a], ["INPUT1", b]], out);
+  const simpleStep = (a: string, b: string, out: [string, string][]) =>
+    step(
+      "simple",
+      [
+        ["INPUT0", a],
+        ["INPUT1", b],
+      ],
+      out,
+    );
   const add = (model: string, config: string, file = "1/.keep", content = "") => {
     repo.add(`${model}/config.pbtxt`, config);
     repo.add(`${model}/${file}`, content);
@@ -89,15 +85,38 @@ function repository(name: string) {
   add(
     "chain",
     ensemble("chain", 8, io(["IN_A", "IN_B"], "input"), io(["TWICE_A", "TWICE_B", "A_PLUS_A"], "output"), [
-      simpleStep("IN_A", "IN_B", [["OUTPUT0", "SUM"], ["OUTPUT1", "DIFF"]]),
-      step("batched", [["INPUT0", "SUM"], ["INPUT1", "DIFF"]], [["OUTPUT0", "TWICE_A"], ["OUTPUT1", "TWICE_B"]]),
+      simpleStep("IN_A", "IN_B", [
+        ["OUTPUT0", "SUM"],
+        ["OUTPUT1", "DIFF"],
+      ]),
+      step(
+        "batched",
+        [
+          ["INPUT0", "SUM"],
+          ["INPUT1", "DIFF"],
+        ],
+        [
+          ["OUTPUT0", "TWICE_A"],
+          ["OUTPUT1", "TWICE_B"],
+        ],
+      ),
       simpleStep("IN_A", "IN_A", [["OUTPUT0", "A_PLUS_A"]]),
     ]),
   );
   add(
     "outer",
     ensemble("outer", 8, io(["IN_A", "IN_B"], "input"), io(["OUT"], "output"), [
-      step("chain", [["IN_A", "IN_A"], ["IN_B", "IN_B"]], [["TWICE_A", "X"], ["TWICE_B", "Y"]]),
+      step(
+        "chain",
+        [
+          ["IN_A", "IN_A"],
+          ["IN_B", "IN_B"],
+        ],
+        [
+          ["TWICE_A", "X"],
+          ["TWICE_B", "Y"],
+        ],
+      ),
       simpleStep("X", "Y", [["OUTPUT0", "OUT"]]),
     ]),
   );
@@ -109,12 +128,38 @@ function repository(name: string) {
   const ts = (model: string, inputs: string[], outputs: string[], source: string, extra = "") =>
     add(model, `name: "${model}"\nbackend: "typescript"\nmax_batch_size: 0\n${io(inputs, "input")}\n${io(outputs, "output")}\n${extra}`, "1/model.js", source);
   ts("tsadd", ["A", "B"], ["SUM", "DIFF"], TSADD);
-  ts("hold", ["A"], ["SUM"], hold(join(dir, `held-${name}`), join(dir, `release-${name}`)), `parameters { key: "execution_thread" value: { string_value: "main" } }\n`);
+  ts(
+    "hold",
+    ["A"],
+    ["SUM"],
+    holdModel(join(dir, `held-${name}`), join(dir, `release-${name}`)),
+    `parameters { key: "execution_thread" value: { string_value: "main" } }\n`,
+  );
   add(
     "tsmix",
     ensemble("tsmix", 0, io(["IN_A", "IN_B"], "input"), io(["TWICE_A", "TWICE_B"], "output"), [
-      step("tsadd", [["A", "IN_A"], ["B", "IN_B"]], [["SUM", "S"], ["DIFF", "D"]]),
-      step("tsadd", [["A", "S"], ["B", "D"]], [["SUM", "TWICE_A"], ["DIFF", "TWICE_B"]]),
+      step(
+        "tsadd",
+        [
+          ["A", "IN_A"],
+          ["B", "IN_B"],
+        ],
+        [
+          ["SUM", "S"],
+          ["DIFF", "D"],
+        ],
+      ),
+      step(
+        "tsadd",
+        [
+          ["A", "S"],
+          ["B", "D"],
+        ],
+        [
+          ["SUM", "TWICE_A"],
+          ["DIFF", "TWICE_B"],
+        ],
+      ),
     ]),
   );
   add("held", ensemble("held", 0, io(["IN_A"], "input"), io(["OUT"], "output"), [step("hold", [["A", "IN_A"]], [["SUM", "OUT"]])]));
@@ -242,7 +287,9 @@ describe("ensembles in the frontend workers: the same answers and statistics as 
       expect(`${r.status} ${r.text}`).toBe(`400 ${JSON.stringify({ error: SHORT_ERROR })}`);
       const { client, call } = inferenceClient(s.grpcTarget!);
       try {
-        const e = await call("ModelInfer")({ ...grpcRequest("loose", [1, 8]), raw_input_contents: [i32(A.slice(0, 8)), i32(B.slice(0, 8))] }).catch((err) => err);
+        const e = await call("ModelInfer")({ ...grpcRequest("loose", [1, 8]), raw_input_contents: [i32(A.slice(0, 8)), i32(B.slice(0, 8))] }).catch(
+          (err) => err,
+        );
         expect(`${e.code} ${e.details}`).toBe(`3 ${SHORT_ERROR}`);
       } finally {
         client.close();
@@ -272,7 +319,10 @@ describe("ensembles in the frontend workers: the same answers and statistics as 
     // The main thread is inside hold's execute until the release file appears, written once these are answered.
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => post(two.server, i % 2 ? "outer" : "chain", body)));
     order.push(
-      ...answers.map((r, i) => `${i % 2 ? "outer" : "chain"} ${r.status} ${JSON.stringify(dataOf(r.text)) === JSON.stringify(ENSEMBLES[i % 2 ? "outer" : "chain"]!.expected)}`),
+      ...answers.map(
+        (r, i) =>
+          `${i % 2 ? "outer" : "chain"} ${r.status} ${JSON.stringify(dataOf(r.text)) === JSON.stringify(ENSEMBLES[i % 2 ? "outer" : "chain"]!.expected)}`,
+      ),
     );
     writeFileSync(join(dir, "release-two"), "");
     await held;
