@@ -370,6 +370,13 @@ describe("a composing model unloaded, loaded and swapped under ensemble requests
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
     expect(tally.ok).toBeGreaterThan(0);
     expect(tally.refused).toBeGreaterThan(0);
+    // The workers' table followed the composing model: the ensembles left it with simple, and came back with each version loaded.
+    const tables = [...server.log().matchAll(/frontend worker threads run these model versions themselves: (.*)/g)].map((m) =>
+      m[1]!.split(", ").sort().join(", "),
+    );
+    expect(tables).toContain("(none)");
+    expect(tables).toContain("chain:1, outer:1, simple:2");
+    expect(tables.at(-1)).toBe("chain:1, outer:1, simple:1");
     // Still serving, exactly, in the workers.
     expect(dataOf((await post(server, "outer", jsonBody([1, 16]))).text)).toEqual(ENSEMBLES.outer!.expected);
     expect(server.log()).not.toMatch(/Segmentation|SIGSEGV|panic|session is closed/);
