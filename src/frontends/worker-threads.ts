@@ -6,7 +6,7 @@
  * core, as the one-thread handlers do it), and the models the workers run themselves.
  */
 import { ServerError, type ErrorCode } from "../core/errors.ts";
-import { wireError, type WireError } from "../core/threads/wire-error.ts";
+import { fromWireError, wireError, type WireError } from "../core/threads/wire-error.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
 import { logFailure, type Logger } from "../core/logger.ts";
@@ -100,7 +100,9 @@ export type ToWorkerDirect =
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
   | { t: "port"; key: string; port?: MessagePort }
   /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
-  | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort };
+  | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort }
+  /** The answer to an ensemble step the worker relayed (`step`). */
+  | { t: "stepped"; id: number; response?: InferenceResponse; error?: WireError };
 
 /** What a frontend worker says back: statistics records, flushes done, and failures for the main thread's log. */
 export type FromWorkerDirect =
@@ -108,7 +110,10 @@ export type FromWorkerDirect =
   | { t: "flushed"; id: number }
   | { t: "failure"; code: ErrorCode; message: string; where: string }
   /** A channel to the shared instance known by `key` (a typescript model's worker), asked once (backends/connect.ts). */
-  | { t: "connect"; key: string };
+  | { t: "connect"; key: string }
+  /** An ensemble's step the worker cannot run itself (DirectModels.step); `stepCancel` when its ensemble is cancelled. */
+  | { t: "step"; id: number; request: InferenceRequest }
+  | { t: "stepCancel"; id: number };
 
 /**
  * The main thread's side of one worker's DirectRunner: the worker gets every table the
@@ -122,6 +127,8 @@ export class DirectLink {
   #batch: BatchChannel | undefined;
   readonly #flushes = new Map<number, () => void>();
   #nextFlush = 0;
+  /** Relayed ensemble steps running here, by the worker's id: aborted when the worker cancels them. */
+  readonly #steps = new Map<number, AbortController>();
   #unsubscribe: (() => void) | undefined;
 
   constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect, transfer?: Transfer[]) => void, log: Logger) {
@@ -151,6 +158,26 @@ export class DirectLink {
     this.#unsubscribe?.();
     for (const resolve of this.#flushes.values()) resolve();
     this.#flushes.clear();
+    for (const step of this.#steps.values()) step.abort();
+  }
+
+  /** Runs a worker's relayed ensemble step (DirectModels.step) and sends its answer back. */
+  #step(id: number, request: InferenceRequest): void {
+    const direct = this.#direct;
+    const controller = new AbortController();
+    this.#steps.set(id, controller);
+    request.signal = controller.signal;
+    const answer = direct ? direct.step(request) : Promise.reject(new ServerError("UNAVAILABLE", "the frontend workers run no models"));
+    answer.then(
+      (response) => {
+        this.#steps.delete(id);
+        this.#send({ t: "stepped", id, response });
+      },
+      (err: unknown) => {
+        this.#steps.delete(id);
+        this.#send({ t: "stepped", id, error: wireError(err) });
+      },
+    );
   }
 
   /** Handles `m` when it is one of the worker's direct messages; false otherwise. */
@@ -173,6 +200,12 @@ export class DirectLink {
         else this.#send({ t: "port", key: d.key });
         return true;
       }
+      case "step":
+        this.#step(d.id, d.request);
+        return true;
+      case "stepCancel":
+        this.#steps.get(d.id)?.abort();
+        return true;
       default:
         return false;
     }
@@ -195,14 +228,17 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     const records = runner.take();
     if (records.length > 0) post({ t: "records", records });
   };
+  const steps = new StepRelay(post);
   const runner: DirectRunner = new DirectRunner(
     () => setTimeout(postRecords, RECORDS_EVERY_MS),
     (e, model) => post({ t: "failure", code: e.code, message: e.message, where: where(model) }),
     (key) => post({ t: "connect", key }),
+    (request) => steps.relay(request),
   );
   const receive = (m: { t: string }): boolean => {
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table);
+    else if (d.t === "stepped") steps.answer(d.id, d.response, d.error);
     else if (d.t === "port") runner.attach(d.key, d.port);
     else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {
@@ -212,4 +248,39 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     return true;
   };
   return { runner, receive };
+}
+
+/**
+ * A worker's ensemble steps run on the main thread (DirectRunner's relay): each posted
+ * with an id, its answer matched back; the ensemble's cancel follows it ("stepCancel").
+ */
+class StepRelay {
+  readonly #post: (m: FromWorkerDirect) => void;
+  readonly #waiting = new Map<number, { resolve(r: InferenceResponse): void; reject(e: ServerError): void; forget(): void }>();
+  #nextId = 0;
+
+  constructor(post: (m: FromWorkerDirect) => void) {
+    this.#post = post;
+  }
+
+  relay(request: InferenceRequest): Promise<InferenceResponse> {
+    const id = this.#nextId++;
+    const { signal, ...rest } = request;
+    const cancel = () => this.#post({ t: "stepCancel", id });
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#post({ t: "step", id, request: rest });
+      if (signal?.aborted) cancel();
+      else signal?.addEventListener("abort", cancel, { once: true });
+    });
+  }
+
+  answer(id: number, response: InferenceResponse | undefined, error: WireError | undefined): void {
+    const w = this.#waiting.get(id);
+    if (!w) return;
+    this.#waiting.delete(id);
+    w.forget();
+    if (response) w.resolve(response);
+    else w.reject(fromWireError(error ?? { code: "INTERNAL", message: "the main thread did not answer the step" }));
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { notFound, unavailable, invalidArg } from "../core/errors.ts";
 import { scanRepositories, modelKey, type ModelLocation, type RepositoryScan } from "./layout.ts";
-import type { ModelVersion, ModelState } from "./model-version.ts";
+import { announceServedChange, type ModelVersion, type ModelState } from "./model-version.ts";
 
 /** The model name a key stands for (see modelKey). */
 export const nameOf = (key: string): string => key.slice(key.indexOf("\0") + 1);
@@ -109,10 +109,12 @@ export class ModelIndex {
 
   set(key: string, entry: ModelEntry): void {
     this.#models.set(key, entry);
+    announceServedChange();
   }
 
   delete(key: string): void {
     this.#models.delete(key);
+    announceServedChange();
   }
 
   /** The keys of every model tried. */

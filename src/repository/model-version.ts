@@ -22,12 +22,24 @@ const ALLOWED: Record<ModelState, readonly ModelState[]> = {
 
 const log = getLogger("src/repository/model-version.ts");
 
-const stateListeners = new Set<(mv: ModelVersion) => void>();
+const stateListeners = new Set<(mv: ModelVersion | undefined) => void>();
 
-/** Calls `fn` after every state change of any version (to republish what other threads serve); returns the unsubscribe. */
-export function onModelStateChange(fn: (mv: ModelVersion) => void): () => void {
+/**
+ * Calls `fn` after every state change of any version, and after the repository changed
+ * which versions serve a model (announceServedChange; `mv` undefined then), to republish
+ * what other threads serve; returns the unsubscribe.
+ */
+export function onModelStateChange(fn: (mv: ModelVersion | undefined) => void): () => void {
   stateListeners.add(fn);
   return () => stateListeners.delete(fn);
+}
+
+/**
+ * The repository's index now serves other versions of a model (model-index.ts): a
+ * version's READY comes before the index lists it, so what follows it learns of it here.
+ */
+export function announceServedChange(): void {
+  for (const fn of stateListeners) fn(undefined);
 }
 
 /** How long an unload waits for executions before it aborts the instances that can be (default). */

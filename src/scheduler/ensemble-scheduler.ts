@@ -42,6 +42,21 @@ export function ensembleSteps(config: ModelConfig): EnsembleStep[] {
 }
 
 /**
+ * The version a step's request names, as the server resolves it: the step's version, or
+ * none (the model's latest) for -1 or no version. The frontend workers look steps up by it
+ * (server/direct-models.ts, direct-runner.ts) as the main thread does.
+ */
+export function stepVersion(step: EnsembleStep): string | undefined {
+  const version = Number(step.model_version ?? -1);
+  return version > 0 ? String(version) : undefined;
+}
+
+/** `max_inflight_requests`: how many requests each step may have in flight at once (0: no bound). */
+export function stepInflightLimit(config: ModelConfig): number {
+  return Number((config.ensemble_scheduling as { max_inflight_requests?: number | string } | undefined)?.max_inflight_requests ?? 0);
+}
+
+/**
  * Load-time checks of the data flow: every ensemble output is produced by exactly one
  * step output, every step input comes from an ensemble input or an earlier output.
  */
@@ -149,7 +164,7 @@ export class EnsembleScheduler implements Scheduler {
     this.#decoupled = config.model_transaction_policy?.decoupled === true;
     this.#steps = ensembleSteps(config);
     this.#runner = runner;
-    const limit = Number((config.ensemble_scheduling as { max_inflight_requests?: number | string } | undefined)?.max_inflight_requests ?? 0);
+    const limit = stepInflightLimit(config);
     this.#gates = limit > 0 ? new Map(this.#steps.map((s) => [s, new StepGate(limit)])) : undefined;
   }
 
@@ -191,11 +206,10 @@ export class EnsembleScheduler implements Scheduler {
 
   /** The request a step makes of its model, its inputs taken from `tensor`. */
   #stepRequest(step: EnsembleStep, tensor: (name: string) => Tensor, request: InferenceRequest): InferenceRequest {
-    const version = Number(step.model_version ?? -1);
     return {
       modelName: step.model_name!,
       ...(this.#namespace ? { modelNamespace: this.#namespace } : {}),
-      modelVersion: version > 0 ? String(version) : undefined,
+      modelVersion: stepVersion(step),
       parameters: { ...request.parameters },
       inputs: Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensor(ensembleTensor), name: modelInput })),
       outputs: Object.keys(step.output_map!).map((name) => ({ name })),

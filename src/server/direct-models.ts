@@ -1,10 +1,11 @@
 /**
  * @module The models the frontend worker threads run themselves (#30), main thread's
  * half. A version qualifies when its requests need no state shared across requests: the
- * default scheduler (no dynamic or sequence batching, not an ensemble, not decoupled), no
- * response cache, no rate limiter, not traced, and instances another thread can run
- * (ONNX Runtime sessions: OrtSession::Run is thread-safe; a TypeScript model's
- * worker-thread instances, reached over a port per frontend worker). The table of them is
+ * default scheduler (no sequence batching, not decoupled), no response cache, no rate
+ * limiter, not traced, and instances another thread can run (ONNX Runtime sessions:
+ * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached
+ * over a port per frontend worker); or dynamic batching on the scheduling thread; or an
+ * ensemble whose every step's model qualifies (stepsServedByWorkers). The table of them is
  * published to every subscriber (each frontend worker) after any version changes state
  * or the trace settings change; a worker answers a request for a version in its table
  * without a message to the main thread, and posts what the statistics need in batches
@@ -19,21 +20,42 @@ import { nowNs } from "../core/clock.ts";
 import { getLogger } from "../core/logger.ts";
 import { FAILURE_REASONS } from "../core/stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
+import { isEnsemble } from "../model-config/normalize.ts";
+import { ensembleSteps, stepInflightLimit, stepVersion } from "../scheduler/ensemble-scheduler.ts";
 import { EXECUTION, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { batchThreadOf, threadedBatchId, type BatchChannel } from "./batch-thread.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
+import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 
-/** Whether `mv`'s requests may run in the frontend workers (see the module comment). */
-export function servedByWorkers(server: InferenceServer, mv: ModelVersion): boolean {
+/** Whether `mv`'s requests may run in the frontend workers (see the module comment); `depth`: how deep in ensembles it is a step. */
+export function servedByWorkers(server: InferenceServer, mv: ModelVersion, depth = 0): boolean {
   const c = mv.config;
-  if (!mv.ready || c.platform === "ensemble" || c.sequence_batching || c.ensemble_scheduling) return false;
+  if (!mv.ready || c.sequence_batching) return false;
   if (c.model_transaction_policy?.decoupled === true || server.cacheEnabled(mv) || server.trace?.mayTrace(mv.name)) return false;
+  if (isEnsemble(c)) return depth < MAX_NESTING && stepsServedByWorkers(server, mv, depth);
   // A dynamically batched version only where its batcher runs on the scheduling thread (batch-thread.ts).
   if (c.dynamic_batching) return threadedBatchId(mv) !== undefined;
   const instances = mv.instances;
   return instances.length > 0 && instances.every((i) => typeof i.share === "function");
 }
+
+/**
+ * An ensemble runs in the workers (its steps through the worker's table, the ensemble
+ * scheduler's own logic) when the model every step names, resolved as the main thread
+ * resolves it now, runs there too (an ensemble step: recursively). Not with
+ * max_inflight_requests: its bound counts every thread's requests.
+ */
+function stepsServedByWorkers(server: InferenceServer, mv: ModelVersion, depth: number): boolean {
+  if (mv.namespace !== "" || stepInflightLimit(mv.config) > 0) return false;
+  return ensembleSteps(mv.config).every((s) => {
+    const step = resolved(server, s.model_name ?? "", stepVersion(s));
+    return step !== undefined && servedByWorkers(server, step, depth + 1);
+  });
+}
+
+/** Ensembles inside ensembles the workers follow (the repository refuses a cycle; this bounds the walk regardless). */
+const MAX_NESTING = 8;
 
 const log = getLogger("src/server/direct-models.ts");
 
@@ -70,6 +92,15 @@ export class DirectModels {
   /** A channel from a worker to the scheduling thread, when batched versions run there (batch-thread.ts). */
   batchChannel(): BatchChannel | undefined {
     return batchThreadOf(this.#server)?.connect();
+  }
+
+  /**
+   * An ensemble's step that a worker could not run itself (its model left the worker's
+   * table, or its instance was retired, while the ensemble ran there): run here as the
+   * main thread runs a step (ModelRunner.inferStep), so its answer and statistics are one thread's.
+   */
+  step(request: InferenceRequest): Promise<InferenceResponse> {
+    return this.#server.inferStep(request);
   }
 
   /** What the workers serve now, as "name:version" (for the log, and tests). */
@@ -152,7 +183,7 @@ export class DirectModels {
       let e = this.#ids.get(mv);
       if (!e) {
         const batch = threadedBatchId(mv);
-        const instances = batch === undefined ? mv.instances.map((i) => i.share!()) : [];
+        const instances = batch === undefined && !isEnsemble(mv.config) ? mv.instances.map((i) => i.share!()) : [];
         e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
         this.#ids.set(mv, e);
         this.#byId.set(e.id, mv);

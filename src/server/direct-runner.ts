@@ -6,7 +6,11 @@
  * this thread, or a TypeScript instance's worker reached over a port: runPrepared, whose
  * execution is recorded apart from its outcome; for a dynamically batched version: submit
  * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
- * asked for, and record the statistics, which go to the main thread in batches. A request
+ * asked for, and record the statistics, which go to the main thread in batches. An
+ * ensemble runs here through the ensemble scheduler itself, each step as the core's
+ * inferStep runs it (no bytes admitted, no failure logged): on a version in the table
+ * here, or, when its model left the table or its instance was retired mid-ensemble, on
+ * the main thread (the `relay`), so that it gets one thread's answer. A request
  * it cannot answer exactly as the main thread would (control
  * parameters, shared memory, classification, a version not in its table or just
  * retired) is left to the main thread: run() returns undefined.
@@ -26,6 +30,9 @@ import type { BatchClient } from "./batch-client.ts";
 import { errorOf } from "./batch-slots.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
+import type { ModelRunner } from "../core/runner.ts";
+import { EnsembleScheduler } from "../scheduler/ensemble-scheduler.ts";
+import { isEnsemble } from "../model-config/normalize.ts";
 
 /** Keys that make a request the main thread's (the scheduler or the server reads them). */
 const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
@@ -35,6 +42,8 @@ export const MAX_DIRECT_IN_FLIGHT = 32;
 interface Served {
   entry: DirectEntry;
   signature: ModelSignature;
+  /** An ensemble's scheduler, whose steps this runner runs (#step). */
+  ensemble?: EnsembleScheduler;
   /** Borrowed on first use, one per instance of the owner. */
   instances: (BorrowedInstance | undefined)[];
   next: number;
@@ -52,17 +61,32 @@ export class DirectRunner {
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
   readonly #connect: (key: string) => void;
+  readonly #relay: (request: InferenceRequest) => Promise<InferenceResponse>;
+  /** The inference entry an ensemble's steps call here. */
+  readonly #steps: ModelRunner = {
+    inferStep: (request) => this.#step(request),
+    inferStepStream: () => {
+      throw new ServerError("INTERNAL", "a decoupled ensemble is never run in a frontend worker");
+    },
+  };
 
   /**
    * `flushSoon` is called when the first record of a batch is taken: the worker posts
    * take() within the turn. `onError` sees every failure the main thread would log.
    * `connect` asks the main thread for a channel to an instance in a thread of its own
-   * (a typescript model's worker); its answer comes to attach().
+   * (a typescript model's worker); its answer comes to attach(). `relay` runs an
+   * ensemble's step on the main thread (DirectModels.step).
    */
-  constructor(flushSoon: () => void, onError: (e: ServerError, model: string) => void, connect: (key: string) => void = () => {}) {
+  constructor(
+    flushSoon: () => void,
+    onError: (e: ServerError, model: string) => void,
+    connect: (key: string) => void = () => {},
+    relay: (request: InferenceRequest) => Promise<InferenceResponse> = () => Promise.reject(new ServerError("INTERNAL", "no main thread to run the step")),
+  ) {
     this.#flushSoon = flushSoon;
     this.#onError = onError;
     this.#connect = connect;
+    this.#relay = relay;
   }
 
   /** The main thread's answer to connect(key): the port to the instance, or none. */
@@ -86,7 +110,8 @@ export class DirectRunner {
     }
     for (const entry of table.entries) {
       if (!this.#served.has(entry.id)) {
-        this.#served.set(entry.id, { entry, signature: signatureOf(entry.config), instances: entry.instances.map(() => undefined), next: 0 });
+        const ensemble = isEnsemble(entry.config) ? new EnsembleScheduler(entry.config, this.#steps) : undefined;
+        this.#served.set(entry.id, { entry, signature: signatureOf(entry.config), instances: entry.instances.map(() => undefined), next: 0, ensemble });
       }
     }
     this.#routes = new Map(table.routes);
@@ -108,15 +133,39 @@ export class DirectRunner {
   run(model: string, version: string | undefined, request: InferenceRequest): Promise<InferenceResponse> | undefined {
     const id = this.#routes.get(routeKey(model, version));
     if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || !plain(request)) return undefined;
-    const served = this.#served.get(id)!;
-    const batch = served.entry.batch;
+    return this.#dispatch(this.#served.get(id)!, request, false);
+  }
+
+  /** Runs `request` on `served` here (a client's, or with `step` an ensemble's step); undefined when it cannot run here now. */
+  #dispatch(served: Served, request: InferenceRequest, step: boolean): Promise<InferenceResponse> | undefined {
+    const { ensemble, entry } = served;
+    if (ensemble) return this.#run(served, request, step, (p) => ensemble.enqueue(p));
+    const batch = entry.batch;
     if (batch !== undefined) {
       const client = this.#batch;
-      return client && this.#run(served, request, (p) => submitted(client, batch, p));
+      return client && this.#run(served, request, step, (p) => submitted(client, batch, p));
     }
     const instance = this.#instance(served);
     if (!instance) return undefined;
-    return this.#run(served, request, (p) => instance.executeBorrowed(p.inputs, p.outputNames), instance);
+    return this.#run(served, request, step, (p) => instance.executeBorrowed(p.inputs, p.outputNames), instance);
+  }
+
+  /**
+   * An ensemble's step, as the core's inferStep runs it: here when its model is in this
+   * worker's table now, else (or when its instance was retired under it) on the main thread,
+   * which answers it as one thread would at that moment (the new version, or the refusal).
+   */
+  async #step(request: InferenceRequest): Promise<InferenceResponse> {
+    const id = this.#routes.get(routeKey(request.modelName, request.modelVersion));
+    const here = id === undefined ? undefined : this.#dispatch(this.#served.get(id)!, request, true);
+    if (here) {
+      try {
+        return await here;
+      } catch (err) {
+        if (!isRetired(err)) throw err;
+      }
+    }
+    return this.#relay(request);
   }
 
   /** The next instance round robin, the least busy first where instances tell (load); undefined when none can take it here. */
@@ -141,10 +190,15 @@ export class DirectRunner {
     return best;
   }
 
-  /** Runs `request` with `execute`, or with `instance`'s runPrepared where it has one (a typescript instance). */
+  /**
+   * Runs `request` with `execute`, or with `instance`'s runPrepared where it has one (a
+   * typescript instance). A `step` (an ensemble's) holds no bytes of its own and is not
+   * counted in flight (its ensemble is), and its failure is its ensemble's to report.
+   */
   async #run(
     s: Served,
     request: InferenceRequest,
+    step: boolean,
     execute: (p: PreparedRequest) => Promise<Executed | undefined>,
     instance?: BorrowedInstance,
   ): Promise<InferenceResponse> {
@@ -152,7 +206,7 @@ export class DirectRunner {
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     let held = 0;
-    this.#inFlight++;
+    if (!step) this.#inFlight++;
     try {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
@@ -160,7 +214,7 @@ export class DirectRunner {
       const enqueuedAt = nowNs();
       if (request.signal?.aborted) throw cancelled(request.id);
       // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
-      if (this.#queued) held = this.#queued.admitRequest(request);
+      if (this.#queued && !step) held = this.#queued.admitRequest(request);
       if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start);
       const queueNs = nowNs() - enqueuedAt;
       const r = await execute(prepared);
@@ -179,12 +233,13 @@ export class DirectRunner {
         e.inResponse = true;
         reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : e.code === "CANCELLED" ? "CANCELED" : "BACKEND");
       }
+      if (s.ensemble) reason = "OTHER"; // as the server counts an ensemble's failures (Triton's)
       this.#record(FAILURE, entry.id, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0, 0);
-      this.#onError(e, entry.name);
+      if (!step) this.#onError(e, entry.name);
       throw e;
     } finally {
       this.#queued?.add(-held);
-      this.#inFlight--;
+      if (!step) this.#inFlight--;
     }
   }
 

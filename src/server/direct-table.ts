@@ -14,6 +14,7 @@ export interface DirectEntry {
   name: string;
   version: string;
   config: ModelConfig;
+  /** None for a batched version, and for an ensemble (whose steps the worker runs through this table). */
   instances: SharedInstance[];
   /** A dynamically batched version: its id on the scheduling thread, where the worker submits its requests (no instances then). */
   batch?: number;

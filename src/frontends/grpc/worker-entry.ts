@@ -42,6 +42,7 @@ function receive(m: ToGrpcWorker): void {
     case "flush":
     case "port":
     case "batch":
+    case "stepped":
       direct.receive(m);
       return;
     case "write":

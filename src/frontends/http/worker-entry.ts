@@ -57,6 +57,7 @@ function receive(m: ToWorker): void {
     case "flush":
     case "port":
     case "batch":
+    case "stepped":
       direct.receive(m);
       return;
     case "chunk":

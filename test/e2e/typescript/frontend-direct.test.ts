@@ -18,6 +18,7 @@ import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
 import { LoadLoops } from "../../helpers/load-loops.ts";
 import { eventually } from "../../helpers/eventually.ts";
+import { holdModel } from "../../helpers/hold-model.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-ts-direct-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,19 +66,6 @@ export default class Call {
 }
 `;
 
-/** hold: runs on the main thread and keeps its event loop until its release file appears (20 s at most), after writing its held file. */
-const hold = (held: string, release: string) => `
-import { existsSync, writeFileSync } from "node:fs";
-export default class Hold {
-  execute(requests) {
-    writeFileSync(${JSON.stringify(held)}, "held");
-    const until = Date.now() + 20000;
-    while (!existsSync(${JSON.stringify(release)}) && Date.now() < until) {}
-    return requests.map((r) => ({ outputs: [{ name: "SUM", datatype: "INT32", shape: [16], data: r.input("A").data }] }));
-  }
-}
-`;
-
 /** gate: one worker-thread instance whose execute waits between its start and end (an async model). */
 const gate = (log: string) => `
 import { appendFileSync } from "node:fs";
@@ -117,7 +105,7 @@ function repository(name: string, gateLog: string) {
     "hold",
     ["A"],
     ["SUM"],
-    hold(join(dir, `held-${name}`), join(dir, `release-${name}`)),
+    holdModel(join(dir, `held-${name}`), join(dir, `release-${name}`)),
     `parameters { key: "execution_thread" value: { string_value: "main" } }\n`,
   );
   model("gate", ["A"], ["SUM"], gate(gateLog));

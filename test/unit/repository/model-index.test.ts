@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ModelIndex, keysOf, keysOfOr, nameOf } from "../../../src/repository/model-index.ts";
 import { modelKey } from "../../../src/repository/layout.ts";
-import { ModelVersion } from "../../../src/repository/model-version.ts";
+import { ModelVersion, onModelStateChange } from "../../../src/repository/model-version.ts";
 import type { ServerError } from "../../../src/core/errors.ts";
 
 const config = { name: "m", platform: "onnxruntime_onnx", max_batch_size: 0, input: [], output: [] } as never;
@@ -180,5 +180,21 @@ describe("ModelIndex.index", () => {
     rmSync(dir, { recursive: true, force: true });
     expect(() => index.scan()).toThrow(/failed to read model repository/);
     expect(index.index()).toEqual([{ name: "kept" }]);
+  });
+});
+
+describe("ModelIndex changes", () => {
+  it("tells the state listeners when it serves other versions: a READY version is listed only after its state change (#30)", () => {
+    const index = new ModelIndex({ repositories: [] });
+    const mv = version("m", 1, "READY");
+    const seen: string[] = [];
+    const stop = onModelStateChange((v) => seen.push(`${v ? v.name : "index"}: ${index.readyVersions("m").length}`));
+    try {
+      index.set("m", entry(mv));
+      index.delete("m");
+    } finally {
+      stop();
+    }
+    expect(seen).toEqual(["index: 1", "index: 0"]);
   });
 });
