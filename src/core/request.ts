@@ -49,6 +49,28 @@ export interface InferenceRequest {
    * call is one response, or a final flag with no response, or an error.
    */
   responseSink?: ResponseSink;
+  /**
+   * Set by an ensemble on its steps' requests: whoever runs a step adds its compute
+   * durations here once it succeeds, and the ensemble reports their sums as its own
+   * (Triton's secondary statistics aggregator of an ensemble's step requests).
+   */
+  stepTimes?: ComputeTimes;
+}
+
+/** Compute durations in ns, summed over an ensemble's steps. */
+export interface ComputeTimes {
+  input: number;
+  infer: number;
+  output: number;
+}
+
+/** Adds one step's compute durations to its ensemble's sums, when the request is a step. */
+export function addStepTimes(request: Pick<InferenceRequest, "stepTimes">, input: number, infer: number, output: number): void {
+  const t = request.stepTimes;
+  if (!t) return;
+  t.input += input;
+  t.infer += infer;
+  t.output += output;
 }
 
 /** One response a decoupled model sent: outputs (absent for a flag-only final), the final flag, or an error. */

@@ -7,7 +7,7 @@
  */
 import { ServerError, type ErrorCode } from "../core/errors.ts";
 import { fromWireError, wireError, type WireError } from "../core/threads/wire-error.ts";
-import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
+import { addStepTimes, type ComputeTimes, type InferenceRequest, type InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
 import { logFailure, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
@@ -102,7 +102,7 @@ export type ToWorkerDirect =
   /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
   | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort }
   /** The answer to an ensemble step the worker relayed (`step`). */
-  | { t: "stepped"; id: number; response?: InferenceResponse; error?: WireError };
+  | { t: "stepped"; id: number; response?: InferenceResponse; error?: WireError; times?: ComputeTimes };
 
 /** What a frontend worker says back: statistics records, flushes done, and failures for the main thread's log. */
 export type FromWorkerDirect =
@@ -171,7 +171,8 @@ export class DirectLink {
     answer.then(
       (response) => {
         this.#steps.delete(id);
-        this.#send({ t: "stepped", id, response });
+        // The step's compute durations, for its ensemble's statistics in the worker.
+        this.#send({ t: "stepped", id, response, ...(request.stepTimes ? { times: request.stepTimes } : {}) });
       },
       (err: unknown) => {
         this.#steps.delete(id);
@@ -238,7 +239,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
   const receive = (m: { t: string }): boolean => {
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table);
-    else if (d.t === "stepped") steps.answer(d.id, d.response, d.error);
+    else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
     else if (d.t === "port") runner.attach(d.key, d.port);
     else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {
@@ -256,7 +257,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
  */
 class StepRelay {
   readonly #post: (m: FromWorkerDirect) => void;
-  readonly #waiting = new Map<number, { resolve(r: InferenceResponse): void; reject(e: ServerError): void; forget(): void }>();
+  readonly #waiting = new Map<number, { resolve(r: InferenceResponse): void; reject(e: ServerError): void; forget(): void; times?: ComputeTimes }>();
   #nextId = 0;
 
   constructor(post: (m: FromWorkerDirect) => void) {
@@ -268,18 +269,19 @@ class StepRelay {
     const { signal, ...rest } = request;
     const cancel = () => this.#post({ t: "stepCancel", id });
     return new Promise((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#waiting.set(id, { resolve, reject, forget: () => signal?.removeEventListener("abort", cancel), times: request.stepTimes });
       this.#post({ t: "step", id, request: rest });
       if (signal?.aborted) cancel();
       else signal?.addEventListener("abort", cancel, { once: true });
     });
   }
 
-  answer(id: number, response: InferenceResponse | undefined, error: WireError | undefined): void {
+  answer(id: number, response: InferenceResponse | undefined, error: WireError | undefined, times?: ComputeTimes): void {
     const w = this.#waiting.get(id);
     if (!w) return;
     this.#waiting.delete(id);
     w.forget();
+    if (response && times) addStepTimes({ stepTimes: w.times }, times.input, times.infer, times.output);
     if (response) w.resolve(response);
     else w.reject(fromWireError(error ?? { code: "INTERNAL", message: "the main thread did not answer the step" }));
   }

@@ -39,7 +39,7 @@ export interface SchedulerHost {
  * through `runner`, the server's inference path).
  */
 export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner, host?: SchedulerHost): Scheduler {
-  if (isEnsemble(model.config)) return new EnsembleScheduler(model.config, runner, model.namespace);
+  if (isEnsemble(model.config)) return new EnsembleScheduler(model.config, runner, model.namespace, model.stats);
   if (model.config.sequence_batching) {
     return new SequenceBatchScheduler({
       modelName: model.name,

@@ -19,7 +19,8 @@
 import { InflightDrain } from "./drain.ts";
 import { cancelled, invalidArg, unavailable, ServerError } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
-import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
+import type { ComputeTimes, InferenceRequest, InferenceResponse } from "../core/request.ts";
+import type { ModelStats } from "../core/stats.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { Tensor } from "../core/tensor.ts";
@@ -157,8 +158,11 @@ export class EnsembleScheduler implements Scheduler {
   /** max_inflight_requests: per-step back-pressure (none when 0). */
   readonly #gates: Map<EnsembleStep, StepGate> | undefined;
   readonly #drain = new InflightDrain();
+  /** Where the ensemble's own executions are counted (the main thread's; a frontend worker records them apart). */
+  readonly #stats: Pick<ModelStats, "recordExecution"> | undefined;
 
-  constructor(config: ModelConfig, runner: ModelRunner, namespace = "") {
+  constructor(config: ModelConfig, runner: ModelRunner, namespace = "", stats?: Pick<ModelStats, "recordExecution">) {
+    this.#stats = stats;
     this.#name = config.name ?? "";
     this.#namespace = namespace;
     this.#decoupled = config.model_transaction_policy?.decoupled === true;
@@ -176,20 +180,24 @@ export class EnsembleScheduler implements Scheduler {
       const tensors = new Map<string, Tensor>(prepared.inputs.map((t) => [t.name, t]));
       const pending = new Set(this.#steps);
       const signal = prepared.request.signal;
+      // The steps' compute durations, summed: the ensemble's own, as Triton reports them.
+      const times: ComputeTimes = { input: 0, infer: 0, output: 0 };
       while (pending.size > 0) {
         if (signal?.aborted) throw cancelled(prepared.request.id);
         const ready = [...pending].filter((s) => Object.values(s.input_map!).every((t) => tensors.has(t)));
         if (ready.length === 0)
           throw new ServerError("INTERNAL", `no step can run; missing tensors for ${[...pending].map((s) => `'${s.model_name}'`).join(", ")}`);
         for (const s of ready) pending.delete(s);
-        await Promise.all(ready.map((s) => this.#runStep(s, tensors, prepared.request)));
+        await Promise.all(ready.map((s) => this.#runStep(s, tensors, prepared.request, times)));
       }
       const outputs = prepared.outputNames.map((n) => {
         const t = tensors.get(n);
         if (!t) throw new ServerError("INTERNAL", `output '${n}' was not produced`);
         return { ...t, name: n };
       });
-      return { outputs, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+      // One execution of the ensemble, as Triton's ensemble counts it once its request succeeded (batch size at least 1).
+      this.#stats?.recordExecution(Math.max(1, prepared.batchSize), times.input, times.infer, times.output);
+      return { outputs, queueNs: 0, computeInputNs: times.input, computeInferNs: times.infer, computeOutputNs: times.output };
     } catch (err) {
       throw this.#inEnsemble(err);
     } finally {
@@ -205,7 +213,7 @@ export class EnsembleScheduler implements Scheduler {
   }
 
   /** The request a step makes of its model, its inputs taken from `tensor`. */
-  #stepRequest(step: EnsembleStep, tensor: (name: string) => Tensor, request: InferenceRequest): InferenceRequest {
+  #stepRequest(step: EnsembleStep, tensor: (name: string) => Tensor, request: InferenceRequest, times?: ComputeTimes): InferenceRequest {
     return {
       modelName: step.model_name!,
       ...(this.#namespace ? { modelNamespace: this.#namespace } : {}),
@@ -214,16 +222,17 @@ export class EnsembleScheduler implements Scheduler {
       inputs: Object.entries(step.input_map!).map(([modelInput, ensembleTensor]) => ({ ...tensor(ensembleTensor), name: modelInput })),
       outputs: Object.keys(step.output_map!).map((name) => ({ name })),
       signal: request.signal,
+      ...(times ? { stepTimes: times } : {}),
     };
   }
 
-  async #runStep(step: EnsembleStep, tensors: Map<string, Tensor>, request: InferenceRequest): Promise<void> {
+  async #runStep(step: EnsembleStep, tensors: Map<string, Tensor>, request: InferenceRequest, times: ComputeTimes): Promise<void> {
     const gate = this.#gates?.get(step);
     await gate?.acquire(request.signal, request.id);
     let response: InferenceResponse;
     try {
       if (request.signal?.aborted) throw cancelled(request.id);
-      response = await this.#runner.inferStep(this.#stepRequest(step, (t) => tensors.get(t)!, request));
+      response = await this.#runner.inferStep(this.#stepRequest(step, (t) => tensors.get(t)!, request, times));
     } finally {
       gate?.release();
     }

@@ -24,7 +24,7 @@ import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
 import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
-import type { InferenceRequest, InferenceResponse, Parameters } from "../core/request.ts";
+import { addStepTimes, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
 import { errorOf } from "./batch-slots.ts";
@@ -223,8 +223,11 @@ export class DirectRunner {
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
-      if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
+      // An ensemble's one execution (its steps' summed compute) is counted with its success, as the main thread's ensemble scheduler counts it.
+      if (s.ensemble) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, Math.max(1, prepared.batchSize), r.queueNs ?? 0);
+      else if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
       else this.#record(RESULT, entry.id, nowNs() - start, r.queueNs, ci, cinf, co, 0);
+      addStepTimes(request, ci, cinf, co);
       return response(entry, request, outputs);
     } catch (err) {
       if (err === RETIRED) throw err;
@@ -253,6 +256,7 @@ export class DirectRunner {
     if (outcome.error) throw outcome.error;
     const outputs = orderedOutputs(s.signature, outcome.outputs, prepared.outputNames);
     this.#record(RESULT, id, nowNs() - start, queueNs, ci, cinf, co, 0);
+    addStepTimes(request, ci, cinf, co);
     const answer = response(s.entry, request, outputs);
     if (outcome.parameters) answer.parameters = outcome.parameters;
     return answer;

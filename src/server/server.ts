@@ -17,6 +17,7 @@ import { cacheKey } from "../cache/cache-key.ts";
 import type { ResponseCache } from "../cache/cache.ts";
 import {
   DEFAULT_MAX_QUEUED_BYTES,
+  addStepTimes,
   continuesSequence,
   logPrefix,
   parseControl,
@@ -575,6 +576,7 @@ export class InferenceServer implements ModelRunner {
         const end = nowNs();
         const requestNs = end - start;
         mv.stats.recordSuccess(requestNs, result.queueNs, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
+        addStepTimes(request, result.computeInputNs, result.computeInferNs, result.computeOutputNs);
         if (traced) {
           const computeStart = queueStart + result.queueNs;
           const inputEnd = computeStart + result.computeInputNs;

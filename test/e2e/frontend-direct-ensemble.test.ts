@@ -301,7 +301,7 @@ describe("ensembles in the frontend workers: the same answers and statistics as 
       expect(cb, model).toEqual(ca);
     }
     // Every request counted once: 12 good and 2 bad per ensemble; outer's steps count in chain and simple.
-    expect(await modelCounts(one.server, "chain")).toMatchObject({ success: 24, fail: 2, executionCount: 0, metricSuccess: 24, metricOther: 2 });
+    expect(await modelCounts(one.server, "chain")).toMatchObject({ success: 24, fail: 2, executionCount: 24, metricSuccess: 24, metricOther: 2 });
     expect(await modelCounts(one.server, "loose")).toMatchObject({ success: 12, fail: 4, metricOther: 4 });
     expect(await modelCounts(one.server, "simple")).toMatchObject({ success: 24 * 2 + 12 + 12, fail: 2, executionCount: 24 * 2 + 12 + 12 });
     expect(await modelCounts(one.server, "tsadd")).toMatchObject({ success: 24, executionCount: 24 });

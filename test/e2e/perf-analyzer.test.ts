@@ -233,8 +233,8 @@ describe("perf_analyzer against the binary", () => {
       inputData,
     ]);
     const after = await Promise.all(models.map(counts));
-    // An ensemble has no executions of its own; each step model runs once per request.
-    expect(rise(after[0]!, before[0]!)).toEqual({ success: 4, fail: 0, execution: 0 });
+    // As Triton counts it, the ensemble executes once per request (its steps' compute summed); each step model runs once per request.
+    expect(rise(after[0]!, before[0]!)).toEqual({ success: 4, fail: 0, execution: 4 });
     for (let i = 1; i < models.length; i++) expect([models[i], rise(after[i]!, before[i]!)]).toEqual([models[i], { success: 4, fail: 0, execution: 4 }]);
     // The report lists every step as a composing model, with Nereid's counts for it.
     const composing = [...r.stdout.matchAll(/^ {2}(ocr_\w+), version: 1\n(?:.*\n)*?\s+Successful request count: (\d+)/gm)].map((m) => [m[1], Number(m[2])]);

@@ -60,7 +60,8 @@ ensemble_scheduling { step [ { model_name: "simple" input_map { key: "INPUT0" va
       `ensemble_scheduling { step [ { model_name: "simple" input_map { key: "INPUT0" value: "IN_A" } input_map { key: "INPUT1" value: "IN_B" } output_map { key: "OUTPUT0" value: "OUT" } } ] }\n`,
   );
   repo.add("wide_chain/1/.keep", "");
-  server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false"]);
+  // One thread: the main thread runs the ensembles (frontend-direct-ensemble.test.ts has the workers run them).
+  server = await startServerProcess([`--model-repository=${repo.dir}`, "--exit-on-error=false", "--http-thread-count=1"]);
 });
 
 afterAll(async () => {
@@ -96,10 +97,31 @@ describe("ensembles", () => {
     };
     // Empty, as Triton reports it unless its opt-in CUDA memory tracker is built in and enabled (P-21).
     expect(stats.model_stats[0]).toMatchObject({ execution_count: 3, inference_count: 6, memory_usage: [] });
-    const ens = (await (await fetch(`${server.url}/v2/models/simple_chain/stats`)).json()) as {
-      model_stats: { inference_stats: { success: { count: number } } }[];
+    type Duration = { count: number; ns: number };
+    type Stats = {
+      execution_count: number;
+      inference_count: number;
+      inference_stats: Record<"success" | "queue" | "compute_input" | "compute_infer" | "compute_output", Duration>;
+      batch_stats: { batch_size: number; compute_input: Duration; compute_infer: Duration; compute_output: Duration }[];
     };
-    expect(ens.model_stats[0]!.inference_stats.success.count).toBe(1);
+    const ens = ((await (await fetch(`${server.url}/v2/models/simple_chain/stats`)).json()) as { model_stats: Stats[] }).model_stats[0]!;
+    const steps = ((await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as { model_stats: Stats[] }).model_stats[0]!;
+    expect(ens.inference_stats.success.count).toBe(1);
+    // As Triton's ensemble reports its request (its steps' statistics aggregated into it):
+    // one execution of the request's batch size, and the steps' compute durations summed.
+    expect([ens.execution_count, ens.inference_count]).toEqual([1, 2]);
+    for (const d of ["compute_input", "compute_infer", "compute_output"] as const) {
+      expect(ens.inference_stats[d]).toEqual({ count: 1, ns: steps.inference_stats[d].ns });
+    }
+    expect(ens.inference_stats.compute_infer.ns).toBeGreaterThan(0);
+    expect(ens.batch_stats).toEqual([
+      {
+        batch_size: 2,
+        compute_input: ens.inference_stats.compute_input,
+        compute_infer: ens.inference_stats.compute_infer,
+        compute_output: ens.inference_stats.compute_output,
+      },
+    ]);
   });
 
   it("validates a request against the ensemble's own config before any step runs", async () => {

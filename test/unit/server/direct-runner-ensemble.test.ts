@@ -2,12 +2,13 @@
  * An ensemble in a frontend worker's direct table (#30 item 2): DirectRunner runs it
  * through the ensemble scheduler, each step whose model is not in its table handed to the
  * relay (the main thread's inferStep), and records what the main thread records (the
- * ensemble's success without an execution, its failure as OTHER; a step's failure is its
- * ensemble's to report, in Triton's "in ensemble" wording, nested ensembles included).
+ * ensemble's success with one execution of its steps' summed compute durations, as Triton's
+ * ensemble reports them; its failure as OTHER; a step's failure is its ensemble's to
+ * report, in Triton's "in ensemble" wording, nested ensembles included).
  */
 import { describe, expect, it } from "vitest";
 import { DirectRunner } from "../../../src/server/direct-runner.ts";
-import { FAILURE, RECORD_WIDTH, RESULT, routeKey, type DirectEntry } from "../../../src/server/direct-table.ts";
+import { FAILURE, RECORD_WIDTH, SUCCESS, routeKey, type DirectEntry } from "../../../src/server/direct-table.ts";
 import { FAILURE_REASONS } from "../../../src/core/stats.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
@@ -86,8 +87,16 @@ const doubling = async (req: InferenceRequest): Promise<InferenceResponse> => ({
 });
 
 describe("an ensemble in a frontend worker's table", () => {
-  it("runs its steps through the relay when their model is not in the table, and records a success without an execution", async () => {
-    const { r, relayed, records, failures } = runner(doubling);
+  it("runs its steps through the relay when their model is not in the table, and records one execution of the steps' summed compute", async () => {
+    // The main thread adds each step's compute durations to the step's stepTimes (what the relay carries back).
+    const { r, relayed, records, failures } = runner(async (req) => {
+      if (req.stepTimes) {
+        req.stepTimes.input += 10;
+        req.stepTimes.infer += 200;
+        req.stepTimes.output += 3;
+      }
+      return doubling(req);
+    });
     const answer = await r.run("e", undefined, { ...request(), id: "r1" })!;
     expect(answer).toMatchObject({ modelName: "e", modelVersion: "1", id: "r1", outputs: [{ name: "OUT", datatype: "INT32", shape: [2] }] });
     expect(values(answer.outputs[0]!.data as Uint8Array)).toEqual([12, -16]);
@@ -98,7 +107,8 @@ describe("an ensemble in a frontend worker's table", () => {
     ]);
     const [rec, ...rest] = records();
     expect(rest).toEqual([]);
-    expect([rec![0], rec![1], ...rec!.slice(3)]).toEqual([RESULT, 1, 0, 0, 0, 0, 0]);
+    // SUCCESS: id, (request ns), compute input, infer, output summed over the two steps, batch size at least 1, queue 0.
+    expect([rec![0], rec![1], ...rec!.slice(3)]).toEqual([SUCCESS, 1, 20, 400, 6, 1, 0]);
     expect(failures).toEqual([]);
   });
 
@@ -116,9 +126,9 @@ describe("an ensemble in a frontend worker's table", () => {
     const answer = await r.run("outer", undefined, request([1, 2]))!;
     expect(answer.modelName).toBe("outer");
     expect(values(answer.outputs[0]!.data as Uint8Array)).toEqual([4, 8]);
-    expect(records().map((x) => [x[0], x[1]])).toEqual([
-      [RESULT, 1],
-      [RESULT, 2],
+    expect(records().map((x) => [x[0], x[1], x[6]])).toEqual([
+      [SUCCESS, 1, 1],
+      [SUCCESS, 2, 1],
     ]);
     expect(failures).toEqual([]);
 
