@@ -102,9 +102,11 @@ export interface BorrowedInstance {
   /**
    * Per-request backends (typescript, #30): runs one prepared request as the owner's
    * executeRequests would, its time waiting in the instance as `queueNs`; undefined
-   * (nothing run) when the main thread must run it.
+   * (nothing run) when the main thread must run it. With `own` false the request's input
+   * buffers are not its own (an ensemble's tensors, which other steps read): they are copied
+   * to the instance, never transferred.
    */
-  runPrepared?(prepared: PreparedRequest): Promise<PreparedRun | undefined>;
+  runPrepared?(prepared: PreparedRequest, own?: boolean): Promise<PreparedRun | undefined>;
   /** How busy the instance is now, any thread's work counted (the least busy is chosen); undefined: it cannot take a request from this thread yet. */
   load?(): number | undefined;
   /** Where an instance that runs in a thread of its own takes the channel to it: the main thread's answer to a connect of `key`. */

@@ -270,7 +270,9 @@ class StepRelay {
     const cancel = () => this.#post({ t: "stepCancel", id });
     return new Promise((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject, forget: () => signal?.removeEventListener("abort", cancel), times: request.stepTimes });
-      this.#post({ t: "step", id, request: rest });
+      // The main thread adds the step's own durations to a fresh sum, which comes back with its answer.
+      const times = rest.stepTimes;
+      this.#post({ t: "step", id, request: times ? { ...rest, stepTimes: { input: 0, infer: 0, output: 0 } } : rest });
       if (signal?.aborted) cancel();
       else signal?.addEventListener("abort", cancel, { once: true });
     });

@@ -215,7 +215,7 @@ export class DirectRunner {
       if (request.signal?.aborted) throw cancelled(request.id);
       // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
       if (this.#queued && !step) held = this.#queued.admitRequest(request);
-      if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start);
+      if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start, step);
       const queueNs = nowNs() - enqueuedAt;
       const r = await execute(prepared);
       if (!r) throw RETIRED;
@@ -247,8 +247,16 @@ export class DirectRunner {
   }
 
   /** A per-request instance's run (typescript): its execution is recorded before its outcome decides success or failure, as the default scheduler records it. */
-  async #runPrepared(s: Served, instance: BorrowedInstance, request: InferenceRequest, prepared: PreparedRequest, start: number): Promise<InferenceResponse> {
-    const r = await instance.runPrepared!(prepared);
+  async #runPrepared(
+    s: Served,
+    instance: BorrowedInstance,
+    request: InferenceRequest,
+    prepared: PreparedRequest,
+    start: number,
+    step: boolean,
+  ): Promise<InferenceResponse> {
+    // A step's inputs are its ensemble's tensors, which other steps and the outputs still read: copied, not moved.
+    const r = await instance.runPrepared!(prepared, !step);
     if (!r) throw RETIRED;
     const { outcome, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co } = r;
     const id = s.entry.id;

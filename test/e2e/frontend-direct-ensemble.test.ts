@@ -382,3 +382,55 @@ describe("a composing model unloaded, loaded and swapped under ensemble requests
     expect(server.log()).not.toMatch(/Segmentation|SIGSEGV|panic|session is closed/);
   });
 });
+
+/** tswide: Y = X + 1 over 16,384 INT32 (64 KiB: a size a frontend worker would move to an instance rather than copy). */
+const WIDE = 16384;
+const TSWIDE = `
+export default class Inc {
+  execute(requests) {
+    return requests.map((r) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [${WIDE}], data: r.input("X").data.map((x) => x + 1) }] }));
+  }
+}
+`;
+
+describe("an ensemble's wide tensor read by two TypeScript steps in a worker", () => {
+  let server: ServerProcess;
+  let repo: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    repo = makeRepository([]);
+    const wide = (names: string[], d: "input" | "output") => io(names, d, String(WIDE));
+    repo.add("tswide/config.pbtxt", `name: "tswide"\nbackend: "typescript"\nmax_batch_size: 0\n${wide(["X"], "input")}\n${wide(["Y"], "output")}\n`);
+    repo.add("tswide/1/model.js", TSWIDE);
+    // Both steps read the ensemble's input X in the same wave, and X is an output too.
+    repo.add(
+      "wide/config.pbtxt",
+      ensemble("wide", 0, wide(["X"], "input"), wide(["Y1", "Y2", "XO"], "output"), [
+        step("tswide", [["X", "X"]], [["Y", "Y1"]]),
+        step("tswide", [["X", "X"]], [["Y", "Y2"]]),
+        step("tswide", [["X", "Y1"]], [["Y", "XO"]]),
+      ]),
+    );
+    repo.add("wide/1/.keep", "");
+    server = await startServerProcess([`--model-repository=${repo.dir}`, "--http-thread-count=2", "--allow-grpc=false", "--log-verbose=1"]);
+  });
+  afterAll(async () => {
+    if (server) expect(await server.stop(), server.log().slice(-3000)).toBe(0);
+    repo?.remove();
+  });
+
+  it("is answered exactly every time: a step's input is copied to its instance, never moved from the ensemble", async () => {
+    expect(/frontend worker threads run these model versions themselves: (.*)/.exec(server.log())?.[1]?.split(", ").sort()).toEqual(["tswide:1", "wide:1"]);
+    const x = Array.from({ length: WIDE }, (_, i) => (i % 1000) - 500);
+    const body = JSON.stringify({ inputs: [{ name: "X", shape: [WIDE], datatype: "INT32", data: x }] });
+    // The first requests reach the instances through the main thread, until each worker has its channel; later ones go directly.
+    for (let i = 0; i < 12; i++) {
+      const r = await fetch(`${server.url}/v2/models/wide/infer`, { method: "POST", body });
+      const text = await r.text();
+      expect(r.status, text.slice(0, 300)).toBe(200);
+      const out = Object.fromEntries((JSON.parse(text).outputs as { name: string; data: number[] }[]).map((o) => [o.name, o.data]));
+      expect(out.Y1).toEqual(x.map((v) => v + 1));
+      expect(out.Y2).toEqual(x.map((v) => v + 1));
+      expect(out.XO).toEqual(x.map((v) => v + 2));
+    }
+  });
+});

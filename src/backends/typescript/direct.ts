@@ -107,14 +107,15 @@ export class TsBorrowed implements BorrowedInstance {
     return Promise.resolve(undefined);
   }
 
-  runPrepared(prepared: PreparedRequest): Promise<PreparedRun | undefined> {
+  runPrepared(prepared: PreparedRequest, own = true): Promise<PreparedRun | undefined> {
     const thread = this.#thread;
     // A retired instance is finalizing: the main thread runs the request (whole: nothing was transferred yet).
     if (!thread || this.#closed || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
     const t0 = nowNs();
     const plain: PlainRequest = { ...requestFields(prepared), cancelled: false };
     const request = prepared.request;
-    const buffers = inputBuffers(request);
+    // Buffers the request owns move to the instance; others (an ensemble's tensors) are copied with the message.
+    const buffers = own ? inputBuffers(request) : [];
     const restore = restorer(request, buffers);
     const id = this.#next++;
     Atomics.add(this.#shared.state, BUSY, 1);

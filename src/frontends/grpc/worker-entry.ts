@@ -113,6 +113,8 @@ function ask(id: number, call: ServerUnaryCall<unknown, unknown>, m: FromGrpcWor
     answer(a);
   });
   post(m, transfer);
+  // A call cancelled before it got here (during a run the worker began itself) is cancelled there too.
+  if (call.cancelled) onCancel();
 }
 
 /** A unary RPC the main thread's handler (service.ts) answers. */

@@ -245,6 +245,12 @@ function forward(
           // A streamed body (SSE). Its chunks may come in the same batch as the head, so
           // they are taken here, before the next message is read.
           const body = relayedBody(id, p);
+          // A stream that ends stops listening for the client going away.
+          const ended = p.end!;
+          p.end = () => {
+            forget();
+            ended();
+          };
           const gone = () => {
             pending.delete(id);
             body.close();

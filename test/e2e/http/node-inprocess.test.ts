@@ -39,6 +39,26 @@ describe("under Node (node:http)", () => {
     );
     expect(results).toEqual(Array.from({ length: 64 }, (_, k) => k + 1));
   });
+
+  it("refuses a declared Content-Length past --http-max-input-size before reading the body, with Triton's 400", async () => {
+    const declared = 64 * 1024 * 1024 + 1;
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${s.url}/v2/models/simple/infer`, { method: "POST", headers: { "content-length": String(declared) } }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on("error", reject);
+      req.write("{");
+    });
+    expect(answer).toEqual({
+      status: 400,
+      body: JSON.stringify({
+        error: `Request JSON size of ${declared} exceeds the maximum allowed value of ${64 * 1024 * 1024}. Use --http-max-input-size to increase the limit.`,
+      }),
+    });
+  });
 });
 
 describe("under Node (node:http): cancellation", () => {

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { DirectRunner } from "../../../src/server/direct-runner.ts";
+import { workerDirectRunner } from "../../../src/frontends/worker-threads.ts";
 import { FAILURE, RECORD_WIDTH, SUCCESS, routeKey, type DirectEntry } from "../../../src/server/direct-table.ts";
 import { FAILURE_REASONS } from "../../../src/core/stats.ts";
 import { ServerError } from "../../../src/core/errors.ts";
@@ -152,5 +153,23 @@ describe("an ensemble in a frontend worker's table", () => {
     expect(relayed).toEqual([]);
     expect(records().map((x) => [x[0], x[1], x[3]])).toEqual([[FAILURE, 1, FAILURE_REASONS.indexOf("OTHER")]]);
     expect(failures).toHaveLength(1);
+  });
+
+  it("through the worker's relay, each relayed step adds only its own durations (the main thread gets a fresh sum, a copy)", async () => {
+    const posted: { t: string; id?: number; request?: InferenceRequest }[] = [];
+    const { runner: r, receive } = workerDirectRunner((m) => posted.push(m as never), (m) => m);
+    receive({ t: "models", table: { entries: [entry(1, ensembleConfig("e", "m"))], routes: [[routeKey("e", undefined), 1]] } } as never);
+    const answer = r.run("e", undefined, request());
+    // The main thread, as DirectLink does: runs each step on a structured copy, adds its 100 ns of infer, answers with the copy's sums.
+    for (let k = 0; k < 2; k++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      const step = posted.filter((m) => m.t === "step")[k]!;
+      const copy = structuredClone(step.request!);
+      copy.stepTimes!.infer += 100;
+      receive({ t: "stepped", id: step.id, response: await doubling(copy), times: copy.stepTimes } as never);
+    }
+    await answer;
+    const rec = r.take();
+    expect([rec[0], rec[1], rec[3], rec[4], rec[5]]).toEqual([SUCCESS, 1, 0, 200, 0]);
   });
 });
