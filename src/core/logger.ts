@@ -30,6 +30,11 @@ export function configureLog(s: Partial<LogSettings>, out?: (line: string) => vo
   if (out) sink = out;
 }
 
+/** Writes a line another thread of this process formatted (its logger's sink posted it here) where this thread's lines go. */
+export function writeLogLine(line: string): void {
+  sink(line);
+}
+
 export function logSettings(): Readonly<LogSettings> {
   return settings;
 }

@@ -13,13 +13,16 @@
  */
 import { serveThread } from "../core/threads/serve.ts";
 import { DynamicBatchScheduler } from "../scheduler/dynamic-batch-scheduler.ts";
+import { SequenceBatchScheduler } from "../scheduler/sequence-batch-scheduler.ts";
+import { sequenceSettings } from "../scheduler/sequence/config.ts";
+import { configureLog } from "../core/logger.ts";
 import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
-import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
-import type { FromBatch, FromBatchPort, ToBatch, ToBatchPort } from "./batch-protocol.ts";
+import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult, type WireSequence } from "./batch-slots.ts";
+import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
-import type { InferenceRequest } from "../core/request.ts";
+import type { CorrelationId, InferenceRequest } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 
 const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
@@ -29,7 +32,7 @@ const RECORDS_EVERY_MS = 50;
 
 interface Version {
   name: string;
-  scheduler: DynamicBatchScheduler;
+  scheduler: DynamicBatchScheduler | SequenceBatchScheduler;
   borrowed: BorrowedInstance[];
   /** Int32 [in flight, queued], read by the main thread (pending count, metrics). */
   counters: Int32Array;
@@ -84,13 +87,16 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
       },
       close: () => b.close(),
     }));
-    const scheduler = new DynamicBatchScheduler({
-      modelName: m.name,
-      instances,
-      signature: signatureOf(m.config),
-      config: m.config.dynamic_batching ?? {},
-      stats: { recordExecution: (n, ci, cinf, co) => record(m.id, n, ci, cinf, co) },
-    });
+    const stats = { recordExecution: (n: number, ci: number, cinf: number, co: number) => record(m.id, n, ci, cinf, co) };
+    const scheduler = m.sequence
+      ? sequenceScheduler(m, m.sequence, instances, stats)
+      : new DynamicBatchScheduler({
+          modelName: m.name,
+          instances,
+          signature: signatureOf(m.config),
+          config: m.config.dynamic_batching ?? {},
+          stats,
+        });
     const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
     versions.set(m.id, v);
   } catch (err) {
@@ -156,7 +162,7 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     const request = { id: r.id || undefined, modelName: v.name, inputs: [], signal: controller.signal } as unknown as InferenceRequest;
     const prepared: PreparedRequest = {
       request,
-      control: { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: false, sequenceEnd: false },
+      control: { priority: r.priority, timeoutUs: r.timeoutUs, ...sequenceControl(r.sequence) },
       batchSize: r.batchSize,
       inputs: r.inputs,
       outputNames: r.outputNames,
@@ -202,4 +208,34 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     port.close();
     return false;
   });
+}
+
+/**
+ * A sequence-batched version's scheduler (the main thread's SequenceBatchScheduler,
+ * unchanged: direct and oldest strategies, control inputs, implicit state, backlog, idle
+ * reaping, cancellation) over the borrowed sessions; the initial states as the main thread read them.
+ */
+function sequenceScheduler(
+  m: Extract<ToBatch, { t: "add" }>,
+  sequence: SequenceAdd,
+  instances: BackendInstance[],
+  stats: { recordExecution(n: number, ci: number, cinf: number, co: number): void },
+): SequenceBatchScheduler {
+  // What it logs goes to the main thread's log, with the main thread's settings as they were when the version loaded.
+  configureLog(sequence.log, (line) => post({ t: "log", line }));
+  return new SequenceBatchScheduler({
+    modelName: m.name,
+    modelDir: "",
+    instances,
+    signature: signatureOf(m.config),
+    settings: sequenceSettings(m.config),
+    stats,
+    initial: new Map(sequence.initial),
+  });
+}
+
+/** A request's sequence fields as RequestControl has them (none: not part of a sequence). */
+function sequenceControl(s: WireSequence | undefined): { sequenceId?: CorrelationId; sequenceStart: boolean; sequenceEnd: boolean } {
+  if (!s) return { sequenceStart: false, sequenceEnd: false };
+  return { ...(s.id !== undefined ? { sequenceId: s.id } : {}), sequenceStart: s.start, sequenceEnd: s.end };
 }
