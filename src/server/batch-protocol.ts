@@ -6,7 +6,7 @@
  */
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
-import type { LogSettings } from "../core/logger.ts";
+import type { LogEntry } from "../core/logger.ts";
 import type { ChannelPort, WireRequest, WireResult } from "./batch-slots.ts";
 
 /** Main thread → scheduling thread. */
@@ -23,8 +23,6 @@ export type ToBatch =
 /** A sequence-batched version's part of `add`: its scheduler is a SequenceBatchScheduler; each state's initial value, read by the main thread. */
 export interface SequenceAdd {
   initial: [string, Uint8Array][];
-  /** The main thread's log settings: what the sequence batcher logs there (a restart, a reaped sequence) is posted back as `log`. */
-  log: LogSettings;
 }
 
 /** Scheduling thread → main thread. */
@@ -33,8 +31,8 @@ export type FromBatch =
   | { t: "records"; records: number[] }
   | { t: "flushed"; id: number }
   | { t: "removed"; id: number }
-  /** A line the thread's logger wrote, for the main thread's log (its file or standard error). */
-  | { t: "log"; line: string }
+  /** What a logger on the thread logged (the sequence batcher: a restart, a reaped sequence), for the main thread's log under its settings. */
+  | { t: "log"; entry: LogEntry }
   /** Something failed that no request can report (the main thread logs it). */
   | { t: "error"; message: string };
 

@@ -15,7 +15,7 @@ import { serveThread } from "../core/threads/serve.ts";
 import { DynamicBatchScheduler } from "../scheduler/dynamic-batch-scheduler.ts";
 import { SequenceBatchScheduler } from "../scheduler/sequence-batch-scheduler.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
-import { configureLog } from "../core/logger.ts";
+import { forwardLog } from "../core/logger.ts";
 import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
@@ -26,6 +26,8 @@ import type { CorrelationId, InferenceRequest } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 
 const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
+// What is logged here (the sequence batcher: a restart, a reaped sequence) goes to the main thread's log, under its settings.
+forwardLog((entry) => post({ t: "log", entry }));
 
 /** Execution records go to the main thread at most this often (a statistics read flushes them first). */
 const RECORDS_EVERY_MS = 50;
@@ -221,8 +223,6 @@ function sequenceScheduler(
   instances: BackendInstance[],
   stats: { recordExecution(n: number, ci: number, cinf: number, co: number): void },
 ): SequenceBatchScheduler {
-  // What it logs goes to the main thread's log, with the main thread's settings as they were when the version loaded.
-  configureLog(sequence.log, (line) => post({ t: "log", line }));
   return new SequenceBatchScheduler({
     modelName: m.name,
     modelDir: "",

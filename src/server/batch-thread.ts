@@ -15,7 +15,7 @@
  */
 import { workerUrl } from "../core/worker-url.ts";
 import { Thread } from "../core/threads/thread.ts";
-import { getLogger, logSettings, writeLogLine } from "../core/logger.ts";
+import { getLogger, logEntry } from "../core/logger.ts";
 import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
@@ -97,7 +97,7 @@ export class BatchThread {
     const shared = instances.map((i) => i.share?.());
     if (shared.length === 0 || !shared.every((s) => s?.backend === "onnxruntime")) return undefined;
     const initial = sequenceSettings(c).states.map((s): [string, Uint8Array] => [s.inputName, initialState(s, model.modelDir)]);
-    return this.#add(model, shared as SharedInstance[], { initial, log: { ...logSettings() } });
+    return this.#add(model, shared as SharedInstance[], { initial });
   }
 
   #add(model: ScheduledModel, instances: SharedInstance[], sequence?: SequenceAdd): ThreadedBatchScheduler {
@@ -196,7 +196,7 @@ export class BatchThread {
         this.#removals.delete(m.id);
         return;
       case "log":
-        writeLogLine(m.line);
+        logEntry(m.entry);
         return;
       case "error":
         log.error(m.message);
