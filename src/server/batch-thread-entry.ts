@@ -19,6 +19,7 @@ import { forwardLog } from "../core/logger.ts";
 import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
+import { InOrder } from "./batch-order.ts";
 import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult, type WireSequence } from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
@@ -148,7 +149,10 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     if (slot >= 0 && channel.writeResult(slot, result)) channel.complete(slot);
     else port.postMessage({ t: "result", ref, slot, result } satisfies FromBatchPort);
   };
+  /** Requests cancelled while held back by `order`: aborted once taken. */
+  const cancelledEarly = new Set<number>();
   const take = (slot: number, r: WireRequest) => {
+    const cancelledFirst = cancelledEarly.delete(r.ref);
     const v = versions.get(r.entry);
     const why = refused.get(r.entry);
     if (why !== undefined) {
@@ -188,18 +192,25 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
         answer(r.ref, slot, { t: "error", code: e.code, message: e.message, ...(e.reason ? { reason: e.reason } : {}) });
       },
     );
+    if (cancelledFirst) controller.abort();
     update(v);
   };
+  // Taken in the order submitted: a request that came as a message is not passed by a later one on the ring.
+  const order = new InOrder<[number, WireRequest]>(([slot, r]) => take(slot, r));
   const drain = () => {
-    for (const slot of channel.takeSubmitted()) take(slot, channel.readRequest(slot));
+    for (const slot of channel.takeSubmitted()) {
+      const r = channel.readRequest(slot);
+      order.arrive(r.ref, [slot, r]);
+    }
   };
   port.onmessage = (e: MessageEvent) => {
     const m = e.data as ToBatchPort;
-    if (m.t === "submit") take(-1, m.request);
+    if (m.t === "submit") order.arrive(m.request.ref, [-1, m.request]);
     else {
       // A cancel may pass its request on the ring: take what the ring holds first.
       drain();
-      live.get(m.ref)?.abort();
+      if (order.held(m.ref)) cancelledEarly.add(m.ref);
+      else live.get(m.ref)?.abort();
     }
   };
   drains.add(drain);

@@ -21,7 +21,9 @@ import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { inferenceClient, type Call } from "../helpers/grpc-client.ts";
 import { holdModel } from "../helpers/hold-model.ts";
-import { encodeModel, valueInfo, node, ElemType } from "../../scripts/lib/onnx-builder.ts";
+import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
+import { credentials, makeGenericClientConstructor, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
+import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 
 type Repo = ReturnType<typeof makeRepository>;
 
@@ -72,6 +74,31 @@ function addControls(repo: Repo, name: string, strategy: string): void {
   );
 }
 
+/** `bigseq`: sums each request's INPUT (FP32 [-1]: as many as it has) onto its sequence's state; START's may be more than a slot holds. */
+function addBigSequence(repo: Repo): void {
+  repo.add(
+    "bigseq/config.pbtxt",
+    `name: "bigseq"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 4\ninput [ { name: "INPUT" data_type: TYPE_FP32 dims: [ -1 ] } ]\n` +
+      `output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n` +
+      `sequence_batching {\n  max_sequence_idle_microseconds: 60000000\n  state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n}\n` +
+      `instance_group [ { count: 1 kind: KIND_CPU } ]\n`,
+  );
+  repo.add(
+    "bigseq/1/model.onnx",
+    encodeModel({
+      name: "bigseq",
+      inputs: [valueInfo("INPUT", ElemType.FLOAT, ["batch", "n"]), valueInfo("STATE_IN", ElemType.FLOAT, ["batch", 1])],
+      outputs: [valueInfo("OUTPUT", ElemType.FLOAT, ["batch", 1]), valueInfo("STATE_OUT", ElemType.FLOAT, ["batch", 1])],
+      nodes: [
+        node("ReduceSum", ["INPUT", "AXES"], ["S"], { keepdims: 1 }),
+        node("Add", ["STATE_IN", "S"], ["STATE_OUT"]),
+        node("Identity", ["STATE_OUT"], ["OUTPUT"]),
+      ],
+      initializers: [initializer("AXES", ElemType.INT64, [1], new Uint8Array(BigInt64Array.of(1n).buffer))],
+    }),
+  );
+}
+
 function repository(name: string): Repo {
   const repo = makeRepository(["simple_sequence"]);
   addSequence(repo, "oldest", (c) =>
@@ -85,6 +112,7 @@ function repository(name: string): Repo {
   // Sequences idle for 300 ms are released.
   addSequence(repo, "brief", (c) => c.replace("5000000", "300000"));
   addControls(repo, "ctl", "direct { }");
+  addBigSequence(repo);
   addControls(repo, "ctl_oldest", "oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000 }");
   repo.add(
     "hold/config.pbtxt",
@@ -202,7 +230,7 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
 
   it("the workers submit the sequence-batched ONNX models' requests to the scheduling thread; one thread keeps them", () => {
     const line = /frontend worker threads submit these model versions' requests to the scheduling thread: (.*)/.exec(two.log())?.[1];
-    expect(line?.split(", ").sort()).toEqual(["brief:1", "ctl:1", "ctl_oldest:1", "oldest:1", "one_slot:1", "simple_sequence:1"]);
+    expect(line?.split(", ").sort()).toEqual(["bigseq:1", "brief:1", "ctl:1", "ctl_oldest:1", "oldest:1", "one_slot:1", "simple_sequence:1"]);
     expect(two.log()).toMatch(/the scheduling thread started/);
     expect(one.log()).not.toMatch(/scheduling thread/);
   });
@@ -351,6 +379,48 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
     expect(await fetch(`${two.metricsUrl}/metrics`).then((r) => r.text())).toMatch(
       /^nv_inference_request_failure\{model="one_slot",version="1",reason="CANCELED"\} 1$/m,
     );
+  });
+
+  it("a stream's sequence requests reach the sequence batcher in the order sent, a START too large for a slot before its next request", async () => {
+    const BIG = 20000;
+    const run = async (server: ServerProcess) => {
+      const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "S");
+      const c = new Ctor(server.grpcTarget!, credentials.createInsecure(), { "grpc.max_send_message_length": -1 }) as unknown as Client & {
+        ModelStreamInfer: () => ClientDuplexStream<object, any>;
+      };
+      const stream = c.ModelStreamInfer();
+      const responses: string[] = [];
+      const done = new Promise<void>((resolve, reject) => {
+        stream.on("data", (r) =>
+          responses.push(r.error_message || `${r.infer_response.id} ${Buffer.from(r.infer_response.raw_output_contents[0]).readFloatLE(0)}`),
+        );
+        stream.on("end", () => resolve());
+        stream.on("error", reject);
+      });
+      const request = (id: number, k: number, values: Float32Array) => ({
+        model_name: "bigseq",
+        id: `${id}-${k}`,
+        parameters: { sequence_id: { uint64_param: String(id) }, sequence_start: { bool_param: k === 0 }, sequence_end: { bool_param: k === 2 } },
+        inputs: [{ name: "INPUT", datatype: "FP32", shape: [1, values.length] }],
+        raw_input_contents: [Buffer.from(values.buffer)],
+      });
+      // Each sequence's START (80 kB: a message) is followed at once by two small requests (slots).
+      for (let id = 1; id <= 10; id++) {
+        stream.write(request(id, 0, new Float32Array(BIG).fill(id)));
+        stream.write(request(id, 1, Float32Array.of(0.5)));
+        stream.write(request(id, 2, Float32Array.of(0.25)));
+      }
+      stream.end();
+      await done;
+      c.close();
+      return responses;
+    };
+    const a = await run(one);
+    expect(await run(two)).toEqual(a);
+    expect(a).toHaveLength(30);
+    for (let id = 1; id <= 10; id++) {
+      expect(a.filter((r) => r.startsWith(`${id}-`)).sort()).toEqual([`${id}-0 ${BIG * id}`, `${id}-1 ${BIG * id + 0.5}`, `${id}-2 ${BIG * id + 0.75}`]);
+    }
   });
 
   it("answers sequences while the main thread's event loop is held by another model", async () => {
