@@ -325,6 +325,18 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
           await httpStep(server, "simple_sequence", "words", 5, false, true),
           await httpStep(server, "simple_sequence", "words", 6, false, false),
           await httpStep(server, "simple_sequence", -3, 1, true, false),
+          // sequence_id of a type no protocol takes as one, over both.
+          await httpStep(server, "simple_sequence", true as unknown as Id, 1, true, false),
+          await httpStep(server, "simple_sequence", 1.5, 1, true, false),
+          await call("ModelInfer")({
+            model_name: "simple_sequence",
+            parameters: { sequence_id: { double_param: 2.5 }, sequence_start: { bool_param: true } },
+            inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1] }],
+            raw_input_contents: [Buffer.from(Int32Array.of(1).buffer)],
+          }).then(
+            () => "ok",
+            (e: { code: number; details: string }) => `${e.code} ${e.details}`,
+          ),
         ];
       } finally {
         client.close();
@@ -342,6 +354,11 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
     ]);
     expect(a[8]).toMatch(/^400 .*must specify the START flag/);
     expect(a[9]).toMatch(/^400 /);
+    expect(a.slice(10)).toEqual([
+      `400 {"error":"Unable to parse 'sequence_id': attempt to access JSON non-string as string"}`,
+      `400 {"error":"Unable to parse 'sequence_id': attempt to access JSON non-string as string"}`,
+      "3 invalid value type for 'sequence_id' parameter, expected int64_param or string_param.",
+    ]);
     for (const model of ["simple_sequence", "ctl"]) expect(await requestCounts(two, model), model).toEqual(await requestCounts(one, model));
   });
 
