@@ -144,8 +144,9 @@ async function httpStep(
   start: boolean,
   end: boolean,
   signal?: AbortSignal,
+  extra: Record<string, unknown> = {},
 ): Promise<string> {
-  const parameters: Record<string, unknown> = { sequence_start: start, sequence_end: end };
+  const parameters: Record<string, unknown> = { sequence_start: start, sequence_end: end, ...extra };
   if (id !== undefined) parameters.sequence_id = id;
   const body = JSON.stringify({ parameters, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [value] }] }, (_, v) =>
     typeof v === "bigint" ? `@${v}@` : v,
@@ -301,6 +302,32 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
       expect(cb, model).toEqual(ca);
       expect(ca, model).toMatchObject({ success: 12, fail: 0, executionCount: 12, batches: [[1, 12]], metricExec: 12 });
     }
+  });
+
+  it("one view of a sequence: its requests from a worker, the main thread (a priority parameter) and gRPC continue one state", async () => {
+    const run = async (server: ServerProcess) => {
+      const { client, call } = inferenceClient(server.grpcTarget!);
+      try {
+        return [
+          await httpStep(server, "simple_sequence", 777, 1, true, false),
+          await httpStep(server, "simple_sequence", 777, 2, false, false, undefined, { priority: 0 }),
+          await grpcStep(call, "simple_sequence", 777, 3, false, false),
+          await httpStep(server, "simple_sequence", 777, 4, false, true, undefined, { priority: 0 }),
+          await httpStep(server, "simple_sequence", 777, 5, false, false),
+        ];
+      } finally {
+        client.close();
+      }
+    };
+    const a = await run(one);
+    expect(await run(two)).toEqual(a);
+    expect([sumOf(a[0]!), sumOf(a[1]!), sumOf(a[3]!)]).toEqual([1, 3, 10]);
+    const six = Buffer.alloc(4);
+    six.writeInt32LE(6);
+    expect(a[2]).toBe(JSON.stringify([["OUTPUT", six.toString("hex")]]));
+    expect(a[4]).toBe(
+      `400 {"error":"inference request for sequence 777 to model 'simple_sequence' must specify the START flag on the first request of the sequence"}`,
+    );
   });
 
   it("refuses as one thread refuses, with Triton's messages and codes, and counts the failures the same", async () => {
