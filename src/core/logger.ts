@@ -88,13 +88,37 @@ function write(level: LogLevel, where: string, msg: string): void {
   sink(`${stamp(level)} ${process.pid} ${where}] ${escapeLogText(msg)}`);
 }
 
+/** A log entry as a thread without a log of its own hands it to the main thread: its kind (a verbose one: its level), its logger's tag, its message. */
+export interface LogEntry {
+  kind: "info" | "warn" | "error" | number;
+  where: string;
+  msg: string;
+}
+
+let forward: ((e: LogEntry) => void) | undefined;
+
+/** From now on this thread's loggers hand every entry to `to`, unfiltered: the main thread logs it under its own settings as they are then (logEntry). */
+export function forwardLog(to: ((e: LogEntry) => void) | undefined): void {
+  forward = to;
+}
+
+/** Logs another thread's entry here, as this thread's logger `e.where` would. */
+export function logEntry(e: LogEntry): void {
+  const k = e.kind;
+  if (typeof k === "number") {
+    if (settings.verbose >= k) write("I", e.where, e.msg);
+  } else if (k === "info" ? settings.info : k === "warn" ? settings.warning : settings.error) {
+    write(k === "info" ? "I" : k === "warn" ? "W" : "E", e.where, e.msg);
+  }
+}
+
 /** A logger tagged with the path of the file that creates it (see the module comment). */
 export function getLogger(where: string) {
   return {
-    info: (msg: string) => settings.info && write("I", where, msg),
-    warn: (msg: string) => settings.warning && write("W", where, msg),
-    error: (msg: string) => settings.error && write("E", where, msg),
-    verbose: (level: number, msg: string) => settings.verbose >= level && write("I", where, msg),
+    info: (msg: string) => (forward ? forward({ kind: "info", where, msg }) : settings.info && write("I", where, msg)),
+    warn: (msg: string) => (forward ? forward({ kind: "warn", where, msg }) : settings.warning && write("W", where, msg)),
+    error: (msg: string) => (forward ? forward({ kind: "error", where, msg }) : settings.error && write("E", where, msg)),
+    verbose: (level: number, msg: string) => (forward ? forward({ kind: level, where, msg }) : settings.verbose >= level && write("I", where, msg)),
     /**
      * An info entry over several lines, as Triton logs its model table: `lines` are the
      * server's own layout, each one escaped (so a client's string in one cannot break it).

@@ -2,7 +2,7 @@
  * @module Picks a model version's scheduler from its config, the one place that does, as
  * Triton's TritonModel::SetConfiguredScheduler does: the ensemble scheduler for an
  * ensemble, the sequence batcher for `sequence_batching`, the dynamic batcher for
- * `dynamic_batching` (on the scheduling thread when a host takes it), otherwise the default scheduler.
+ * `dynamic_batching` (either batcher on the scheduling thread when a host takes it), otherwise the default scheduler.
  */
 import { isEnsemble } from "../model-config/normalize.ts";
 import { DefaultScheduler } from "./default-scheduler.ts";
@@ -32,6 +32,8 @@ export interface ScheduledModel {
 /** Another thread that runs some versions' schedulers (server/batch-thread.ts): its scheduler for `model`, or undefined. */
 export interface SchedulerHost {
   scheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined;
+  /** Its scheduler for sequence-batched `model`, or undefined. */
+  sequenceScheduler?(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined;
 }
 
 /**
@@ -41,6 +43,8 @@ export interface SchedulerHost {
 export function createScheduler(model: ScheduledModel, instances: readonly BackendInstance[], runner: ModelRunner, host?: SchedulerHost): Scheduler {
   if (isEnsemble(model.config)) return new EnsembleScheduler(model.config, runner, model.namespace, model.stats);
   if (model.config.sequence_batching) {
+    const elsewhere = host?.sequenceScheduler?.(model, instances);
+    if (elsewhere) return elsewhere;
     return new SequenceBatchScheduler({
       modelName: model.name,
       modelDir: model.modelDir,

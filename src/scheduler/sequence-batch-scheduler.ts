@@ -78,14 +78,17 @@ export interface SequenceBatchSchedulerOptions {
   instances: readonly BackendInstance[];
   signature: ModelSignature;
   settings: SequenceSettings;
-  stats: ModelStats;
+  /** Where executions are counted (the scheduling thread posts its to the main thread). */
+  stats: Pick<ModelStats, "recordExecution">;
   clock?: SchedulerClock;
+  /** Each state's initial value, read already (the scheduling thread gets them from the main thread); read from modelDir otherwise. */
+  initial?: ReadonlyMap<string, Uint8Array>;
 }
 
 export class SequenceBatchScheduler implements Scheduler {
   readonly #model: string;
   readonly #settings: SequenceSettings;
-  readonly #stats: ModelStats;
+  readonly #stats: Pick<ModelStats, "recordExecution">;
   readonly #clock: SchedulerClock;
   readonly #batched: boolean;
   readonly #rules: BatchRules;
@@ -106,7 +109,7 @@ export class SequenceBatchScheduler implements Scheduler {
     this.#batched = opts.signature.maxBatchSize > 0;
     this.#rules = batchRules(opts.signature);
     this.#tables = opts.instances.map((instance) => ({ instance, busy: false, members: [] }));
-    this.#initial = new Map(opts.settings.states.map((s) => [s.inputName, initialState(s, opts.modelDir)]));
+    this.#initial = new Map(opts.initial ?? opts.settings.states.map((s) => [s.inputName, initialState(s, opts.modelDir)]));
   }
 
   enqueue(prepared: PreparedRequest): Promise<ScheduledResult> {

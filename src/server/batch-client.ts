@@ -9,6 +9,7 @@
 import { DONE_HEAD, DONE_TAIL, FAILED, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatchPort, ToBatchPort } from "./batch-protocol.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
+import type { WireSequence } from "./batch-slots.ts";
 
 interface Pending {
   resolve(r: WireResult): void;
@@ -54,6 +55,8 @@ export class BatchClient {
       inputs: prepared.inputs,
       outputNames: prepared.outputNames,
     };
+    const sequence = sequenceOf(prepared);
+    if (sequence) request.sequence = sequence;
     return new Promise<WireResult>((resolve) => {
       const signal = prepared.request.signal;
       const onAbort = () => this.#post({ t: "cancel", ref });
@@ -124,4 +127,10 @@ export class BatchClient {
     p.forget();
     p.resolve(result);
   }
+}
+
+/** The request's sequence parameters, for a sequence-batched version on the scheduling thread; undefined when it set none. */
+function sequenceOf(prepared: PreparedRequest): WireSequence | undefined {
+  const { sequenceId: id, sequenceStart: start, sequenceEnd: end } = prepared.control;
+  return id === undefined && !start && !end ? undefined : { id, start, end };
 }

@@ -6,12 +6,13 @@
  */
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
+import type { LogEntry } from "../core/logger.ts";
 import type { ChannelPort, WireRequest, WireResult } from "./batch-slots.ts";
 
 /** Main thread → scheduling thread. */
 export type ToBatch =
   /** A version to batch: its scheduler is made over borrowed `instances`; `counters` is Int32 [in flight, queued], kept current. */
-  | { t: "add"; id: number; name: string; config: ModelConfig; instances: SharedInstance[]; counters: SharedArrayBuffer }
+  | { t: "add"; id: number; name: string; config: ModelConfig; instances: SharedInstance[]; counters: SharedArrayBuffer; sequence?: SequenceAdd }
   /** Stop taking requests for `id`, drain it, release what was borrowed; answered `removed`. */
   | { t: "remove"; id: number }
   /** A submitter's channel: its slots' buffer and the MessagePort for what does not fit (transferred). */
@@ -19,12 +20,19 @@ export type ToBatch =
   /** Post the execution records held, then `flushed`. */
   | { t: "flush"; id: number };
 
+/** A sequence-batched version's part of `add`: its scheduler is a SequenceBatchScheduler; each state's initial value, read by the main thread. */
+export interface SequenceAdd {
+  initial: [string, Uint8Array][];
+}
+
 /** Scheduling thread → main thread. */
 export type FromBatch =
   /** Executions, EXEC_WIDTH numbers each: [version id, batch size, computeInputNs, computeInferNs, computeOutputNs]. */
   | { t: "records"; records: number[] }
   | { t: "flushed"; id: number }
   | { t: "removed"; id: number }
+  /** What a logger on the thread logged (the sequence batcher: a restart, a reaped sequence), for the main thread's log under its settings. */
+  | { t: "log"; entry: LogEntry }
   /** Something failed that no request can report (the main thread logs it). */
   | { t: "error"; message: string };
 

@@ -19,6 +19,7 @@
 import { DATA_TYPES, type DataType, type Tensor } from "../core/tensor.ts";
 import { ERROR_CODES, ServerError, type ErrorCode } from "../core/errors.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
+import type { CorrelationId } from "../core/request.ts";
 
 /** Int32 indices of the header. */
 export const SUB_TAIL = 0;
@@ -51,6 +52,15 @@ export interface WireRequest {
   id: string;
   inputs: Tensor[];
   outputNames: string[];
+  /** A sequence-batched version's control parameters (sequence_id, sequence_start, sequence_end), when the request set any. */
+  sequence?: WireSequence;
+}
+
+/** A request's sequence parameters as the sequence batcher reads them (RequestControl). */
+export interface WireSequence {
+  id: CorrelationId | undefined;
+  start: boolean;
+  end: boolean;
 }
 
 /** A request's outcome as the submitter gets it. */
@@ -136,6 +146,7 @@ export class SlotChannel {
     w.u32(r.outputNames.length);
     for (const n of r.outputNames) w.str(n);
     w.tensors(r.inputs);
+    writeSequence(w, r.sequence);
     return w.ok;
   }
 
@@ -150,7 +161,9 @@ export class SlotChannel {
     const id = r.str();
     const outputNames: string[] = [];
     for (let i = r.u32(); i > 0; i--) outputNames.push(r.str());
-    return { ref, entry, batchSize, priority, timeoutUs, id, outputNames, inputs: r.tensors() };
+    const inputs = r.tensors();
+    const sequence = readSequence(r);
+    return { ref, entry, batchSize, priority, timeoutUs, id, outputNames, inputs, ...(sequence ? { sequence } : {}) };
   }
 
   /** Writes `res` into `slot`; false when it does not fit (it goes as a message then). */
@@ -227,6 +240,36 @@ export function whileRung(ctrl: Int32Array, tailAt: number, headAt: number, step
   loop();
 }
 
+/** Sequence kinds in a slot: none, with no ID, with a string ID, with an integer ID (64 bits). */
+const NO_SEQUENCE = 0;
+const SEQUENCE_NO_ID = 1;
+const SEQUENCE_STRING = 2;
+const SEQUENCE_UINT64 = 3;
+
+/** A request's sequence parameters, after its tensors: kind, flags (1 START, 2 END), then the ID. */
+function writeSequence(w: SlotWriter, s: WireSequence | undefined): void {
+  if (!s) return w.u32(NO_SEQUENCE);
+  const id = s.id;
+  w.u32(id === undefined ? SEQUENCE_NO_ID : typeof id === "string" ? SEQUENCE_STRING : SEQUENCE_UINT64);
+  w.u32((s.start ? 1 : 0) | (s.end ? 2 : 0));
+  if (typeof id === "string") w.str(id);
+  else if (id !== undefined) w.u64(BigInt(id));
+}
+
+function readSequence(r: SlotReader): WireSequence | undefined {
+  const kind = r.u32();
+  if (kind === NO_SEQUENCE) return undefined;
+  const flags = r.u32();
+  let id: CorrelationId | undefined;
+  if (kind === SEQUENCE_STRING) id = r.str();
+  else if (kind === SEQUENCE_UINT64) {
+    const v = r.u64();
+    // An ID within 2^53 as a number, as the frontends decode it; past that exact, as a bigint.
+    id = v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  }
+  return { id, start: (flags & 1) !== 0, end: (flags & 2) !== 0 };
+}
+
 /** The slot count a channel's buffer was made with (kept in the header). */
 function slotsOf(buffer: SharedArrayBuffer): number {
   return new Int32Array(buffer, 0, HEADER_INTS)[5]!;
@@ -264,6 +307,11 @@ class SlotWriter {
   f64(v: number): void {
     this.#at = this.#start + align(this.#at - this.#start, 8);
     if (this.#room(8)) this.view.setFloat64(this.#at, v, true);
+    this.#at += 8;
+  }
+  u64(v: bigint): void {
+    this.#at = this.#start + align(this.#at - this.#start, 8);
+    if (this.#room(8)) this.view.setBigUint64(this.#at, v, true);
     this.#at += 8;
   }
   str(s: string): void {
@@ -319,6 +367,12 @@ class SlotReader {
   f64(): number {
     this.#at = this.#start + align(this.#at - this.#start, 8);
     const v = this.view.getFloat64(this.#at, true);
+    this.#at += 8;
+    return v;
+  }
+  u64(): bigint {
+    this.#at = this.#start + align(this.#at - this.#start, 8);
+    const v = this.view.getBigUint64(this.#at, true);
     this.#at += 8;
     return v;
   }

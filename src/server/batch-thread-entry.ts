@@ -13,23 +13,29 @@
  */
 import { serveThread } from "../core/threads/serve.ts";
 import { DynamicBatchScheduler } from "../scheduler/dynamic-batch-scheduler.ts";
+import { SequenceBatchScheduler } from "../scheduler/sequence-batch-scheduler.ts";
+import { sequenceSettings } from "../scheduler/sequence/config.ts";
+import { forwardLog } from "../core/logger.ts";
 import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
-import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
-import type { FromBatch, FromBatchPort, ToBatch, ToBatchPort } from "./batch-protocol.ts";
+import { InOrder } from "./batch-order.ts";
+import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult, type WireSequence } from "./batch-slots.ts";
+import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
-import type { InferenceRequest } from "../core/request.ts";
+import type { CorrelationId, InferenceRequest } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 
 const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
+// What is logged here (the sequence batcher: a restart, a reaped sequence) goes to the main thread's log, under its settings.
+forwardLog((entry) => post({ t: "log", entry }));
 
 /** Execution records go to the main thread at most this often (a statistics read flushes them first). */
 const RECORDS_EVERY_MS = 50;
 
 interface Version {
   name: string;
-  scheduler: DynamicBatchScheduler;
+  scheduler: DynamicBatchScheduler | SequenceBatchScheduler;
   borrowed: BorrowedInstance[];
   /** Int32 [in flight, queued], read by the main thread (pending count, metrics). */
   counters: Int32Array;
@@ -84,13 +90,16 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
       },
       close: () => b.close(),
     }));
-    const scheduler = new DynamicBatchScheduler({
-      modelName: m.name,
-      instances,
-      signature: signatureOf(m.config),
-      config: m.config.dynamic_batching ?? {},
-      stats: { recordExecution: (n, ci, cinf, co) => record(m.id, n, ci, cinf, co) },
-    });
+    const stats = { recordExecution: (n: number, ci: number, cinf: number, co: number) => record(m.id, n, ci, cinf, co) };
+    const scheduler = m.sequence
+      ? sequenceScheduler(m, m.sequence, instances, stats)
+      : new DynamicBatchScheduler({
+          modelName: m.name,
+          instances,
+          signature: signatureOf(m.config),
+          config: m.config.dynamic_batching ?? {},
+          stats,
+        });
     const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
     versions.set(m.id, v);
   } catch (err) {
@@ -140,7 +149,10 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     if (slot >= 0 && channel.writeResult(slot, result)) channel.complete(slot);
     else port.postMessage({ t: "result", ref, slot, result } satisfies FromBatchPort);
   };
+  /** Requests cancelled while held back by `order`: aborted once taken. */
+  const cancelledEarly = new Set<number>();
   const take = (slot: number, r: WireRequest) => {
+    const cancelledFirst = cancelledEarly.delete(r.ref);
     const v = versions.get(r.entry);
     const why = refused.get(r.entry);
     if (why !== undefined) {
@@ -156,7 +168,7 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     const request = { id: r.id || undefined, modelName: v.name, inputs: [], signal: controller.signal } as unknown as InferenceRequest;
     const prepared: PreparedRequest = {
       request,
-      control: { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: false, sequenceEnd: false },
+      control: { priority: r.priority, timeoutUs: r.timeoutUs, ...sequenceControl(r.sequence) },
       batchSize: r.batchSize,
       inputs: r.inputs,
       outputNames: r.outputNames,
@@ -180,18 +192,25 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
         answer(r.ref, slot, { t: "error", code: e.code, message: e.message, ...(e.reason ? { reason: e.reason } : {}) });
       },
     );
+    if (cancelledFirst) controller.abort();
     update(v);
   };
+  // Taken in the order submitted: a request that came as a message is not passed by a later one on the ring.
+  const order = new InOrder<[number, WireRequest]>(([slot, r]) => take(slot, r));
   const drain = () => {
-    for (const slot of channel.takeSubmitted()) take(slot, channel.readRequest(slot));
+    for (const slot of channel.takeSubmitted()) {
+      const r = channel.readRequest(slot);
+      order.arrive(r.ref, [slot, r]);
+    }
   };
   port.onmessage = (e: MessageEvent) => {
     const m = e.data as ToBatchPort;
-    if (m.t === "submit") take(-1, m.request);
+    if (m.t === "submit") order.arrive(m.request.ref, [-1, m.request]);
     else {
       // A cancel may pass its request on the ring: take what the ring holds first.
       drain();
-      live.get(m.ref)?.abort();
+      if (order.held(m.ref)) cancelledEarly.add(m.ref);
+      else live.get(m.ref)?.abort();
     }
   };
   drains.add(drain);
@@ -202,4 +221,32 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     port.close();
     return false;
   });
+}
+
+/**
+ * A sequence-batched version's scheduler (the main thread's SequenceBatchScheduler,
+ * unchanged: direct and oldest strategies, control inputs, implicit state, backlog, idle
+ * reaping, cancellation) over the borrowed sessions; the initial states as the main thread read them.
+ */
+function sequenceScheduler(
+  m: Extract<ToBatch, { t: "add" }>,
+  sequence: SequenceAdd,
+  instances: BackendInstance[],
+  stats: { recordExecution(n: number, ci: number, cinf: number, co: number): void },
+): SequenceBatchScheduler {
+  return new SequenceBatchScheduler({
+    modelName: m.name,
+    modelDir: "",
+    instances,
+    signature: signatureOf(m.config),
+    settings: sequenceSettings(m.config),
+    stats,
+    initial: new Map(sequence.initial),
+  });
+}
+
+/** A request's sequence fields as RequestControl has them (none: not part of a sequence). */
+function sequenceControl(s: WireSequence | undefined): { sequenceId?: CorrelationId; sequenceStart: boolean; sequenceEnd: boolean } {
+  if (!s) return { sequenceStart: false, sequenceEnd: false };
+  return { ...(s.id !== undefined ? { sequenceId: s.id } : {}), sequenceStart: s.start, sequenceEnd: s.end };
 }

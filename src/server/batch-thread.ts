@@ -15,12 +15,14 @@
  */
 import { workerUrl } from "../core/worker-url.ts";
 import { Thread } from "../core/threads/thread.ts";
-import { getLogger } from "../core/logger.ts";
+import { getLogger, logEntry } from "../core/logger.ts";
 import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
 import { CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
-import { EXEC_WIDTH, type FromBatch, type ToBatch } from "./batch-protocol.ts";
+import { EXEC_WIDTH, type FromBatch, type SequenceAdd, type ToBatch } from "./batch-protocol.ts";
+import { sequenceSettings } from "../scheduler/sequence/config.ts";
+import { initialState } from "../scheduler/sequence/tensors.ts";
 import type { BackendInstance, SharedInstance } from "../backends/backend.ts";
 import type { ModelStats } from "../core/stats.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
@@ -79,10 +81,30 @@ export class BatchThread {
     // ONNX Runtime sessions only: a TypeScript instance's worker is reached through the main thread's ports.
     const shared = instances.map((i) => i.share?.());
     if (shared.length === 0 || !shared.every((s) => s?.backend === "onnxruntime")) return undefined;
+    return this.#add(model, shared as SharedInstance[]);
+  }
+
+  /**
+   * The scheduler for sequence-batched `model` on the scheduling thread (its
+   * SequenceBatchScheduler there: slots, state, backlog, idle reaping), or undefined when
+   * it stays on the main thread. ONNX Runtime sessions only, not decoupled. The states'
+   * initial values are read here, so that a bad initial_state file fails the load as on
+   * one thread.
+   */
+  sequenceScheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined {
+    const c = model.config;
+    if (!c.sequence_batching || c.model_transaction_policy?.decoupled === true || this.#failed) return undefined;
+    const shared = instances.map((i) => i.share?.());
+    if (shared.length === 0 || !shared.every((s) => s?.backend === "onnxruntime")) return undefined;
+    const initial = sequenceSettings(c).states.map((s): [string, Uint8Array] => [s.inputName, initialState(s, model.modelDir)]);
+    return this.#add(model, shared as SharedInstance[], { initial });
+  }
+
+  #add(model: ScheduledModel, instances: SharedInstance[], sequence?: SequenceAdd): ThreadedBatchScheduler {
     const id = this.#nextId++;
     const counters = new SharedArrayBuffer(8);
     this.#stats.set(id, model.stats);
-    this.#start().send({ t: "add", id, name: model.name, config: c, instances: shared as SharedInstance[], counters });
+    this.#start().send({ t: "add", id, name: model.name, config: model.config, instances, counters, ...(sequence ? { sequence } : {}) });
     return new ThreadedBatchScheduler(this, id, new Int32Array(counters));
   }
 
@@ -172,6 +194,9 @@ export class BatchThread {
         this.#stats.delete(m.id);
         this.#removals.get(m.id)?.();
         this.#removals.delete(m.id);
+        return;
+      case "log":
+        logEntry(m.entry);
         return;
       case "error":
         log.error(m.message);

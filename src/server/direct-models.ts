@@ -1,10 +1,11 @@
 /**
  * @module The models the frontend worker threads run themselves (#30), main thread's
  * half. A version qualifies when its requests need no state shared across requests: the
- * default scheduler (no sequence batching, not decoupled), no response cache, no rate
+ * default scheduler (not decoupled), no response cache, no rate
  * limiter, not traced, and instances another thread can run (ONNX Runtime sessions:
  * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached
- * over a port per frontend worker); or dynamic batching on the scheduling thread; or an
+ * over a port per frontend worker); or dynamic or sequence batching on the scheduling
+ * thread (whose requests, sequence parameters included, the workers submit there); or an
  * ensemble whose every step's model qualifies (stepsServedByWorkers). The table of them is
  * published to every subscriber (each frontend worker) after any version changes state
  * or the trace settings change; a worker answers a request for a version in its table
@@ -31,8 +32,10 @@ import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 /** Whether `mv`'s requests may run in the frontend workers (see the module comment); `depth`: how deep in ensembles it is a step. */
 export function servedByWorkers(server: InferenceServer, mv: ModelVersion, depth = 0): boolean {
   const c = mv.config;
-  if (!mv.ready || c.sequence_batching) return false;
+  if (!mv.ready) return false;
   if (c.model_transaction_policy?.decoupled === true || server.cacheEnabled(mv) || server.trace?.mayTrace(mv.name)) return false;
+  // A sequence-batched version only where its sequence batcher runs on the scheduling thread, and not as an ensemble's step.
+  if (c.sequence_batching) return depth === 0 && threadedBatchId(mv) !== undefined;
   if (isEnsemble(c)) return depth < MAX_NESTING && stepsServedByWorkers(server, mv, depth);
   // A dynamically batched version only where its batcher runs on the scheduling thread (batch-thread.ts).
   if (c.dynamic_batching) return threadedBatchId(mv) !== undefined;

@@ -24,7 +24,7 @@ import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
 import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
-import { addStepTimes, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
+import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
 import { errorOf } from "./batch-slots.ts";
@@ -36,6 +36,8 @@ import { isEnsemble } from "../model-config/normalize.ts";
 
 /** Keys that make a request the main thread's (the scheduler or the server reads them). */
 const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
+/** The control keys a sequence-batched version on the scheduling thread takes from a worker (its sequence batcher reads them there). */
+const SEQUENCE_KEYS: ReadonlySet<string> = new Set(["sequence_id", "sequence_start", "sequence_end"]);
 /** Runs one worker keeps going at once before it hands more to the main thread (which queues them). */
 export const MAX_DIRECT_IN_FLIGHT = 32;
 
@@ -132,8 +134,10 @@ export class DirectRunner {
   /** Answers the request here, or undefined when the main thread must (nothing is recorded then). */
   run(model: string, version: string | undefined, request: InferenceRequest): Promise<InferenceResponse> | undefined {
     const id = this.#routes.get(routeKey(model, version));
-    if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || !plain(request)) return undefined;
-    return this.#dispatch(this.#served.get(id)!, request, false);
+    if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT) return undefined;
+    const served = this.#served.get(id)!;
+    if (!plain(request, sequenced(served.entry) && validSequence(request))) return undefined;
+    return this.#dispatch(served, request, false);
   }
 
   /** Runs `request` on `served` here (a client's, or with `step` an ensemble's step); undefined when it cannot run here now. */
@@ -301,12 +305,34 @@ async function submitted(client: BatchClient, batch: number, prepared: PreparedR
 const RETIRED = new Error("the version was retired before it ran here");
 export const isRetired = (err: unknown): boolean => err === RETIRED;
 
-/** No control parameters, no shared memory, no classification: what the worker answers exactly as the main thread does. */
-function plain(request: InferenceRequest): boolean {
+/**
+ * No control parameters (but the sequence ones where `sequence`), no shared memory, no
+ * classification: what the worker answers exactly as the main thread does.
+ */
+function plain(request: InferenceRequest, sequence = false): boolean {
   const p: Parameters | undefined = request.parameters;
-  if (p) for (const k of CONTROL_KEYS) if (p[k] !== undefined) return false;
+  if (p) for (const k of CONTROL_KEYS) if (p[k] !== undefined && !(sequence && SEQUENCE_KEYS.has(k))) return false;
   for (const i of request.inputs) if (i.parameters?.shared_memory_region !== undefined) return false;
   if (request.outputs)
     for (const o of request.outputs) if (o.parameters?.shared_memory_region !== undefined || o.parameters?.classification !== undefined) return false;
   return true;
+}
+
+/** A sequence-batched version whose sequence batcher runs on the scheduling thread: its requests' sequence parameters go there with them. */
+function sequenced(entry: DirectEntry): boolean {
+  return entry.batch !== undefined && entry.config.sequence_batching !== undefined;
+}
+
+/**
+ * Whether the request's control parameters parse: the main thread refuses one that does
+ * not before it counts the request (parseControl comes first in its inference), so such a
+ * request is left to it.
+ */
+function validSequence(request: InferenceRequest): boolean {
+  try {
+    parseControl(request.parameters);
+    return true;
+  } catch {
+    return false;
+  }
 }

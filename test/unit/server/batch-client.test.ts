@@ -50,6 +50,25 @@ const prepared = (inputs: Tensor[], signal?: AbortSignal): PreparedRequest => ({
 const values = (t: Tensor) => Array.from(new Int32Array(new Uint8Array(t.data).buffer));
 
 describe("BatchClient", () => {
+  it("a request's sequence parameters go into its slot with it; a request without them carries none (#30 item 2)", () => {
+    const { channel, client } = setup();
+    const withSequence = (sequenceId: PreparedRequest["control"]["sequenceId"], sequenceStart: boolean, sequenceEnd: boolean): PreparedRequest => {
+      const p = prepared([tensor("IN", [1])]);
+      return { ...p, control: { ...p.control, sequenceId, sequenceStart, sequenceEnd } };
+    };
+    void client.submit(1, withSequence(18446744073709551615n, true, false));
+    void client.submit(1, withSequence("s-1", false, true));
+    void client.submit(1, withSequence(undefined, true, false));
+    void client.submit(1, prepared([tensor("IN", [1])]));
+    const read = channel.takeSubmitted().map((slot) => channel.readRequest(slot).sequence);
+    expect(read).toEqual([
+      { id: 18446744073709551615n, start: true, end: false },
+      { id: "s-1", start: false, end: true },
+      { id: undefined, start: true, end: false },
+      undefined,
+    ]);
+  });
+
   it("writes a request into a slot and rings; the result written back into the slot settles it", async () => {
     const { channel, client } = setup();
     const answer = client.submit(9, prepared([tensor("IN", [1, 2, 3])]));

@@ -42,6 +42,35 @@ describe("SlotChannel", () => {
     }
   });
 
+  it("a request's sequence parameters come back exactly: string and uint64 IDs (past 2^53 as bigint), flags, none (#30 item 2)", () => {
+    const mine = new SlotChannel(2);
+    const theirs = new SlotChannel(mine.buffer);
+    const cases: WireRequest["sequence"][] = [
+      { id: 42, start: true, end: false },
+      { id: 2n ** 64n - 1n, start: false, end: true },
+      { id: 2 ** 53 - 1, start: true, end: true },
+      { id: "seq-ü-\u{1F600}", start: false, end: false },
+      { id: undefined, start: true, end: false },
+    ];
+    for (const sequence of cases) {
+      expect(mine.writeRequest(0, request({ sequence }))).toBe(true);
+      const read = theirs.readRequest(0);
+      expect(read.sequence).toEqual(sequence);
+      expect(plain(read)).toEqual(plain(request({ sequence })));
+    }
+    // 2^53 + 1 and beyond stay exact, as a bigint; a smaller ID given as a bigint reads as the number the frontends give.
+    mine.writeRequest(1, request({ sequence: { id: 2n ** 53n + 1n, start: true, end: false } }));
+    expect(theirs.readRequest(1).sequence?.id).toBe(2n ** 53n + 1n);
+    mine.writeRequest(1, request({ sequence: { id: 5n, start: true, end: false } }));
+    expect(theirs.readRequest(1).sequence?.id).toBe(5);
+    mine.writeRequest(1, request());
+    expect("sequence" in theirs.readRequest(1)).toBe(false);
+    // A sequence whose ID does not fit after the tensors is refused, as any request that does not fit.
+    const fill = { name: "INPUT0", datatype: "UINT8" as const, shape: [1], data: new Uint8Array(SLOT_BYTES - 96) };
+    expect(mine.writeRequest(1, request({ inputs: [fill], outputNames: [], id: "", sequence: { id: 1, start: true, end: false } }))).toBe(true);
+    expect(mine.writeRequest(1, request({ inputs: [fill], outputNames: [], id: "", sequence: { id: "x".repeat(64), start: true, end: false } }))).toBe(false);
+  });
+
   it("a result is copied out of its slot: writing the slot again leaves it as read", () => {
     const c = new SlotChannel(2);
     const outputs = [{ name: "OUTPUT0", datatype: "FP32" as const, shape: [1, 3], data: new Uint8Array(Float32Array.from([1.5, -2, 3]).buffer) }];
