@@ -24,7 +24,6 @@ import { restrictionMap } from "../frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
 import { createSagemakerHandler } from "../frontends/sagemaker.ts";
 import { createVertexAiHandler } from "../frontends/vertex-ai.ts";
-import { startOpenAiFrontend } from "../frontends/openai/frontend.ts";
 import { EarlyFrontendWorkers, type Frontend } from "./early-workers.ts";
 
 const log = getLogger("src/startup/listeners.ts");
@@ -320,6 +319,9 @@ export class Listeners {
       this.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort);
       log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${this.vertexAi.port}`);
     }
+    if (options.openaiPort === undefined) return;
+    // Imported when started: without --openai-port neither it nor its tokenizer and template packages are evaluated (#30).
+    const { startOpenAiFrontend } = await import("../frontends/openai/frontend.ts");
     this.openai = await startOpenAiFrontend(server, { port: options.openaiPort, address: options.openaiAddress, maxInputSize: options.httpMaxInputSize });
   }
 
