@@ -68,18 +68,24 @@ export interface StartableWorker {
 }
 
 /**
- * Starts `count` workers one after the other on `port`: the first binds it (a free one
- * for port 0) and the others join it with SO_REUSEPORT. When one fails, those started
- * are stopped. Returns the port and a close that stops them all.
+ * Starts `count` workers on `port`. For port 0 the first binds a free port and the others
+ * then join it (SO_REUSEPORT); on a port given they all start at once. When one fails,
+ * every one is stopped and the start fails with the first failure in the workers' order.
+ * Returns the port and a close that stops them all.
  */
 export async function startWorkers(count: number, make: () => StartableWorker, port: number): Promise<{ port: number; close(): Promise<void> }> {
   const workers: StartableWorker[] = [];
+  const start = (on: number) => {
+    const w = make();
+    workers.push(w);
+    return w.start(on);
+  };
   try {
-    for (let i = 0; i < count; i++) {
-      const w = make();
-      workers.push(w);
-      port = await w.start(port);
-    }
+    if (port === 0 && count > 0) port = await start(0);
+    const starts: Promise<number>[] = [];
+    while (workers.length < count) starts.push(start(port));
+    const failed = (await Promise.allSettled(starts)).find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
   } catch (err) {
     await Promise.all(workers.map((w) => w.stop()));
     throw err;

@@ -4,9 +4,10 @@
  * changed files have stopped changing and no other change has followed for a moment;
  * then the manager rescans, reloading what changed and leaving the rest untouched.
  * Object-storage repositories are not watched: `check` syncs their local copies every
- * interval and a copy that changed is applied the same way.
+ * interval and a copy that changed is applied the same way. chokidar is imported when a
+ * poller starts: outside poll mode it is never evaluated (#30, start-up).
  */
-import { watch, type FSWatcher } from "chokidar";
+import type { FSWatcher } from "chokidar";
 import { getLogger } from "../core/logger.ts";
 
 const log = getLogger("src/repository/poller.ts");
@@ -37,10 +38,12 @@ export class RepositoryPoller {
   }
 
   /** Resolves once the initial scan of the watched files is done. */
-  start(): Promise<void> {
+  async start(): Promise<void> {
     const intervalMs = Math.max(1, this.#opts.intervalSecs) * 1000;
     if (this.#opts.check) this.#checkLater(intervalMs);
-    if (this.#opts.repositories.length === 0) return Promise.resolve();
+    if (this.#opts.repositories.length === 0) return;
+    const { watch } = await import("chokidar");
+    if (this.#closed) return;
     this.#watcher = watch([...this.#opts.repositories], {
       usePolling: true,
       interval: intervalMs,
@@ -53,7 +56,7 @@ export class RepositoryPoller {
       this.#schedule();
     });
     this.#watcher.on("error", (err) => log.error(`repository watcher: ${(err as Error).message}`));
-    return new Promise((resolve) => this.#watcher!.once("ready", () => resolve()));
+    await new Promise<void>((resolve) => this.#watcher!.once("ready", () => resolve()));
   }
 
   /** The next check `intervalMs` after this one ends, so that a slow store never has two at once. */

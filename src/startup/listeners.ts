@@ -16,6 +16,7 @@ import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from ".
 import { listenHttp, type HttpListener } from "../frontends/http/server.ts";
 import { listenHttpWorkers } from "../frontends/http/workers.ts";
 import { frontendWorkersSupported } from "../frontends/worker-threads.ts";
+import type { WorkerLike } from "../core/threads/thread.ts";
 import type { GrpcListener, GrpcListenOptions } from "../frontends/grpc/server.ts";
 import type { createMetricsRegistry } from "../metrics/model-metrics.ts";
 import { createMetricsHandler } from "../frontends/metrics.ts";
@@ -23,7 +24,7 @@ import { restrictionMap } from "../frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
 import { createSagemakerHandler } from "../frontends/sagemaker.ts";
 import { createVertexAiHandler } from "../frontends/vertex-ai.ts";
-import { startOpenAiFrontend } from "../frontends/openai/frontend.ts";
+import { EarlyFrontendWorkers, type Frontend } from "./early-workers.ts";
 
 const log = getLogger("src/startup/listeners.ts");
 
@@ -118,6 +119,14 @@ export function frontendWorkersRunModels(o: ServerOptions): boolean {
   return http || grpc;
 }
 
+/** The worker threads the options' HTTP and gRPC frontends will run on, started now (none for a frontend off or on the main thread). */
+export function startFrontendWorkersEarly(o: ServerOptions): EarlyFrontendWorkers {
+  return new EarlyFrontendWorkers({
+    http: o.allowHttp ? frontendThreads(o.httpThreadCount) : 1,
+    grpc: o.allowGrpc ? frontendThreads(o.grpcInferThreadCount) : 1,
+  });
+}
+
 /** Every listener of one server, started on request and closed together. */
 export class Listeners {
   http?: HttpListener;
@@ -138,12 +147,28 @@ export class Listeners {
   #metricsHandler: HttpHandler | undefined;
   /** The models the frontend worker threads run themselves, once a frontend runs on workers. */
   #direct: DirectModels | undefined;
+  readonly #early: EarlyFrontendWorkers | undefined;
 
-  /** `customMetrics`: the backends' custom metric families, which join the metrics listener's registry. */
-  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard) {
+  /**
+   * `customMetrics`: the backends' custom metric families, which join the metrics
+   * listener's registry; `early`: the frontends' worker threads started while the models
+   * loaded, which the first HTTP and gRPC listeners run on.
+   */
+  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard, early?: EarlyFrontendWorkers) {
     this.#server = server;
     this.#customMetrics = customMetrics;
     this.#statusBoard = statusBoard;
+    this.#early = early;
+  }
+
+  /** Runs `listen` with the worker threads started early for `frontend`; those it did not use (it failed) are ended. */
+  async #withEarly<T>(frontend: Frontend, listen: (early: WorkerLike[]) => Promise<T>): Promise<T> {
+    const early: WorkerLike[] = this.#early?.take(frontend) ?? [];
+    try {
+      return await listen(early);
+    } finally {
+      for (const w of early) w.terminate?.();
+    }
   }
 
   /** Starts those of metrics, gRPC and HTTP asked for that are not running yet, in that order ("Started HTTPService" is the last line of a good start). */
@@ -200,6 +225,14 @@ export class Listeners {
   }
 
   async #startGrpc(o: ServerOptions): Promise<void> {
+    this.grpc = await this.#withEarly("grpc", (early) => this.#listenGrpc(o, early));
+    const threads = frontendThreads(o.grpcInferThreadCount);
+    if (threads > 1) log.info(`gRPC frontend on ${threads} worker threads`);
+    this.addresses.grpc = o.grpcAddress;
+    log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${this.grpc.port}`);
+  }
+
+  async #listenGrpc(o: ServerOptions, early: WorkerLike[]): Promise<GrpcListener> {
     const server = this.#server;
     const threads = frontendThreads(o.grpcInferThreadCount);
     if (threads > 1) await ensurePortFree(o.grpcAddress, o.grpcPort, o.reuseGrpcPort);
@@ -208,9 +241,9 @@ export class Listeners {
     const { listenGrpcWorkers } = await import("../frontends/grpc/workers.ts");
     const listen =
       threads > 1
-        ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o))
+        ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o), early)
         : (opts: GrpcListenOptions) => listenGrpc(server, opts);
-    this.grpc = await listen({
+    return listen({
       restricted: restrictionMap(o.grpcRestrictedProtocol),
       headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),
       address: o.grpcAddress,
@@ -229,19 +262,16 @@ export class Listeners {
       tls: grpcTls(o),
       reusePort: o.reuseGrpcPort,
     });
-    if (threads > 1) log.info(`gRPC frontend on ${threads} worker threads`);
-    this.addresses.grpc = o.grpcAddress;
-    log.info(`Started GRPCInferenceService at ${o.grpcAddress}:${this.grpc.port}`);
   }
 
   async #startHttp(o: ServerOptions): Promise<void> {
     const server = this.#server;
     const handler = createHttpHandler(server, httpFrontendOptions(o, this.#statusBoard));
     const threads = frontendThreads(o.httpThreadCount);
-    if (threads > 1) await ensurePortFree(o.httpAddress, o.httpPort, o.reuseHttpPort);
-    this.http =
-      threads > 1
-        ? await listenHttpWorkers(
+    this.http = await this.#withEarly("http", async (early) => {
+      if (threads > 1) await ensurePortFree(o.httpAddress, o.httpPort, o.reuseHttpPort);
+      return threads > 1
+        ? listenHttpWorkers(
             threads,
             server,
             handler,
@@ -253,8 +283,10 @@ export class Listeners {
               decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
             },
             this.#directModels(o),
+            early,
           )
-        : await listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
+        : listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
+    });
     if (threads > 1) log.info(`HTTP frontend on ${threads} worker threads`);
     this.addresses.http = o.httpAddress;
     if (this.#statusBoard) log.info(`Status page at http://${o.httpAddress}:${this.http.port}/nereid/status`);
@@ -287,6 +319,9 @@ export class Listeners {
       this.vertexAi = await listenHttp(handler, VERTEX_AI_ADDRESS, options.vertexAiPort);
       log.info(`Started Vertex AI HTTPService at ${VERTEX_AI_ADDRESS}:${this.vertexAi.port}`);
     }
+    if (options.openaiPort === undefined) return;
+    // Imported when started: without --openai-port neither it nor its tokenizer and template packages are evaluated (#30).
+    const { startOpenAiFrontend } = await import("../frontends/openai/frontend.ts");
     this.openai = await startOpenAiFrontend(server, { port: options.openaiPort, address: options.openaiAddress, maxInputSize: options.httpMaxInputSize });
   }
 

@@ -9,8 +9,8 @@ import { unavailable } from "../core/errors.ts";
 import type { InferenceServer } from "../server/server.ts";
 import { StatusBoard } from "../server/status-board.ts";
 import type { RepositoryPoller } from "../repository/poller.ts";
-import { buildCore, loadRepository } from "./core.ts";
-import { Listeners, type ListenPlaces, type ListenRequest } from "./listeners.ts";
+import { buildCore, loadRepository, type Core } from "./core.ts";
+import { Listeners, startFrontendWorkersEarly, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 import { gracefulShutdown } from "./shutdown.ts";
 
 export { httpFrontendOptions, type ListenPlaces, type ListenRequest } from "./listeners.ts";
@@ -35,18 +35,27 @@ export interface RunningServer {
  * server runs with no socket, as the in-process API (src/embedded.ts) uses it.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const core = await buildCore(options);
+  // The frontends' worker threads start now, so that their start-up overlaps the load; they listen only once it is done.
+  const early = startFrontendWorkersEarly(options);
+  let core: Core;
   let poller: RepositoryPoller | undefined;
+  try {
+    core = await buildCore(options);
+  } catch (err) {
+    early.terminate();
+    throw err;
+  }
   try {
     poller = await loadRepository(core, options);
   } catch (err) {
+    early.terminate();
     await core.close();
     throw err;
   }
   const server = core.server;
   const statusBoard = options.allowStatusPage ? new StatusBoard(server) : undefined;
   statusBoard?.start();
-  const listeners = new Listeners(server, core.customMetrics, statusBoard);
+  const listeners = new Listeners(server, core.customMetrics, statusBoard, early);
   let starting: Promise<void> = Promise.resolve();
   let exiting: Promise<number> | undefined;
   const shutdown = (): Promise<number> =>
@@ -72,6 +81,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   } catch (err) {
     await shutdown();
     throw err;
+  } finally {
+    // Those no listener took (one failed before the HTTP or gRPC listener started).
+    early.terminate();
   }
   server.markReady();
   return running;

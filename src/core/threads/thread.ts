@@ -20,6 +20,8 @@ export interface WorkerLike {
   onerror?: ((e: ErrorEvent) => void) | null;
   addEventListener?(type: "close", listener: (e: Event) => void): void;
   terminate?(): void;
+  /** Called once a Thread has set its handlers (a worker started early, ./early-worker.ts, then hands on what it held). */
+  attached?(): void;
 }
 
 /** What a Thread reports of its worker. */
@@ -80,6 +82,7 @@ export class Thread<To extends Message, From extends Message> {
       events.error?.(e.message);
     };
     w.addEventListener?.("close", (e: Event) => events.exit?.((e as { code?: number }).code));
+    w.attached?.();
   }
 
   /** Posts `m` (in this turn's batch, when batched), transferring `transfer`: the caller must not use those buffers any more. */

@@ -4,7 +4,7 @@
  * listens on or why it could not; stopped, answered once it has.
  */
 import type { Logger } from "../logger.ts";
-import { Thread, type Message } from "./thread.ts";
+import { Thread, type Message, type WorkerLike } from "./thread.ts";
 import type { Transfer } from "./batcher.ts";
 
 /** The lifecycle messages to a serving worker, beside its own (its To union includes them). */
@@ -26,10 +26,13 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
   readonly #thread: Thread<To | LifecycleTo<Config>, From | LifecycleFrom>;
   #onStarted: ((m: Exclude<LifecycleFrom, { t: "stopped" }>) => void) | undefined;
   #onStopped: (() => void) | undefined;
+  /** Why the worker failed before `start` was called (one started early: ./early-worker.ts). */
+  #failedEarly: string | undefined;
 
-  constructor(url: string, what: string, log: Logger, onMessage: (m: Exclude<From, LifecycleFrom>) => void) {
+  /** `worker`: the URL to start it from, or a worker already started (an EarlyWorker). */
+  constructor(worker: string | WorkerLike, what: string, log: Logger, onMessage: (m: Exclude<From, LifecycleFrom>) => void) {
     this.#thread = new Thread<To | LifecycleTo<Config>, From | LifecycleFrom>(
-      url,
+      worker,
       {
         message: (m) => {
           const l = m as LifecycleFrom;
@@ -39,7 +42,8 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
         },
         error: (message) => {
           log.error(`${what} worker thread: ${message}`);
-          this.#onStarted?.({ t: "startFailed", message });
+          if (this.#onStarted) this.#onStarted({ t: "startFailed", message });
+          else this.#failedEarly ??= message;
         },
       },
       { batch: true },
@@ -53,6 +57,7 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
 
   /** Starts the worker; resolves with the port it listens on. */
   start(config: Config): Promise<number> {
+    if (this.#failedEarly !== undefined) return Promise.reject(new Error(this.#failedEarly));
     return new Promise((resolve, reject) => {
       this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
       this.#thread.send({ t: "start", config });

@@ -15,6 +15,10 @@ import type { FromWorkerDirect, ToWorkerDirect, WorkerInfer } from "../worker-th
 import type { WireError } from "../../core/threads/wire-error.ts";
 import type { LifecycleFrom, LifecycleTo } from "../../core/threads/worker-thread.ts";
 import type { GrpcListenOptions } from "./server.ts";
+import { workerUrl } from "../../core/worker-url.ts";
+
+/** Where a worker's entry (worker-entry.ts) is started from; this module does not import grpc-js, so start-up can start workers before the frontend is imported. */
+export const grpcWorkerEntry = (): string => workerUrl("src/frontends/grpc/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url));
 
 /** What a worker needs to serve: the listener's options, and the RPCs the main thread implements. */
 export interface GrpcWorkerConfig {

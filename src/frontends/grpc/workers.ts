@@ -7,7 +7,6 @@
  * workers relay go to the same handlers (service.ts, stream.ts) as on one thread. The
  * first worker binds the port (a free one for port 0), the others then join it.
  */
-import { workerUrl } from "../../core/worker-url.ts";
 import { EventEmitter } from "node:events";
 import { Metadata, status, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { getLogger } from "../../core/logger.ts";
@@ -18,7 +17,8 @@ import { SendWindow } from "../../core/threads/window.ts";
 import type { DirectModels } from "../../server/direct-models.ts";
 import { healthService, inferenceService } from "./service.ts";
 import type { GrpcListener, GrpcListenOptions } from "./server.ts";
-import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata, WireStatus } from "./worker-protocol.ts";
+import { grpcWorkerEntry, type FromGrpcWorker, type GrpcWorkerConfig, type ToGrpcWorker, type WireMetadata, type WireStatus } from "./worker-protocol.ts";
+import type { WorkerLike } from "../../core/threads/thread.ts";
 
 const log = getLogger("src/frontends/grpc/workers.ts");
 
@@ -125,12 +125,11 @@ class GrpcFrontendWorker {
     server: InferenceServer,
     services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation },
     direct: DirectModels | undefined,
+    worker?: WorkerLike,
   ) {
     this.#server = server;
     this.#services = services;
-    this.#thread = new WorkerThread(workerUrl("src/frontends/grpc/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "gRPC", log, (m) =>
-      this.#onMessage(m),
-    );
+    this.#thread = new WorkerThread(worker ?? grpcWorkerEntry(), "gRPC", log, (m) => this.#onMessage(m));
     this.#send = (m) => this.#thread.send(m);
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
   }
@@ -230,8 +229,15 @@ class GrpcFrontendWorker {
  * Starts `count` worker threads serving gRPC on opts' address and port. Each worker
  * enforces --grpc-max-connections on its own share: the limit divided among them; at its
  * share a worker makes room for a new connection as one listener does (listener.ts).
+ * Those in `early` (started while the models loaded) are used first.
  */
-export function listenGrpcWorkers(count: number, core: InferenceServer, opts: GrpcListenOptions, direct?: DirectModels): Promise<GrpcListener> {
+export function listenGrpcWorkers(
+  count: number,
+  core: InferenceServer,
+  opts: GrpcListenOptions,
+  direct?: DirectModels,
+  early: WorkerLike[] = [],
+): Promise<GrpcListener> {
   const services = { inference: inferenceService(core, opts), health: healthService(core) };
   const listen: GrpcListenOptions = {
     ...opts,
@@ -241,7 +247,7 @@ export function listenGrpcWorkers(count: number, core: InferenceServer, opts: Gr
   return startWorkers(
     count,
     () => {
-      const w = new GrpcFrontendWorker(core, services, direct);
+      const w = new GrpcFrontendWorker(core, services, direct, early.shift());
       return { start: (port) => w.start({ ...listen, port }), stop: () => w.stop() };
     },
     opts.port,

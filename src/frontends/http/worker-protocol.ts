@@ -15,6 +15,10 @@ import type { FromWorkerDirect, ToWorkerDirect } from "../worker-threads.ts";
 import type { WireError } from "../../core/threads/wire-error.ts";
 import type { LifecycleFrom, LifecycleTo } from "../../core/threads/worker-thread.ts";
 import type { InferenceRequest, InferenceResponse } from "../../core/request.ts";
+import { workerUrl } from "../../core/worker-url.ts";
+
+/** Where a worker's entry (worker-entry.ts) is started from. */
+export const httpWorkerEntry = (): string => workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url));
 
 /** What a worker needs to serve. */
 export interface WorkerConfig {

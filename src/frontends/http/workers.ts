@@ -8,7 +8,6 @@
  * post whole go through the same handler (routes.ts) as on one thread. The first worker
  * binds the port (a free one for port 0), the others then join it.
  */
-import { workerUrl } from "../../core/worker-url.ts";
 import { getLogger } from "../../core/logger.ts";
 import { tooLarge } from "./body.ts";
 import type { InferenceServer } from "../../server/server.ts";
@@ -16,9 +15,10 @@ import type { DirectModels } from "../../server/direct-models.ts";
 import type { HttpHandler } from "./routes.ts";
 import type { HttpListener } from "./server.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
-import type { FromWorker, ToWorker, WorkerConfig } from "./worker-protocol.ts";
+import { httpWorkerEntry, type FromWorker, type ToWorker, type WorkerConfig } from "./worker-protocol.ts";
 import { DirectLink, inferForWorker, startWorkers } from "../worker-threads.ts";
 import { WorkerThread } from "../../core/threads/worker-thread.ts";
+import type { WorkerLike } from "../../core/threads/thread.ts";
 import { SendWindow } from "../../core/threads/window.ts";
 import { fromWireError } from "../../core/threads/wire-error.ts";
 
@@ -35,13 +35,12 @@ class FrontendWorker {
   readonly #windows = new Map<number, SendWindow>();
   readonly #direct: DirectLink;
 
-  constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined) {
+  /** `worker`: one started early (while the models loaded); otherwise one is started here. */
+  constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined, worker?: WorkerLike) {
     this.#server = server;
     this.#handler = handler;
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
-    this.#thread = new WorkerThread(workerUrl("src/frontends/http/worker-entry.ts", new URL("./worker-entry.ts", import.meta.url)), "HTTP", log, (m) =>
-      this.#onMessage(m),
-    );
+    this.#thread = new WorkerThread(worker ?? httpWorkerEntry(), "HTTP", log, (m) => this.#onMessage(m));
   }
 
   async start(config: WorkerConfig): Promise<number> {
@@ -157,18 +156,19 @@ class FrontendWorker {
   }
 }
 
-/** Starts `count` worker threads serving HTTP on `config`'s address and port. */
+/** Starts `count` worker threads serving HTTP on `config`'s address and port; those in `early` (started while the models loaded) are used first. */
 export function listenHttpWorkers(
   count: number,
   server: InferenceServer,
   handler: HttpHandler,
   config: WorkerConfig,
   direct?: DirectModels,
+  early: WorkerLike[] = [],
 ): Promise<HttpListener> {
   return startWorkers(
     count,
     () => {
-      const w = new FrontendWorker(server, handler, direct);
+      const w = new FrontendWorker(server, handler, direct, early.shift());
       return { start: (port) => w.start({ ...config, port }), stop: () => w.stop() };
     },
     config.port,

@@ -4,7 +4,9 @@
  * turn) and what it hands on (each message of a batch in order, a non-batch to `malformed`,
  * an error event handled, Bun's close event as `exit`); a typed round trip with a real
  * worker thread (node:worker_threads, the worker bundled by Bun) moving buffers by transfer
- * both ways; the serving worker's start/stop lifecycle.
+ * both ways; the serving worker's start/stop lifecycle; a worker started early (before
+ * its Thread: the frontends' workers start while the models load, #30) keeps what it
+ * reports until its Thread is attached.
  */
 import { execFileSync } from "node:child_process";
 import { join, resolve } from "node:path";
@@ -13,6 +15,7 @@ import { afterAll, beforeAll, afterEach, describe, expect, it, vi } from "vitest
 import { startWorker, Thread, type Message, type WorkerLike } from "../../../src/core/threads/thread.ts";
 import { serveThread, type ThreadScope } from "../../../src/core/threads/serve.ts";
 import { WorkerThread } from "../../../src/core/threads/worker-thread.ts";
+import { EarlyWorker } from "../../../src/core/threads/early-worker.ts";
 import type { Logger } from "../../../src/core/logger.ts";
 import type { Transfer } from "../../../src/core/threads/batcher.ts";
 import type { FromEcho, ToEcho } from "./fixtures/echo-protocol.ts";
@@ -304,6 +307,20 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     expect(logs).toEqual(["HTTP worker thread: bad module"]);
   });
 
+  it("over a worker started early that failed before start: the start rejects with its message (logged)", async () => {
+    vi.stubGlobal("Worker", FakeWorker);
+    logs.length = 0;
+    const early = new EarlyWorker("file:///w.ts");
+    const w = FakeWorker.made.at(-1)!.worker;
+    w.onerror!({ message: "bad module", preventDefault: () => {} } as unknown as ErrorEvent);
+    const t = new WorkerThread<Config, To, From>(early, "HTTP", log, () => {});
+    expect(logs).toEqual(["HTTP worker thread: bad module"]);
+    await expect(t.start({ port: 1 })).rejects.toThrow("bad module");
+    // Nothing was asked of it.
+    await nextTurn();
+    expect(w.posts).toEqual([]);
+  });
+
   it("stops: posts stop, and ends the worker once it has said stopped", async () => {
     const { t, w } = make();
     const stopped = t.stop();
@@ -313,5 +330,48 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     w.deliver([{ t: "stopped" }]);
     await stopped;
     expect(w.terminated).toBe(1);
+  });
+});
+
+describe("EarlyWorker (a worker started before its Thread)", () => {
+  it("starts the worker at once; keeps its messages, error events and end until a Thread is attached, then hands them on in order", () => {
+    vi.stubGlobal("Worker", FakeWorker);
+    const early = new EarlyWorker("file:///early.ts", { unref: true });
+    expect(FakeWorker.made.map((m) => m.url)).toEqual(["file:///early.ts"]);
+    const w = FakeWorker.made[0]!.worker;
+    expect(w.unrefs).toBe(1);
+    const preventDefault = vi.fn();
+    w.deliver([{ t: "ping", n: 1 }]);
+    w.onerror!({ message: "late failure", preventDefault } as unknown as ErrorEvent);
+    // Handled at once, not when a Thread takes it.
+    expect(preventDefault).toHaveBeenCalledTimes(1);
+    w.deliver([{ t: "ping", n: 2 }]);
+    for (const l of w.closeListeners) l(Object.assign(new Event("close"), { code: 3 }));
+    const order: string[] = [];
+    const t = new Thread<Ping, Ping>(early, {
+      message: (m) => order.push(`message ${(m as { n: number }).n}`),
+      error: (m) => order.push(`error ${m}`),
+      exit: (c) => order.push(`exit ${c}`),
+    });
+    expect(order).toEqual(["message 1", "error late failure", "message 2", "exit 3"]);
+    // From now on each as it comes; posts and terminate reach the worker.
+    w.deliver([{ t: "ping", n: 4 }]);
+    expect(order.at(-1)).toBe("message 4");
+    t.send({ t: "ping", n: 5 });
+    expect(w.posts).toEqual([{ batch: [{ t: "ping", n: 5 }], transfer: [] }]);
+    t.terminate();
+    expect(w.terminated).toBe(1);
+  });
+
+  it("terminated unused, it ends the worker and hands nothing on", () => {
+    vi.stubGlobal("Worker", FakeWorker);
+    const early = new EarlyWorker("file:///early.ts");
+    const w = FakeWorker.made[0]!.worker;
+    w.deliver([{ t: "ping", n: 1 }]);
+    early.terminate();
+    expect(w.terminated).toBe(1);
+    const r = recorder<Ping>();
+    new Thread<Ping, Ping>(early, r.events);
+    expect(r.seen.message).toEqual([]);
   });
 });
