@@ -177,14 +177,17 @@ export function continuesSequence(control: RequestControl): boolean {
   return control.sequenceId !== undefined && !control.sequenceStart;
 }
 
+/** Triton's correlation IDs are uint64: a larger one (which only the in-process API can pass) is refused, not wrapped. */
+const MAX_CORRELATION_ID = 2n ** 64n - 1n;
+
 function correlationId(v: ParameterValue | undefined): CorrelationId | undefined {
   if (typeof v === "string") return v === "" ? undefined : v;
   if (typeof v === "bigint") {
-    if (v < 0n) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
+    if (v < 0n || v > MAX_CORRELATION_ID) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
     return v === 0n ? undefined : v;
   }
   if (typeof v === "number") {
-    if (!Number.isInteger(v) || v < 0) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
+    if (!Number.isInteger(v) || v < 0 || v >= 2 ** 64) throw invalidArg(`invalid value for 'sequence_id' parameter: ${v}`);
     return v === 0 ? undefined : v;
   }
   return undefined;

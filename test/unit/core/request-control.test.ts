@@ -21,11 +21,16 @@ describe("parseControl: a request's control fields, read once", () => {
     expect(parseControl({ sequence_id: "" }).sequenceId).toBeUndefined();
   });
 
-  it("refuses a negative or fractional ID, priority or timeout with INVALID_ARG", () => {
+  it("refuses a negative, fractional or past-uint64 ID, priority or timeout with INVALID_ARG", () => {
+    // Past uint64 (only the in-process API can pass one): refused, not wrapped onto another sequence by a 64-bit slot.
+    expect(parseControl({ sequence_id: 2 ** 64 - 2048 }).sequenceId).toBe(2 ** 64 - 2048);
     for (const [key, v] of [
       ["sequence_id", -1],
       ["sequence_id", 1.5],
       ["sequence_id", -1n],
+      ["sequence_id", 2n ** 64n + 5n],
+      ["sequence_id", 2 ** 64],
+      ["sequence_id", 1e20],
       ["priority", -1],
       ["priority", 0.5],
       ["timeout", -3],
