@@ -44,7 +44,9 @@ export class BatchClient {
   submit(entry: number, prepared: PreparedRequest): Promise<WireResult> {
     // The scheduling thread is gone: the request is handed on (the main thread refuses it).
     if (this.#failed()) return Promise.resolve({ t: "retired" });
-    const ref = (this.#nextRef = (this.#nextRef + 1) >>> 0);
+    // The next ref is taken only once the request is on its way: one that fails to go
+    // leaves no gap, which would hold back every later request of this channel (batch-order.ts).
+    const ref = (this.#nextRef + 1) >>> 0;
     const request: WireRequest = {
       ref,
       entry,
@@ -61,21 +63,33 @@ export class BatchClient {
       const signal = prepared.request.signal;
       const onAbort = () => this.#post({ t: "cancel", ref });
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.#pending.set(ref, { resolve, forget: () => signal?.removeEventListener("abort", onAbort) });
+      const forget = () => signal?.removeEventListener("abort", onAbort);
+      this.#pending.set(ref, { resolve, forget });
       const slot = this.#free.pop();
-      if (slot !== undefined && this.#channel.writeRequest(slot, request)) {
-        this.#slotRef[slot] = ref;
-        this.#channel.submit(slot);
-        this.#wait();
+      try {
+        if (slot !== undefined && this.#channel.writeRequest(slot, request)) {
+          this.#nextRef = ref;
+          this.#slotRef[slot] = ref;
+          this.#channel.submit(slot);
+          this.#wait();
+          return;
+        }
+        if (slot !== undefined) this.#free.push(slot);
+        // Too large for a slot (or none free): a message, its tensors copied into buffers of their own and moved.
+        const inputs = request.inputs.map((t) => ({ ...t, data: t.data.slice() }));
+        this.#port.postMessage(
+          { t: "submit", request: { ...request, inputs } } satisfies ToBatchPort,
+          inputs.map((t) => t.data.buffer as ArrayBuffer),
+        );
+        this.#nextRef = ref;
+      } catch (err) {
+        // Not sent: nothing ran; the request fails here and the channel's order goes on without it.
+        if (slot !== undefined && !this.#free.includes(slot)) this.#free.push(slot);
+        this.#pending.delete(ref);
+        forget();
+        resolve({ t: "error", code: "INTERNAL", message: `the request could not be sent to the scheduling thread: ${(err as Error).message}` });
         return;
       }
-      if (slot !== undefined) this.#free.push(slot);
-      // Too large for a slot (or none free): a message, its tensors copied into buffers of their own and moved.
-      const inputs = request.inputs.map((t) => ({ ...t, data: t.data.slice() }));
-      this.#port.postMessage(
-        { t: "submit", request: { ...request, inputs } } satisfies ToBatchPort,
-        inputs.map((t) => t.data.buffer as ArrayBuffer),
-      );
       // Its answer comes as a message, but the ring is what says the thread failed.
       this.#wait();
     });

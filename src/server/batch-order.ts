@@ -24,15 +24,21 @@ export class InOrder<T> {
       this.#early.set(ref, item);
       return;
     }
-    this.#take(item);
-    this.#next = (this.#next + 1) >>> 0;
-    while (this.#early.size > 0) {
-      const held = this.#early.get(this.#next);
-      if (held === undefined) return;
-      this.#early.delete(this.#next);
-      this.#take(held);
+    // Each is counted taken before `take` runs, and one that throws stops none behind it:
+    // the first error is thrown once every item that can go has gone.
+    let failure: { err: unknown } | undefined;
+    let next: T | undefined = item;
+    while (next !== undefined) {
       this.#next = (this.#next + 1) >>> 0;
+      try {
+        this.#take(next);
+      } catch (err) {
+        failure ??= { err };
+      }
+      next = this.#early.get(this.#next);
+      if (next !== undefined) this.#early.delete(this.#next);
     }
+    if (failure) throw failure.err;
   }
 
   /** Whether request `ref` arrived and is held back. */

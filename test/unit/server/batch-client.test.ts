@@ -109,6 +109,25 @@ describe("BatchClient", () => {
     expect(await answer).toEqual({ t: "error", code: "UNAVAILABLE", message: "Exceeds maximum queue size", reason: "REJECTED" });
   });
 
+  it("a request that cannot be sent fails at once and takes no ref: the next one gets it, so the channel's order has no gap", async () => {
+    const { channel, client } = setup();
+    // The client posts on port1 of setup()'s channel.
+    const sent = ports[0]!;
+    const post = sent.postMessage.bind(sent);
+    sent.postMessage = () => {
+      throw new Error("DataCloneError");
+    };
+    const big = Array.from({ length: SLOT_BYTES / 4 }, (_, i) => i);
+    expect(await client.submit(1, prepared([tensor("IN", big)]))).toEqual({
+      t: "error",
+      code: "INTERNAL",
+      message: "the request could not be sent to the scheduling thread: DataCloneError",
+    });
+    sent.postMessage = post;
+    void client.submit(1, prepared([tensor("IN", [1])]));
+    expect(channel.readRequest(channel.takeSubmitted()[0]!).ref).toBe(1);
+  });
+
   it("a cancelled request sends a cancel naming it", async () => {
     const { channel, client, messages, nextMessage } = setup();
     const controller = new AbortController();

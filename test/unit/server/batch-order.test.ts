@@ -35,4 +35,18 @@ describe("InOrder", () => {
     order.arrive(0xfffffffe, 0xfffffffe);
     expect(taken).toEqual([0xfffffffe, 0xffffffff, 0, 1]);
   });
+
+  it("an item whose take throws holds back none behind it; the error comes once they have gone", () => {
+    const taken: string[] = [];
+    const order = new InOrder<string>((x) => {
+      if (x === "b") throw new Error("b failed");
+      taken.push(x);
+    });
+    order.arrive(3, "c");
+    order.arrive(2, "b");
+    expect(() => order.arrive(1, "a")).toThrow("b failed");
+    expect(taken).toEqual(["a", "c"]);
+    order.arrive(4, "d");
+    expect(taken).toEqual(["a", "c", "d"]);
+  });
 });
