@@ -45,6 +45,14 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
           if (this.#onStarted) this.#onStarted({ t: "startFailed", message });
           else this.#failedEarly ??= message;
         },
+        // A worker that ended (with or without an error first) answers nothing more: a start
+        // waiting on it fails, a stop waiting on it is done.
+        exit: (code) => {
+          const message = `the worker ended (exit code ${code ?? "?"})`;
+          if (this.#onStarted) this.#onStarted({ t: "startFailed", message });
+          else this.#failedEarly ??= message;
+          this.#onStopped?.();
+        },
       },
       { batch: true },
     );

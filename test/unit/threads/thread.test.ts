@@ -321,6 +321,19 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     expect(w.posts).toEqual([]);
   });
 
+  it("a worker that ends without a word fails a start waiting on it and ends a stop at once", async () => {
+    const a = make();
+    const started = a.t.start({ port: 1 });
+    for (const l of a.w.closeListeners) l({ code: 3 } as unknown as Event);
+    await expect(started).rejects.toThrow("the worker ended (exit code 3)");
+    const b = make();
+    const stopped = b.t.stop();
+    await nextTurn();
+    for (const l of b.w.closeListeners) l({ code: 0 } as unknown as Event);
+    await stopped;
+    expect(b.w.terminated).toBe(1);
+  });
+
   it("stops: posts stop, and ends the worker once it has said stopped", async () => {
     const { t, w } = make();
     const stopped = t.stop();
