@@ -100,9 +100,18 @@ export class SlotChannel {
     this.#push(SUB_TAIL, HEADER_INTS, slot);
   }
 
-  /** Puts `slot` on the completion ring (the scheduling thread) and wakes the submitter. */
-  complete(slot: number): void {
-    this.#push(DONE_TAIL, HEADER_INTS + this.slots, slot);
+  /**
+   * Puts `slot` on the completion ring (the scheduling thread) and wakes the submitter;
+   * with `wake` false it only puts it there, and wakeSubmitter() wakes the submitter once
+   * for all the slots completed so (the results of one execution: one wake-up, not one each).
+   */
+  complete(slot: number, wake = true): void {
+    this.#push(DONE_TAIL, HEADER_INTS + this.slots, slot, wake);
+  }
+
+  /** Wakes the submitter for the slots completed so far. */
+  wakeSubmitter(): void {
+    Atomics.notify(this.ctrl, DONE_TAIL);
   }
 
   /** The slots submitted since the last call (the scheduling thread). */
@@ -115,11 +124,11 @@ export class SlotChannel {
     return this.#take(DONE_TAIL, DONE_HEAD, HEADER_INTS + this.slots);
   }
 
-  #push(tailAt: number, ring: number, slot: number): void {
+  #push(tailAt: number, ring: number, slot: number, wake = true): void {
     const tail = Atomics.load(this.ctrl, tailAt);
     Atomics.store(this.ctrl, ring + (tail & (this.slots - 1)), slot);
     Atomics.store(this.ctrl, tailAt, (tail + 1) | 0);
-    Atomics.notify(this.ctrl, tailAt);
+    if (wake) Atomics.notify(this.ctrl, tailAt);
   }
 
   #take(tailAt: number, headAt: number, ring: number): number[] {

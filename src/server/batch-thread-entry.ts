@@ -144,10 +144,23 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
   const channel = new SlotChannel(buffer);
   /** The requests of this channel in the scheduler, by ref: cancelling one aborts it. */
   const live = new Map<number, AbortController>();
+  // The results of one execution are answered in one run of microtasks: the submitter is
+  // woken once for them all, after the last (#30: a wake-up per result cost its thread
+  // an event-loop turn and a waitAsync each).
+  let wakePending = false;
+  const wake = () => {
+    wakePending = false;
+    channel.wakeSubmitter();
+  };
   const answer = (ref: number, slot: number, result: WireResult) => {
     live.delete(ref);
-    if (slot >= 0 && channel.writeResult(slot, result)) channel.complete(slot);
-    else port.postMessage({ t: "result", ref, slot, result } satisfies FromBatchPort);
+    if (slot >= 0 && channel.writeResult(slot, result)) {
+      channel.complete(slot, false);
+      if (!wakePending) {
+        wakePending = true;
+        queueMicrotask(wake);
+      }
+    } else port.postMessage({ t: "result", ref, slot, result } satisfies FromBatchPort);
   };
   /** Requests cancelled while held back by `order`: aborted once taken. */
   const cancelledEarly = new Set<number>();

@@ -163,7 +163,7 @@ export class BatchThread {
     this.#thread = new Thread<ToBatch, FromBatch>(
       url,
       { message: (m) => this.#message(m), error: (m) => this.#fail(m), exit: () => this.#fail("it ended") },
-      { batch: true, unref: true },
+      { batch: true, unref: true, name: "batch scheduler" },
     );
     const main = new SlotChannel(MAIN_SLOTS);
     const [port1, port2] = portPair();

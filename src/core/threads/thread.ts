@@ -44,11 +44,16 @@ export interface ThreadOptions {
   module?: boolean;
   /** An idle thread does not keep the process alive (where the runtime allows: Bun). */
   unref?: boolean;
+  /** The worker's name (Bun also gives it to the OS thread: /proc/<pid>/task/<tid>/comm, at most 15 bytes shown). */
+  name?: string;
 }
 
 /** Starts a Web Worker from `url` as `options` say. */
-export function startWorker(url: string, options: Pick<ThreadOptions, "module" | "unref"> = {}): Worker {
-  const worker = options.module ? new Worker(url, { type: "module" }) : new Worker(url);
+export function startWorker(url: string, options: Pick<ThreadOptions, "module" | "unref" | "name"> = {}): Worker {
+  const init: WorkerOptions = {};
+  if (options.module) init.type = "module";
+  if (options.name) init.name = options.name;
+  const worker = init.type || init.name ? new Worker(url, init) : new Worker(url);
   if (options.unref) (worker as Worker & { unref?: () => void }).unref?.();
   return worker;
 }

@@ -54,7 +54,8 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
           this.#onStopped?.();
         },
       },
-      { batch: true },
+      // The OS thread is named after it ("HTTP worker"), so its CPU can be told from the others' (scripts/bench-batching.ts).
+      { batch: true, name: `${what} worker` },
     );
   }
 

@@ -154,4 +154,25 @@ describe("whileRung", () => {
     await end;
     expect(got.flat()).toEqual([1, 2, 0]);
   });
+
+  it("slots completed without a wake-up are taken together at the one wakeSubmitter() after them (#30: one wake-up per execution)", async () => {
+    const a = new SlotChannel(4);
+    const b = new SlotChannel(a.buffer);
+    const got: number[][] = [];
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    whileRung(a.ctrl, DONE_TAIL, DONE_HEAD, () => {
+      got.push(a.takeCompleted());
+      if (got.flat().length < 3) return true;
+      ended();
+      return false;
+    });
+    for (const s of [2, 0, 3]) b.complete(s, false);
+    // Nothing woke the submitter: its step ran only once, at the start.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toEqual([[]]);
+    b.wakeSubmitter();
+    await end;
+    expect(got).toEqual([[], [2, 0, 3]]);
+  });
 });

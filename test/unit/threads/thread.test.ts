@@ -137,15 +137,17 @@ describe("Thread (main side)", () => {
     expect(w.terminated).toBe(1);
   });
 
-  it("starts a Worker from a URL: a module worker when asked, unref'd when asked", () => {
+  it("starts a Worker from a URL: a module worker when asked, unref'd when asked, named when asked", () => {
     vi.stubGlobal("Worker", FakeWorker);
     new Thread<Ping, Ping>("file:///a.ts", recorder<Ping>().events, { module: true });
     startWorker("file:///b.ts", { unref: true });
     startWorker("file:///c.ts");
+    new Thread<Ping, Ping>("file:///d.ts", recorder<Ping>().events, { name: "batch scheduler", unref: true });
     expect(FakeWorker.made.map((m) => [m.url, m.options, m.worker.unrefs])).toEqual([
       ["file:///a.ts", { type: "module" }, 0],
       ["file:///b.ts", undefined, 1],
       ["file:///c.ts", undefined, 0],
+      ["file:///d.ts", { name: "batch scheduler" }, 1],
     ]);
   });
 });
