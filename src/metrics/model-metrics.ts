@@ -20,7 +20,6 @@ export interface MetricsSource {
   versions(): ModelVersion[];
 }
 
-
 /** A version's identifying labels; `namespace` only under --model-namespacing, as Triton adds it. */
 function labels(v: ModelVersion): Record<string, string> {
   return v.namespace ? { model: v.name, version: String(v.version), namespace: v.namespace } : { model: v.name, version: String(v.version) };

@@ -10,7 +10,15 @@ import { createMetricsRegistry } from "../../../src/metrics/model-metrics.ts";
 import type { ModelVersion } from "../../../src/repository/model-version.ts";
 
 function versionWith(stats: ModelStats): ModelVersion {
-  return { name: "m", version: 1, config: { name: "m" }, stats, loadDurationSecs: 0.5, ready: true, scheduler: { pendingCount: () => 0 } } as unknown as ModelVersion;
+  return {
+    name: "m",
+    version: 1,
+    config: { name: "m" },
+    stats,
+    loadDurationSecs: 0.5,
+    ready: true,
+    scheduler: { pendingCount: () => 0 },
+  } as unknown as ModelVersion;
 }
 
 const sample = (text: string, name: string) => Number(new RegExp(`^${name}\\{model="m",version="1"\\} (\\S+)$`, "m").exec(text)?.[1]);

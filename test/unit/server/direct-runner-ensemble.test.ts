@@ -157,7 +157,10 @@ describe("an ensemble in a frontend worker's table", () => {
 
   it("through the worker's relay, each relayed step adds only its own durations (the main thread gets a fresh sum, a copy)", async () => {
     const posted: { t: string; id?: number; request?: InferenceRequest }[] = [];
-    const { runner: r, receive } = workerDirectRunner((m) => posted.push(m as never), (m) => m);
+    const { runner: r, receive } = workerDirectRunner(
+      (m) => posted.push(m as never),
+      (m) => m,
+    );
     receive({ t: "models", table: { entries: [entry(1, ensembleConfig("e", "m"))], routes: [[routeKey("e", undefined), 1]] } } as never);
     const answer = r.run("e", undefined, request());
     // The main thread, as DirectLink does: runs each step on a structured copy, adds its 100 ns of infer, answers with the copy's sums.
