@@ -11,7 +11,8 @@
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
 import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import type { ServerProcess } from "../helpers/server-process.ts";
+import { startOnThreads } from "../helpers/thread-servers.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
@@ -64,15 +65,7 @@ function repository(): Repo {
   return repo;
 }
 
-async function start(threads: number, repo: Repo, extra: string[] = []): Promise<ServerProcess> {
-  return startServerProcess([
-    `--model-repository=${repo.dir}`,
-    "--log-verbose=1",
-    `--http-thread-count=${threads}`,
-    `--grpc-infer-thread-count=${threads}`,
-    ...extra,
-  ]);
-}
+const start = (threads: number, repo: Repo, extra: string[] = []): Promise<ServerProcess> => startOnThreads(repo.dir, threads, extra);
 
 /** Inputs of request `i`: distinct for every request, so that a mixed-up answer shows. */
 const inputsOf = (i: number) => ({
@@ -326,12 +319,8 @@ describe("load, unload and version swaps of a batched model while clients run re
       }
     };
     const loops = Array.from({ length: 8 }, (_, k) => run.guard(() => loop(k)));
-    const control = async (action: string) => {
-      const r = await fetch(`${server.url}/v2/repository/models/busy/${action}`, { method: "POST" });
-      expect(r.status, await r.text()).toBe(200);
-    };
     try {
-      await run.churn(loops, { modelDir: join(repo.dir, "busy"), pauseMs: 150, unload: () => control("unload"), load: () => control("load") });
+      await run.churnModel(loops, server.url, repo.dir, "busy");
     } finally {
       client.close();
     }

@@ -15,6 +15,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import { startOnThreads, onOneAndTwoThreads } from "../helpers/thread-servers.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
@@ -168,15 +169,7 @@ function repository(name: string) {
 
 async function start(threads: number, name: string, extra: string[] = []) {
   const repo = repository(name);
-  const server = await startServerProcess([
-    `--model-repository=${repo.dir}`,
-    "--log-verbose=1",
-    // Given also for 1 (the main thread, the control): the default is a worker thread per core.
-    `--http-thread-count=${threads}`,
-    `--grpc-infer-thread-count=${threads}`,
-    ...extra,
-  ]);
-  return { repo, server };
+  return { repo, server: await startOnThreads(repo.dir, threads, extra) };
 }
 
 /** Each ensemble's outputs, and the shape of its inputs (tsmix's model takes no batch dimension). */
@@ -256,14 +249,8 @@ const dataOf = (text: string) => (JSON.parse(text).outputs as { data: number[] }
 describe("ensembles in the frontend workers: the same answers and statistics as one thread", () => {
   let one: Awaited<ReturnType<typeof start>>;
   let two: Awaited<ReturnType<typeof start>>;
-  beforeAll(async () => {
-    [one, two] = await Promise.all([start(1, "one"), start(2, "two")]);
-  });
-  afterAll(async () => {
-    for (const s of [one, two]) {
-      if (s) expect(await s.server.stop(), s.server.log().slice(-3000)).toBe(0);
-      s?.repo.remove();
-    }
+  onOneAndTwoThreads(start, (a, b) => {
+    [one, two] = [a, b];
   });
 
   it("the workers run the ensembles whose every step they run, nested ones too; not those with a bound across threads or a main-thread step", () => {
@@ -362,11 +349,7 @@ describe("a composing model unloaded, loaded and swapped under ensemble requests
       (g) => JSON.stringify(grpcOutputs(g)) === JSON.stringify(ENSEMBLES.outer!.expected),
     );
     const loops = [httpLoop("chain"), httpLoop("outer"), httpLoop("outer"), grpcLoop].map((loop) => run.guard(loop));
-    const control = async (action: string) => {
-      const r = await fetch(`${server.url}/v2/repository/models/simple/${action}`, { method: "POST" });
-      expect(r.status, await r.text()).toBe(200);
-    };
-    await run.churn(loops, { modelDir: join(s.repo.dir, "simple"), pauseMs: 150, unload: () => control("unload"), load: () => control("load") });
+    await run.churnModel(loops, server.url, s.repo.dir, "simple");
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
     expect(tally.ok).toBeGreaterThan(0);
     expect(tally.refused).toBeGreaterThan(0);

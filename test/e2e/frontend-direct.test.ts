@@ -8,7 +8,8 @@
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
 import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import type { ServerProcess } from "../helpers/server-process.ts";
+import { startOnThreads } from "../helpers/thread-servers.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
@@ -64,15 +65,7 @@ async function start(threads: number, extra: string[] = [], more?: (repo: Return
     "batched/config.pbtxt",
     `${readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace(/name: "simple"/, 'name: "batched"')}\ndynamic_batching { }\n`,
   );
-  const server = await startServerProcess([
-    `--model-repository=${repo.dir}`,
-    "--log-verbose=1",
-    // Given also for 1 (the main thread, the control): the default is a worker thread per core.
-    `--http-thread-count=${threads}`,
-    `--grpc-infer-thread-count=${threads}`,
-    ...extra,
-  ]);
-  return { repo, server };
+  return { repo, server: await startOnThreads(repo.dir, threads, extra) };
 }
 
 /** Sends the same mix on every protocol: n good requests each, one bad datatype each; returns every answer as text. */

@@ -14,7 +14,8 @@ import { describe, expect, it, beforeAll, afterAll } from "vitest";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
+import type { ServerProcess } from "../helpers/server-process.ts";
+import { startOnThreads } from "../helpers/thread-servers.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
@@ -123,15 +124,7 @@ function repository(name: string): Repo {
   return repo;
 }
 
-async function start(threads: number, repo: Repo, extra: string[] = []): Promise<ServerProcess> {
-  return startServerProcess([
-    `--model-repository=${repo.dir}`,
-    "--log-verbose=1",
-    `--http-thread-count=${threads}`,
-    `--grpc-infer-thread-count=${threads}`,
-    ...extra,
-  ]);
-}
+const start = (threads: number, repo: Repo, extra: string[] = []): Promise<ServerProcess> => startOnThreads(repo.dir, threads, extra);
 
 type Id = number | string | bigint;
 
@@ -544,12 +537,8 @@ describe("unload, load and version swaps of a sequence-batched model while clien
       }
     };
     const loops = Array.from({ length: 8 }, (_, k) => run.guard(() => loop(k)));
-    const control = async (action: string) => {
-      const r = await fetch(`${server.url}/v2/repository/models/simple_sequence/${action}`, { method: "POST" });
-      expect(r.status, await r.text()).toBe(200);
-    };
     try {
-      await run.churn(loops, { modelDir: join(repo.dir, "simple_sequence"), pauseMs: 150, unload: () => control("unload"), load: () => control("load") });
+      await run.churnModel(loops, server.url, repo.dir, "simple_sequence");
     } finally {
       client.close();
     }

@@ -5,6 +5,7 @@
  */
 import { cpSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { inferenceClient } from "./grpc-client.ts";
 
 export class LoadLoops {
@@ -67,5 +68,14 @@ export class LoadLoops {
       this.stop = true;
       await Promise.all(loops);
     }
+  }
+
+  /** churn() of `model` (in `repoDir`) through the repository API of the server at `url`, every load and unload answered 200. */
+  churnModel(loops: Promise<void>[], url: string, repoDir: string, model: string, pauseMs = 150): Promise<void> {
+    const control = async (action: "load" | "unload") => {
+      const r = await fetch(`${url}/v2/repository/models/${model}/${action}`, { method: "POST" });
+      expect(r.status, await r.text()).toBe(200);
+    };
+    return this.churn(loops, { modelDir: join(repoDir, model), pauseMs, unload: () => control("unload"), load: () => control("load") });
   }
 }

@@ -13,7 +13,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import type { ServerProcess } from "../../helpers/server-process.ts";
+import { startOnThreads, onOneAndTwoThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
 import { LoadLoops } from "../../helpers/load-loops.ts";
@@ -115,14 +116,7 @@ function repository(name: string, gateLog: string) {
 async function start(threads: number, name: string, extra: string[] = []) {
   const gateLog = join(dir, `gate-${name}.txt`);
   const repo = repository(name, gateLog);
-  const server = await startServerProcess([
-    `--model-repository=${repo.dir}`,
-    "--log-verbose=1",
-    `--http-thread-count=${threads}`,
-    `--grpc-infer-thread-count=${threads}`,
-    ...extra,
-  ]);
-  return { repo, server, gateLog };
+  return { repo, server: await startOnThreads(repo.dir, threads, extra), gateLog };
 }
 
 const inputs = (a = X) => [
@@ -208,14 +202,8 @@ async function counts(server: ServerProcess, model: string) {
 describe("a TypeScript model's worker-thread instances, reached from the frontend workers directly", () => {
   let one: Awaited<ReturnType<typeof start>>;
   let two: Awaited<ReturnType<typeof start>>;
-  beforeAll(async () => {
-    [one, two] = await Promise.all([start(1, "one"), start(2, "two")]);
-  });
-  afterAll(async () => {
-    for (const s of [one, two]) {
-      if (s) expect(await s.server.stop(), s.server.log().slice(-3000)).toBe(0);
-      s?.repo.remove();
-    }
+  onOneAndTwoThreads(start, (a, b) => {
+    [one, two] = [a, b];
   });
 
   it("the workers take the worker-thread TypeScript models and leave the main-thread one to the main thread", () => {
@@ -358,11 +346,7 @@ describe("unload, load and a version swap of a TypeScript model while four clien
       (g) => Buffer.from(g.raw_output_contents[0]).equals(Buffer.from(int32(ADD))),
     );
     const loops = [httpLoop, httpLoop, grpcLoop, grpcLoop].map((loop) => run.guard(loop));
-    const control = async (action: string) => {
-      const r = await fetch(`${server.url}/v2/repository/models/tsadd/${action}`, { method: "POST" });
-      expect(r.status, await r.text()).toBe(200);
-    };
-    await run.churn(loops, { modelDir: join(s.repo.dir, "tsadd"), pauseMs: 200, unload: () => control("unload"), load: () => control("load") });
+    await run.churnModel(loops, server.url, s.repo.dir, "tsadd", 200);
     expect(tally.wrong, server.log().slice(-4000)).toEqual([]);
     expect(tally.ok).toBeGreaterThan(0);
     const last = await post(server, "/v2/models/tsadd/infer", body);
