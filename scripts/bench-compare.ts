@@ -18,7 +18,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { machineHeading, procStat, sleep, waitReady, wrk } from "./lib/bench.ts";
 import { naiveOrtNodeServerSource, naiveServerSource } from "./lib/naive-server.ts";
 
@@ -110,7 +110,7 @@ const SERVERS: Server[] = [
     const b = binaryOf(ref);
     return nereidAt(b.label, b.path);
   }),
-  ...binaries.map((b) => nereidAt(b, b)),
+  ...binaries.map((b) => nereidAt(relative(root, b), b)),
   {
     label: "naive Bun.serve + koffi ORT, values bound once (stricter)",
     command: (port) => [process.execPath, join(work, "naive.ts"), String(port)],

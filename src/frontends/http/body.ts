@@ -17,10 +17,7 @@ export function tooLarge(size: number | string, limit: number): ServerError {
 }
 
 export async function readBody(req: HttpRequest, limit: number): Promise<Uint8Array> {
-  // A declared length past the limit is refused before the body is read (Bun's reader also
-  // checks it; node:http's reads up to the limit).
-  const declared = req.header("content-length");
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(declared, limit);
+  // Every HttpRequest's body() refuses a body past the limit, a declared one before reading it.
   const raw = await req.body(limit);
   const decoded = decodedBody(raw, req.header("content-encoding"), limit);
   return decoded instanceof Uint8Array ? decoded : await decoded;

@@ -52,7 +52,10 @@ function listenBun(handler: HttpHandler, address: string, port: number, reusePor
   };
 }
 
+/** The body under `limit`: a declared length past it is refused before anything is read (the answer then closes the connection). */
 function readNodeBody(msg: IncomingMessage, limit: number): Promise<Uint8Array> {
+  const declared = msg.headers["content-length"];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(declared, limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

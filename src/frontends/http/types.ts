@@ -11,7 +11,7 @@ export interface HttpRequest {
   header(name: string): string | undefined;
   /** Every header, names in lower case (for header forwarding). */
   headers?(): Iterable<readonly [string, string]>;
-  /** The raw (possibly compressed) body; rejects if it exceeds `limit` bytes. */
+  /** The raw (possibly compressed) body; rejects (tooLarge) if it exceeds `limit` bytes, a declared Content-Length past it before reading. */
   body(limit: number): Promise<Uint8Array>;
   /** Aborts when the client goes away before its answer is written (S-20: the inference is cancelled). */
   signal?: AbortSignal;

@@ -133,19 +133,25 @@ describe("SlotChannel", () => {
   });
 });
 
+/** A submitter's side watching its completion ring with whileRung until 3 slots came: `b` is the scheduling side, `got` each step's take. */
+function watchCompletions() {
+  const a = new SlotChannel(4);
+  const b = new SlotChannel(a.buffer);
+  const got: number[][] = [];
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => (ended = resolve));
+  whileRung(a.ctrl, DONE_TAIL, DONE_HEAD, () => {
+    got.push(a.takeCompleted());
+    if (got.flat().length < 3) return true;
+    ended();
+    return false;
+  });
+  return { b, got, end };
+}
+
 describe("whileRung", () => {
   it("runs its step at once and again each time the other side rings, until the step says stop", async () => {
-    const a = new SlotChannel(4);
-    const b = new SlotChannel(a.buffer);
-    const got: number[][] = [];
-    let ended!: () => void;
-    const end = new Promise<void>((resolve) => (ended = resolve));
-    whileRung(a.ctrl, DONE_TAIL, DONE_HEAD, () => {
-      got.push(a.takeCompleted());
-      if (got.flat().length < 3) return true;
-      ended();
-      return false;
-    });
+    const { b, got, end } = watchCompletions();
     expect(got).toEqual([[]]);
     b.complete(1);
     await new Promise((r) => setTimeout(r, 10));
@@ -156,17 +162,7 @@ describe("whileRung", () => {
   });
 
   it("slots completed without a wake-up are taken together at the one wakeSubmitter() after them (#30: one wake-up per execution)", async () => {
-    const a = new SlotChannel(4);
-    const b = new SlotChannel(a.buffer);
-    const got: number[][] = [];
-    let ended!: () => void;
-    const end = new Promise<void>((resolve) => (ended = resolve));
-    whileRung(a.ctrl, DONE_TAIL, DONE_HEAD, () => {
-      got.push(a.takeCompleted());
-      if (got.flat().length < 3) return true;
-      ended();
-      return false;
-    });
+    const { b, got, end } = watchCompletions();
     for (const s of [2, 0, 3]) b.complete(s, false);
     // Nothing woke the submitter: its step ran only once, at the start.
     await new Promise((r) => setTimeout(r, 20));
