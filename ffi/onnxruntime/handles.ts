@@ -10,6 +10,7 @@ import { logSettings } from "../../src/core/logger.ts";
 import { bindOrtApi, ORT_ARENA_ALLOCATOR, ORT_EXECUTION_MODE, ORT_LOGGING_LEVEL, ORT_MEM_TYPE_DEFAULT, type OrtApi } from "./symbols.ts";
 import { check } from "./status.ts";
 import { ortLibraryCandidates } from "./library.ts";
+import { defaultNativeEnv } from "../libc/env.ts";
 
 export interface SessionConfig {
   intraOpThreads: number;
@@ -70,8 +71,10 @@ export class OrtEnvironment {
 
   /** The process's environment; the first call decides which library is loaded. */
   static get(explicitLibrary?: string): OrtEnvironment {
-    // ORT 1.30 otherwise starts its telemetry at CreateEnv (it leaves /tmp/mat-debug-<pid>.log).
-    process.env.ORT_DISABLE_TELEMETRY ??= "1";
+    // ORT 1.30 otherwise starts its telemetry at CreateEnv: it leaves /tmp/mat-debug-<pid>.log
+    // and a database under ~/.cache/Microsoft. It reads the switch with getenv(3), which
+    // Bun's process.env does not reach.
+    defaultNativeEnv("ORT_DISABLE_TELEMETRY", "1");
     environment ??= new OrtEnvironment(bindOrtApi(ortLibraryCandidates(explicitLibrary)));
     return environment;
   }

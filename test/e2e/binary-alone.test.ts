@@ -45,6 +45,12 @@ describe.skipIf(!existsSync(BINARY))("dist/nereid alone in an empty directory", 
     } finally {
       expect(await server.stop("SIGTERM")).toBe(0);
     }
+    // ONNX Runtime's telemetry stays off in the binary too (Bun's process.env does not
+    // reach getenv): it would leave /tmp/mat-debug-<pid>.log and a database under
+    // $HOME/.cache/Microsoft or $XDG_CACHE_HOME/Microsoft.
+    expect(readdirSync(dir).sort()).toEqual(["cache", "models", "nereid"]);
+    expect(readdirSync(join(dir, "cache"))).toEqual(["nereid"]);
+    expect(existsSync(`/tmp/mat-debug-${server.pid}.log`)).toBe(false);
   });
 
   it("serves the OCR ensemble from a copy of model_repository/: its TypeScript models get pngjs from the binary", async () => {
