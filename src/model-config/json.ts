@@ -5,9 +5,22 @@
  * numbers, non-finite floats as "NaN" / "Infinity" / "-Infinity" (protobuf's JSON mapping).
  * configFromJson() checks a JSON config (the repository load API's `config` override).
  */
-import protobuf from "protobufjs";
 import { invalidArg } from "../core/errors.ts";
-import { modelConfigType, fieldKind, scalarKind, realOneof, mapKeyType, integerBounds, defaultScalar, setKey, fieldNamed, enumHasName } from "./schema.ts";
+import {
+  modelConfigType,
+  fieldKind,
+  scalarKind,
+  realOneof,
+  mapKeyType,
+  integerBounds,
+  defaultScalar,
+  setKey,
+  fieldNamed,
+  enumHasName,
+  type Field,
+  type MessageType,
+  type EnumType,
+} from "./schema.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
 type Obj = Record<string, unknown>;
@@ -18,14 +31,14 @@ function floatToJson(v: number): number | string {
   return Number.isFinite(v) ? v : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
 }
 
-function valueToJson(field: protobuf.Field, v: unknown): unknown {
+function valueToJson(field: Field, v: unknown): unknown {
   const kind = fieldKind(field);
-  if (kind === "message") return toJson(field.resolvedType as protobuf.Type, v as Obj);
+  if (kind === "message") return toJson(field.resolvedType as MessageType, v as Obj);
   if (kind === "float") return floatToJson(v as number);
   return v;
 }
 
-function toJson(type: protobuf.Type, obj: Obj): Obj {
+function toJson(type: MessageType, obj: Obj): Obj {
   const out: Obj = {};
   for (const field of type.fieldsArray) {
     const v = obj[field.name];
@@ -66,7 +79,7 @@ function shown(v: unknown): string {
 }
 
 /** A JSON scalar of proto type `type` (or of enum `e`), checked as protobuf's JSON parser does. */
-function checkScalar(type: string, e: protobuf.Enum | undefined, v: unknown, path: string): unknown {
+function checkScalar(type: string, e: EnumType | undefined, v: unknown, path: string): unknown {
   if (e) {
     if (typeof v === "string" && enumHasName(e, v)) return v;
     if (typeof v === "number" && e.valuesById[v] !== undefined) return e.valuesById[v];
@@ -102,12 +115,13 @@ function checkScalar(type: string, e: protobuf.Enum | undefined, v: unknown, pat
   }
 }
 
-function fieldValue(field: protobuf.Field, v: unknown, path: string): unknown {
-  if (field.resolvedType instanceof protobuf.Type) return fromJson(field.resolvedType, v, path);
-  return checkScalar(field.type, field.resolvedType instanceof protobuf.Enum ? field.resolvedType : undefined, v, path);
+function fieldValue(field: Field, v: unknown, path: string): unknown {
+  const t = field.resolvedType;
+  if (t?.kind === "message") return fromJson(t, v, path);
+  return checkScalar(field.type, t ?? undefined, v, path);
 }
 
-function fromJson(type: protobuf.Type, obj: unknown, path: string): Obj {
+function fromJson(type: MessageType, obj: unknown, path: string): Obj {
   if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw invalidArg(`${path}: expected an object`);
   const out: Obj = {};
   const oneofs = new Map<string, string>();

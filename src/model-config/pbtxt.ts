@@ -3,7 +3,6 @@
  * ModelConfig shape of types.ts, driven by the reflected schema so that every field of
  * model_config.proto round-trips. Unknown fields are errors, as in Triton's parser.
  */
-import type protobuf from "protobufjs";
 import {
   modelConfigType,
   fieldKind,
@@ -17,6 +16,9 @@ import {
   fieldNamed,
   enumHasName,
   type FieldKind,
+  type Field,
+  type MessageType,
+  type EnumType,
 } from "./schema.ts";
 import { tokenize, syntaxError, type Token } from "./pbtxt-lexer.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
@@ -75,7 +77,7 @@ class Parser {
   }
 
   /** Fields of `type` until `close` ("}" or ">"), or until end of input when undefined. */
-  parseFields(type: protobuf.Type, close: string | undefined): Obj {
+  parseFields(type: MessageType, close: string | undefined): Obj {
     const obj: Obj = {};
     const seenOneof = new Map<string, string>();
     for (;;) {
@@ -102,7 +104,7 @@ class Parser {
   }
 
   /** `name: value`, `name { ... }`, `name: { ... }` or `name [ v, ... ]` (name already read). */
-  #parseField(obj: Obj, field: protobuf.Field, nameTok: Token): void {
+  #parseField(obj: Obj, field: Field, nameTok: Token): void {
     const kind = field.map ? "message" : fieldKind(field);
     if (this.#isSymbol(":")) this.#next();
     else if (kind !== "message") this.#fail(this.#peek(), `expected ':' after '${field.name}'`);
@@ -135,10 +137,10 @@ class Parser {
     }
   }
 
-  #parseValue(field: protobuf.Field, kind: FieldKind): unknown {
+  #parseValue(field: Field, kind: FieldKind): unknown {
     if (field.map) return this.#parseMapEntry(field);
-    if (kind === "message") return this.#parseMessage(field.resolvedType as protobuf.Type);
-    if (kind === "enum") return this.#parseEnum(field.resolvedType as protobuf.Enum);
+    if (kind === "message") return this.#parseMessage(field.resolvedType as MessageType);
+    if (kind === "enum") return this.#parseEnum(field.resolvedType as EnumType);
     return this.#parseScalar(field.type, field.name);
   }
 
@@ -148,12 +150,12 @@ class Parser {
     return { open, close: open.text === "{" ? "}" : ">" };
   }
 
-  #parseMessage(type: protobuf.Type): Obj {
+  #parseMessage(type: MessageType): Obj {
     return this.parseFields(type, this.#open().close);
   }
 
   /** `{ key: k value: v }` or `{ key: k value { ... } }`; a missing value is the default. */
-  #parseMapEntry(field: protobuf.Field): { key: string; value: unknown } {
+  #parseMapEntry(field: Field): { key: string; value: unknown } {
     const { open, close } = this.#open();
     const valueKind = fieldKind(field);
     let key: unknown;
@@ -166,8 +168,8 @@ class Parser {
       if (this.#isSymbol(":")) this.#next();
       else if (isKey || valueKind !== "message") this.#fail(this.#peek(), `expected ':' after '${t.text}'`);
       if (isKey) key = this.#parseScalar(mapKeyType(field), `${field.name}.key`);
-      else if (valueKind === "message") value = this.#parseMessage(field.resolvedType as protobuf.Type);
-      else if (valueKind === "enum") value = this.#parseEnum(field.resolvedType as protobuf.Enum);
+      else if (valueKind === "message") value = this.#parseMessage(field.resolvedType as MessageType);
+      else if (valueKind === "enum") value = this.#parseEnum(field.resolvedType as EnumType);
       else value = this.#parseScalar(field.type, `${field.name}.value`);
       if (this.#isSymbol(",") || this.#isSymbol(";")) this.#next();
     }
@@ -178,7 +180,7 @@ class Parser {
   }
 
   /** An enum value by name or by number. */
-  #parseEnum(e: protobuf.Enum): string {
+  #parseEnum(e: EnumType): string {
     const t = this.#next();
     if (t.kind === "ident") {
       if (!enumHasName(e, t.text)) this.#fail(t, `unknown value '${t.text}' for enum ${typeName(e)}`);
@@ -269,7 +271,7 @@ function scalarText(kind: FieldKind, v: unknown): string {
   return String(v);
 }
 
-function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string[]): void {
+function printMessage(type: MessageType, obj: Obj, indent: string, out: string[]): void {
   for (const field of type.fieldsArray) {
     const v = obj[field.name];
     if (v === undefined) continue;
@@ -283,7 +285,7 @@ function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string
         out.push(`${indent}${field.name} {`, `${indent}  key: ${keyText(k)}`);
         if (kind === "message") {
           out.push(`${indent}  value {`);
-          printMessage(field.resolvedType as protobuf.Type, val as Obj, indent + "    ", out);
+          printMessage(field.resolvedType as MessageType, val as Obj, indent + "    ", out);
           out.push(`${indent}  }`);
         } else {
           out.push(`${indent}  value: ${scalarText(kind, val)}`);
@@ -295,7 +297,7 @@ function printMessage(type: protobuf.Type, obj: Obj, indent: string, out: string
     } else if (kind === "message") {
       for (const item of field.repeated ? (v as Obj[]) : [v as Obj]) {
         out.push(`${indent}${field.name} {`);
-        printMessage(field.resolvedType as protobuf.Type, item, indent + "  ", out);
+        printMessage(field.resolvedType as MessageType, item, indent + "  ", out);
         out.push(`${indent}}`);
       }
     } else if (field.repeated) {

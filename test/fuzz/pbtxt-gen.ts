@@ -6,9 +6,8 @@
  */
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import protobuf from "protobufjs";
 import type { Rng } from "./rng.ts";
-import { modelConfigType, fieldKind, mapKeyType, realOneof, scalarKind } from "../../src/model-config/schema.ts";
+import { modelConfigType, fieldKind, mapKeyType, realOneof, scalarKind, type Field, type MessageType, type EnumType } from "../../src/model-config/schema.ts";
 import { Raw, cloneDoc, edgeValue, isObjectDoc, type Doc } from "./json-text.ts";
 import { mutateTokens, tokens, paths, get } from "./mutate.ts";
 
@@ -201,13 +200,13 @@ function quote(s: string, r: Rng): string {
   ]);
 }
 
-function scalarText(field: protobuf.Field, kind: string, r: Rng): string {
+function scalarText(field: Field, kind: string, r: Rng): string {
   const name = field.name;
   switch (kind) {
     case "bool":
       return odd(r) ? r.pick(BOOL_WORDS) : r.pick(["true", "false"]);
     case "enum": {
-      const e = field.resolvedType as protobuf.Enum;
+      const e = field.resolvedType as EnumType;
       if (!odd(r)) return r.pick(Object.keys(e.values));
       return r.chance(0.5) ? String(r.pick([0, 1, 2, 13, 99, -1])) : r.pick(["TYPE_FOO", "kind_cpu", '"KIND_CPU"', "KIND_CPU.x", "constructor"]);
     }
@@ -230,9 +229,9 @@ function scalarText(field: protobuf.Field, kind: string, r: Rng): string {
   }
 }
 
-function pickFields(type: protobuf.Type, r: Rng, depth: number): protobuf.Field[] {
+function pickFields(type: MessageType, r: Rng, depth: number): Field[] {
   const p = depth === 0 ? 0.35 : 0.5;
-  const out: protobuf.Field[] = [];
+  const out: Field[] = [];
   const oneofUsed = new Set<string>();
   for (const f of r.chance(0.1) ? [...type.fieldsArray].reverse() : type.fieldsArray) {
     if (!r.chance(p)) continue;
@@ -246,14 +245,14 @@ function pickFields(type: protobuf.Type, r: Rng, depth: number): protobuf.Field[
 
 const sep = (r: Rng) => (odd(r) ? r.pick([", ", "; ", " # c\n", "\t", "\r\n"]) : r.pick([" ", "\n"]));
 
-function messageBody(type: protobuf.Type, r: Rng, depth: number): string {
+function messageBody(type: MessageType, r: Rng, depth: number): string {
   if (depth > 6) return "";
   return pickFields(type, r, depth)
     .map((f) => fieldText(f, r, depth))
     .join(sep(r));
 }
 
-function block(type: protobuf.Type, r: Rng, depth: number): string {
+function block(type: MessageType, r: Rng, depth: number): string {
   const [open, close] = odd(r)
     ? r.pick([
         ["<", ">"],
@@ -264,7 +263,7 @@ function block(type: protobuf.Type, r: Rng, depth: number): string {
   return `${open} ${messageBody(type, r, depth + 1)} ${close}`;
 }
 
-function fieldText(f: protobuf.Field, r: Rng, depth: number): string {
+function fieldText(f: Field, r: Rng, depth: number): string {
   const kind = fieldKind(f);
   const colon = kind === "message" ? r.pick(["", ": "]) : odd(r) ? " " : ": ";
   if (f.map) {
@@ -276,14 +275,14 @@ function fieldText(f: protobuf.Field, r: Rng, depth: number): string {
           : odd(r)
             ? r.pick(["-1", "18446744073709551615", "x", "1.5"])
             : r.pick(["0", "1", "2", "3"]);
-      const value = kind === "message" ? `value ${block(f.resolvedType as protobuf.Type, r, depth)}` : `value: ${scalarText(f, kind, r)}`;
+      const value = kind === "message" ? `value ${block(f.resolvedType as MessageType, r, depth)}` : `value: ${scalarText(f, kind, r)}`;
       return `{ key: ${key} ${value} }`;
     };
     const n = r.count(3);
     if (r.chance(0.3)) return `${f.name}${colon}[ ${Array.from({ length: n }, entry).join(", ")} ]`;
     return Array.from({ length: Math.max(1, n) }, () => `${f.name} ${entry()}`).join(sep(r));
   }
-  const one = () => (kind === "message" ? block(f.resolvedType as protobuf.Type, r, depth) : scalarText(f, kind, r));
+  const one = () => (kind === "message" ? block(f.resolvedType as MessageType, r, depth) : scalarText(f, kind, r));
   if (f.repeated) {
     const n = r.count(4);
     if (r.chance(0.6)) return `${f.name}${kind === "message" ? colon : ": "}[ ${Array.from({ length: n }, one).join(odd(r) ? " " : ", ")} ]`;
@@ -301,13 +300,13 @@ export function genPbtxtFromSchema(r: Rng, rough = r.chance(0.3)): string {
 /** Field and enum names of the schema: the words token mutation puts in. */
 export function schemaWords(): string[] {
   const words = new Set<string>();
-  const walk = (t: protobuf.Type, seen: Set<protobuf.Type>) => {
+  const walk = (t: MessageType, seen: Set<MessageType>) => {
     if (seen.has(t)) return;
     seen.add(t);
     for (const f of t.fieldsArray) {
       words.add(f.name);
-      if (f.resolvedType instanceof protobuf.Type) walk(f.resolvedType, seen);
-      else if (f.resolvedType instanceof protobuf.Enum) for (const n of Object.keys(f.resolvedType.values)) words.add(n);
+      if (f.resolvedType?.kind === "message") walk(f.resolvedType, seen);
+      else if (f.resolvedType?.kind === "enum") for (const n of Object.keys(f.resolvedType.values)) words.add(n);
     }
   };
   walk(modelConfigType(), new Set());

@@ -3,7 +3,7 @@ import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import protobuf from "protobufjs";
-import { modelConfigRoot } from "../../src/model-config/schema.ts";
+import { MODEL_CONFIG_DESCRIPTOR } from "../../src/model-config/model-config-descriptor.generated.ts";
 import { grpcRoot } from "../../src/frontends/grpc/protos.ts";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -32,9 +32,9 @@ function parsed(...texts: string[]): protobuf.Root {
 }
 
 describe("generated proto descriptors (#30: reflected at start instead of parsing the .proto text)", () => {
-  it("model_config's root is the one parsing proto/model_config.proto gives", () => {
+  it("model_config's descriptor reflects to the root parsing proto/model_config.proto gives", () => {
     const text = readFileSync(join(root, "proto/model_config.proto"), "utf8");
-    expect(modelConfigRoot().toJSON()).toEqual(parsed(text).toJSON());
+    expect(protobuf.Root.fromJSON(MODEL_CONFIG_DESCRIPTOR).toJSON()).toEqual(parsed(text).toJSON());
   });
 
   it("the gRPC root is the one parsing model_config, grpc_service and health gives, and encodes the same bytes", () => {

@@ -4,8 +4,7 @@
  * reachable from it (one config cannot: oneof members exclude each other), each with the
  * exact object parsePbtxt must give. Plus the schema walkers that check that claim.
  */
-import protobuf from "protobufjs";
-import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
+import { modelConfigType, fieldKind, type MessageType } from "../../../src/model-config/schema.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 
 type Obj = Record<string, unknown>;
@@ -417,27 +416,27 @@ export const FIXTURES: [string, string, ModelConfig][] = [
 export function schemaFields(): Set<string> {
   const out = new Set<string>();
   const seen = new Set<string>();
-  const queue: protobuf.Type[] = [modelConfigType()];
+  const queue: MessageType[] = [modelConfigType()];
   while (queue.length > 0) {
     const type = queue.shift()!;
     if (seen.has(type.fullName)) continue;
     seen.add(type.fullName);
     for (const field of type.fieldsArray) {
       out.add(`${type.fullName}.${field.name}`);
-      if (field.resolvedType instanceof protobuf.Type) queue.push(field.resolvedType);
+      if (field.resolvedType?.kind === "message") queue.push(field.resolvedType);
     }
   }
   return out;
 }
 
 /** Every "<message>.<field>" set in `obj` (read as `type`); throws on a key the schema lacks. */
-export function setFields(type: protobuf.Type, obj: Obj, out: Set<string>): Set<string> {
+export function setFields(type: MessageType, obj: Obj, out: Set<string>): Set<string> {
   for (const [key, value] of Object.entries(obj)) {
     const field = type.fields[key];
     if (!field) throw new Error(`fixture has '${key}', which ${type.fullName} lacks`);
     out.add(`${type.fullName}.${key}`);
     if (fieldKind(field) !== "message") continue;
-    const sub = field.resolvedType as protobuf.Type;
+    const sub = field.resolvedType as MessageType;
     const items = (field.map ? Object.values(value as Obj) : field.repeated ? value : [value]) as Obj[];
     for (const item of items) setFields(sub, item, out);
   }

@@ -3,10 +3,9 @@
  * repository load API takes it (configFromJson).
  */
 import { describe, it, expect } from "vitest";
-import type protobuf from "protobufjs";
 import { parsePbtxt, printPbtxt } from "../../../src/model-config/pbtxt.ts";
 import { configToJson, configFromJson } from "../../../src/model-config/json.ts";
-import { modelConfigType, fieldKind } from "../../../src/model-config/schema.ts";
+import { modelConfigType, fieldKind, type MessageType, type EnumType } from "../../../src/model-config/schema.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
 import { FIXTURES as SHARED_FIXTURES, TRITON_EXAMPLES } from "./fixtures.ts";
@@ -374,7 +373,7 @@ describe("configFromJson", () => {
  * Walks `result` against `original` (both read as `type`) and returns the paths of fields
  * present in `result` but not in `original`, checking that each holds the field's default.
  */
-function addedDefaults(type: protobuf.Type, result: Obj, original: Obj, path: string, out: string[]): string[] {
+function addedDefaults(type: MessageType, result: Obj, original: Obj, path: string, out: string[]): string[] {
   for (const [key, value] of Object.entries(result)) {
     const field = type.fields[key]!;
     const kind = fieldKind(field);
@@ -390,14 +389,14 @@ function addedDefaults(type: protobuf.Type, result: Obj, original: Obj, path: st
             : kind === "string"
               ? ""
               : kind === "enum"
-                ? (field.resolvedType as protobuf.Enum).valuesById[0]
+                ? (field.resolvedType as EnumType).valuesById[0]
                 : 0;
       expect(kind === "message" && !field.map && !field.repeated, `${p} is an unset message`).toBe(false);
       expect(value, p).toEqual(def);
       continue;
     }
     if (kind !== "message") continue;
-    const sub = field.resolvedType as protobuf.Type;
+    const sub = field.resolvedType as MessageType;
     if (field.map) for (const [k, v] of Object.entries(value as Obj)) addedDefaults(sub, v as Obj, (original[key] as Obj)[k] as Obj, `${p}[${k}]`, out);
     else if (field.repeated) (value as Obj[]).forEach((v, i) => addedDefaults(sub, v, (original[key] as Obj[])[i]!, `${p}[${i}]`, out));
     else addedDefaults(sub, value as Obj, original[key] as Obj, p, out);

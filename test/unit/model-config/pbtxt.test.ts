@@ -22,8 +22,8 @@ describe("every field of inference.ModelConfig", () => {
     // All 45 message types that have fields (ModelVersionPolicy.All has none), 164 fields.
     expect(types.size).toBe(45);
     expect(fields.size).toBe(164);
-    expect(fields).toContain(".inference.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound.input");
-    expect(fields).toContain(".inference.ModelSequenceBatching.InitialState.data_file");
+    expect(fields).toContain("inference.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound.input");
+    expect(fields).toContain("inference.ModelSequenceBatching.InitialState.data_file");
   });
 
   it("the four fixtures together set every field of every reachable message", () => {

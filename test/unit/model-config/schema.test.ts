@@ -8,7 +8,8 @@ import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import protobuf from "protobufjs";
-import { modelConfigRoot, modelConfigType, integerBounds, mapKeyType } from "../../../src/model-config/schema.ts";
+import { modelConfigSchema, modelConfigType, integerBounds, fieldKind, type MessageType, type EnumType } from "../../../src/model-config/schema.ts";
+import { MODEL_CONFIG_DESCRIPTOR } from "../../../src/model-config/model-config-descriptor.generated.ts";
 import { MODEL_CONFIG_PROTO } from "../../../src/model-config/model-config-proto.generated.ts";
 
 const root = resolve(import.meta.dirname, "../../..");
@@ -95,19 +96,45 @@ const TRITON_SCHEMA: Record<string, string> = {
 /** The same description, read from the schema the server uses. */
 function describeSchema(): Record<string, string> {
   const out: Record<string, string> = {};
+  const walk = (items: readonly (MessageType | EnumType)[]) => {
+    for (const obj of items) {
+      if (obj.kind === "message") {
+        const fields = obj.fieldsArray.map((f) => {
+          const type = f.map ? `map<${f.keyType},${f.type}>` : `${f.repeated ? "repeated_" : ""}${f.type}`;
+          return `${f.name}=${f.id}:${type}`;
+        });
+        out[obj.fullName] = fields.join(" ");
+        for (const o of obj.oneofsArray) out[`${obj.fullName} oneof ${o.name}`] = o.oneof.join(" ");
+        walk(obj.nested);
+      } else {
+        out[obj.fullName] = Object.entries(obj.values)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(" ");
+      }
+    }
+  };
+  walk(modelConfigSchema().top);
+  return out;
+}
+
+/** The same description from protobufjs's reflection of the descriptor, with each field's resolved type. */
+function describeProtobufjs(): { described: Record<string, string>; resolved: Record<string, string> } {
+  const described: Record<string, string> = {};
+  const resolved: Record<string, string> = {};
   const walk = (ns: protobuf.NamespaceBase) => {
     for (const obj of ns.nestedArray) {
       const name = obj.fullName.slice(1);
       if (obj instanceof protobuf.Type) {
         const fields = obj.fieldsArray.map((f) => {
-          const type = f.map ? `map<${mapKeyType(f)},${f.type}>` : `${f.repeated ? "repeated_" : ""}${f.type}`;
+          const type = f.map ? `map<${(f as unknown as protobuf.MapField).keyType},${f.type}>` : `${f.repeated ? "repeated_" : ""}${f.type}`;
+          if (f.resolvedType) resolved[`${name}.${f.name}`] = f.resolvedType.fullName.slice(1);
           return `${f.name}=${f.id}:${type}`;
         });
-        out[name] = fields.join(" ");
-        for (const o of obj.oneofsArray) out[`${name} oneof ${o.name}`] = o.oneof.join(" ");
+        described[name] = fields.join(" ");
+        for (const o of obj.oneofsArray) described[`${name} oneof ${o.name}`] = o.oneof.join(" ");
         walk(obj);
       } else if (obj instanceof protobuf.Enum) {
-        out[name] = Object.entries(obj.values)
+        described[name] = Object.entries(obj.values)
           .map(([k, v]) => `${k}=${v}`)
           .join(" ");
       } else if (obj instanceof protobuf.Namespace) {
@@ -115,8 +142,10 @@ function describeSchema(): Record<string, string> {
       }
     }
   };
-  walk(modelConfigRoot());
-  return out;
+  const root = protobuf.Root.fromJSON(MODEL_CONFIG_DESCRIPTOR);
+  root.resolveAll();
+  walk(root);
+  return { described, resolved };
 }
 
 describe("model_config.proto", () => {
@@ -124,7 +153,29 @@ describe("model_config.proto", () => {
     const ours = describeSchema();
     expect(ours).toEqual(TRITON_SCHEMA);
     expect(Object.keys(ours)).toEqual(Object.keys(TRITON_SCHEMA));
-    expect(modelConfigType().fullName).toBe(".inference.ModelConfig");
+    expect(modelConfigType().fullName).toBe("inference.ModelConfig");
+  });
+
+  it("resolves every field's message or enum type as protobufjs does, and agrees with its reflection (#30: ours replaced it)", () => {
+    const { described, resolved } = describeProtobufjs();
+    expect(describeSchema()).toEqual(described);
+    const ours: Record<string, string> = {};
+    for (const t of modelConfigSchema().byName.values()) {
+      if (t.kind !== "message") continue;
+      for (const f of t.fieldsArray) {
+        if (f.resolvedType) ours[`${t.fullName}.${f.name}`] = f.resolvedType.fullName;
+        if (f.resolvedType) expect(fieldKind(f)).toBe(f.resolvedType.kind);
+        expect(f.partOf?.oneof.includes(f.name) ?? true).toBe(true);
+      }
+    }
+    expect(ours).toEqual(resolved);
+    // Scoping: "Kind" means each message's own nested enum, "Shape" the GraphSpec's, "DataType" the package's.
+    expect(ours["inference.ModelInstanceGroup.kind"]).toBe("inference.ModelInstanceGroup.Kind");
+    expect(ours["inference.BatchInput.kind"]).toBe("inference.BatchInput.Kind");
+    expect(ours["inference.ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound.input"]).toBe("inference.ModelOptimizationPolicy.Cuda.GraphSpec.Shape");
+    expect(ours["inference.ModelInput.data_type"]).toBe("inference.DataType");
+    // Own properties only: an Object.prototype name is no field.
+    expect(Object.hasOwn(modelConfigType().fields, "constructor")).toBe(false);
   });
 
   it("is embedded as generated text identical to the file (regenerate with `npx bun scripts/gen-proto.ts`)", () => {
