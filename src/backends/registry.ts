@@ -4,8 +4,36 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Backend } from "./backend.ts";
+import type { Backend, BackendLoadContext, BackendModel, ModelFileIO } from "./backend.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
+
+/** What the registry and the loader read of a backend before loading a model with it. */
+export type BackendTraits = Pick<Backend, "name" | "platform" | "defaultModelFilename" | "gpus" | "gpuOnly" | "otherModelFilenames"> & {
+  /** Whether the backend has autoComplete / describe. */
+  readonly autoComplete?: true;
+  readonly describe?: true;
+};
+
+/**
+ * A backend whose module is imported when a model first needs it, so that a repository
+ * without such models never evaluates it (#30: start-up). `traits` must be the backend's
+ * own (test/unit/backends/registry.test.ts compares them).
+ */
+export function lazyBackend(traits: BackendTraits, create: () => Promise<Backend>): Backend {
+  let real: Promise<Backend> | undefined;
+  const backend = () => (real ??= create());
+  const { autoComplete, describe, ...fields } = traits;
+  return {
+    ...fields,
+    ...(autoComplete && {
+      autoComplete: async (config: ModelConfig, modelPath: string): Promise<ModelConfig> => (await backend()).autoComplete!(config, modelPath),
+    }),
+    ...(describe && {
+      describe: async (modelPath: string, backendConfig: Record<string, string>): Promise<ModelFileIO> => (await backend()).describe!(modelPath, backendConfig),
+    }),
+    load: async (ctx: BackendLoadContext): Promise<BackendModel> => (await backend()).load(ctx),
+  };
+}
 
 export class BackendRegistry {
   readonly #backends: Backend[] = [];

@@ -11,11 +11,8 @@ import { InferenceServer } from "../server/server.ts";
 import { SharedMemoryManager } from "../server/shared-memory.ts";
 import { TraceManager } from "../server/trace.ts";
 import { BackendRegistry } from "../backends/registry.ts";
+import { LAZY_BACKENDS } from "../backends/lazy.ts";
 import { OnnxRuntimeBackend } from "../backends/onnxruntime/backend.ts";
-import { TensorRtBackend } from "../backends/tensorrt/backend.ts";
-import { OpenVinoBackend } from "../backends/openvino/backend.ts";
-import { TypeScriptBackend } from "../backends/typescript/backend.ts";
-import { PythonBackend } from "../backends/python/backend.ts";
 import { CUSTOM_METRICS, type CustomMetrics } from "../backends/custom-metrics.ts";
 import { ModelRepositoryManager } from "../repository/manager.ts";
 import { RateLimiter } from "../scheduler/rate-limiter.ts";
@@ -84,10 +81,8 @@ async function responseCache(options: ServerOptions): Promise<ResponseCache | un
 export async function buildCore(options: ServerOptions): Promise<Core> {
   const backends = new BackendRegistry();
   backends.register(new OnnxRuntimeBackend());
-  backends.register(new TensorRtBackend());
-  backends.register(new OpenVinoBackend());
-  backends.register(new TypeScriptBackend());
-  backends.register(new PythonBackend({ ...options.backendConfig[""], ...options.backendConfig["python"] }));
+  // The others are imported when a model first needs them.
+  for (const make of LAZY_BACKENDS) backends.register(make(options.backendConfig));
   // Object-storage repositories are copied into local folders; the rest of the server sees only those.
   const sources = await RepositorySources.open(options.modelRepositories);
   const refresh = sources.remote.length > 0 ? () => sources.refresh() : undefined;
