@@ -92,7 +92,7 @@ function buildSchema(root: DescriptorNode): Schema {
       const fullName = prefix ? `${prefix}.${name}` : name;
       if (child.values) {
         const valuesById: Record<number, string> = {};
-        for (const [k, v] of Object.entries(child.values)) valuesById[v] ??= k;
+        for (const [k, v] of Object.entries(child.values)) valuesById[v] = k; // the last name of a value, as protobufjs
         const e: EnumType = { kind: "enum", name, fullName, values: { ...child.values }, valuesById };
         byName.set(fullName, e);
         out.push(e);

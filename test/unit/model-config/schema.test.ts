@@ -118,9 +118,10 @@ function describeSchema(): Record<string, string> {
 }
 
 /** The same description from protobufjs's reflection of the descriptor, with each field's resolved type. */
-function describeProtobufjs(): { described: Record<string, string>; resolved: Record<string, string> } {
+function describeProtobufjs(): { described: Record<string, string>; resolved: Record<string, string>; names: Record<string, Record<number, string>> } {
   const described: Record<string, string> = {};
   const resolved: Record<string, string> = {};
+  const names: Record<string, Record<number, string>> = {};
   const walk = (ns: protobuf.NamespaceBase) => {
     for (const obj of ns.nestedArray) {
       const name = obj.fullName.slice(1);
@@ -137,6 +138,7 @@ function describeProtobufjs(): { described: Record<string, string>; resolved: Re
         described[name] = Object.entries(obj.values)
           .map(([k, v]) => `${k}=${v}`)
           .join(" ");
+        names[name] = { ...obj.valuesById };
       } else if (obj instanceof protobuf.Namespace) {
         walk(obj);
       }
@@ -145,7 +147,7 @@ function describeProtobufjs(): { described: Record<string, string>; resolved: Re
   const root = protobuf.Root.fromJSON(MODEL_CONFIG_DESCRIPTOR);
   root.resolveAll();
   walk(root);
-  return { described, resolved };
+  return { described, resolved, names };
 }
 
 describe("model_config.proto", () => {
@@ -157,10 +159,12 @@ describe("model_config.proto", () => {
   });
 
   it("resolves every field's message or enum type as protobufjs does, and agrees with its reflection (#30: ours replaced it)", () => {
-    const { described, resolved } = describeProtobufjs();
+    const { described, resolved, names } = describeProtobufjs();
     expect(describeSchema()).toEqual(described);
     const ours: Record<string, string> = {};
+    const ourNames: Record<string, Record<number, string>> = {};
     for (const t of modelConfigSchema().byName.values()) {
+      if (t.kind === "enum") ourNames[t.fullName] = { ...t.valuesById };
       if (t.kind !== "message") continue;
       for (const f of t.fieldsArray) {
         if (f.resolvedType) ours[`${t.fullName}.${f.name}`] = f.resolvedType.fullName;
@@ -169,6 +173,7 @@ describe("model_config.proto", () => {
       }
     }
     expect(ours).toEqual(resolved);
+    expect(ourNames).toEqual(names);
     // Scoping: "Kind" means each message's own nested enum, "Shape" the GraphSpec's, "DataType" the package's.
     expect(ours["inference.ModelInstanceGroup.kind"]).toBe("inference.ModelInstanceGroup.Kind");
     expect(ours["inference.BatchInput.kind"]).toBe("inference.BatchInput.Kind");
