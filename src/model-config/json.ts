@@ -6,21 +6,8 @@
  * configFromJson() checks a JSON config (the repository load API's `config` override).
  */
 import { invalidArg } from "../core/errors.ts";
-import {
-  modelConfigType,
-  fieldKind,
-  scalarKind,
-  realOneof,
-  mapKeyType,
-  integerBounds,
-  defaultScalar,
-  setKey,
-  fieldNamed,
-  enumHasName,
-  type Field,
-  type MessageType,
-  type EnumType,
-} from "./schema.ts";
+import * as schema from "./schema.ts";
+import type { Field, MessageType, EnumType } from "./schema.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 
 type Obj = Record<string, unknown>;
@@ -32,7 +19,7 @@ function floatToJson(v: number): number | string {
 }
 
 function valueToJson(field: Field, v: unknown): unknown {
-  const kind = fieldKind(field);
+  const kind = schema.fieldKind(field);
   if (kind === "message") return toJson(field.resolvedType as MessageType, v as Obj);
   if (kind === "float") return floatToJson(v as number);
   return v;
@@ -44,14 +31,14 @@ function toJson(type: MessageType, obj: Obj): Obj {
     const v = obj[field.name];
     if (field.map) {
       const map: Obj = {};
-      for (const [k, x] of Object.entries((v as Obj | undefined) ?? {})) setKey(map, k, valueToJson(field, x));
+      for (const [k, x] of Object.entries((v as Obj | undefined) ?? {})) schema.setKey(map, k, valueToJson(field, x));
       out[field.name] = map;
     } else if (field.repeated) {
       out[field.name] = ((v as unknown[] | undefined) ?? []).map((x) => valueToJson(field, x));
     } else if (v !== undefined) {
       out[field.name] = valueToJson(field, v);
-    } else if (fieldKind(field) !== "message" && !realOneof(field)) {
-      out[field.name] = defaultScalar(field);
+    } else if (schema.fieldKind(field) !== "message" && !schema.realOneof(field)) {
+      out[field.name] = schema.defaultScalar(field);
     }
   }
   return out;
@@ -59,7 +46,7 @@ function toJson(type: MessageType, obj: Obj): Obj {
 
 /** The /config response body for `config` (a fresh object; nothing is shared with it). */
 export function configToJson(config: ModelConfig): Obj {
-  return toJson(modelConfigType(), config as Obj);
+  return toJson(schema.modelConfigType(), config as Obj);
 }
 
 // ------------------------------------------------------------------------- from JSON
@@ -81,11 +68,11 @@ function shown(v: unknown): string {
 /** A JSON scalar of proto type `type` (or of enum `e`), checked as protobuf's JSON parser does. */
 function checkScalar(type: string, e: EnumType | undefined, v: unknown, path: string): unknown {
   if (e) {
-    if (typeof v === "string" && enumHasName(e, v)) return v;
+    if (typeof v === "string" && schema.enumHasName(e, v)) return v;
     if (typeof v === "number" && e.valuesById[v] !== undefined) return e.valuesById[v];
     throw invalidArg(`${path}: unknown value ${shown(v)} for enum ${e.name}`);
   }
-  const kind = scalarKind(type);
+  const kind = schema.scalarKind(type);
   switch (kind) {
     case "bool":
       if (typeof v !== "boolean") throw invalidArg(`${path}: expected a boolean`);
@@ -100,7 +87,7 @@ function checkScalar(type: string, e: EnumType | undefined, v: unknown, path: st
       if (typeof n !== "number" || !Number.isSafeInteger(n) || (kind === "uint" && n < 0)) {
         throw invalidArg(`${path}: expected ${kind === "uint" ? "a non-negative " : "an "}integer`);
       }
-      const [lo, hi] = integerBounds(type);
+      const [lo, hi] = schema.integerBounds(type);
       if (n < lo || n > hi) throw invalidArg(`${path}: integer ${n} is out of range for ${type}`);
       return n;
     }
@@ -126,11 +113,11 @@ function fromJson(type: MessageType, obj: unknown, path: string): Obj {
   const out: Obj = {};
   const oneofs = new Map<string, string>();
   for (const [rawKey, v] of Object.entries(obj)) {
-    const field = fieldNamed(type, rawKey) ?? fieldNamed(type, camelToSnake(rawKey));
+    const field = schema.fieldNamed(type, rawKey) ?? schema.fieldNamed(type, camelToSnake(rawKey));
     if (!field) throw invalidArg(`${path}: unknown field '${clip(rawKey)}' in ${type.name}`);
     const p = `${path}.${field.name}`;
     if (v === null) continue;
-    const oneof = realOneof(field);
+    const oneof = schema.realOneof(field);
     if (oneof) {
       const other = oneofs.get(oneof.name);
       if (other) throw invalidArg(`${p}: oneof '${oneof.name}' already set by '${other}'`);
@@ -138,13 +125,13 @@ function fromJson(type: MessageType, obj: unknown, path: string): Obj {
     }
     if (field.map) {
       if (typeof v !== "object" || Array.isArray(v)) throw invalidArg(`${p}: expected an object`);
-      const keyType = mapKeyType(field);
+      const keyType = schema.mapKeyType(field);
       const map: Obj = {};
       for (const [k, x] of Object.entries(v as Obj)) {
         // Integer keys arrive as JSON strings; keep them in their canonical decimal form.
         const at = `${p}[${clip(k)}]`;
-        const key = scalarKind(keyType) === "string" ? k : String(checkScalar(keyType, undefined, k, at));
-        setKey(map, key, fieldValue(field, x, at));
+        const key = schema.scalarKind(keyType) === "string" ? k : String(checkScalar(keyType, undefined, k, at));
+        schema.setKey(map, key, fieldValue(field, x, at));
       }
       out[field.name] = map;
     } else if (field.repeated) {
@@ -163,5 +150,5 @@ function fromJson(type: MessageType, obj: unknown, path: string): Obj {
  * ModelConfig shape. Unknown fields and wrong types throw INVALID_ARG naming the path.
  */
 export function configFromJson(json: unknown): ModelConfig {
-  return fromJson(modelConfigType(), json, "config") as ModelConfig;
+  return fromJson(schema.modelConfigType(), json, "config") as ModelConfig;
 }
