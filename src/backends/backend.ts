@@ -112,6 +112,8 @@ export interface BorrowedInstance {
   /** Where an instance that runs in a thread of its own takes the channel to it: the main thread's answer to a connect of `key`. */
   readonly key?: string;
   attach?(port: MessagePort | undefined): void;
+  /** The main thread's word that the instance's thread ended (`message`: why, as its requests fail there; none: its owner stopped it). */
+  ended?(message: string | undefined): void;
   /** Frees what this thread made for it; the owner's resources stay the owner's. */
   close(): void;
 }

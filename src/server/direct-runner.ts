@@ -93,12 +93,23 @@ export class DirectRunner {
 
   /** The main thread's answer to connect(key): the port to the instance, or none. */
   attach(key: string, port: MessagePort | undefined): void {
+    const i = this.#borrowed(key);
+    if (i) i.attach?.(port);
+    else port?.close();
+  }
+
+  /** The main thread's word that the thread of the instance known by `key` ended (BorrowedInstance.ended). */
+  ended(key: string, message: string | undefined): void {
+    this.#borrowed(key)?.ended?.(message);
+  }
+
+  #borrowed(key: string): BorrowedInstance | undefined {
     for (const s of this.#served.values()) {
       for (const i of s.instances) {
-        if (i?.key === key) return i.attach?.(port);
+        if (i?.key === key) return i;
       }
     }
-    port?.close();
+    return undefined;
   }
 
   /** A new table from the main thread: versions no longer in it are dropped (their runs finish first). */

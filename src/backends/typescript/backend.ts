@@ -21,8 +21,8 @@ import { OutcomeChecker, requestFields } from "./outcome.ts";
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";
 import { claimModelFiles } from "./stray-errors.ts";
-import { registerConnectable } from "../connect.ts";
-import { BUSY, COMPLETED, RETIRED, STATE_BYTES, type SharedTsInstance } from "./direct.ts";
+import { registerConnectable, sharedEnded } from "../connect.ts";
+import { BUSY, COMPLETED, ENDED, RETIRED, STATE_BYTES, type SharedTsInstance } from "./direct.ts";
 import { metricsClient } from "./metrics.ts";
 import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
 
@@ -165,7 +165,14 @@ class TsInstance implements BackendInstance {
       model.completedElsewhere = () => Atomics.load(state, COMPLETED);
       const key = `typescript:${++sharedInstances}`;
       this.#state = state;
-      this.#unregister = registerConnectable(key, () => model.connect());
+      // While the worker has ended (ENDED: set by the worker as it reports a fault, or here) no port is given out; a fresh one's ready clears it.
+      const ended = new Int32Array(state.buffer, ENDED * 4, 1);
+      this.#unregister = registerConnectable(key, () => (Atomics.load(state, ENDED) === 1 ? undefined : model.connect(ended)));
+      model.ended = (message) => {
+        Atomics.store(state, ENDED, 1);
+        sharedEnded(key, message);
+      };
+      model.started = () => Atomics.store(state, ENDED, 0);
       const spec: SharedTsInstance = { key, model: ctx.modelName, instance: name, config: ctx.config, state };
       this.share = () => ({ backend: "typescript", spec });
     }

@@ -61,10 +61,16 @@ const withOutput = (r: PlainBlsResponse) => ({ ...r, output: (n: string) => r.ou
 // tell an exit from a crash under every runtime. process.exit itself is kept working.
 const exit = process.exit.bind(process) as (code?: number) => never;
 let ending = false;
+/** The frontend workers' ports (servePort): each is told of a fault too, and fails what it sent here at once. */
+const portReplies: { post(m: FromInstancePort): void }[] = [];
+/** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is. */
+let ended: Int32Array | undefined;
 function fatal(reason: string, code: number): never {
   if (!ending) {
     ending = true;
+    if (ended) Atomics.store(ended, 0, 1);
     post({ t: "fatal", reason });
+    for (let i = 0; i < portReplies.length; i++) portReplies[i]!.post({ t: "fatal", reason });
   }
   return exit(code);
 }
@@ -266,6 +272,7 @@ function servePort(port: MessagePort): void {
     // Each answer at once: one still batched when the main thread ends this worker (after finalize) would be lost.
     { scope: port as unknown as ThreadScope },
   );
+  portReplies.push(reply);
 }
 
 async function receive(m: ToModelWorker): Promise<void> {
@@ -294,6 +301,7 @@ async function receive(m: ToModelWorker): Promise<void> {
       return;
     }
     case "port":
+      ended = m.ended;
       servePort(m.port);
       return;
     case "finalize":

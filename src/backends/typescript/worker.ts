@@ -22,7 +22,7 @@ import { getLogger } from "../../core/logger.ts";
 import { Thread } from "../../core/threads/thread.ts";
 import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
-import type { FromModelWorker, ModelError, PlainBlsResponse, PlainInitializeArgs, PlainRequest, ToModelWorker } from "./worker-protocol.ts";
+import { workerEnded, type FromModelWorker, type ModelError, type PlainBlsResponse, type PlainInitializeArgs, type PlainRequest, type ToModelWorker } from "./worker-protocol.ts";
 
 const log = getLogger("src/backends/typescript/worker.ts");
 
@@ -201,17 +201,22 @@ export class WorkerModel implements TritonModel {
   direct: Pick<InferenceRequest, "infer" | "stream"> | undefined;
   /** The executes the frontend workers sent straight to the worker that it completed so far (the main thread hears nothing of them). */
   completedElsewhere: (() => number) | undefined;
+  /** Told when a fresh worker has initialized (it serves from now on). */
+  started: (() => void) | undefined;
+  /** Told whenever a worker that served stops, before it is ended: with the error its executes fail with when it ended by itself (#ended), none when it was stopped (finalize, abort). */
+  ended: ((message: string | undefined) => void) | undefined;
 
   /**
    * A fresh channel to the worker for a frontend worker thread (#30): the worker serves
    * executes on one end, the other is returned. Undefined while no initialized worker
-   * serves (starting, restarting, gone). A worker that ends closes its ports.
+   * serves (starting, restarting, gone). A worker that ends closes its ports; one that
+   * reports a fault sets `ended` (a view of the instance's shared ENDED slot, direct.ts) first.
    */
-  connect(): MessagePort | undefined {
+  connect(ended: Int32Array): MessagePort | undefined {
     const worker = this.#worker;
     if (!worker || this.#starting || this.#gone) return undefined;
     const { port1, port2 } = new MessageChannel();
-    worker.send({ t: "port", port: port1 }, [port1]);
+    worker.send({ t: "port", port: port1, ended }, [port1]);
     return port2;
   }
 
@@ -240,11 +245,13 @@ export class WorkerModel implements TritonModel {
     this.#failAll(error);
   }
 
-  #stop(worker: ModelThread): void {
+  #stop(worker: ModelThread, message?: string): void {
     if (this.#worker === worker) {
       this.#worker = undefined;
       this.#scope?.release();
       this.#scope = undefined;
+      // The frontend workers' ports to it fail what they hold with the same error (direct.ts).
+      this.ended?.(message);
     }
     worker.terminate();
   }
@@ -272,9 +279,10 @@ export class WorkerModel implements TritonModel {
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
   #ended(worker: ModelThread, reason: string): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
-    this.#stop(worker);
-    this.#finalized?.();
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
+    const message = workerEnded(this.#owner.model, this.#owner.instance, reason);
+    this.#stop(worker, message);
+    this.#finalized?.();
     const starting = this.#starting;
     this.#starting = undefined;
     if (starting) {
@@ -282,7 +290,7 @@ export class WorkerModel implements TritonModel {
       starting.reject(new Error(`the worker ${reason}`));
       return;
     }
-    const failed = this.#failAll(internal(`${who}: the worker ${reason}`));
+    const failed = this.#failAll(internal(message));
     if (this.#gone) return;
     // An execute a frontend worker sent completed since the last death: the count starts again, as after a "done".
     const completed = this.completedElsewhere?.() ?? 0;
@@ -337,6 +345,7 @@ export class WorkerModel implements TritonModel {
   #handle(worker: ModelThread, m: FromModelWorker): void {
     switch (m.t) {
       case "ready":
+        this.started?.();
         this.#starting?.resolve();
         this.#starting = undefined;
         break;

@@ -4,10 +4,12 @@
  * a MessageChannel: a port is asked for once; the large input goes by transfer; the
  * answer is checked as the main thread checks it, with the time it waited as queue time;
  * a retired instance gives the request back whole; a port that closes fails what it held
- * (INTERNAL, or UNAVAILABLE once the instance was retired); the shared busy count follows.
+ * UNAVAILABLE once the instance was retired; a worker that ended fails it INTERNAL with the
+ * reason (its own fatal report, or the main thread's word, which a bare close waits for),
+ * and gets no more while ENDED is set; the shared busy count follows.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { borrowTsInstance, BUSY, COMPLETED, RETIRED, STATE_BYTES, type SharedTsInstance, type TsBorrowed } from "../../../../src/backends/typescript/direct.ts";
+import { borrowTsInstance, BUSY, COMPLETED, ENDED, RETIRED, STATE_BYTES, type SharedTsInstance, type TsBorrowed } from "../../../../src/backends/typescript/direct.ts";
 import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
@@ -150,22 +152,73 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(s.received.map((m) => [m.t, m.id])).toEqual([["execute", 0]]);
   });
 
-  it("a port that closes fails what it held: INTERNAL, or UNAVAILABLE once the instance was retired; the next request asks for a port again", async () => {
-    for (const retired of [false, true]) {
-      const s = setup();
-      const b = connected(s);
-      s.onExecute(() => {
-        if (retired) Atomics.store(s.state, RETIRED, 1);
-        s.port2.close();
-      });
-      const r = (await b.runPrepared(prepared().p))!;
-      const e = r.outcome.error!;
-      expect([e.code, e.message]).toEqual(
-        retired ? ["UNAVAILABLE", "model 'm' instance m_0 is unloaded"] : ["INTERNAL", "model 'm' instance m_0: the worker ended"],
-      );
-      expect(Atomics.load(s.state, BUSY)).toBe(0);
-      expect(b.load()).toBeUndefined();
-      expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
-    }
+  it("a port that closes once the instance was retired fails what it held UNAVAILABLE; the next request asks for a port again", async () => {
+    const s = setup();
+    const b = connected(s);
+    s.onExecute(() => {
+      Atomics.store(s.state, RETIRED, 1);
+      s.port2.close();
+    });
+    const e = (await b.runPrepared(prepared().p))!.outcome.error!;
+    expect([e.code, e.message]).toEqual(["UNAVAILABLE", "model 'm' instance m_0 is unloaded"]);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+  });
+
+  it("a worker that reports a fault fails what the port held at once, INTERNAL with the main thread's words and reason", async () => {
+    const s = setup();
+    const b = connected(s);
+    s.onExecute((_, reply) => {
+      // As worker-entry's fatal(): ENDED first, then the report, then the worker ends.
+      Atomics.store(s.state, ENDED, 1);
+      reply({ t: "fatal", reason: "the model called process.exit(3)" });
+      s.port2.close();
+    });
+    const e = (await b.runPrepared(prepared().p))!.outcome.error!;
+    expect([e.code, e.message]).toEqual(["INTERNAL", "model 'm' instance m_0: the worker ended: the model called process.exit(3)"]);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // The main thread's word that follows finds nothing more to fail.
+    b.ended("model 'm' instance m_0: the worker ended: the model called process.exit(3)");
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+  });
+
+  it("a port that closes with no report waits for the main thread's reason: each request fails once, with it", async () => {
+    const message = "model 'm' instance m_0: the worker sent a message the server cannot handle (not a batch of messages)";
+    const s = setup();
+    const b = connected(s);
+    let ran = 0;
+    s.onExecute(() => {
+      if (++ran === 2) s.port2.close();
+    });
+    const results: string[] = [];
+    const runs = [b.runPrepared(prepared().p), b.runPrepared(prepared().p)].map((r) => r.then((x) => results.push(x!.outcome.error!.message)));
+    // The close is seen (the port is dropped: a fresh one is asked for) but fails nothing yet.
+    await expect.poll(() => b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+    expect(Atomics.load(s.state, BUSY)).toBe(2);
+    b.ended(message);
+    await Promise.all(runs);
+    expect(results).toEqual([message, message]);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // Told with no reason (the owner stopped it) and not retired: the bare words.
+    const t = setup();
+    const c = connected(t);
+    const run = c.runPrepared(prepared().p);
+    await expect.poll(() => t.received.length).toBe(1);
+    c.ended(undefined);
+    const e = (await run)!.outcome.error!;
+    expect([e.code, e.message]).toEqual(["INTERNAL", "model 'm' instance m_0: the worker ended"]);
+  });
+
+  it("sends nothing to a port whose worker has ended (ENDED) and asks for no other until told", () => {
+    const s = setup();
+    const b = connected(s);
+    Atomics.store(s.state, ENDED, 1);
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7"]);
+    Atomics.store(s.state, ENDED, 0);
+    expect(b.load()).toBe(0);
   });
 });

@@ -1,0 +1,178 @@
+/**
+ * A TypeScript model's worker-thread instance whose worker ends while a frontend worker
+ * thread reached it directly (#30), through the compiled binary, compared with one thread:
+ * the request it ran fails with the same INTERNAL error naming the reason (the model's
+ * process.exit, a timer's uncaught exception, an unhandled rejection, a message the
+ * server cannot handle), HTTP 500 and gRPC INTERNAL alike; the worker is restarted and the
+ * next request is answered; and a fault is answered while the main thread's
+ * event loop is held (the instance's worker tells the frontend worker itself).
+ */
+import { describe, expect, it } from "vitest";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
+import { join } from "node:path";
+import type { ServerProcess } from "../../helpers/server-process.ts";
+import { startOnThreads, onOneAndTwoThreads } from "../../helpers/thread-servers.ts";
+import { makeRepository } from "../../helpers/repo.ts";
+import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { eventually } from "../../helpers/eventually.ts";
+import { holdModel } from "../../helpers/hold-model.ts";
+
+/**
+ * die: Y = A, one worker-thread instance; A = 1 exits, 2 throws from a timer, 3 leaves a
+ * rejection unhandled, 4 posts a message the server cannot handle; 5 waits 300 ms first.
+ */
+const DIE = `
+export default class Die {
+  async execute(requests) {
+    const a = requests[0].input("A").data[0];
+    if (a === 1) process.exit(3);
+    if (a === 2) setTimeout(() => { throw new Error("boom from a timer"); }, 0);
+    if (a === 3) setTimeout(() => Promise.reject(new TypeError("nobody catches this")), 0);
+    if (a === 4) postMessage("not a batch");
+    if (a >= 2 && a <= 4) await new Promise(() => {});
+    if (a === 5) await new Promise((r) => setTimeout(r, 300));
+    return requests.map((r) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: r.input("A").data }] }));
+  }
+}
+`;
+
+const FAULTS = [1, 2, 3, 4];
+
+async function start(threads: number, name: string) {
+  const repo = makeRepository([]);
+  const io = `max_batch_size: 0\ninput [ { name: "A" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`;
+  repo.add("die/config.pbtxt", `name: "die"\nbackend: "typescript"\n${io}instance_group [ { count: 1 kind: KIND_CPU } ]\n`);
+  repo.add("die/1/model.js", DIE);
+  const held = join(repo.dir, "held");
+  const release = join(repo.dir, "release");
+  const holdIo = io.replaceAll("dims: [ 1 ]", "dims: [ 16 ]").replace('"Y"', '"SUM"');
+  repo.add("hold/config.pbtxt", `name: "hold"\nbackend: "typescript"\n${holdIo}parameters { key: "execution_thread" value: { string_value: "main" } }\n`);
+  repo.add("hold/1/model.js", holdModel(held, release));
+  return { repo, server: await startOnThreads(repo.dir, threads), name, held, release };
+}
+
+type Started = Awaited<ReturnType<typeof start>>;
+
+/** One client of each protocol on a connection of its own (so that its requests reach one frontend worker, which then holds a port to the instance). */
+function clients(s: Started) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const grpc = inferenceClient(s.server.grpcTarget!);
+  const http = (a: number): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest(`${s.server.url}/v2/models/die/infer`, { method: "POST", agent }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (text += c));
+        res.on("end", () => resolve(`${res.statusCode} ${text}`));
+      });
+      req.on("error", reject);
+      req.end(JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [1], data: [a] }] }));
+    });
+  const request = (a: number) => ({
+    model_name: "die",
+    inputs: [{ name: "A", datatype: "INT32", shape: [1] }],
+    raw_input_contents: [Buffer.from(Int32Array.of(a).buffer)],
+  });
+  const g = (a: number): Promise<string> =>
+    grpc.call("ModelInfer")(request(a)).then(
+      (r) => `OK ${new Int32Array(new Uint8Array(r.raw_output_contents[0]).slice().buffer)[0]}`,
+      (e: { code: number; details: string }) => `${e.code} ${e.details}`,
+    );
+  return {
+    http,
+    grpc: g,
+    /** Answered requests on both, until the frontend workers of both reach the instance (a few are answered by the main thread while they ask for a port). */
+    async warm(): Promise<void> {
+      for (let i = 0; i < 6; i++) {
+        expect(await http(7)).toBe('200 {"model_name":"die","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[7]}]}');
+        expect(await g(7)).toBe("OK 7");
+      }
+    },
+    close() {
+      agent.destroy();
+      grpc.client.close();
+    },
+  };
+}
+
+/** `text` without what differs between the two servers (their repositories' folders). */
+const same = (s: Started, text: string) => text.replaceAll(s.repo.dir, "<repo>");
+
+/** Each fault on HTTP, then on gRPC, each after a warm-up, then a request answered by the restarted worker; every answer as text. */
+async function faults(s: Started): Promise<string[]> {
+  const c = clients(s);
+  const out: string[] = [];
+  try {
+    for (const a of FAULTS) {
+      await c.warm();
+      out.push(same(s, await c.http(a)));
+      await c.warm();
+      out.push(same(s, await c.grpc(a)));
+      out.push(await c.http(8), await c.grpc(9));
+    }
+  } finally {
+    c.close();
+  }
+  return out;
+}
+
+async function counts(server: ServerProcess) {
+  const s = ((await (await fetch(`${server.url}/v2/models/die/stats`)).json()) as any).model_stats[0];
+  return { inference: s.inference_count, execution: s.execution_count, success: s.inference_stats.success.count, fail: s.inference_stats.fail.count };
+}
+
+describe("a TypeScript instance's worker that ends under a request a frontend worker sent it directly", () => {
+  let one: Started;
+  let two: Started;
+  onOneAndTwoThreads(start, (a, b) => {
+    [one, two] = [a, b];
+  });
+
+  it("fails the request with one thread's INTERNAL error and reason, on HTTP and gRPC; the restarted worker answers the next", async () => {
+    const [a, b] = [await faults(one), await faults(two)];
+    const who = "model 'die' instance die_0_0: the worker";
+    const reasons = [
+      "ended: the model called process.exit(3)",
+      "ended: uncaught exception: Error: boom from a timer\\n    at <anonymous> (<repo>/die/1/model.js:6:47)",
+      "ended: unhandled rejection: TypeError: nobody catches this\\n    at <anonymous> (<repo>/die/1/model.js:7:54)",
+      "sent a message the server cannot handle (not a batch of messages)",
+    ];
+    const expected = reasons.flatMap((reason) => [
+      `500 {"error":"${who} ${reason}"}`,
+      `13 ${who} ${reason.replaceAll("\\n", "\n")}`,
+      '200 {"model_name":"die","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[8]}]}',
+      "OK 9",
+    ]);
+    expect(a).toEqual(expected);
+    expect(b).toEqual(expected);
+    // 8 failed, 8 answered after them and 96 warm-ups, counted alike.
+    const [ca, cb] = [await counts(one.server), await counts(two.server)];
+    expect(cb).toEqual(ca);
+    expect(ca).toEqual({ inference: 112, execution: 112, success: 104, fail: 8 });
+  });
+
+  it("answers the fault while the main thread's event loop is held", async () => {
+    const c = clients(two);
+    try {
+      await c.warm();
+      const order: string[] = [];
+      const held = fetch(`${two.server.url}/v2/models/hold/infer`, {
+        method: "POST",
+        body: JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [16], data: Array(16).fill(1) }] }),
+      }).then((r) => order.push(`hold ${r.status}`));
+      await eventually(async () => expect(existsSync(two.held)).toBe(true));
+      order.push(same(two, await c.http(2)).split("\\n")[0]!);
+      writeFileSync(two.release, "");
+      await held;
+      expect(order).toEqual([
+        "500 {\"error\":\"model 'die' instance die_0_0: the worker ended: uncaught exception: Error: boom from a timer",
+        "hold 200",
+      ]);
+    } finally {
+      c.close();
+      rmSync(two.held, { force: true });
+      rmSync(two.release, { force: true });
+    }
+  });
+});
