@@ -152,7 +152,8 @@ export class DirectLink {
     const b = this.#batch;
     if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
     // Sent in order with the ports (`port`): a worker hears of an end after the port it concerns.
-    if (this.#direct) this.#unsubscribeEnded = onSharedEnded((key, message) => this.#send(message === undefined ? { t: "ended", key } : { t: "ended", key, message }));
+    if (this.#direct)
+      this.#unsubscribeEnded = onSharedEnded((key, message) => this.#send(message === undefined ? { t: "ended", key } : { t: "ended", key, message }));
     this.#unsubscribe = this.#direct?.subscribe({
       publish: (table) => this.#send({ t: "models", table }),
       flush: () =>

@@ -22,7 +22,15 @@ import { getLogger } from "../../core/logger.ts";
 import { Thread } from "../../core/threads/thread.ts";
 import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
-import { workerEnded, type FromModelWorker, type ModelError, type PlainBlsResponse, type PlainInitializeArgs, type PlainRequest, type ToModelWorker } from "./worker-protocol.ts";
+import {
+  workerEnded,
+  type FromModelWorker,
+  type ModelError,
+  type PlainBlsResponse,
+  type PlainInitializeArgs,
+  type PlainRequest,
+  type ToModelWorker,
+} from "./worker-protocol.ts";
 
 const log = getLogger("src/backends/typescript/worker.ts");
 

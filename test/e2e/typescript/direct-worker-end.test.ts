@@ -75,10 +75,12 @@ function clients(s: Started) {
     raw_input_contents: [Buffer.from(Int32Array.of(a).buffer)],
   });
   const g = (a: number): Promise<string> =>
-    grpc.call("ModelInfer")(request(a)).then(
-      (r) => `OK ${new Int32Array(new Uint8Array(r.raw_output_contents[0]).slice().buffer)[0]}`,
-      (e: { code: number; details: string }) => `${e.code} ${e.details}`,
-    );
+    grpc
+      .call("ModelInfer")(request(a))
+      .then(
+        (r) => `OK ${new Int32Array(new Uint8Array(r.raw_output_contents[0]).slice().buffer)[0]}`,
+        (e: { code: number; details: string }) => `${e.code} ${e.details}`,
+      );
   return {
     http,
     grpc: g,
@@ -165,10 +167,7 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
       order.push(same(two, await c.http(2)).split("\\n")[0]!);
       writeFileSync(two.release, "");
       await held;
-      expect(order).toEqual([
-        "500 {\"error\":\"model 'die' instance die_0_0: the worker ended: uncaught exception: Error: boom from a timer",
-        "hold 200",
-      ]);
+      expect(order).toEqual(['500 {"error":"model \'die\' instance die_0_0: the worker ended: uncaught exception: Error: boom from a timer', "hold 200"]);
     } finally {
       c.close();
       rmSync(two.held, { force: true });

@@ -9,7 +9,16 @@
  * and gets no more while ENDED is set; the shared busy count follows.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { borrowTsInstance, BUSY, COMPLETED, ENDED, RETIRED, STATE_BYTES, type SharedTsInstance, type TsBorrowed } from "../../../../src/backends/typescript/direct.ts";
+import {
+  borrowTsInstance,
+  BUSY,
+  COMPLETED,
+  ENDED,
+  RETIRED,
+  STATE_BYTES,
+  type SharedTsInstance,
+  type TsBorrowed,
+} from "../../../../src/backends/typescript/direct.ts";
 import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
