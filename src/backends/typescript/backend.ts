@@ -166,8 +166,8 @@ class TsInstance implements BackendInstance {
       const key = `typescript:${++sharedInstances}`;
       this.#state = state;
       // While the worker has ended (ENDED: set by the worker as it reports a fault, or here) no port is given out; a fresh one's ready clears it.
-      const ended = new Int32Array(state.buffer, ENDED * 4, 1);
-      this.#unregister = registerConnectable(key, () => (Atomics.load(state, ENDED) === 1 ? undefined : model.connect(ended)));
+      model.endedFlag = new Int32Array(state.buffer, ENDED * 4, 1);
+      this.#unregister = registerConnectable(key, () => model.connect());
       model.ended = (message) => {
         Atomics.store(state, ENDED, 1);
         sharedEnded(key, message);

@@ -10,8 +10,9 @@
  * the default scheduler's queue drops it). An instance that is finalizing hands the request back (`retired`, its
  * buffers returned) for the main thread to run; one whose worker ended fails what it held
  * with the main thread's INTERNAL error and reason: the worker's own `fatal` (a fault of the
- * model's, told over the port before the worker ends), or the main thread's word (`ended`:
- * why it ended the worker, or saw it end), which the port's close waits for.
+ * model's, told over the port before the worker ends, which hands back the requests that
+ * had not started, for the main thread), or the main thread's word (`ended`: why it ended
+ * the worker, or saw it end), which the port's close waits for.
  */
 import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
@@ -141,7 +142,7 @@ export class TsBorrowed implements BorrowedInstance {
   }
 
   #answer(m: FromInstancePort): void {
-    if (m.t === "fatal") return this.ended(workerEnded(this.#shared.model, this.#shared.instance, `ended: ${String(m.reason)}`));
+    if (m.t === "fatal") return this.#fatal(m.reason, m.back);
     const w = this.#take(m.id);
     if (!w) return;
     if (m.t === "retired") {
@@ -183,6 +184,23 @@ export class TsBorrowed implements BorrowedInstance {
     this.#thread = undefined;
     const s = this.#shared;
     if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
+  }
+
+  /**
+   * A fault of the model's ends the instance's worker (it said so before it ended): the
+   * executes it had not started come back whole, for the main thread to run on the
+   * restarted worker (as one thread's queue keeps them); the rest fail with the reason.
+   */
+  #fatal(reason: unknown, back: { id: number; buffers: ArrayBuffer[] }[] | undefined): void {
+    if (Array.isArray(back)) {
+      for (const b of back) {
+        const w = this.#take(b.id);
+        if (!w) continue;
+        w.restore(b.buffers);
+        w.resolve(undefined);
+      }
+    }
+    this.ended(workerEnded(this.#shared.model, this.#shared.instance, `ended: ${String(reason)}`));
   }
 
   /**

@@ -73,8 +73,12 @@ export type FromInstancePort =
   | { t: "cancelled"; id: number }
   /** The instance is finalizing: nothing ran; the request's transferred buffers come back, for the main thread to run it. */
   | { t: "retired"; id: number; buffers: ArrayBuffer[] }
-  /** The model left a fault (as FromModelWorker's `fatal`): the worker ends next, and what it held fails with `reason`. */
-  | { t: "fatal"; reason: string };
+  /**
+   * The model left a fault (as FromModelWorker's `fatal`): the worker ends next, and what it
+   * held fails with `reason`, but for `back`: the executes that had not started, their
+   * transferred buffers returned (the main thread runs them, as one thread's queue keeps them).
+   */
+  | { t: "fatal"; reason: string; back: { id: number; buffers: ArrayBuffer[] }[] };
 
 /** The error message of the requests an instance's worker held when it ended, `how` it ended ("ended: <reason>" after a fatal), on every thread alike. */
 export const workerEnded = (model: string, instance: string, how: string): string => `model '${model}' instance ${instance}: the worker ${how}`;

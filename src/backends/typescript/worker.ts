@@ -177,6 +177,11 @@ export class WorkerModel implements TritonModel {
 
   async execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
     await this.#ready.catch(() => undefined);
+    // A worker that reported a fault to a frontend worker's port (ENDED) ends soon: the next one runs this execute.
+    while (this.#worker && !this.#gone && this.endedFlag && Atomics.load(this.endedFlag, 0) === 1) {
+      await new Promise<void>((resolve) => this.#afterEnd.push(resolve));
+      await this.#ready.catch(() => undefined);
+    }
     if (this.#gone) throw this.#gone;
     const worker = this.#worker!;
     const id = this.#next++;
@@ -209,6 +214,10 @@ export class WorkerModel implements TritonModel {
   direct: Pick<InferenceRequest, "infer" | "stream"> | undefined;
   /** The executes the frontend workers sent straight to the worker that it completed so far (the main thread hears nothing of them). */
   completedElsewhere: (() => number) | undefined;
+  /** The instance's shared ENDED slot (direct.ts), which a worker that reports a fault sets first; cleared once a fresh one is ready (`started`). */
+  endedFlag: Int32Array | undefined;
+  /** Executes waiting for the end of a worker that set ENDED to be handled here (#stop). */
+  #afterEnd: (() => void)[] = [];
   /** Told when a fresh worker has initialized (it serves from now on). */
   started: (() => void) | undefined;
   /** Told whenever a worker that served stops, before it is ended: with the error its executes fail with when it ended by itself (#ended), none when it was stopped (finalize, abort). */
@@ -217,12 +226,13 @@ export class WorkerModel implements TritonModel {
   /**
    * A fresh channel to the worker for a frontend worker thread (#30): the worker serves
    * executes on one end, the other is returned. Undefined while no initialized worker
-   * serves (starting, restarting, gone). A worker that ends closes its ports; one that
-   * reports a fault sets `ended` (a view of the instance's shared ENDED slot, direct.ts) first.
+   * serves (starting, restarting, gone, or ended: ENDED set). A worker that ends closes its
+   * ports; one that reports a fault sets ENDED (endedFlag) first.
    */
-  connect(ended: Int32Array): MessagePort | undefined {
+  connect(): MessagePort | undefined {
     const worker = this.#worker;
-    if (!worker || this.#starting || this.#gone) return undefined;
+    const ended = this.endedFlag;
+    if (!worker || !ended || this.#starting || this.#gone || Atomics.load(ended, 0) === 1) return undefined;
     const { port1, port2 } = new MessageChannel();
     worker.send({ t: "port", port: port1, ended }, [port1]);
     return port2;
@@ -260,6 +270,10 @@ export class WorkerModel implements TritonModel {
       this.#scope = undefined;
       // The frontend workers' ports to it fail what they hold with the same error (direct.ts).
       this.ended?.(message);
+      // Run after the caller (#ended) has started the next worker or given up.
+      const after = this.#afterEnd;
+      this.#afterEnd = [];
+      for (const resolve of after) resolve();
     }
     worker.terminate();
   }

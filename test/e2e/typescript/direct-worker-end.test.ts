@@ -4,7 +4,8 @@
  * the request it ran fails with the same INTERNAL error naming the reason (the model's
  * process.exit, a timer's uncaught exception, an unhandled rejection, a message the
  * server cannot handle), HTTP 500 and gRPC INTERNAL alike; the worker is restarted and the
- * next request is answered; and a fault is answered while the main thread's
+ * next request is answered; requests queued behind the one that ended run on the
+ * restarted worker, each answered once; and a fault is answered while the main thread's
  * event loop is held (the instance's worker tells the frontend worker itself).
  */
 import { describe, expect, it } from "vitest";
@@ -20,7 +21,8 @@ import { holdModel } from "../../helpers/hold-model.ts";
 
 /**
  * die: Y = A, one worker-thread instance; A = 1 exits, 2 throws from a timer, 3 leaves a
- * rejection unhandled, 4 posts a message the server cannot handle; 5 waits 300 ms first.
+ * rejection unhandled, 4 posts a message the server cannot handle; 5 waits 300 ms first;
+ * 6 exits after 300 ms (time for the requests sent with it to queue behind it).
  */
 const DIE = `
 export default class Die {
@@ -32,6 +34,8 @@ export default class Die {
     if (a === 4) postMessage("not a batch");
     if (a >= 2 && a <= 4) await new Promise(() => {});
     if (a === 5) await new Promise((r) => setTimeout(r, 300));
+    if (a === 6) setTimeout(() => process.exit(6), 300);
+    if (a === 6) await new Promise(() => {});
     return requests.map((r) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: r.input("A").data }] }));
   }
 }
@@ -152,6 +156,29 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
     const [ca, cb] = [await counts(one.server), await counts(two.server)];
     expect(cb).toEqual(ca);
     expect(ca).toEqual({ inference: 112, execution: 112, success: 104, fail: 8 });
+  });
+
+  it("requests queued behind the one whose worker ended run on the restarted worker, each answered once", async () => {
+    const results: string[][] = [];
+    for (const s of [one, two]) {
+      const c = clients(s);
+      try {
+        await c.warm();
+        const before = await counts(s.server);
+        // Three calls on one connection: one frontend worker sends them to the instance together.
+        results.push(await Promise.all([c.grpc(6), c.grpc(10), c.grpc(11)]));
+        const after = await counts(s.server);
+        expect({ success: after.success - before.success, fail: after.fail - before.fail, execution: after.execution - before.execution }).toEqual({
+          success: 2,
+          fail: 1,
+          execution: 3,
+        });
+      } finally {
+        c.close();
+      }
+    }
+    expect(results[0]).toEqual(["13 model 'die' instance die_0_0: the worker ended: the model called process.exit(6)", "OK 10", "OK 11"]);
+    expect(results[1]).toEqual(results[0]);
   });
 
   it("answers the fault while the main thread's event loop is held", async () => {

@@ -175,17 +175,25 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
   });
 
-  it("a worker that reports a fault fails what the port held at once, INTERNAL with the main thread's words and reason", async () => {
+  it("a worker that reports a fault fails the request it ran at once, INTERNAL with the main thread's words, and hands back whole the one that never started", async () => {
     const s = setup();
     const b = connected(s);
-    s.onExecute((_, reply) => {
-      // As worker-entry's fatal(): ENDED first, then the report, then the worker ends.
+    const executes: Extract<ToInstancePort, { t: "execute" }>[] = [];
+    s.onExecute((m) => {
+      executes.push(m);
+      if (executes.length < 2) return;
+      // As worker-entry's fatal(): ENDED first, then the report (the second never started), then the worker ends.
       Atomics.store(s.state, ENDED, 1);
-      reply({ t: "fatal", reason: "the model called process.exit(3)" });
+      s.port2.postMessage([{ t: "fatal", reason: "the model called process.exit(3)", back: [{ id: m.id, buffers: m.buffers }] }], m.buffers);
       s.port2.close();
     });
-    const e = (await b.runPrepared(prepared().p))!.outcome.error!;
+    const second = prepared();
+    const [ran, waited] = await Promise.all([b.runPrepared(prepared().p), b.runPrepared(second.p)]);
+    const e = ran!.outcome.error!;
     expect([e.code, e.message]).toEqual(["INTERNAL", "model 'm' instance m_0: the worker ended: the model called process.exit(3)"]);
+    // Back for the main thread to run, its input whole again.
+    expect(waited).toBeUndefined();
+    expect(new Float32Array(second.request.inputs[0]!.data.slice().buffer)).toEqual(values);
     expect(Atomics.load(s.state, BUSY)).toBe(0);
     // The main thread's word that follows finds nothing more to fail.
     b.ended("model 'm' instance m_0: the worker ended: the model called process.exit(3)");
