@@ -8,15 +8,16 @@
  * main thread's event loop is held by another model.
  */
 import { describe, expect, it } from "vitest";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { Agent } from "node:http";
 import { join } from "node:path";
 import type { Client, ServiceError } from "@grpc/grpc-js";
 import { onOneAndTwoThreads, startOnThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
 import { eventually } from "../../helpers/eventually.ts";
-import { holdModel } from "../../helpers/hold-model.ts";
+import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
+import { answerText, postText } from "../../helpers/http-text.ts";
 import type { ServerProcess } from "../../helpers/server-process.ts";
 
 /** inner (main thread): Y = A; A = 1 first waits for its cancel (10 s at most), then answers CANCELLED. */
@@ -69,12 +70,8 @@ async function start(threads: number, name: string) {
   repo.add("inner/1/model.js", inner(log));
   repo.add("outer/config.pbtxt", `name: "outer"\nbackend: "typescript"\n${io}`);
   repo.add("outer/1/model.js", outer(log));
-  const held = join(repo.dir, "held");
-  const release = join(repo.dir, "release");
-  const holdIo = io.replaceAll("dims: [ 1 ]", "dims: [ 16 ]").replace('"Y"', '"SUM"');
-  repo.add("hold/config.pbtxt", `name: "hold"\nbackend: "typescript"\n${holdIo}${main}`);
-  repo.add("hold/1/model.js", holdModel(held, release));
-  return { repo, server: await startOnThreads(repo.dir, threads), name, log, held, release, threads };
+  const hold = addHoldModel(repo);
+  return { repo, server: await startOnThreads(repo.dir, threads), name, log, hold, threads };
 }
 
 type Started = Awaited<ReturnType<typeof start>>;
@@ -94,19 +91,8 @@ function client(s: Started, protocol: "http" | "grpc") {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     return {
       send(a: number) {
-        let cancel = () => {};
-        const result = new Promise<string>((resolve) => {
-          const req = httpRequest(`${s.server.url}/v2/models/outer/infer`, { method: "POST", agent }, (res) => {
-            let text = "";
-            res.setEncoding("utf8");
-            res.on("data", (c) => (text += c));
-            res.on("end", () => resolve(`${res.statusCode} ${text}`));
-          });
-          req.on("error", (e: NodeJS.ErrnoException) => resolve(`client: ${e.code}`));
-          req.end(body(a));
-          cancel = () => req.destroy();
-        });
-        return { result, cancel: () => cancel() };
+        const { result, cancel } = postText(`${s.server.url}/v2/models/outer/infer`, body(a), agent);
+        return { result: result.then(answerText), cancel };
       },
       close: () => agent.destroy(),
     };
@@ -130,23 +116,6 @@ function client(s: Started, protocol: "http" | "grpc") {
   };
 }
 
-/** Holds the main thread (the hold model) while `during` runs; its answer is awaited after the release. */
-async function whileMainHeld(s: Started, during: () => Promise<void>): Promise<void> {
-  const held = fetch(`${s.server.url}/v2/models/hold/infer`, {
-    method: "POST",
-    body: JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [16], data: Array(16).fill(1) }] }),
-  });
-  try {
-    await eventually(async () => expect(existsSync(s.held)).toBe(true));
-    await during();
-  } finally {
-    writeFileSync(s.release, "");
-    expect((await held).status).toBe(200);
-    rmSync(s.held, { force: true });
-    rmSync(s.release, { force: true });
-  }
-}
-
 /** A BLS call made by a request the client then abandons, on `protocol`; what the models logged, what the client got, and the CANCELED counts. */
 async function abandon(s: Started, protocol: "http" | "grpc") {
   const c = client(s, protocol);
@@ -158,7 +127,7 @@ async function abandon(s: Started, protocol: "http" | "grpc") {
     let running!: ReturnType<typeof c.send>;
     if (s.threads > 1) {
       // Its execute starts while the main thread is held: the frontend worker sent it to the instance itself.
-      await whileMainHeld(s, async () => {
+      await whileMainHeld(s.server.url, s.hold, async () => {
         running = c.send(1);
         await eventually(async () => expect(lines(s)).toEqual(["outer started"]));
       });

@@ -9,15 +9,13 @@
  * event loop is held (the instance's worker tells the frontend worker itself).
  */
 import { describe, expect, it } from "vitest";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
-import { join } from "node:path";
+import { Agent } from "node:http";
 import type { ServerProcess } from "../../helpers/server-process.ts";
 import { startOnThreads, onOneAndTwoThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
-import { eventually } from "../../helpers/eventually.ts";
-import { holdModel } from "../../helpers/hold-model.ts";
+import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
+import { answerText, postText } from "../../helpers/http-text.ts";
 
 /**
  * die: Y = A, one worker-thread instance; A = 1 exits, 2 throws from a timer, 3 leaves a
@@ -48,12 +46,8 @@ async function start(threads: number, name: string) {
   const io = `max_batch_size: 0\ninput [ { name: "A" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`;
   repo.add("die/config.pbtxt", `name: "die"\nbackend: "typescript"\n${io}instance_group [ { count: 1 kind: KIND_CPU } ]\n`);
   repo.add("die/1/model.js", DIE);
-  const held = join(repo.dir, "held");
-  const release = join(repo.dir, "release");
-  const holdIo = io.replaceAll("dims: [ 1 ]", "dims: [ 16 ]").replace('"Y"', '"SUM"');
-  repo.add("hold/config.pbtxt", `name: "hold"\nbackend: "typescript"\n${holdIo}parameters { key: "execution_thread" value: { string_value: "main" } }\n`);
-  repo.add("hold/1/model.js", holdModel(held, release));
-  return { repo, server: await startOnThreads(repo.dir, threads), name, held, release };
+  const hold = addHoldModel(repo);
+  return { repo, server: await startOnThreads(repo.dir, threads), name, hold };
 }
 
 type Started = Awaited<ReturnType<typeof start>>;
@@ -63,16 +57,9 @@ function clients(s: Started) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const grpc = inferenceClient(s.server.grpcTarget!);
   const http = (a: number): Promise<string> =>
-    new Promise((resolve, reject) => {
-      const req = httpRequest(`${s.server.url}/v2/models/die/infer`, { method: "POST", agent }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => (text += c));
-        res.on("end", () => resolve(`${res.statusCode} ${text}`));
-      });
-      req.on("error", reject);
-      req.end(JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [1], data: [a] }] }));
-    });
+    postText(`${s.server.url}/v2/models/die/infer`, JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [1], data: [a] }] }), agent).result.then(
+      answerText,
+    );
   const request = (a: number) => ({
     model_name: "die",
     inputs: [{ name: "A", datatype: "INT32", shape: [1] }],
@@ -185,20 +172,14 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
     const c = clients(two);
     try {
       await c.warm();
-      const order: string[] = [];
-      const held = fetch(`${two.server.url}/v2/models/hold/infer`, {
-        method: "POST",
-        body: JSON.stringify({ inputs: [{ name: "A", datatype: "INT32", shape: [16], data: Array(16).fill(1) }] }),
-      }).then((r) => order.push(`hold ${r.status}`));
-      await eventually(async () => expect(existsSync(two.held)).toBe(true));
-      order.push(same(two, await c.http(2)).split("\\n")[0]!);
-      writeFileSync(two.release, "");
-      await held;
-      expect(order).toEqual(['500 {"error":"model \'die\' instance die_0_0: the worker ended: uncaught exception: Error: boom from a timer', "hold 200"]);
+      // Answered before the main thread is released: the instance's worker told the frontend worker itself.
+      let answer = "";
+      await whileMainHeld(two.server.url, two.hold, async () => {
+        answer = same(two, await c.http(2)).split("\\n")[0]!;
+      });
+      expect(answer).toBe('500 {"error":"model \'die\' instance die_0_0: the worker ended: uncaught exception: Error: boom from a timer');
     } finally {
       c.close();
-      rmSync(two.held, { force: true });
-      rmSync(two.release, { force: true });
     }
   });
 });

@@ -10,7 +10,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServerProcess } from "../../helpers/server-process.ts";
@@ -20,6 +19,7 @@ import { inferenceClient } from "../../helpers/grpc-client.ts";
 import { LoadLoops } from "../../helpers/load-loops.ts";
 import { eventually } from "../../helpers/eventually.ts";
 import { holdModel } from "../../helpers/hold-model.ts";
+import { postText } from "../../helpers/http-text.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-ts-direct-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -126,17 +126,10 @@ const inputs = (a = X) => [
 const int32 = (v: number[]) => new Uint8Array(Int32Array.from(v).buffer);
 
 /** A POST on a connection of its own (so that requests spread over the HTTP worker threads). */
-function post(server: ServerProcess, path: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${server.url}${path}`, { method: "POST", agent: false }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode!, text }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
+async function post(server: ServerProcess, path: string, body: string): Promise<{ status: number; text: string }> {
+  const r = await postText(`${server.url}${path}`, body).result;
+  if ("error" in r) throw new Error(`POST ${path}: ${r.error}`);
+  return r;
 }
 
 /** The same requests on every protocol; every answer as text. */
