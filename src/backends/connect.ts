@@ -5,6 +5,8 @@
  * that borrows the instance asks (through the main thread, once) for a MessagePort to it,
  * and is told (sharedEnded) when the instance's thread ends and why.
  */
+import type { WireError } from "../core/threads/wire-error.ts";
+
 const owners = new Map<string, () => MessagePort | undefined>();
 
 /** `connect` makes a fresh channel to the instance and returns the frontend worker's end (undefined when it cannot serve now). Returns the unregister. */
@@ -20,15 +22,15 @@ export function connectShared(key: string): MessagePort | undefined {
   return owners.get(key)?.();
 }
 
-const endListeners = new Set<(key: string, message: string | undefined) => void>();
+const endListeners = new Set<(key: string, error: WireError | undefined) => void>();
 
 /** Calls `listener` with each sharedEnded (a frontend worker's link to the main thread); returns the unsubscribe. */
-export function onSharedEnded(listener: (key: string, message: string | undefined) => void): () => void {
+export function onSharedEnded(listener: (key: string, error: WireError | undefined) => void): () => void {
   endListeners.add(listener);
   return () => endListeners.delete(listener);
 }
 
-/** The thread of the instance registered under `key` ended: `message` is the error its requests fail with, none when its owner stopped it. */
-export function sharedEnded(key: string, message: string | undefined): void {
-  for (const listener of endListeners) listener(key, message);
+/** The thread of the instance registered under `key` ended: `error` is what its requests fail with, none when its owner stopped it (finalize). */
+export function sharedEnded(key: string, error: WireError | undefined): void {
+  for (const listener of endListeners) listener(key, error);
 }

@@ -105,8 +105,8 @@ export type ToWorkerDirect =
   | { t: "flush"; id: number }
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
   | { t: "port"; key: string; port?: MessagePort }
-  /** The thread of the instance known by `key` ended (backends/connect.ts sharedEnded): why, or no message when its owner stopped it. */
-  | { t: "ended"; key: string; message?: string }
+  /** The thread of the instance known by `key` ended (backends/connect.ts sharedEnded): the error its requests fail with, none when its owner stopped it. */
+  | { t: "ended"; key: string; error?: WireError }
   /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
   | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort }
   /** The answer to an ensemble step the worker relayed (`step`). */
@@ -152,8 +152,7 @@ export class DirectLink {
     const b = this.#batch;
     if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
     // Sent in order with the ports (`port`): a worker hears of an end after the port it concerns.
-    if (this.#direct)
-      this.#unsubscribeEnded = onSharedEnded((key, message) => this.#send(message === undefined ? { t: "ended", key } : { t: "ended", key, message }));
+    if (this.#direct) this.#unsubscribeEnded = onSharedEnded((key, error) => this.#send(error ? { t: "ended", key, error } : { t: "ended", key }));
     this.#unsubscribe = this.#direct?.subscribe({
       publish: (table) => this.#send({ t: "models", table }),
       flush: () =>
@@ -254,7 +253,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     if (d.t === "models") runner.update(d.table);
     else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
     else if (d.t === "port") runner.attach(d.key, d.port);
-    else if (d.t === "ended") runner.ended(d.key, d.message);
+    else if (d.t === "ended") runner.ended(d.key, d.error && fromWireError(d.error));
     else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {
       postRecords();

@@ -172,18 +172,15 @@ export class TsBorrowed implements BorrowedInstance {
   }
 
   /**
-   * The port closed. When the owner retired the instance (a request sent just as its worker
-   * was ended after finalize, which never ran), what it held fails as the main thread
-   * refuses a request for an unloaded one; otherwise the worker ended, and what it held
-   * waits for the reason (ended(), which the main thread sends whenever it ends or sees
-   * the end of the instance's worker; a fatal one came first).
+   * The port closed: its worker ended. What it held waits for the owner's word (ended(),
+   * which the main thread sends whenever it stops a worker that served, or sees it end: a
+   * fault, an abort after an unload's grace, the end of a finalize), or failed already on
+   * the worker's own report of a fault.
    */
   #lost(port: MessagePort): void {
     if (this.#port !== port) return;
     this.#port = undefined;
     this.#thread = undefined;
-    const s = this.#shared;
-    if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
   }
 
   /**
@@ -200,21 +197,22 @@ export class TsBorrowed implements BorrowedInstance {
         w.resolve(undefined);
       }
     }
-    this.ended(workerEnded(this.#shared.model, this.#shared.instance, `ended: ${String(reason)}`));
+    this.ended(internal(workerEnded(this.#shared.model, this.#shared.instance, `ended: ${String(reason)}`)));
   }
 
   /**
-   * The instance's worker ended: `message` says why, as the main thread's executes fail
-   * (none: the owner stopped it, retiring the instance). What the port held fails, and the
-   * port is dropped: one asked for just as the worker ended may never close.
+   * The instance's worker ended: `error` is what the main thread's executes failed with (none:
+   * the owner stopped it after finalize: a request sent just then never ran, and fails as
+   * one for an unloaded instance). What the port held fails, and the port is dropped: one
+   * asked for just as the worker ended may never close.
    */
-  ended(message: string | undefined): void {
+  ended(error: ServerError | undefined): void {
     const s = this.#shared;
     const port = this.#port;
     this.#port = undefined;
     this.#thread = undefined;
     port?.close();
-    if (message !== undefined) this.#fail(internal(message));
+    if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
     else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
   }

@@ -220,8 +220,8 @@ export class WorkerModel implements TritonModel {
   #afterEnd: (() => void)[] = [];
   /** Told when a fresh worker has initialized (it serves from now on). */
   started: (() => void) | undefined;
-  /** Told whenever a worker that served stops, before it is ended: with the error its executes fail with when it ended by itself (#ended), none when it was stopped (finalize, abort). */
-  ended: ((message: string | undefined) => void) | undefined;
+  /** Told whenever a worker that served stops, before it is ended: with the error its executes fail with (it ended by itself, or was aborted), none after finalize. */
+  ended: ((error: ServerError | undefined) => void) | undefined;
 
   /**
    * A fresh channel to the worker for a frontend worker thread (#30): the worker serves
@@ -259,17 +259,17 @@ export class WorkerModel implements TritonModel {
   abort(error: ServerError): void {
     this.#gone ??= error;
     const worker = this.#worker;
-    if (worker) this.#stop(worker);
+    if (worker) this.#stop(worker, error);
     this.#failAll(error);
   }
 
-  #stop(worker: ModelThread, message?: string): void {
+  #stop(worker: ModelThread, error?: ServerError): void {
     if (this.#worker === worker) {
       this.#worker = undefined;
       this.#scope?.release();
       this.#scope = undefined;
       // The frontend workers' ports to it fail what they hold with the same error (direct.ts).
-      this.ended?.(message);
+      this.ended?.(error);
       // Run after the caller (#ended) has started the next worker or given up.
       const after = this.#afterEnd;
       this.#afterEnd = [];
@@ -302,8 +302,8 @@ export class WorkerModel implements TritonModel {
   #ended(worker: ModelThread, reason: string): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
-    const message = workerEnded(this.#owner.model, this.#owner.instance, reason);
-    this.#stop(worker, message);
+    const error = internal(workerEnded(this.#owner.model, this.#owner.instance, reason));
+    this.#stop(worker, error);
     this.#finalized?.();
     const starting = this.#starting;
     this.#starting = undefined;
@@ -312,7 +312,7 @@ export class WorkerModel implements TritonModel {
       starting.reject(new Error(`the worker ${reason}`));
       return;
     }
-    const failed = this.#failAll(internal(message));
+    const failed = this.#failAll(error);
     if (this.#gone) return;
     // An execute a frontend worker sent completed since the last death: the count starts again, as after a "done".
     const completed = this.completedElsewhere?.() ?? 0;

@@ -9,11 +9,14 @@
  * event loop is held (the instance's worker tells the frontend worker itself).
  */
 import { describe, expect, it } from "vitest";
+import { existsSync } from "node:fs";
 import { Agent } from "node:http";
+import { join } from "node:path";
 import type { ServerProcess } from "../../helpers/server-process.ts";
 import { startOnThreads, onOneAndTwoThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { inferenceClient } from "../../helpers/grpc-client.ts";
+import { eventually } from "../../helpers/eventually.ts";
 import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
 import { answerText, postText } from "../../helpers/http-text.ts";
 
@@ -41,13 +44,13 @@ export default class Die {
 
 const FAULTS = [1, 2, 3, 4];
 
-async function start(threads: number, name: string) {
+async function start(threads: number, name: string, extra: string[] = []) {
   const repo = makeRepository([]);
   const io = `max_batch_size: 0\ninput [ { name: "A" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`;
   repo.add("die/config.pbtxt", `name: "die"\nbackend: "typescript"\n${io}instance_group [ { count: 1 kind: KIND_CPU } ]\n`);
   repo.add("die/1/model.js", DIE);
   const hold = addHoldModel(repo);
-  return { repo, server: await startOnThreads(repo.dir, threads), name, hold };
+  return { repo, server: await startOnThreads(repo.dir, threads, extra), name, hold };
 }
 
 type Started = Awaited<ReturnType<typeof start>>;
@@ -181,5 +184,56 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
     } finally {
       c.close();
     }
+  });
+});
+
+/** spin: Y = A; A = 1 never returns (it writes `marker`, then spins in its worker). */
+const spin = (marker: string) => `
+import { writeFileSync } from "node:fs";
+export default class Spin {
+  execute(requests) {
+    const a = requests[0].input("A").data[0];
+    if (a === 1) {
+      writeFileSync(${JSON.stringify(marker)}, "spinning");
+      for (;;) {}
+    }
+    return requests.map((r) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: [a] }] }));
+  }
+}
+`;
+
+describe("an unload while a request a frontend worker sent directly never returns", () => {
+  let one: Started;
+  let two: Started;
+  onOneAndTwoThreads(
+    async (threads, name) => {
+      const s = await start(threads, name, ["--exit-timeout-secs=1", "--model-control-mode=explicit", "--load-model=die"]);
+      s.repo.add("die/1/model.js", spin(join(s.repo.dir, "spinning")));
+      expect((await fetch(`${s.server.url}/v2/repository/models/die/load`, { method: "POST", body: "{}" })).status).toBe(200);
+      return s;
+    },
+    (a, b) => {
+      [one, two] = [a, b];
+    },
+  );
+
+  it("waits --exit-timeout-secs for it, then ends the worker: the request fails with one thread's 503", async () => {
+    const out: string[] = [];
+    for (const s of [one, two]) {
+      const c = clients(s);
+      try {
+        await c.warm();
+        const running = c.http(1);
+        // The unload begins once the request runs (the warm connection's frontend worker sent it to the instance).
+        await eventually(async () => expect(existsSync(join(s.repo.dir, "spinning"))).toBe(true));
+        const unload = await fetch(`${s.server.url}/v2/repository/models/die/unload`, { method: "POST", body: "{}" });
+        out.push(`${unload.status} ${await running}`);
+        expect(s.server.log()).toContain("model 'die' version 1: executions still running 1 s after the unload began; aborting them");
+      } finally {
+        c.close();
+      }
+    }
+    expect(out[0]).toBe('200 503 {"error":"model \'die\' version 1 was unloaded while this request ran (aborted after 1 s)"}');
+    expect(out[1]).toBe(out[0]);
   });
 });

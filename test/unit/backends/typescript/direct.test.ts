@@ -3,10 +3,11 @@
  * src/backends/typescript/direct.ts), against a fake instance worker on the other end of
  * a MessageChannel: a port is asked for once; the large input goes by transfer; the
  * answer is checked as the main thread checks it, with the time it waited as queue time;
- * a retired instance gives the request back whole; a port that closes fails what it held
- * UNAVAILABLE once the instance was retired; a worker that ended fails it INTERNAL with the
- * reason (its own fatal report, or the main thread's word, which a bare close waits for),
- * and gets no more while ENDED is set; the shared busy count follows.
+ * a retired instance gives the request back whole; a worker that ended fails what the port
+ * held with the main thread's error (its own fatal report, handing back what never started,
+ * or the main thread's word, which a bare close waits for: INTERNAL with the reason, the
+ * abort's UNAVAILABLE, UNAVAILABLE after finalize), and gets no more while ENDED is set;
+ * the shared busy count follows.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -21,6 +22,7 @@ import {
 } from "../../../../src/backends/typescript/direct.ts";
 import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
+import { internal, unavailable } from "../../../../src/core/errors.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
 
 const N = 20_000; // 80,000 bytes of FP32: over the 64 KiB transfer threshold
@@ -161,18 +163,25 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(s.received.map((m) => [m.t, m.id])).toEqual([["execute", 0]]);
   });
 
-  it("a port that closes once the instance was retired fails what it held UNAVAILABLE; the next request asks for a port again", async () => {
-    const s = setup();
-    const b = connected(s);
-    s.onExecute(() => {
-      Atomics.store(s.state, RETIRED, 1);
-      s.port2.close();
-    });
-    const e = (await b.runPrepared(prepared().p))!.outcome.error!;
-    expect([e.code, e.message]).toEqual(["UNAVAILABLE", "model 'm' instance m_0 is unloaded"]);
-    expect(Atomics.load(s.state, BUSY)).toBe(0);
-    expect(b.load()).toBeUndefined();
-    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+  it("a port closed as its retired instance's worker is stopped: what it held fails with the owner's word (the abort's error, or UNAVAILABLE after finalize)", async () => {
+    const aborted = unavailable("model 'm' version 1 was unloaded while this request ran (aborted after 1 s)");
+    for (const word of [aborted, undefined]) {
+      const s = setup();
+      const b = connected(s);
+      s.onExecute(() => {
+        Atomics.store(s.state, RETIRED, 1);
+        s.port2.close();
+      });
+      const run = b.runPrepared(prepared().p);
+      // The close drops the port (a fresh one is asked for) and fails nothing until the owner's word.
+      await expect.poll(() => b.load()).toBeUndefined();
+      expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+      expect(Atomics.load(s.state, BUSY)).toBe(1);
+      b.ended(word);
+      const e = (await run)!.outcome.error!;
+      expect([e.code, e.message]).toEqual(["UNAVAILABLE", word ? word.message : "model 'm' instance m_0 is unloaded"]);
+      expect(Atomics.load(s.state, BUSY)).toBe(0);
+    }
   });
 
   it("a worker that reports a fault fails the request it ran at once, INTERNAL with the main thread's words, and hands back whole the one that never started", async () => {
@@ -196,7 +205,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(new Float32Array(second.request.inputs[0]!.data.slice().buffer)).toEqual(values);
     expect(Atomics.load(s.state, BUSY)).toBe(0);
     // The main thread's word that follows finds nothing more to fail.
-    b.ended("model 'm' instance m_0: the worker ended: the model called process.exit(3)");
+    b.ended(internal("model 'm' instance m_0: the worker ended: the model called process.exit(3)"));
     expect(b.load()).toBeUndefined();
     expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
   });
@@ -215,7 +224,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     await expect.poll(() => b.load()).toBeUndefined();
     expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
     expect(Atomics.load(s.state, BUSY)).toBe(2);
-    b.ended(message);
+    b.ended(internal(message));
     await Promise.all(runs);
     expect(results).toEqual([message, message]);
     expect(Atomics.load(s.state, BUSY)).toBe(0);
