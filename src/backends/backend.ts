@@ -79,6 +79,12 @@ export interface BackendInstance {
    */
   abort?(error: ServerError): void;
   /**
+   * Optional: resolves once nothing another thread sent straight to the instance is waiting
+   * or running in it (share: a typescript worker's executes), or once it is aborted or closed;
+   * an unload's drain waits for it as for its scheduler.
+   */
+  idle?(): Promise<void>;
+  /**
    * Optional: this instance as other threads may run it without the main thread (a
    * stateless model served straight from the frontend workers); see borrowInstance.
    */
@@ -112,6 +118,8 @@ export interface BorrowedInstance {
   /** Where an instance that runs in a thread of its own takes the channel to it: the main thread's answer to a connect of `key`. */
   readonly key?: string;
   attach?(port: MessagePort | undefined): void;
+  /** The main thread's word that the instance's thread ended (`error`: what its requests fail with there; none: its owner stopped it). */
+  ended?(error: ServerError | undefined): void;
   /** Frees what this thread made for it; the owner's resources stay the owner's. */
   close(): void;
 }

@@ -14,7 +14,7 @@ import { DirectRunner } from "../server/direct-runner.ts";
 import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
 import type { Transfer } from "../core/threads/batcher.ts";
-import { connectShared } from "../backends/connect.ts";
+import { connectShared, onSharedEnded } from "../backends/connect.ts";
 import { BatchClient } from "../server/batch-client.ts";
 import type { BatchChannel } from "../server/batch-thread.ts";
 import type { ChannelPort } from "../server/batch-slots.ts";
@@ -105,6 +105,8 @@ export type ToWorkerDirect =
   | { t: "flush"; id: number }
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
   | { t: "port"; key: string; port?: MessagePort }
+  /** The thread of the instance known by `key` ended (backends/connect.ts sharedEnded): the error its requests fail with, none when its owner stopped it. */
+  | { t: "ended"; key: string; error?: WireError }
   /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
   | { t: "batch"; buffer: SharedArrayBuffer; port: ChannelPort }
   /** The answer to an ensemble step the worker relayed (`step`). */
@@ -136,6 +138,7 @@ export class DirectLink {
   /** Relayed ensemble steps running here, by the worker's id: aborted when the worker cancels them. */
   readonly #steps = new Map<number, AbortController>();
   #unsubscribe: (() => void) | undefined;
+  #unsubscribeEnded: (() => void) | undefined;
 
   constructor(direct: DirectModels | undefined, send: (m: ToWorkerDirect, transfer?: Transfer[]) => void, log: Logger) {
     this.#direct = direct;
@@ -148,6 +151,8 @@ export class DirectLink {
     this.#batch = this.#direct?.batchChannel();
     const b = this.#batch;
     if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
+    // Sent in order with the ports (`port`): a worker hears of an end after the port it concerns.
+    if (this.#direct) this.#unsubscribeEnded = onSharedEnded((key, error) => this.#send(error ? { t: "ended", key, error } : { t: "ended", key }));
     this.#unsubscribe = this.#direct?.subscribe({
       publish: (table) => this.#send({ t: "models", table }),
       flush: () =>
@@ -162,6 +167,7 @@ export class DirectLink {
   stop(): void {
     this.#batch?.close();
     this.#unsubscribe?.();
+    this.#unsubscribeEnded?.();
     for (const resolve of this.#flushes.values()) resolve();
     this.#flushes.clear();
     for (const step of this.#steps.values()) step.abort();
@@ -247,6 +253,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     if (d.t === "models") runner.update(d.table);
     else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
     else if (d.t === "port") runner.attach(d.key, d.port);
+    else if (d.t === "ended") runner.ended(d.key, d.error && fromWireError(d.error));
     else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {
       postRecords();

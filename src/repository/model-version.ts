@@ -132,15 +132,18 @@ export class ModelVersion {
   }
 
   /**
-   * The scheduler's drain; executions still running after the grace are aborted on the
-   * instances that can abort them (an execute that never returns cannot hold the unload).
+   * The scheduler's drain, and the instances' (idle: what other threads sent them); executions
+   * still running after the grace are aborted on the instances that can abort them (an
+   * execute that never returns cannot hold the unload).
    */
   async #drain(): Promise<void> {
     const stopping = this.#scheduler?.stop();
     if (!stopping || !this.#instances.some((i) => i.abort)) return stopping;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const graceOver = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), this.#unloadAbortMs)));
-    const drained = await Promise.race([stopping.then(() => true as const), graceOver]);
+    // Executes the frontend workers sent straight to an instance (#30) are not the scheduler's: they are waited for, and aborted, alike.
+    const idle = stopping.then(() => Promise.all(this.#instances.map((i) => i.idle?.())));
+    const drained = await Promise.race([idle.then(() => true as const), graceOver]);
     clearTimeout(timer);
     if (drained) return;
     const secs = this.#unloadAbortMs / 1000;

@@ -53,6 +53,8 @@ interface Served {
 
 export class DirectRunner {
   readonly #served = new Map<number, Served>();
+  /** Instances (by key) of versions that left the table, until their owner's word that their thread ended (ended()) fails what they still hold. */
+  readonly #leaving = new Map<string, BorrowedInstance>();
   #routes = new Map<string, number>();
   #records: number[] = [];
   #inFlight = 0;
@@ -93,12 +95,25 @@ export class DirectRunner {
 
   /** The main thread's answer to connect(key): the port to the instance, or none. */
   attach(key: string, port: MessagePort | undefined): void {
+    const i = this.#borrowed(key);
+    if (i) i.attach?.(port);
+    else port?.close();
+  }
+
+  /** The main thread's word that the thread of the instance known by `key` ended (BorrowedInstance.ended). */
+  ended(key: string, error: ServerError | undefined): void {
+    const leaving = this.#leaving.get(key);
+    this.#leaving.delete(key);
+    (this.#borrowed(key) ?? leaving)?.ended?.(error);
+  }
+
+  #borrowed(key: string): BorrowedInstance | undefined {
     for (const s of this.#served.values()) {
       for (const i of s.instances) {
-        if (i?.key === key) return i.attach?.(port);
+        if (i?.key === key) return i;
       }
     }
-    port?.close();
+    return undefined;
   }
 
   /** A new table from the main thread: versions no longer in it are dropped (their runs finish first). */
@@ -108,7 +123,10 @@ export class DirectRunner {
     for (const [id, s] of this.#served) {
       if (ids.has(id)) continue;
       this.#served.delete(id);
-      for (const i of s.instances) i?.close();
+      for (const i of s.instances) {
+        i?.close();
+        if (i?.key !== undefined && i.ended) this.#leaving.set(i.key, i);
+      }
     }
     for (const entry of table.entries) {
       if (!this.#served.has(entry.id)) {

@@ -21,8 +21,9 @@ import { OutcomeChecker, requestFields } from "./outcome.ts";
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { autoCompleteInWorker, hasWorkers, WorkerModel, workerUnavailable } from "./worker.ts";
 import { claimModelFiles } from "./stray-errors.ts";
-import { registerConnectable } from "../connect.ts";
-import { BUSY, COMPLETED, RETIRED, STATE_BYTES, type SharedTsInstance } from "./direct.ts";
+import { registerConnectable, sharedEnded } from "../connect.ts";
+import { wireError } from "../../core/threads/wire-error.ts";
+import { BUSY, COMPLETED, ENDED, RETIRED, STATE_BYTES, type SharedTsInstance } from "./direct.ts";
 import { metricsClient } from "./metrics.ts";
 import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
 
@@ -37,6 +38,9 @@ const chains = new WeakMap<CoreRequest, readonly string[]>();
 let importCount = 0;
 /** Worker-thread instances shared so far: each one's key (SharedTsInstance.key). */
 let sharedInstances = 0;
+
+/** How often an unload's drain looks at a worker-thread instance's BUSY count (idle()). */
+const IDLE_POLL_MS = 10;
 
 /** The signal of a request that cannot be cancelled (made inside the server, or by warmup). */
 const NEVER_CANCELLED = new AbortController().signal;
@@ -143,6 +147,7 @@ class TsInstance implements BackendInstance {
   /** The custom metrics a main-thread model made (a worker-thread model's are its worker's). */
   readonly #metrics: MetricsScope | undefined;
   #closed = false;
+  #aborted = false;
   /** A worker-thread instance's state shared with the frontend workers (SharedTsInstance.state): its executes waiting or running, any thread's; retired. */
   readonly #state: Int32Array | undefined;
   readonly #unregister: (() => void) | undefined;
@@ -165,7 +170,14 @@ class TsInstance implements BackendInstance {
       model.completedElsewhere = () => Atomics.load(state, COMPLETED);
       const key = `typescript:${++sharedInstances}`;
       this.#state = state;
+      // While the worker has ended (ENDED: set by the worker as it reports a fault, or here) no port is given out; a fresh one's ready clears it.
+      model.endedFlag = new Int32Array(state.buffer, ENDED * 4, 1);
       this.#unregister = registerConnectable(key, () => model.connect());
+      model.ended = (error) => {
+        Atomics.store(state, ENDED, 1);
+        sharedEnded(key, error && wireError(error));
+      };
+      model.started = () => Atomics.store(state, ENDED, 0);
       const spec: SharedTsInstance = { key, model: ctx.modelName, instance: name, config: ctx.config, state };
       this.share = () => ({ backend: "typescript", spec });
     }
@@ -235,8 +247,19 @@ class TsInstance implements BackendInstance {
     });
   }
 
+  /**
+   * Resolves once no execute is waiting or running in the instance's worker (BUSY: the
+   * frontend workers' too, which the scheduler's drain does not see), or once the instance
+   * is aborted or closed. Polled: an unload is rare, and the count is another thread's.
+   */
+  async idle(): Promise<void> {
+    const state = this.#state;
+    while (state && Atomics.load(state, BUSY) > 0 && !this.#closed && !this.#aborted) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
+  }
+
   /** Fails the executions still running with `error`; a worker-thread instance's worker is ended. */
   abort(error: ServerError): void {
+    this.#aborted = true;
     if (this.#state) Atomics.store(this.#state, RETIRED, 1);
     for (const reject of this.#running) reject(error);
     this.#running.clear();

@@ -8,10 +8,14 @@
  * (executes waiting or running there, any thread's) lets a frontend worker pick the least
  * busy instance. A request cancelled while it waits there is dropped unrun (CANCELLED, as
  * the default scheduler's queue drops it). An instance that is finalizing hands the request back (`retired`, its
- * buffers returned) for the main thread to run; one whose worker ended fails what it held.
+ * buffers returned) for the main thread to run; one whose worker ended fails what it held
+ * with the main thread's INTERNAL error and reason: the worker's own `fatal` (a fault of the
+ * model's, told over the port before the worker ends, which hands back the requests that
+ * had not started, for the main thread), or the main thread's word (`ended`: why it ended
+ * the worker, or saw it end), which the port's close waits for.
  */
 import { nowNs } from "../../core/clock.ts";
-import { cancelled, internal, unavailable } from "../../core/errors.ts";
+import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
 import { inputBuffers } from "../../core/threads/transfer.ts";
 import { Thread, type WorkerLike } from "../../core/threads/thread.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
@@ -19,7 +23,7 @@ import type { InferenceRequest } from "../../core/request.ts";
 import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
 import { OutcomeChecker, requestFields } from "./outcome.ts";
-import type { FromInstancePort, PlainRequest, ToInstancePort } from "./worker-protocol.ts";
+import { workerEnded, type FromInstancePort, type PlainRequest, type ToInstancePort } from "./worker-protocol.ts";
 
 /** A worker-thread instance as shared with the frontend workers (TsInstance.share). */
 export interface SharedTsInstance {
@@ -28,7 +32,7 @@ export interface SharedTsInstance {
   model: string;
   instance: string;
   config: ModelConfig;
-  /** [BUSY]: the executes waiting or running in the instance's worker, whichever thread sent them; [RETIRED]: 1 once the owner closes it; [COMPLETED]: this side's executes completed. */
+  /** [BUSY]: the executes waiting or running in the instance's worker, whichever thread sent them; [RETIRED]: 1 once the owner closes it; [COMPLETED]: this side's executes completed; [ENDED]: its worker ended and no fresh one is ready yet. */
   state: Int32Array;
 }
 
@@ -48,8 +52,14 @@ export const BUSY = 0;
 export const RETIRED = 1;
 /** Executes the frontend workers sent that the instance completed (its owner's restart count starts again after one). */
 export const COMPLETED = 2;
+/**
+ * 1 from the moment the instance's worker ends (set by the worker itself as it reports a
+ * fault, or by the owner, before any request it held is failed) until a fresh one is
+ * ready: no request goes to a port of the old one, and none is given out.
+ */
+export const ENDED = 3;
 /** The bytes of SharedTsInstance.state. */
-export const STATE_BYTES = 12;
+export const STATE_BYTES = 16;
 
 export class TsBorrowed implements BorrowedInstance {
   readonly key: string;
@@ -80,6 +90,8 @@ export class TsBorrowed implements BorrowedInstance {
       }
       return undefined;
     }
+    // The port's worker ended: nothing more goes to it (what it holds fails when the worker or the main thread says why).
+    if (Atomics.load(this.#shared.state, ENDED) === 1) return undefined;
     return Atomics.load(this.#shared.state, BUSY);
   }
 
@@ -130,6 +142,7 @@ export class TsBorrowed implements BorrowedInstance {
   }
 
   #answer(m: FromInstancePort): void {
+    if (m.t === "fatal") return this.#fatal(m.reason, m.back);
     const w = this.#take(m.id);
     if (!w) return;
     if (m.t === "retired") {
@@ -159,19 +172,53 @@ export class TsBorrowed implements BorrowedInstance {
   }
 
   /**
-   * The port closed: what it held fails as the main thread fails the executes of a worker
-   * that ended, or, when the owner retired the instance (a request sent just as its worker
-   * was ended after finalize, which never ran), as it refuses a request for an unloaded one.
+   * The port closed: its worker ended. What it held waits for the owner's word (ended(),
+   * which the main thread sends whenever it stops a worker that served, or sees it end: a
+   * fault, an abort after an unload's grace, the end of a finalize), or failed already on
+   * the worker's own report of a fault.
    */
   #lost(port: MessagePort): void {
     if (this.#port !== port) return;
     this.#port = undefined;
     this.#thread = undefined;
+  }
+
+  /**
+   * A fault of the model's ends the instance's worker (it said so before it ended): the
+   * executes it had not started come back whole, for the main thread to run on the
+   * restarted worker (as one thread's queue keeps them); the rest fail with the reason.
+   */
+  #fatal(reason: unknown, back: { id: number; buffers: ArrayBuffer[] }[] | undefined): void {
+    if (Array.isArray(back)) {
+      for (const b of back) {
+        const w = this.#take(b.id);
+        if (!w) continue;
+        w.restore(b.buffers);
+        w.resolve(undefined);
+      }
+    }
+    this.ended(internal(workerEnded(this.#shared.model, this.#shared.instance, `ended: ${String(reason)}`)));
+  }
+
+  /**
+   * The instance's worker ended: `error` is what the main thread's executes failed with (none:
+   * the owner stopped it after finalize: a request sent just then never ran, and fails as
+   * one for an unloaded instance). What the port held fails, and the port is dropped: one
+   * asked for just as the worker ended may never close.
+   */
+  ended(error: ServerError | undefined): void {
     const s = this.#shared;
-    const error =
-      Atomics.load(s.state, RETIRED) === 1
-        ? unavailable(`model '${s.model}' instance ${s.instance} is unloaded`)
-        : internal(`model '${s.model}' instance ${s.instance}: the worker ended`);
+    const port = this.#port;
+    this.#port = undefined;
+    this.#thread = undefined;
+    port?.close();
+    if (error) this.#fail(error);
+    else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
+    else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
+  }
+
+  /** What the port held fails with `error` (as the main thread's instance fails it: an outcome, its execution counted). */
+  #fail(error: ServerError): void {
     for (const id of [...this.#pending.keys()]) {
       const w = this.#take(id)!;
       const now = nowNs();

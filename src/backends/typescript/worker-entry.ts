@@ -61,12 +61,55 @@ const withOutput = (r: PlainBlsResponse) => ({ ...r, output: (n: string) => r.ou
 // tell an exit from a crash under every runtime. process.exit itself is kept working.
 const exit = process.exit.bind(process) as (code?: number) => never;
 let ending = false;
+/** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started, in arrival order from `head`. */
+interface ServedPort {
+  reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
+  waiting: (Extract<ToInstancePort, { t: "execute" }> | undefined)[];
+  head: number;
+}
+/** The frontend workers' ports: each is told of a fault too (tellFatal). */
+const servedPorts: ServedPort[] = [];
+/** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is. */
+let ended: Int32Array | undefined;
 function fatal(reason: string, code: number): never {
   if (!ending) {
     ending = true;
+    if (ended) Atomics.store(ended, 0, 1);
+    // The ports first: a frontend worker hears of the fault (and takes back what never started) before the main thread's word of it.
+    for (let i = 0; i < servedPorts.length; i++) tellFatal(servedPorts[i]!, reason);
     post({ t: "fatal", reason });
   }
   return exit(code);
+}
+
+/** Tells a port of the fault, handing back the executes it sent that never started, with their buffers (plain loops: the model's realm). */
+function tellFatal(p: ServedPort, reason: string): void {
+  const back: { id: number; buffers: ArrayBuffer[] }[] = [];
+  const transfer: ArrayBuffer[] = [];
+  for (let i = p.head; i < p.waiting.length; i++) {
+    const m = p.waiting[i]!;
+    back[back.length] = { id: m.id, buffers: m.buffers };
+    for (let k = 0; k < m.buffers.length; k++) transfer[transfer.length] = m.buffers[k]!;
+  }
+  try {
+    p.reply.post({ t: "fatal", reason, back }, transfer);
+  } catch {
+    p.reply.post({ t: "fatal", reason, back: [] });
+  }
+}
+
+/** `p`'s oldest waiting execute starts (executes start in arrival order, whichever port sent them); the queue is kept short. */
+function started(p: ServedPort): void {
+  p.waiting[p.head++] = undefined;
+  if (p.head === p.waiting.length) {
+    p.waiting.length = 0;
+    p.head = 0;
+  } else if (p.head >= 1024) {
+    let k = 0;
+    for (let i = p.head; i < p.waiting.length; i++) p.waiting[k++] = p.waiting[i];
+    p.waiting.length = k;
+    p.head = 0;
+  }
 }
 process.on("unhandledRejection", (reason) => fatal(`unhandled rejection: ${describe(reason)}`, 1));
 process.on("uncaughtException", (err) => fatal(`uncaught exception: ${describe(err)}`, 1));
@@ -246,6 +289,7 @@ function allCancelled(key: string, count: number): boolean {
 /** A frontend worker's port (#30): its executes join the same queue; their BLS calls go to the main thread as exec -1. */
 function servePort(port: MessagePort): void {
   const n = ports++;
+  const served: ServedPort = { reply: undefined!, waiting: [], head: 0 };
   const reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void } = serveThread<ToInstancePort, FromInstancePort>(
     (m): void | Promise<void> => {
       const key = `p${n}.${m.id}`;
@@ -256,7 +300,9 @@ function servePort(port: MessagePort): void {
       if (finalizing) return reply.post({ t: "retired", id: m.id, buffers: m.buffers }, m.buffers);
       const arrived = performance.now();
       const requests = accept(key, -1, m.requests);
+      served.waiting[served.waiting.length] = m;
       return queued(async () => {
+        started(served);
         const waitNs = Math.round((performance.now() - arrived) * 1e6);
         if (allCancelled(key, requests.length)) return reply.post({ t: "cancelled", id: m.id });
         const r = await run(requests, key, undefined);
@@ -266,6 +312,8 @@ function servePort(port: MessagePort): void {
     // Each answer at once: one still batched when the main thread ends this worker (after finalize) would be lost.
     { scope: port as unknown as ThreadScope },
   );
+  served.reply = reply;
+  servedPorts[servedPorts.length] = served;
 }
 
 async function receive(m: ToModelWorker): Promise<void> {
@@ -294,6 +342,7 @@ async function receive(m: ToModelWorker): Promise<void> {
       return;
     }
     case "port":
+      ended = m.ended;
       servePort(m.port);
       return;
     case "finalize":

@@ -53,8 +53,8 @@ export type ToModelWorker =
   | { t: "blsStreamEnd"; id: number; error?: ModelError }
   /** Run finalize (after the executes queued here, a frontend worker's included): answered by `finalized`. */
   | { t: "finalize" }
-  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30). */
-  | { t: "port"; port: MessagePort };
+  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30); `ended[0]` is set to 1 when a fault ends the worker, before it is reported. */
+  | { t: "port"; port: MessagePort; ended: Int32Array };
 
 /**
  * A frontend worker to the instance, over a port of its own (#30): the requests of a
@@ -72,7 +72,16 @@ export type FromInstancePort =
   /** Every request of it was cancelled while it waited here: nothing ran (the default scheduler's queue drops such a request too). */
   | { t: "cancelled"; id: number }
   /** The instance is finalizing: nothing ran; the request's transferred buffers come back, for the main thread to run it. */
-  | { t: "retired"; id: number; buffers: ArrayBuffer[] };
+  | { t: "retired"; id: number; buffers: ArrayBuffer[] }
+  /**
+   * The model left a fault (as FromModelWorker's `fatal`): the worker ends next, and what it
+   * held fails with `reason`, but for `back`: the executes that had not started, their
+   * transferred buffers returned (the main thread runs them, as one thread's queue keeps them).
+   */
+  | { t: "fatal"; reason: string; back: { id: number; buffers: ArrayBuffer[] }[] };
+
+/** The error message of the requests an instance's worker held when it ended, `how` it ended ("ended: <reason>" after a fatal), on every thread alike. */
+export const workerEnded = (model: string, instance: string, how: string): string => `model '${model}' instance ${instance}: the worker ${how}`;
 
 /** Worker to main thread. */
 export type FromModelWorker =

@@ -22,7 +22,15 @@ import { getLogger } from "../../core/logger.ts";
 import { Thread } from "../../core/threads/thread.ts";
 import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
-import type { FromModelWorker, ModelError, PlainBlsResponse, PlainInitializeArgs, PlainRequest, ToModelWorker } from "./worker-protocol.ts";
+import {
+  workerEnded,
+  type FromModelWorker,
+  type ModelError,
+  type PlainBlsResponse,
+  type PlainInitializeArgs,
+  type PlainRequest,
+  type ToModelWorker,
+} from "./worker-protocol.ts";
 
 const log = getLogger("src/backends/typescript/worker.ts");
 
@@ -169,6 +177,11 @@ export class WorkerModel implements TritonModel {
 
   async execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
     await this.#ready.catch(() => undefined);
+    // A worker that reported a fault to a frontend worker's port (ENDED) ends soon: the next one runs this execute.
+    while (this.#worker && !this.#gone && this.endedFlag && Atomics.load(this.endedFlag, 0) === 1) {
+      await new Promise<void>((resolve) => this.#afterEnd.push(resolve));
+      await this.#ready.catch(() => undefined);
+    }
     if (this.#gone) throw this.#gone;
     const worker = this.#worker!;
     const id = this.#next++;
@@ -201,17 +214,27 @@ export class WorkerModel implements TritonModel {
   direct: Pick<InferenceRequest, "infer" | "stream"> | undefined;
   /** The executes the frontend workers sent straight to the worker that it completed so far (the main thread hears nothing of them). */
   completedElsewhere: (() => number) | undefined;
+  /** The instance's shared ENDED slot (direct.ts), which a worker that reports a fault sets first; cleared once a fresh one is ready (`started`). */
+  endedFlag: Int32Array | undefined;
+  /** Executes waiting for the end of a worker that set ENDED to be handled here (#stop). */
+  #afterEnd: (() => void)[] = [];
+  /** Told when a fresh worker has initialized (it serves from now on). */
+  started: (() => void) | undefined;
+  /** Told whenever a worker that served stops, before it is ended: with the error its executes fail with (it ended by itself, or was aborted), none after finalize. */
+  ended: ((error: ServerError | undefined) => void) | undefined;
 
   /**
    * A fresh channel to the worker for a frontend worker thread (#30): the worker serves
    * executes on one end, the other is returned. Undefined while no initialized worker
-   * serves (starting, restarting, gone). A worker that ends closes its ports.
+   * serves (starting, restarting, gone, or ended: ENDED set). A worker that ends closes its
+   * ports; one that reports a fault sets ENDED (endedFlag) first.
    */
   connect(): MessagePort | undefined {
     const worker = this.#worker;
-    if (!worker || this.#starting || this.#gone) return undefined;
+    const ended = this.endedFlag;
+    if (!worker || !ended || this.#starting || this.#gone || Atomics.load(ended, 0) === 1) return undefined;
     const { port1, port2 } = new MessageChannel();
-    worker.send({ t: "port", port: port1 }, [port1]);
+    worker.send({ t: "port", port: port1, ended }, [port1]);
     return port2;
   }
 
@@ -236,15 +259,21 @@ export class WorkerModel implements TritonModel {
   abort(error: ServerError): void {
     this.#gone ??= error;
     const worker = this.#worker;
-    if (worker) this.#stop(worker);
+    if (worker) this.#stop(worker, error);
     this.#failAll(error);
   }
 
-  #stop(worker: ModelThread): void {
+  #stop(worker: ModelThread, error?: ServerError): void {
     if (this.#worker === worker) {
       this.#worker = undefined;
       this.#scope?.release();
       this.#scope = undefined;
+      // The frontend workers' ports to it fail what they hold with the same error (direct.ts).
+      this.ended?.(error);
+      // Run after the caller (#ended) has started the next worker or given up.
+      const after = this.#afterEnd;
+      this.#afterEnd = [];
+      for (const resolve of after) resolve();
     }
     worker.terminate();
   }
@@ -272,9 +301,10 @@ export class WorkerModel implements TritonModel {
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
   #ended(worker: ModelThread, reason: string): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
-    this.#stop(worker);
-    this.#finalized?.();
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
+    const error = internal(workerEnded(this.#owner.model, this.#owner.instance, reason));
+    this.#stop(worker, error);
+    this.#finalized?.();
     const starting = this.#starting;
     this.#starting = undefined;
     if (starting) {
@@ -282,7 +312,7 @@ export class WorkerModel implements TritonModel {
       starting.reject(new Error(`the worker ${reason}`));
       return;
     }
-    const failed = this.#failAll(internal(`${who}: the worker ${reason}`));
+    const failed = this.#failAll(error);
     if (this.#gone) return;
     // An execute a frontend worker sent completed since the last death: the count starts again, as after a "done".
     const completed = this.completedElsewhere?.() ?? 0;
@@ -337,6 +367,7 @@ export class WorkerModel implements TritonModel {
   #handle(worker: ModelThread, m: FromModelWorker): void {
     switch (m.t) {
       case "ready":
+        this.started?.();
         this.#starting?.resolve();
         this.#starting = undefined;
         break;

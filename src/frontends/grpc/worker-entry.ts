@@ -41,6 +41,7 @@ function receive(m: ToGrpcWorker): void {
     case "models":
     case "flush":
     case "port":
+    case "ended":
     case "batch":
     case "stepped":
       direct.receive(m);

@@ -56,6 +56,7 @@ function receive(m: ToWorker): void {
     case "models":
     case "flush":
     case "port":
+    case "ended":
     case "batch":
     case "stepped":
       direct.receive(m);

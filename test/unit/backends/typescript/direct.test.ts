@@ -3,13 +3,26 @@
  * src/backends/typescript/direct.ts), against a fake instance worker on the other end of
  * a MessageChannel: a port is asked for once; the large input goes by transfer; the
  * answer is checked as the main thread checks it, with the time it waited as queue time;
- * a retired instance gives the request back whole; a port that closes fails what it held
- * (INTERNAL, or UNAVAILABLE once the instance was retired); the shared busy count follows.
+ * a retired instance gives the request back whole; a worker that ended fails what the port
+ * held with the main thread's error (its own fatal report, handing back what never started,
+ * or the main thread's word, which a bare close waits for: INTERNAL with the reason, the
+ * abort's UNAVAILABLE, UNAVAILABLE after finalize), and gets no more while ENDED is set;
+ * the shared busy count follows.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { borrowTsInstance, BUSY, COMPLETED, RETIRED, STATE_BYTES, type SharedTsInstance, type TsBorrowed } from "../../../../src/backends/typescript/direct.ts";
+import {
+  borrowTsInstance,
+  BUSY,
+  COMPLETED,
+  ENDED,
+  RETIRED,
+  STATE_BYTES,
+  type SharedTsInstance,
+  type TsBorrowed,
+} from "../../../../src/backends/typescript/direct.ts";
 import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
+import { internal, unavailable } from "../../../../src/core/errors.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
 
 const N = 20_000; // 80,000 bytes of FP32: over the 64 KiB transfer threshold
@@ -150,22 +163,88 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(s.received.map((m) => [m.t, m.id])).toEqual([["execute", 0]]);
   });
 
-  it("a port that closes fails what it held: INTERNAL, or UNAVAILABLE once the instance was retired; the next request asks for a port again", async () => {
-    for (const retired of [false, true]) {
+  it("a port closed as its retired instance's worker is stopped: what it held fails with the owner's word (the abort's error, or UNAVAILABLE after finalize)", async () => {
+    const aborted = unavailable("model 'm' version 1 was unloaded while this request ran (aborted after 1 s)");
+    for (const word of [aborted, undefined]) {
       const s = setup();
       const b = connected(s);
       s.onExecute(() => {
-        if (retired) Atomics.store(s.state, RETIRED, 1);
+        Atomics.store(s.state, RETIRED, 1);
         s.port2.close();
       });
-      const r = (await b.runPrepared(prepared().p))!;
-      const e = r.outcome.error!;
-      expect([e.code, e.message]).toEqual(
-        retired ? ["UNAVAILABLE", "model 'm' instance m_0 is unloaded"] : ["INTERNAL", "model 'm' instance m_0: the worker ended"],
-      );
-      expect(Atomics.load(s.state, BUSY)).toBe(0);
-      expect(b.load()).toBeUndefined();
+      const run = b.runPrepared(prepared().p);
+      // The close drops the port (a fresh one is asked for) and fails nothing until the owner's word.
+      await expect.poll(() => b.load()).toBeUndefined();
       expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+      expect(Atomics.load(s.state, BUSY)).toBe(1);
+      b.ended(word);
+      const e = (await run)!.outcome.error!;
+      expect([e.code, e.message]).toEqual(["UNAVAILABLE", word ? word.message : "model 'm' instance m_0 is unloaded"]);
+      expect(Atomics.load(s.state, BUSY)).toBe(0);
     }
+  });
+
+  it("a worker that reports a fault fails the request it ran at once, INTERNAL with the main thread's words, and hands back whole the one that never started", async () => {
+    const s = setup();
+    const b = connected(s);
+    const executes: Extract<ToInstancePort, { t: "execute" }>[] = [];
+    s.onExecute((m) => {
+      executes.push(m);
+      if (executes.length < 2) return;
+      // As worker-entry's fatal(): ENDED first, then the report (the second never started), then the worker ends.
+      Atomics.store(s.state, ENDED, 1);
+      s.port2.postMessage([{ t: "fatal", reason: "the model called process.exit(3)", back: [{ id: m.id, buffers: m.buffers }] }], m.buffers);
+      s.port2.close();
+    });
+    const second = prepared();
+    const [ran, waited] = await Promise.all([b.runPrepared(prepared().p), b.runPrepared(second.p)]);
+    const e = ran!.outcome.error!;
+    expect([e.code, e.message]).toEqual(["INTERNAL", "model 'm' instance m_0: the worker ended: the model called process.exit(3)"]);
+    // Back for the main thread to run, its input whole again.
+    expect(waited).toBeUndefined();
+    expect(new Float32Array(second.request.inputs[0]!.data.slice().buffer)).toEqual(values);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // The main thread's word that follows finds nothing more to fail.
+    b.ended(internal("model 'm' instance m_0: the worker ended: the model called process.exit(3)"));
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+  });
+
+  it("a port that closes with no report waits for the main thread's reason: each request fails once, with it", async () => {
+    const message = "model 'm' instance m_0: the worker sent a message the server cannot handle (not a batch of messages)";
+    const s = setup();
+    const b = connected(s);
+    let ran = 0;
+    s.onExecute(() => {
+      if (++ran === 2) s.port2.close();
+    });
+    const results: string[] = [];
+    const runs = [b.runPrepared(prepared().p), b.runPrepared(prepared().p)].map((r) => r.then((x) => results.push(x!.outcome.error!.message)));
+    // The close is seen (the port is dropped: a fresh one is asked for) but fails nothing yet.
+    await expect.poll(() => b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+    expect(Atomics.load(s.state, BUSY)).toBe(2);
+    b.ended(internal(message));
+    await Promise.all(runs);
+    expect(results).toEqual([message, message]);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // Told with no reason (the owner stopped it) and not retired: the bare words.
+    const t = setup();
+    const c = connected(t);
+    const run = c.runPrepared(prepared().p);
+    await expect.poll(() => t.received.length).toBe(1);
+    c.ended(undefined);
+    const e = (await run)!.outcome.error!;
+    expect([e.code, e.message]).toEqual(["INTERNAL", "model 'm' instance m_0: the worker ended"]);
+  });
+
+  it("sends nothing to a port whose worker has ended (ENDED) and asks for no other until told", () => {
+    const s = setup();
+    const b = connected(s);
+    Atomics.store(s.state, ENDED, 1);
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7"]);
+    Atomics.store(s.state, ENDED, 0);
+    expect(b.load()).toBe(0);
   });
 });
