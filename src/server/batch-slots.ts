@@ -172,7 +172,9 @@ export class SlotChannel {
     for (let i = r.u32(); i > 0; i--) outputNames.push(r.str());
     const inputs = r.tensors();
     const sequence = readSequence(r);
-    return { ref, entry, batchSize, priority, timeoutUs, id, outputNames, inputs, ...(sequence ? { sequence } : {}) };
+    const request: WireRequest = { ref, entry, batchSize, priority, timeoutUs, id, outputNames, inputs };
+    if (sequence) request.sequence = sequence;
+    return request;
   }
 
   /** Writes `res` into `slot`; false when it does not fit (it goes as a message then). */

@@ -19,11 +19,12 @@ import { forwardLog } from "../core/logger.ts";
 import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
+import { LocalAbort } from "../core/cancel.ts";
 import { InOrder } from "./batch-order.ts";
-import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult, type WireSequence } from "./batch-slots.ts";
+import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
-import type { CorrelationId, InferenceRequest } from "../core/request.ts";
+import type { InferenceRequest, RequestControl } from "../core/request.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 
 const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
@@ -143,7 +144,7 @@ function postRecords(): void {
 function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
   const channel = new SlotChannel(buffer);
   /** The requests of this channel in the scheduler, by ref: cancelling one aborts it. */
-  const live = new Map<number, AbortController>();
+  const live = new Map<number, LocalAbort>();
   // The results of one execution are answered in one run of microtasks: the submitter is
   // woken once for them all, after the last (#30: a wake-up per result cost its thread
   // an event-loop turn and a waitAsync each).
@@ -176,12 +177,12 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
       answer(r.ref, slot, { t: "retired" });
       return;
     }
-    const controller = new AbortController();
+    const controller = new LocalAbort();
     live.set(r.ref, controller);
     const request = { id: r.id || undefined, modelName: v.name, inputs: [], signal: controller.signal } as unknown as InferenceRequest;
     const prepared: PreparedRequest = {
       request,
-      control: { priority: r.priority, timeoutUs: r.timeoutUs, ...sequenceControl(r.sequence) },
+      control: controlOf(r),
       batchSize: r.batchSize,
       inputs: r.inputs,
       outputNames: r.outputNames,
@@ -258,8 +259,10 @@ function sequenceScheduler(
   });
 }
 
-/** A request's sequence fields as RequestControl has them (none: not part of a sequence). */
-function sequenceControl(s: WireSequence | undefined): { sequenceId?: CorrelationId; sequenceStart: boolean; sequenceEnd: boolean } {
-  if (!s) return { sequenceStart: false, sequenceEnd: false };
-  return { ...(s.id !== undefined ? { sequenceId: s.id } : {}), sequenceStart: s.start, sequenceEnd: s.end };
+/** A request's control fields as RequestControl has them (a sequence's, when it is part of one), made without spreads. */
+function controlOf(r: WireRequest): RequestControl {
+  const s = r.sequence;
+  if (!s) return { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: false, sequenceEnd: false };
+  if (s.id === undefined) return { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: s.start, sequenceEnd: s.end };
+  return { priority: r.priority, timeoutUs: r.timeoutUs, sequenceId: s.id, sequenceStart: s.start, sequenceEnd: s.end };
 }
