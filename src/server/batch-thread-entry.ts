@@ -21,11 +21,11 @@ import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { LocalAbort } from "../core/cancel.ts";
 import { InOrder } from "./batch-order.ts";
-import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
+import { BUSY, CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
 import type { InferenceRequest, RequestControl } from "../core/request.ts";
-import type { PreparedRequest } from "../core/request-validate.ts";
+import { NO_CLASSIFICATION, type PreparedRequest } from "../core/request-validate.ts";
 
 const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
 // What is logged here (the sequence batcher: a restart, a reaped sequence) goes to the main thread's log, under its settings.
@@ -49,6 +49,18 @@ const drains = new Set<() => void>();
 const drainAll = () => {
   for (const drain of drains) drain();
 };
+/** Every open channel's control words, to say BUSY on. */
+const controls = new Set<Int32Array>();
+/** Instances of the versions here, and how many of them run now: BUSY while all do. */
+const instanceCount = { total: 0, running: 0 };
+function setBusy(): void {
+  const busy = instanceCount.total > 0 && instanceCount.running >= instanceCount.total ? 1 : 0;
+  for (const ctrl of controls) Atomics.store(ctrl, BUSY, busy);
+}
+function running(delta: number): void {
+  instanceCount.running += delta;
+  setBusy();
+}
 /** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
 const refused = new Map<number, string>();
 let records: number[] = [];
@@ -83,7 +95,13 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
       execute: async (inputs, names) => {
         // The batch has just left the queue.
         update(v);
-        const r = await b.executeBorrowed(inputs, names);
+        running(1);
+        let r: Awaited<ReturnType<typeof b.executeBorrowed>>;
+        try {
+          r = await b.executeBorrowed(inputs, names);
+        } finally {
+          running(-1);
+        }
         if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
         // What came while it ran joins the queue before the scheduler picks the next batch.
         drainAll();
@@ -103,6 +121,8 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
         });
     const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
     versions.set(m.id, v);
+    instanceCount.total += borrowed.length;
+    setBusy();
   } catch (err) {
     const message = `model '${m.name}': the scheduling thread cannot run it: ${(err as Error).message}`;
     refused.set(m.id, message);
@@ -118,6 +138,8 @@ async function remove(id: number): Promise<void> {
     await v.scheduler.stop();
     versions.delete(id);
     for (const b of v.borrowed) b.close();
+    instanceCount.total -= v.borrowed.length;
+    setBusy();
     update(v);
   }
   postRecords();
@@ -186,7 +208,7 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
       batchSize: r.batchSize,
       inputs: r.inputs,
       outputNames: r.outputNames,
-      classification: new Map(),
+      classification: NO_CLASSIFICATION,
     };
     v.scheduler.enqueue(prepared).then(
       (s) => {
@@ -228,10 +250,13 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     }
   };
   drains.add(drain);
+  controls.add(channel.ctrl);
+  setBusy();
   whileRung(channel.ctrl, SUB_TAIL, SUB_HEAD, () => {
     drain();
     if (Atomics.load(channel.ctrl, CLOSED) === 0) return true;
     drains.delete(drain);
+    controls.delete(channel.ctrl);
     port.close();
     return false;
   });
