@@ -5,7 +5,18 @@
  * wait on a ring woken by the other side's ring.
  */
 import { describe, expect, it, vi } from "vitest";
-import { BUSY, DONE_HEAD, DONE_TAIL, SLOT_BYTES, SUB_HEAD, SUB_TAIL, SlotChannel, errorOf, whileRung, type WireRequest } from "../../../src/server/batch-slots.ts";
+import {
+  BUSY,
+  DONE_HEAD,
+  DONE_TAIL,
+  SLOT_BYTES,
+  SUB_HEAD,
+  SUB_TAIL,
+  SlotChannel,
+  errorOf,
+  whileRung,
+  type WireRequest,
+} from "../../../src/server/batch-slots.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 
 const bytes = (...v: number[]) => new Uint8Array(v);
