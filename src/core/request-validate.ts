@@ -52,7 +52,8 @@ function positiveInt(v: unknown): number | undefined {
   return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined;
 }
 
-const NO_CLASSIFICATION: ReadonlyMap<string, number> = new Map();
+/** The classification of a request that asks for none: one empty map, never written. */
+export const NO_CLASSIFICATION: ReadonlyMap<string, number> = new Map();
 
 /**
  * Validates `request` for `sig` and returns what the scheduler needs; throws INVALID_ARG.

@@ -11,7 +11,7 @@
  * notifies; the submitter reads the result and frees the slot. A request or a result
  * that does not fit its slot goes as a message instead (the channel's MessagePort).
  *
- * Layout: Int32 [subTail, subHead, doneTail, doneHead, closed, slots, failed, pad...] then the two rings
+ * Layout: Int32 [subTail, subHead, doneTail, doneHead, closed, slots, failed, busy, pad...] then the two rings
  * (SLOTS Int32 each), then SLOTS slots of SLOT_BYTES, each 64-byte aligned. Counters only
  * grow (wrapping as Int32); a ring index is counter & (SLOTS - 1). A ring never holds
  * more than SLOTS numbers, since a slot is in at most one of them at a time.
@@ -30,6 +30,14 @@ export const DONE_HEAD = 3;
 export const CLOSED = 4;
 /** Set to 1 (by the main thread) when the scheduling thread has failed: the submitter stops waiting on it. */
 export const FAILED = 6;
+/**
+ * Set to 1 (by the scheduling thread) while every instance it runs is running: what is
+ * submitted then cannot start before a run ends, and the thread takes every ring when one
+ * does, so a submitter rings once for all it submits in one turn of its event loop
+ * (setImmediate) instead of once each (#30: each ring wakes the scheduling thread, an
+ * event-loop turn and a waitAsync there, and costs the submitter a cross-thread notify).
+ */
+export const BUSY = 7;
 const HEADER_INTS = 16;
 
 /** Slots of a frontend worker's channel: as many as its runs in flight (direct-runner.ts MAX_DIRECT_IN_FLIGHT). */
@@ -95,10 +103,25 @@ export class SlotChannel {
     this.#view = new DataView(this.buffer);
   }
 
-  /** Puts `slot` on the submission ring (the submitter) and wakes the scheduling thread. */
+  /**
+   * Puts `slot` on the submission ring (the submitter) and wakes the scheduling thread:
+   * at once, or, while it is BUSY, at the end of this turn of the event loop, once for
+   * every slot submitted in the turn.
+   */
   submit(slot: number): void {
-    this.#push(SUB_TAIL, HEADER_INTS, slot);
+    const now = Atomics.load(this.ctrl, BUSY) === 0;
+    this.#push(SUB_TAIL, HEADER_INTS, slot, now);
+    if (!now && !this.#ringSoon) {
+      this.#ringSoon = true;
+      setImmediate(this.#ring);
+    }
   }
+
+  #ringSoon = false;
+  readonly #ring = (): void => {
+    this.#ringSoon = false;
+    Atomics.notify(this.ctrl, SUB_TAIL);
+  };
 
   /**
    * Puts `slot` on the completion ring (the scheduling thread) and wakes the submitter;
@@ -172,7 +195,9 @@ export class SlotChannel {
     for (let i = r.u32(); i > 0; i--) outputNames.push(r.str());
     const inputs = r.tensors();
     const sequence = readSequence(r);
-    return { ref, entry, batchSize, priority, timeoutUs, id, outputNames, inputs, ...(sequence ? { sequence } : {}) };
+    const request: WireRequest = { ref, entry, batchSize, priority, timeoutUs, id, outputNames, inputs };
+    if (sequence) request.sequence = sequence;
+    return request;
   }
 
   /** Writes `res` into `slot`; false when it does not fit (it goes as a message then). */

@@ -19,12 +19,13 @@ import { forwardLog } from "../core/logger.ts";
 import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
+import { LocalAbort } from "../core/cancel.ts";
 import { InOrder } from "./batch-order.ts";
-import { CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult, type WireSequence } from "./batch-slots.ts";
+import { BUSY, CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
-import type { CorrelationId, InferenceRequest } from "../core/request.ts";
-import type { PreparedRequest } from "../core/request-validate.ts";
+import type { InferenceRequest, RequestControl } from "../core/request.ts";
+import { NO_CLASSIFICATION, type PreparedRequest } from "../core/request-validate.ts";
 
 const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
 // What is logged here (the sequence batcher: a restart, a reaped sequence) goes to the main thread's log, under its settings.
@@ -48,6 +49,18 @@ const drains = new Set<() => void>();
 const drainAll = () => {
   for (const drain of drains) drain();
 };
+/** Every open channel's control words, to say BUSY on. */
+const controls = new Set<Int32Array>();
+/** Instances of the versions here, and how many of them run now: BUSY while all do. */
+const instanceCount = { total: 0, running: 0 };
+function setBusy(): void {
+  const busy = instanceCount.total > 0 && instanceCount.running >= instanceCount.total ? 1 : 0;
+  for (const ctrl of controls) Atomics.store(ctrl, BUSY, busy);
+}
+function running(delta: number): void {
+  instanceCount.running += delta;
+  setBusy();
+}
 /** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
 const refused = new Map<number, string>();
 let records: number[] = [];
@@ -82,7 +95,13 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
       execute: async (inputs, names) => {
         // The batch has just left the queue.
         update(v);
-        const r = await b.executeBorrowed(inputs, names);
+        running(1);
+        let r: Awaited<ReturnType<typeof b.executeBorrowed>>;
+        try {
+          r = await b.executeBorrowed(inputs, names);
+        } finally {
+          running(-1);
+        }
         if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
         // What came while it ran joins the queue before the scheduler picks the next batch.
         drainAll();
@@ -102,6 +121,8 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
         });
     const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
     versions.set(m.id, v);
+    instanceCount.total += borrowed.length;
+    setBusy();
   } catch (err) {
     const message = `model '${m.name}': the scheduling thread cannot run it: ${(err as Error).message}`;
     refused.set(m.id, message);
@@ -117,6 +138,8 @@ async function remove(id: number): Promise<void> {
     await v.scheduler.stop();
     versions.delete(id);
     for (const b of v.borrowed) b.close();
+    instanceCount.total -= v.borrowed.length;
+    setBusy();
     update(v);
   }
   postRecords();
@@ -143,7 +166,7 @@ function postRecords(): void {
 function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
   const channel = new SlotChannel(buffer);
   /** The requests of this channel in the scheduler, by ref: cancelling one aborts it. */
-  const live = new Map<number, AbortController>();
+  const live = new Map<number, LocalAbort>();
   // The results of one execution are answered in one run of microtasks: the submitter is
   // woken once for them all, after the last (#30: a wake-up per result cost its thread
   // an event-loop turn and a waitAsync each).
@@ -176,16 +199,16 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
       answer(r.ref, slot, { t: "retired" });
       return;
     }
-    const controller = new AbortController();
+    const controller = new LocalAbort();
     live.set(r.ref, controller);
     const request = { id: r.id || undefined, modelName: v.name, inputs: [], signal: controller.signal } as unknown as InferenceRequest;
     const prepared: PreparedRequest = {
       request,
-      control: { priority: r.priority, timeoutUs: r.timeoutUs, ...sequenceControl(r.sequence) },
+      control: controlOf(r),
       batchSize: r.batchSize,
       inputs: r.inputs,
       outputNames: r.outputNames,
-      classification: new Map(),
+      classification: NO_CLASSIFICATION,
     };
     v.scheduler.enqueue(prepared).then(
       (s) => {
@@ -227,10 +250,13 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     }
   };
   drains.add(drain);
+  controls.add(channel.ctrl);
+  setBusy();
   whileRung(channel.ctrl, SUB_TAIL, SUB_HEAD, () => {
     drain();
     if (Atomics.load(channel.ctrl, CLOSED) === 0) return true;
     drains.delete(drain);
+    controls.delete(channel.ctrl);
     port.close();
     return false;
   });
@@ -258,8 +284,10 @@ function sequenceScheduler(
   });
 }
 
-/** A request's sequence fields as RequestControl has them (none: not part of a sequence). */
-function sequenceControl(s: WireSequence | undefined): { sequenceId?: CorrelationId; sequenceStart: boolean; sequenceEnd: boolean } {
-  if (!s) return { sequenceStart: false, sequenceEnd: false };
-  return { ...(s.id !== undefined ? { sequenceId: s.id } : {}), sequenceStart: s.start, sequenceEnd: s.end };
+/** A request's control fields as RequestControl has them (a sequence's, when it is part of one), made without spreads. */
+function controlOf(r: WireRequest): RequestControl {
+  const s = r.sequence;
+  if (!s) return { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: false, sequenceEnd: false };
+  if (s.id === undefined) return { priority: r.priority, timeoutUs: r.timeoutUs, sequenceStart: s.start, sequenceEnd: s.end };
+  return { priority: r.priority, timeoutUs: r.timeoutUs, sequenceId: s.id, sequenceStart: s.start, sequenceEnd: s.end };
 }

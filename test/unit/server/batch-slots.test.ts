@@ -4,8 +4,19 @@
  * exactly, what does not fit refused, the rings in order across wrap-around, and the
  * wait on a ring woken by the other side's ring.
  */
-import { describe, expect, it } from "vitest";
-import { DONE_HEAD, DONE_TAIL, SLOT_BYTES, SUB_HEAD, SUB_TAIL, SlotChannel, errorOf, whileRung, type WireRequest } from "../../../src/server/batch-slots.ts";
+import { describe, expect, it, vi } from "vitest";
+import {
+  BUSY,
+  DONE_HEAD,
+  DONE_TAIL,
+  SLOT_BYTES,
+  SUB_HEAD,
+  SUB_TAIL,
+  SlotChannel,
+  errorOf,
+  whileRung,
+  type WireRequest,
+} from "../../../src/server/batch-slots.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 
 const bytes = (...v: number[]) => new Uint8Array(v);
@@ -170,5 +181,38 @@ describe("whileRung", () => {
     b.wakeSubmitter();
     await end;
     expect(got).toEqual([[], [2, 0, 3]]);
+  });
+  it("while the scheduling side is BUSY, the slots submitted in one turn ring it once, after the turn; otherwise each rings at once (#30)", async () => {
+    const a = new SlotChannel(4);
+    const b = new SlotChannel(a.buffer);
+    const got: number[][] = [];
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    whileRung(b.ctrl, SUB_TAIL, SUB_HEAD, () => {
+      got.push(b.takeSubmitted());
+      if (got.flat().length < 5) return true;
+      ended();
+      return false;
+    });
+    const notify = vi.spyOn(Atomics, "notify");
+    try {
+      Atomics.store(b.ctrl, BUSY, 1);
+      for (const s of [2, 0, 3]) a.submit(s);
+      // On the ring at once, rung for none of them yet.
+      expect(notify).not.toHaveBeenCalled();
+      await new Promise((r) => setImmediate(r));
+      expect(notify).toHaveBeenCalledTimes(1);
+      await new Promise((r) => setTimeout(r, 10));
+      expect(got).toEqual([[], [2, 0, 3]]);
+      Atomics.store(b.ctrl, BUSY, 0);
+      a.submit(1);
+      expect(notify).toHaveBeenCalledTimes(2);
+      a.submit(3);
+      expect(notify).toHaveBeenCalledTimes(3);
+      await end;
+      expect(got.flat()).toEqual([2, 0, 3, 1, 3]);
+    } finally {
+      notify.mockRestore();
+    }
   });
 });
