@@ -6,6 +6,8 @@
 import { loadLibrary, type KoffiFunc } from "../load.ts";
 
 let setenv: KoffiFunc<(name: string, value: string, overwrite: number) => number> | null | undefined;
+/** Names this thread has set already: a later call changes nothing and makes no native call. */
+const done = new Set<string>();
 
 /**
  * Sets `name` in both process.env and the C environment unless it is already set in
@@ -13,6 +15,7 @@ let setenv: KoffiFunc<(name: string, value: string, overwrite: number) => number
  */
 export function defaultNativeEnv(name: string, value: string): string {
   const given = process.env[name];
+  if (done.has(name)) return given ?? value;
   if (given !== undefined) value = given;
   else process.env[name] = value;
   if (setenv === undefined) {
@@ -23,5 +26,6 @@ export function defaultNativeEnv(name: string, value: string): string {
     }
   }
   setenv?.(name, value, 0);
+  done.add(name);
   return value;
 }

@@ -37,6 +37,17 @@ export interface ExecutionProvider {
 let environment: OrtEnvironment | undefined;
 
 /**
+ * ORT 1.30 otherwise starts its telemetry at CreateEnv: it leaves /tmp/mat-debug-<pid>.log
+ * and a database under ~/.cache/Microsoft. It reads the switch with getenv(3), which Bun's
+ * process.env does not reach, hence setenv(3). The server calls this before it starts any
+ * thread of its own (setenv may move the C environment under another thread's getenv);
+ * OrtEnvironment.get() calls it again for the in-process API (a no-op once done).
+ */
+export function disableOrtTelemetry(): void {
+  defaultNativeEnv("ORT_DISABLE_TELEMETRY", "1");
+}
+
+/**
  * The bound API and the one OrtEnv of the process, which lives until the process ends
  * (sessions must not outlive their env), as Triton's OnnxLoader does. ORT logs to stderr
  * through its own sink, at the level Triton picks (VERBOSE with --log-verbose, WARNING
@@ -71,10 +82,7 @@ export class OrtEnvironment {
 
   /** The process's environment; the first call decides which library is loaded. */
   static get(explicitLibrary?: string): OrtEnvironment {
-    // ORT 1.30 otherwise starts its telemetry at CreateEnv: it leaves /tmp/mat-debug-<pid>.log
-    // and a database under ~/.cache/Microsoft. It reads the switch with getenv(3), which
-    // Bun's process.env does not reach.
-    defaultNativeEnv("ORT_DISABLE_TELEMETRY", "1");
+    disableOrtTelemetry();
     environment ??= new OrtEnvironment(bindOrtApi(ortLibraryCandidates(explicitLibrary)));
     return environment;
   }

@@ -21,7 +21,12 @@ export type BackendTraits = Pick<Backend, "name" | "platform" | "defaultModelFil
  */
 export function lazyBackend(traits: BackendTraits, create: () => Promise<Backend>): Backend {
   let real: Promise<Backend> | undefined;
-  const backend = () => (real ??= create());
+  // A failed import is tried again by the next load, as a failed load of a model is.
+  const backend = () =>
+    (real ??= create().catch((err: unknown) => {
+      real = undefined;
+      throw err;
+    }));
   const { autoComplete, describe, ...fields } = traits;
   return {
     ...fields,

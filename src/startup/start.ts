@@ -12,6 +12,7 @@ import type { RepositoryPoller } from "../repository/poller.ts";
 import { buildCore, loadRepository, type Core } from "./core.ts";
 import { Listeners, startFrontendWorkersEarly, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 import { gracefulShutdown } from "./shutdown.ts";
+import { disableOrtTelemetry } from "../../ffi/onnxruntime/handles.ts";
 
 export { httpFrontendOptions, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 
@@ -35,6 +36,8 @@ export interface RunningServer {
  * server runs with no socket, as the in-process API (src/embedded.ts) uses it.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  // Before any thread of the server's own starts (see disableOrtTelemetry).
+  disableOrtTelemetry();
   // The frontends' worker threads start now, so that their start-up overlaps the load; they listen only once it is done.
   const early = startFrontendWorkersEarly(options);
   let core: Core;

@@ -55,6 +55,19 @@ describe("lazy backends", () => {
     expect(calls).toEqual(["autoComplete m", "load m", "load bad"]);
   });
 
+  it("import again on the next call after an import failed", async () => {
+    let imports = 0;
+    const model = {} as BackendModel;
+    const lazy = lazyBackend({ name: "fake", defaultModelFilename: "model.fake" }, async () => {
+      if (++imports === 1) throw new Error("cannot evaluate the backend");
+      return { name: "fake", defaultModelFilename: "model.fake", load: async () => model };
+    });
+    await expect(lazy.load({ modelName: "m" } as BackendLoadContext)).rejects.toThrow("cannot evaluate the backend");
+    expect(await lazy.load({ modelName: "m" } as BackendLoadContext)).toBe(model);
+    expect(await lazy.load({ modelName: "m" } as BackendLoadContext)).toBe(model);
+    expect(imports).toBe(2);
+  });
+
   it("are found by backend name, platform and model file like the eager ones", () => {
     const registry = new BackendRegistry();
     for (const make of LAZY_BACKENDS) registry.register(make({}));
