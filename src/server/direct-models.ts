@@ -71,6 +71,8 @@ export class DirectModels {
   /** Entry ids gone from the table, and since when (their records are still applied for a while). */
   readonly #retired = new Map<number, number>();
   #nextId = 1;
+  /** The number of the newest table published (DirectTable.generation), shared with every worker. */
+  readonly #published = new Int32Array(new SharedArrayBuffer(4));
   #scheduled = false;
   #stopped = false;
   readonly #unsubscribe: (() => void)[];
@@ -79,6 +81,7 @@ export class DirectModels {
   constructor(server: InferenceServer) {
     this.#server = server;
     this.#unsubscribe = [onModelStateChange(() => this.changed())];
+    server.onRepositoryControlled(() => this.#publish());
     if (server.trace) this.#unsubscribe.push(server.trace.onUpdate(() => this.changed()));
     server.addStatisticsSource(this);
   }
@@ -86,7 +89,7 @@ export class DirectModels {
   /** A worker starts taking tables: it gets the current one now. */
   subscribe(s: Subscriber): () => void {
     this.#subscribers.add(s);
-    const table = this.#stopped ? EMPTY : this.#table();
+    const table = this.#stopped ? EMPTY : this.#stamped(this.#table(), Atomics.load(this.#published, 0));
     this.#describe(table);
     s.publish(table);
     return () => this.#subscribers.delete(s);
@@ -129,12 +132,23 @@ export class DirectModels {
     // Synchronously enough that no request reaches a version after its unload began:
     // a microtask runs before the unload's drain can finish.
     queueMicrotask(() => {
-      this.#scheduled = false;
-      if (this.#stopped) return;
-      const table = this.#table();
-      this.#describe(table);
-      for (const s of this.#subscribers) s.publish(table);
+      if (this.#scheduled) this.#publish();
     });
+  }
+
+  /** Publishes the table now (a change waiting for its microtask goes with it). */
+  #publish(): void {
+    this.#scheduled = false;
+    if (this.#stopped) return;
+    const table = this.#stamped(this.#table(), Atomics.add(this.#published, 0, 1) + 1);
+    this.#describe(table);
+    for (const s of this.#subscribers) s.publish(table);
+  }
+
+  #stamped(table: DirectTable, generation: number): DirectTable {
+    table.generation = generation;
+    table.published = this.#published.buffer as SharedArrayBuffer;
+    return table;
   }
 
   /** The server is stopping: the workers hand everything to the main thread, which refuses it as it should. */

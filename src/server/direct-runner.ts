@@ -56,6 +56,9 @@ export class DirectRunner {
   /** Instances (by key) of versions that left the table, until their owner's word that their thread ended (ended()) fails what they still hold. */
   readonly #leaving = new Map<string, BorrowedInstance>();
   #routes = new Map<string, number>();
+  /** The newest table's number the main thread has published, and this table's (DirectTable.generation). */
+  #published: Int32Array | undefined;
+  #generation = 0;
   #records: number[] = [];
   #inFlight = 0;
   /** This worker's channel to the scheduling thread, for dynamically batched versions (batch-thread.ts). */
@@ -135,6 +138,16 @@ export class DirectRunner {
       }
     }
     this.#routes = new Map(table.routes);
+    if (table.published) {
+      this.#published ??= new Int32Array(table.published);
+      this.#generation = table.generation ?? 0;
+    }
+  }
+
+  /** Whether a newer table than this one is on its way (then the main thread answers). */
+  #stale(): boolean {
+    const p = this.#published;
+    return p !== undefined && Atomics.load(p, 0) !== this.#generation;
   }
 
   /** The channel to the scheduling thread: batched versions in the table are submitted there. */
@@ -152,7 +165,7 @@ export class DirectRunner {
   /** Answers the request here, or undefined when the main thread must (nothing is recorded then). */
   run(model: string, version: string | undefined, request: InferenceRequest): Promise<InferenceResponse> | undefined {
     const id = this.#routes.get(routeKey(model, version));
-    if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT) return undefined;
+    if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || this.#stale()) return undefined;
     const served = this.#served.get(id)!;
     if (!plain(request, sequenced(served.entry) && validSequence(request))) return undefined;
     return this.#dispatch(served, request, false);
@@ -179,7 +192,7 @@ export class DirectRunner {
    */
   async #step(request: InferenceRequest): Promise<InferenceResponse> {
     const id = this.#routes.get(routeKey(request.modelName, request.modelVersion));
-    const here = id === undefined ? undefined : this.#dispatch(this.#served.get(id)!, request, true);
+    const here = id === undefined || this.#stale() ? undefined : this.#dispatch(this.#served.get(id)!, request, true);
     if (here) {
       try {
         return await here;

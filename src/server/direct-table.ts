@@ -26,6 +26,14 @@ export interface DirectTable {
   routes: [string, number][];
   /** The server's count of bytes held by unanswered requests (--max-queued-bytes), which the workers' requests join. */
   queued?: SharedQueuedBytes;
+  /**
+   * The table's number, and the shared Int32 holding the newest one published: a worker
+   * whose table is older than that (the new one is still on its way) hands its requests to
+   * the main thread, so that a client who saw a load or unload answered never meets the
+   * version it replaced in another worker.
+   */
+  generation?: number;
+  published?: SharedArrayBuffer;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */

@@ -132,6 +132,7 @@ export class InferenceServer implements ModelRunner {
   /** The metrics registry once it exists (observe). */
   #observer: RequestObserver | undefined;
   readonly #statisticsSources: StatisticsSource[] = [];
+  readonly #repositoryControlled: (() => void)[] = [];
   readonly #labels = new Map<string, string[]>();
 
   /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
@@ -181,6 +182,19 @@ export class InferenceServer implements ModelRunner {
   /** Adds a holder of statistics that statisticsSettled() waits for. */
   addStatisticsSource(source: StatisticsSource): void {
     this.#statisticsSources.push(source);
+  }
+
+  /**
+   * Calls `fn` when a repository load or unload request has ended (either way), before
+   * its answer goes out: the frontend workers' table of models is published then, ahead
+   * of the answer, so that a client's next request never meets the version it replaced.
+   */
+  onRepositoryControlled(fn: () => void): void {
+    this.#repositoryControlled.push(fn);
+  }
+
+  #repositoryControlEnded(): void {
+    for (const fn of this.#repositoryControlled) fn();
   }
 
   /** Resolves once the statistics count every request answered so far, on whichever thread. */
@@ -279,7 +293,11 @@ export class InferenceServer implements ModelRunner {
         (override.files ??= {})[key.slice(5)] = bytes;
       }
     }
-    await this.repository.loadModel(name, override);
+    try {
+      await this.repository.loadModel(name, override);
+    } finally {
+      this.#repositoryControlEnded();
+    }
   }
 
   /** The repository extension's unload; with `unload_dependents`, the ensembles that use the model go too. */
@@ -287,8 +305,12 @@ export class InferenceServer implements ModelRunner {
     this.checkRepositoryControl(repositoryName);
     const v = params.unload_dependents;
     if (v !== undefined && typeof v !== "boolean") throw invalidArg("'unload_dependents' must be a boolean");
-    await this.repository.unloadModel(name);
-    if (v === true) await Promise.all(this.repository.dependentsOf(name).map((d) => this.repository.unloadModel(d)));
+    try {
+      await this.repository.unloadModel(name);
+      if (v === true) await Promise.all(this.repository.dependentsOf(name).map((d) => this.repository.unloadModel(d)));
+    } finally {
+      this.#repositoryControlEnded();
+    }
   }
 
   /**

@@ -176,3 +176,26 @@ describe("an ensemble in a frontend worker's table", () => {
     expect([rec[0], rec[1], rec[3], rec[4], rec[5]]).toEqual([SUCCESS, 1, 0, 200, 0]);
   });
 });
+
+describe("a frontend worker's table behind the newest one published", () => {
+  it("hands its requests to the main thread until the newer table arrives (a load's answer may reach a client before another worker's table)", async () => {
+    const { r, relayed } = runner(doubling);
+    const published = new Int32Array(new SharedArrayBuffer(4));
+    const table = (generation: number) => ({
+      entries: [entry(1, ensembleConfig("e", "m"))],
+      routes: [[routeKey("e", undefined), 1]] as [string, number][],
+      generation,
+      published: published.buffer as SharedArrayBuffer,
+    });
+    Atomics.store(published, 0, 1);
+    r.update(table(1));
+    expect(values((await r.run("e", undefined, request())!).outputs[0]!.data as Uint8Array)).toEqual([12, -16]);
+    expect(relayed).toHaveLength(2); // its two steps
+    // The main thread published table 2 (a reload answered); this worker has not taken it yet.
+    Atomics.store(published, 0, 2);
+    expect(r.run("e", undefined, request())).toBeUndefined();
+    r.update(table(2));
+    expect(values((await r.run("e", undefined, request())!).outputs[0]!.data as Uint8Array)).toEqual([12, -16]);
+    expect(relayed).toHaveLength(4);
+  });
+});
