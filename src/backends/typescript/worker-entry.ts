@@ -5,7 +5,8 @@
  * thread by message (worker-protocol.ts, served with core/threads/serve.ts): requests in,
  * responses, logger lines, BLS calls and decoupled sends out. A fault the model leaves behind (an unhandled rejection, an uncaught exception, a
  * call to `process.exit`) is posted as `fatal` before the worker ends, so the main
- * thread fails the instance's requests with the reason and starts a fresh worker.
+ * thread fails the instance's requests with the reason and starts a fresh worker (which
+ * runs the executes that had not started, handed back with it).
  */
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { metricsClient } from "./metrics.ts";
@@ -61,12 +62,17 @@ const withOutput = (r: PlainBlsResponse) => ({ ...r, output: (n: string) => r.ou
 // tell an exit from a crash under every runtime. process.exit itself is kept working.
 const exit = process.exit.bind(process) as (code?: number) => never;
 let ending = false;
-/** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started, in arrival order from `head`. */
-interface ServedPort {
-  reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
-  waiting: (Extract<ToInstancePort, { t: "execute" }> | undefined)[];
+/** Executes that have not started, in arrival order from `head`. */
+interface Fifo<T> {
+  waiting: (T | undefined)[];
   head: number;
 }
+/** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started. */
+interface ServedPort extends Fifo<Extract<ToInstancePort, { t: "execute" }>> {
+  reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
+}
+/** The main thread's executes (their ids) that have not started: handed back with `fatal`, for the restarted worker to run. */
+const mainWaiting: Fifo<number> = { waiting: [], head: 0 };
 /** The frontend workers' ports: each is told of a fault too (tellFatal). */
 const servedPorts: ServedPort[] = [];
 /** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is. */
@@ -77,7 +83,9 @@ function fatal(reason: string, code: number): never {
     if (ended) Atomics.store(ended, 0, 1);
     // The ports first: a frontend worker hears of the fault (and takes back what never started) before the main thread's word of it.
     for (let i = 0; i < servedPorts.length; i++) tellFatal(servedPorts[i]!, reason);
-    post({ t: "fatal", reason });
+    const back: number[] = [];
+    for (let i = mainWaiting.head; i < mainWaiting.waiting.length; i++) back[back.length] = mainWaiting.waiting[i]!;
+    post({ t: "fatal", reason, back });
   }
   return exit(code);
 }
@@ -98,8 +106,8 @@ function tellFatal(p: ServedPort, reason: string): void {
   }
 }
 
-/** `p`'s oldest waiting execute starts (executes start in arrival order, whichever port sent them); the queue is kept short. */
-function started(p: ServedPort): void {
+/** `p`'s oldest waiting execute starts (executes start in arrival order, whichever thread sent them); the queue is kept short. */
+function started<T>(p: Fifo<T>): void {
   p.waiting[p.head++] = undefined;
   if (p.head === p.waiting.length) {
     p.waiting.length = 0;
@@ -271,7 +279,9 @@ async function run(requests: unknown[], key: string, exec: number | undefined): 
 
 function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
   const requests = accept(String(m.id), m.id, m.requests);
+  mainWaiting.waiting[mainWaiting.waiting.length] = m.id;
   return queued(async () => {
+    started(mainWaiting);
     const r = await run(requests, String(m.id), m.id);
     post(r.thrown ? { t: "done", id: m.id, thrown: r.thrown } : { t: "done", id: m.id, responses: r.responses });
   });

@@ -90,8 +90,8 @@ export type FromModelWorker =
   | { t: "config"; found: boolean; config: unknown }
   /** Where autoComplete failed: importing the module, finding its class, or in autoCompleteConfig. */
   | { t: "configError"; stage: "import" | "class" | "autoComplete"; error: ModelError }
-  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. */
-  | { t: "fatal"; reason: string }
+  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. `back`: the ids of the executes it had not started (the restarted worker runs them). */
+  | { t: "fatal"; reason: string; back: number[] }
   | { t: "log"; level: LogLevel; msg: string }
   | { t: "done"; id: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
   | { t: "done"; id: number; thrown: ModelError; responses?: undefined }

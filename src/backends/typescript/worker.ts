@@ -13,7 +13,7 @@
  * A worker that ends (an unhandled rejection or uncaught exception in the model, a call
  * to process.exit, a message the server cannot read) fails the requests it held with
  * INTERNAL naming the model, instance and reason, is logged, and is replaced by a fresh
- * one (`initialize` again). When that initialize fails, or the worker keeps dying before
+ * one (`initialize` again), which runs the executes a faulting worker had not started. When that initialize fails, or the worker keeps dying before
  * it completes an execute, the instance gives up and the model is reported unavailable.
  */
 import { workerUrl } from "../../core/worker-url.ts";
@@ -183,6 +183,12 @@ export class WorkerModel implements TritonModel {
       await this.#ready.catch(() => undefined);
     }
     if (this.#gone) throw this.#gone;
+    return new Promise((resolve, reject) => this.#send({ requests, resolve, reject }));
+  }
+
+  /** Sends `p`'s requests to the current worker as an execute, pending until its `done`. */
+  #send(p: Pending): void {
+    const { requests } = p;
     const worker = this.#worker!;
     const id = this.#next++;
     const plain = requests.map(
@@ -197,17 +203,41 @@ export class WorkerModel implements TritonModel {
       }),
     );
     if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
-    return new Promise((resolve, reject) => {
-      // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
-      requests.forEach((r, index) => {
-        if (r.signal.aborted) return;
-        const cancel = () => this.#worker?.send({ t: "cancel", id, index });
-        r.signal.addEventListener("abort", cancel, { once: true });
-        this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
-      });
-      this.#pending.set(id, { requests, resolve, reject });
-      worker.send({ t: "execute", id, requests: plain });
+    // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
+    requests.forEach((r, index) => {
+      if (r.signal.aborted) return;
+      const cancel = () => this.#worker?.send({ t: "cancel", id, index });
+      r.signal.addEventListener("abort", cancel, { once: true });
+      this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
     });
+    this.#pending.set(id, p);
+    worker.send({ t: "execute", id, requests: plain });
+  }
+
+  /**
+   * The executes a worker that reported a fault had not started (`back`): taken from what
+   * fails, to run again once the next worker is ready (as one thread's scheduler keeps
+   * them); they fail only if the instance gives up.
+   */
+  #takeBack(back: unknown): Pending[] {
+    const held: Pending[] = [];
+    if (!Array.isArray(back)) return held;
+    for (const id of back) {
+      const p = typeof id === "number" ? this.#pending.get(id) : undefined;
+      if (!p) continue;
+      this.#pending.delete(id);
+      for (let i = 0; i < p.requests.length; i++) {
+        this.#senders.delete(`${id}:${i}`);
+        this.#forget(`${id}:${i}`);
+      }
+      held.push(p);
+    }
+    return held;
+  }
+
+  /** Runs `held` again on the next worker once it is ready, ahead of executes that come later (or fails them as the instance gives up). */
+  #rerun(held: Pending[]): void {
+    for (const p of held) this.execute(p.requests).then(p.resolve, p.reject);
   }
 
   /** What runs the BLS calls of executes a frontend worker sent over its port (exec -1): the instance's, with a call chain of this model alone. */
@@ -299,8 +329,9 @@ export class WorkerModel implements TritonModel {
   }
 
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
-  #ended(worker: ModelThread, reason: string): void {
+  #ended(worker: ModelThread, reason: string, back?: unknown): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
+    const held = this.#takeBack(back);
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
     const error = internal(workerEnded(this.#owner.model, this.#owner.instance, reason));
     this.#stop(worker, error);
@@ -313,7 +344,7 @@ export class WorkerModel implements TritonModel {
       return;
     }
     const failed = this.#failAll(error);
-    if (this.#gone) return;
+    if (this.#gone) return this.#rerun(held);
     // An execute a frontend worker sent completed since the last death: the count starts again, as after a "done".
     const completed = this.completedElsewhere?.() ?? 0;
     if (completed !== this.#completedSeen) {
@@ -323,13 +354,14 @@ export class WorkerModel implements TritonModel {
     this.#deaths++;
     if (this.#deaths > MAX_RESTARTS) {
       this.#giveUp(`${who}: the worker ended ${this.#deaths} times in a row without completing an execute (last: ${reason.split("\n")[0]})`);
-      return;
+      return this.#rerun(held);
     }
     log.error(`${who}: the worker ${reason}; ${failed} execution(s) failed; restarting it`);
     this.#start().then(
       () => log.info(`${who}: worker restarted`),
       (err) => this.#giveUp(`${who}: the worker ${reason.split("\n")[0]}, and its restart failed: ${(err as Error)?.message ?? String(err)}`),
     );
+    this.#rerun(held);
   }
 
   #giveUp(reason: string): void {
@@ -379,7 +411,7 @@ export class WorkerModel implements TritonModel {
         break;
       }
       case "fatal":
-        this.#ended(worker, `ended: ${String(m.reason)}`);
+        this.#ended(worker, `ended: ${String(m.reason)}`, m.back);
         break;
       case "log":
         if (!LOG_LEVELS.has(m.level)) throw new Error(`log level '${String(m.level)}'`);
