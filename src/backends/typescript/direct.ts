@@ -23,7 +23,7 @@ import type { InferenceRequest } from "../../core/request.ts";
 import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
 import { OutcomeChecker, requestFields } from "./outcome.ts";
-import { workerEnded, type FromInstancePort, type PlainRequest, type ToInstancePort } from "./worker-protocol.ts";
+import { endedSlot, workerEnded, type FromInstancePort, type PlainRequest, type ToInstancePort } from "./worker-protocol.ts";
 
 /** A worker-thread instance as shared with the frontend workers (TsInstance.share). */
 export interface SharedTsInstance {
@@ -53,9 +53,10 @@ export const RETIRED = 1;
 /** Executes the frontend workers sent that the instance completed (its owner's restart count starts again after one). */
 export const COMPLETED = 2;
 /**
- * 1 from the moment the instance's worker ends (set by the worker itself as it reports a
+ * Bit 0 set from the moment the instance's worker ends (by the worker itself as it reports a
  * fault, or by the owner, before any request it held is failed) until a fresh one is
- * ready: no request goes to a port of the old one, and none is given out.
+ * ready: no request goes to a port of the old one, and none is given out. The bits above
+ * are the worker's generation (worker-protocol.ts, endedSlot).
  */
 export const ENDED = 3;
 /** The bytes of SharedTsInstance.state. */
@@ -71,6 +72,8 @@ export class TsBorrowed implements BorrowedInstance {
   /** A port was asked of the main thread and has not come yet. */
   #asked = false;
   #closed = false;
+  /** Told once a closed instance holds nothing more (closing). */
+  #done: (() => void) | undefined;
   readonly #pending = new Map<number, Waiting>();
   #next = 0;
 
@@ -91,7 +94,7 @@ export class TsBorrowed implements BorrowedInstance {
       return undefined;
     }
     // The port's worker ended: nothing more goes to it (what it holds fails when the worker or the main thread says why).
-    if (Atomics.load(this.#shared.state, ENDED) === 1) return undefined;
+    if (endedSlot.isEnded(this.#shared.state, ENDED)) return undefined;
     return Atomics.load(this.#shared.state, BUSY);
   }
 
@@ -215,6 +218,7 @@ export class TsBorrowed implements BorrowedInstance {
     if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
     else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
+    this.#closeIfDone();
   }
 
   /** What the port held fails with `error` (as the main thread's instance fails it: an outcome, its execution counted). */
@@ -232,12 +236,22 @@ export class TsBorrowed implements BorrowedInstance {
     this.#closeIfDone();
   }
 
+  /** After close(): whether requests are still held here; `done` is told once none is (DirectRunner keeps the instance for the owner's word until then). */
+  closing(done: () => void): boolean {
+    if (this.#pending.size === 0) return false;
+    this.#done = done;
+    return true;
+  }
+
   #closeIfDone(): void {
-    if (!this.#closed || this.#pending.size > 0 || !this.#port) return;
+    if (!this.#closed || this.#pending.size > 0) return;
     const port = this.#port;
     this.#port = undefined;
     this.#thread = undefined;
-    port.close();
+    port?.close();
+    const done = this.#done;
+    this.#done = undefined;
+    done?.();
   }
 }
 

@@ -21,6 +21,7 @@ import type {
   ToInstancePort,
   ToModelWorker,
 } from "./worker-protocol.ts";
+import { endedSlot } from "./worker-protocol.ts";
 import type { InferenceResponse } from "./api.ts";
 
 type Model = { initialize?(args: unknown): unknown; execute(requests: unknown[]): unknown; finalize?(): unknown };
@@ -75,12 +76,13 @@ interface ServedPort extends Fifo<Extract<ToInstancePort, { t: "execute" }>> {
 const mainWaiting: Fifo<number> = { waiting: [], head: 0 };
 /** The frontend workers' ports: each is told of a fault too (tellFatal). */
 const servedPorts: ServedPort[] = [];
-/** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is. */
+/** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is; `live`: its value while this worker serves (endedSlot). */
 let ended: Int32Array | undefined;
+let live = 0;
 function fatal(reason: string, code: number): never {
   if (!ending) {
     ending = true;
-    if (ended) Atomics.store(ended, 0, 1);
+    if (ended) endedSlot.endIf(ended, 0, live);
     // The ports first: a frontend worker hears of the fault (and takes back what never started) before the main thread's word of it.
     for (let i = 0; i < servedPorts.length; i++) tellFatal(servedPorts[i]!, reason);
     const back: number[] = [];
@@ -353,6 +355,7 @@ async function receive(m: ToModelWorker): Promise<void> {
     }
     case "port":
       ended = m.ended;
+      live = m.live;
       servePort(m.port);
       return;
     case "finalize":

@@ -53,8 +53,8 @@ export type ToModelWorker =
   | { t: "blsStreamEnd"; id: number; error?: ModelError }
   /** Run finalize (after the executes queued here, a frontend worker's included): answered by `finalized`. */
   | { t: "finalize" }
-  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30); `ended[0]` is set to 1 when a fault ends the worker, before it is reported. */
-  | { t: "port"; port: MessagePort; ended: Int32Array };
+  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30); `ended[0]`'s bit 0 is set when a fault ends the worker, before it is reported, if it still holds `live` (endedSlot). */
+  | { t: "port"; port: MessagePort; ended: Int32Array; live: number };
 
 /**
  * A frontend worker to the instance, over a port of its own (#30): the requests of a
@@ -79,6 +79,24 @@ export type FromInstancePort =
    * transferred buffers returned (the main thread runs them, as one thread's queue keeps them).
    */
   | { t: "fatal"; reason: string; back: { id: number; buffers: ArrayBuffer[] }[] };
+
+/**
+ * The instance's ENDED slot (direct.ts), one Int32 shared by every thread: bit 0 is set
+ * from the moment its worker ends until a fresh one is ready; the bits above count the
+ * workers that became ready (a generation). A worker marks the slot only while it still
+ * holds the value it was connected under (`live`), so a worker the main thread already
+ * ended that reports a fault after its successor is ready leaves the slot alone.
+ */
+export const endedSlot = {
+  /** Whether the current worker has ended and no fresh one is ready yet. */
+  isEnded: (slot: Int32Array, i: number): boolean => (Atomics.load(slot, i) & 1) === 1,
+  /** The owner ends the current worker. */
+  end: (slot: Int32Array, i: number): void => void Atomics.or(slot, i, 1),
+  /** A worker connected under `live` reports its own fault: marked only if it is still the current one. */
+  endIf: (slot: Int32Array, i: number, live: number): void => void Atomics.compareExchange(slot, i, live, live | 1),
+  /** A fresh worker is ready: the next generation, not ended (the owner only, after end). */
+  started: (slot: Int32Array, i: number): void => void Atomics.store(slot, i, (Atomics.load(slot, i) | 1) + 1),
+};
 
 /** The error message of the requests an instance's worker held when it ended, `how` it ended ("ended: <reason>" after a fatal), on every thread alike. */
 export const workerEnded = (model: string, instance: string, how: string): string => `model '${model}' instance ${instance}: the worker ${how}`;

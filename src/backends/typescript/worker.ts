@@ -23,6 +23,7 @@ import { Thread } from "../../core/threads/thread.ts";
 import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
 import {
+  endedSlot,
   workerEnded,
   type FromModelWorker,
   type ModelError,
@@ -178,7 +179,7 @@ export class WorkerModel implements TritonModel {
   async execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
     await this.#ready.catch(() => undefined);
     // A worker that reported a fault to a frontend worker's port (ENDED) ends soon: the next one runs this execute.
-    while (this.#worker && !this.#gone && this.endedFlag && Atomics.load(this.endedFlag, 0) === 1) {
+    while (this.#worker && !this.#gone && this.endedFlag && endedSlot.isEnded(this.endedFlag, 0)) {
       await new Promise<void>((resolve) => this.#afterEnd.push(resolve));
       await this.#ready.catch(() => undefined);
     }
@@ -262,9 +263,11 @@ export class WorkerModel implements TritonModel {
   connect(): MessagePort | undefined {
     const worker = this.#worker;
     const ended = this.endedFlag;
-    if (!worker || !ended || this.#starting || this.#gone || Atomics.load(ended, 0) === 1) return undefined;
+    if (!worker || !ended || this.#starting || this.#gone) return undefined;
+    const live = Atomics.load(ended, 0);
+    if ((live & 1) === 1) return undefined;
     const { port1, port2 } = new MessageChannel();
-    worker.send({ t: "port", port: port1, ended }, [port1]);
+    worker.send({ t: "port", port: port1, ended, live }, [port1]);
     return port2;
   }
 

@@ -20,7 +20,7 @@ import {
   type SharedTsInstance,
   type TsBorrowed,
 } from "../../../../src/backends/typescript/direct.ts";
-import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
+import { endedSlot, type FromInstancePort, type ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
 import { internal, unavailable } from "../../../../src/core/errors.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
@@ -246,5 +246,57 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(s.connects).toEqual(["typescript:7"]);
     Atomics.store(s.state, ENDED, 0);
     expect(b.load()).toBe(0);
+  });
+
+  it("a worker the main thread already ended that reports its fault after its successor is ready leaves ENDED clear (its generation)", () => {
+    const s = setup();
+    const b = connected(s);
+    // The old worker was connected under the slot's value then; the main thread ends it (a message it cannot handle).
+    const old = Atomics.load(s.state, ENDED);
+    endedSlot.end(s.state, ENDED);
+    expect(b.load()).toBeUndefined();
+    // Its successor is ready; then the old one, not yet terminated, reaches its fatal().
+    endedSlot.started(s.state, ENDED);
+    endedSlot.endIf(s.state, ENDED, old);
+    expect(endedSlot.isEnded(s.state, ENDED)).toBe(false);
+    expect(b.load()).toBe(0);
+    // The successor's own fault marks it.
+    const live = Atomics.load(s.state, ENDED);
+    expect(live).not.toBe(old);
+    endedSlot.endIf(s.state, ENDED, live);
+    expect(b.load()).toBeUndefined();
+    endedSlot.started(s.state, ENDED);
+    expect(b.load()).toBe(0);
+  });
+
+  it("once closed, is kept for the owner's word only while it holds a request: done is told when that is answered, or failed by the word", async () => {
+    const idle = setup();
+    connected(idle).close();
+    expect(idle.borrowed.closing(() => expect.unreachable())).toBe(false);
+    const unattached = setup();
+    expect(unattached.borrowed.load()).toBeUndefined();
+    unattached.borrowed.close();
+    expect(unattached.borrowed.closing(() => expect.unreachable())).toBe(false);
+    for (const how of ["answered", "ended"] as const) {
+      const s = setup();
+      const b = connected(s);
+      let reply = () => {};
+      s.onExecute(
+        (m, r) =>
+          (reply = () =>
+            r({ t: "done", id: m.id, waitNs: 0, responses: [{ outputs: [{ name: "Y", datatype: "FP32", shape: [1], data: new Uint8Array(4) }] }] })),
+      );
+      const run = b.runPrepared(prepared().p);
+      await expect.poll(() => s.received.length).toBe(1);
+      b.close();
+      const done: string[] = [];
+      expect(b.closing(() => done.push(how))).toBe(true);
+      expect(done).toEqual([]);
+      if (how === "answered") reply();
+      else b.ended(internal("model 'm' instance m_0: the worker ended: the model called process.exit(3)"));
+      const r = (await run)!;
+      expect(r.outcome.error?.code).toBe(how === "answered" ? undefined : "INTERNAL");
+      expect(done).toEqual([how]);
+    }
   });
 });
