@@ -122,6 +122,8 @@ export interface BorrowedInstance {
   ended?(error: ServerError | undefined): void;
   /** Frees what this thread made for it; the owner's resources stay the owner's. */
   close(): void;
+  /** After close(): whether it still holds requests (which the owner's word, ended(), may fail); `done` is told once it holds none. */
+  closing?(done: () => void): boolean;
 }
 
 /** One request's run on a borrowed per-request instance (runPrepared). */

@@ -53,7 +53,7 @@ interface Served {
 
 export class DirectRunner {
   readonly #served = new Map<number, Served>();
-  /** Instances (by key) of versions that left the table, until their owner's word that their thread ended (ended()) fails what they still hold. */
+  /** Instances (by key) of versions that left the table that still hold requests: until those are answered, or the owner's word that their thread ended (ended()) fails them. */
   readonly #leaving = new Map<string, BorrowedInstance>();
   #routes = new Map<string, number>();
   /** The newest table's number the main thread has published, and this table's (DirectTable.generation). */
@@ -127,8 +127,11 @@ export class DirectRunner {
       if (ids.has(id)) continue;
       this.#served.delete(id);
       for (const i of s.instances) {
-        i?.close();
-        if (i?.key !== undefined && i.ended) this.#leaving.set(i.key, i);
+        if (!i) continue;
+        i.close();
+        // Kept for the owner's word only while it holds requests: an instance that gave up never sends one.
+        const key = i.key;
+        if (key !== undefined && i.closing?.(() => this.#leaving.get(key) === i && this.#leaving.delete(key))) this.#leaving.set(key, i);
       }
     }
     for (const entry of table.entries) {

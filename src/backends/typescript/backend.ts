@@ -24,6 +24,7 @@ import { claimModelFiles } from "./stray-errors.ts";
 import { registerConnectable, sharedEnded } from "../connect.ts";
 import { wireError } from "../../core/threads/wire-error.ts";
 import { BUSY, COMPLETED, ENDED, RETIRED, STATE_BYTES, type SharedTsInstance } from "./direct.ts";
+import { endedSlot } from "./worker-protocol.ts";
 import { metricsClient } from "./metrics.ts";
 import { CUSTOM_METRICS, type MetricsScope } from "../custom-metrics.ts";
 
@@ -174,10 +175,10 @@ class TsInstance implements BackendInstance {
       model.endedFlag = new Int32Array(state.buffer, ENDED * 4, 1);
       this.#unregister = registerConnectable(key, () => model.connect());
       model.ended = (error) => {
-        Atomics.store(state, ENDED, 1);
+        endedSlot.end(state, ENDED);
         sharedEnded(key, error && wireError(error));
       };
-      model.started = () => Atomics.store(state, ENDED, 0);
+      model.started = () => endedSlot.started(state, ENDED);
       const spec: SharedTsInstance = { key, model: ctx.modelName, instance: name, config: ctx.config, state };
       this.share = () => ({ backend: "typescript", spec });
     }

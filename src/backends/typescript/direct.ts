@@ -12,7 +12,10 @@
  * with the main thread's INTERNAL error and reason: the worker's own `fatal` (a fault of the
  * model's, told over the port before the worker ends, which hands back the requests that
  * had not started, for the main thread), or the main thread's word (`ended`: why it ended
- * the worker, or saw it end), which the port's close waits for.
+ * the worker, or saw it end), which the port's close waits for; then the requests the
+ * worker never started (its record on the port: the last id it started) that went whole
+ * (nothing transferred) go to the main thread instead, which runs them on the restarted
+ * worker.
  */
 import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
@@ -23,7 +26,7 @@ import type { InferenceRequest } from "../../core/request.ts";
 import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
 import { OutcomeChecker, requestFields } from "./outcome.ts";
-import { workerEnded, type FromInstancePort, type PlainRequest, type ToInstancePort } from "./worker-protocol.ts";
+import { endedSlot, workerEnded, type FromInstancePort, type PlainRequest, type ToInstancePort } from "./worker-protocol.ts";
 
 /** A worker-thread instance as shared with the frontend workers (TsInstance.share). */
 export interface SharedTsInstance {
@@ -44,6 +47,8 @@ interface Waiting {
   t1: number;
   /** Gives the request its transferred buffers back (a retired request goes to the main thread whole). */
   restore(buffers: ArrayBuffer[]): void;
+  /** Nothing of it was transferred: it can go to the main thread whole even if its buffers never come back. */
+  whole: boolean;
   forget(): void;
 }
 
@@ -53,9 +58,10 @@ export const RETIRED = 1;
 /** Executes the frontend workers sent that the instance completed (its owner's restart count starts again after one). */
 export const COMPLETED = 2;
 /**
- * 1 from the moment the instance's worker ends (set by the worker itself as it reports a
+ * Bit 0 set from the moment the instance's worker ends (by the worker itself as it reports a
  * fault, or by the owner, before any request it held is failed) until a fresh one is
- * ready: no request goes to a port of the old one, and none is given out.
+ * ready: no request goes to a port of the old one, and none is given out. The bits above
+ * are the worker's generation (worker-protocol.ts, endedSlot).
  */
 export const ENDED = 3;
 /** The bytes of SharedTsInstance.state. */
@@ -68,9 +74,13 @@ export class TsBorrowed implements BorrowedInstance {
   readonly #connect: (key: string) => void;
   #thread: Thread<ToInstancePort, FromInstancePort> | undefined;
   #port: MessagePort | undefined;
+  /** The port's record (written by the instance's worker) of the id of the last execute of ours it started: those after it never ran. */
+  #started: Int32Array | undefined;
   /** A port was asked of the main thread and has not come yet. */
   #asked = false;
   #closed = false;
+  /** Told once a closed instance holds nothing more (closing). */
+  #done: (() => void) | undefined;
   readonly #pending = new Map<number, Waiting>();
   #next = 0;
 
@@ -91,7 +101,7 @@ export class TsBorrowed implements BorrowedInstance {
       return undefined;
     }
     // The port's worker ended: nothing more goes to it (what it holds fails when the worker or the main thread says why).
-    if (Atomics.load(this.#shared.state, ENDED) === 1) return undefined;
+    if (endedSlot.isEnded(this.#shared.state, ENDED)) return undefined;
     return Atomics.load(this.#shared.state, BUSY);
   }
 
@@ -113,6 +123,10 @@ export class TsBorrowed implements BorrowedInstance {
       },
       { batch: true },
     );
+    const started = new Int32Array(new SharedArrayBuffer(4));
+    started[0] = -1;
+    this.#started = started;
+    this.#thread.send({ t: "started", slot: started });
   }
 
   executeBorrowed(): Promise<undefined> {
@@ -136,7 +150,16 @@ export class TsBorrowed implements BorrowedInstance {
       const signal = request.signal;
       const cancel = () => this.#thread?.send({ t: "cancel", id, index: 0 });
       signal?.addEventListener("abort", cancel, { once: true });
-      this.#pending.set(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#pending.set(id, {
+        prepared,
+        resolve,
+        reject,
+        t0,
+        t1,
+        restore,
+        whole: buffers.length === 0,
+        forget: () => signal?.removeEventListener("abort", cancel),
+      });
       thread.send({ t: "execute", id, requests: [plain], buffers }, buffers);
     });
   }
@@ -209,12 +232,26 @@ export class TsBorrowed implements BorrowedInstance {
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
     const port = this.#port;
+    const started = this.#started;
     this.#port = undefined;
     this.#thread = undefined;
+    this.#started = undefined;
     port?.close();
+    // Those that never started, sent whole, go to the main thread, which runs them on the restarted worker (as one thread's queue keeps them).
+    if (error && started && Atomics.load(s.state, RETIRED) === 0) this.#handBack(Atomics.load(started, 0));
     if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
     else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
+    this.#closeIfDone();
+  }
+
+  /** The requests sent after execute `last` (which never started), sent whole: back to the main thread. */
+  #handBack(last: number): void {
+    for (const [id, w] of this.#pending) {
+      if (id <= last || !w.whole) continue;
+      this.#take(id);
+      w.resolve(undefined);
+    }
   }
 
   /** What the port held fails with `error` (as the main thread's instance fails it: an outcome, its execution counted). */
@@ -232,12 +269,22 @@ export class TsBorrowed implements BorrowedInstance {
     this.#closeIfDone();
   }
 
+  /** After close(): whether requests are still held here; `done` is told once none is (DirectRunner keeps the instance for the owner's word until then). */
+  closing(done: () => void): boolean {
+    if (this.#pending.size === 0) return false;
+    this.#done = done;
+    return true;
+  }
+
   #closeIfDone(): void {
-    if (!this.#closed || this.#pending.size > 0 || !this.#port) return;
+    if (!this.#closed || this.#pending.size > 0) return;
     const port = this.#port;
     this.#port = undefined;
     this.#thread = undefined;
-    port.close();
+    port?.close();
+    const done = this.#done;
+    this.#done = undefined;
+    done?.();
   }
 }
 

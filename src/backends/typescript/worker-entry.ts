@@ -5,7 +5,8 @@
  * thread by message (worker-protocol.ts, served with core/threads/serve.ts): requests in,
  * responses, logger lines, BLS calls and decoupled sends out. A fault the model leaves behind (an unhandled rejection, an uncaught exception, a
  * call to `process.exit`) is posted as `fatal` before the worker ends, so the main
- * thread fails the instance's requests with the reason and starts a fresh worker.
+ * thread fails the instance's requests with the reason and starts a fresh worker (which
+ * runs the executes that had not started, handed back with it).
  */
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { metricsClient } from "./metrics.ts";
@@ -20,6 +21,7 @@ import type {
   ToInstancePort,
   ToModelWorker,
 } from "./worker-protocol.ts";
+import { endedSlot } from "./worker-protocol.ts";
 import type { InferenceResponse } from "./api.ts";
 
 type Model = { initialize?(args: unknown): unknown; execute(requests: unknown[]): unknown; finalize?(): unknown };
@@ -61,23 +63,34 @@ const withOutput = (r: PlainBlsResponse) => ({ ...r, output: (n: string) => r.ou
 // tell an exit from a crash under every runtime. process.exit itself is kept working.
 const exit = process.exit.bind(process) as (code?: number) => never;
 let ending = false;
-/** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started, in arrival order from `head`. */
-interface ServedPort {
-  reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
-  waiting: (Extract<ToInstancePort, { t: "execute" }> | undefined)[];
+/** Executes that have not started, in arrival order from `head`. */
+interface Fifo<T> {
+  waiting: (T | undefined)[];
   head: number;
 }
+/** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started. */
+interface ServedPort extends Fifo<Extract<ToInstancePort, { t: "execute" }>> {
+  reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
+  started: Int32Array | undefined;
+}
+/** The main thread's executes (their ids) that have not started: handed back with `fatal`, for the restarted worker to run. */
+const mainWaiting: Fifo<number> = { waiting: [], head: 0 };
+/** Where the id of the last execute started is written, for the main thread (init) and each port: those after it never ran should the worker be ended. */
+let mainStarted: Int32Array | undefined;
 /** The frontend workers' ports: each is told of a fault too (tellFatal). */
 const servedPorts: ServedPort[] = [];
-/** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is. */
+/** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is; `live`: its value while this worker serves (endedSlot). */
 let ended: Int32Array | undefined;
+let live = 0;
 function fatal(reason: string, code: number): never {
   if (!ending) {
     ending = true;
-    if (ended) Atomics.store(ended, 0, 1);
+    if (ended) endedSlot.endIf(ended, 0, live);
     // The ports first: a frontend worker hears of the fault (and takes back what never started) before the main thread's word of it.
     for (let i = 0; i < servedPorts.length; i++) tellFatal(servedPorts[i]!, reason);
-    post({ t: "fatal", reason });
+    const back: number[] = [];
+    for (let i = mainWaiting.head; i < mainWaiting.waiting.length; i++) back[back.length] = mainWaiting.waiting[i]!;
+    post({ t: "fatal", reason, back });
   }
   return exit(code);
 }
@@ -98,8 +111,8 @@ function tellFatal(p: ServedPort, reason: string): void {
   }
 }
 
-/** `p`'s oldest waiting execute starts (executes start in arrival order, whichever port sent them); the queue is kept short. */
-function started(p: ServedPort): void {
+/** `p`'s oldest waiting execute starts (executes start in arrival order, whichever thread sent them); the queue is kept short. */
+function started<T>(p: Fifo<T>): void {
   p.waiting[p.head++] = undefined;
   if (p.head === p.waiting.length) {
     p.waiting.length = 0;
@@ -198,6 +211,7 @@ function modelRequest(r: Omit<PlainRequest, "cancelled">, index: number, exec: n
 
 async function init(m: Extract<ToModelWorker, { t: "init" }>): Promise<void> {
   modelName = String(m.args.modelName);
+  mainStarted = m.started;
   decoupled = (m.args.modelConfig as { model_transaction_policy?: { decoupled?: boolean } } | undefined)?.model_transaction_policy?.decoupled === true;
   try {
     registerEmbeddedPackages();
@@ -271,7 +285,10 @@ async function run(requests: unknown[], key: string, exec: number | undefined): 
 
 function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
   const requests = accept(String(m.id), m.id, m.requests);
+  mainWaiting.waiting[mainWaiting.waiting.length] = m.id;
   return queued(async () => {
+    started(mainWaiting);
+    if (mainStarted) Atomics.store(mainStarted, 0, m.id);
     const r = await run(requests, String(m.id), m.id);
     post(r.thrown ? { t: "done", id: m.id, thrown: r.thrown } : { t: "done", id: m.id, responses: r.responses });
   });
@@ -289,9 +306,13 @@ function allCancelled(key: string, count: number): boolean {
 /** A frontend worker's port (#30): its executes join the same queue; their BLS calls go to the main thread as exec -1. */
 function servePort(port: MessagePort): void {
   const n = ports++;
-  const served: ServedPort = { reply: undefined!, waiting: [], head: 0 };
+  const served: ServedPort = { reply: undefined!, waiting: [], head: 0, started: undefined };
   const reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void } = serveThread<ToInstancePort, FromInstancePort>(
     (m): void | Promise<void> => {
+      if (m.t === "started") {
+        served.started = m.slot instanceof Int32Array ? m.slot : undefined;
+        return;
+      }
       const key = `p${n}.${m.id}`;
       if (m.t === "cancel") {
         controllers.get(`${key}:${m.index}`)?.abort();
@@ -303,6 +324,7 @@ function servePort(port: MessagePort): void {
       served.waiting[served.waiting.length] = m;
       return queued(async () => {
         started(served);
+        if (served.started) Atomics.store(served.started, 0, m.id);
         const waitNs = Math.round((performance.now() - arrived) * 1e6);
         if (allCancelled(key, requests.length)) return reply.post({ t: "cancelled", id: m.id });
         const r = await run(requests, key, undefined);
@@ -343,6 +365,7 @@ async function receive(m: ToModelWorker): Promise<void> {
     }
     case "port":
       ended = m.ended;
+      live = m.live;
       servePort(m.port);
       return;
     case "finalize":

@@ -36,8 +36,8 @@ export type LogLevel = "info" | "warn" | "error" | "verbose";
 
 /** Main thread to worker. */
 export type ToModelWorker =
-  /** Import the module and run initialize: answered by `ready` or `initError`. */
-  | { t: "init"; url: string; path: string; args: PlainInitializeArgs }
+  /** Import the module and run initialize: answered by `ready` or `initError`. `started[0]`: the id of the last execute of the main thread's that started (-1: none), for the main thread to rerun those after it when it ends the worker. */
+  | { t: "init"; url: string; path: string; args: PlainInitializeArgs; started: Int32Array }
   /** Import the module and run its static autoCompleteConfig: answered by `config` or `configError`. */
   | { t: "autoComplete"; url: string; path: string; config: object }
   /** Run execute on these requests: answered by `done` with the same id. */
@@ -53,8 +53,8 @@ export type ToModelWorker =
   | { t: "blsStreamEnd"; id: number; error?: ModelError }
   /** Run finalize (after the executes queued here, a frontend worker's included): answered by `finalized`. */
   | { t: "finalize" }
-  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30); `ended[0]` is set to 1 when a fault ends the worker, before it is reported. */
-  | { t: "port"; port: MessagePort; ended: Int32Array };
+  /** Serve a frontend worker's requests on this port (ToInstancePort in, FromInstancePort out; #30); `ended[0]`'s bit 0 is set when a fault ends the worker, before it is reported, if it still holds `live` (endedSlot). */
+  | { t: "port"; port: MessagePort; ended: Int32Array; live: number };
 
 /**
  * A frontend worker to the instance, over a port of its own (#30): the requests of a
@@ -63,7 +63,10 @@ export type ToModelWorker =
  */
 export type ToInstancePort =
   /** Run execute on these requests: answered by `done` or `retired` with the same id. `buffers`: those transferred with it. */
-  { t: "execute"; id: number; requests: PlainRequest[]; buffers: ArrayBuffer[] } | { t: "cancel"; id: number; index: number };
+  | { t: "execute"; id: number; requests: PlainRequest[]; buffers: ArrayBuffer[] }
+  | { t: "cancel"; id: number; index: number }
+  /** Sent first: `slot[0]` is the id of the last execute of this port's that started (-1: none), read when the main thread ends the worker (those after it never ran). */
+  | { t: "started"; slot: Int32Array };
 
 export type FromInstancePort =
   /** `waitNs`: how long the execute waited behind others here. */
@@ -80,6 +83,24 @@ export type FromInstancePort =
    */
   | { t: "fatal"; reason: string; back: { id: number; buffers: ArrayBuffer[] }[] };
 
+/**
+ * The instance's ENDED slot (direct.ts), one Int32 shared by every thread: bit 0 is set
+ * from the moment its worker ends until a fresh one is ready; the bits above count the
+ * workers that became ready (a generation). A worker marks the slot only while it still
+ * holds the value it was connected under (`live`), so a worker the main thread already
+ * ended that reports a fault after its successor is ready leaves the slot alone.
+ */
+export const endedSlot = {
+  /** Whether the current worker has ended and no fresh one is ready yet. */
+  isEnded: (slot: Int32Array, i: number): boolean => (Atomics.load(slot, i) & 1) === 1,
+  /** The owner ends the current worker. */
+  end: (slot: Int32Array, i: number): void => void Atomics.or(slot, i, 1),
+  /** A worker connected under `live` reports its own fault: marked only if it is still the current one. */
+  endIf: (slot: Int32Array, i: number, live: number): void => void Atomics.compareExchange(slot, i, live, live | 1),
+  /** A fresh worker is ready: the next generation, not ended (the owner only, after end). */
+  started: (slot: Int32Array, i: number): void => void Atomics.store(slot, i, (Atomics.load(slot, i) | 1) + 1),
+};
+
 /** The error message of the requests an instance's worker held when it ended, `how` it ended ("ended: <reason>" after a fatal), on every thread alike. */
 export const workerEnded = (model: string, instance: string, how: string): string => `model '${model}' instance ${instance}: the worker ${how}`;
 
@@ -90,8 +111,8 @@ export type FromModelWorker =
   | { t: "config"; found: boolean; config: unknown }
   /** Where autoComplete failed: importing the module, finding its class, or in autoCompleteConfig. */
   | { t: "configError"; stage: "import" | "class" | "autoComplete"; error: ModelError }
-  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. */
-  | { t: "fatal"; reason: string }
+  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. `back`: the ids of the executes it had not started (the restarted worker runs them). */
+  | { t: "fatal"; reason: string; back: number[] }
   | { t: "log"; level: LogLevel; msg: string }
   | { t: "done"; id: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
   | { t: "done"; id: number; thrown: ModelError; responses?: undefined }

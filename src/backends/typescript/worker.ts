@@ -13,7 +13,7 @@
  * A worker that ends (an unhandled rejection or uncaught exception in the model, a call
  * to process.exit, a message the server cannot read) fails the requests it held with
  * INTERNAL naming the model, instance and reason, is logged, and is replaced by a fresh
- * one (`initialize` again). When that initialize fails, or the worker keeps dying before
+ * one (`initialize` again), which runs the executes a faulting worker had not started. When that initialize fails, or the worker keeps dying before
  * it completes an execute, the instance gives up and the model is reported unavailable.
  */
 import { workerUrl } from "../../core/worker-url.ts";
@@ -23,6 +23,7 @@ import { Thread } from "../../core/threads/thread.ts";
 import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
 import {
+  endedSlot,
   workerEnded,
   type FromModelWorker,
   type ModelError,
@@ -134,6 +135,8 @@ export class WorkerModel implements TritonModel {
   readonly #senders = new Map<string, InferenceRequest>();
   /** Each request's relay of its cancellation to the worker (`exec:index`), until it is answered (a decoupled one: until its final). */
   readonly #relays = new Map<string, () => void>();
+  /** The current worker's record of the last execute of ours it started (-1: none): those after it never ran. */
+  #started: Int32Array<ArrayBufferLike> = new Int32Array(1);
   /** Deaths since the last completed execute. */
   #deaths = 0;
   /** completedElsewhere() at the last death. */
@@ -168,9 +171,12 @@ export class WorkerModel implements TritonModel {
     this.#worker = worker;
     this.#scope?.release();
     this.#scope = this.#metrics.scope();
+    const started = new Int32Array(new SharedArrayBuffer(4));
+    started[0] = -1;
+    this.#started = started;
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#starting = { resolve, reject };
-      worker.send({ t: "init", url: this.#url, path: this.#path, args: this.#args });
+      worker.send({ t: "init", url: this.#url, path: this.#path, args: this.#args, started });
     });
     return this.#ready;
   }
@@ -178,11 +184,17 @@ export class WorkerModel implements TritonModel {
   async execute(requests: InferenceRequest[]): Promise<InferenceResponse[] | void> {
     await this.#ready.catch(() => undefined);
     // A worker that reported a fault to a frontend worker's port (ENDED) ends soon: the next one runs this execute.
-    while (this.#worker && !this.#gone && this.endedFlag && Atomics.load(this.endedFlag, 0) === 1) {
+    while (this.#worker && !this.#gone && this.endedFlag && endedSlot.isEnded(this.endedFlag, 0)) {
       await new Promise<void>((resolve) => this.#afterEnd.push(resolve));
       await this.#ready.catch(() => undefined);
     }
     if (this.#gone) throw this.#gone;
+    return new Promise((resolve, reject) => this.#send({ requests, resolve, reject }));
+  }
+
+  /** Sends `p`'s requests to the current worker as an execute, pending until its `done`. */
+  #send(p: Pending): void {
+    const { requests } = p;
     const worker = this.#worker!;
     const id = this.#next++;
     const plain = requests.map(
@@ -197,17 +209,49 @@ export class WorkerModel implements TritonModel {
       }),
     );
     if (this.#decoupled) requests.forEach((r, i) => this.#senders.set(`${id}:${i}`, r));
-    return new Promise((resolve, reject) => {
-      // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
-      requests.forEach((r, index) => {
-        if (r.signal.aborted) return;
-        const cancel = () => this.#worker?.send({ t: "cancel", id, index });
-        r.signal.addEventListener("abort", cancel, { once: true });
-        this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
-      });
-      this.#pending.set(id, { requests, resolve, reject });
-      worker.send({ t: "execute", id, requests: plain });
+    // A request's cancellation is relayed to the worker, where its isCancelled() and signal read it.
+    requests.forEach((r, index) => {
+      if (r.signal.aborted) return;
+      const cancel = () => this.#worker?.send({ t: "cancel", id, index });
+      r.signal.addEventListener("abort", cancel, { once: true });
+      this.#relays.set(`${id}:${index}`, () => r.signal.removeEventListener("abort", cancel));
     });
+    this.#pending.set(id, p);
+    worker.send({ t: "execute", id, requests: plain });
+  }
+
+  /**
+   * The executes a worker that reported a fault had not started (`back`): taken from what
+   * fails, to run again once the next worker is ready (as one thread's scheduler keeps
+   * them); they fail only if the instance gives up.
+   */
+  #takeBack(back: unknown): Pending[] {
+    const held: Pending[] = [];
+    if (!Array.isArray(back)) return held;
+    for (const id of back) {
+      const p = typeof id === "number" ? this.#pending.get(id) : undefined;
+      if (!p) continue;
+      this.#pending.delete(id);
+      for (let i = 0; i < p.requests.length; i++) {
+        this.#senders.delete(`${id}:${i}`);
+        this.#forget(`${id}:${i}`);
+      }
+      held.push(p);
+    }
+    return held;
+  }
+
+  /** The ids of the executes the current worker has not started (its record, `#started`: executes start in the order they were sent). */
+  #notStarted(): number[] {
+    const last = Atomics.load(this.#started, 0);
+    const ids: number[] = [];
+    for (const id of this.#pending.keys()) if (id > last) ids.push(id);
+    return ids;
+  }
+
+  /** Runs `held` again on the next worker once it is ready, ahead of executes that come later (or fails them as the instance gives up). */
+  #rerun(held: Pending[]): void {
+    for (const p of held) this.execute(p.requests).then(p.resolve, p.reject);
   }
 
   /** What runs the BLS calls of executes a frontend worker sent over its port (exec -1): the instance's, with a call chain of this model alone. */
@@ -232,9 +276,11 @@ export class WorkerModel implements TritonModel {
   connect(): MessagePort | undefined {
     const worker = this.#worker;
     const ended = this.endedFlag;
-    if (!worker || !ended || this.#starting || this.#gone || Atomics.load(ended, 0) === 1) return undefined;
+    if (!worker || !ended || this.#starting || this.#gone) return undefined;
+    const live = Atomics.load(ended, 0);
+    if ((live & 1) === 1) return undefined;
     const { port1, port2 } = new MessageChannel();
-    worker.send({ t: "port", port: port1, ended }, [port1]);
+    worker.send({ t: "port", port: port1, ended, live }, [port1]);
     return port2;
   }
 
@@ -299,8 +345,10 @@ export class WorkerModel implements TritonModel {
   }
 
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
-  #ended(worker: ModelThread, reason: string): void {
+  #ended(worker: ModelThread, reason: string, back?: unknown): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
+    // A worker that reported a fault said which never started; one ended here (or that just ended) left its record.
+    const held = this.#takeBack(back ?? this.#notStarted());
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
     const error = internal(workerEnded(this.#owner.model, this.#owner.instance, reason));
     this.#stop(worker, error);
@@ -313,7 +361,7 @@ export class WorkerModel implements TritonModel {
       return;
     }
     const failed = this.#failAll(error);
-    if (this.#gone) return;
+    if (this.#gone) return this.#rerun(held);
     // An execute a frontend worker sent completed since the last death: the count starts again, as after a "done".
     const completed = this.completedElsewhere?.() ?? 0;
     if (completed !== this.#completedSeen) {
@@ -323,13 +371,14 @@ export class WorkerModel implements TritonModel {
     this.#deaths++;
     if (this.#deaths > MAX_RESTARTS) {
       this.#giveUp(`${who}: the worker ended ${this.#deaths} times in a row without completing an execute (last: ${reason.split("\n")[0]})`);
-      return;
+      return this.#rerun(held);
     }
     log.error(`${who}: the worker ${reason}; ${failed} execution(s) failed; restarting it`);
     this.#start().then(
       () => log.info(`${who}: worker restarted`),
       (err) => this.#giveUp(`${who}: the worker ${reason.split("\n")[0]}, and its restart failed: ${(err as Error)?.message ?? String(err)}`),
     );
+    this.#rerun(held);
   }
 
   #giveUp(reason: string): void {
@@ -379,7 +428,7 @@ export class WorkerModel implements TritonModel {
         break;
       }
       case "fatal":
-        this.#ended(worker, `ended: ${String(m.reason)}`);
+        this.#ended(worker, `ended: ${String(m.reason)}`, m.back);
         break;
       case "log":
         if (!LOG_LEVELS.has(m.level)) throw new Error(`log level '${String(m.level)}'`);

@@ -20,7 +20,7 @@ import {
   type SharedTsInstance,
   type TsBorrowed,
 } from "../../../../src/backends/typescript/direct.ts";
-import type { FromInstancePort, ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
+import { endedSlot, type FromInstancePort, type ToInstancePort } from "../../../../src/backends/typescript/worker-protocol.ts";
 import type { PreparedRequest } from "../../../../src/core/request-validate.ts";
 import { internal, unavailable } from "../../../../src/core/errors.ts";
 import type { InferenceRequest } from "../../../../src/core/request.ts";
@@ -41,15 +41,34 @@ function setup() {
   const borrowed = borrowTsInstance({ backend: "typescript", spec }, (key) => connects.push(key));
   const { port1, port2 } = new MessageChannel();
   const received: ToInstancePort[] = [];
+  let slot: Int32Array | undefined;
+  let hold = false;
   let answer: (m: Extract<ToInstancePort, { t: "execute" }>, reply: (r: FromInstancePort, transfer?: ArrayBuffer[]) => void) => void = () => {};
   (port2 as unknown as { onmessage: (e: MessageEvent) => void }).onmessage = (e) => {
     for (const m of e.data as ToInstancePort[]) {
+      // The port's record of what started comes first; `received` keeps the requests.
+      if (m.t === "started") {
+        slot = m.slot;
+        continue;
+      }
       received.push(m);
+      // As the instance's worker: each execute starts as it comes (unless the test holds it), recorded first.
+      if (m.t === "execute" && !hold) Atomics.store(slot!, 0, m.id);
       if (m.t === "execute") answer(m, (r, transfer) => port2.postMessage([r], transfer ?? []));
     }
   };
   ports.push(port1, port2);
-  return { state, borrowed, connects, port1, port2, received, onExecute: (f: typeof answer) => (answer = f) };
+  return {
+    state,
+    borrowed,
+    connects,
+    port1,
+    port2,
+    received,
+    onExecute: (f: typeof answer) => (answer = f),
+    /** Executes from now on wait (never start) as behind a running one. */
+    holdExecutes: () => (hold = true),
+  };
 }
 const ports: MessagePort[] = [];
 afterEach(() => {
@@ -160,7 +179,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     Atomics.store(s.state, RETIRED, 0);
     s.onExecute((m, reply) => reply({ t: "done", id: m.id, waitNs: 0, responses: [{ outputs: [] }] }));
     await b.runPrepared(prepared().p);
-    expect(s.received.map((m) => [m.t, m.id])).toEqual([["execute", 0]]);
+    expect(s.received.map((m) => [m.t, "id" in m ? m.id : undefined])).toEqual([["execute", 0]]);
   });
 
   it("a port closed as its retired instance's worker is stopped: what it held fails with the owner's word (the abort's error, or UNAVAILABLE after finalize)", async () => {
@@ -246,5 +265,86 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(s.connects).toEqual(["typescript:7"]);
     Atomics.store(s.state, ENDED, 0);
     expect(b.load()).toBe(0);
+  });
+
+  it("a worker the main thread already ended that reports its fault after its successor is ready leaves ENDED clear (its generation)", () => {
+    const s = setup();
+    const b = connected(s);
+    // The old worker was connected under the slot's value then; the main thread ends it (a message it cannot handle).
+    const old = Atomics.load(s.state, ENDED);
+    endedSlot.end(s.state, ENDED);
+    expect(b.load()).toBeUndefined();
+    // Its successor is ready; then the old one, not yet terminated, reaches its fatal().
+    endedSlot.started(s.state, ENDED);
+    endedSlot.endIf(s.state, ENDED, old);
+    expect(endedSlot.isEnded(s.state, ENDED)).toBe(false);
+    expect(b.load()).toBe(0);
+    // The successor's own fault marks it.
+    const live = Atomics.load(s.state, ENDED);
+    expect(live).not.toBe(old);
+    endedSlot.endIf(s.state, ENDED, live);
+    expect(b.load()).toBeUndefined();
+    endedSlot.started(s.state, ENDED);
+    expect(b.load()).toBe(0);
+  });
+
+  it("once closed, is kept for the owner's word only while it holds a request: done is told when that is answered, or failed by the word", async () => {
+    const idle = setup();
+    connected(idle).close();
+    expect(idle.borrowed.closing(() => expect.unreachable())).toBe(false);
+    const unattached = setup();
+    expect(unattached.borrowed.load()).toBeUndefined();
+    unattached.borrowed.close();
+    expect(unattached.borrowed.closing(() => expect.unreachable())).toBe(false);
+    for (const how of ["answered", "ended"] as const) {
+      const s = setup();
+      const b = connected(s);
+      let reply = () => {};
+      s.onExecute(
+        (m, r) =>
+          (reply = () =>
+            r({ t: "done", id: m.id, waitNs: 0, responses: [{ outputs: [{ name: "Y", datatype: "FP32", shape: [1], data: new Uint8Array(4) }] }] })),
+      );
+      const run = b.runPrepared(prepared().p);
+      await expect.poll(() => s.received.length).toBe(1);
+      b.close();
+      const done: string[] = [];
+      expect(b.closing(() => done.push(how))).toBe(true);
+      expect(done).toEqual([]);
+      if (how === "answered") reply();
+      else b.ended(internal("model 'm' instance m_0: the worker ended: the model called process.exit(3)"));
+      const r = (await run)!;
+      expect(r.outcome.error?.code).toBe(how === "answered" ? undefined : "INTERNAL");
+      expect(done).toEqual([how]);
+    }
+  });
+
+  it("a worker the main thread ends: what never started goes back whole to the main thread; what ran, or went by transfer, fails with its word", async () => {
+    const s = setup();
+    const b = connected(s);
+    const ran = b.runPrepared(prepared().p, false);
+    await expect.poll(() => s.received.length).toBe(1);
+    s.holdExecutes();
+    const copied = b.runPrepared(prepared().p, false);
+    const transferred = b.runPrepared(prepared().p);
+    await expect.poll(() => s.received.length).toBe(3);
+    expect(Atomics.load(s.state, BUSY)).toBe(3);
+    const word = internal("model 'm' instance m_0: the worker sent a message the server cannot handle (not a batch of messages)");
+    b.ended(word);
+    expect(await copied).toBeUndefined();
+    for (const run of [ran, transferred]) {
+      const e = (await run)!.outcome.error!;
+      expect([e.code, e.message]).toEqual(["INTERNAL", word.message]);
+    }
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // After a finalize (no error) nothing goes back: the instance is unloaded.
+    const t = setup();
+    const c = connected(t);
+    t.holdExecutes();
+    const held = c.runPrepared(prepared().p, false);
+    await expect.poll(() => t.received.length).toBe(1);
+    Atomics.store(t.state, RETIRED, 1);
+    c.ended(undefined);
+    expect((await held)!.outcome.error!.code).toBe("UNAVAILABLE");
   });
 });
