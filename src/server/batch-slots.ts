@@ -109,9 +109,12 @@ export class SlotChannel {
    * every slot submitted in the turn.
    */
   submit(slot: number): void {
+    // Pushed before BUSY is read (the scheduling thread clears BUSY before it drains): either
+    // this reads 0 and rings now, or the drain after the run that cleared it takes the slot.
+    this.#push(SUB_TAIL, HEADER_INTS, slot, false);
     const now = Atomics.load(this.ctrl, BUSY) === 0;
-    this.#push(SUB_TAIL, HEADER_INTS, slot, now);
-    if (!now && !this.#ringSoon) {
+    if (now) Atomics.notify(this.ctrl, SUB_TAIL);
+    else if (!this.#ringSoon) {
       this.#ringSoon = true;
       setImmediate(this.#ring);
     }

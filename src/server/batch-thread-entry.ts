@@ -101,10 +101,11 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
           r = await b.executeBorrowed(inputs, names);
         } finally {
           running(-1);
+          // What came while it ran (BUSY cleared first, see BatchSlots.submit) joins the
+          // queue before the scheduler picks the next batch, whether the run failed or not.
+          drainAll();
         }
         if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
-        // What came while it ran joins the queue before the scheduler picks the next batch.
-        drainAll();
         return r;
       },
       close: () => b.close(),
