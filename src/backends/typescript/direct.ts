@@ -12,10 +12,7 @@
  * with the main thread's INTERNAL error and reason: the worker's own `fatal` (a fault of the
  * model's, told over the port before the worker ends, which hands back the requests that
  * had not started, for the main thread), or the main thread's word (`ended`: why it ended
- * the worker, or saw it end), which the port's close waits for; then the requests the
- * worker never started (its record on the port: the last id it started) that went whole
- * (nothing transferred) go to the main thread instead, which runs them on the restarted
- * worker.
+ * the worker, or saw it end), which the port's close waits for.
  */
 import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
@@ -47,8 +44,6 @@ interface Waiting {
   t1: number;
   /** Gives the request its transferred buffers back (a retired request goes to the main thread whole). */
   restore(buffers: ArrayBuffer[]): void;
-  /** Nothing of it was transferred: it can go to the main thread whole even if its buffers never come back. */
-  whole: boolean;
   forget(): void;
 }
 
@@ -74,8 +69,6 @@ export class TsBorrowed implements BorrowedInstance {
   readonly #connect: (key: string) => void;
   #thread: Thread<ToInstancePort, FromInstancePort> | undefined;
   #port: MessagePort | undefined;
-  /** The port's record (written by the instance's worker) of the id of the last execute of ours it started: those after it never ran. */
-  #started: Int32Array | undefined;
   /** A port was asked of the main thread and has not come yet. */
   #asked = false;
   #closed = false;
@@ -123,10 +116,6 @@ export class TsBorrowed implements BorrowedInstance {
       },
       { batch: true },
     );
-    const started = new Int32Array(new SharedArrayBuffer(4));
-    started[0] = -1;
-    this.#started = started;
-    this.#thread.send({ t: "started", slot: started });
   }
 
   executeBorrowed(): Promise<undefined> {
@@ -150,16 +139,7 @@ export class TsBorrowed implements BorrowedInstance {
       const signal = request.signal;
       const cancel = () => this.#thread?.send({ t: "cancel", id, index: 0 });
       signal?.addEventListener("abort", cancel, { once: true });
-      this.#pending.set(id, {
-        prepared,
-        resolve,
-        reject,
-        t0,
-        t1,
-        restore,
-        whole: buffers.length === 0,
-        forget: () => signal?.removeEventListener("abort", cancel),
-      });
+      this.#pending.set(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
       thread.send({ t: "execute", id, requests: [plain], buffers }, buffers);
     });
   }
@@ -232,26 +212,13 @@ export class TsBorrowed implements BorrowedInstance {
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
     const port = this.#port;
-    const started = this.#started;
     this.#port = undefined;
     this.#thread = undefined;
-    this.#started = undefined;
     port?.close();
-    // Those that never started, sent whole, go to the main thread, which runs them on the restarted worker (as one thread's queue keeps them).
-    if (error && started && Atomics.load(s.state, RETIRED) === 0) this.#handBack(Atomics.load(started, 0));
     if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
     else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
     this.#closeIfDone();
-  }
-
-  /** The requests sent after execute `last` (which never started), sent whole: back to the main thread. */
-  #handBack(last: number): void {
-    for (const [id, w] of this.#pending) {
-      if (id <= last || !w.whole) continue;
-      this.#take(id);
-      w.resolve(undefined);
-    }
   }
 
   /** What the port held fails with `error` (as the main thread's instance fails it: an outcome, its execution counted). */

@@ -71,12 +71,9 @@ interface Fifo<T> {
 /** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started. */
 interface ServedPort extends Fifo<Extract<ToInstancePort, { t: "execute" }>> {
   reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
-  started: Int32Array | undefined;
 }
 /** The main thread's executes (their ids) that have not started: handed back with `fatal`, for the restarted worker to run. */
 const mainWaiting: Fifo<number> = { waiting: [], head: 0 };
-/** Where the id of the last execute started is written, for the main thread (init) and each port: those after it never ran should the worker be ended. */
-let mainStarted: Int32Array | undefined;
 /** The frontend workers' ports: each is told of a fault too (tellFatal). */
 const servedPorts: ServedPort[] = [];
 /** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is; `live`: its value while this worker serves (endedSlot). */
@@ -211,7 +208,6 @@ function modelRequest(r: Omit<PlainRequest, "cancelled">, index: number, exec: n
 
 async function init(m: Extract<ToModelWorker, { t: "init" }>): Promise<void> {
   modelName = String(m.args.modelName);
-  mainStarted = m.started;
   decoupled = (m.args.modelConfig as { model_transaction_policy?: { decoupled?: boolean } } | undefined)?.model_transaction_policy?.decoupled === true;
   try {
     registerEmbeddedPackages();
@@ -288,7 +284,6 @@ function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
   mainWaiting.waiting[mainWaiting.waiting.length] = m.id;
   return queued(async () => {
     started(mainWaiting);
-    if (mainStarted) Atomics.store(mainStarted, 0, m.id);
     const r = await run(requests, String(m.id), m.id);
     post(r.thrown ? { t: "done", id: m.id, thrown: r.thrown } : { t: "done", id: m.id, responses: r.responses });
   });
@@ -306,13 +301,9 @@ function allCancelled(key: string, count: number): boolean {
 /** A frontend worker's port (#30): its executes join the same queue; their BLS calls go to the main thread as exec -1. */
 function servePort(port: MessagePort): void {
   const n = ports++;
-  const served: ServedPort = { reply: undefined!, waiting: [], head: 0, started: undefined };
+  const served: ServedPort = { reply: undefined!, waiting: [], head: 0 };
   const reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void } = serveThread<ToInstancePort, FromInstancePort>(
     (m): void | Promise<void> => {
-      if (m.t === "started") {
-        served.started = m.slot instanceof Int32Array ? m.slot : undefined;
-        return;
-      }
       const key = `p${n}.${m.id}`;
       if (m.t === "cancel") {
         controllers.get(`${key}:${m.index}`)?.abort();
@@ -324,7 +315,6 @@ function servePort(port: MessagePort): void {
       served.waiting[served.waiting.length] = m;
       return queued(async () => {
         started(served);
-        if (served.started) Atomics.store(served.started, 0, m.id);
         const waitNs = Math.round((performance.now() - arrived) * 1e6);
         if (allCancelled(key, requests.length)) return reply.post({ t: "cancelled", id: m.id });
         const r = await run(requests, key, undefined);

@@ -36,8 +36,8 @@ export type LogLevel = "info" | "warn" | "error" | "verbose";
 
 /** Main thread to worker. */
 export type ToModelWorker =
-  /** Import the module and run initialize: answered by `ready` or `initError`. `started[0]`: the id of the last execute of the main thread's that started (-1: none), for the main thread to rerun those after it when it ends the worker. */
-  | { t: "init"; url: string; path: string; args: PlainInitializeArgs; started: Int32Array }
+  /** Import the module and run initialize: answered by `ready` or `initError`. */
+  | { t: "init"; url: string; path: string; args: PlainInitializeArgs }
   /** Import the module and run its static autoCompleteConfig: answered by `config` or `configError`. */
   | { t: "autoComplete"; url: string; path: string; config: object }
   /** Run execute on these requests: answered by `done` with the same id. */
@@ -63,10 +63,7 @@ export type ToModelWorker =
  */
 export type ToInstancePort =
   /** Run execute on these requests: answered by `done` or `retired` with the same id. `buffers`: those transferred with it. */
-  | { t: "execute"; id: number; requests: PlainRequest[]; buffers: ArrayBuffer[] }
-  | { t: "cancel"; id: number; index: number }
-  /** Sent first: `slot[0]` is the id of the last execute of this port's that started (-1: none), read when the main thread ends the worker (those after it never ran). */
-  | { t: "started"; slot: Int32Array };
+  { t: "execute"; id: number; requests: PlainRequest[]; buffers: ArrayBuffer[] } | { t: "cancel"; id: number; index: number };
 
 export type FromInstancePort =
   /** `waitNs`: how long the execute waited behind others here. */

@@ -135,8 +135,6 @@ export class WorkerModel implements TritonModel {
   readonly #senders = new Map<string, InferenceRequest>();
   /** Each request's relay of its cancellation to the worker (`exec:index`), until it is answered (a decoupled one: until its final). */
   readonly #relays = new Map<string, () => void>();
-  /** The current worker's record of the last execute of ours it started (-1: none): those after it never ran. */
-  #started: Int32Array<ArrayBufferLike> = new Int32Array(1);
   /** Deaths since the last completed execute. */
   #deaths = 0;
   /** completedElsewhere() at the last death. */
@@ -171,12 +169,9 @@ export class WorkerModel implements TritonModel {
     this.#worker = worker;
     this.#scope?.release();
     this.#scope = this.#metrics.scope();
-    const started = new Int32Array(new SharedArrayBuffer(4));
-    started[0] = -1;
-    this.#started = started;
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#starting = { resolve, reject };
-      worker.send({ t: "init", url: this.#url, path: this.#path, args: this.#args, started });
+      worker.send({ t: "init", url: this.#url, path: this.#path, args: this.#args });
     });
     return this.#ready;
   }
@@ -239,14 +234,6 @@ export class WorkerModel implements TritonModel {
       held.push(p);
     }
     return held;
-  }
-
-  /** The ids of the executes the current worker has not started (its record, `#started`: executes start in the order they were sent). */
-  #notStarted(): number[] {
-    const last = Atomics.load(this.#started, 0);
-    const ids: number[] = [];
-    for (const id of this.#pending.keys()) if (id > last) ids.push(id);
-    return ids;
   }
 
   /** Runs `held` again on the next worker once it is ready, ahead of executes that come later (or fails them as the instance gives up). */
@@ -347,8 +334,7 @@ export class WorkerModel implements TritonModel {
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
   #ended(worker: ModelThread, reason: string, back?: unknown): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
-    // A worker that reported a fault said which never started; one ended here (or that just ended) left its record.
-    const held = this.#takeBack(back ?? this.#notStarted());
+    const held = this.#takeBack(back);
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
     const error = internal(workerEnded(this.#owner.model, this.#owner.instance, reason));
     this.#stop(worker, error);

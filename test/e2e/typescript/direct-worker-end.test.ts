@@ -24,8 +24,7 @@ import { answerText, postText } from "../../helpers/http-text.ts";
  * die: Y = A, one worker-thread instance; A = 1 exits, 2 throws from a timer, 3 leaves a
  * rejection unhandled, 4 posts a message the server cannot handle; 5 waits 300 ms first;
  * 6 exits after 300 ms (time for the requests sent with it to queue behind it); 12 writes
- * `started` next to the module, then exits after 500 ms; 14 writes it, then posts a message
- * the server cannot handle after 500 ms.
+ * `started` next to the module, then exits after 500 ms.
  */
 const DIE = `
 export default class Die {
@@ -42,11 +41,6 @@ export default class Die {
     if (a === 12) {
       (await import("node:fs")).writeFileSync(new URL("started", import.meta.url), "running");
       setTimeout(() => process.exit(12), 500);
-      await new Promise(() => {});
-    }
-    if (a === 14) {
-      (await import("node:fs")).writeFileSync(new URL("started", import.meta.url), "running");
-      setTimeout(() => postMessage("not a batch"), 500);
       await new Promise(() => {});
     }
     return requests.map((r) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: r.input("A").data }] }));
@@ -204,34 +198,6 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
     }
     expect(out[0]).toEqual([
       "13 model 'die' instance die_0_0: the worker ended: the model called process.exit(12)",
-      '200 {"model_name":"die","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[13]}]}',
-    ]);
-    expect(out[1]).toEqual(out[0]);
-  });
-
-  it("requests queued behind a worker the main thread ends run on the restarted worker, as on one thread", async () => {
-    const out: string[][] = [];
-    for (const s of [one, two]) {
-      const c = clients(s);
-      try {
-        await c.warm();
-        const marker = join(s.repo.dir, "die", "1", "started");
-        // On two threads the warm connection's frontend worker sends these straight to the instance, 10 and 11 queued behind 14.
-        const direct = [c.grpc(14), c.grpc(10), c.grpc(11)];
-        await eventually(async () => expect(existsSync(marker)).toBe(true));
-        // The main thread's (a `priority`), queued behind them too.
-        const body = JSON.stringify({ parameters: { priority: 1 }, inputs: [{ name: "A", datatype: "INT32", shape: [1], data: [13] }] });
-        const queued = postText(`${s.server.url}/v2/models/die/infer`, body).result.then(answerText);
-        out.push([...(await Promise.all(direct)), await queued]);
-        rmSync(marker);
-      } finally {
-        c.close();
-      }
-    }
-    expect(out[0]).toEqual([
-      "13 model 'die' instance die_0_0: the worker sent a message the server cannot handle (not a batch of messages)",
-      "OK 10",
-      "OK 11",
       '200 {"model_name":"die","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[13]}]}',
     ]);
     expect(out[1]).toEqual(out[0]);
