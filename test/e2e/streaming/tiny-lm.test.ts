@@ -29,6 +29,9 @@ import { makeRepository } from "../../helpers/repo.ts";
 import { eventually } from "../../helpers/eventually.ts";
 import { openaiPython, runOpenAiClient, startOpenAiServer } from "../../helpers/openai-client.ts";
 
+// onnxruntime-node's ONNX Runtime (the reference here) reads this with getenv when it starts: its telemetry stays off, as the server's does.
+process.env.ORT_DISABLE_TELEMETRY ??= "1";
+
 /** `server.url` is the OpenAI listener; `http` the HTTP (/v2) frontend's base URL. */
 let server: ServerProcess;
 let http: string;

@@ -13,6 +13,9 @@ import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 import { CORPUS, D_MODEL, FFN, HEADS, HEAD_DIM, LAYERS, tinyLmModel, tinyLmTokenizer, type TinyTokenizerFiles } from "../../../scripts/lib/tiny-lm.ts";
 
+// onnxruntime-node's ONNX Runtime (the reference here) reads this with getenv when it starts: its telemetry stays off, as the server's does.
+process.env.ORT_DISABLE_TELEMETRY ??= "1";
+
 const { onnx } = onnxProto;
 
 let files: TinyTokenizerFiles;
