@@ -56,7 +56,7 @@ class OrtInstance implements BackendInstance {
     const t2 = nowNs();
     const outputs = raw.map(fromOrtOutput);
     const t3 = nowNs();
-    this.#auto?.record((t2 - t1) / 1000);
+    this.#auto?.record((t2 - t1) / 1000, sync);
     return { outputs, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: t3 - t2 };
   }
 
