@@ -38,10 +38,7 @@ import { isEnsemble } from "../model-config/normalize.ts";
 const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
 /** The control keys a sequence-batched version on the scheduling thread takes from a worker (its sequence batcher reads them there). */
 const SEQUENCE_KEYS: ReadonlySet<string> = new Set(["sequence_id", "sequence_start", "sequence_end"]);
-/**
- * Runs one worker keeps going at once; more wait in the worker, in arrival order, as the
- * default scheduler's queue holds them (their queue time counts the wait).
- */
+/** Runs one worker keeps going at once before it hands more to the main thread (which queues them). */
 export const MAX_DIRECT_IN_FLIGHT = 32;
 
 interface Served {
@@ -63,10 +60,7 @@ export class DirectRunner {
   #published: Int32Array | undefined;
   #generation = 0;
   #records: number[] = [];
-  /** Client requests running here (an ensemble's steps are their ensemble's), at most MAX_DIRECT_IN_FLIGHT. */
-  #running = 0;
-  /** Requests waiting for one of those to end, oldest first: each is handed the run that ends. */
-  readonly #waiting: (() => void)[] = [];
+  #inFlight = 0;
   /** This worker's channel to the scheduling thread, for dynamically batched versions (batch-thread.ts). */
   #batch: BatchClient | undefined;
   /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
@@ -174,7 +168,7 @@ export class DirectRunner {
   /** Answers the request here, or undefined when the main thread must (nothing is recorded then). */
   run(model: string, version: string | undefined, request: InferenceRequest): Promise<InferenceResponse> | undefined {
     const id = this.#routes.get(routeKey(model, version));
-    if (id === undefined || this.#stale()) return undefined;
+    if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || this.#stale()) return undefined;
     const served = this.#served.get(id)!;
     if (!plain(request, sequenced(served.entry) && validSequence(request))) return undefined;
     return this.#dispatch(served, request, false);
@@ -250,7 +244,7 @@ export class DirectRunner {
     const start = nowNs();
     let reason: FailureReason = "OTHER";
     let held = 0;
-    let running = false;
+    if (!step) this.#inFlight++;
     try {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
@@ -259,12 +253,6 @@ export class DirectRunner {
       if (request.signal?.aborted) throw cancelled(request.id);
       // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
       if (this.#queued && !step) held = this.#queued.admitRequest(request);
-      if (!step) {
-        if (this.#running >= MAX_DIRECT_IN_FLIGHT) await new Promise<void>((turn) => this.#waiting.push(turn));
-        else this.#running++;
-        running = true;
-        if (request.signal?.aborted) throw cancelled(request.id);
-      }
       if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start, step);
       const queueNs = nowNs() - enqueuedAt;
       const r = await execute(prepared);
@@ -292,12 +280,7 @@ export class DirectRunner {
       throw e;
     } finally {
       this.#queued?.add(-held);
-      // The run's turn passes to the oldest waiting request, else it is given back.
-      if (running) {
-        const next = this.#waiting.shift();
-        if (next) next();
-        else this.#running--;
-      }
+      if (!step) this.#inFlight--;
     }
   }
 
