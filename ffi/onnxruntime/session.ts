@@ -130,10 +130,10 @@ export class OrtSession {
     }
   }
 
-  /** A borrower's run begins: false once the owner has retired the session (run nothing then). */
+  /** A borrower's run begins: false once the owner has retired the session, or this thread's copy is closing (run nothing then). */
   enter(): boolean {
     const g = this.#guard;
-    if (!g || !this.#handle) return false;
+    if (!g || !this.#handle || this.#closeWhenIdle) return false;
     Atomics.add(g, IN_FLIGHT, 1);
     if (Atomics.load(g, RETIRED) === 0) return true;
     Atomics.sub(g, IN_FLIGHT, 1);

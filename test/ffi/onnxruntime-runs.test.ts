@@ -6,6 +6,7 @@
 import { describe, it, expect, beforeAll, afterAll, vi } from "vitest";
 import { ElemType, valueInfo, node } from "../../scripts/lib/onnx-builder.ts";
 import { OrtSession } from "../../ffi/onnxruntime/session.ts";
+import { borrowOrtInstance } from "../../src/backends/onnxruntime/backend.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
 import {
   ModelDir,
@@ -199,6 +200,19 @@ describe("ownership", () => {
       expect(int32s(r.outputs[1]!)).toEqual(a.map((x, i) => x + b[i]!));
     }
     await expect(inst.execute(addSubInputs(1).inputs, [])).rejects.toThrow("onnxruntime: session is closed");
+  });
+
+  // A frontend worker's copy of a shared session that is closing (its version left the table while a run was in flight) runs nothing new: the request goes to the main thread (undefined), not a 500.
+  it("a borrowed session closing with a run in flight refuses the next borrowed run without an error", async () => {
+    const { model, inst } = await instanceFor(dir.path, addSub(), { name: "own_borrowed", parameters: params({ run_mode: "async" }) });
+    const borrowed = borrowOrtInstance(inst.share!());
+    const { a, b, inputs } = addSubInputs(2);
+    const first = borrowed.executeBorrowed(inputs, ["SUM"]);
+    borrowed.close();
+    expect(await borrowed.executeBorrowed(addSubInputs(1).inputs, ["SUM"])).toBeUndefined();
+    expect(int32s((await first)!.outputs[0]!)).toEqual(a.map((x, i) => x + b[i]!));
+    inst.close();
+    model.close();
   });
 
   // A run asked for after close() is refused even while an earlier run keeps the session alive.

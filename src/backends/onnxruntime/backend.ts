@@ -49,14 +49,16 @@ class OrtInstance implements BackendInstance {
     const t0 = nowNs();
     const ortInputs = inputs.map(toOrtInput);
     const names = outputNames.length > 0 ? outputNames : this.#outputNames;
+    let bytes = 0;
+    if (this.#auto) for (const t of inputs) bytes += t.data.byteLength;
     const t1 = nowNs();
-    const sync = this.#auto ? this.#auto.sync : this.#mode === "sync";
+    const sync = this.#auto ? this.#auto.syncFor(bytes) : this.#mode === "sync";
     // A small synchronous run answers without a promise of its own.
     const raw = (sync && this.#session.runBound(ortInputs, names, this.#batched)) || (await this.#session.run(ortInputs, names, !sync, this.#batched));
     const t2 = nowNs();
     const outputs = raw.map(fromOrtOutput);
     const t3 = nowNs();
-    this.#auto?.record((t2 - t1) / 1000, sync);
+    this.#auto?.record((t2 - t1) / 1000, sync, bytes);
     return { outputs, computeInputNs: t1 - t0, computeInferNs: t2 - t1, computeOutputNs: t3 - t2 };
   }
 
