@@ -4,8 +4,8 @@
  * the server's own copies, so an image model or a text-generation model (tokenizer.json)
  * runs from the compiled binary with no node_modules beside it (the
  * binary's runtime does not resolve bare package names in a module it loads at run
- * time). Elsewhere (Node, Deno, `bun src/main.ts` in the checkout) the names resolve
- * from node_modules as usual. Registered once, before the first model is imported; each
+ * time). Under `bun src/main.ts` in the checkout the same names come from its
+ * node_modules, for a model anywhere; under Node and Deno they resolve as usual. Registered once, before the first model is imported; each
  * package is evaluated when a model first imports it, not at the server's start (#30:
  * evaluating the three took about a tenth of the binary's module start-up).
  */
@@ -26,14 +26,26 @@ function exportsOf(ns: Record<string, unknown>): Record<string, unknown> {
 
 let registered = false;
 
+/**
+ * Defined true by the build (scripts/build.ts): the literal require() calls below were
+ * bundled. Run from the checkout (`bun src/main.ts`) a require() of a registered name, even
+ * through require.resolve, reaches the plugin's own module being made (an empty namespace),
+ * so there each package's path is resolved before the plugin is registered and required by
+ * that path when a model first imports it.
+ */
+declare const NEREID_COMPILED: boolean | undefined;
+const BUNDLED = typeof NEREID_COMPILED !== "undefined" && NEREID_COMPILED;
+
 export function registerEmbeddedPackages(): void {
   if (registered || typeof Bun === "undefined" || typeof Bun.plugin !== "function") return;
   registered = true;
+  const paths = BUNDLED ? undefined : new Map<string, string>(EMBEDDED_PACKAGES.map((name) => [name, require.resolve(name)]));
+  const fromCheckout = (name: string) => require(paths!.get(name)!) as Record<string, unknown>;
   // Literal require() calls, so that the bundler embeds each package (and evaluates it on the first call).
   const packages: Record<(typeof EMBEDDED_PACKAGES)[number], () => Record<string, unknown>> = {
-    pngjs: () => require("pngjs"),
-    "jpeg-js": () => require("jpeg-js"),
-    "@huggingface/tokenizers": () => require("@huggingface/tokenizers"),
+    pngjs: () => (paths ? fromCheckout("pngjs") : require("pngjs")),
+    "jpeg-js": () => (paths ? fromCheckout("jpeg-js") : require("jpeg-js")),
+    "@huggingface/tokenizers": () => (paths ? fromCheckout("@huggingface/tokenizers") : require("@huggingface/tokenizers")),
   };
   Bun.plugin({
     name: "nereid-embedded-packages",
