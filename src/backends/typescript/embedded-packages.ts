@@ -39,7 +39,8 @@ const BUNDLED = typeof NEREID_COMPILED !== "undefined" && NEREID_COMPILED;
 export function registerEmbeddedPackages(): void {
   if (registered || typeof Bun === "undefined" || typeof Bun.plugin !== "function") return;
   registered = true;
-  const paths = BUNDLED ? undefined : new Map<string, string>(EMBEDDED_PACKAGES.map((name) => [name, require.resolve(name)]));
+  // From the checkout, a name its node_modules lacks is not registered: a model's import of it then fails as any missing package does.
+  const paths = BUNDLED ? undefined : new Map<string, string>(EMBEDDED_PACKAGES.flatMap((name) => resolved(name)));
   const fromCheckout = (name: string) => require(paths!.get(name)!) as Record<string, unknown>;
   // Literal require() calls, so that the bundler embeds each package (and evaluates it on the first call).
   const packages: Record<(typeof EMBEDDED_PACKAGES)[number], () => Record<string, unknown>> = {
@@ -50,7 +51,17 @@ export function registerEmbeddedPackages(): void {
   Bun.plugin({
     name: "nereid-embedded-packages",
     setup(build) {
-      for (const [name, load] of Object.entries(packages)) build.module(name, () => ({ exports: exportsOf(load()), loader: "object" }));
+      for (const [name, load] of Object.entries(packages)) {
+        if (!paths || paths.has(name)) build.module(name, () => ({ exports: exportsOf(load()), loader: "object" }));
+      }
     },
   });
+}
+
+function resolved(name: string): [string, string][] {
+  try {
+    return [[name, require.resolve(name)]];
+  } catch {
+    return [];
+  }
 }
