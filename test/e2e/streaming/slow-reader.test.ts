@@ -100,7 +100,8 @@ describe("a client that does not read a fast decoupled model's stream (main thre
     expect(idx).toEqual(Array.from({ length: idx.length }, (_, i) => i));
     expect(idx.length).toBeGreaterThan(0);
     expect(idx.length).toBeLessThan(n);
-    for (const e of events.slice(0, 3)) {
+    // The first three of them whole (fewer when the cut came early, as on a loaded machine: the last event is the error).
+    for (const e of events.slice(0, -1).slice(0, 3)) {
       const i = Number(/"IDX":(\d+)/.exec(e)![1]);
       expect(e.endsWith(`"OUT":[${Array(size).fill(i).join(",")}]}`)).toBe(true);
     }
