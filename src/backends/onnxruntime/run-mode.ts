@@ -2,9 +2,9 @@
  * @module The "auto" run mode's policy: where ONNX Runtime's Run executes next, from how
  * long the last runs took. A model whose runs take under SYNC_THRESHOLD_US runs inline on
  * the calling thread, for requests no more than twice the size of those proven fast inline
- * (or INLINE_FLOOR_BYTES; a bigger one, such as a larger batch, goes to koffi's worker); slow inline runs (over 10×
- * the threshold) send it back to the worker when they outweigh the fast ones (each slow run
- * counts 1, each fast one takes 1/8 off, and 2 sends it back).
+ * (or INLINE_FLOOR_BYTES; a bigger one, such as a larger batch, goes to koffi's worker).
+ * Slow inline runs (over 10× the threshold) send it back to the worker when they outweigh
+ * the fast ones: each slow run counts 1, each fast one takes 1/8 off, and 2 sends it back.
  *
  * A run on the worker cannot tell how long the model took: its time also holds the hop to
  * the worker and back, and the calling thread's wait for its event loop to take the answer

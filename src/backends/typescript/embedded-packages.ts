@@ -5,9 +5,10 @@
  * runs from the compiled binary with no node_modules beside it (the
  * binary's runtime does not resolve bare package names in a module it loads at run
  * time). Under `bun src/main.ts` in the checkout the same names come from its
- * node_modules, for a model anywhere; under Node and Deno they resolve as usual. Registered once, before the first model is imported; each
- * package is evaluated when a model first imports it, not at the server's start (#30:
- * evaluating the three took about a tenth of the binary's module start-up).
+ * node_modules, for a model anywhere; under Node and Deno they resolve as usual.
+ * Registered once, before the first model is imported; each package is evaluated when a
+ * model first imports it, not at the server's start (#30: evaluating the three took
+ * about a tenth of the binary's module start-up).
  */
 
 /** The names a model may import without a node_modules of its own (docs/models/typescript.md). */
@@ -41,18 +42,20 @@ export function registerEmbeddedPackages(): void {
   registered = true;
   // From the checkout, a name its node_modules lacks is not registered: a model's import of it then fails as any missing package does.
   const paths = BUNDLED ? undefined : new Map<string, string>(EMBEDDED_PACKAGES.flatMap((name) => resolved(name)));
-  const fromCheckout = (name: string) => require(paths!.get(name)!) as Record<string, unknown>;
   // Literal require() calls, so that the bundler embeds each package (and evaluates it on the first call).
   const packages: Record<(typeof EMBEDDED_PACKAGES)[number], () => Record<string, unknown>> = {
-    pngjs: () => (paths ? fromCheckout("pngjs") : require("pngjs")),
-    "jpeg-js": () => (paths ? fromCheckout("jpeg-js") : require("jpeg-js")),
-    "@huggingface/tokenizers": () => (paths ? fromCheckout("@huggingface/tokenizers") : require("@huggingface/tokenizers")),
+    pngjs: () => require("pngjs"),
+    "jpeg-js": () => require("jpeg-js"),
+    "@huggingface/tokenizers": () => require("@huggingface/tokenizers"),
   };
   Bun.plugin({
     name: "nereid-embedded-packages",
     setup(build) {
-      for (const [name, load] of Object.entries(packages)) {
-        if (!paths || paths.has(name)) build.module(name, () => ({ exports: exportsOf(load()), loader: "object" }));
+      for (const [name, bundled] of Object.entries(packages)) {
+        const path = paths?.get(name);
+        if (paths && !path) continue;
+        const load = path ? () => require(path) as Record<string, unknown> : bundled;
+        build.module(name, () => ({ exports: exportsOf(load()), loader: "object" }));
       }
     },
   });

@@ -98,6 +98,17 @@ function clients(s: Started) {
   };
 }
 
+/** Runs `fn` with warmed-up clients of `s` (clients), closing them after. */
+async function warmed<T>(s: Started, fn: (c: ReturnType<typeof clients>) => Promise<T>): Promise<T> {
+  const c = clients(s);
+  try {
+    await c.warm();
+    return await fn(c);
+  } finally {
+    c.close();
+  }
+}
+
 /** `text` without what differs between the two servers (their repositories' folders). */
 const same = (s: Started, text: string) => text.replaceAll(s.repo.dir, "<repo>");
 
@@ -157,9 +168,7 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
   it("requests queued behind the one whose worker ended run on the restarted worker, each answered once", async () => {
     const results: string[][] = [];
     for (const s of [one, two]) {
-      const c = clients(s);
-      try {
-        await c.warm();
+      await warmed(s, async (c) => {
         const before = await counts(s.server);
         // Three calls on one connection: one frontend worker sends them to the instance together.
         results.push(await Promise.all([c.grpc(6), c.grpc(10), c.grpc(11)]));
@@ -169,9 +178,7 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
           fail: 1,
           execution: 3,
         });
-      } finally {
-        c.close();
-      }
+      });
     }
     expect(results[0]).toEqual(["13 model 'die' instance die_0_0: the worker ended: the model called process.exit(6)", "OK 10", "OK 11"]);
     expect(results[1]).toEqual(results[0]);
@@ -180,9 +187,7 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
   it("a main-thread request queued behind a faulting direct one runs on the restarted worker, as on one thread", async () => {
     const out: string[][] = [];
     for (const s of [one, two]) {
-      const c = clients(s);
-      try {
-        await c.warm();
+      await warmed(s, async (c) => {
         const marker = join(s.repo.dir, "die", "1", "started");
         // On two threads the warm connection's frontend worker sends this one straight to the instance.
         const faulting = c.grpc(12);
@@ -192,9 +197,7 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
         const queued = postText(`${s.server.url}/v2/models/die/infer`, body).result.then(answerText);
         out.push([await faulting, await queued]);
         rmSync(marker);
-      } finally {
-        c.close();
-      }
+      });
     }
     expect(out[0]).toEqual([
       "13 model 'die' instance die_0_0: the worker ended: the model called process.exit(12)",
@@ -204,18 +207,14 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
   });
 
   it("answers the fault while the main thread's event loop is held", async () => {
-    const c = clients(two);
-    try {
-      await c.warm();
+    await warmed(two, async (c) => {
       // Answered before the main thread is released: the instance's worker told the frontend worker itself.
       let answer = "";
       await whileMainHeld(two.server.url, two.hold, async () => {
         answer = same(two, await c.http(2)).split("\\n")[0]!;
       });
       expect(answer).toBe('500 {"error":"model \'die\' instance die_0_0: the worker ended: uncaught exception: Error: boom from a timer');
-    } finally {
-      c.close();
-    }
+    });
   });
 });
 
@@ -252,18 +251,14 @@ describe("an unload while a request a frontend worker sent directly never return
   it("waits --exit-timeout-secs for it, then ends the worker: the request fails with one thread's 503", async () => {
     const out: string[] = [];
     for (const s of [one, two]) {
-      const c = clients(s);
-      try {
-        await c.warm();
+      await warmed(s, async (c) => {
         const running = c.http(1);
         // The unload begins once the request runs (the warm connection's frontend worker sent it to the instance).
         await eventually(async () => expect(existsSync(join(s.repo.dir, "spinning"))).toBe(true));
         const unload = await fetch(`${s.server.url}/v2/repository/models/die/unload`, { method: "POST", body: "{}" });
         out.push(`${unload.status} ${await running}`);
         expect(s.server.log()).toContain("model 'die' version 1: executions still running 1 s after the unload began; aborting them");
-      } finally {
-        c.close();
-      }
+      });
     }
     expect(out[0]).toBe('200 503 {"error":"model \'die\' version 1 was unloaded while this request ran (aborted after 1 s)"}');
     expect(out[1]).toBe(out[0]);

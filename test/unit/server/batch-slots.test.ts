@@ -144,25 +144,30 @@ describe("SlotChannel", () => {
   });
 });
 
-/** A submitter's side watching its completion ring with whileRung until 3 slots came: `b` is the scheduling side, `got` each step's take. */
-function watchCompletions() {
+/**
+ * One side of a 4-slot channel watching a ring with whileRung until `n` slots came: the
+ * submitter (`a`) its completion ring, or the scheduling side (`b`) its submission ring;
+ * `got` is each step's take.
+ */
+function watchRing(ring: "completed" | "submitted", n: number) {
   const a = new SlotChannel(4);
   const b = new SlotChannel(a.buffer);
   const got: number[][] = [];
   let ended!: () => void;
   const end = new Promise<void>((resolve) => (ended = resolve));
-  whileRung(a.ctrl, DONE_TAIL, DONE_HEAD, () => {
-    got.push(a.takeCompleted());
-    if (got.flat().length < 3) return true;
+  const [watcher, tail, head] = ring === "completed" ? [a, DONE_TAIL, DONE_HEAD] : [b, SUB_TAIL, SUB_HEAD];
+  whileRung(watcher.ctrl, tail, head, () => {
+    got.push(ring === "completed" ? a.takeCompleted() : b.takeSubmitted());
+    if (got.flat().length < n) return true;
     ended();
     return false;
   });
-  return { b, got, end };
+  return { a, b, got, end };
 }
 
 describe("whileRung", () => {
   it("runs its step at once and again each time the other side rings, until the step says stop", async () => {
-    const { b, got, end } = watchCompletions();
+    const { b, got, end } = watchRing("completed", 3);
     expect(got).toEqual([[]]);
     b.complete(1);
     await new Promise((r) => setTimeout(r, 10));
@@ -173,7 +178,7 @@ describe("whileRung", () => {
   });
 
   it("slots completed without a wake-up are taken together at the one wakeSubmitter() after them (#30: one wake-up per execution)", async () => {
-    const { b, got, end } = watchCompletions();
+    const { b, got, end } = watchRing("completed", 3);
     for (const s of [2, 0, 3]) b.complete(s, false);
     // Nothing woke the submitter: its step ran only once, at the start.
     await new Promise((r) => setTimeout(r, 20));
@@ -183,17 +188,7 @@ describe("whileRung", () => {
     expect(got).toEqual([[], [2, 0, 3]]);
   });
   it("while the scheduling side is BUSY, the slots submitted in one turn ring it once, after the turn; otherwise each rings at once (#30)", async () => {
-    const a = new SlotChannel(4);
-    const b = new SlotChannel(a.buffer);
-    const got: number[][] = [];
-    let ended!: () => void;
-    const end = new Promise<void>((resolve) => (ended = resolve));
-    whileRung(b.ctrl, SUB_TAIL, SUB_HEAD, () => {
-      got.push(b.takeSubmitted());
-      if (got.flat().length < 5) return true;
-      ended();
-      return false;
-    });
+    const { a, b, got, end } = watchRing("submitted", 5);
     const notify = vi.spyOn(Atomics, "notify");
     try {
       Atomics.store(b.ctrl, BUSY, 1);
