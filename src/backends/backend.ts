@@ -117,7 +117,7 @@ export interface BorrowedInstance {
   load?(): number | undefined;
   /** Where an instance that runs in a thread of its own takes the channel to it: the main thread's answer to a connect of `key`. */
   readonly key?: string;
-  attach?(port: MessagePort | undefined): void;
+  attach?(port: MessagePort | undefined, live?: number): void;
   /** The main thread's word that the instance's thread ended (`error`: what its requests fail with there; none: its owner stopped it). */
   ended?(error: ServerError | undefined): void;
   /** Frees what this thread made for it; the owner's resources stay the owner's. */

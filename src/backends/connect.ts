@@ -7,18 +7,24 @@
  */
 import type { WireError } from "../core/threads/wire-error.ts";
 
-const owners = new Map<string, () => MessagePort | undefined>();
+/** A frontend worker's end of a fresh channel to the instance, and the value of the instance's ENDED slot it was made under (a port whose slot has moved on reaches a worker that ended). */
+export interface SharedChannel {
+  port: MessagePort;
+  live: number;
+}
+
+const owners = new Map<string, () => SharedChannel | undefined>();
 
 /** `connect` makes a fresh channel to the instance and returns the frontend worker's end (undefined when it cannot serve now). Returns the unregister. */
-export function registerConnectable(key: string, connect: () => MessagePort | undefined): () => void {
+export function registerConnectable(key: string, connect: () => SharedChannel | undefined): () => void {
   owners.set(key, connect);
   return () => {
     if (owners.get(key) === connect) owners.delete(key);
   };
 }
 
-/** A port to the instance registered under `key`, or undefined (gone, or not serving now). */
-export function connectShared(key: string): MessagePort | undefined {
+/** A channel to the instance registered under `key`, or undefined (gone, or not serving now). */
+export function connectShared(key: string): SharedChannel | undefined {
   return owners.get(key)?.();
 }
 

@@ -104,7 +104,7 @@ export type ToWorkerDirect =
   /** Post the statistics records held, then `flushed` with this id. */
   | { t: "flush"; id: number }
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
-  | { t: "port"; key: string; port?: MessagePort }
+  | { t: "port"; key: string; port?: MessagePort; live?: number }
   /** The thread of the instance known by `key` ended (backends/connect.ts sharedEnded): the error its requests fail with, none when its owner stopped it. */
   | { t: "ended"; key: string; error?: WireError }
   /** The worker's channel to the scheduling thread (server/batch-thread.ts), for dynamically batched versions; `port` transferred. */
@@ -208,8 +208,8 @@ export class DirectLink {
         logFailure(this.#log, d.where, d.code, d.message);
         return true;
       case "connect": {
-        const port = this.#direct ? connectShared(d.key) : undefined;
-        if (port) this.#send({ t: "port", key: d.key, port }, [port]);
+        const channel = this.#direct ? connectShared(d.key) : undefined;
+        if (channel) this.#send({ t: "port", key: d.key, port: channel.port, live: channel.live }, [channel.port]);
         else this.#send({ t: "port", key: d.key });
         return true;
       }
@@ -252,7 +252,7 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table);
     else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
-    else if (d.t === "port") runner.attach(d.key, d.port);
+    else if (d.t === "port") runner.attach(d.key, d.port, d.live);
     else if (d.t === "ended") runner.ended(d.key, d.error && fromWireError(d.error));
     else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));
     else if (d.t === "flush") {

@@ -96,10 +96,10 @@ export class DirectRunner {
     this.#relay = relay;
   }
 
-  /** The main thread's answer to connect(key): the port to the instance, or none. */
-  attach(key: string, port: MessagePort | undefined): void {
+  /** The main thread's answer to connect(key): the port to the instance and the slot value it was made under, or none. */
+  attach(key: string, port: MessagePort | undefined, live = 0): void {
     const i = this.#borrowed(key);
-    if (i) i.attach?.(port);
+    if (i) i.attach?.(port, live);
     else port?.close();
   }
 

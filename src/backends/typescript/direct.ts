@@ -12,7 +12,10 @@
  * with the main thread's INTERNAL error and reason: the worker's own `fatal` (a fault of the
  * model's, told over the port before the worker ends, which hands back the requests that
  * had not started, for the main thread), or the main thread's word (`ended`: why it ended
- * the worker, or saw it end), which the port's close waits for.
+ * the worker, or saw it end), which the port's close waits for. A port is known by the
+ * ENDED slot's value it was made under: once the slot holds another, nothing more goes to
+ * it, even where the fault's report on it has not been read yet and a fresh worker is
+ * ready (a request sent there would be lost with the old worker).
  */
 import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
@@ -69,6 +72,8 @@ export class TsBorrowed implements BorrowedInstance {
   readonly #connect: (key: string) => void;
   #thread: Thread<ToInstancePort, FromInstancePort> | undefined;
   #port: MessagePort | undefined;
+  /** The ENDED slot's value the port was made under: once the slot holds another, the port's worker has ended (a fresh one may be ready already). */
+  #live = 0;
   /** A port was asked of the main thread and has not come yet. */
   #asked = false;
   #closed = false;
@@ -86,6 +91,13 @@ export class TsBorrowed implements BorrowedInstance {
 
   /** The executes waiting or running in the instance; undefined while this thread has no port to it (one is asked for). */
   load(): number | undefined {
+    if (this.#thread && this.#stale()) {
+      // The port's worker ended: nothing more goes to it. What it holds fails when the worker or
+      // the main thread says why; once a fresh worker is ready, a port that holds nothing is
+      // dropped, and one to the fresh worker asked for, before that word comes.
+      if (endedSlot.isEnded(this.#shared.state, ENDED) || this.#pending.size > 0 || this.#closed) return undefined;
+      this.#drop();
+    }
     if (!this.#thread) {
       if (!this.#asked && !this.#closed) {
         this.#asked = true;
@@ -93,13 +105,23 @@ export class TsBorrowed implements BorrowedInstance {
       }
       return undefined;
     }
-    // The port's worker ended: nothing more goes to it (what it holds fails when the worker or the main thread says why).
-    if (endedSlot.isEnded(this.#shared.state, ENDED)) return undefined;
     return Atomics.load(this.#shared.state, BUSY);
   }
 
-  /** The main thread's answer to a connect: the port, or none (the instance cannot take one now; a later request asks again). */
-  attach(port: MessagePort | undefined): void {
+  /** Whether the port's worker has ended: the ENDED slot no longer holds the value the port was made under (ended, or a fresh worker's generation). */
+  #stale(): boolean {
+    return Atomics.load(this.#shared.state, ENDED) !== this.#live;
+  }
+
+  #drop(): void {
+    const port = this.#port;
+    this.#port = undefined;
+    this.#thread = undefined;
+    port?.close();
+  }
+
+  /** The main thread's answer to a connect: the port and the ENDED slot's value it was made under, or none (the instance cannot take one now; a later request asks again). */
+  attach(port: MessagePort | undefined, live = 0): void {
     this.#asked = false;
     if (!port) return;
     if (this.#closed || this.#thread) {
@@ -107,6 +129,7 @@ export class TsBorrowed implements BorrowedInstance {
       return;
     }
     this.#port = port;
+    this.#live = live;
     this.#thread = new Thread<ToInstancePort, FromInstancePort>(
       port as unknown as WorkerLike,
       {
@@ -125,7 +148,7 @@ export class TsBorrowed implements BorrowedInstance {
   runPrepared(prepared: PreparedRequest, own = true): Promise<PreparedRun | undefined> {
     const thread = this.#thread;
     // A retired instance is finalizing: the main thread runs the request (whole: nothing was transferred yet).
-    if (!thread || this.#closed || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
+    if (!thread || this.#closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
     const t0 = nowNs();
     const plain: PlainRequest = { ...requestFields(prepared), cancelled: false };
     const request = prepared.request;
@@ -211,10 +234,7 @@ export class TsBorrowed implements BorrowedInstance {
    */
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
-    const port = this.#port;
-    this.#port = undefined;
-    this.#thread = undefined;
-    port?.close();
+    this.#drop();
     if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
     else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
@@ -245,10 +265,7 @@ export class TsBorrowed implements BorrowedInstance {
 
   #closeIfDone(): void {
     if (!this.#closed || this.#pending.size > 0) return;
-    const port = this.#port;
-    this.#port = undefined;
-    this.#thread = undefined;
-    port?.close();
+    this.#drop();
     const done = this.#done;
     this.#done = undefined;
     done?.();

@@ -8,6 +8,7 @@
  * thread fails the instance's requests with the reason and starts a fresh worker (which
  * runs the executes that had not started, handed back with it).
  */
+import { receiveMessageOnPort } from "node:worker_threads";
 import { registerEmbeddedPackages } from "./embedded-packages.ts";
 import { metricsClient } from "./metrics.ts";
 import { serveThread, type ThreadScope } from "../../core/threads/serve.ts";
@@ -70,6 +71,7 @@ interface Fifo<T> {
 }
 /** A frontend worker's port (servePort): where it is answered, and the executes it sent that have not started. */
 interface ServedPort extends Fifo<Extract<ToInstancePort, { t: "execute" }>> {
+  port: MessagePort;
   reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
 }
 /** The main thread's executes (their ids) that have not started: handed back with `fatal`, for the restarted worker to run. */
@@ -94,6 +96,7 @@ function fatal(reason: string, code: number): never {
 
 /** Tells a port of the fault, handing back the executes it sent that never started, with their buffers (plain loops: the model's realm). */
 function tellFatal(p: ServedPort, reason: string): void {
+  drain(p);
   const back: { id: number; buffers: ArrayBuffer[] }[] = [];
   const transfer: ArrayBuffer[] = [];
   for (let i = p.head; i < p.waiting.length; i++) {
@@ -105,6 +108,24 @@ function tellFatal(p: ServedPort, reason: string): void {
     p.reply.post({ t: "fatal", reason, back }, transfer);
   } catch {
     p.reply.post({ t: "fatal", reason, back: [] });
+  }
+}
+
+/**
+ * Takes the executes posted to `p` that this worker has not read yet: they never started,
+ * and go back with the rest (a port's unread messages are lost when the worker ends).
+ */
+function drain(p: ServedPort): void {
+  try {
+    for (let r = receiveMessageOnPort(p.port); r; r = receiveMessageOnPort(p.port)) {
+      const batch = r.message as ToInstancePort[];
+      for (let i = 0; i < batch.length; i++) {
+        const m = batch[i]!;
+        if (m.t === "execute") p.waiting[p.waiting.length] = m;
+      }
+    }
+  } catch {
+    // A runtime without receiveMessageOnPort for this port: what was unread fails with the reason.
   }
 }
 
@@ -301,7 +322,7 @@ function allCancelled(key: string, count: number): boolean {
 /** A frontend worker's port (#30): its executes join the same queue; their BLS calls go to the main thread as exec -1. */
 function servePort(port: MessagePort): void {
   const n = ports++;
-  const served: ServedPort = { reply: undefined!, waiting: [], head: 0 };
+  const served: ServedPort = { port, reply: undefined!, waiting: [], head: 0 };
   const reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void } = serveThread<ToInstancePort, FromInstancePort>(
     (m): void | Promise<void> => {
       const key = `p${n}.${m.id}`;

@@ -22,6 +22,7 @@ import { getLogger } from "../../core/logger.ts";
 import { Thread } from "../../core/threads/thread.ts";
 import type { InferenceRequest, InferenceResponse, InitializeArgs, ModelLogger, TritonModel } from "./api.ts";
 import type { CustomMetrics, MetricsScope } from "../custom-metrics.ts";
+import type { SharedChannel } from "../connect.ts";
 import {
   endedSlot,
   workerEnded,
@@ -260,7 +261,7 @@ export class WorkerModel implements TritonModel {
    * serves (starting, restarting, gone, or ended: ENDED set). A worker that ends closes its
    * ports; one that reports a fault sets ENDED (endedFlag) first.
    */
-  connect(): MessagePort | undefined {
+  connect(): SharedChannel | undefined {
     const worker = this.#worker;
     const ended = this.endedFlag;
     if (!worker || !ended || this.#starting || this.#gone) return undefined;
@@ -268,7 +269,7 @@ export class WorkerModel implements TritonModel {
     if ((live & 1) === 1) return undefined;
     const { port1, port2 } = new MessageChannel();
     worker.send({ t: "port", port: port1, ended, live }, [port1]);
-    return port2;
+    return { port: port2, live };
   }
 
   /** Runs the model's finalize in the worker, then ends the worker (after 10 s at most, for a worker stuck in execute). */

@@ -9,7 +9,7 @@
  * event loop is held (the instance's worker tells the frontend worker itself).
  */
 import { describe, expect, it } from "vitest";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { Agent } from "node:http";
 import { join } from "node:path";
 import type { ServerProcess } from "../../helpers/server-process.ts";
@@ -23,8 +23,9 @@ import { answerText, postText } from "../../helpers/http-text.ts";
 /**
  * die: Y = A, one worker-thread instance; A = 1 exits, 2 throws from a timer, 3 leaves a
  * rejection unhandled, 4 posts a message the server cannot handle; 5 waits 300 ms first;
- * 6 exits after 300 ms (time for the requests sent with it to queue behind it); 12 writes
- * `started` next to the module, then exits after 500 ms.
+ * 6 exits after 300 ms (time for the requests sent with it to queue behind it); 14 writes
+ * `holding` next to the module and holds its thread until a file `go` is there, then exits
+ * (the requests sent meanwhile are still unread on its port); 12 writes `started` next to the module, then exits after 500 ms.
  */
 const DIE = `
 export default class Die {
@@ -38,6 +39,13 @@ export default class Die {
     if (a === 5) await new Promise((r) => setTimeout(r, 300));
     if (a === 6) setTimeout(() => process.exit(6), 300);
     if (a === 6) await new Promise(() => {});
+    if (a === 14) {
+      const fs = await import("node:fs");
+      fs.writeFileSync(new URL("holding", import.meta.url), "running");
+      const end = Date.now() + 10000;
+      while (Date.now() < end && !fs.existsSync(new URL("go", import.meta.url)));
+      process.exit(14);
+    }
     if (a === 12) {
       (await import("node:fs")).writeFileSync(new URL("started", import.meta.url), "running");
       setTimeout(() => process.exit(12), 500);
@@ -165,13 +173,26 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
     expect(ca).toEqual({ inference: 112, execution: 112, success: 104, fail: 8 });
   });
 
-  it("requests queued behind the one whose worker ended run on the restarted worker, each answered once", async () => {
+  it.each([
+    [6, "waiting in the worker"],
+    [14, "not yet read by the worker"],
+  ])("requests queued behind the one whose worker ended (%i: %s) run on the restarted worker, each answered once", async (fault) => {
     const results: string[][] = [];
     for (const s of [one, two]) {
       await warmed(s, async (c) => {
         const before = await counts(s.server);
-        // Three calls on one connection: one frontend worker sends them to the instance together.
-        results.push(await Promise.all([c.grpc(6), c.grpc(10), c.grpc(11)]));
+        // Three calls on one connection: one frontend worker sends them to the instance.
+        const faulting = c.grpc(fault);
+        if (fault === 14) {
+          // 10 and 11 reach the instance's port while its thread is held.
+          const dir = join(s.repo.dir, "die", "1");
+          await eventually(async () => expect(existsSync(join(dir, "holding"))).toBe(true));
+          const rest = [c.grpc(10), c.grpc(11)];
+          await new Promise((r) => setTimeout(r, 300));
+          writeFileSync(join(dir, "go"), "");
+          results.push([await faulting, ...(await Promise.all(rest))]);
+          for (const f of ["holding", "go"]) rmSync(join(dir, f));
+        } else results.push(await Promise.all([faulting, c.grpc(10), c.grpc(11)]));
         const after = await counts(s.server);
         expect({ success: after.success - before.success, fail: after.fail - before.fail, execution: after.execution - before.execution }).toEqual({
           success: 2,
@@ -180,7 +201,7 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
         });
       });
     }
-    expect(results[0]).toEqual(["13 model 'die' instance die_0_0: the worker ended: the model called process.exit(6)", "OK 10", "OK 11"]);
+    expect(results[0]).toEqual([`13 model 'die' instance die_0_0: the worker ended: the model called process.exit(${fault})`, "OK 10", "OK 11"]);
     expect(results[1]).toEqual(results[0]);
   });
 

@@ -259,14 +259,51 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     endedSlot.started(s.state, ENDED);
     endedSlot.endIf(s.state, ENDED, old);
     expect(endedSlot.isEnded(s.state, ENDED)).toBe(false);
-    expect(b.load()).toBe(0);
-    // The successor's own fault marks it.
+    // The port reaches the old worker: dropped, and one to the successor asked for.
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
     const live = Atomics.load(s.state, ENDED);
     expect(live).not.toBe(old);
+    const fresh = new MessageChannel();
+    ports.push(fresh.port1, fresh.port2);
+    b.attach(fresh.port1, live);
+    expect(b.load()).toBe(0);
+    // The successor's own fault marks it.
     endedSlot.endIf(s.state, ENDED, live);
     expect(b.load()).toBeUndefined();
     endedSlot.started(s.state, ENDED);
-    expect(b.load()).toBe(0);
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7", "typescript:7"]);
+  });
+
+  it("a port made for a worker that has ended since goes unused once its successor is ready, though its fault report has not come: the request is the main thread's", async () => {
+    const s = setup();
+    const b = connected(s);
+    // The worker faults and its successor is ready before this thread reads the report on the port.
+    endedSlot.endIf(s.state, ENDED, 0);
+    endedSlot.started(s.state, ENDED);
+    const { p, request } = prepared();
+    expect(await b.runPrepared(p)).toBeUndefined();
+    expect(request.inputs[0]!.data.byteLength).toBe(N * 4);
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
+    expect(s.received).toEqual([]);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+  });
+
+  it("a port whose worker has ended, holding a request, waits for the word that fails it before one to the successor is asked for", async () => {
+    const s = setup();
+    const b = connected(s);
+    const run = b.runPrepared(prepared().p);
+    await expect.poll(() => s.received.length).toBe(1);
+    endedSlot.end(s.state, ENDED);
+    endedSlot.started(s.state, ENDED);
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7"]);
+    b.ended(internal("model 'm' instance m_0: the worker ended: uncaught exception: Error: boom"));
+    expect((await run)!.outcome.error!.message).toBe("model 'm' instance m_0: the worker ended: uncaught exception: Error: boom");
+    expect(b.load()).toBeUndefined();
+    expect(s.connects).toEqual(["typescript:7", "typescript:7"]);
   });
 
   it("once closed, is kept for the owner's word only while it holds a request: done is told when that is answered, or failed by the word", async () => {
