@@ -74,6 +74,8 @@ export class TsBorrowed implements BorrowedInstance {
   #port: MessagePort | undefined;
   /** The ENDED slot's value the port was made under: once the slot holds another, the port's worker has ended (a fresh one may be ready already). */
   #live = 0;
+  /** The instance's worker serves the port (its `serving` came): nothing is sent before, since a fault before then would lose it. */
+  #serving = false;
   /** A port was asked of the main thread and has not come yet. */
   #asked = false;
   #closed = false;
@@ -105,6 +107,7 @@ export class TsBorrowed implements BorrowedInstance {
       }
       return undefined;
     }
+    if (!this.#serving) return undefined;
     return Atomics.load(this.#shared.state, BUSY);
   }
 
@@ -130,6 +133,7 @@ export class TsBorrowed implements BorrowedInstance {
     }
     this.#port = port;
     this.#live = live;
+    this.#serving = false;
     this.#thread = new Thread<ToInstancePort, FromInstancePort>(
       port as unknown as WorkerLike,
       {
@@ -148,7 +152,7 @@ export class TsBorrowed implements BorrowedInstance {
   runPrepared(prepared: PreparedRequest, own = true): Promise<PreparedRun | undefined> {
     const thread = this.#thread;
     // A retired instance is finalizing: the main thread runs the request (whole: nothing was transferred yet).
-    if (!thread || this.#closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
+    if (!thread || !this.#serving || this.#closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
     const t0 = nowNs();
     const plain: PlainRequest = { ...requestFields(prepared), cancelled: false };
     const request = prepared.request;
@@ -168,6 +172,10 @@ export class TsBorrowed implements BorrowedInstance {
   }
 
   #answer(m: FromInstancePort): void {
+    if (m.t === "serving") {
+      this.#serving = true;
+      return;
+    }
     if (m.t === "fatal") return this.#fatal(m.reason, m.back);
     const w = this.#take(m.id);
     if (!w) return;

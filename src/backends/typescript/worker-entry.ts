@@ -74,8 +74,8 @@ interface ServedPort extends Fifo<Extract<ToInstancePort, { t: "execute" }>> {
   port: MessagePort;
   reply: { post(m: FromInstancePort, transfer?: ArrayBuffer[]): void };
 }
-/** The main thread's executes (their ids) that have not started: handed back with `fatal`, for the restarted worker to run. */
-const mainWaiting: Fifo<number> = { waiting: [], head: 0 };
+/** The id of the main thread's last execute that started here (-1: none). Its ids rise and start in order, so every later one, read or not, never started: `fatal` hands them back. */
+let mainStarted = -1;
 /** The frontend workers' ports: each is told of a fault too (tellFatal). */
 const servedPorts: ServedPort[] = [];
 /** The instance's shared ENDED slot, once a port came: set before the fault is reported, so that no frontend worker sends here once it is; `live`: its value while this worker serves (endedSlot). */
@@ -87,9 +87,7 @@ function fatal(reason: string, code: number): never {
     if (ended) endedSlot.endIf(ended, 0, live);
     // The ports first: a frontend worker hears of the fault (and takes back what never started) before the main thread's word of it.
     for (let i = 0; i < servedPorts.length; i++) tellFatal(servedPorts[i]!, reason);
-    const back: number[] = [];
-    for (let i = mainWaiting.head; i < mainWaiting.waiting.length; i++) back[back.length] = mainWaiting.waiting[i]!;
-    post({ t: "fatal", reason, back });
+    post({ t: "fatal", reason, started: mainStarted });
   }
   return exit(code);
 }
@@ -302,9 +300,8 @@ async function run(requests: unknown[], key: string, exec: number | undefined): 
 
 function execute(m: Extract<ToModelWorker, { t: "execute" }>): Promise<void> {
   const requests = accept(String(m.id), m.id, m.requests);
-  mainWaiting.waiting[mainWaiting.waiting.length] = m.id;
   return queued(async () => {
-    started(mainWaiting);
+    mainStarted = m.id;
     const r = await run(requests, String(m.id), m.id);
     post(r.thrown ? { t: "done", id: m.id, thrown: r.thrown } : { t: "done", id: m.id, responses: r.responses });
   });
@@ -347,6 +344,8 @@ function servePort(port: MessagePort): void {
   );
   served.reply = reply;
   servedPorts[servedPorts.length] = served;
+  // From now on a fault tells this port and takes back what is unread on it: the frontend worker sends nothing before.
+  reply.post({ t: "serving" });
 }
 
 async function receive(m: ToModelWorker): Promise<void> {

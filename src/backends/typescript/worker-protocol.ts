@@ -66,6 +66,8 @@ export type ToInstancePort =
   { t: "execute"; id: number; requests: PlainRequest[]; buffers: ArrayBuffer[] } | { t: "cancel"; id: number; index: number };
 
 export type FromInstancePort =
+  /** The worker serves the port now (its first message): a fault from here on is told on it, and what is unread on it handed back. */
+  | { t: "serving" }
   /** `waitNs`: how long the execute waited behind others here. */
   | { t: "done"; id: number; waitNs: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
   | { t: "done"; id: number; waitNs: number; thrown: ModelError; responses?: undefined }
@@ -108,8 +110,8 @@ export type FromModelWorker =
   | { t: "config"; found: boolean; config: unknown }
   /** Where autoComplete failed: importing the module, finding its class, or in autoCompleteConfig. */
   | { t: "configError"; stage: "import" | "class" | "autoComplete"; error: ModelError }
-  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. `back`: the ids of the executes it had not started (the restarted worker runs them). */
-  | { t: "fatal"; reason: string; back: number[] }
+  /** The model left a fault (unhandled rejection, uncaught exception, process.exit): the worker ends next. `started`: the id of the last execute that started (-1: none); every later one never started, read or not (the restarted worker runs them). */
+  | { t: "fatal"; reason: string; started: number }
   | { t: "log"; level: LogLevel; msg: string }
   | { t: "done"; id: number; responses: InferenceResponse[] | undefined; thrown?: undefined }
   | { t: "done"; id: number; thrown: ModelError; responses?: undefined }

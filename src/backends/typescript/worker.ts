@@ -217,16 +217,16 @@ export class WorkerModel implements TritonModel {
   }
 
   /**
-   * The executes a worker that reported a fault had not started (`back`): taken from what
-   * fails, to run again once the next worker is ready (as one thread's scheduler keeps
-   * them); they fail only if the instance gives up.
+   * The executes a worker that reported a fault had not started (those after `started`, its
+   * last started one, read or not): taken from what fails, to run again once the next
+   * worker is ready (as one thread's scheduler keeps them); they fail only if the instance
+   * gives up.
    */
-  #takeBack(back: unknown): Pending[] {
+  #takeBack(started: unknown): Pending[] {
     const held: Pending[] = [];
-    if (!Array.isArray(back)) return held;
-    for (const id of back) {
-      const p = typeof id === "number" ? this.#pending.get(id) : undefined;
-      if (!p) continue;
+    if (typeof started !== "number") return held;
+    for (const [id, p] of [...this.#pending]) {
+      if (id <= started) continue;
       this.#pending.delete(id);
       for (let i = 0; i < p.requests.length; i++) {
         this.#senders.delete(`${id}:${i}`);
@@ -333,9 +333,9 @@ export class WorkerModel implements TritonModel {
   }
 
   /** The worker ended (or must): fail what it held, then start a fresh one unless the instance gave up. */
-  #ended(worker: ModelThread, reason: string, back?: unknown): void {
+  #ended(worker: ModelThread, reason: string, started?: unknown): void {
     if (this.#worker !== worker) return; // ended on purpose, or already handled
-    const held = this.#takeBack(back);
+    const held = this.#takeBack(started);
     const who = `model '${this.#owner.model}' instance ${this.#owner.instance}`;
     const error = internal(workerEnded(this.#owner.model, this.#owner.instance, reason));
     this.#stop(worker, error);
@@ -415,7 +415,7 @@ export class WorkerModel implements TritonModel {
         break;
       }
       case "fatal":
-        this.#ended(worker, `ended: ${String(m.reason)}`, m.back);
+        this.#ended(worker, `ended: ${String(m.reason)}`, m.started);
         break;
       case "log":
         if (!LOG_LEVELS.has(m.level)) throw new Error(`log level '${String(m.level)}'`);

@@ -205,25 +205,57 @@ describe("a TypeScript instance's worker that ends under a request a frontend wo
     expect(results[1]).toEqual(results[0]);
   });
 
-  it("a main-thread request queued behind a faulting direct one runs on the restarted worker, as on one thread", async () => {
+  it.each([
+    [12, "read by the worker"],
+    [14, "not yet read by the worker"],
+  ])("a main-thread request queued behind a faulting direct one (%i: %s) runs on the restarted worker, as on one thread", async (fault) => {
     const out: string[][] = [];
     for (const s of [one, two]) {
       await warmed(s, async (c) => {
-        const marker = join(s.repo.dir, "die", "1", "started");
+        const dir = join(s.repo.dir, "die", "1");
+        const marker = join(dir, fault === 12 ? "started" : "holding");
         // On two threads the warm connection's frontend worker sends this one straight to the instance.
-        const faulting = c.grpc(12);
+        const faulting = c.grpc(fault);
         await eventually(async () => expect(existsSync(marker)).toBe(true));
-        // A `priority` makes the request the main thread's (its scheduler reads it): it goes to the worker while 12 runs.
+        // A `priority` makes the request the main thread's (its scheduler reads it): it goes to the worker while the fault's runs.
         const body = JSON.stringify({ parameters: { priority: 1 }, inputs: [{ name: "A", datatype: "INT32", shape: [1], data: [13] }] });
         const queued = postText(`${s.server.url}/v2/models/die/infer`, body).result.then(answerText);
+        if (fault === 14) {
+          await new Promise((r) => setTimeout(r, 300));
+          writeFileSync(join(dir, "go"), "");
+        }
         out.push([await faulting, await queued]);
-        rmSync(marker);
+        for (const f of [marker, join(dir, "go")]) rmSync(f, { force: true });
       });
     }
     expect(out[0]).toEqual([
-      "13 model 'die' instance die_0_0: the worker ended: the model called process.exit(12)",
+      `13 model 'die' instance die_0_0: the worker ended: the model called process.exit(${fault})`,
       '200 {"model_name":"die","model_version":"1","outputs":[{"name":"Y","datatype":"INT32","shape":[1],"data":[13]}]}',
     ]);
+    expect(out[1]).toEqual(out[0]);
+  });
+
+  it("a port given to a frontend worker while the instance's thread is held is not used before the worker serves it: requests sent meanwhile run on the restarted worker", async () => {
+    const out: string[][] = [];
+    for (const s of [one, two]) {
+      await warmed(s, async (c) => {
+        const dir = join(s.repo.dir, "die", "1");
+        // A restart: no frontend worker holds a port to the fresh worker; HTTP's gets one again.
+        expect(await c.http(1)).toMatch(/^500 /);
+        for (let i = 0; i < 6; i++) await c.http(7);
+        const faulting = c.http(14);
+        await eventually(async () => expect(existsSync(join(dir, "holding"))).toBe(true));
+        // gRPC's frontend worker asks for a port (10 is the main thread's meanwhile); the held worker cannot read it yet.
+        const first = c.grpc(10);
+        await new Promise((r) => setTimeout(r, 300));
+        const second = c.grpc(11);
+        await new Promise((r) => setTimeout(r, 300));
+        writeFileSync(join(dir, "go"), "");
+        out.push([same(s, await faulting), await first, await second]);
+        for (const f of ["holding", "go"]) rmSync(join(dir, f));
+      });
+    }
+    expect(out[0]).toEqual(['500 {"error":"model \'die\' instance die_0_0: the worker ended: the model called process.exit(14)"}', "OK 10", "OK 11"]);
     expect(out[1]).toEqual(out[0]);
   });
 

@@ -70,19 +70,22 @@ function prepared(): { p: PreparedRequest; request: InferenceRequest } {
   return { p, request };
 }
 
-const connected = (s: ReturnType<typeof setup>): TsBorrowed => {
+const connected = async (s: ReturnType<typeof setup>): Promise<TsBorrowed> => {
   expect(s.borrowed.load()).toBeUndefined();
   expect(s.borrowed.load()).toBeUndefined();
   expect(s.connects).toEqual(["typescript:7"]);
   s.borrowed.attach(s.port1);
-  expect(s.borrowed.load()).toBe(0);
+  // Nothing goes to the port before the worker says it serves it.
+  expect(s.borrowed.load()).toBeUndefined();
+  s.port2.postMessage([{ t: "serving" }]);
+  await expect.poll(() => s.borrowed.load()).toBe(0);
   return s.borrowed;
 };
 
 describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", () => {
   it("asks for a port once, transfers the large input, and checks the answer as the main thread does", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     s.onExecute((m, reply) => {
       expect(Atomics.load(s.state, BUSY)).toBe(1);
       const x = m.requests[0]!.inputs[0]!;
@@ -110,7 +113,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("a model's error and a wrong answer fail the request in the main thread's words", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     s.onExecute((m, reply) =>
       reply(
         m.id === 0
@@ -126,7 +129,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("a client's cancellation is relayed; one that came while the request waited ends it unrun, CANCELLED", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     const controller = new AbortController();
     const { p } = prepared();
     p.request.signal = controller.signal;
@@ -141,7 +144,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("a request the finalizing instance hands back comes back whole, for the main thread", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     s.onExecute((m, reply) => reply({ t: "retired", id: m.id, buffers: m.buffers }, m.buffers));
     const { p, request } = prepared();
     expect(await b.runPrepared(p)).toBeUndefined();
@@ -151,7 +154,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("sends nothing to a retired instance: the main thread runs the request", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     Atomics.store(s.state, RETIRED, 1);
     const { p, request } = prepared();
     expect(await b.runPrepared(p)).toBeUndefined();
@@ -167,7 +170,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     const aborted = unavailable("model 'm' version 1 was unloaded while this request ran (aborted after 1 s)");
     for (const word of [aborted, undefined]) {
       const s = setup();
-      const b = connected(s);
+      const b = await connected(s);
       s.onExecute(() => {
         Atomics.store(s.state, RETIRED, 1);
         s.port2.close();
@@ -186,7 +189,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("a worker that reports a fault fails the request it ran at once, INTERNAL with the main thread's words, and hands back whole the one that never started", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     const executes: Extract<ToInstancePort, { t: "execute" }>[] = [];
     s.onExecute((m) => {
       executes.push(m);
@@ -213,7 +216,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
   it("a port that closes with no report waits for the main thread's reason: each request fails once, with it", async () => {
     const message = "model 'm' instance m_0: the worker sent a message the server cannot handle (not a batch of messages)";
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     let ran = 0;
     s.onExecute(() => {
       if (++ran === 2) s.port2.close();
@@ -230,7 +233,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(Atomics.load(s.state, BUSY)).toBe(0);
     // Told with no reason (the owner stopped it) and not retired: the bare words.
     const t = setup();
-    const c = connected(t);
+    const c = await connected(t);
     const run = c.runPrepared(prepared().p);
     await expect.poll(() => t.received.length).toBe(1);
     c.ended(undefined);
@@ -238,9 +241,9 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect([e.code, e.message]).toEqual(["INTERNAL", "model 'm' instance m_0: the worker ended"]);
   });
 
-  it("sends nothing to a port whose worker has ended (ENDED) and asks for no other until told", () => {
+  it("sends nothing to a port whose worker has ended (ENDED) and asks for no other until told", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     Atomics.store(s.state, ENDED, 1);
     expect(b.load()).toBeUndefined();
     expect(s.connects).toEqual(["typescript:7"]);
@@ -248,9 +251,9 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(b.load()).toBe(0);
   });
 
-  it("a worker the main thread already ended that reports its fault after its successor is ready leaves ENDED clear (its generation)", () => {
+  it("a worker the main thread already ended that reports its fault after its successor is ready leaves ENDED clear (its generation)", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     // The old worker was connected under the slot's value then; the main thread ends it (a message it cannot handle).
     const old = Atomics.load(s.state, ENDED);
     endedSlot.end(s.state, ENDED);
@@ -267,7 +270,8 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     const fresh = new MessageChannel();
     ports.push(fresh.port1, fresh.port2);
     b.attach(fresh.port1, live);
-    expect(b.load()).toBe(0);
+    fresh.port2.postMessage([{ t: "serving" }]);
+    await expect.poll(() => b.load()).toBe(0);
     // The successor's own fault marks it.
     endedSlot.endIf(s.state, ENDED, live);
     expect(b.load()).toBeUndefined();
@@ -278,7 +282,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("a port made for a worker that has ended since goes unused once its successor is ready, though its fault report has not come: the request is the main thread's", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     // The worker faults and its successor is ready before this thread reads the report on the port.
     endedSlot.endIf(s.state, ENDED, 0);
     endedSlot.started(s.state, ENDED);
@@ -293,7 +297,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("a port whose worker has ended, holding a request, waits for the word that fails it before one to the successor is asked for", async () => {
     const s = setup();
-    const b = connected(s);
+    const b = await connected(s);
     const run = b.runPrepared(prepared().p);
     await expect.poll(() => s.received.length).toBe(1);
     endedSlot.end(s.state, ENDED);
@@ -308,7 +312,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
 
   it("once closed, is kept for the owner's word only while it holds a request: done is told when that is answered, or failed by the word", async () => {
     const idle = setup();
-    connected(idle).close();
+    (await connected(idle)).close();
     expect(idle.borrowed.closing(() => expect.unreachable())).toBe(false);
     const unattached = setup();
     expect(unattached.borrowed.load()).toBeUndefined();
@@ -316,7 +320,7 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(unattached.borrowed.closing(() => expect.unreachable())).toBe(false);
     for (const how of ["answered", "ended"] as const) {
       const s = setup();
-      const b = connected(s);
+      const b = await connected(s);
       let reply = () => {};
       s.onExecute(
         (m, r) =>
