@@ -236,13 +236,16 @@ export class Listeners {
     const server = this.#server;
     const threads = frontendThreads(o.grpcInferThreadCount);
     if (threads > 1) await ensurePortFree(o.grpcAddress, o.grpcPort, o.reuseGrpcPort);
-    // Imported when started: with --allow-grpc=false neither the gRPC frontend nor grpc-js is evaluated (#30).
-    const { listenGrpc } = await import("../frontends/grpc/server.ts");
-    const { listenGrpcWorkers } = await import("../frontends/grpc/workers.ts");
-    const listen =
-      threads > 1
-        ? (opts: GrpcListenOptions) => listenGrpcWorkers(threads, server, opts, this.#directModels(o), early)
-        : (opts: GrpcListenOptions) => listenGrpc(server, opts);
+    // Imported when started: with --allow-grpc=false neither the gRPC frontend nor grpc-js is
+    // evaluated, and with worker threads the main thread evaluates no gRPC server or protos (#30).
+    let listen: (opts: GrpcListenOptions) => Promise<GrpcListener>;
+    if (threads > 1) {
+      const { listenGrpcWorkers } = await import("../frontends/grpc/workers.ts");
+      listen = (opts) => listenGrpcWorkers(threads, server, opts, this.#directModels(o), early);
+    } else {
+      const { listenGrpc } = await import("../frontends/grpc/server.ts");
+      listen = (opts) => listenGrpc(server, opts);
+    }
     return listen({
       restricted: restrictionMap(o.grpcRestrictedProtocol),
       headerForward: compileHeaderForwardPattern("grpc-header-forward-pattern", o.grpcHeaderForwardPattern),

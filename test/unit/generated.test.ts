@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import protobuf from "protobufjs";
 import { MODEL_CONFIG_DESCRIPTOR } from "../../src/model-config/model-config-descriptor.generated.ts";
-import { grpcRoot } from "../../src/frontends/grpc/protos.ts";
+import { grpcRoot, serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 
 const root = resolve(import.meta.dirname, "../..");
 const GENERATED = [
@@ -60,5 +60,31 @@ describe("generated proto descriptors (#30: reflected at start instead of parsin
         .lookupService("grpc.health.v1.Health")
         .methodsArray.map((m) => m.name),
     ).toEqual(expected.lookupService("grpc.health.v1.Health").methodsArray.map((m) => m.name));
+  });
+
+  it("the service definitions, made from the generated descriptor without reflection, have the protos' paths, streaming flags and codecs", () => {
+    const texts = ["model_config", "grpc_service", "health"].map((p) => readFileSync(join(root, `proto/${p}.proto`), "utf8"));
+    const expected = parsed(...texts);
+    for (const name of ["inference.GRPCInferenceService", "grpc.health.v1.Health"]) {
+      const service = expected.lookupService(name);
+      const def = serviceDefinition(name) as Record<string, { path: string; requestStream: boolean; responseStream: boolean; originalName: string }>;
+      expect(Object.keys(def)).toEqual(service.methodsArray.map((m) => m.name));
+      for (const m of service.methodsArray) {
+        expect(def[m.name]).toMatchObject({
+          path: `/${name}/${m.name}`,
+          requestStream: !!m.requestStream,
+          responseStream: !!m.responseStream,
+          originalName: m.name,
+        });
+      }
+    }
+    const infer = serviceDefinition("inference.GRPCInferenceService").ModelConfig!;
+    const config = { config: { name: "m", max_batch_size: 8, input: [{ name: "X", data_type: "TYPE_FP32", dims: [3] }] } };
+    const t = expected.lookupType("inference.ModelConfigResponse");
+    const bytes = infer.responseSerialize(config);
+    expect(Buffer.from(bytes).toString("hex")).toBe(Buffer.from(t.encode(t.fromObject(config)).finish()).toString("hex"));
+    expect(infer.responseDeserialize(bytes)).toEqual(
+      t.toObject(t.decode(bytes), { longs: Number, enums: String, oneofs: true, defaults: false, arrays: true }),
+    );
   });
 });

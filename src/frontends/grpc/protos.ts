@@ -38,26 +38,61 @@ export const REQUEST_DECODE: protobuf.IConversionOptions = { ...TO_OBJECT, longs
 // Without long.js protobufjs decodes 64-bit fields into doubles before toObject sees them.
 if (!protobuf.util.Long) throw new Error("protobufjs has no 64-bit integer support (the 'long' package is missing)");
 
-/** A grpc-js ServiceDefinition for `serviceName` whose handlers take and return plain objects. */
+interface MethodDescriptor {
+  requestType: string;
+  responseType: string;
+  requestStream?: boolean;
+  responseStream?: boolean;
+}
+
+/** `serviceName`'s methods as the generated descriptor lists them (no reflection needed). */
+function methodsOf(serviceName: string): Record<string, MethodDescriptor> {
+  let ns: { nested?: Record<string, unknown>; methods?: Record<string, MethodDescriptor> } | undefined = GRPC_DESCRIPTOR;
+  for (const part of serviceName.split(".")) ns = ns?.nested?.[part] as typeof ns;
+  if (!ns?.methods) throw new Error(`no gRPC service '${serviceName}'`);
+  return ns.methods;
+}
+
+/**
+ * A grpc-js ServiceDefinition for `serviceName` whose handlers take and return plain
+ * objects. Its paths and streaming flags come from the generated descriptor; the protos are
+ * reflected (grpcRoot, 15-25 ms) at the first call that needs a (de)serializer, not while
+ * the server starts (#30: start to ready).
+ */
 export function serviceDefinition(serviceName: string): ServiceDefinition {
-  const service = grpcRoot().lookupService(serviceName);
   const def: Record<string, unknown> = {};
-  for (const method of service.methodsArray) {
-    method.resolve();
-    const req = method.resolvedRequestType!;
-    const res = method.resolvedResponseType!;
-    def[method.name] = {
-      path: `/${service.fullName.replace(/^\./, "")}/${method.name}`,
-      requestStream: !!method.requestStream,
-      responseStream: !!method.responseStream,
-      requestSerialize: (obj: object) => Buffer.from(req.encode(req.fromObject(obj)).finish()),
-      requestDeserialize: (buf: Buffer) => req.toObject(req.decode(buf), REQUEST_DECODE),
+  for (const [name, m] of Object.entries(methodsOf(serviceName))) {
+    let types: { req: protobuf.Type; res: protobuf.Type } | undefined;
+    const resolved = () => {
+      if (!types) {
+        const method = grpcRoot().lookupService(serviceName).methods[name]!;
+        method.resolve();
+        types = { req: method.resolvedRequestType!, res: method.resolvedResponseType! };
+      }
+      return types;
+    };
+    def[name] = {
+      path: `/${serviceName}/${name}`,
+      requestStream: !!m.requestStream,
+      responseStream: !!m.responseStream,
+      requestSerialize: (obj: object) => {
+        const { req } = resolved();
+        return Buffer.from(req.encode(req.fromObject(obj)).finish());
+      },
+      requestDeserialize: (buf: Buffer) => {
+        const { req } = resolved();
+        return req.toObject(req.decode(buf), REQUEST_DECODE);
+      },
       responseSerialize: (obj: object) => {
+        const { res } = resolved();
         const bytes = res.encode(res.fromObject(obj)).finish();
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       },
-      responseDeserialize: (buf: Buffer) => res.toObject(res.decode(buf), TO_OBJECT),
-      originalName: method.name,
+      responseDeserialize: (buf: Buffer) => {
+        const { res } = resolved();
+        return res.toObject(res.decode(buf), TO_OBJECT);
+      },
+      originalName: name,
     };
   }
   return def as ServiceDefinition;
