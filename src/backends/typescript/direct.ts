@@ -15,7 +15,9 @@
  * the worker, or saw it end), which the port's close waits for. A port is known by the
  * ENDED slot's value it was made under: once the slot holds another, nothing more goes to
  * it, even where the fault's report on it has not been read yet and a fresh worker is
- * ready (a request sent there would be lost with the old worker).
+ * ready (a request sent there would be lost with the old worker). A turn's requests are
+ * posted together at its end, after that check again: those the worker can no longer take
+ * go back whole to the main thread.
  */
 import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
@@ -83,6 +85,9 @@ export class TsBorrowed implements BorrowedInstance {
   #done: (() => void) | undefined;
   readonly #pending = new Map<number, Waiting>();
   #next = 0;
+  /** What this turn sends on the port, posted as one batch at its end (#flush), once the port is checked again. */
+  #outbox: ToInstancePort[] = [];
+  #outTransfer: ArrayBuffer[] = [];
 
   constructor(shared: SharedTsInstance, connect: (key: string) => void) {
     this.key = shared.key;
@@ -141,7 +146,8 @@ export class TsBorrowed implements BorrowedInstance {
         // The instance's worker ended (a fault, a restart, an unload past its limit): its port closed.
         exit: () => this.#lost(port),
       },
-      { batch: true },
+      // Received through the Thread; posted in batches by #send/#flush, which check the port first.
+      { batch: false },
     );
   }
 
@@ -150,9 +156,8 @@ export class TsBorrowed implements BorrowedInstance {
   }
 
   runPrepared(prepared: PreparedRequest, own = true): Promise<PreparedRun | undefined> {
-    const thread = this.#thread;
     // A retired instance is finalizing: the main thread runs the request (whole: nothing was transferred yet).
-    if (!thread || !this.#serving || this.#closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
+    if (!this.#thread || !this.#serving || this.#closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
     const t0 = nowNs();
     const plain: PlainRequest = { ...requestFields(prepared), cancelled: false };
     const request = prepared.request;
@@ -164,11 +169,44 @@ export class TsBorrowed implements BorrowedInstance {
     const t1 = nowNs();
     return new Promise((resolve, reject) => {
       const signal = request.signal;
-      const cancel = () => this.#thread?.send({ t: "cancel", id, index: 0 });
+      const cancel = () => this.#send({ t: "cancel", id, index: 0 });
       signal?.addEventListener("abort", cancel, { once: true });
       this.#pending.set(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
-      thread.send({ t: "execute", id, requests: [plain], buffers }, buffers);
+      this.#send({ t: "execute", id, requests: [plain], buffers }, buffers);
     });
+  }
+
+  /** Queues `m` for this turn's batch. */
+  #send(m: ToInstancePort, transfer?: ArrayBuffer[]): void {
+    if (!this.#port) return;
+    this.#outbox.push(m);
+    if (transfer) for (const b of transfer) this.#outTransfer.push(b);
+    if (this.#outbox.length === 1) setImmediate(this.#flush);
+  }
+
+  /**
+   * Posts this turn's batch, unless the port's worker has ended since the requests were
+   * given to it: then they go back whole (nothing was transferred yet) for the main thread
+   * to run, where one sent now would be lost with the worker.
+   */
+  readonly #flush = (): void => {
+    if (this.#outbox.length === 0) return;
+    const port = this.#port;
+    if (!port || this.#stale()) return this.#unsend();
+    const batch = this.#outbox;
+    const transfer = this.#outTransfer;
+    this.#outbox = [];
+    this.#outTransfer = [];
+    port.postMessage(batch, transfer);
+  };
+
+  /** The executes not posted yet go back whole to the main thread; their cancellations are moot. */
+  #unsend(): void {
+    const batch = this.#outbox;
+    this.#outbox = [];
+    this.#outTransfer = [];
+    for (const m of batch) if (m.t === "execute") this.#take(m.id)?.resolve(undefined);
+    this.#closeIfDone();
   }
 
   #answer(m: FromInstancePort): void {
@@ -223,6 +261,7 @@ export class TsBorrowed implements BorrowedInstance {
    * restarted worker (as one thread's queue keeps them); the rest fail with the reason.
    */
   #fatal(reason: unknown, back: { id: number; buffers: ArrayBuffer[] }[] | undefined): void {
+    this.#unsend();
     if (Array.isArray(back)) {
       for (const b of back) {
         const w = this.#take(b.id);
@@ -242,6 +281,8 @@ export class TsBorrowed implements BorrowedInstance {
    */
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
+    // Never posted: they go to the main thread, whole.
+    this.#unsend();
     this.#drop();
     if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));

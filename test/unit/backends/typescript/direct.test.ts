@@ -295,6 +295,35 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(Atomics.load(s.state, BUSY)).toBe(0);
   });
 
+  it("a request given to the port in the turn its worker faults is not posted to it: it goes back whole, for the main thread", async () => {
+    const s = setup();
+    const b = await connected(s);
+    const { p, request } = prepared();
+    const run = b.runPrepared(p);
+    // The worker faults before this turn's batch is posted (its fatal() marks the slot first).
+    endedSlot.endIf(s.state, ENDED, 0);
+    expect(await run).toBeUndefined();
+    expect(new Float32Array(request.inputs[0]!.data.slice().buffer)).toEqual(values);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(s.received).toEqual([]);
+  });
+
+  it("requests waiting for this turn's batch when the worker's fault is reported go back whole; the one it ran fails", async () => {
+    const s = setup();
+    const b = await connected(s);
+    const first = b.runPrepared(prepared().p);
+    await expect.poll(() => s.received.length).toBe(1);
+    const second = prepared();
+    const waiting = b.runPrepared(second.p);
+    // The report is read in the same turn, before the batch with the second request is posted.
+    b.ended(internal("model 'm' instance m_0: the worker ended: the model called process.exit(3)"));
+    expect((await first)!.outcome.error!.message).toBe("model 'm' instance m_0: the worker ended: the model called process.exit(3)");
+    expect(await waiting).toBeUndefined();
+    expect(new Float32Array(second.request.inputs[0]!.data.slice().buffer)).toEqual(values);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+  });
+
   it("a port whose worker has ended, holding a request, waits for the word that fails it before one to the successor is asked for", async () => {
     const s = setup();
     const b = await connected(s);
