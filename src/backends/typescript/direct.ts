@@ -17,7 +17,8 @@
  * it, even where the fault's report on it has not been read yet and a fresh worker is
  * ready (a request sent there would be lost with the old worker). A turn's requests are
  * posted together at its end, after that check again: those the worker can no longer take
- * go back whole to the main thread.
+ * go back whole to the main thread (a fault in the moment between that check and the post
+ * is left to the worker, which reads its ports before it ends).
  */
 import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
@@ -88,6 +89,8 @@ export class TsBorrowed implements BorrowedInstance {
   /** What this turn sends on the port, posted as one batch at its end (#flush), once the port is checked again. */
   #outbox: ToInstancePort[] = [];
   #outTransfer: ArrayBuffer[] = [];
+  /** The port this turn's batch is for: another by the time it is posted gets none of it. */
+  #outPort: MessagePort | undefined;
 
   constructor(shared: SharedTsInstance, connect: (key: string) => void) {
     this.key = shared.key;
@@ -178,26 +181,35 @@ export class TsBorrowed implements BorrowedInstance {
 
   /** Queues `m` for this turn's batch. */
   #send(m: ToInstancePort, transfer?: ArrayBuffer[]): void {
-    if (!this.#port) return;
+    if (this.#outbox.length === 0) {
+      this.#outPort = this.#port;
+      setImmediate(this.#flush);
+    }
     this.#outbox.push(m);
     if (transfer) for (const b of transfer) this.#outTransfer.push(b);
-    if (this.#outbox.length === 1) setImmediate(this.#flush);
   }
 
   /**
-   * Posts this turn's batch, unless the port's worker has ended since the requests were
-   * given to it: then they go back whole (nothing was transferred yet) for the main thread
-   * to run, where one sent now would be lost with the worker.
+   * Posts this turn's batch, unless its port's worker has ended since the requests were
+   * given to it (or the port was dropped, or another taken since): then they go back whole
+   * (nothing was transferred yet) for the main thread to run, where one sent now would
+   * most likely be lost with the worker. A fault between this check and the post is
+   * still possible, but the worker reads what is unread on its ports before it ends.
    */
   readonly #flush = (): void => {
     if (this.#outbox.length === 0) return;
     const port = this.#port;
-    if (!port || this.#stale()) return this.#unsend();
+    if (!port || port !== this.#outPort || !this.#serving || this.#stale()) return this.#unsend();
     const batch = this.#outbox;
     const transfer = this.#outTransfer;
+    try {
+      port.postMessage(batch, transfer);
+    } catch {
+      // Nothing is transferred when the batch cannot be posted: its requests go to the main thread.
+      return this.#unsend();
+    }
     this.#outbox = [];
     this.#outTransfer = [];
-    port.postMessage(batch, transfer);
   };
 
   /** The executes not posted yet go back whole to the main thread; their cancellations are moot. */

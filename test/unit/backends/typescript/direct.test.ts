@@ -324,6 +324,24 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
     expect(Atomics.load(s.state, BUSY)).toBe(0);
   });
 
+  it("a batch that cannot be posted goes back whole to the main thread instead of being left unanswered", async () => {
+    const s = setup();
+    const b = await connected(s);
+    // Two requests over one buffer: the batch would transfer it twice, which postMessage refuses.
+    const one = prepared();
+    const two = prepared();
+    two.request.inputs[0]!.data = one.request.inputs[0]!.data;
+    const runs = [b.runPrepared(one.p), b.runPrepared(two.p)];
+    expect(await Promise.all(runs)).toEqual([undefined, undefined]);
+    expect(new Float32Array(one.request.inputs[0]!.data.slice().buffer)).toEqual(values);
+    expect(Atomics.load(s.state, BUSY)).toBe(0);
+    // The port still serves the next turn's request.
+    s.onExecute((m, reply) =>
+      reply({ t: "done", id: m.id, waitNs: 0, responses: [{ outputs: [{ name: "Y", datatype: "FP32", shape: [N], data: m.requests[0]!.inputs[0]!.data }] }] }),
+    );
+    expect((await b.runPrepared(prepared().p))!.outcome.error).toBeUndefined();
+  });
+
   it("a port whose worker has ended, holding a request, waits for the word that fails it before one to the successor is asked for", async () => {
     const s = setup();
     const b = await connected(s);
