@@ -309,7 +309,9 @@ describe("nereid perf against what perf_analyzer users drive (#33 item 4)", () =
     mkdirSync(data);
     writeFileSync(join(data, "image"), readFileSync(join(ROOT, "docs", "ocr-example.png")));
     const before = await stats("ocr", full);
-    const r = await perf(["-m", "ocr", "-u", http(full), "--input-data", data, "-p", "1000", "-s", "100", "-v"]);
+    // -s 200: any three windows agree. What this checks is the counts, not a steady rate: the
+    // OCR ensemble answers a few requests a window, which vary with the machine's load.
+    const r = await perf(["-m", "ocr", "-u", http(full), "--input-data", data, "-p", "1000", "-s", "200", "-v"]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const n = sent(r.stdout);
