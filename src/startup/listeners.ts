@@ -48,6 +48,17 @@ export function httpFrontendOptions(o: ServerOptions, statusBoard?: StatusBoard)
   };
 }
 
+/**
+ * Starts evaluating the modules the listeners will import (the metrics registry, the gRPC
+ * frontend), so that it overlaps the repository's load rather than following it; a failure
+ * here is left to the listener's own import to report.
+ */
+export function prefetchListenerModules(o: ServerOptions): void {
+  const quiet = (p: Promise<unknown>) => void p.catch(() => undefined);
+  if (o.allowMetrics) quiet(import("../metrics/model-metrics.ts"));
+  if (o.allowGrpc) quiet(frontendThreads(o.grpcInferThreadCount) > 1 ? import("../frontends/grpc/workers.ts") : import("../frontends/grpc/server.ts"));
+}
+
 /** The certificate files of --grpc-use-ssl(-mutual), read once at start; a file that cannot be read stops the start. */
 function grpcTls(o: ServerOptions): { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean } | undefined {
   if (!o.grpcUseSsl && !o.grpcUseSslMutual) return undefined;

@@ -10,7 +10,7 @@ import type { InferenceServer } from "../server/server.ts";
 import { StatusBoard } from "../server/status-board.ts";
 import type { RepositoryPoller } from "../repository/poller.ts";
 import { buildCore, loadRepository, type Core } from "./core.ts";
-import { Listeners, startFrontendWorkersEarly, type ListenPlaces, type ListenRequest } from "./listeners.ts";
+import { Listeners, prefetchListenerModules, startFrontendWorkersEarly, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 import { gracefulShutdown } from "./shutdown.ts";
 import { disableOrtTelemetry } from "../../ffi/onnxruntime/handles.ts";
 
@@ -49,7 +49,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw err;
   }
   try {
-    poller = await loadRepository(core, options);
+    const loading = loadRepository(core, options);
+    // The listeners' modules are evaluated while the sessions are created, not after the load.
+    setImmediate(() => prefetchListenerModules(options));
+    poller = await loading;
   } catch (err) {
     early.terminate();
     await core.close();
