@@ -9,6 +9,7 @@ import { listenGrpcServices, type GrpcListener, type GrpcListenOptions } from ".
 import { fromInferenceResponse, toInferenceRequest, type WireInferRequest } from "./convert.ts";
 import { forwarded } from "./service.ts";
 import { grpcError, grpcStatus } from "./status.ts";
+import { grpcRoot } from "./protos.ts";
 import { ServerError } from "../../core/errors.ts";
 import { LocalAbort } from "../../core/cancel.ts";
 import type { InferenceRequest } from "../../core/request.ts";
@@ -94,6 +95,8 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
     for (const method of c.healthMethods) health[method] = relayUnary("health", method);
     listener = await listenGrpcServices({ inference, health }, opts);
     post({ t: "listening", port: listener.port });
+    // The protos are reflected now that the start no longer waits for it, rather than in the first call.
+    setTimeout(grpcRoot, 0);
   } catch (err) {
     post({ t: "startFailed", message: (err as Error).message });
   }
