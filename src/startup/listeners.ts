@@ -54,10 +54,22 @@ export function httpFrontendOptions(o: ServerOptions, statusBoard?: StatusBoard)
  * here is left to the listener's own import to report.
  */
 export function prefetchListenerModules(o: ServerOptions): void {
+  // The listener awaits the same promise, so a module that fails to evaluate fails its start as before.
   const quiet = (p: Promise<unknown>) => void p.catch(() => undefined);
-  if (o.allowMetrics) quiet(import("../metrics/model-metrics.ts"));
-  if (o.allowGrpc) quiet(frontendThreads(o.grpcInferThreadCount) > 1 ? import("../frontends/grpc/workers.ts") : import("../frontends/grpc/server.ts"));
+  if (o.allowMetrics) quiet(modules.metrics());
+  if (o.allowGrpc) quiet(frontendThreads(o.grpcInferThreadCount) > 1 ? modules.grpcWorkers() : modules.grpcServer());
 }
+
+/** The listeners' modules, each imported once (prefetchListenerModules may have started it). */
+const once = <T>(load: () => Promise<T>): (() => Promise<T>) => {
+  let p: Promise<T> | undefined;
+  return () => (p ??= load());
+};
+const modules = {
+  metrics: once(() => import("../metrics/model-metrics.ts")),
+  grpcWorkers: once(() => import("../frontends/grpc/workers.ts")),
+  grpcServer: once(() => import("../frontends/grpc/server.ts")),
+};
 
 /** The certificate files of --grpc-use-ssl(-mutual), read once at start; a file that cannot be read stops the start. */
 function grpcTls(o: ServerOptions): { cert: Buffer; key: Buffer; root: Buffer | null; mutual: boolean } | undefined {
@@ -192,7 +204,7 @@ export class Listeners {
   async #startMetrics(o: ServerOptions): Promise<void> {
     const server = this.#server;
     // Imported when started: with --allow-metrics=false prom-client is never evaluated (#30).
-    const metrics = await import("../metrics/model-metrics.ts");
+    const metrics = await modules.metrics();
     const registry = (this.#metricsRegistry ??= this.#createMetricsRegistry(o, metrics));
     this.#metricsHandler = createMetricsHandler({ metrics: () => server.statisticsSettled().then(() => registry.metrics()) });
     this.metrics = await listenHttp(this.#metricsHandler, o.metricsAddress, o.metricsPort);
@@ -251,10 +263,10 @@ export class Listeners {
     // evaluated, and with worker threads the main thread evaluates no gRPC server or protos (#30).
     let listen: (opts: GrpcListenOptions) => Promise<GrpcListener>;
     if (threads > 1) {
-      const { listenGrpcWorkers } = await import("../frontends/grpc/workers.ts");
+      const { listenGrpcWorkers } = await modules.grpcWorkers();
       listen = (opts) => listenGrpcWorkers(threads, server, opts, this.#directModels(o), early);
     } else {
-      const { listenGrpc } = await import("../frontends/grpc/server.ts");
+      const { listenGrpc } = await modules.grpcServer();
       listen = (opts) => listenGrpc(server, opts);
     }
     return listen({

@@ -201,7 +201,7 @@ export class TsBorrowed implements BorrowedInstance {
     const port = this.#port;
     if (!port || port !== this.#outPort || !this.#serving || this.#stale()) return this.#unsend();
     const batch = this.#outbox;
-    const transfer = this.#outTransfer;
+    const transfer = this.#outTransfer.length > 1 ? [...new Set(this.#outTransfer)] : this.#outTransfer;
     try {
       port.postMessage(batch, transfer);
     } catch {

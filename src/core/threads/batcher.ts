@@ -28,6 +28,7 @@ export class MessageBatcher<M> {
     const transfer = this.#transfer;
     this.#queue = [];
     this.#transfer = [];
-    this.#post(batch, transfer);
+    // A buffer two messages of the batch share is transferred once (postMessage refuses it twice).
+    this.#post(batch, transfer.length > 1 ? [...new Set(transfer)] : transfer);
   };
 }

@@ -96,7 +96,13 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
     listener = await listenGrpcServices({ inference, health }, opts);
     post({ t: "listening", port: listener.port });
     // The protos are reflected now that the start no longer waits for it, rather than in the first call.
-    setTimeout(grpcRoot, 0);
+    setTimeout(() => {
+      try {
+        grpcRoot();
+      } catch {
+        // The first call that needs the protos reports it.
+      }
+    }, 0);
   } catch (err) {
     post({ t: "startFailed", message: (err as Error).message });
   }

@@ -29,6 +29,23 @@ describe("MessageBatcher", () => {
     expect(posts[0]!.transfer[2]).toBe(z);
   });
 
+  it("transfers a buffer two messages of one batch share once, and the batch posts over a real port", async () => {
+    const { port1, port2 } = new MessageChannel();
+    const got = new Promise<{ data: Uint8Array[] }>((r) => (port2.onmessage = (e) => r(e as unknown as { data: Uint8Array[] })));
+    const b = new MessageBatcher<Uint8Array>((batch, transfer) => port1.postMessage(batch, transfer as ArrayBuffer[]));
+    const shared = new Uint8Array([1, 2, 3, 4]);
+    b.send(shared.subarray(0, 2), [shared.buffer]);
+    b.send(shared.subarray(2), [shared.buffer]);
+    const { data } = await got;
+    expect(data.map((v) => [...v])).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(shared.buffer.byteLength).toBe(0);
+    port1.close();
+    port2.close();
+  });
+
   it("starts a new batch each turn and posts nothing for a quiet one", async () => {
     const posts: { batch: number[]; transfer: Transfer[] }[] = [];
     const b = new MessageBatcher<number>((batch, transfer) => posts.push({ batch, transfer }));

@@ -327,13 +327,14 @@ describe("TsBorrowed: a worker-thread TypeScript instance reached over a port", 
   it("a batch that cannot be posted goes back whole to the main thread instead of being left unanswered", async () => {
     const s = setup();
     const b = await connected(s);
-    // Two requests over one buffer: the batch would transfer it twice, which postMessage refuses.
+    // A parameter structured clone refuses (a function): postMessage throws, nothing is transferred.
     const one = prepared();
     const two = prepared();
-    two.request.inputs[0]!.data = one.request.inputs[0]!.data;
+    two.request.parameters = { f: (() => 1) as unknown as string };
     const runs = [b.runPrepared(one.p), b.runPrepared(two.p)];
     expect(await Promise.all(runs)).toEqual([undefined, undefined]);
     expect(new Float32Array(one.request.inputs[0]!.data.slice().buffer)).toEqual(values);
+    expect(new Float32Array(two.request.inputs[0]!.data.slice().buffer)).toEqual(values);
     expect(Atomics.load(s.state, BUSY)).toBe(0);
     // The port still serves the next turn's request.
     s.onExecute((m, reply) =>
