@@ -31,7 +31,7 @@ describe("MessageBatcher", () => {
 
   it("transfers a buffer two messages of one batch share once, and the batch posts over a real port", async () => {
     const { port1, port2 } = new MessageChannel();
-    const got = new Promise<{ data: Uint8Array[] }>((r) => (port2.onmessage = (e) => r(e as unknown as { data: Uint8Array[] })));
+    const got = new Promise<{ data: Uint8Array[] }>((r) => ((port2 as unknown as { onmessage: (e: { data: Uint8Array[] }) => void }).onmessage = r));
     const b = new MessageBatcher<Uint8Array>((batch, transfer) => port1.postMessage(batch, transfer as ArrayBuffer[]));
     const shared = new Uint8Array([1, 2, 3, 4]);
     b.send(shared.subarray(0, 2), [shared.buffer]);
