@@ -7,7 +7,11 @@
  * on a busy machine than the wall time); interleaved runs, medians. --compare adds other binaries
  * (e.g. an older build copied to dist/.compare/<name>/nereid) to the same rounds.
  *
- *   npm run build && bun scripts/bench-startup.ts [--runs=10] [--binary=dist/nereid] [--compare=<binary>,...] [--out=scripts/results/startup.md]
+ *   npm run build && bun scripts/bench-startup.ts [--runs=10] [--binary=dist/nereid] [--compare=<binary>,...] [--all-listeners] [--out=scripts/results/startup.md]
+ *
+ * --all-listeners also starts each binary with its default listeners (gRPC and metrics on
+ * too, as a user runs it) in the same rounds: rows of their own, not compared with the
+ * naive server, which serves HTTP only.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -70,8 +74,11 @@ async function timeToReady(start: () => ChildProcess, url: string): Promise<{ wa
   }
 }
 
+const ALL_LISTENERS = process.argv.includes("--all-listeners");
 const binaries = [BINARY, ...COMPARE];
 const nereid: number[][] = binaries.map(() => []);
+const full: number[][] = binaries.map(() => []);
+const fullCpu: number[][] = binaries.map(() => []);
 const naive: number[] = [];
 const nereidCpu: number[][] = binaries.map(() => []);
 const naiveCpu: number[] = [];
@@ -89,6 +96,14 @@ for (let i = 0; i < RUNS; i++) {
     );
     nereid[b]!.push(r.wall);
     nereidCpu[b]!.push(r.cpu);
+    if (!ALL_LISTENERS) continue;
+    const listeners = [`--http-port=${port}`, `--grpc-port=${port + 100}`, `--metrics-port=${port + 200}`];
+    const f = await timeToReady(
+      () => spawn(binary, [`--model-repository=${repo}`, ...listeners, "--log-info=false"], { stdio: "ignore" }),
+      `http://127.0.0.1:${port}/v2/health/ready`,
+    );
+    full[b]!.push(f.wall);
+    fullCpu[b]!.push(f.cpu);
   }
   const r = await timeToReady(() => spawn(process.execPath, [join(work, "naive.ts"), String(port)], { stdio: "ignore" }), `http://127.0.0.1:${port}/`);
   naive.push(r.wall);
@@ -106,6 +121,7 @@ Spawn to the first 200 of the ready route, ${RUNS} interleaved runs each, median
 | --- | ---: | ---: | ---: |
 ${binaries.map((b, i) => `| ${relative(root, b)} | ${median(nereid[i]!).toFixed(0)} | ${range(nereid[i]!)} | ${median(nereidCpu[i]!).toFixed(0)} |`).join("\n")}
 | naive | ${median(naive).toFixed(0)} | ${range(naive)} | ${median(naiveCpu).toFixed(0)} |
+${ALL_LISTENERS ? binaries.map((b, i) => `| ${relative(root, b)}, gRPC and metrics on too | ${median(full[i]!).toFixed(0)} | ${range(full[i]!)} | ${median(fullCpu[i]!).toFixed(0)} |`).join("\n") : ""}
 
 ${binaries.map((b, i) => `- ${relative(root, b)} ÷ naive: **${(median(nereid[i]!) / median(naive)).toFixed(2)}** (goal ≤ 1.0); CPU to ready ÷ naive's: ${(median(nereidCpu[i]!) / median(naiveCpu)).toFixed(2)}`).join("\n")}
 - load average (1, 5, 15 min) at the start: ${load0}; at the end: ${load1}
