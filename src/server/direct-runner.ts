@@ -206,11 +206,17 @@ export class DirectRunner {
     return this.#relay(request);
   }
 
-  /** The next instance round robin, the least busy first where instances tell (load); undefined when none can take it here. */
+  /**
+   * The next instance round robin, the least busy first where instances tell (load);
+   * undefined when none can take it here, or when every one this thread reaches is busy
+   * while another it cannot reach yet may be idle (the main thread, which sees them all,
+   * picks then, as one thread's scheduler would).
+   */
   #instance(s: Served): BorrowedInstance | undefined {
     const n = s.instances.length;
     let best: BorrowedInstance | undefined;
     let bestLoad = Infinity;
+    let unreached = false;
     for (let k = 0; k < n && bestLoad > 0; k++) {
       const i = (s.next + k) % n;
       let b: BorrowedInstance;
@@ -220,12 +226,13 @@ export class DirectRunner {
         continue;
       }
       const load = b.load ? b.load() : 0;
+      if (load === undefined) unreached = true;
       if (load === undefined || load >= bestLoad) continue;
       best = b;
       bestLoad = load;
       s.next = (i + 1) % n;
     }
-    return best;
+    return unreached && bestLoad > 0 ? undefined : best;
   }
 
   /**

@@ -24,6 +24,7 @@ import { nowNs } from "../../core/clock.ts";
 import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
 import { inputBuffers } from "../../core/threads/transfer.ts";
 import { Thread, type WorkerLike } from "../../core/threads/thread.ts";
+import { MessageBatcher } from "../../core/threads/batcher.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
 import type { InferenceRequest } from "../../core/request.ts";
 import type { ModelConfig } from "../../core/model-config-types.ts";
@@ -86,11 +87,8 @@ export class TsBorrowed implements BorrowedInstance {
   #done: (() => void) | undefined;
   readonly #pending = new Map<number, Waiting>();
   #next = 0;
-  /** What this turn sends on the port, posted as one batch at its end (#flush), once the port is checked again. */
-  #outbox: ToInstancePort[] = [];
-  #outTransfer: ArrayBuffer[] = [];
-  /** The port this turn's batch is for: another by the time it is posted gets none of it. */
-  #outPort: MessagePort | undefined;
+  /** What this turn sends on the port, posted as one batch at its end (#post checks the port again first). */
+  readonly #batcher = new MessageBatcher<ToInstancePort>((batch, transfer) => this.#post(batch, transfer as ArrayBuffer[]));
 
   constructor(shared: SharedTsInstance, connect: (key: string) => void) {
     this.key = shared.key;
@@ -124,7 +122,9 @@ export class TsBorrowed implements BorrowedInstance {
     return Atomics.load(this.#shared.state, ENDED) !== this.#live;
   }
 
+  /** Drops the port; what this turn has not posted on it yet goes to the main thread. */
   #drop(): void {
+    this.#handBack(this.#batcher.take());
     const port = this.#port;
     this.#port = undefined;
     this.#thread = undefined;
@@ -149,7 +149,7 @@ export class TsBorrowed implements BorrowedInstance {
         // The instance's worker ended (a fault, a restart, an unload past its limit): its port closed.
         exit: () => this.#lost(port),
       },
-      // Received through the Thread; posted in batches by #send/#flush, which check the port first.
+      // Received through the Thread; posted through #batcher, which checks the port first.
       { batch: false },
     );
   }
@@ -172,53 +172,37 @@ export class TsBorrowed implements BorrowedInstance {
     const t1 = nowNs();
     return new Promise((resolve, reject) => {
       const signal = request.signal;
-      const cancel = () => this.#send({ t: "cancel", id, index: 0 });
+      const cancel = () => this.#batcher.send({ t: "cancel", id, index: 0 });
       signal?.addEventListener("abort", cancel, { once: true });
       this.#pending.set(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
-      this.#send({ t: "execute", id, requests: [plain], buffers }, buffers);
+      this.#batcher.send({ t: "execute", id, requests: [plain], buffers }, buffers);
     });
   }
 
-  /** Queues `m` for this turn's batch. */
-  #send(m: ToInstancePort, transfer?: ArrayBuffer[]): void {
-    if (this.#outbox.length === 0) {
-      this.#outPort = this.#port;
-      setImmediate(this.#flush);
+  /**
+   * Posts this turn's batch, unless the port's worker has ended since the requests were
+   * given to it: then they go back whole (nothing was transferred yet) for the main thread
+   * to run, where one sent now would most likely be lost with the worker. A fault between
+   * this check and the post is still possible, but the worker reads what is unread on its
+   * ports before it ends.
+   */
+  #post(batch: ToInstancePort[], transfer: ArrayBuffer[]): void {
+    const port = this.#port;
+    if (port && this.#serving && !this.#stale()) {
+      try {
+        port.postMessage(batch, transfer);
+        return;
+      } catch {
+        // Nothing is transferred when the batch cannot be posted: its requests go to the main thread.
+      }
     }
-    this.#outbox.push(m);
-    if (transfer) for (const b of transfer) this.#outTransfer.push(b);
+    this.#handBack(batch);
+    this.#closeIfDone();
   }
 
-  /**
-   * Posts this turn's batch, unless its port's worker has ended since the requests were
-   * given to it (or the port was dropped, or another taken since): then they go back whole
-   * (nothing was transferred yet) for the main thread to run, where one sent now would
-   * most likely be lost with the worker. A fault between this check and the post is
-   * still possible, but the worker reads what is unread on its ports before it ends.
-   */
-  readonly #flush = (): void => {
-    if (this.#outbox.length === 0) return;
-    const port = this.#port;
-    if (!port || port !== this.#outPort || !this.#serving || this.#stale()) return this.#unsend();
-    const batch = this.#outbox;
-    const transfer = this.#outTransfer.length > 1 ? [...new Set(this.#outTransfer)] : this.#outTransfer;
-    try {
-      port.postMessage(batch, transfer);
-    } catch {
-      // Nothing is transferred when the batch cannot be posted: its requests go to the main thread.
-      return this.#unsend();
-    }
-    this.#outbox = [];
-    this.#outTransfer = [];
-  };
-
-  /** The executes not posted yet go back whole to the main thread; their cancellations are moot. */
-  #unsend(): void {
-    const batch = this.#outbox;
-    this.#outbox = [];
-    this.#outTransfer = [];
+  /** The executes of `batch`, never posted, go back whole to the main thread; its cancellations are moot. */
+  #handBack(batch: ToInstancePort[]): void {
     for (const m of batch) if (m.t === "execute") this.#take(m.id)?.resolve(undefined);
-    this.#closeIfDone();
   }
 
   #answer(m: FromInstancePort): void {
@@ -263,8 +247,8 @@ export class TsBorrowed implements BorrowedInstance {
    */
   #lost(port: MessagePort): void {
     if (this.#port !== port) return;
-    this.#port = undefined;
-    this.#thread = undefined;
+    this.#drop();
+    this.#closeIfDone();
   }
 
   /**
@@ -273,7 +257,6 @@ export class TsBorrowed implements BorrowedInstance {
    * restarted worker (as one thread's queue keeps them); the rest fail with the reason.
    */
   #fatal(reason: unknown, back: { id: number; buffers: ArrayBuffer[] }[] | undefined): void {
-    this.#unsend();
     if (Array.isArray(back)) {
       for (const b of back) {
         const w = this.#take(b.id);
@@ -293,8 +276,6 @@ export class TsBorrowed implements BorrowedInstance {
    */
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
-    // Never posted: they go to the main thread, whole.
-    this.#unsend();
     this.#drop();
     if (error) this.#fail(error);
     else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));

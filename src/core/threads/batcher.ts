@@ -23,8 +23,17 @@ export class MessageBatcher<M> {
     if (transfer) this.#transfer.push(...transfer);
     if (this.#queue.length === 1) setImmediate(this.#flush);
   }
+  /** Takes back the messages this turn has not posted (their buffers not transferred): the turn then posts none of them. */
+  take(): M[] {
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#transfer = [];
+    return batch;
+  }
+
   readonly #flush = (): void => {
     const batch = this.#queue;
+    if (batch.length === 0) return;
     const transfer = this.#transfer;
     this.#queue = [];
     this.#transfer = [];

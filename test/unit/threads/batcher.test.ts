@@ -46,6 +46,21 @@ describe("MessageBatcher", () => {
     port2.close();
   });
 
+  it("take() gives back what the turn has not posted, whose buffers stay untransferred; the turn then posts only what is sent after", async () => {
+    const posts: { batch: string[]; transfer: Transfer[] }[] = [];
+    const b = new MessageBatcher<string>((batch, transfer) => posts.push({ batch, transfer }));
+    const x = new ArrayBuffer(8);
+    b.send("a", [x]);
+    b.send("b");
+    expect(b.take()).toEqual(["a", "b"]);
+    expect(b.take()).toEqual([]);
+    b.send("c");
+    await nextTurn();
+    await nextTurn();
+    expect(posts).toEqual([{ batch: ["c"], transfer: [] }]);
+    expect(x.byteLength).toBe(8);
+  });
+
   it("starts a new batch each turn and posts nothing for a quiet one", async () => {
     const posts: { batch: number[]; transfer: Transfer[] }[] = [];
     const b = new MessageBatcher<number>((batch, transfer) => posts.push({ batch, transfer }));
