@@ -5,10 +5,10 @@
 import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION } from "./options.ts";
 import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts";
-import { startServer, type RunningServer } from "./startup/start.ts";
+import type { RunningServer } from "./startup/start.ts";
+import { startThreadsEarly } from "./startup/early-workers.ts";
+import { disableOrtTelemetry } from "../ffi/onnxruntime/telemetry.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
-import { runDevices } from "./devices.ts";
-import { runHealthCheck } from "./health-check.ts";
 
 const log = getLogger("src/main.ts");
 
@@ -27,10 +27,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage() + "\n");
     return 0;
   }
-  if (parsed.kind === "devices") return runDevices(parsed);
+  // The subcommands and the server are imported for what was asked only: the server's
+  // threads start before its modules are evaluated, which then overlaps their start (#30).
+  if (parsed.kind === "devices") return (await import("./devices.ts")).runDevices(parsed);
   // Imported for the subcommand only: its gRPC client is not evaluated when the server starts (#30).
   if (parsed.kind === "perf") return (await import("./perf/perf.ts")).runPerf(parsed.argv);
-  if (parsed.kind === "health") return runHealthCheck(parsed.url);
+  if (parsed.kind === "health") return (await import("./health-check.ts")).runHealthCheck(parsed.url);
   if (parsed.kind === "version") {
     process.stdout.write(`nereid ${VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return 0;
@@ -66,9 +68,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   installStrayErrorHandlers();
   process.once("SIGINT", () => onSignal("SIGINT"));
   process.once("SIGTERM", () => onSignal("SIGTERM"));
+  // Before any thread of the server's own starts (see disableOrtTelemetry).
+  disableOrtTelemetry();
+  const early = startThreadsEarly(o);
   try {
-    running = await startServer(o);
+    const { startServer } = await import("./startup/start.ts");
+    running = await startServer(o, early);
   } catch (err) {
+    early.terminate();
     log.error((err as Error).message);
     return 1;
   }

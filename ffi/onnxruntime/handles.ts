@@ -10,7 +10,7 @@ import { logSettings } from "../../src/core/logger.ts";
 import { bindOrtApi, ORT_ARENA_ALLOCATOR, ORT_EXECUTION_MODE, ORT_LOGGING_LEVEL, ORT_MEM_TYPE_DEFAULT, type OrtApi } from "./symbols.ts";
 import { check } from "./status.ts";
 import { ortLibraryCandidates } from "./library.ts";
-import { defaultNativeEnv } from "../libc/env.ts";
+import { disableOrtTelemetry } from "./telemetry.ts";
 
 export interface SessionConfig {
   intraOpThreads: number;
@@ -35,17 +35,6 @@ export interface ExecutionProvider {
 }
 
 let environment: OrtEnvironment | undefined;
-
-/**
- * ORT 1.30 otherwise starts its telemetry at CreateEnv: it leaves /tmp/mat-debug-<pid>.log
- * and a database under ~/.cache/Microsoft. It reads the switch with getenv(3), which Bun's
- * process.env does not reach, hence setenv(3). The server calls this before it starts any
- * thread of its own (setenv may move the C environment under another thread's getenv);
- * OrtEnvironment.get() calls it again for the in-process API (a no-op once done).
- */
-export function disableOrtTelemetry(): void {
-  defaultNativeEnv("ORT_DISABLE_TELEMETRY", "1");
-}
 
 /**
  * The bound API and the one OrtEnv of the process, which lives until the process ends

@@ -19,13 +19,6 @@ import { BatchClient } from "../server/batch-client.ts";
 import type { BatchChannel } from "../server/batch-thread.ts";
 import type { ChannelPort } from "../server/batch-slots.ts";
 
-declare const Bun: unknown;
-
-/** Whether this runtime can run a frontend on worker threads (Bun: Web Workers, and sockets bound with SO_REUSEPORT). */
-export function frontendWorkersSupported(): boolean {
-  return typeof Bun !== "undefined" && typeof Worker === "function";
-}
-
 /** An inference request a worker decoded, as posted to the main thread. */
 export interface WorkerInfer {
   model: string;

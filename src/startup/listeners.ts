@@ -3,10 +3,9 @@
  * threads when asked, the models the workers run themselves wired through DirectModels),
  * SageMaker, Vertex AI and the OpenAI-compatible frontend; and closing them all.
  */
-import { availableParallelism } from "node:os";
 import { readFileSync } from "node:fs";
 import { createServer as createNetServer } from "node:net";
-import { DEFAULT_FRONTEND_THREADS, SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
+import { SAGEMAKER_ADDRESS, VERTEX_AI_ADDRESS, type ServerOptions } from "../options.ts";
 import { getLogger } from "../core/logger.ts";
 import type { InferenceServer } from "../server/server.ts";
 import type { StatusBoard } from "../server/status-board.ts";
@@ -15,7 +14,6 @@ import type { CustomMetrics } from "../backends/custom-metrics.ts";
 import { createHttpHandler, type HttpFrontendOptions, type HttpHandler } from "../frontends/http/routes.ts";
 import { listenHttp, type HttpListener } from "../frontends/http/server.ts";
 import { listenHttpWorkers } from "../frontends/http/workers.ts";
-import { frontendWorkersSupported } from "../frontends/worker-threads.ts";
 import type { WorkerLike } from "../core/threads/thread.ts";
 import type { GrpcListener, GrpcListenOptions } from "../frontends/grpc/server.ts";
 import type { createMetricsRegistry } from "../metrics/model-metrics.ts";
@@ -24,7 +22,7 @@ import { restrictionMap } from "../frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
 import { createSagemakerHandler } from "../frontends/sagemaker.ts";
 import { createVertexAiHandler } from "../frontends/vertex-ai.ts";
-import { EarlyFrontendWorkers, type Frontend } from "./early-workers.ts";
+import { frontendThreads, type EarlyThreads, type Frontend } from "./early-workers.ts";
 
 const log = getLogger("src/startup/listeners.ts");
 
@@ -104,18 +102,6 @@ function vertexAiDefaultModel(server: InferenceServer, named: string): string {
 }
 
 /**
- * A frontend's threads: the count given (1 is the main thread), or without the flag one per
- * core available, at most DEFAULT_FRONTEND_THREADS (a 1-core host serves on the main thread).
- * Worker threads won over the main thread at every concurrency measured on 2 cores
- * (scripts/results/every-core.md), so they are the default, as Triton's threads are. Where
- * the runtime has no worker threads for the frontends (Node, Deno): 1, whatever was asked.
- */
-export function frontendThreads(requested: number | undefined): number {
-  if (!frontendWorkersSupported()) return 1;
-  return requested ?? Math.min(availableParallelism(), DEFAULT_FRONTEND_THREADS);
-}
-
-/**
  * A frontend's worker threads share their port among themselves (SO_REUSEPORT), which would
  * also let them join another server's listening on it. Unless --reuse-http-port or
  * --reuse-grpc-port allows that, the port is first bound once alone and let go, so a port
@@ -127,26 +113,6 @@ async function ensurePortFree(address: string, port: number, reuse: boolean): Pr
     const probe = createNetServer();
     probe.once("error", reject);
     probe.listen({ port, host: address.replace(/^\[(.*)\]$/, "$1"), exclusive: true }, () => probe.close(() => resolve()));
-  });
-}
-
-/**
- * Whether a frontend will run on worker threads that run models themselves (DirectModels),
- * as #startHttp and #startGrpc decide it: dynamically batched models then batch on the
- * scheduling thread (server/batch-thread.ts), decided before the repository loads.
- */
-export function frontendWorkersRunModels(o: ServerOptions): boolean {
-  if (o.modelNamespacing) return false;
-  const http = o.allowHttp && frontendThreads(o.httpThreadCount) > 1;
-  const grpc = o.allowGrpc && frontendThreads(o.grpcInferThreadCount) > 1;
-  return http || grpc;
-}
-
-/** The worker threads the options' HTTP and gRPC frontends will run on, started now (none for a frontend off or on the main thread). */
-export function startFrontendWorkersEarly(o: ServerOptions): EarlyFrontendWorkers {
-  return new EarlyFrontendWorkers({
-    http: o.allowHttp ? frontendThreads(o.httpThreadCount) : 1,
-    grpc: o.allowGrpc ? frontendThreads(o.grpcInferThreadCount) : 1,
   });
 }
 
@@ -170,14 +136,14 @@ export class Listeners {
   #metricsHandler: HttpHandler | undefined;
   /** The models the frontend worker threads run themselves, once a frontend runs on workers. */
   #direct: DirectModels | undefined;
-  readonly #early: EarlyFrontendWorkers | undefined;
+  readonly #early: EarlyThreads | undefined;
 
   /**
    * `customMetrics`: the backends' custom metric families, which join the metrics
    * listener's registry; `early`: the frontends' worker threads started while the models
    * loaded, which the first HTTP and gRPC listeners run on.
    */
-  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard, early?: EarlyFrontendWorkers) {
+  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard, early?: EarlyThreads) {
     this.#server = server;
     this.#customMetrics = customMetrics;
     this.#statusBoard = statusBoard;

@@ -10,9 +10,10 @@ import type { InferenceServer } from "../server/server.ts";
 import { StatusBoard } from "../server/status-board.ts";
 import type { RepositoryPoller } from "../repository/poller.ts";
 import { buildCore, loadRepository, type Core } from "./core.ts";
-import { Listeners, prefetchListenerModules, startFrontendWorkersEarly, type ListenPlaces, type ListenRequest } from "./listeners.ts";
+import { Listeners, prefetchListenerModules, type ListenPlaces, type ListenRequest } from "./listeners.ts";
+import { startThreadsEarly, type EarlyThreads } from "./early-workers.ts";
 import { gracefulShutdown } from "./shutdown.ts";
-import { disableOrtTelemetry } from "../../ffi/onnxruntime/handles.ts";
+import { disableOrtTelemetry } from "../../ffi/onnxruntime/telemetry.ts";
 
 export { httpFrontendOptions, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 
@@ -30,20 +31,26 @@ export interface RunningServer {
   shutdown(): Promise<number>;
 }
 
+/** The server's threads for `options`, started now, so that their start-up overlaps the load; the frontends listen only once it is done. */
+function startThreads(options: ServerOptions): EarlyThreads {
+  // Before any thread of the server's own starts (see disableOrtTelemetry).
+  disableOrtTelemetry();
+  return startThreadsEarly(options);
+}
+
 /**
  * Builds the core on `options`, loads the repository, and starts the listeners the
  * options allow (`allowHttp`, `allowGrpc`, `allowMetrics`); with all three off the
- * server runs with no socket, as the in-process API (src/embedded.ts) uses it.
+ * server runs with no socket, as the in-process API (src/embedded.ts) uses it. `early`:
+ * the server's threads, already started for these options (startThreadsEarly, after
+ * disableOrtTelemetry); without it they start now.
  */
-export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  // Before any thread of the server's own starts (see disableOrtTelemetry).
-  disableOrtTelemetry();
-  // The frontends' worker threads start now, so that their start-up overlaps the load; they listen only once it is done.
-  const early = startFrontendWorkersEarly(options);
+export async function startServer(options: ServerOptions, given?: EarlyThreads): Promise<RunningServer> {
+  const early = given ?? startThreads(options);
   let core: Core;
   let poller: RepositoryPoller | undefined;
   try {
-    core = await buildCore(options);
+    core = await buildCore(options, early);
   } catch (err) {
     early.terminate();
     throw err;

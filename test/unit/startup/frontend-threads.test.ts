@@ -1,5 +1,5 @@
 /**
- * The frontends' thread counts (#30 item 4, src/startup/listeners.ts frontendThreads): under
+ * The frontends' thread counts (#30 item 4, src/startup/early-workers.ts frontendThreads): under
  * a runtime with worker threads for them (Bun, stubbed here), one per core available, at
  * most 8, without the flags, and the count given with them; under Node (and Deno) the main
  * thread, whatever was asked.
@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 
 let cores = 2;
 vi.mock("node:os", async (original) => ({ ...(await original<typeof import("node:os")>()), availableParallelism: () => cores }));
-const { frontendThreads } = await import("../../../src/startup/listeners.ts");
+const { frontendThreads } = await import("../../../src/startup/early-workers.ts");
 
 afterEach(() => {
   vi.unstubAllGlobals();
