@@ -6,7 +6,7 @@ import { parseArgs, usage, UsageError, VERSION, TRITON_PROTOCOL_VERSION } from "
 import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts";
 import type { RunningServer } from "./startup/start.ts";
-import { startThreadsEarly } from "./startup/early-workers.ts";
+import { startFrontendWorkersEarly } from "./startup/early-workers.ts";
 import { disableOrtTelemetry } from "../ffi/onnxruntime/telemetry.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 
@@ -27,8 +27,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage() + "\n");
     return 0;
   }
-  // The subcommands and the server are imported for what was asked only: the server's
-  // threads start before its modules are evaluated, which then overlaps their start (#30).
+  // The subcommands and the server are imported for what was asked only; the frontends'
+  // worker threads start before the server's modules are evaluated (#30).
   if (parsed.kind === "devices") return (await import("./devices.ts")).runDevices(parsed);
   // Imported for the subcommand only: its gRPC client is not evaluated when the server starts (#30).
   if (parsed.kind === "perf") return (await import("./perf/perf.ts")).runPerf(parsed.argv);
@@ -70,7 +70,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.once("SIGTERM", () => onSignal("SIGTERM"));
   // Before any thread of the server's own starts (see disableOrtTelemetry).
   disableOrtTelemetry();
-  const early = startThreadsEarly(o);
+  const early = startFrontendWorkersEarly(o);
   try {
     const { startServer } = await import("./startup/start.ts");
     running = await startServer(o, early);

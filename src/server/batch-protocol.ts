@@ -8,11 +8,6 @@ import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
 import type { LogEntry } from "../core/logger.ts";
 import type { ChannelPort, WireRequest, WireResult } from "./batch-slots.ts";
-import { workerUrl } from "../core/worker-url.ts";
-
-/** The URL the scheduling thread is started from, and how: idle, it does not keep the process alive. */
-export const batchThreadEntry = (): string => workerUrl("src/server/batch-thread-entry.ts", new URL("./batch-thread-entry.ts", import.meta.url));
-export const BATCH_THREAD_OPTIONS = { unref: true, name: "batch scheduler" } as const;
 
 /** Main thread → scheduling thread. */
 export type ToBatch =

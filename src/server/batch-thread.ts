@@ -13,13 +13,14 @@
  * are counted by the thread they came from, as on one thread (a worker's records go
  * through DirectModels). settle() flushes the thread's, so a statistics read is exact.
  */
-import { Thread, type WorkerLike } from "../core/threads/thread.ts";
+import { workerUrl } from "../core/worker-url.ts";
+import { Thread } from "../core/threads/thread.ts";
 import { getLogger, logEntry } from "../core/logger.ts";
 import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
 import { CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
-import { BATCH_THREAD_OPTIONS, EXEC_WIDTH, batchThreadEntry, type FromBatch, type SequenceAdd, type ToBatch } from "./batch-protocol.ts";
+import { EXEC_WIDTH, type FromBatch, type SequenceAdd, type ToBatch } from "./batch-protocol.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
 import { initialState } from "../scheduler/sequence/tensors.ts";
 import type { BackendInstance, SharedInstance } from "../backends/backend.ts";
@@ -66,13 +67,6 @@ export class BatchThread {
   #nextId = 1;
   #nextFlush = 0;
   #failed: string | undefined;
-  /** The thread's worker when it was started before this (startup/early-workers.ts). */
-  #started: WorkerLike | undefined;
-
-  /** `started`: the scheduling thread's worker, already started (startup/early-workers.ts); otherwise it starts at the first use. */
-  constructor(started?: WorkerLike) {
-    this.#started = started;
-  }
 
   /** Joins `server`'s statistics (statisticsSettled) and makes this its scheduling thread (batchThreadOf). */
   attach(server: InferenceServer): void {
@@ -165,12 +159,11 @@ export class BatchThread {
 
   #start(): Thread<ToBatch, FromBatch> {
     if (this.#thread) return this.#thread;
-    const worker = this.#started ?? batchThreadEntry();
-    this.#started = undefined;
+    const url = workerUrl("src/server/batch-thread-entry.ts", new URL("./batch-thread-entry.ts", import.meta.url));
     this.#thread = new Thread<ToBatch, FromBatch>(
-      worker,
+      url,
       { message: (m) => this.#message(m), error: (m) => this.#fail(m), exit: () => this.#fail("it ended") },
-      { batch: true, ...BATCH_THREAD_OPTIONS },
+      { batch: true, unref: true, name: "batch scheduler" },
     );
     const main = new SlotChannel(MAIN_SLOTS);
     const [port1, port2] = portPair();

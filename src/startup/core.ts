@@ -17,7 +17,7 @@ import { CUSTOM_METRICS, type CustomMetrics } from "../backends/custom-metrics.t
 import { ModelRepositoryManager } from "../repository/manager.ts";
 import { RateLimiter } from "../scheduler/rate-limiter.ts";
 import { BatchThread } from "../server/batch-thread.ts";
-import { frontendWorkersRunModels, type EarlyThreads } from "./early-workers.ts";
+import { frontendWorkersRunModels } from "./early-workers.ts";
 import { modelSummary } from "../repository/model-summary.ts";
 import { RepositoryPoller } from "../repository/poller.ts";
 import { RepositorySources } from "../repository/remote-repository.ts";
@@ -78,7 +78,7 @@ async function responseCache(options: ServerOptions): Promise<ResponseCache | un
 }
 
 /** Builds the server on `options`; nothing is loaded yet (loadRepository). */
-export async function buildCore(options: ServerOptions, early?: EarlyThreads): Promise<Core> {
+export async function buildCore(options: ServerOptions): Promise<Core> {
   const backends = new BackendRegistry();
   backends.register(new OnnxRuntimeBackend());
   // The others are imported when a model first needs them.
@@ -91,7 +91,7 @@ export async function buildCore(options: ServerOptions, early?: EarlyThreads): P
     // The repository hands the runner to every load (ensembles, BLS); it reaches the server once bound below.
     const runner = new LateRunner();
     // Dynamic batching on the scheduling thread, fed by the frontend workers (#30).
-    const batchThread = frontendWorkersRunModels(options) ? new BatchThread(early?.takeBatch()) : undefined;
+    const batchThread = frontendWorkersRunModels(options) ? new BatchThread() : undefined;
     const repository = new ModelRepositoryManager(
       {
         repositories: [...sources.local],

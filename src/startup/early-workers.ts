@@ -1,29 +1,21 @@
 /**
- * @module The server's own threads started before the rest of the server is evaluated
- * (#30): the frontends' worker threads and the scheduling thread. Each evaluates its
- * modules (the frontend, the ONNX Runtime binding) in parallel with the main thread's own
- * start and the load, and waits. Once the repository has loaded, the listeners
+ * @module The frontends' worker threads started before the rest of the server is evaluated
+ * (#30). Each evaluates its modules (the frontend, the ONNX Runtime binding) in parallel
+ * with the main thread's own start and the load, and waits. Once the repository has loaded, the listeners
  * (listeners.ts) hand the frontends' workers their `start`, and only then does any of them
  * bind its port, as Triton binds its ports only after the repository's models loaded;
  * their model table (DirectModels) comes with it. A start that fails before that ends
- * them unused. This module stays small: the CLI starts these threads before it evaluates
+ * them unused. This module stays small: the CLI starts these workers before it evaluates
  * the server's modules (main.ts).
  */
 import { availableParallelism } from "node:os";
 import { EarlyWorker } from "../core/threads/early-worker.ts";
 import { httpWorkerEntry } from "../frontends/http/worker-protocol.ts";
 import { grpcWorkerEntry } from "../frontends/grpc/worker-protocol.ts";
-import { BATCH_THREAD_OPTIONS, batchThreadEntry } from "../server/batch-protocol.ts";
 import { DEFAULT_FRONTEND_THREADS, type ServerOptions } from "../options.ts";
+import { frontendWorkersSupported } from "../frontends/worker-support.ts";
 
 export type Frontend = "http" | "grpc";
-
-declare const Bun: unknown;
-
-/** Whether this runtime can run a frontend on worker threads (Bun: Web Workers, and sockets bound with SO_REUSEPORT). */
-export function frontendWorkersSupported(): boolean {
-  return typeof Bun !== "undefined" && typeof Worker === "function";
-}
 
 /**
  * A frontend's threads: the count given (1 is the main thread), or without the flag one per
@@ -49,26 +41,21 @@ export function frontendWorkersRunModels(o: ServerOptions): boolean {
   return http || grpc;
 }
 
-/** The threads the options' server will run besides the main thread, started now (see EarlyThreads). */
-export function startThreadsEarly(o: ServerOptions): EarlyThreads {
-  return new EarlyThreads(
-    {
-      http: o.allowHttp ? frontendThreads(o.httpThreadCount) : 1,
-      grpc: o.allowGrpc ? frontendThreads(o.grpcInferThreadCount) : 1,
-    },
-    frontendWorkersRunModels(o),
-  );
+/** The worker threads the options' HTTP and gRPC frontends will run on, started now (none for a frontend off or on the main thread). */
+export function startFrontendWorkersEarly(o: ServerOptions): EarlyFrontendWorkers {
+  return new EarlyFrontendWorkers({
+    http: o.allowHttp ? frontendThreads(o.httpThreadCount) : 1,
+    grpc: o.allowGrpc ? frontendThreads(o.grpcInferThreadCount) : 1,
+  });
 }
 
-export class EarlyThreads {
+export class EarlyFrontendWorkers {
   readonly #workers: Record<Frontend, EarlyWorker[]>;
-  #batch: EarlyWorker | undefined;
 
-  /** Starts `threads.http` HTTP and `threads.grpc` gRPC workers now (a count of 1, the main thread, starts none), and the scheduling thread when `batch`. */
-  constructor(threads: Record<Frontend, number>, batch: boolean) {
+  /** Starts `threads.http` HTTP and `threads.grpc` gRPC workers now; a count of 1 (the main thread) starts none. */
+  constructor(threads: Record<Frontend, number>) {
     const start = (n: number, url: () => string) => (n > 1 ? Array.from({ length: n }, () => new EarlyWorker(url())) : []);
     this.#workers = { http: start(threads.http, httpWorkerEntry), grpc: start(threads.grpc, grpcWorkerEntry) };
-    this.#batch = batch ? new EarlyWorker(batchThreadEntry(), BATCH_THREAD_OPTIONS) : undefined;
   }
 
   /** The workers started for `frontend`, once: a listener started again later starts its own. */
@@ -76,16 +63,8 @@ export class EarlyThreads {
     return this.#workers[frontend].splice(0);
   }
 
-  /** The scheduling thread's worker, once (undefined when none was started or it was taken). */
-  takeBatch(): EarlyWorker | undefined {
-    const w = this.#batch;
-    this.#batch = undefined;
-    return w;
-  }
-
-  /** Ends the threads not taken. */
+  /** Ends the workers not taken. */
   terminate(): void {
     for (const w of [...this.take("http"), ...this.take("grpc")]) w.terminate();
-    this.takeBatch()?.terminate();
   }
 }

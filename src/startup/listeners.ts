@@ -22,7 +22,7 @@ import { restrictionMap } from "../frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
 import { createSagemakerHandler } from "../frontends/sagemaker.ts";
 import { createVertexAiHandler } from "../frontends/vertex-ai.ts";
-import { frontendThreads, type EarlyThreads, type Frontend } from "./early-workers.ts";
+import { frontendThreads, type EarlyFrontendWorkers, type Frontend } from "./early-workers.ts";
 
 const log = getLogger("src/startup/listeners.ts");
 
@@ -136,14 +136,14 @@ export class Listeners {
   #metricsHandler: HttpHandler | undefined;
   /** The models the frontend worker threads run themselves, once a frontend runs on workers. */
   #direct: DirectModels | undefined;
-  readonly #early: EarlyThreads | undefined;
+  readonly #early: EarlyFrontendWorkers | undefined;
 
   /**
    * `customMetrics`: the backends' custom metric families, which join the metrics
    * listener's registry; `early`: the frontends' worker threads started while the models
    * loaded, which the first HTTP and gRPC listeners run on.
    */
-  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard, early?: EarlyThreads) {
+  constructor(server: InferenceServer, customMetrics: CustomMetrics, statusBoard?: StatusBoard, early?: EarlyFrontendWorkers) {
     this.#server = server;
     this.#customMetrics = customMetrics;
     this.#statusBoard = statusBoard;

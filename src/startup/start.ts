@@ -11,7 +11,7 @@ import { StatusBoard } from "../server/status-board.ts";
 import type { RepositoryPoller } from "../repository/poller.ts";
 import { buildCore, loadRepository, type Core } from "./core.ts";
 import { Listeners, prefetchListenerModules, type ListenPlaces, type ListenRequest } from "./listeners.ts";
-import { startThreadsEarly, type EarlyThreads } from "./early-workers.ts";
+import { startFrontendWorkersEarly, type EarlyFrontendWorkers } from "./early-workers.ts";
 import { gracefulShutdown } from "./shutdown.ts";
 import { disableOrtTelemetry } from "../../ffi/onnxruntime/telemetry.ts";
 
@@ -31,26 +31,26 @@ export interface RunningServer {
   shutdown(): Promise<number>;
 }
 
-/** The server's threads for `options`, started now, so that their start-up overlaps the load; the frontends listen only once it is done. */
-function startThreads(options: ServerOptions): EarlyThreads {
+/** The frontends' worker threads for `options`, started now, so that their start-up overlaps the load; they listen only once it is done. */
+function startFrontendWorkers(options: ServerOptions): EarlyFrontendWorkers {
   // Before any thread of the server's own starts (see disableOrtTelemetry).
   disableOrtTelemetry();
-  return startThreadsEarly(options);
+  return startFrontendWorkersEarly(options);
 }
 
 /**
  * Builds the core on `options`, loads the repository, and starts the listeners the
  * options allow (`allowHttp`, `allowGrpc`, `allowMetrics`); with all three off the
- * server runs with no socket, as the in-process API (src/embedded.ts) uses it. `early`:
- * the server's threads, already started for these options (startThreadsEarly, after
- * disableOrtTelemetry); without it they start now.
+ * server runs with no socket, as the in-process API (src/embedded.ts) uses it. `given`:
+ * the frontends' worker threads, already started for these options (startFrontendWorkersEarly,
+ * after disableOrtTelemetry); without it they start now.
  */
-export async function startServer(options: ServerOptions, given?: EarlyThreads): Promise<RunningServer> {
-  const early = given ?? startThreads(options);
+export async function startServer(options: ServerOptions, given?: EarlyFrontendWorkers): Promise<RunningServer> {
+  const early = given ?? startFrontendWorkers(options);
   let core: Core;
   let poller: RepositoryPoller | undefined;
   try {
-    core = await buildCore(options, early);
+    core = await buildCore(options);
   } catch (err) {
     early.terminate();
     throw err;

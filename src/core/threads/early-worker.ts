@@ -19,7 +19,7 @@ export class EarlyWorker implements WorkerLike {
   #held: Held[] | undefined = [];
 
   /** Starts the worker at `url` now (as a Thread with `options` would start it). */
-  constructor(url: string, options: Pick<ThreadOptions, "module" | "unref" | "name"> = {}) {
+  constructor(url: string, options: Pick<ThreadOptions, "module" | "unref"> = {}) {
     const w: WorkerLike = startWorker(url, options);
     this.#worker = w;
     w.onmessage = (e) => this.#report({ kind: "message", e });

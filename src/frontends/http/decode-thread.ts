@@ -10,7 +10,7 @@ import { workerUrl } from "../../core/worker-url.ts";
 import { ServerError } from "../../core/errors.ts";
 import type { InferenceRequest } from "../../core/request.ts";
 import type { DecodeContext } from "./tensor-codec.ts";
-import { frontendWorkersSupported } from "../../startup/early-workers.ts";
+import { frontendWorkersSupported } from "../worker-support.ts";
 import { Thread } from "../../core/threads/thread.ts";
 import { ownBuffer } from "../../core/threads/transfer.ts";
 import { fromWireError, type WireError } from "../../core/threads/wire-error.ts";

@@ -1,11 +1,10 @@
 /**
- * The server's threads started before the load (src/startup/early-workers.ts, #30): as
- * many frontend workers as each frontend runs on, all at once, none for a frontend on the
- * main thread; the scheduling thread when asked; each taken once; terminate ends those not
- * taken.
+ * The frontends' worker threads started while the models load (src/startup/early-workers.ts,
+ * #30): as many as each frontend runs on, all at once, none for a frontend on the main
+ * thread; a listener takes them once; terminate ends those not taken.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { EarlyThreads } from "../../../src/startup/early-workers.ts";
+import { EarlyFrontendWorkers } from "../../../src/startup/early-workers.ts";
 
 /** A stand-in Worker: records where it was started from and whether it was ended. */
 class FakeWorker {
@@ -13,10 +12,7 @@ class FakeWorker {
   onmessage: ((e: MessageEvent) => void) | null = null;
   onerror: ((e: ErrorEvent) => void) | null = null;
   terminated = 0;
-  constructor(
-    readonly url: string,
-    readonly options?: WorkerOptions,
-  ) {
+  constructor(readonly url: string) {
     FakeWorker.made.push(this);
   }
   postMessage(): void {}
@@ -26,17 +22,17 @@ class FakeWorker {
   }
 }
 
-const entries = () => FakeWorker.made.map((w) => /frontends\/(http|grpc)\/worker-entry|server\/(batch)-thread-entry/.exec(w.url)?.slice(1).find(Boolean));
+const entries = () => FakeWorker.made.map((w) => /frontends\/(http|grpc)\/worker-entry/.exec(w.url)?.[1]);
 
 afterEach(() => {
   vi.unstubAllGlobals();
   FakeWorker.made = [];
 });
 
-describe("EarlyThreads", () => {
+describe("EarlyFrontendWorkers", () => {
   it("starts every frontend's workers at once, HTTP's and gRPC's from their own entries; a listener takes them once", () => {
     vi.stubGlobal("Worker", FakeWorker);
-    const early = new EarlyThreads({ http: 2, grpc: 3 }, false);
+    const early = new EarlyFrontendWorkers({ http: 2, grpc: 3 });
     expect(entries()).toEqual(["http", "http", "grpc", "grpc", "grpc"]);
     expect(early.take("grpc")).toHaveLength(3);
     expect(early.take("grpc")).toEqual([]);
@@ -46,29 +42,17 @@ describe("EarlyThreads", () => {
 
   it("starts none for a frontend on the main thread (a count of 1)", () => {
     vi.stubGlobal("Worker", FakeWorker);
-    const early = new EarlyThreads({ http: 1, grpc: 2 }, false);
+    const early = new EarlyFrontendWorkers({ http: 1, grpc: 2 });
     expect(entries()).toEqual(["grpc", "grpc"]);
     expect(early.take("http")).toEqual([]);
   });
 
   it("terminate ends the workers not taken, and only those", () => {
     vi.stubGlobal("Worker", FakeWorker);
-    const early = new EarlyThreads({ http: 2, grpc: 2 }, true);
+    const early = new EarlyFrontendWorkers({ http: 2, grpc: 2 });
     early.take("http");
     early.terminate();
-    expect(FakeWorker.made.map((w) => w.terminated)).toEqual([0, 0, 1, 1, 1]);
+    expect(FakeWorker.made.map((w) => w.terminated)).toEqual([0, 0, 1, 1]);
     expect(early.take("grpc")).toEqual([]);
-    expect(early.takeBatch()).toBeUndefined();
-  });
-
-  it("starts the scheduling thread when asked, named as the scheduling thread is; it is taken once", () => {
-    vi.stubGlobal("Worker", FakeWorker);
-    const early = new EarlyThreads({ http: 2, grpc: 1 }, true);
-    expect(entries()).toEqual(["http", "http", "batch"]);
-    expect(FakeWorker.made[2]!.options).toEqual({ name: "batch scheduler" });
-    expect(early.takeBatch()).toBeDefined();
-    expect(early.takeBatch()).toBeUndefined();
-    early.terminate();
-    expect(FakeWorker.made[2]!.terminated).toBe(0);
   });
 });
