@@ -1,12 +1,12 @@
 /**
- * @module The frontends' worker threads started before the rest of the server is evaluated
- * (#30). Each evaluates its modules (the frontend, the ONNX Runtime binding) in parallel
- * with the main thread's own start and the load, and waits. Once the repository has loaded, the listeners
- * (listeners.ts) hand the frontends' workers their `start`, and only then does any of them
- * bind its port, as Triton binds its ports only after the repository's models loaded;
- * their model table (DirectModels) comes with it. A start that fails before that ends
- * them unused. This module stays small: the CLI starts these workers before it evaluates
- * the server's modules (main.ts).
+ * @module The frontends' worker threads, started before the rest of the server is
+ * evaluated (#30). Each evaluates its modules (the frontend, the ONNX Runtime binding) in
+ * parallel with the main thread's own start and the load, and waits. Once the repository
+ * has loaded, the listeners (listeners.ts) hand them their `start`, and only then does any
+ * of them bind its port, as Triton binds its ports only after the repository's models
+ * loaded; their model table (DirectModels) comes with it. A start that fails before that
+ * ends them unused. This module stays small: the CLI starts these workers before it
+ * evaluates the server's modules (main.ts).
  */
 import { availableParallelism } from "node:os";
 import { EarlyWorker } from "../core/threads/early-worker.ts";
