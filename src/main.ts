@@ -7,7 +7,6 @@ import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts";
 import type { RunningServer } from "./startup/start.ts";
 import { startFrontendWorkersEarly } from "./startup/early-workers.ts";
-import { disableOrtTelemetry } from "../ffi/onnxruntime/telemetry.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 
 const log = getLogger("src/main.ts");
@@ -68,8 +67,6 @@ export async function main(argv: readonly string[]): Promise<number> {
   installStrayErrorHandlers();
   process.once("SIGINT", () => onSignal("SIGINT"));
   process.once("SIGTERM", () => onSignal("SIGTERM"));
-  // Before any thread of the server's own starts (see disableOrtTelemetry).
-  disableOrtTelemetry();
   const early = startFrontendWorkersEarly(o);
   try {
     const { startServer } = await import("./startup/start.ts");

@@ -1,6 +1,7 @@
 /**
  * @module ONNX Runtime's telemetry switch, apart from the binding, so that the CLI can
- * set it before it starts the server's threads and evaluates the rest (src/main.ts).
+ * set it before it starts the frontends' threads and evaluates the rest of the server
+ * (src/startup/early-workers.ts, src/main.ts).
  */
 import { defaultNativeEnv } from "../libc/env.ts";
 

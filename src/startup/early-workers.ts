@@ -14,6 +14,7 @@ import { httpWorkerEntry } from "../frontends/http/worker-protocol.ts";
 import { grpcWorkerEntry } from "../frontends/grpc/worker-protocol.ts";
 import { DEFAULT_FRONTEND_THREADS, type ServerOptions } from "../options.ts";
 import { frontendWorkersSupported } from "../frontends/worker-support.ts";
+import { disableOrtTelemetry } from "../../ffi/onnxruntime/telemetry.ts";
 
 export type Frontend = "http" | "grpc";
 
@@ -41,8 +42,13 @@ export function frontendWorkersRunModels(o: ServerOptions): boolean {
   return http || grpc;
 }
 
-/** The worker threads the options' HTTP and gRPC frontends will run on, started now (none for a frontend off or on the main thread). */
+/**
+ * The worker threads the options' HTTP and gRPC frontends will run on, started now (none
+ * for a frontend off or on the main thread); ONNX Runtime's telemetry is switched off
+ * first, as it must be before any thread of the server's own starts (see disableOrtTelemetry).
+ */
 export function startFrontendWorkersEarly(o: ServerOptions): EarlyFrontendWorkers {
+  disableOrtTelemetry();
   return new EarlyFrontendWorkers({
     http: o.allowHttp ? frontendThreads(o.httpThreadCount) : 1,
     grpc: o.allowGrpc ? frontendThreads(o.grpcInferThreadCount) : 1,

@@ -13,7 +13,6 @@ import { buildCore, loadRepository, type Core } from "./core.ts";
 import { Listeners, prefetchListenerModules, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 import { startFrontendWorkersEarly, type EarlyFrontendWorkers } from "./early-workers.ts";
 import { gracefulShutdown } from "./shutdown.ts";
-import { disableOrtTelemetry } from "../../ffi/onnxruntime/telemetry.ts";
 
 export { httpFrontendOptions, type ListenPlaces, type ListenRequest } from "./listeners.ts";
 
@@ -31,22 +30,15 @@ export interface RunningServer {
   shutdown(): Promise<number>;
 }
 
-/** The frontends' worker threads for `options`, started now, so that their start-up overlaps the load; they listen only once it is done. */
-function startFrontendWorkers(options: ServerOptions): EarlyFrontendWorkers {
-  // Before any thread of the server's own starts (see disableOrtTelemetry).
-  disableOrtTelemetry();
-  return startFrontendWorkersEarly(options);
-}
-
 /**
  * Builds the core on `options`, loads the repository, and starts the listeners the
  * options allow (`allowHttp`, `allowGrpc`, `allowMetrics`); with all three off the
  * server runs with no socket, as the in-process API (src/embedded.ts) uses it. `given`:
- * the frontends' worker threads, already started for these options (startFrontendWorkersEarly,
- * after disableOrtTelemetry); without it they start now.
+ * the frontends' worker threads, already started for these options (startFrontendWorkersEarly);
+ * without it they start now, so that their start-up overlaps the load.
  */
 export async function startServer(options: ServerOptions, given?: EarlyFrontendWorkers): Promise<RunningServer> {
-  const early = given ?? startFrontendWorkers(options);
+  const early = given ?? startFrontendWorkersEarly(options);
   let core: Core;
   let poller: RepositoryPoller | undefined;
   try {

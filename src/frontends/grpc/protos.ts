@@ -57,7 +57,8 @@ function methodsOf(serviceName: string): Record<string, MethodDescriptor> {
  * A grpc-js ServiceDefinition for `serviceName` whose handlers take and return plain
  * objects. Its paths and streaming flags come from the generated descriptor; the protos are
  * reflected (grpcRoot, 15-25 ms) at the first call that needs a (de)serializer, not while
- * the server starts (#30: start to ready).
+ * the server starts (#30: start to ready); a gRPC worker thread reflects them just after it
+ * starts listening.
  */
 export function serviceDefinition(serviceName: string): ServiceDefinition {
   const def: Record<string, unknown> = {};
