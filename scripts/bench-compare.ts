@@ -125,7 +125,8 @@ const SERVERS: Server[] = [
 ];
 
 async function measure(s: Server, port: number): Promise<number> {
-  const child: ChildProcess = spawn("taskset", ["-c", "0", ...s.command(port)], { stdio: "ignore" });
+  // ONNX Runtime telemetry off in every server, the naive onnxruntime-node one included (it would leave /tmp/mat-debug-<pid>.log).
+  const child: ChildProcess = spawn("taskset", ["-c", "0", ...s.command(port)], { stdio: "ignore", env: { ...process.env, ORT_DISABLE_TELEMETRY: "1" } });
   try {
     await waitReady(s.url(port), 30_000, "POST", body);
     wrk(s.url(port), 16, WARMUP, join(work, "json.lua"), { threads: 1, cpus: "1" }); // warm-up
