@@ -93,7 +93,10 @@ export async function startWorkers(count: number, make: () => StartableWorker, p
 
 /** What the main thread says to a frontend worker about the models the worker runs itself (server/direct-models.ts). */
 export type ToWorkerDirect =
-  | { t: "models"; table: DirectTable }
+  /** `slot`: the worker's in the entries' shared counters; none: it posts records. */
+  | { t: "models"; table: DirectTable; slot?: number }
+  /** Sent first: the count of record batches the worker has begun that the main thread has not applied yet (an Int32). */
+  | { t: "recordBatches"; buffer: SharedArrayBuffer }
   /** Post the statistics records held, then `flushed` with this id. */
   | { t: "flush"; id: number }
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
@@ -119,7 +122,8 @@ export type FromWorkerDirect =
 /**
  * The main thread's side of one worker's DirectRunner: the worker gets every table the
  * DirectModels publishes, its records are applied, and a statistics read waits for its
- * flush. Without a DirectModels (one thread, or models the workers cannot run) it does nothing.
+ * flush while it holds records. Without a DirectModels (one thread, or models the
+ * workers cannot run) it does nothing.
  */
 export class DirectLink {
   readonly #direct: DirectModels | undefined;
@@ -128,6 +132,8 @@ export class DirectLink {
   #batch: BatchChannel | undefined;
   readonly #flushes = new Map<number, () => void>();
   #nextFlush = 0;
+  /** Record batches the worker has begun that are not applied here yet: a statistics read waits for a flush only while there are some. */
+  readonly #pending = new Int32Array(new SharedArrayBuffer(4));
   /** Relayed ensemble steps running here, by the worker's id: aborted when the worker cancels them. */
   readonly #steps = new Map<number, AbortController>();
   #unsubscribe: (() => void) | undefined;
@@ -142,18 +148,21 @@ export class DirectLink {
   /** The worker is listening: it takes tables from now on. */
   start(): void {
     this.#batch = this.#direct?.batchChannel();
+    if (this.#direct) this.#send({ t: "recordBatches", buffer: this.#pending.buffer as SharedArrayBuffer });
     const b = this.#batch;
     if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
     // Sent in order with the ports (`port`): a worker hears of an end after the port it concerns.
     if (this.#direct) this.#unsubscribeEnded = onSharedEnded((key, error) => this.#send(error ? { t: "ended", key, error } : { t: "ended", key }));
     this.#unsubscribe = this.#direct?.subscribe({
-      publish: (table) => this.#send({ t: "models", table }),
+      publish: (table, slot) => this.#send(slot === undefined ? { t: "models", table } : { t: "models", table, slot }),
       flush: () =>
-        new Promise<void>((resolve) => {
-          const id = this.#nextFlush++;
-          this.#flushes.set(id, resolve);
-          this.#send({ t: "flush", id });
-        }),
+        Atomics.load(this.#pending, 0) === 0
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              const id = this.#nextFlush++;
+              this.#flushes.set(id, resolve);
+              this.#send({ t: "flush", id });
+            }),
     });
   }
 
@@ -192,6 +201,7 @@ export class DirectLink {
     switch (d.t) {
       case "records":
         this.#direct?.applyRecords(d.records);
+        Atomics.sub(this.#pending, 0, 1);
         return true;
       case "flushed":
         this.#flushes.get(d.id)?.();
@@ -219,9 +229,10 @@ export class DirectLink {
 }
 
 /**
- * Statistics records go from a worker to the main thread at most this often (a message
- * costs the main thread a few µs; a batch of a few hundred records about as much):
- * reading the statistics flushes them first, so nobody sees them late.
+ * Statistics records (where a worker does not count in shared memory) go from a worker
+ * to the main thread at most this often (a message costs the main thread a few µs; a
+ * batch of a few hundred records about as much): reading the statistics flushes them
+ * first, so nobody sees them late.
  */
 const RECORDS_EVERY_MS = 50;
 
@@ -234,16 +245,23 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
     const records = runner.take();
     if (records.length > 0) post({ t: "records", records });
   };
+  /** The main thread's count of this worker's record batches begun and not yet applied (DirectLink). */
+  let pending: Int32Array | undefined;
   const steps = new StepRelay(post);
   const runner: DirectRunner = new DirectRunner(
-    () => setTimeout(postRecords, RECORDS_EVERY_MS),
+    () => {
+      // Counted before the request it records is answered, so a statistics read after that answer waits for the batch.
+      if (pending) Atomics.add(pending, 0, 1);
+      setTimeout(postRecords, RECORDS_EVERY_MS);
+    },
     (e, model) => post({ t: "failure", code: e.code, message: e.message, where: where(model) }),
     (key) => post({ t: "connect", key }),
     (request) => steps.relay(request),
   );
   const receive = (m: { t: string }): boolean => {
     const d = m as ToWorkerDirect;
-    if (d.t === "models") runner.update(d.table);
+    if (d.t === "models") runner.update(d.table, d.slot);
+    else if (d.t === "recordBatches") pending = new Int32Array(d.buffer);
     else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
     else if (d.t === "port") runner.attach(d.key, d.port, d.live);
     else if (d.t === "ended") runner.ended(d.key, d.error && fromWireError(d.error));

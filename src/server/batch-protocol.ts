@@ -11,8 +11,23 @@ import type { ChannelPort, WireRequest, WireResult } from "./batch-slots.ts";
 
 /** Main thread → scheduling thread. */
 export type ToBatch =
-  /** A version to batch: its scheduler is made over borrowed `instances`; `counters` is Int32 [in flight, queued], kept current. */
-  | { t: "add"; id: number; name: string; config: ModelConfig; instances: SharedInstance[]; counters: SharedArrayBuffer; sequence?: SequenceAdd }
+  /**
+   * A version to batch: its scheduler is made over borrowed `instances`; `counters` is
+   * Int32 [in flight, queued], kept current; `stats` its executions' counters, one slot
+   * (core/shared-stats.ts).
+   */
+  | {
+      t: "add";
+      id: number;
+      name: string;
+      config: ModelConfig;
+      instances: SharedInstance[];
+      counters: SharedArrayBuffer;
+      stats: SharedArrayBuffer;
+      sequence?: SequenceAdd;
+    }
+  /** Sent first: the count of record batches the thread has begun that the main thread has not applied yet (an Int32). */
+  | { t: "recordBatches"; buffer: SharedArrayBuffer }
   /** Stop taking requests for `id`, drain it, release what was borrowed; answered `removed`. */
   | { t: "remove"; id: number }
   /** A submitter's channel: its slots' buffer and the MessagePort for what does not fit (transferred). */
@@ -27,7 +42,7 @@ export interface SequenceAdd {
 
 /** Scheduling thread → main thread. */
 export type FromBatch =
-  /** Executions, EXEC_WIDTH numbers each: [version id, batch size, computeInputNs, computeInferNs, computeOutputNs]. */
+  /** Executions the shared counters had no room for (a batch size beyond their table), EXEC_WIDTH numbers each: [version id, batch size, computeInputNs, computeInferNs, computeOutputNs]. */
   | { t: "records"; records: number[] }
   | { t: "flushed"; id: number }
   | { t: "removed"; id: number }

@@ -20,6 +20,7 @@ import { signatureOf } from "../core/signature.ts";
 import { ServerError, unavailable } from "../core/errors.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { LocalAbort } from "../core/cancel.ts";
+import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { InOrder } from "./batch-order.ts";
 import { BUSY, CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
@@ -31,7 +32,7 @@ const { post } = serveThread<ToBatch, FromBatch>(receive, { batch: true });
 // What is logged here (the sequence batcher: a restart, a reaped sequence) goes to the main thread's log, under its settings.
 forwardLog((entry) => post({ t: "log", entry }));
 
-/** Execution records go to the main thread at most this often (a statistics read flushes them first). */
+/** Execution records (those the shared counters have no row for) go to the main thread at most this often (a statistics read flushes them first). */
 const RECORDS_EVERY_MS = 50;
 
 interface Version {
@@ -64,6 +65,8 @@ function running(delta: number): void {
 /** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
 const refused = new Map<number, string>();
 let records: number[] = [];
+/** The main thread's count of record batches begun here and not applied there yet (BatchThread.settle). */
+let recordBatches: Int32Array | undefined;
 
 function receive(m: ToBatch): void {
   switch (m.t) {
@@ -75,6 +78,9 @@ function receive(m: ToBatch): void {
       return;
     case "channel":
       open(m.buffer, m.port);
+      return;
+    case "recordBatches":
+      recordBatches = new Int32Array(m.buffer);
       return;
     case "flush":
       postRecords();
@@ -110,7 +116,12 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
       },
       close: () => b.close(),
     }));
-    const stats = { recordExecution: (n: number, ci: number, cinf: number, co: number) => record(m.id, n, ci, cinf, co) };
+    const shared = new SharedStatsWriter(m.stats, 0);
+    const stats = {
+      recordExecution: (n: number, ci: number, cinf: number, co: number) => {
+        if (!shared.recordExecution(n, ci, cinf, co)) record(m.id, n, ci, cinf, co);
+      },
+    };
     const scheduler = m.sequence
       ? sequenceScheduler(m, m.sequence, instances, stats)
       : new DynamicBatchScheduler({
@@ -153,7 +164,11 @@ function update(v: Version): void {
 }
 
 function record(id: number, n: number, ci: number, cinf: number, co: number): void {
-  if (records.length === 0) setTimeout(postRecords, RECORDS_EVERY_MS);
+  if (records.length === 0) {
+    // Counted before the batch's requests are answered, so a statistics read after them waits for these records.
+    if (recordBatches) Atomics.add(recordBatches, 0, 1);
+    setTimeout(postRecords, RECORDS_EVERY_MS);
+  }
   records.push(id, n, ci, cinf, co);
 }
 

@@ -9,9 +9,11 @@
  * (control parameters, shared memory, classification, one-thread frontends) go there
  * through the main thread's own channel: one queue, one batcher, one view.
  *
- * Statistics: the thread counts executions and posts them here in batches; the requests
- * are counted by the thread they came from, as on one thread (a worker's records go
- * through DirectModels). settle() flushes the thread's, so a statistics read is exact.
+ * Statistics: the thread counts executions in each version's shared counters
+ * (core/shared-stats.ts), which settle() folds into the version's statistics, and posts
+ * here only those the counters have no row for (settle() then flushes them first); the
+ * requests are counted by the thread they came from, as on one thread (a worker's
+ * through DirectModels). So a statistics read is exact.
  */
 import { workerUrl } from "../core/worker-url.ts";
 import { Thread } from "../core/threads/thread.ts";
@@ -24,6 +26,7 @@ import { EXEC_WIDTH, type FromBatch, type SequenceAdd, type ToBatch } from "./ba
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
 import { initialState } from "../scheduler/sequence/tensors.ts";
 import type { BackendInstance, SharedInstance } from "../backends/backend.ts";
+import { SharedStatsReader, sharedStatsBuffer } from "../core/shared-stats.ts";
 import type { ModelStats } from "../core/stats.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
 import type { ScheduledModel } from "../scheduler/create.ts";
@@ -32,6 +35,9 @@ import type { InferenceServer } from "./server.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 
 const log = getLogger("src/server/batch-thread.ts");
+
+/** The most distinct batch sizes a version's counters on the scheduling thread hold (executions of larger ones are posted as records). */
+const BATCH_ROWS = 256;
 
 /** A frontend worker's channel to the scheduling thread: its slots, the port for what does not fit, and close() for when the worker stops. */
 export interface BatchChannel {
@@ -61,7 +67,10 @@ export class BatchThread {
   readonly #early: { buffer: SharedArrayBuffer; port: ChannelPort }[] = [];
   /** Every channel's control words, to tell the submitters if the thread fails. */
   readonly #controls = new Set<Int32Array>();
-  readonly #stats = new Map<number, Pick<ModelStats, "recordExecution">>();
+  /** Each version's statistics, and the reader of the counters the thread writes for it. */
+  readonly #stats = new Map<number, { stats: ModelStats; shared: SharedStatsReader }>();
+  /** Record batches the thread has begun that are not applied here yet: settle() flushes only while there are some. */
+  readonly #recordBatches = new Int32Array(new SharedArrayBuffer(4));
   readonly #removals = new Map<number, () => void>();
   readonly #flushes = new Map<number, () => void>();
   #nextId = 1;
@@ -103,8 +112,10 @@ export class BatchThread {
   #add(model: ScheduledModel, instances: SharedInstance[], sequence?: SequenceAdd): ThreadedBatchScheduler {
     const id = this.#nextId++;
     const counters = new SharedArrayBuffer(8);
-    this.#stats.set(id, model.stats);
-    this.#start().send({ t: "add", id, name: model.name, config: model.config, instances, counters, ...(sequence ? { sequence } : {}) });
+    // Room for every batch size up to BATCH_ROWS: the batcher forms any size up to max_batch_size.
+    const stats = sharedStatsBuffer(1, model.config.max_batch_size ?? 0, BATCH_ROWS);
+    this.#stats.set(id, { stats: model.stats, shared: new SharedStatsReader(stats) });
+    this.#start().send({ t: "add", id, name: model.name, config: model.config, instances, counters, stats, ...(sequence ? { sequence } : {}) });
     return new ThreadedBatchScheduler(this, id, new Int32Array(counters));
   }
 
@@ -147,9 +158,15 @@ export class BatchThread {
     });
   }
 
+  /** Folds the executions the thread counted in shared memory into the versions' statistics. */
+  fold(): void {
+    for (const { stats, shared } of this.#stats.values()) shared.fold(stats);
+  }
+
   /** Resolves once every execution the thread counted is in the versions' statistics. */
   async settle(): Promise<void> {
-    if (!this.#thread || this.#failed) return;
+    this.fold();
+    if (!this.#thread || this.#failed || Atomics.load(this.#recordBatches, 0) === 0) return;
     await new Promise<void>((resolve) => {
       const id = this.#nextFlush++;
       this.#flushes.set(id, resolve);
@@ -165,6 +182,7 @@ export class BatchThread {
       { message: (m) => this.#message(m), error: (m) => this.#fail(m), exit: () => this.#fail("it ended") },
       { batch: true, unref: true, name: "batch scheduler" },
     );
+    this.#thread.send({ t: "recordBatches", buffer: this.#recordBatches.buffer as SharedArrayBuffer });
     const main = new SlotChannel(MAIN_SLOTS);
     const [port1, port2] = portPair();
     this.#main = new BatchClient(main.buffer, port1);
@@ -183,18 +201,23 @@ export class BatchThread {
       case "records":
         for (let i = 0; i + EXEC_WIDTH <= m.records.length; i += EXEC_WIDTH) {
           const r = m.records;
-          this.#stats.get(r[i]!)?.recordExecution(r[i + 1]!, r[i + 2]!, r[i + 3]!, r[i + 4]!);
+          this.#stats.get(r[i]!)?.stats.recordExecution(r[i + 1]!, r[i + 2]!, r[i + 3]!, r[i + 4]!);
         }
+        Atomics.sub(this.#recordBatches, 0, 1);
         return;
       case "flushed":
         this.#flushes.get(m.id)?.();
         this.#flushes.delete(m.id);
         return;
-      case "removed":
+      case "removed": {
+        // The thread writes nothing more for it: what it counted last is folded now.
+        const v = this.#stats.get(m.id);
+        v?.shared.fold(v.stats);
         this.#stats.delete(m.id);
         this.#removals.get(m.id)?.();
         this.#removals.delete(m.id);
         return;
+      }
       case "log":
         logEntry(m.entry);
         return;

@@ -9,9 +9,12 @@
  * ensemble whose every step's model qualifies (stepsServedByWorkers). The table of them is
  * published to every subscriber (each frontend worker) after any version changes state
  * or the trace settings change; a worker answers a request for a version in its table
- * without a message to the main thread, and posts what the statistics need in batches
- * (applyRecords), so the statistics and metrics equal the one-thread path's. Before the
- * statistics are read, settle() has every worker post what it holds.
+ * without a message to the main thread, and counts its requests in the version's shared
+ * counters, a slot per worker (core/shared-stats.ts), which settle() folds into the
+ * version's statistics when they are read. Where the server observes each request
+ * (summary or histogram latencies), or a worker has no slot, the worker posts records
+ * instead (applyRecords), and settle() first has each worker that holds some post them.
+ * Either way the statistics and metrics equal the one-thread path's.
  *
  * Lifecycle: a version leaves the table when it leaves READY; its sessions are released
  * only after every worker's runs inside them have ended (OrtSession's shared guard), and
@@ -20,6 +23,7 @@
 import { nowNs } from "../core/clock.ts";
 import { getLogger } from "../core/logger.ts";
 import { FAILURE_REASONS } from "../core/stats.ts";
+import { SharedStatsReader, sharedStatsBuffer } from "../core/shared-stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import { ensembleSteps, stepInflightLimit, stepVersion } from "../scheduler/ensemble-scheduler.ts";
@@ -64,9 +68,14 @@ const log = getLogger("src/server/direct-models.ts");
 
 export class DirectModels {
   readonly #server: InferenceServer;
-  readonly #subscribers = new Set<Subscriber>();
+  /** Each worker, and its slot in the versions' shared counters (none: it posts records). */
+  readonly #subscribers = new Map<Subscriber, number | undefined>();
+  /** Slots in each version's shared counters: one per worker the listeners start. */
+  readonly #slots: number;
   /** Versions by entry id, while a worker may still post records for them. */
   readonly #byId = new Map<number, ModelVersion>();
+  /** The shared counters' readers, by entry id (as long as #byId holds the id). */
+  readonly #readers = new Map<number, SharedStatsReader>();
   readonly #ids = new WeakMap<ModelVersion, DirectEntry>();
   /** Entry ids gone from the table, and since when (their records are still applied for a while). */
   readonly #retired = new Map<number, number>();
@@ -77,9 +86,14 @@ export class DirectModels {
   #stopped = false;
   readonly #unsubscribe: (() => void)[];
 
-  /** Follows `server`'s model versions and trace settings, and joins the statistics it settles (server.statisticsSettled). */
-  constructor(server: InferenceServer) {
+  /**
+   * Follows `server`'s model versions and trace settings, and joins the statistics it
+   * settles (server.statisticsSettled). `slots`: how many workers will subscribe (a
+   * worker beyond them posts records).
+   */
+  constructor(server: InferenceServer, slots = 0) {
     this.#server = server;
+    this.#slots = slots;
     this.#unsubscribe = [onModelStateChange(() => this.changed())];
     server.onRepositoryControlled(() => this.#publish());
     if (server.trace) this.#unsubscribe.push(server.trace.onUpdate(() => this.changed()));
@@ -88,10 +102,13 @@ export class DirectModels {
 
   /** A worker starts taking tables: it gets the current one now. */
   subscribe(s: Subscriber): () => void {
-    this.#subscribers.add(s);
+    const taken = new Set(this.#subscribers.values());
+    let slot: number | undefined;
+    for (let i = 0; i < this.#slots && slot === undefined; i++) if (!taken.has(i)) slot = i;
+    this.#subscribers.set(s, slot);
     const table = this.#stopped ? EMPTY : this.#stamped(this.#table(), Atomics.load(this.#published, 0));
     this.#describe(table);
-    s.publish(table);
+    s.publish(table, slot);
     return () => this.#subscribers.delete(s);
   }
 
@@ -142,7 +159,7 @@ export class DirectModels {
     if (this.#stopped) return;
     const table = this.#stamped(this.#table(), Atomics.add(this.#published, 0, 1) + 1);
     this.#describe(table);
-    for (const s of this.#subscribers) s.publish(table);
+    for (const [s, slot] of this.#subscribers) s.publish(table, slot);
   }
 
   #stamped(table: DirectTable, generation: number): DirectTable {
@@ -155,12 +172,21 @@ export class DirectModels {
   stop(): void {
     this.#stopped = true;
     for (const stop of this.#unsubscribe) stop();
-    for (const s of this.#subscribers) s.publish(EMPTY);
+    for (const [s, slot] of this.#subscribers) s.publish(EMPTY, slot);
   }
 
-  /** Has every worker post the records it holds; resolves once they are applied. */
+  /** Folds the shared counters into the versions' statistics, and has every worker that holds records post them; resolves once they are applied. */
   async settle(): Promise<void> {
-    await Promise.all([...this.#subscribers].map((s) => s.flush()));
+    this.fold();
+    await Promise.all([...this.#subscribers.keys()].map((s) => s.flush()));
+  }
+
+  /** Folds what the workers counted in the shared counters since the last fold into the versions' statistics. */
+  fold(): void {
+    for (const [id, reader] of this.#readers) {
+      const mv = this.#byId.get(id);
+      if (mv) reader.fold(mv.stats);
+    }
   }
 
   /** Applies a worker's records to the versions' statistics, as the one-thread path records them. */
@@ -202,6 +228,10 @@ export class DirectModels {
         const batch = threadedBatchId(mv);
         const instances = batch === undefined && !isEnsemble(mv.config) ? mv.instances.map((i) => i.share!()) : [];
         e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
+        if (this.#slots > 0) {
+          e.stats = sharedStatsBuffer(this.#slots, mv.config.max_batch_size ?? 0);
+          this.#readers.set(e.id, new SharedStatsReader(e.stats));
+        }
         this.#ids.set(mv, e);
         this.#byId.set(e.id, mv);
       }
@@ -227,22 +257,26 @@ export class DirectModels {
     for (const [id, since] of this.#retired) {
       if (live.has(id)) this.#retired.delete(id);
       else if (now - since > RETIRED_RECORDS_NS) {
+        const mv = this.#byId.get(id);
+        if (mv) this.#readers.get(id)?.fold(mv.stats);
         this.#retired.delete(id);
         this.#byId.delete(id);
+        this.#readers.delete(id);
       }
     }
-    return { entries, routes, queued: server.queued.share() };
+    return { entries, routes, queued: server.queued.share(), ...(server.observing ? { records: true } : {}) };
   }
 }
 
-/** How long records of a version gone from the table are still applied. */
+/** How long records of a version gone from the table are still applied (and its shared counters folded). */
 const RETIRED_RECORDS_NS = 60e9;
 
 const EMPTY: DirectTable = { entries: [], routes: [] };
 
 /** A worker as the table sees it: it takes tables, and posts its records when asked. */
 export interface Subscriber {
-  publish(table: DirectTable): void;
+  /** `slot`: the worker's in every entry's shared counters (DirectEntry.stats); none: it posts records. */
+  publish(table: DirectTable, slot: number | undefined): void;
   /** Resolves once the worker has posted (and the main thread applied) every record it held. */
   flush(): Promise<void>;
 }

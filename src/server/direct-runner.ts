@@ -6,7 +6,9 @@
  * this thread, or a TypeScript instance's worker reached over a port: runPrepared, whose
  * execution is recorded apart from its outcome; for a dynamically batched version: submit
  * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
- * asked for, and record the statistics, which go to the main thread in batches. An
+ * asked for, and count the statistics: in the version's shared counters, this worker's
+ * slot (core/shared-stats.ts), or where the table says so (or the worker has no slot) as
+ * records that go to the main thread in batches. An
  * ensemble runs here through the ensemble scheduler itself, each step as the core's
  * inferStep runs it (no bytes admitted, no failure logged): on a version in the table
  * here, or, when its model left the table or its instance was retired mid-ensemble, on
@@ -21,6 +23,7 @@ import { prepareForInference } from "../core/request-validate.ts";
 import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
+import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
 import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
@@ -49,6 +52,8 @@ interface Served {
   /** Borrowed on first use, one per instance of the owner. */
   instances: (BorrowedInstance | undefined)[];
   next: number;
+  /** This worker's slot in the entry's shared counters, made on first use. */
+  stats?: SharedStatsWriter;
 }
 
 export class DirectRunner {
@@ -60,6 +65,8 @@ export class DirectRunner {
   #published: Int32Array | undefined;
   #generation = 0;
   #records: number[] = [];
+  /** This worker's slot in the entries' shared counters, unless its requests go as records (the table's `records`, or no slot). */
+  #slot: number | undefined;
   #inFlight = 0;
   /** This worker's channel to the scheduling thread, for dynamically batched versions (batch-thread.ts). */
   #batch: BatchClient | undefined;
@@ -119,8 +126,9 @@ export class DirectRunner {
     return undefined;
   }
 
-  /** A new table from the main thread: versions no longer in it are dropped (their runs finish first). */
-  update(table: DirectTable): void {
+  /** A new table from the main thread, and this worker's slot in its entries' shared counters: versions no longer in it are dropped (their runs finish first). */
+  update(table: DirectTable, slot?: number): void {
+    this.#slot = table.records ? undefined : slot;
     if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
     const ids = new Set(table.entries.map((e) => e.id));
     for (const [id, s] of this.#served) {
@@ -269,9 +277,9 @@ export class DirectRunner {
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
       // An ensemble's one execution (its steps' summed compute) is counted with its success, as the main thread's ensemble scheduler counts it.
-      if (s.ensemble) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, Math.max(1, prepared.batchSize), r.queueNs ?? 0);
-      else if (r.queueNs === undefined) this.#record(SUCCESS, entry.id, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
-      else this.#record(RESULT, entry.id, nowNs() - start, r.queueNs, ci, cinf, co, 0);
+      if (s.ensemble) this.#record(s, SUCCESS, nowNs() - start, ci, cinf, co, Math.max(1, prepared.batchSize), r.queueNs ?? 0);
+      else if (r.queueNs === undefined) this.#record(s, SUCCESS, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
+      else this.#record(s, RESULT, nowNs() - start, r.queueNs, ci, cinf, co, 0);
       addStepTimes(request, ci, cinf, co);
       return response(entry, request, outputs);
     } catch (err) {
@@ -282,7 +290,7 @@ export class DirectRunner {
         reason = e.reason ?? (e.code === "UNAVAILABLE" ? "REJECTED" : e.code === "CANCELLED" ? "CANCELED" : "BACKEND");
       }
       if (s.ensemble) reason = "OTHER"; // as the server counts an ensemble's failures (Triton's)
-      this.#record(FAILURE, entry.id, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0, 0);
+      this.#record(s, FAILURE, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0, 0);
       if (!step) this.#onError(e, entry.name);
       throw e;
     } finally {
@@ -304,18 +312,41 @@ export class DirectRunner {
     const r = await instance.runPrepared!(prepared, !step);
     if (!r) throw RETIRED;
     const { outcome, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co } = r;
-    const id = s.entry.id;
-    this.#record(EXECUTION, id, prepared.batchSize, ci, cinf, co, 0, 0);
+    this.#record(s, EXECUTION, prepared.batchSize, ci, cinf, co, 0, 0);
     if (outcome.error) throw outcome.error;
     const outputs = orderedOutputs(s.signature, outcome.outputs, prepared.outputNames);
-    this.#record(RESULT, id, nowNs() - start, queueNs, ci, cinf, co, 0);
+    this.#record(s, RESULT, nowNs() - start, queueNs, ci, cinf, co, 0);
     addStepTimes(request, ci, cinf, co);
     const answer = response(s.entry, request, outputs);
     if (outcome.parameters) answer.parameters = outcome.parameters;
     return answer;
   }
 
-  #record(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number, e: number): void {
+  /** Counts one record (direct-table.ts' kinds and fields) in `s`'s shared counters, or takes it for the main thread. */
+  #record(s: Served, kind: number, requestNs: number, a: number, b: number, c: number, d: number, e: number): void {
+    const stats = this.#stats(s);
+    if (stats) {
+      if (kind === SUCCESS) {
+        // An execution whose batch size has no row left goes as a record of its own.
+        if (!stats.recordExecution(d, a, b, c)) this.#take(EXECUTION, s.entry.id, d, a, b, c, 0, 0);
+        stats.recordSuccess(requestNs, e, a, b, c);
+      } else if (kind === RESULT) stats.recordSuccess(requestNs, a, b, c, d);
+      else if (kind === EXECUTION) {
+        if (!stats.recordExecution(requestNs, a, b, c)) this.#take(EXECUTION, s.entry.id, requestNs, a, b, c, 0, 0);
+      } else stats.recordFailure(requestNs, FAILURE_REASONS[a] ?? "OTHER");
+      return;
+    }
+    this.#take(kind, s.entry.id, requestNs, a, b, c, d, e);
+  }
+
+  #stats(s: Served): SharedStatsWriter | undefined {
+    const slot = this.#slot;
+    const buffer = s.entry.stats;
+    if (slot === undefined || !buffer) return undefined;
+    return (s.stats ??= new SharedStatsWriter(buffer, slot));
+  }
+
+  #take(kind: number, id: number, requestNs: number, a: number, b: number, c: number, d: number, e: number): void {
     if (this.#records.length === 0) this.#flushSoon();
     this.#records.push(kind, id, requestNs, a, b, c, d, e);
   }

@@ -1,7 +1,8 @@
 /**
  * @module What the main thread and the frontend workers say about the models the workers
  * run themselves (#30; direct-models.ts on the main thread, direct-runner.ts in a worker):
- * the table of versions, and the statistics records a worker posts.
+ * the table of versions, and the statistics records a worker posts where it does not
+ * count in shared memory (core/shared-stats.ts).
  */
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
@@ -18,6 +19,8 @@ export interface DirectEntry {
   instances: SharedInstance[];
   /** A dynamically batched version: its id on the scheduling thread, where the worker submits its requests (no instances then). */
   batch?: number;
+  /** The version's counters in shared memory, a slot per worker (SharedStatsWriter, with config.max_batch_size). */
+  stats?: SharedArrayBuffer;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -34,6 +37,12 @@ export interface DirectTable {
    */
   generation?: number;
   published?: SharedArrayBuffer;
+  /**
+   * Every request's durations go to the main thread as records, not into the shared
+   * counters: the server observes each request (--metrics-config summary_latencies or
+   * histogram_latencies), which the counters cannot tell it.
+   */
+  records?: boolean;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */

@@ -103,6 +103,8 @@ export interface RequestObserver {
 export interface StatisticsSource {
   /** Resolves once what it held is in the versions' statistics. */
   settle(): Promise<void>;
+  /** Adds what it can reach without waiting (counters in shared memory) to the versions' statistics now. */
+  fold?(): void;
 }
 
 /** Everything the server is built from; what may change later has a method of its own (observe, addStatisticsSource). */
@@ -175,6 +177,11 @@ export class InferenceServer implements ModelRunner {
   }
 
   /** Tells the observer of a request answered elsewhere (a frontend worker thread), as inference here does. */
+  /** Whether something observes each request (observe()): then every request's durations must reach it. */
+  get observing(): boolean {
+    return this.#observer !== undefined;
+  }
+
   observeSuccess(mv: ModelVersion, d: RequestDurations): void {
     this.#observer?.success(mv, d);
   }
@@ -195,6 +202,11 @@ export class InferenceServer implements ModelRunner {
 
   #repositoryControlEnded(): void {
     for (const fn of this.#repositoryControlled) fn();
+  }
+
+  /** Adds to the statistics what other threads counted in shared memory (StatisticsSource.fold), without waiting for any thread. */
+  foldStatistics(): void {
+    for (const s of this.#statisticsSources) s.fold?.();
   }
 
   /** Resolves once the statistics count every request answered so far, on whichever thread. */

@@ -128,6 +128,7 @@ export class StatusBoard {
 
   /** Takes one sample of every version (the timer's tick; tests call it directly). */
   sample(now = Date.now()): void {
+    this.#server.foldStatistics();
     const seen = new Set<string>();
     for (const mv of this.#server.repository.allVersions()) {
       const k = key(mv);

@@ -200,7 +200,11 @@ export class Listeners {
     this.#customMetrics.attach(registry.registry);
     // Without summaries or histograms nothing is observed per request: the server keeps no observer.
     const { observe, firstResponse } = registry;
-    if (observe || firstResponse) server.observe({ success: observe ?? (() => {}), firstResponse: firstResponse ?? (() => {}) });
+    if (observe || firstResponse) {
+      server.observe({ success: observe ?? (() => {}), firstResponse: firstResponse ?? (() => {}) });
+      // The frontend workers then post each request's durations (DirectTable.records).
+      this.#direct?.changed();
+    }
     return registry;
   }
 
@@ -209,7 +213,11 @@ export class Listeners {
    * --model-namespacing a name may mean several models, which the main thread tells apart.
    */
   #directModels(o: ServerOptions): DirectModels | undefined {
-    if (!this.#direct && !o.modelNamespacing) this.#direct = new DirectModels(this.#server);
+    if (!this.#direct && !o.modelNamespacing) {
+      // A slot in every version's shared statistics counters for each worker thread started.
+      const workers = (allowed: boolean, requested: number | undefined) => (allowed && frontendThreads(requested) > 1 ? frontendThreads(requested) : 0);
+      this.#direct = new DirectModels(this.#server, workers(o.allowHttp, o.httpThreadCount) + workers(o.allowGrpc, o.grpcInferThreadCount));
+    }
     return this.#direct;
   }
 

@@ -41,6 +41,7 @@ function receive(m: ToGrpcWorker): void {
       void stop();
       return;
     case "models":
+    case "recordBatches":
     case "flush":
     case "port":
     case "ended":

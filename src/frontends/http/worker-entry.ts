@@ -54,6 +54,7 @@ function receive(m: ToWorker): void {
       void stop();
       return;
     case "models":
+    case "recordBatches":
     case "flush":
     case "port":
     case "ended":

@@ -20,6 +20,7 @@ function fakeServer(versions: ModelVersion[], index: IndexEntry[] = []): Inferen
     cacheEnabled: () => false,
     isLive: () => true,
     isReady: () => true,
+    foldStatistics: () => {},
   } as unknown as InferenceServer;
 }
 
