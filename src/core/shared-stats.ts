@@ -38,24 +38,36 @@ const ROW = 5;
 /** The most distinct batch sizes a slot's table holds by default (a frontend worker's: its clients' batch sizes). */
 export const MAX_BATCH_ROWS = 16;
 
-/** The layout every thread reads from the buffer's head: [slots, rows], each slot's sequence number, then every slot's counters. */
+/**
+ * The layout every thread reads from the buffer's head, [slots, rows]: after the head,
+ * each slot's region on cache lines of its own (so that writers in different threads do
+ * not share a line): its sequence number (an Int32, padded to 8 bytes), then its counters.
+ */
 interface Layout {
-  sequences: Int32Array;
-  values: Float64Array;
+  ints: Int32Array;
+  floats: Float64Array;
+  slots: number;
   rows: number;
+  /** Counters per slot. */
   width: number;
+  /** Bytes from one slot's region to the next. */
+  stride: number;
 }
 
-const HEAD = 2;
+const LINE = 64;
 
 function layoutOf(buffer: SharedArrayBuffer): Layout {
-  const [slots, rows] = new Int32Array(buffer, 0, HEAD) as unknown as [number, number];
+  const ints = new Int32Array(buffer);
+  const [slots, rows] = [ints[0]!, ints[1]!];
   const width = COUNTERS + rows * ROW;
-  return { sequences: new Int32Array(buffer, HEAD * 4, slots), values: new Float64Array(buffer, countersAt(slots), slots * width), rows, width };
+  return { ints, floats: new Float64Array(buffer), slots, rows, width, stride: strideOf(width) };
 }
 
-/** Where the counters begin: after the head and the sequence numbers, rounded up to 8 bytes. */
-const countersAt = (slots: number) => Math.ceil(((HEAD + slots) * 4) / 8) * 8;
+const strideOf = (width: number) => Math.ceil((8 + width * 8) / LINE) * LINE;
+/** Slot `slot`'s sequence number, as an Int32 index. */
+const sequenceAt = (l: Layout, slot: number) => (LINE + slot * l.stride) / 4;
+/** Slot `slot`'s first counter, as a Float64 index. */
+const countersAt = (l: Layout, slot: number) => (LINE + slot * l.stride + 8) / 8;
 
 /**
  * A buffer for `slots` writers of one version's counters, whose configuration allows
@@ -63,34 +75,34 @@ const countersAt = (slots: number) => Math.ceil(((HEAD + slots) * 4) / 8) * 8;
  */
 export function sharedStatsBuffer(slots: number, maxBatchSize: number, maxRows = MAX_BATCH_ROWS): SharedArrayBuffer {
   const rows = Math.min(Math.max(1, maxBatchSize), maxRows);
-  const buffer = new SharedArrayBuffer(countersAt(slots) + slots * (COUNTERS + rows * ROW) * 8);
-  new Int32Array(buffer, 0, HEAD).set([slots, rows]);
+  const buffer = new SharedArrayBuffer(LINE + slots * strideOf(COUNTERS + rows * ROW));
+  new Int32Array(buffer, 0, 2).set([slots, rows]);
   return buffer;
 }
 
 /** The number of writers `buffer` has slots for. */
 export function sharedStatsSlots(buffer: SharedArrayBuffer): number {
-  return layoutOf(buffer).sequences.length;
+  return layoutOf(buffer).slots;
 }
 
 /** One thread's writer of its slot: the record methods of ModelStats that a frontend worker's requests need. */
 export class SharedStatsWriter {
-  readonly #sequences: Int32Array;
+  readonly #ints: Int32Array;
   readonly #v: Float64Array;
-  readonly #slot: number;
+  /** The slot's sequence number (Int32 index) and first counter (Float64 index). */
+  readonly #sequence: number;
   readonly #base: number;
   readonly #rows: number;
 
+  /** The writer of `slot`, which no other thread writes, ever (slots are never handed to a second writer). */
   constructor(buffer: SharedArrayBuffer, slot: number) {
     const l = layoutOf(buffer);
-    if (!(slot >= 0 && slot < l.sequences.length)) throw new RangeError(`no statistics slot ${slot} in a buffer of ${l.sequences.length}`);
-    this.#sequences = l.sequences;
-    this.#v = l.values;
-    this.#slot = slot;
-    this.#base = slot * l.width;
+    if (!(Number.isInteger(slot) && slot >= 0 && slot < l.slots)) throw new RangeError(`no statistics slot ${slot} in a buffer of ${l.slots}`);
+    this.#ints = l.ints;
+    this.#v = l.floats;
+    this.#sequence = sequenceAt(l, slot);
+    this.#base = countersAt(l, slot);
     this.#rows = l.rows;
-    // A slot whose last writer's thread ended mid-update is taken up in step (even between updates).
-    if (Atomics.load(this.#sequences, slot) & 1) Atomics.add(this.#sequences, slot, 1);
   }
 
   /** ModelStats.recordSuccess. */
@@ -153,11 +165,11 @@ export class SharedStatsWriter {
   }
 
   #begin(): void {
-    Atomics.add(this.#sequences, this.#slot, 1);
+    Atomics.add(this.#ints, this.#sequence, 1);
   }
 
   #end(): void {
-    Atomics.add(this.#sequences, this.#slot, 1);
+    Atomics.add(this.#ints, this.#sequence, 1);
   }
 }
 
@@ -172,42 +184,45 @@ function add(v: Float64Array, at: number, ns: number): void {
  */
 export class SharedStatsReader {
   readonly #l: Layout;
-  /** Each slot's counters as last folded. */
+  /** Each slot's counters as last folded (the slot's `width` counters from slot × width). */
   readonly #seen: Float64Array;
   /** Each slot's sequence number as last folded (-1: never). */
   readonly #seenSequence: Int32Array;
   readonly #now: Float64Array;
 
   constructor(buffer: SharedArrayBuffer) {
-    this.#l = layoutOf(buffer);
-    this.#seen = new Float64Array(this.#l.values.length);
-    this.#seenSequence = new Int32Array(this.#l.sequences.length).fill(-1);
-    this.#now = new Float64Array(this.#l.width);
+    const l = layoutOf(buffer);
+    this.#l = l;
+    this.#seen = new Float64Array(l.slots * l.width);
+    this.#seenSequence = new Int32Array(l.slots).fill(-1);
+    this.#now = new Float64Array(l.width);
   }
 
   fold(stats: ModelStats): void {
-    const { sequences, width } = this.#l;
-    for (let slot = 0; slot < sequences.length; slot++) {
+    for (let slot = 0; slot < this.#l.slots; slot++) {
       const sequence = this.#read(slot);
       if (sequence === this.#seenSequence[slot]) continue;
       this.#seenSequence[slot] = sequence;
-      this.#apply(stats, slot * width);
+      this.#apply(stats, slot * this.#l.width);
     }
   }
 
   /** Copies the slot's counters into #now, between two equal even sequence numbers; returns that number. */
   #read(slot: number): number {
-    const { sequences, values, width } = this.#l;
-    const base = slot * width;
+    const l = this.#l;
+    const { ints, floats, width } = l;
+    const at = sequenceAt(l, slot);
+    const base = countersAt(l, slot);
     let waitedSince = 0;
     for (let spins = 0; ; spins++) {
-      const before = Atomics.load(sequences, slot);
+      const before = Atomics.load(ints, at);
       if (before === this.#seenSequence[slot]) return before;
       // After WRITER_WAIT_MS the writer's thread ended mid-update (terminated): what it wrote is read as it stands.
       const ended = waitedSince > 0 && performance.now() - waitedSince > WRITER_WAIT_MS;
       if ((before & 1) === 0 || ended) {
-        for (let i = 0; i < width; i++) this.#now[i] = values[base + i]!;
-        if (Atomics.load(sequences, slot) === before) return before;
+        for (let i = 0; i < width; i++) this.#now[i] = floats[base + i]!;
+        // A read-modify-write (that changes nothing): no read of the counters above moves past it.
+        if (Atomics.compareExchange(ints, at, before, before) === before) return before;
       }
       // A writer is mid-update: it finishes within a microsecond, or once its thread runs
       // again if it was preempted (a time slice, a few ms), so give way now and then.
@@ -248,7 +263,12 @@ export class SharedStatsReader {
       const i = COUNTERS + r * ROW;
       const size = now[i]!;
       const executions = d(i + 1);
-      if (size === 0 || executions === 0) continue;
+      if (executions === 0) continue;
+      if (size === 0) {
+        // A row read before its size (only a writer that ended mid-update leaves one): kept unseen for the next fold.
+        for (let k = 0; k < ROW; k++) now[i + k] = seen[base + i + k]!;
+        continue;
+      }
       let b = s.batch.get(size);
       if (!b) {
         b = { batch_size: size, compute_input: { count: 0, ns: 0 }, compute_infer: { count: 0, ns: 0 }, compute_output: { count: 0, ns: 0 } };

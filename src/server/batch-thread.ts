@@ -172,6 +172,7 @@ export class BatchThread {
       this.#flushes.set(id, resolve);
       this.#thread!.send({ t: "flush", id });
     });
+    this.fold();
   }
 
   #start(): Thread<ToBatch, FromBatch> {

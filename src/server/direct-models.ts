@@ -72,6 +72,8 @@ export class DirectModels {
   readonly #subscribers = new Map<Subscriber, number | undefined>();
   /** Slots in each version's shared counters: one per worker the listeners start. */
   readonly #slots: number;
+  /** The next slot to give: a slot is never given twice (a stopped worker may still write its own for a while). */
+  #nextSlot = 0;
   /** Versions by entry id, while a worker may still post records for them. */
   readonly #byId = new Map<number, ModelVersion>();
   /** The shared counters' readers, by entry id (as long as #byId holds the id). */
@@ -102,11 +104,9 @@ export class DirectModels {
 
   /** A worker starts taking tables: it gets the current one now. */
   subscribe(s: Subscriber): () => void {
-    const taken = new Set(this.#subscribers.values());
-    let slot: number | undefined;
-    for (let i = 0; i < this.#slots && slot === undefined; i++) if (!taken.has(i)) slot = i;
+    const slot = this.#nextSlot < this.#slots ? this.#nextSlot++ : undefined;
     this.#subscribers.set(s, slot);
-    const table = this.#stopped ? EMPTY : this.#stamped(this.#table(), Atomics.load(this.#published, 0));
+    const table = this.#stopped ? this.#empty() : this.#stamped(this.#table(), Atomics.load(this.#published, 0));
     this.#describe(table);
     s.publish(table, slot);
     return () => this.#subscribers.delete(s);
@@ -172,13 +172,16 @@ export class DirectModels {
   stop(): void {
     this.#stopped = true;
     for (const stop of this.#unsubscribe) stop();
-    for (const [s, slot] of this.#subscribers) s.publish(EMPTY, slot);
+    const empty = this.#empty();
+    for (const [s, slot] of this.#subscribers) s.publish(empty, slot);
   }
 
   /** Folds the shared counters into the versions' statistics, and has every worker that holds records post them; resolves once they are applied. */
   async settle(): Promise<void> {
     this.fold();
     await Promise.all([...this.#subscribers.keys()].map((s) => s.flush()));
+    // What was counted while the records came: so that a record's execution is not read without its request's success.
+    this.fold();
   }
 
   /** Folds what the workers counted in the shared counters since the last fold into the versions' statistics. */
@@ -214,6 +217,11 @@ export class DirectModels {
         mv.stats.recordFailure(requestNs, FAILURE_REASONS[records[i + 3]!] ?? "OTHER");
       }
     }
+  }
+
+  /** A table of nothing (the server stops): requests still running in a worker are counted as before it (records where the server observes each). */
+  #empty(): DirectTable {
+    return this.#server.observing ? { entries: [], routes: [], records: true } : { entries: [], routes: [] };
   }
 
   #table(): DirectTable {
@@ -258,7 +266,11 @@ export class DirectModels {
       if (live.has(id)) this.#retired.delete(id);
       else if (now - since > RETIRED_RECORDS_NS) {
         const mv = this.#byId.get(id);
-        if (mv) this.#readers.get(id)?.fold(mv.stats);
+        if (mv) {
+          this.#readers.get(id)?.fold(mv.stats);
+          // Should the version qualify again, it gets a new entry (id, counters and reader): this one is forgotten.
+          if (this.#ids.get(mv)?.id === id) this.#ids.delete(mv);
+        }
         this.#retired.delete(id);
         this.#byId.delete(id);
         this.#readers.delete(id);
@@ -270,8 +282,6 @@ export class DirectModels {
 
 /** How long records of a version gone from the table are still applied (and its shared counters folded). */
 const RETIRED_RECORDS_NS = 60e9;
-
-const EMPTY: DirectTable = { entries: [], routes: [] };
 
 /** A worker as the table sees it: it takes tables, and posts its records when asked. */
 export interface Subscriber {

@@ -176,12 +176,12 @@ export class InferenceServer implements ModelRunner {
     this.#observer = observer;
   }
 
-  /** Tells the observer of a request answered elsewhere (a frontend worker thread), as inference here does. */
   /** Whether something observes each request (observe()): then every request's durations must reach it. */
   get observing(): boolean {
     return this.#observer !== undefined;
   }
 
+  /** Tells the observer of a request answered elsewhere (a frontend worker thread), as inference here does. */
   observeSuccess(mv: ModelVersion, d: RequestDurations): void {
     this.#observer?.success(mv, d);
   }

@@ -149,6 +149,7 @@ export class StatusBoard {
 
   snapshot(): StatusSnapshot {
     const server = this.#server;
+    server.foldStatistics();
     const models: ModelStatus[] = [];
     const versions = [...server.repository.allVersions()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.version - b.version));
     for (const mv of versions) {

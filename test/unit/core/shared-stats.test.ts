@@ -119,15 +119,15 @@ describe("shared statistics counters", () => {
     const buffer = sharedStatsBuffer(1, 0);
     const w = new SharedStatsWriter(buffer, 0);
     w.recordSuccess(2_000, 0, 0, 0, 0);
-    // The slot's sequence number (after the head's two Int32s) left odd, as a writer stopped mid-update leaves it.
+    // Slot 0's sequence number (the first Int32 after the 64-byte head) left odd, as a writer stopped mid-update leaves it.
     const sequences = new Int32Array(buffer);
-    Atomics.add(sequences, 2, 1);
+    Atomics.add(sequences, 16, 1);
     const s = new ModelStats();
     const reader = new SharedStatsReader(buffer);
     reader.fold(s);
     expect(s.success).toEqual({ count: 1, ns: 2_000 });
     // It goes on after all: its update ends, another follows; nothing is counted twice.
-    Atomics.add(sequences, 2, 1);
+    Atomics.add(sequences, 16, 1);
     w.recordSuccess(3_000, 0, 0, 0, 0);
     reader.fold(s);
     expect(s.success).toEqual({ count: 2, ns: 5_000 });
@@ -137,6 +137,7 @@ describe("shared statistics counters", () => {
     const buffer = sharedStatsBuffer(2, 4);
     expect(() => new SharedStatsWriter(buffer, 2)).toThrow(RangeError);
     expect(() => new SharedStatsWriter(buffer, -1)).toThrow(RangeError);
+    expect(() => new SharedStatsWriter(buffer, 0.5)).toThrow(RangeError);
   });
 });
 

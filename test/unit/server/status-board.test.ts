@@ -11,7 +11,7 @@ import type { IndexEntry } from "../../../src/repository/manager.ts";
 const config = { name: "m", platform: "onnxruntime_onnx", max_batch_size: 0, input: [], output: [] };
 
 /** The parts of InferenceServer the board reads, over a list of versions. */
-function fakeServer(versions: ModelVersion[], index: IndexEntry[] = []): InferenceServer {
+function fakeServer(versions: ModelVersion[], index: IndexEntry[] = [], foldStatistics = () => {}): InferenceServer {
   return {
     info: { id: "triton", version: "2.73.0", extensions: [], strictReadiness: true },
     state: "READY",
@@ -20,7 +20,7 @@ function fakeServer(versions: ModelVersion[], index: IndexEntry[] = []): Inferen
     cacheEnabled: () => false,
     isLive: () => true,
     isReady: () => true,
-    foldStatistics: () => {},
+    foldStatistics,
   } as unknown as InferenceServer;
 }
 
@@ -40,6 +40,18 @@ describe("StatusBoard", () => {
     expect(m!.failure).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 1, OTHER: 0 });
     expect(m!.state).toBe("UNKNOWN");
     expect(m!.pending).toBe(0);
+  });
+
+  it("folds what other threads counted in shared memory before each sample and each snapshot (#30)", () => {
+    const mv = new ModelVersion("m", 1, "/nowhere/m", config as never);
+    // A frontend worker's success, which the server's fold brings into the version's statistics.
+    const board = new StatusBoard(
+      fakeServer([mv], [], () => mv.stats.recordSuccess(1_000, 0, 0, 0, 0)),
+      1000,
+      300,
+    );
+    board.sample(1000);
+    expect(board.snapshot().models[0]!.success).toBe(2);
   });
 
   it("keeps the last historySecs of points", () => {
