@@ -57,8 +57,22 @@ beforeAll(async () => {
 afterAll(() => repo?.remove());
 
 const enc = new TextEncoder();
-const post = (model: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
-  fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body, headers });
+/**
+ * POSTs an inference. A keep-alive connection the server closed as the request began (its
+ * 10 s idle timeout, when checking the previous 2^20-element answer took the client that
+ * long on a loaded machine) fails the write with EPIPE or ECONNRESET before any answer:
+ * that one is sent again, on a new connection.
+ */
+async function post(model: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<Response> {
+  const send = () => fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body, headers });
+  try {
+    return await send();
+  } catch (err) {
+    const code = ((err as Error).cause as { code?: string } | undefined)?.code;
+    if (code !== "EPIPE" && code !== "ECONNRESET") throw err;
+    return send();
+  }
+}
 
 /** A body of JSON header then binary data, with its Inference-Header-Content-Length. */
 function binaryBody(header: object, data: Uint8Array): { body: Uint8Array; headers: Record<string, string> } {
