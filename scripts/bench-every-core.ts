@@ -115,14 +115,14 @@ for (const p of PROTOCOLS)
       `| \`simple\` ${p}, c=${c} | ${f(one, "rps").toFixed(0)} | ${f(many, "rps").toFixed(0)} | ${(f(many, "rps") / f(one, "rps")).toFixed(2)} | ${f(one, "processUs").toFixed(0)} | ${f(many, "processUs").toFixed(0)} | ${(f(many, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(many, "mainUs").toFixed(1)} |${baseline}`,
     );
   }
-const beforeNote = BASELINE
-  ? `; "before": ${BASELINE.replace(`${root}/`, "")} on ${THREADS} worker threads, where the main thread ran the core for every request`
-  : "";
+const beforeNote = BASELINE ? `; "before": ${BASELINE.replace(`${root}/`, "")} on ${THREADS} worker threads, the baseline build` : "";
+/** The checkout dist/nereid was presumably built from (the script cannot tell a stale build). */
+const head = spawnSync("git", ["describe", "--always", "--dirty"], { cwd: root, encoding: "utf8" }).stdout.trim();
 const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const text = `
 ${machineHeading()}
 
-\`scripts/bench-every-core.ts\`: one dist/nereid per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}. CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}. CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
 
 | measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}

@@ -40,8 +40,9 @@ export const MAX_BATCH_ROWS = 16;
 
 /**
  * The layout every thread reads from the buffer's head, [slots, rows]: after the head,
- * each slot's region on cache lines of its own (so that writers in different threads do
- * not share a line): its sequence number (an Int32, padded to 8 bytes), then its counters.
+ * each slot's region, on a 64-byte stride of the buffer (cache lines of its own where the
+ * buffer starts on a line, so that writers in different threads seldom share one): its
+ * sequence number (an Int32, padded to 8 bytes), then its counters.
  */
 interface Layout {
   ints: Int32Array;
@@ -263,9 +264,10 @@ export class SharedStatsReader {
       const i = COUNTERS + r * ROW;
       const size = now[i]!;
       const executions = d(i + 1);
-      if (executions === 0) continue;
+      // Nothing new in the row (an update read in part, after a writer's long stall, may have added durations alone).
+      if (executions === 0 && d(i + 2) === 0 && d(i + 3) === 0 && d(i + 4) === 0) continue;
       if (size === 0) {
-        // A row read before its size (only a writer that ended mid-update leaves one): kept unseen for the next fold.
+        // A row read before its size (only an update read in part leaves one): kept unseen for the next fold.
         for (let k = 0; k < ROW; k++) now[i + k] = seen[base + i + k]!;
         continue;
       }

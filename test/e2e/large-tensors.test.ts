@@ -60,8 +60,8 @@ const enc = new TextEncoder();
 /**
  * POSTs an inference. A keep-alive connection the server closed as the request began (its
  * 10 s idle timeout, when checking the previous 2^20-element answer took the client that
- * long on a loaded machine) fails the write with EPIPE or ECONNRESET before any answer:
- * that one is sent again, on a new connection.
+ * long on a loaded machine) fails before any answer (EPIPE, ECONNRESET, or undici's "other
+ * side closed"): that one is sent again, on a new connection.
  */
 async function post(model: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<Response> {
   const send = () => fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body, headers });
@@ -69,7 +69,7 @@ async function post(model: string, body: string | Uint8Array, headers: Record<st
     return await send();
   } catch (err) {
     const code = ((err as Error).cause as { code?: string } | undefined)?.code;
-    if (code !== "EPIPE" && code !== "ECONNRESET") throw err;
+    if (code !== "EPIPE" && code !== "ECONNRESET" && code !== "UND_ERR_SOCKET") throw err;
     return send();
   }
 }

@@ -133,6 +133,66 @@ describe("shared statistics counters", () => {
     expect(s.success).toEqual({ count: 2, ns: 5_000 });
   });
 
+  // A batch slot's layout, for the two tests below that write an update in part as a stalled writer leaves it:
+  // slot 0's sequence number is Int32 16 (after the 64-byte head); its counters start at Float64 9, its
+  // inference and execution counts at 21 and 22, and its batch rows ([size, executions, ns × 3]) at 33 + 5 × row,
+  // where a size's row (when free) is size modulo the rows.
+  it("adds the rest of an execution whose update was read in part once its writer finishes it", () => {
+    const buffer = sharedStatsBuffer(1, 4);
+    const w = new SharedStatsWriter(buffer, 0);
+    expect(w.recordExecution(1, 10, 20, 30)).toBe(true);
+    const [ints, floats] = [new Int32Array(buffer), new Float64Array(buffer)];
+    const row = 33 + 5 * 1;
+    // A second execution at size 1, its count written and its durations not yet.
+    Atomics.add(ints, 16, 1);
+    floats[row + 1]! += 1;
+    const s = new ModelStats();
+    const reader = new SharedStatsReader(buffer);
+    reader.fold(s);
+    expect(s.batch.get(1)).toEqual({
+      batch_size: 1,
+      compute_input: { count: 2, ns: 10 },
+      compute_infer: { count: 2, ns: 20 },
+      compute_output: { count: 2, ns: 30 },
+    });
+    floats[row + 2]! += 5;
+    floats[row + 3]! += 6;
+    floats[row + 4]! += 7;
+    Atomics.add(ints, 16, 1);
+    reader.fold(s);
+    expect(s.batch.get(1)).toEqual({
+      batch_size: 1,
+      compute_input: { count: 2, ns: 15 },
+      compute_infer: { count: 2, ns: 26 },
+      compute_output: { count: 2, ns: 37 },
+    });
+  });
+
+  it("keeps a batch row read before its size for the fold after its writer finishes", () => {
+    const buffer = sharedStatsBuffer(1, 4);
+    const [ints, floats] = [new Int32Array(buffer), new Float64Array(buffer)];
+    const row = 33 + 5 * 2;
+    // An execution at size 2 in a new row, written but for the row's size.
+    Atomics.add(ints, 16, 1);
+    floats[21] = 2;
+    floats[22] = 1;
+    floats.set([0, 1, 100, 200, 300], row);
+    const s = new ModelStats();
+    const reader = new SharedStatsReader(buffer);
+    reader.fold(s);
+    expect([s.inferenceCount, s.executionCount, s.batch.size]).toEqual([2, 1, 0]);
+    floats[row] = 2;
+    Atomics.add(ints, 16, 1);
+    reader.fold(s);
+    expect([...s.batch.values()]).toEqual([
+      { batch_size: 2, compute_input: { count: 1, ns: 100 }, compute_infer: { count: 1, ns: 200 }, compute_output: { count: 1, ns: 300 } },
+    ]);
+    // The writer's own next execution at that size finds its row.
+    expect(new SharedStatsWriter(buffer, 0).recordExecution(2, 1, 1, 1)).toBe(true);
+    reader.fold(s);
+    expect(s.batch.get(2)!.compute_infer).toEqual({ count: 2, ns: 201 });
+  });
+
   it("refuses a slot the buffer does not have", () => {
     const buffer = sharedStatsBuffer(2, 4);
     expect(() => new SharedStatsWriter(buffer, 2)).toThrow(RangeError);

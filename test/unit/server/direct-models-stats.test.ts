@@ -124,6 +124,7 @@ describe("DirectModels and the workers' shared statistics counters", () => {
     mv.transition("LOADING");
     mv.transition("READY");
     publish();
+    vi.restoreAllMocks();
     const again = w.tables.at(-1)!.table.entries[0]!;
     expect(again.id).not.toBe(first.id);
     expect(again.stats).not.toBe(first.stats);
