@@ -1,7 +1,7 @@
 /**
  * @module A model version's statistics counters in shared memory (#30): every thread
- * that answers the version's requests beside the main thread (a frontend worker) writes
- * a slot of its own, so each counter has one writer and needs no read-modify-write
+ * that counts the version's requests beside the main thread (each frontend worker, and
+ * the scheduling thread for the executions it batches) writes a slot of its own, so each counter has one writer and needs no read-modify-write
  * across threads; the main thread folds each slot's growth since its last read into the
  * version's ModelStats when the statistics are read (fold). A writer counts exactly what
  * ModelStats' own record methods count (the same rounding of each duration), so the
@@ -9,9 +9,9 @@
  *
  * A slot is guarded by a sequence number: odd while its writer updates it, even between
  * updates. The reader waits out an odd one (an update takes well under a microsecond),
- * so it never folds half of one request's counts; only a writer whose thread ended in the
- * middle of an update is read as it stands, after a bounded wait (and should it go on
- * after all, the next fold adds the rest). Batch statistics live in a small table per
+ * so it never folds half of one request's counts; only a writer whose thread ended (or
+ * stalled past the wait) in the middle of an update is read as it stands, after a bounded
+ * wait, and should it go on after all, the next fold adds the rest. Batch statistics live in a small table per
  * slot keyed by batch size; a writer that meets a size the table has no room for (more
  * distinct sizes than its rows) says so (recordExecution returns false), and its caller
  * counts that execution another way.

@@ -15,6 +15,14 @@ import { MAX_BATCH_ROWS, SharedStatsReader, SharedStatsWriter, sharedStatsBuffer
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 
+/** A BatchStat as the statistics extension shows it. */
+const batchStat = (size: number, count: number, [input, infer, output]: [number, number, number]) => ({
+  batch_size: size,
+  compute_input: { count, ns: input },
+  compute_infer: { count, ns: infer },
+  compute_output: { count, ns: output },
+});
+
 /** A small deterministic generator, so that a failure can be replayed. */
 function random(seed: number): () => number {
   let s = seed;
@@ -87,9 +95,7 @@ describe("shared statistics counters", () => {
     expect(w.recordExecution(1, 1, 2, 3)).toBe(true);
     const s = new ModelStats();
     new SharedStatsReader(buffer).fold(s);
-    expect(s.toJSON("m", "1").batch_stats).toEqual([
-      { batch_size: 1, compute_input: { count: 2, ns: 101 }, compute_infer: { count: 2, ns: 202 }, compute_output: { count: 2, ns: 303 } },
-    ]);
+    expect(s.toJSON("m", "1").batch_stats).toEqual([batchStat(1, 2, [101, 202, 303])]);
     expect([s.inferenceCount, s.executionCount]).toEqual([2, 2]);
   });
 
@@ -149,23 +155,13 @@ describe("shared statistics counters", () => {
     const s = new ModelStats();
     const reader = new SharedStatsReader(buffer);
     reader.fold(s);
-    expect(s.batch.get(1)).toEqual({
-      batch_size: 1,
-      compute_input: { count: 2, ns: 10 },
-      compute_infer: { count: 2, ns: 20 },
-      compute_output: { count: 2, ns: 30 },
-    });
+    expect(s.batch.get(1)).toEqual(batchStat(1, 2, [10, 20, 30]));
     floats[row + 2]! += 5;
     floats[row + 3]! += 6;
     floats[row + 4]! += 7;
     Atomics.add(ints, 16, 1);
     reader.fold(s);
-    expect(s.batch.get(1)).toEqual({
-      batch_size: 1,
-      compute_input: { count: 2, ns: 15 },
-      compute_infer: { count: 2, ns: 26 },
-      compute_output: { count: 2, ns: 37 },
-    });
+    expect(s.batch.get(1)).toEqual(batchStat(1, 2, [15, 26, 37]));
   });
 
   it("keeps a batch row read before its size for the fold after its writer finishes", () => {
@@ -184,9 +180,7 @@ describe("shared statistics counters", () => {
     floats[row] = 2;
     Atomics.add(ints, 16, 1);
     reader.fold(s);
-    expect([...s.batch.values()]).toEqual([
-      { batch_size: 2, compute_input: { count: 1, ns: 100 }, compute_infer: { count: 1, ns: 200 }, compute_output: { count: 1, ns: 300 } },
-    ]);
+    expect([...s.batch.values()]).toEqual([batchStat(2, 1, [100, 200, 300])]);
     // The writer's own next execution at that size finds its row.
     expect(new SharedStatsWriter(buffer, 0).recordExecution(2, 1, 1, 1)).toBe(true);
     reader.fold(s);
