@@ -30,16 +30,22 @@ export function frontendThreads(requested: number | undefined): number {
   return requested ?? Math.min(availableParallelism(), DEFAULT_FRONTEND_THREADS);
 }
 
+/** The worker threads the HTTP and gRPC frontends run on together (0: both off or on the main thread). */
+export function frontendWorkerThreads(o: ServerOptions): number {
+  const workers = (allowed: boolean, requested: number | undefined) => {
+    const n = allowed ? frontendThreads(requested) : 1;
+    return n > 1 ? n : 0;
+  };
+  return workers(o.allowHttp, o.httpThreadCount) + workers(o.allowGrpc, o.grpcInferThreadCount);
+}
+
 /**
  * Whether a frontend will run on worker threads that run models themselves (DirectModels),
  * as the listeners decide it: dynamically batched models then batch on the scheduling
  * thread (server/batch-thread.ts), decided before the repository loads.
  */
 export function frontendWorkersRunModels(o: ServerOptions): boolean {
-  if (o.modelNamespacing) return false;
-  const http = o.allowHttp && frontendThreads(o.httpThreadCount) > 1;
-  const grpc = o.allowGrpc && frontendThreads(o.grpcInferThreadCount) > 1;
-  return http || grpc;
+  return !o.modelNamespacing && frontendWorkerThreads(o) > 0;
 }
 
 /**

@@ -22,7 +22,7 @@ import { restrictionMap } from "../frontends/restricted.ts";
 import { compileHeaderForwardPattern } from "../frontends/header-forward.ts";
 import { createSagemakerHandler } from "../frontends/sagemaker.ts";
 import { createVertexAiHandler } from "../frontends/vertex-ai.ts";
-import { frontendThreads, type EarlyFrontendWorkers, type Frontend } from "./early-workers.ts";
+import { frontendThreads, frontendWorkerThreads, type EarlyFrontendWorkers, type Frontend } from "./early-workers.ts";
 
 const log = getLogger("src/startup/listeners.ts");
 
@@ -213,11 +213,8 @@ export class Listeners {
    * --model-namespacing a name may mean several models, which the main thread tells apart.
    */
   #directModels(o: ServerOptions): DirectModels | undefined {
-    if (!this.#direct && !o.modelNamespacing) {
-      // A slot in every version's shared statistics counters for each worker thread started.
-      const workers = (allowed: boolean, requested: number | undefined) => (allowed && frontendThreads(requested) > 1 ? frontendThreads(requested) : 0);
-      this.#direct = new DirectModels(this.#server, workers(o.allowHttp, o.httpThreadCount) + workers(o.allowGrpc, o.grpcInferThreadCount));
-    }
+    // A slot in every version's shared statistics counters for each worker thread started.
+    if (!this.#direct && !o.modelNamespacing) this.#direct = new DirectModels(this.#server, frontendWorkerThreads(o));
     return this.#direct;
   }
 
