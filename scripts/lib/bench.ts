@@ -154,10 +154,11 @@ export function wrkPostScript(bodyFile: string): string {
  * `threads` threads, without metrics or info logs (its output ignored); ready once `waitReady`
  * says so.
  */
-export function spawnThreadedServer(binary: string, repo: string, httpPort: number, grpcPort: number, threads: number): ChildProcess {
+export function spawnThreadedServer(binary: string, repo: string, httpPort: number, grpcPort: number, threads: number, extra: string[] = []): ChildProcess {
   return spawn(
     binary,
     [
+      ...extra,
       `--model-repository=${repo}`,
       `--http-port=${httpPort}`,
       `--grpc-port=${grpcPort}`,

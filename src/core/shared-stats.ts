@@ -30,9 +30,12 @@ const EXECUTION_COUNT = 13;
 const LAST_INFERENCE = 14;
 /** FAILURE_REASONS' counts, in that order. */
 const FAILURES = 15;
-/** The metrics' whole-microsecond sums: request, queue, compute input, infer, output. */
+/** The metrics' whole-microsecond sums: request, queue, compute input, infer, output, cache hit, cache miss. */
 const METRIC_US = FAILURES + FAILURE_REASONS.length;
-const COUNTERS = METRIC_US + 5;
+/** The response cache's hits and misses, each a Duration as its count and ns. */
+const CACHE_HIT = METRIC_US + 7;
+const CACHE_MISS = CACHE_HIT + 2;
+const COUNTERS = CACHE_MISS + 2;
 /** A batch table's row: [batch size (0: unused), executions, compute input ns, infer ns, output ns]. */
 const ROW = 5;
 /** The most distinct batch sizes a slot's table holds by default (a frontend worker's: its clients' batch sizes). */
@@ -122,6 +125,31 @@ export class SharedStatsWriter {
     v[b + METRIC_US + 3] += wholeUs(inferNs);
     v[b + METRIC_US + 4] += wholeUs(outNs);
     v[b + LAST_INFERENCE] = Date.now();
+    this.#end();
+  }
+
+  /** ModelStats.recordCacheHit. */
+  recordCacheHit(requestNs: number, queueNs: number, lookupNs: number): void {
+    const v = this.#v;
+    const b = this.#base;
+    this.#begin();
+    add(v, b + SUCCESS, requestNs);
+    add(v, b + QUEUE, queueNs);
+    add(v, b + CACHE_HIT, lookupNs);
+    v[b + METRIC_US] += wholeUs(requestNs);
+    v[b + METRIC_US + 1] += wholeUs(queueNs);
+    v[b + METRIC_US + 5] += wholeUs(lookupNs);
+    v[b + LAST_INFERENCE] = Date.now();
+    this.#end();
+  }
+
+  /** ModelStats.recordCacheMiss. */
+  recordCacheMiss(lookupAndInsertNs: number): void {
+    const v = this.#v;
+    const b = this.#base;
+    this.#begin();
+    add(v, b + CACHE_MISS, lookupAndInsertNs);
+    v[b + METRIC_US + 6] += wholeUs(lookupAndInsertNs);
     this.#end();
   }
 
@@ -248,6 +276,8 @@ export class SharedStatsReader {
     duration(s.computeInput, COMPUTE_INPUT);
     duration(s.computeInfer, COMPUTE_INFER);
     duration(s.computeOutput, COMPUTE_OUTPUT);
+    duration(s.cacheHit, CACHE_HIT);
+    duration(s.cacheMiss, CACHE_MISS);
     s.inferenceCount += d(INFERENCE_COUNT);
     s.executionCount += d(EXECUTION_COUNT);
     s.lastInference = Math.max(s.lastInference, now[LAST_INFERENCE]!);
@@ -260,6 +290,8 @@ export class SharedStatsReader {
     us.computeInput += d(METRIC_US + 2);
     us.computeInfer += d(METRIC_US + 3);
     us.computeOutput += d(METRIC_US + 4);
+    us.cacheHit += d(METRIC_US + 5);
+    us.cacheMiss += d(METRIC_US + 6);
     for (let r = 0; r < this.#l.rows; r++) {
       const i = COUNTERS + r * ROW;
       const size = now[i]!;

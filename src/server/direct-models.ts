@@ -1,8 +1,9 @@
 /**
  * @module The models the frontend worker threads run themselves (#30), main thread's
  * half. A version qualifies when its requests need no state shared across requests: the
- * default scheduler (not decoupled), no response cache, no rate
- * limiter, not traced, and instances another thread can run (ONNX Runtime sessions:
+ * default scheduler (not decoupled), no rate limiter, not traced, the response cache only
+ * where it is the shared one (cache/shared-cache.ts, which the workers look up and fill
+ * themselves), and instances another thread can run (ONNX Runtime sessions:
  * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached
  * over a port per frontend worker); or dynamic or sequence batching on the scheduling
  * thread (whose requests, sequence parameters included, the workers submit there); or an
@@ -27,17 +28,26 @@ import { SharedStatsReader, sharedStatsBuffer } from "../core/shared-stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import { ensembleSteps, stepInflightLimit, stepVersion } from "../scheduler/ensemble-scheduler.ts";
-import { EXECUTION, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, HIT, MISS, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { batchThreadOf, threadedBatchId, type BatchChannel } from "./batch-thread.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
+import { SharedResponseCache } from "../cache/shared-cache.ts";
+
+/** The server's response cache's buffer, when it is one every thread can reach. */
+function sharedCacheOf(server: InferenceServer): SharedArrayBuffer | undefined {
+  const cache = server.responseCache;
+  return cache instanceof SharedResponseCache ? cache.buffer : undefined;
+}
 
 /** Whether `mv`'s requests may run in the frontend workers (see the module comment); `depth`: how deep in ensembles it is a step. */
 export function servedByWorkers(server: InferenceServer, mv: ModelVersion, depth = 0): boolean {
   const c = mv.config;
   if (!mv.ready) return false;
-  if (c.model_transaction_policy?.decoupled === true || server.cacheEnabled(mv) || server.trace?.mayTrace(mv.name)) return false;
+  if (c.model_transaction_policy?.decoupled === true || server.trace?.mayTrace(mv.name)) return false;
+  // The response cache only where every thread reaches the same one (SharedResponseCache).
+  if (server.cacheEnabled(mv) && !sharedCacheOf(server)) return false;
   // A sequence-batched version only where its sequence batcher runs on the scheduling thread, and not as an ensemble's step.
   if (c.sequence_batching) return depth === 0 && threadedBatchId(mv) !== undefined;
   if (isEnsemble(c)) return depth < MAX_NESTING && stepsServedByWorkers(server, mv, depth);
@@ -209,10 +219,16 @@ export class DirectModels {
         server.observeSuccess(mv, { requestNs, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
       } else if (records[i] === EXECUTION) {
         mv.stats.recordExecution(records[i + 2]!, records[i + 3]!, records[i + 4]!, records[i + 5]!);
-      } else if (records[i] === RESULT) {
+      } else if (records[i] === RESULT || records[i] === MISS) {
         const [queueNs, ci, cinf, co] = [records[i + 3]!, records[i + 4]!, records[i + 5]!, records[i + 6]!];
+        const miss = records[i] === MISS ? { cacheMissNs: records[i + 7]! } : {};
+        if (miss.cacheMissNs !== undefined) mv.stats.recordCacheMiss(miss.cacheMissNs);
         mv.stats.recordSuccess(requestNs, queueNs, ci, cinf, co);
-        server.observeSuccess(mv, { requestNs, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co });
+        server.observeSuccess(mv, { requestNs, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co, ...miss });
+      } else if (records[i] === HIT) {
+        const lookupNs = records[i + 3]!;
+        mv.stats.recordCacheHit(requestNs, 0, lookupNs);
+        server.observeSuccess(mv, { requestNs, queueNs: 0, cacheHitNs: lookupNs });
       } else {
         mv.stats.recordFailure(requestNs, FAILURE_REASONS[records[i + 3]!] ?? "OTHER");
       }
@@ -236,6 +252,7 @@ export class DirectModels {
         const batch = threadedBatchId(mv);
         const instances = batch === undefined && !isEnsemble(mv.config) ? mv.instances.map((i) => i.share!()) : [];
         e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
+        if (server.cacheEnabled(mv)) e.cached = true;
         if (this.#slots > 0) {
           e.stats = sharedStatsBuffer(this.#slots, mv.config.max_batch_size ?? 0);
           this.#readers.set(e.id, new SharedStatsReader(e.stats));
@@ -276,7 +293,10 @@ export class DirectModels {
         this.#readers.delete(id);
       }
     }
-    return { entries, routes, queued: server.queued.share(), ...(server.observing ? { records: true } : {}) };
+    const table: DirectTable = { entries, routes, queued: server.queued.share(), ...(server.observing ? { records: true } : {}) };
+    const cache = sharedCacheOf(server);
+    if (cache && entries.some((e) => e.cached)) table.cache = cache;
+    return table;
   }
 }
 

@@ -6,7 +6,8 @@
  * this thread, or a TypeScript instance's worker reached over a port: runPrepared, whose
  * execution is recorded apart from its outcome; for a dynamically batched version: submit
  * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
- * asked for, and count the statistics: in the version's shared counters, this worker's
+ * asked for (a version with the response cache: looked up first, and a miss's answer
+ * stored, in the one cache every thread shares, cache/shared-cache.ts), and count the statistics: in the version's shared counters, this worker's
  * slot (core/shared-stats.ts), or where the table says so (or the worker has no slot) as
  * records that go to the main thread in batches. An
  * ensemble runs here through the ensemble scheduler itself, each step as the core's
@@ -26,7 +27,9 @@ import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
-import { EXECUTION, FAILURE, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, FAILURE, HIT, MISS, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { cacheKey } from "../cache/cache-key.ts";
+import { SharedResponseCache } from "../cache/shared-cache.ts";
 import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
@@ -72,6 +75,8 @@ export class DirectRunner {
   #batch: BatchClient | undefined;
   /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
   #queued: QueuedBytes | undefined;
+  /** The server's response cache, shared with every thread, once a table brought it. */
+  #cache: SharedResponseCache | undefined;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
   readonly #connect: (key: string) => void;
@@ -130,6 +135,7 @@ export class DirectRunner {
   update(table: DirectTable, slot?: number): void {
     this.#slot = table.records ? undefined : slot;
     if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
+    if (table.cache) this.#cache ??= new SharedResponseCache(table.cache);
     const ids = new Set(table.entries.map((e) => e.id));
     for (const [id, s] of this.#served) {
       if (ids.has(id)) continue;
@@ -268,18 +274,41 @@ export class DirectRunner {
       if (request.signal?.aborted) throw cancelled(request.id);
       // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
       if (this.#queued && !step) held = this.#queued.admitRequest(request);
-      if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start, step);
+      // The response cache (S-17, S-18), as the main thread's core looks it up: a hit runs nothing.
+      const cache = entry.cached ? this.#cache : undefined;
+      let lookup: Lookup | undefined;
+      if (cache) {
+        const lookupStart = nowNs();
+        const key = cacheKey(entry.name, Number(entry.version), prepared.inputs, prepared.outputNames);
+        const hit = cache.lookup(key);
+        lookup = { cache, key, ns: nowNs() - lookupStart };
+        if (hit) {
+          const outputs = orderedOutputs(signature, hit, prepared.outputNames);
+          this.#record(s, HIT, nowNs() - start, lookup.ns, 0, 0, 0, 0);
+          return response(entry, request, outputs);
+        }
+      }
+      if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start, step, lookup);
       const queueNs = nowNs() - enqueuedAt;
       const r = await execute(prepared);
       if (!r) throw RETIRED;
+      const missNs = lookup && inserted(lookup, request, r.outputs);
       const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
       // An ensemble's one execution (its steps' summed compute) is counted with its success, as the main thread's ensemble scheduler counts it.
-      if (s.ensemble) this.#record(s, SUCCESS, nowNs() - start, ci, cinf, co, Math.max(1, prepared.batchSize), r.queueNs ?? 0);
-      else if (r.queueNs === undefined) this.#record(s, SUCCESS, nowNs() - start, ci, cinf, co, prepared.batchSize, queueNs);
-      else this.#record(s, RESULT, nowNs() - start, r.queueNs, ci, cinf, co, 0);
+      const [executions, queued] = s.ensemble
+        ? [Math.max(1, prepared.batchSize), r.queueNs ?? 0]
+        : r.queueNs === undefined
+          ? [prepared.batchSize, queueNs]
+          : [undefined, r.queueNs];
+      if (missNs !== undefined) {
+        // A miss goes with its success: its execution as a record of its own.
+        if (executions !== undefined) this.#record(s, EXECUTION, executions, ci, cinf, co, 0, 0);
+        this.#record(s, MISS, nowNs() - start, queued, ci, cinf, co, missNs);
+      } else if (executions !== undefined) this.#record(s, SUCCESS, nowNs() - start, ci, cinf, co, executions, queued);
+      else this.#record(s, RESULT, nowNs() - start, queued, ci, cinf, co, 0);
       addStepTimes(request, ci, cinf, co);
       return response(entry, request, outputs);
     } catch (err) {
@@ -307,6 +336,7 @@ export class DirectRunner {
     prepared: PreparedRequest,
     start: number,
     step: boolean,
+    lookup: Lookup | undefined,
   ): Promise<InferenceResponse> {
     // A step's inputs are its ensemble's tensors, which other steps and the outputs still read: copied, not moved.
     const r = await instance.runPrepared!(prepared, !step);
@@ -314,8 +344,10 @@ export class DirectRunner {
     const { outcome, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co } = r;
     this.#record(s, EXECUTION, prepared.batchSize, ci, cinf, co, 0, 0);
     if (outcome.error) throw outcome.error;
+    const missNs = lookup && inserted(lookup, request, outcome.outputs);
     const outputs = orderedOutputs(s.signature, outcome.outputs, prepared.outputNames);
-    this.#record(s, RESULT, nowNs() - start, queueNs, ci, cinf, co, 0);
+    if (missNs !== undefined) this.#record(s, MISS, nowNs() - start, queueNs, ci, cinf, co, missNs);
+    else this.#record(s, RESULT, nowNs() - start, queueNs, ci, cinf, co, 0);
     addStepTimes(request, ci, cinf, co);
     const answer = response(s.entry, request, outputs);
     if (outcome.parameters) answer.parameters = outcome.parameters;
@@ -331,6 +363,10 @@ export class DirectRunner {
         if (!stats.recordExecution(d, a, b, c)) this.#take(EXECUTION, s.entry.id, d, a, b, c, 0, 0);
         stats.recordSuccess(requestNs, e, a, b, c);
       } else if (kind === RESULT) stats.recordSuccess(requestNs, a, b, c, d);
+      else if (kind === MISS) {
+        stats.recordCacheMiss(e);
+        stats.recordSuccess(requestNs, a, b, c, d);
+      } else if (kind === HIT) stats.recordCacheHit(requestNs, 0, a);
       else if (kind === EXECUTION) {
         if (!stats.recordExecution(requestNs, a, b, c)) this.#take(EXECUTION, s.entry.id, requestNs, a, b, c, 0, 0);
       } else stats.recordFailure(requestNs, FAILURE_REASONS[a] ?? "OTHER");
@@ -356,6 +392,23 @@ function response(entry: DirectEntry, request: InferenceRequest, outputs: Tensor
   const r: InferenceResponse = { modelName: entry.name, modelVersion: entry.version, outputs };
   if (request.id) r.id = request.id;
   return r;
+}
+
+/** A response-cache lookup that missed: where to store the answer, and how long the lookup took. */
+interface Lookup {
+  cache: SharedResponseCache;
+  key: string;
+  ns: number;
+}
+
+/**
+ * Stores a miss's answer, as the main thread's core does: never what a cancelled request
+ * got (S-20). Returns the miss's lookup and insert ns.
+ */
+function inserted(lookup: Lookup, request: InferenceRequest, outputs: readonly Tensor[]): number {
+  const start = nowNs();
+  if (!request.signal?.aborted) lookup.cache.insert(lookup.key, outputs);
+  return lookup.ns + (nowNs() - start);
 }
 
 /** An execution's outcome; with queueNs when the scheduling thread batched it (and counted the execution). */

@@ -21,6 +21,8 @@ export interface DirectEntry {
   batch?: number;
   /** The version's counters in shared memory, a slot per worker (SharedStatsWriter, with config.max_batch_size). */
   stats?: SharedArrayBuffer;
+  /** The version uses the response cache: the table's `cache`, looked up before it runs and filled after a miss. */
+  cached?: boolean;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -43,6 +45,8 @@ export interface DirectTable {
    * histogram_latencies), which the counters cannot tell it.
    */
   records?: boolean;
+  /** The server's response cache (SharedResponseCache's buffer), where a version in the table uses it. */
+  cache?: SharedArrayBuffer;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */
@@ -55,5 +59,9 @@ export const FAILURE = 2;
 export const EXECUTION = 3;
 /** A success whose execution was recorded apart (an EXECUTION record, or counted by the scheduling thread for a batched version): [RESULT, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs, 0] */
 export const RESULT = 4;
+/** A response-cache hit (no execution): [HIT, id, requestNs, lookupNs, 0, 0, 0, 0] */
+export const HIT = 5;
+/** A response-cache miss that then succeeded, its execution recorded apart: [MISS, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs, lookup and insert ns] */
+export const MISS = 6;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

@@ -22,6 +22,7 @@ import { modelSummary } from "../repository/model-summary.ts";
 import { RepositoryPoller } from "../repository/poller.ts";
 import { RepositorySources } from "../repository/remote-repository.ts";
 import { LocalResponseCache } from "../cache/response-cache.ts";
+import { SharedResponseCache } from "../cache/shared-cache.ts";
 import type { ResponseCache } from "../cache/cache.ts";
 
 const log = getLogger("src/startup/core.ts");
@@ -74,7 +75,14 @@ async function responseCache(options: ServerOptions): Promise<ResponseCache | un
     const { RedisResponseCache } = await import("../cache/redis-cache.ts");
     return RedisResponseCache.connect(options.redisCacheConfig);
   }
-  return options.cacheSizeBytes === undefined ? undefined : new LocalResponseCache(options.cacheSizeBytes);
+  const size = options.cacheSizeBytes;
+  if (size === undefined) return undefined;
+  // One cache for every thread (the frontend workers look up and fill it themselves); a size
+  // past what one shared buffer holds (4 GiB) gets a cache of the main thread's own.
+  const shared = SharedResponseCache.create(size);
+  if (!shared)
+    log.warn(`--cache-config local,size=${size}: larger than one shared buffer holds; models with the response cache are answered on the main thread`);
+  return shared ?? new LocalResponseCache(size);
 }
 
 /** Builds the server on `options`; nothing is loaded yet (loadRepository). */

@@ -127,7 +127,7 @@ async function sequence(server: ServerProcess): Promise<string[]> {
   };
   const { client, call } = inferenceClient(server.grpcTarget!);
   try {
-    for (const model of ["simple", "batched"]) {
+    for (const model of ["simple", "batched", "cached"]) {
       const infer = `/v2/models/${model}/infer`;
       await http(infer, JSON.stringify(simpleJson({ id: `json-${model}` })));
       await http(`/v2/models/${model}/versions/1/infer`, JSON.stringify(simpleJson({ outputs: [{ name: "OUTPUT1" }] })));
@@ -214,8 +214,10 @@ async function prometheus(server: ServerProcess): Promise<string[]> {
   const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
   return text
     .split("\n")
-    .filter((l) => l.startsWith("nv_inference_"))
-    .map((l) => (/^nv_inference_\w+_us(_sum)?\{/.test(l) ? l.slice(0, l.lastIndexOf(" ")) : l))
+    .filter((l) => l.startsWith("nv_inference_") || l.startsWith("nv_cache_"))
+    .map((l) =>
+      /^(nv_inference_\w+_us(_sum)?|nv_cache_\w+_duration_per_model|nv_cache_\w+_summary_per_model(_sum)?)\{/.test(l) ? l.slice(0, l.lastIndexOf(" ")) : l,
+    )
     .sort();
 }
 
@@ -234,10 +236,17 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
       "batched/config.pbtxt",
       `${readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace(/name: "simple"/, 'name: "batched"')}\ndynamic_batching { }\n`,
     );
+    // `cached`: simple with the response cache, which every thread looks up and fills (one cache in shared memory).
+    cpSync(join(repo.dir, "simple"), join(repo.dir, "cached"), { recursive: true });
+    repo.add(
+      "cached/config.pbtxt",
+      `${readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8").replace(/name: "simple"/, 'name: "cached"')}\nresponse_cache { enable: true }\n`,
+    );
     for (const n of COUNTS) {
       // Summaries count every request a thread answers, in the metrics as in the statistics.
       const s = await startServerProcess([
         `--model-repository=${repo.dir}`,
+        "--cache-config=local,size=1048576",
         ...(summaries ? ["--metrics-config=summary_latencies=true"] : []),
         "--log-verbose=1",
         ...threadFlags(n),
@@ -246,7 +255,7 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
       expect(workerLines(s.log())).toEqual(expectedWorkerLines(n));
       // On worker threads the default-scheduled ONNX models are answered in the workers themselves.
       const direct = /frontend worker threads run these model versions themselves: (.*)/.exec(s.log())?.[1];
-      expect(direct?.split(", ").sort()).toEqual(n === 1 ? undefined : ["simple:1", "simple_identity:1"]);
+      expect(direct?.split(", ").sort()).toEqual(n === 1 ? undefined : ["cached:1", "simple:1", "simple_identity:1"]);
     }
   });
   afterAll(async () => {
@@ -260,7 +269,7 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
     for (const a of answers.slice(1)) expect(a).toEqual(answers[0]);
     // The main thread's answers are the right ones.
     const first = answers[0]!;
-    expect(first.length).toBe(44);
+    expect(first.length).toBe(59);
     expect(JSON.parse(first[0]!.slice(first[0]!.indexOf("{")))).toMatchObject({
       id: "json-simple",
       outputs: [
@@ -310,6 +319,14 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
       if (summaries) expect(metrics[0]).toContain(`nv_inference_request_summary_us_count{model="${model}",version="1"} 9`);
     }
     if (!summaries) expect(metrics[0]!.filter((l) => l.includes("summary"))).toEqual([]);
+    // cached: the 8 answered, of which 3 ran (the first of all outputs, of OUTPUT1 alone, of OUTPUT0 with
+    // classification) and 5 were the cache's, whichever thread looked it up.
+    const cached = stats("cached");
+    expect([cached.inference_count, cached.execution_count, cached.inference_stats.success.count, cached.inference_stats.fail.count]).toEqual([3, 3, 8, 3]);
+    expect([cached.inference_stats.cache_hit.count, cached.inference_stats.cache_miss.count]).toEqual([5, 3]);
+    expect(metrics[0]).toContain('nv_cache_num_hits_per_model{model="cached",version="1"} 5');
+    expect(metrics[0]).toContain('nv_cache_num_misses_per_model{model="cached",version="1"} 3');
+    if (summaries) expect(metrics[0]).toContain('nv_cache_hit_summary_per_model_count{model="cached",version="1"} 5');
     expect(stats("simple_sequence").inference_stats.success.count).toBe(3);
     expect(stats("simple_identity").inference_stats.success.count).toBe(2);
   });

@@ -2,7 +2,7 @@
  * A version's statistics counters in shared memory (#30, core/shared-stats.ts): what the
  * frontend workers count in their slots, folded on the main thread, equals what
  * ModelStats' own record methods count for the same requests, durations, batch sizes,
- * failure reasons and the metrics' whole microseconds included; a batch size the table
+ * failure reasons, response-cache hits and misses and the metrics' whole microseconds included; a batch size the table
  * has no room for is refused whole; and, across real threads, a fold never takes half of
  * an update.
  */
@@ -63,10 +63,19 @@ describe("shared statistics counters", () => {
         const [a, b, c] = [ns(), ns(), ns()];
         expect(w.recordExecution(size, a, b, c)).toBe(true);
         direct.recordExecution(size, a, b, c);
-      } else if (kind < 0.85) {
+      } else if (kind < 0.7) {
         const [r, q, a, b, c] = [ns(), ns(), ns(), ns(), ns()];
         w.recordSuccess(r, q, a, b, c);
         direct.recordSuccess(r, q, a, b, c);
+      } else if (kind < 0.78) {
+        // The response cache: a hit (no execution), and a miss's lookup and insert.
+        const [r, q, l] = [ns(), ns(), ns()];
+        w.recordCacheHit(r, q, l);
+        direct.recordCacheHit(r, q, l);
+      } else if (kind < 0.85) {
+        const m = ns();
+        w.recordCacheMiss(m);
+        direct.recordCacheMiss(m);
       } else {
         const r = ns();
         const reason = FAILURE_REASONS[Math.floor(next() * FAILURE_REASONS.length)]!;
@@ -79,6 +88,8 @@ describe("shared statistics counters", () => {
     reader.fold(folded);
     reader.fold(folded);
     expect(folded.toJSON("m", "1")).toEqual(direct.toJSON("m", "1"));
+    expect(folded.cacheHit.count).toBeGreaterThan(100);
+    expect(folded.cacheMiss.count).toBeGreaterThan(100);
     expect(folded.metricUs).toEqual(direct.metricUs);
     expect(folded.failures).toEqual(direct.failures);
     expect(folded.lastInference).toBeGreaterThan(1_700_000_001_900);
@@ -141,14 +152,14 @@ describe("shared statistics counters", () => {
 
   // A batch slot's layout, for the two tests below that write an update in part as a stalled writer leaves it:
   // slot 0's sequence number is Int32 16 (after the 64-byte head); its counters start at Float64 9, its
-  // inference and execution counts at 21 and 22, and its batch rows ([size, executions, ns × 3]) at 33 + 5 × row,
+  // inference and execution counts at 21 and 22, and its batch rows ([size, executions, ns × 3]) at 39 + 5 × row (after 30 counters),
   // where a size's row (when free) is size modulo the rows.
   it("adds the rest of an execution whose update was read in part once its writer finishes it", () => {
     const buffer = sharedStatsBuffer(1, 4);
     const w = new SharedStatsWriter(buffer, 0);
     expect(w.recordExecution(1, 10, 20, 30)).toBe(true);
     const [ints, floats] = [new Int32Array(buffer), new Float64Array(buffer)];
-    const row = 33 + 5 * 1;
+    const row = 39 + 5 * 1;
     // A second execution at size 1, its count written and its durations not yet.
     Atomics.add(ints, 16, 1);
     floats[row + 1]! += 1;
@@ -167,7 +178,7 @@ describe("shared statistics counters", () => {
   it("keeps a batch row read before its size for the fold after its writer finishes", () => {
     const buffer = sharedStatsBuffer(1, 4);
     const [ints, floats] = [new Int32Array(buffer), new Float64Array(buffer)];
-    const row = 33 + 5 * 2;
+    const row = 39 + 5 * 2;
     // An execution at size 2 in a new row, written but for the row's size.
     Atomics.add(ints, 16, 1);
     floats[21] = 2;
