@@ -20,13 +20,17 @@
  *
  * Every operation holds the lock, a futex-style mutex on an Int32 (Atomics.wait, which
  * every thread of the server may call). A thread that ended while it held the lock would
- * leave it held: a thread that has waited LOCK_WAIT_MS (5 s) for it marks the cache broken, and
+ * leave it held: a thread that has waited LOCK_WAIT_MS (5 s) for it, while no other thread
+ * took it, marks the cache broken, and
  * from then on every thread answers a miss and stores nothing, so requests run their
  * models and nothing is answered from a cache half written.
  */
 import { DATA_TYPES, type DataType, type Tensor } from "../core/tensor.ts";
 import type { CacheCounters } from "./response-cache.ts";
 import type { ResponseCache } from "./cache.ts";
+import { getLogger } from "../core/logger.ts";
+
+const log = getLogger("src/cache/shared-cache.ts");
 
 // The head, as Int32 indices: the lock (0 free, 1 held, 2 held with waiters), and broken (1).
 const LOCK = 0;
@@ -46,7 +50,11 @@ const ARENA = 11;
 const ARENA_END = 12;
 const CAPACITY = 13;
 const LOCK_WAIT = 14;
-const HEAD_BYTES = 128;
+/** A random number mixed into every key's hash, so that a client cannot choose inputs whose keys share a bucket. */
+const SEED = 15;
+/** How many times the lock was taken: a waiter's wait starts again whenever it grows (the holder is alive). */
+const TAKEN = 16;
+const HEAD_BYTES = 192;
 
 // An entry's header, as Float64 offsets from its first.
 const E_SIZE = 0;
@@ -86,6 +94,7 @@ export class SharedResponseCache implements ResponseCache {
   readonly #buckets: number;
   readonly #bucketsAt: number;
   readonly #lockWaitMs: number;
+  readonly #seed: number;
 
   /**
    * A new cache of `capacityBytes`, or undefined when one buffer cannot hold it (the
@@ -95,8 +104,9 @@ export class SharedResponseCache implements ResponseCache {
     const buckets = bucketCount(capacityBytes);
     const arenaAt = HEAD_BYTES + 8 * buckets;
     const slack = Math.max(Math.ceil(capacityBytes / 4), 64 * 1024);
-    const size = Math.min(pad(arenaAt + capacityBytes + slack), MAX_BUFFER);
-    if (size < arenaAt + capacityBytes) return undefined;
+    const size = pad(arenaAt + capacityBytes + slack);
+    // Less room past the size would mean closing up holes on nearly every insert, the lock held throughout.
+    if (size > MAX_BUFFER) return undefined;
     let buffer: SharedArrayBuffer;
     try {
       // Pages are taken from the system only as entries reach them.
@@ -111,6 +121,7 @@ export class SharedResponseCache implements ResponseCache {
     f[ARENA_END] = size;
     f[CAPACITY] = capacityBytes;
     f[LOCK_WAIT] = lockWaitMs;
+    f[SEED] = Math.floor(Math.random() * 2 ** 32);
     return new SharedResponseCache(buffer);
   }
 
@@ -125,6 +136,7 @@ export class SharedResponseCache implements ResponseCache {
     this.#bucketsAt = HEAD_BYTES / 8;
     this.capacity = this.#f64[CAPACITY]!;
     this.#lockWaitMs = this.#f64[LOCK_WAIT]!;
+    this.#seed = this.#f64[SEED]!;
   }
 
   /** Whether a thread gave up waiting for the lock (every operation answers a miss since). */
@@ -133,7 +145,7 @@ export class SharedResponseCache implements ResponseCache {
   }
 
   lookup(key: string): Tensor[] | undefined {
-    const hash = hashOf(key);
+    const hash = hashOf(key, this.#seed);
     if (!this.#lock()) return undefined;
     const f = this.#f64;
     try {
@@ -158,7 +170,7 @@ export class SharedResponseCache implements ResponseCache {
   insert(key: string, outputs: readonly Tensor[]): boolean {
     const bytes = entryBytes(key, outputs);
     if (bytes > this.capacity) return false;
-    const hash = hashOf(key);
+    const hash = hashOf(key, this.#seed);
     if (!this.#lock()) return false;
     const f = this.#f64;
     try {
@@ -166,8 +178,9 @@ export class SharedResponseCache implements ResponseCache {
       while (f[USED]! + bytes > this.capacity) this.#evict(f[OLDEST]! - 1);
       if (f[TOP]! + bytes > f[ARENA_END]!) this.#compact();
       const e = f[TOP]!;
-      f[TOP] = e + bytes;
+      // Written before the top moves past it: should a tensor not be written (a throw), nothing is left behind.
       this.#write(e, bytes, key, hash, outputs);
+      f[TOP] = e + bytes;
       const bucket = this.#bucketsAt + (hash & (this.#buckets - 1));
       f[e / 8 + E_CHAIN] = f[bucket]!;
       f[bucket] = e + 1;
@@ -352,18 +365,35 @@ export class SharedResponseCache implements ResponseCache {
     const i = this.#i32;
     if (Atomics.load(i, BROKEN) === 1) return false;
     let c = Atomics.compareExchange(i, LOCK, 0, 1);
-    if (c === 0) return true;
-    const deadline = performance.now() + this.#lockWaitMs;
+    if (c === 0) return this.#taken();
+    // The wait is for one holder: it starts again whenever another thread took the lock meanwhile.
+    let taken = this.#f64[TAKEN];
+    let deadline = performance.now() + this.#lockWaitMs;
     if (c !== 2) c = Atomics.exchange(i, LOCK, 2);
     while (c !== 0) {
+      if (Atomics.load(i, BROKEN) === 1) return false;
+      if (this.#f64[TAKEN] !== taken) {
+        taken = this.#f64[TAKEN];
+        deadline = performance.now() + this.#lockWaitMs;
+      }
       const left = deadline - performance.now();
-      if (left <= 0 || Atomics.load(i, BROKEN) === 1) {
-        Atomics.store(i, BROKEN, 1);
+      if (left <= 0) {
+        if (Atomics.compareExchange(i, BROKEN, 0, 1) === 0) {
+          log.error(
+            `the response cache's lock was not let go for ${this.#lockWaitMs} ms (its holder stopped): the cache is off from now on, and every request runs its model`,
+          );
+        }
+        Atomics.notify(i, LOCK);
         return false;
       }
-      Atomics.wait(i, LOCK, 2, left);
+      Atomics.wait(i, LOCK, 2, Math.min(left, 100));
       c = Atomics.exchange(i, LOCK, 2);
     }
+    return this.#taken();
+  }
+
+  #taken(): boolean {
+    this.#f64[TAKEN]! += 1;
     return true;
   }
 
@@ -383,9 +413,9 @@ function bucketCount(capacity: number): number {
   return n;
 }
 
-/** FNV-1a over the key's UTF-16 code units. */
-function hashOf(key: string): number {
-  let h = 0x811c9dc5;
+/** FNV-1a over the key's UTF-16 code units, from the cache's seed. */
+function hashOf(key: string, seed: number): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
   for (let k = 0; k < key.length; k++) {
     h ^= key.charCodeAt(k);
     h = Math.imul(h, 0x01000193);

@@ -28,7 +28,7 @@ import { SharedStatsReader, sharedStatsBuffer } from "../core/shared-stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import { ensembleSteps, stepInflightLimit, stepVersion } from "../scheduler/ensemble-scheduler.ts";
-import { EXECUTION, HIT, MISS, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, HIT, MISS, MISSED, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { batchThreadOf, threadedBatchId, type BatchChannel } from "./batch-thread.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
@@ -225,6 +225,8 @@ export class DirectModels {
         if (miss.cacheMissNs !== undefined) mv.stats.recordCacheMiss(miss.cacheMissNs);
         mv.stats.recordSuccess(requestNs, queueNs, ci, cinf, co);
         server.observeSuccess(mv, { requestNs, queueNs, computeInputNs: ci, computeInferNs: cinf, computeOutputNs: co, ...miss });
+      } else if (records[i] === MISSED) {
+        mv.stats.recordCacheMiss(requestNs);
       } else if (records[i] === HIT) {
         const lookupNs = records[i + 3]!;
         mv.stats.recordCacheHit(requestNs, 0, lookupNs);

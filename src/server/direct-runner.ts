@@ -27,7 +27,7 @@ import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
-import { EXECUTION, FAILURE, HIT, MISS, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, FAILURE, HIT, MISS, MISSED, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { SharedResponseCache } from "../cache/shared-cache.ts";
 import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
@@ -293,7 +293,7 @@ export class DirectRunner {
       const r = await execute(prepared);
       if (!r) throw RETIRED;
       const missNs = lookup && inserted(lookup, request, r.outputs);
-      const outputs = orderedOutputs(signature, r.outputs, prepared.outputNames);
+      const outputs = this.#ordered(s, r.outputs, prepared.outputNames, missNs);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
@@ -345,13 +345,26 @@ export class DirectRunner {
     this.#record(s, EXECUTION, prepared.batchSize, ci, cinf, co, 0, 0);
     if (outcome.error) throw outcome.error;
     const missNs = lookup && inserted(lookup, request, outcome.outputs);
-    const outputs = orderedOutputs(s.signature, outcome.outputs, prepared.outputNames);
+    const outputs = this.#ordered(s, outcome.outputs, prepared.outputNames, missNs);
     if (missNs !== undefined) this.#record(s, MISS, nowNs() - start, queueNs, ci, cinf, co, missNs);
     else this.#record(s, RESULT, nowNs() - start, queueNs, ci, cinf, co, 0);
     addStepTimes(request, ci, cinf, co);
     const answer = response(s.entry, request, outputs);
     if (outcome.parameters) answer.parameters = outcome.parameters;
     return answer;
+  }
+
+  /**
+   * The outputs in the order and shapes asked for; where that fails (an output the model did
+   * not give), a cache miss is counted before the failure, as the main thread counts it.
+   */
+  #ordered(s: Served, outputs: Tensor[], names: readonly string[], missNs: number | undefined): Tensor[] {
+    try {
+      return orderedOutputs(s.signature, outputs, names);
+    } catch (err) {
+      if (missNs !== undefined) this.#record(s, MISSED, missNs, 0, 0, 0, 0, 0);
+      throw err;
+    }
   }
 
   /** Counts one record (direct-table.ts' kinds and fields) in `s`'s shared counters, or takes it for the main thread. */
@@ -367,6 +380,7 @@ export class DirectRunner {
         stats.recordCacheMiss(e);
         stats.recordSuccess(requestNs, a, b, c, d);
       } else if (kind === HIT) stats.recordCacheHit(requestNs, 0, a);
+      else if (kind === MISSED) stats.recordCacheMiss(requestNs);
       else if (kind === EXECUTION) {
         if (!stats.recordExecution(requestNs, a, b, c)) this.#take(EXECUTION, s.entry.id, requestNs, a, b, c, 0, 0);
       } else stats.recordFailure(requestNs, FAILURE_REASONS[a] ?? "OTHER");

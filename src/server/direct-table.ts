@@ -63,5 +63,7 @@ export const RESULT = 4;
 export const HIT = 5;
 /** A response-cache miss that then succeeded, its execution recorded apart: [MISS, id, requestNs, queueNs, computeInputNs, computeInferNs, computeOutputNs, lookup and insert ns] */
 export const MISS = 6;
+/** A response-cache miss whose request then failed (its outputs could not be put in order): [MISSED, id, lookup and insert ns, 0, 0, 0, 0, 0] */
+export const MISSED = 7;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;

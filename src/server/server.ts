@@ -582,7 +582,8 @@ export class InferenceServer implements ModelRunner {
       let hit: Tensor[] | undefined;
       if (cache) {
         const lookupStart = nowNs();
-        key = cacheKey(mv.name, mv.version, prepared.inputs, prepared.outputNames);
+        // Under --model-namespacing two models may share a name: the namespace keys them apart.
+        key = cacheKey(mv.namespace ? `${mv.namespace}\0${mv.name}` : mv.name, mv.version, prepared.inputs, prepared.outputNames);
         const found = cache.lookup(key, prepared.outputNames);
         // The local cache answers at once; only a remote one costs an await.
         hit = found instanceof Promise ? await found : found;

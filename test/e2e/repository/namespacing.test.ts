@@ -8,7 +8,7 @@
  * own is gone. Poll and explicit modes; the `namespace` metric label.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { mkdtempSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, inferJson, type ServerProcess } from "../../helpers/server-process.ts";
@@ -154,6 +154,27 @@ describe("--model-namespacing (poll mode, as qa/L0_model_namespacing's ModelName
       [
         `nv_inference_request_success{model="composing_model",version="1",namespace="${repos.addsub}"} 1`,
         `nv_inference_request_success{model="composing_model",version="1",namespace="${repos.subadd}"} 1`,
+      ].sort(),
+    );
+  });
+
+  it("duplication with the response cache (S-17) on both composing_models: each ensemble still gets its own repository's answer, the second from the cache", async () => {
+    const repos = repositories(
+      "cached",
+      { simple_addsub: { step: "composing_model" }, composing_model: "addsub" },
+      { simple_subadd: { step: "composing_model" }, composing_model: "subadd" },
+    );
+    for (const repo of [repos.addsub, repos.subadd]) appendFileSync(join(repo, "composing_model", "config.pbtxt"), "response_cache { enable: true }\n");
+    const s = await start(repos, "--cache-config=local,size=1048576");
+    // Same inputs, same model name and version: only the namespace tells the two entries apart.
+    expect([await answer(s, "simple_addsub"), await answer(s, "simple_subadd")]).toEqual(["addsub", "subadd"]);
+    expect([await answer(s, "simple_subadd"), await answer(s, "simple_addsub")]).toEqual(["subadd", "addsub"]);
+    const metrics = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+    const hits = metrics.split("\n").filter((l) => l.startsWith("nv_cache_num_hits_per_model{") && l.includes('model="composing_model"'));
+    expect(hits.sort()).toEqual(
+      [
+        `nv_cache_num_hits_per_model{model="composing_model",version="1",namespace="${repos.addsub}"} 1`,
+        `nv_cache_num_hits_per_model{model="composing_model",version="1",namespace="${repos.subadd}"} 1`,
       ].sort(),
     );
   });

@@ -140,8 +140,20 @@ describe("SharedResponseCache", () => {
     expect(b.lookup("x")).toBeUndefined();
   });
 
-  it("hands back no cache for a size one shared buffer cannot hold", () => {
+  it("leaves nothing behind when an entry cannot be written, however often", () => {
+    const cache = make(3 * ENTRY);
+    // A shape that is not numbers: the write throws part way (the arena has 64 KiB past the size; this is 400 × 224 bytes).
+    const bad = (): Tensor[] => [{ ...tensor("o", 100), shape: [100n as unknown as number] }];
+    for (let k = 0; k < 400; k++) expect(() => cache.insert(`bad ${k}`, bad())).toThrow(TypeError);
+    expect(cache.counters()).toMatchObject({ entries: 0, bytes: 0 });
+    for (let k = 0; k < 100; k++) expect(cache.insert(`k${k}`, [tensor("o", 100, k)])).toBe(true);
+    expect([97, 98, 99].map((k) => cache.lookup(`k${k}`)![0]!.data[0])).toEqual([97, 98, 99]);
+    expect(cache.counters()).toMatchObject({ entries: 3, bytes: 3 * ENTRY });
+  });
+
+  it("hands back no cache for a size one shared buffer cannot hold with a quarter more", () => {
     expect(SharedResponseCache.create(2 ** 32)).toBeUndefined();
+    expect(SharedResponseCache.create(3.5 * 2 ** 30)).toBeUndefined();
     expect(make(1).capacity).toBe(1);
   });
 });

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { DirectRunner } from "../../../src/server/direct-runner.ts";
-import { EXECUTION, RECORD_WIDTH, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "../../../src/server/direct-table.ts";
+import { EXECUTION, HIT, MISS, RECORD_WIDTH, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "../../../src/server/direct-table.ts";
+import { SharedResponseCache } from "../../../src/cache/shared-cache.ts";
 import { MAX_BATCH_ROWS, SharedStatsReader, sharedStatsBuffer } from "../../../src/core/shared-stats.ts";
 import { ModelStats } from "../../../src/core/stats.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
@@ -37,9 +38,9 @@ const request = (batch: number): InferenceRequest => ({
   inputs: [{ name: "IN", datatype: "INT32", shape: [batch, 2], data: new Uint8Array(batch * 8) }],
 });
 
-function setup(table: Partial<DirectTable>, slot: number | undefined) {
+function setup(table: Partial<DirectTable>, slot: number | undefined, cached = false) {
   const stats = sharedStatsBuffer(2, 32);
-  const entry: DirectEntry = { id: 1, name: "e", version: "1", config: ENSEMBLE, instances: [], stats };
+  const entry: DirectEntry = { id: 1, name: "e", version: "1", config: ENSEMBLE, instances: [], stats, ...(cached ? { cached } : {}) };
   let flushes = 0;
   const r = new DirectRunner(
     () => flushes++,
@@ -96,5 +97,26 @@ describe("a frontend worker's statistics", () => {
     const s = folded();
     expect([s.success.count, s.executionCount]).toEqual([MAX_BATCH_ROWS + 2, MAX_BATCH_ROWS]);
     expect(s.batch.size).toBe(MAX_BATCH_ROWS);
+  });
+
+  it("count a response-cache hit and miss as the core does: in the counters, or as HIT and MISS records beside the miss's execution", async () => {
+    const cache = SharedResponseCache.create(1 << 16)!;
+    const { r, folded } = setup({ cache: cache.buffer }, 0, true);
+    const first = await r.run("e", undefined, request(2))!;
+    const again = await r.run("e", undefined, request(2))!;
+    expect(again.outputs).toEqual(first.outputs);
+    const s = folded();
+    expect([s.success.count, s.executionCount, s.inferenceCount, s.cacheHit.count, s.cacheMiss.count]).toEqual([2, 1, 2, 1, 1]);
+    expect(s.queue.count).toBe(2);
+    // Another worker (records), on the same cache: the entry is already there.
+    const other = setup({ cache: cache.buffer, records: true }, 0, true);
+    await other.r.run("e", undefined, request(2));
+    await other.r.run("e", undefined, request(4));
+    expect(other.records().map((x) => [x[0], x[1], x[0] === EXECUTION ? x[2] : 0])).toEqual([
+      [HIT, 1, 0],
+      [EXECUTION, 1, 4],
+      [MISS, 1, 0],
+    ]);
+    expect(cache.counters()).toMatchObject({ entries: 2, lookups: 4, hits: 2, misses: 2 });
   });
 });
