@@ -18,6 +18,7 @@ import { serveThread } from "../../core/threads/serve.ts";
 import { inputBuffers } from "../../core/threads/transfer.ts";
 import { wireError, type WireError } from "../../core/threads/wire-error.ts";
 import { isRetired } from "../../server/direct-runner.ts";
+import { turnEnd } from "../answer-turn.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
 const { post } = serveThread<ToGrpcWorker, FromGrpcWorker>(receive, { batch: true });
@@ -195,7 +196,9 @@ function modelInfer(headerForward: RegExp | undefined) {
     here.then(
       (response) => {
         settled();
-        answer({ t: "response", id: -1, response });
+        const turn = turnEnd();
+        if (turn) void turn.then(() => answer({ t: "response", id: -1, response }));
+        else answer({ t: "response", id: -1, response });
       },
       (err: unknown) => {
         settled();
