@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { LocalResponseCache } from "../../../src/cache/response-cache.ts";
 import { cacheKey, EXACT_KEY_MAX } from "../../../src/cache/cache-key.ts";
 import type { Tensor } from "../../../src/core/tensor.ts";
+import { lruCases, tensor } from "./lru-cases.ts";
 
-const tensor = (name: string, bytes: number, fill = 1): Tensor => ({ name, datatype: "UINT8", shape: [bytes], data: new Uint8Array(bytes).fill(fill) });
 // Each entry below costs 64 (entry) + 1 (key) + 64 (tensor) + 1 (name) + 100 (data) = 230 bytes.
 const ENTRY = 230;
 
@@ -21,38 +21,7 @@ describe("LocalResponseCache", () => {
     expect(cache.counters()).toEqual({ entries: 1, bytes: ENTRY, lookups: 2, hits: 1, misses: 1, evictions: 0 });
   });
 
-  it("evicts the least recently used entries to stay within its size", () => {
-    const cache = new LocalResponseCache(3 * ENTRY);
-    for (const k of ["a", "b", "c"]) cache.insert(k, [tensor("o", 100)]);
-    cache.lookup("a"); // b is now the least recently used
-    cache.insert("d", [tensor("o", 100)]);
-    expect(cache.lookup("b")).toBeUndefined();
-    expect(cache.lookup("a")).toBeDefined();
-    expect(cache.lookup("c")).toBeDefined();
-    expect(cache.lookup("d")).toBeDefined();
-    cache.insert("e", [tensor("o", 100)]); // a is now the oldest
-    expect(cache.lookup("a")).toBeUndefined();
-    const c = cache.counters();
-    expect(c.entries).toBe(3);
-    expect(c.bytes).toBe(3 * ENTRY);
-    expect(c.evictions).toBe(2);
-  });
-
-  it("refuses an entry larger than the whole cache without evicting anything", () => {
-    const cache = new LocalResponseCache(2 * ENTRY);
-    cache.insert("a", [tensor("o", 100)]);
-    expect(cache.insert("big", [tensor("o", 2 * ENTRY)])).toBe(false);
-    expect(cache.lookup("a")).toBeDefined();
-    expect(cache.counters().evictions).toBe(0);
-  });
-
-  it("keeps the first answer when a key is inserted twice", () => {
-    const cache = new LocalResponseCache(10_000);
-    cache.insert("a", [tensor("o", 100, 1)]);
-    cache.insert("a", [tensor("o", 100, 2)]);
-    expect(cache.lookup("a")![0]!.data[0]).toBe(1);
-    expect(cache.counters().bytes).toBe(ENTRY);
-  });
+  lruCases((capacity) => new LocalResponseCache(capacity), ENTRY);
 });
 
 describe("cacheKey", () => {

@@ -5,9 +5,9 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { SharedResponseCache, entryBytes } from "../../../src/cache/shared-cache.ts";
 import type { Tensor } from "../../../src/core/tensor.ts";
+import { lruCases, tensor } from "./lru-cases.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
-const tensor = (name: string, bytes: number, fill = 1): Tensor => ({ name, datatype: "UINT8", shape: [bytes], data: new Uint8Array(bytes).fill(fill) });
 // An entry of a 1-character key and one tensor "o" of 100 bytes: 64 (entry) + 8 (key, UTF-16, padded)
 // + 32 (tensor) + 8 (one dim) + 8 (name) + 104 (data, padded) = 224 bytes.
 const ENTRY = 224;
@@ -53,38 +53,7 @@ describe("SharedResponseCache", () => {
     expect(cache.lookup(`${key.slice(0, -1)}\u0000`)).toBeUndefined();
   });
 
-  it("evicts the least recently used entries to stay within its size", () => {
-    const cache = make(3 * ENTRY);
-    for (const k of ["a", "b", "c"]) cache.insert(k, [tensor("o", 100)]);
-    cache.lookup("a"); // b is now the least recently used
-    cache.insert("d", [tensor("o", 100)]);
-    expect(cache.lookup("b")).toBeUndefined();
-    expect(cache.lookup("a")).toBeDefined();
-    expect(cache.lookup("c")).toBeDefined();
-    expect(cache.lookup("d")).toBeDefined();
-    cache.insert("e", [tensor("o", 100)]); // a is now the oldest
-    expect(cache.lookup("a")).toBeUndefined();
-    const c = cache.counters();
-    expect(c.entries).toBe(3);
-    expect(c.bytes).toBe(3 * ENTRY);
-    expect(c.evictions).toBe(2);
-  });
-
-  it("refuses an entry larger than the whole cache without evicting anything", () => {
-    const cache = make(2 * ENTRY);
-    cache.insert("a", [tensor("o", 100)]);
-    expect(cache.insert("big", [tensor("o", 2 * ENTRY)])).toBe(false);
-    expect(cache.lookup("a")).toBeDefined();
-    expect(cache.counters().evictions).toBe(0);
-  });
-
-  it("keeps the first answer when a key is inserted twice", () => {
-    const cache = make(10_000);
-    cache.insert("a", [tensor("o", 100, 1)]);
-    cache.insert("a", [tensor("o", 100, 2)]);
-    expect(cache.lookup("a")![0]!.data[0]).toBe(1);
-    expect(cache.counters().bytes).toBe(ENTRY);
-  });
+  lruCases(make, ENTRY);
 
   it("moves live entries over the holes when the arena's top reaches its end, keeping their bytes, their keys and their order of use", () => {
     // 64 KiB of arena past the size: entries of ~4 KiB reach its end after ~40 inserts beyond the size.
