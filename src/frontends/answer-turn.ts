@@ -1,13 +1,12 @@
 /**
- * @module Answers ready in one turn of this thread's event loop (#30 item 5), over HTTP and
- * from a gRPC worker's own runs: the first goes
- * out at once, the others when the turn ends (setImmediate), so that a thread with many
- * connections reads every request that is ready before it writes their answers, and sleeps
- * in the kernel less often. Measured on 2 cores with wrk on the same cores (JSON `simple`;
- * scripts/results/every-core.md and compare.md, 2026-11-28): through 2 worker threads at c=64,
- * 18.3k against 12-13k req/s and 91 against 124-137 µs of CPU per request; on one thread
- * pinned beside wrk at c=16, 96 against 109 µs per request. At c=1, where a turn has one
- * answer, nothing waits.
+ * @module Answers ready in one turn of a gRPC worker's event loop (#30 item 5): the first
+ * goes out at once, the others when the turn ends (setImmediate), so that the worker reads
+ * every request that is ready before it writes their answers, and sleeps in the kernel less
+ * often. Measured on 2 cores with h2load on the same cores (`simple`, 2 gRPC workers, c=64;
+ * scripts/results/every-core.md, 2026-11-28): 9.0k / 11.7k against 8.1k / 8.7k req/s. Not
+ * for HTTP/1.1: Bun closes a connection that pipelines a request while the answer before
+ * it is pending, so held HTTP answers lost pipelined requests (the HTTP figures in that
+ * record were measured with it, and are not what the server does).
  */
 let answeredThisTurn = 0;
 const newTurn = () => {

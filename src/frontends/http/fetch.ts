@@ -3,7 +3,6 @@
  * Bun.serve calls for each request, and what the in-process API (Nereid.fetch) calls with
  * no socket at all.
  */
-import { turnEnd } from "../answer-turn.ts";
 import { tooLarge } from "./body.ts";
 import type { HttpHandler } from "./routes.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
@@ -204,18 +203,16 @@ async function answered(handler: HttpHandler, req: WebHttpRequest): Promise<Resp
  * it (#29 finding 10: a load, unload or inference over 10 s lost its answer): the timeout
  * is off from when the body has come whole (a client still sending keeps it) until the
  * answer is ready, then back to IDLE_TIMEOUT_SECS. `handle` gets the request as the
- * handler reads it (WebHttpRequest) beside the web Request. An answer waits for the end of
- * its event-loop turn when another went out in the same turn (answer-turn.ts).
+ * handler reads it (WebHttpRequest) beside the web Request.
  */
 export function serveWeb(
   handle: (req: WebHttpRequest, request: Request) => Promise<Response>,
 ): (request: Request, server: IdleTimeoutControl) => Promise<Response> {
   return async (request, server) => {
     try {
-      const response = await handle(new WebHttpRequest(request, undefined, undefined, server), request);
-      const turn = turnEnd();
-      if (turn) await turn;
-      return response;
+      // Not held to the turn's end (answer-turn.ts): Bun closes a connection that pipelines a
+      // request while the answer before it is pending, so held answers lost pipelined requests.
+      return await handle(new WebHttpRequest(request, undefined, undefined, server), request);
     } finally {
       setIdleTimeout(server, request, IDLE_TIMEOUT_SECS);
     }
