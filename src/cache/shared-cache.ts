@@ -71,7 +71,7 @@ const ENTRY_HEADER = 64;
 const TENSOR_HEADER = 32;
 
 /** How long a thread waits for the lock before it takes its holder for gone and the cache for broken (by default). */
-export const LOCK_WAIT_MS = 5000;
+const LOCK_WAIT_MS = 5000;
 /** The largest buffer made (JavaScriptCore's bound on a SharedArrayBuffer is 4 GiB). */
 const MAX_BUFFER = 2 ** 32 - 2 ** 16;
 

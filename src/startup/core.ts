@@ -78,7 +78,8 @@ async function responseCache(options: ServerOptions): Promise<ResponseCache | un
   const size = options.cacheSizeBytes;
   if (size === undefined) return undefined;
   // One cache for every thread (the frontend workers look up and fill it themselves); a size
-  // past what one shared buffer holds (4 GiB) gets a cache of the main thread's own.
+  // one shared buffer cannot hold with a quarter more (above about 3.2 GiB) gets a cache of
+  // the main thread's own.
   const shared = SharedResponseCache.create(size);
   if (!shared)
     log.warn(`--cache-config local,size=${size}: larger than one shared buffer holds; models with the response cache are answered on the main thread`);
