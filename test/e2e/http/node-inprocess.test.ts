@@ -8,6 +8,7 @@ import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { startInProcess, type InProcessServer } from "../../helpers/inprocess.ts";
 import { frontendSuite } from "../../suites/frontend.ts";
+import { MIXED, expectAnswer, pipeline } from "../../helpers/pipelining.ts";
 
 let s: InProcessServer;
 
@@ -38,6 +39,13 @@ describe("under Node (node:http)", () => {
       }),
     );
     expect(results).toEqual(Array.from({ length: 64 }, (_, k) => k + 1));
+  });
+
+  it("answers HTTP/1.1 pipelined requests all, in order (P-03, P-05, P-06; docs/compatibility.md)", async () => {
+    const { answers, closed } = await pipeline(Number(new URL(s.url).port), MIXED);
+    expect(closed).toBe(false);
+    expect(answers.length).toBe(MIXED.length);
+    answers.forEach((a, i) => expectAnswer(MIXED[i]!, a.status, a.body));
   });
 
   it("refuses a declared Content-Length past --http-max-input-size before reading the body, with Triton's 400", async () => {
