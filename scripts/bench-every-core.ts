@@ -9,13 +9,16 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --rate-limited] [--out=scripts/results/every-core.md]
  *
  * --cached: `simple` with the response cache (`response_cache { enable: true }`, a 16 MiB
  * local cache): every request after the first is a hit, so the cells measure the cache's path.
+ * --rate-limited: `simple` with 2 instances that each need the global resource R (count 1)
+ * under `--rate-limit=execution_count --rate-limit-resource=R:2`, so the cells measure the
+ * rate limiter's path (on the scheduling thread while the frontends run on workers).
  */
 import { spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { simpleAndIdentityRepository, simpleRequestFiles } from "./lib/bench-models.ts";
@@ -38,8 +41,15 @@ for (const tool of ["wrk", "h2load"])
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-every-core-"));
 const repo = simpleAndIdentityRepository(root, work);
 const CACHED = process.argv.includes("--cached");
-if (CACHED) appendFileSync(join(repo, "simple", "config.pbtxt"), "\nresponse_cache { enable: true }\n");
-const serverFlags = CACHED ? ["--cache-config=local,size=16777216"] : [];
+const LIMITED = process.argv.includes("--rate-limited");
+const simpleConfig = join(repo, "simple", "config.pbtxt");
+if (CACHED) appendFileSync(simpleConfig, "\nresponse_cache { enable: true }\n");
+if (LIMITED) {
+  const limited = 'instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]';
+  writeFileSync(simpleConfig, readFileSync(simpleConfig, "utf8").replace(/instance_group \[.*\]/, limited));
+}
+const serverFlags = CACHED ? ["--cache-config=local,size=16777216"] : LIMITED ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"] : [];
+const variant = CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "";
 const { json: body, grpc: grpcBody } = simpleRequestFiles(work);
 const script = wrkPostScript(body);
 const PORT = 18760;
@@ -118,7 +128,7 @@ for (const p of PROTOCOLS)
     const before = runs[-1]![key(p, c)];
     const baseline = before ? ` ${(f(before, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(before, "mainUs").toFixed(1)} |` : "";
     rows.push(
-      `| \`simple\`${CACHED ? " (cache hits)" : ""} ${p}, c=${c} | ${f(one, "rps").toFixed(0)} | ${f(many, "rps").toFixed(0)} | ${(f(many, "rps") / f(one, "rps")).toFixed(2)} | ${f(one, "processUs").toFixed(0)} | ${f(many, "processUs").toFixed(0)} | ${(f(many, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(many, "mainUs").toFixed(1)} |${baseline}`,
+      `| \`simple\`${variant} ${p}, c=${c} | ${f(one, "rps").toFixed(0)} | ${f(many, "rps").toFixed(0)} | ${(f(many, "rps") / f(one, "rps")).toFixed(2)} | ${f(one, "processUs").toFixed(0)} | ${f(many, "processUs").toFixed(0)} | ${(f(many, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(many, "mainUs").toFixed(1)} |${baseline}`,
     );
   }
 const beforeNote = BASELINE ? `; "before": ${BASELINE.replace(`${root}/`, "")} on ${THREADS} worker threads, the baseline build` : "";
@@ -128,7 +138,7 @@ const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join("
 const text = `
 ${machineHeading()}
 
-\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}.${CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}.${CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
 
 | measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}

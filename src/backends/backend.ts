@@ -89,6 +89,12 @@ export interface BackendInstance {
    * stateless model served straight from the frontend workers); see borrowInstance.
    */
   share?(): SharedInstance;
+  /**
+   * Optional, on a rate-limited instance while the limiter runs on the scheduling thread
+   * (repository/loader.ts): the instance as that thread runs it, taking its claim there
+   * before each execution. Never a frontend worker's: it would skip the limiter.
+   */
+  shareLimited?(): SharedInstance;
   close(): void;
 }
 
@@ -98,6 +104,8 @@ export interface BackendInstance {
  */
 export interface SharedInstance {
   backend: string;
+  /** The rate limiter's claim (on the scheduling thread) that each execution holds, when the instance has one. */
+  claim?: number;
   spec: unknown;
 }
 

@@ -18,7 +18,7 @@ import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
 import { createScheduler, type SchedulerHost } from "../scheduler/create.ts";
-import type { RateLimiter, RateLimitClaim } from "../scheduler/rate-limiter.ts";
+import type { Limiter, RateLimitClaim } from "../scheduler/rate-limiter.ts";
 import { checkEnsembleFlow, ensembleSteps } from "../scheduler/ensemble-scheduler.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import { CudaDriver } from "../../ffi/cuda/driver.ts";
@@ -48,8 +48,8 @@ export interface LoaderOptions {
   backendConfig: Record<string, Record<string, string>>;
   /** GPUs visible to the server; 0 on CPU-only hosts. */
   gpuCount: number;
-  /** `--rate-limit=execution_count`: instances run when their rate_limiter resources are free. */
-  rateLimiter?: RateLimiter;
+  /** `--rate-limit=execution_count`: instances run when their rate_limiter resources are free (the limiter on this thread or the scheduling thread's). */
+  rateLimiter?: Limiter;
   /** While frontend worker threads run: the scheduling thread, where dynamically batched ONNX Runtime versions batch (#30). */
   batchThread?: SchedulerHost;
   /** `--allow-model-code-overrides`: a load's file overrides may be run as code. */
@@ -61,8 +61,13 @@ export interface LoaderOptions {
   unloadAbortMs?: number;
 }
 
-/** `instance`, running each batch only while the rate limiter has given it `claim`'s resources. */
-function rateLimited(instance: BackendInstance, limiter: RateLimiter, claim: RateLimitClaim): BackendInstance {
+/**
+ * `instance`, running each batch only while the rate limiter has given it `claim`'s
+ * resources. Where the limiter runs on the scheduling thread (the claim has a number
+ * there), an instance that thread can run is offered to it with the claim (shareLimited),
+ * so that its version is scheduled there and takes its turns there.
+ */
+function rateLimited(instance: BackendInstance, limiter: Limiter, claim: RateLimitClaim): BackendInstance {
   const held = async <T>(run: () => Promise<T>): Promise<T> => {
     await limiter.acquire(claim);
     try {
@@ -78,6 +83,7 @@ function rateLimited(instance: BackendInstance, limiter: RateLimiter, claim: Rat
       ? { executeRequests: (requests: Parameters<NonNullable<BackendInstance["executeRequests"]>>[0]) => held(() => instance.executeRequests!(requests)) }
       : {}),
     ...(instance.abort ? { abort: (error: ServerError) => instance.abort!(error) } : {}),
+    ...(instance.share && claim.id !== undefined ? { shareLimited: () => ({ ...instance.share!(), claim: claim.id }) } : {}),
     close: () => instance.close(),
   };
 }

@@ -2,7 +2,8 @@
  * @module Picks a model version's scheduler from its config, the one place that does, as
  * Triton's TritonModel::SetConfiguredScheduler does: the ensemble scheduler for an
  * ensemble, the sequence batcher for `sequence_batching`, the dynamic batcher for
- * `dynamic_batching` (either batcher on the scheduling thread when a host takes it), otherwise the default scheduler.
+ * `dynamic_batching` (either batcher on the scheduling thread when a host takes it), otherwise the default scheduler
+ * (there too for a version whose rate limiter runs there).
  */
 import { isEnsemble } from "../model-config/normalize.ts";
 import { DefaultScheduler } from "./default-scheduler.ts";
@@ -34,6 +35,8 @@ export interface SchedulerHost {
   scheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined;
   /** Its scheduler for sequence-batched `model`, or undefined. */
   sequenceScheduler?(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined;
+  /** Its default scheduler for `model` (a version whose rate limiter runs there), or undefined. */
+  plainScheduler?(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined;
 }
 
 /**
@@ -60,5 +63,5 @@ export function createScheduler(model: ScheduledModel, instances: readonly Backe
     if (elsewhere) return elsewhere;
     return new DynamicBatchScheduler({ modelName: model.name, instances, signature: model.signature, config: dynamic, stats: model.stats });
   }
-  return new DefaultScheduler(model.name, instances, model.stats);
+  return host?.plainScheduler?.(model, instances) ?? new DefaultScheduler(model.name, instances, model.stats);
 }

@@ -26,9 +26,9 @@ export class DefaultScheduler implements Scheduler {
   readonly #queue: Waiting[] = [];
   readonly #drain = new InflightDrain();
   readonly #modelName: string;
-  readonly #stats: ModelStats;
+  readonly #stats: Pick<ModelStats, "recordExecution">;
 
-  constructor(modelName: string, instances: readonly BackendInstance[], stats: ModelStats) {
+  constructor(modelName: string, instances: readonly BackendInstance[], stats: Pick<ModelStats, "recordExecution">) {
     this.#modelName = modelName;
     this.#stats = stats;
     this.#free = [...instances];

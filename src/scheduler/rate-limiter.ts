@@ -24,6 +24,15 @@ export interface RateLimitClaim {
   readonly needs: readonly (readonly [key: string, count: number])[];
   readonly priority: number;
   executions: number;
+  /** Where the limiter runs on the scheduling thread (server/batch-rate-limiter.ts): the claim's number there. */
+  readonly id?: number;
+}
+
+/** What the loader asks of a rate limiter, wherever it runs: this thread's RateLimiter or the scheduling thread's. */
+export interface Limiter {
+  register(model: string, spec: ModelRateLimiter | undefined, device: number): RateLimitClaim;
+  acquire(claim: RateLimitClaim): Promise<void>;
+  release(claim: RateLimitClaim): void;
 }
 
 interface Waiter {
@@ -33,7 +42,7 @@ interface Waiter {
 
 const keyOf = (name: string, global: boolean, device: number) => (global ? `global:${name}` : `${device}:${name}`);
 
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   readonly #flags: readonly RateLimitResourceFlag[];
   /** The most any registered instance asks of each resource. */
   readonly #asked = new Map<string, number>();

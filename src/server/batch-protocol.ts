@@ -4,7 +4,8 @@
  * thread say over a channel's MessagePort when a request or result does not fit its
  * slot (batch-slots.ts). Requests themselves go through the slots, not these messages.
  */
-import type { ModelConfig } from "../core/model-config-types.ts";
+import type { ModelConfig, ModelRateLimiter } from "../core/model-config-types.ts";
+import type { RateLimitResourceFlag } from "../scheduler/rate-limiter.ts";
 import type { SharedInstance } from "../backends/backend.ts";
 import type { LogEntry } from "../core/logger.ts";
 import type { ChannelPort, WireRequest, WireResult } from "./batch-slots.ts";
@@ -25,6 +26,8 @@ export type ToBatch =
       counters: SharedArrayBuffer;
       stats: SharedArrayBuffer;
       sequence?: SequenceAdd;
+      /** No batching: Triton's default scheduler (a rate-limited version; its instances carry their claims). */
+      plain?: boolean;
     }
   /** Sent first: the count of record batches the thread has begun that the main thread has not applied yet (an Int32). */
   | { t: "recordBatches"; buffer: SharedArrayBuffer }
@@ -33,7 +36,15 @@ export type ToBatch =
   /** A submitter's channel: its slots' buffer and the MessagePort for what does not fit (transferred). */
   | { t: "channel"; buffer: SharedArrayBuffer; port: ChannelPort }
   /** Post the execution records held, then `flushed`. */
-  | { t: "flush"; id: number };
+  | { t: "flush"; id: number }
+  /**
+   * A rate-limiter claim of an instance (S-19; batch-rate-limiter.ts): the thread's
+   * RateLimiter, made with `flags` on the first claim, registers it as number `id`.
+   */
+  | { t: "claim"; id: number; flags: readonly RateLimitResourceFlag[]; model: string; spec: ModelRateLimiter; device: number }
+  /** Hold claim `claim`'s resources when the limiter gives them; answered `granted` with `ticket`. */
+  | { t: "acquire"; claim: number; ticket: number }
+  | { t: "release"; claim: number };
 
 /** A sequence-batched version's part of `add`: its scheduler is a SequenceBatchScheduler; each state's initial value, read by the main thread. */
 export interface SequenceAdd {
@@ -46,6 +57,8 @@ export type FromBatch =
   | { t: "records"; records: number[] }
   | { t: "flushed"; id: number }
   | { t: "removed"; id: number }
+  /** An `acquire` holds its claim's resources now. */
+  | { t: "granted"; ticket: number }
   /** What a logger on the thread logged (the sequence batcher: a restart, a reaped sequence), for the main thread's log under its settings. */
   | { t: "log"; entry: LogEntry }
   /** Something failed that no request can report (the main thread logs it). */

@@ -4,8 +4,12 @@
  * frontend worker threads run. For each such version it runs the dynamic batcher
  * (DynamicBatchScheduler, unchanged: preferred sizes, queue delay, priority levels,
  * queue policies, timeouts, preserve_ordering) over the main thread's sessions,
- * borrowed (OrtSession.borrow). Every thread that submits requests (each frontend
- * worker, and the main thread for those that reach it) has a channel of slots
+ * borrowed (OrtSession.borrow); for a sequence-batched one the sequence batcher, and for
+ * a rate-limited one without batching the default scheduler. With --rate-limit the
+ * server's one RateLimiter lives here: these instances take their claims from it
+ * directly, the main thread's by message (batch-rate-limiter.ts). Every thread that
+ * submits requests (each frontend worker, and the main thread for those that reach it)
+ * has a channel of slots
  * (batch-slots.ts): this thread sleeps on each channel's submission ring with
  * Atomics.waitAsync, takes the requests in place, and writes each result back into its
  * slot. Executions are counted here, in each version's shared counters (and those they
@@ -13,7 +17,9 @@
  * they came from, so the statistics equal one thread's.
  */
 import { serveThread } from "../core/threads/serve.ts";
+import { DefaultScheduler } from "../scheduler/default-scheduler.ts";
 import { DynamicBatchScheduler } from "../scheduler/dynamic-batch-scheduler.ts";
+import { RateLimiter, type RateLimitClaim } from "../scheduler/rate-limiter.ts";
 import { SequenceBatchScheduler } from "../scheduler/sequence-batch-scheduler.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
 import { forwardLog } from "../core/logger.ts";
@@ -38,7 +44,7 @@ const RECORDS_EVERY_MS = 50;
 
 interface Version {
   name: string;
-  scheduler: DynamicBatchScheduler | SequenceBatchScheduler;
+  scheduler: DynamicBatchScheduler | SequenceBatchScheduler | DefaultScheduler;
   borrowed: BorrowedInstance[];
   /** Int32 [in flight, queued], read by the main thread (pending count, metrics). */
   counters: Int32Array;
@@ -66,6 +72,9 @@ function running(delta: number): void {
 /** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
 const refused = new Map<number, string>();
 let records: number[] = [];
+/** The server's rate limiter (--rate-limit=execution_count, batch-rate-limiter.ts), made with the first claim, and its claims by number. */
+let limiter: RateLimiter | undefined;
+const claims = new Map<number, RateLimitClaim>();
 /** The main thread's count of record batches begun here and not applied there yet (BatchThread.settle). */
 let recordBatches: Int32Array | undefined;
 
@@ -87,6 +96,19 @@ function receive(m: ToBatch): void {
       postRecords();
       post({ t: "flushed", id: m.id });
       return;
+    case "claim":
+      limiter ??= new RateLimiter(m.flags);
+      // The main thread checked the flags with the same rules: this does not throw.
+      claims.set(m.id, limiter.register(m.model, m.spec, m.device));
+      return;
+    case "acquire": {
+      const ticket = m.ticket;
+      void limiter!.acquire(claims.get(m.claim)!).then(() => post({ t: "granted", ticket }));
+      return;
+    }
+    case "release":
+      limiter!.release(claims.get(m.claim)!);
+      return;
   }
 }
 
@@ -97,26 +119,34 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
   try {
     const borrowed = m.instances.map((s) => borrowInstance(s, noConnect));
     const counters = new Int32Array(m.counters);
-    const instances: BackendInstance[] = borrowed.map((b, i) => ({
-      name: `${m.name}_${i}`,
-      execute: async (inputs, names) => {
-        // The batch has just left the queue.
-        update(v);
-        running(1);
-        let r: Awaited<ReturnType<typeof b.executeBorrowed>>;
-        try {
-          r = await b.executeBorrowed(inputs, names);
-        } finally {
-          running(-1);
-          // What came while it ran (BUSY cleared first, see BatchSlots.submit) joins the
-          // queue before the scheduler picks the next batch, whether the run failed or not.
-          drainAll();
-        }
-        if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
-        return r;
-      },
-      close: () => b.close(),
-    }));
+    const instances: BackendInstance[] = borrowed.map((b, i) => {
+      // A rate-limited instance runs each batch only while the limiter gives it its claim's resources.
+      const claimId = m.instances[i]!.claim;
+      const claim = claimId === undefined ? undefined : claims.get(claimId);
+      if (claimId !== undefined && !claim) throw new Error(`rate limiter claim ${claimId} is unknown`);
+      return {
+        name: `${m.name}_${i}`,
+        execute: async (inputs, names) => {
+          // The batch has just left the queue.
+          update(v);
+          if (claim) await limiter!.acquire(claim);
+          running(1);
+          let r: Awaited<ReturnType<typeof b.executeBorrowed>>;
+          try {
+            r = await b.executeBorrowed(inputs, names);
+          } finally {
+            running(-1);
+            if (claim) limiter!.release(claim);
+            // What came while it ran (BUSY cleared first, see BatchSlots.submit) joins the
+            // queue before the scheduler picks the next batch, whether the run failed or not.
+            drainAll();
+          }
+          if (!r) throw unavailable(`model '${m.name}' was unloaded while this request ran`);
+          return r;
+        },
+        close: () => b.close(),
+      };
+    });
     const shared = new SharedStatsWriter(m.stats, 0);
     const stats = {
       recordExecution: (n: number, ci: number, cinf: number, co: number) => {
@@ -125,13 +155,15 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
     };
     const scheduler = m.sequence
       ? sequenceScheduler(m, m.sequence, instances, stats)
-      : new DynamicBatchScheduler({
-          modelName: m.name,
-          instances,
-          signature: signatureOf(m.config),
-          config: m.config.dynamic_batching ?? {},
-          stats,
-        });
+      : m.plain
+        ? new DefaultScheduler(m.name, instances, stats)
+        : new DynamicBatchScheduler({
+            modelName: m.name,
+            instances,
+            signature: signatureOf(m.config),
+            config: m.config.dynamic_batching ?? {},
+            stats,
+          });
     const v: Version = { name: m.name, scheduler, borrowed, counters, stopping: false };
     versions.set(m.id, v);
     instanceCount.total += borrowed.length;

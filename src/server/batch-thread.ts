@@ -7,7 +7,9 @@
  * frontend workers submit their requests for it there directly through their channels
  * (batch-slots.ts; direct-runner.ts), and the requests that reach the main thread
  * (control parameters, shared memory, classification, one-thread frontends) go there
- * through the main thread's own channel: one queue, one batcher, one view.
+ * through the main thread's own channel: one queue, one batcher, one view. The same holds
+ * for sequence-batched versions, and, with --rate-limit, for rate-limited ones under the
+ * default scheduler: the rate limiter itself runs there (rateLimiter()).
  *
  * Statistics: the thread counts executions in each version's shared counters
  * (core/shared-stats.ts), which settle() folds into the version's statistics, and posts
@@ -23,9 +25,11 @@ import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
 import { CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
 import { EXEC_WIDTH, type FromBatch, type SequenceAdd, type ToBatch } from "./batch-protocol.ts";
+import { ThreadRateLimiter } from "./batch-rate-limiter.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
 import { initialState } from "../scheduler/sequence/tensors.ts";
 import type { BackendInstance, SharedInstance } from "../backends/backend.ts";
+import type { RateLimitResourceFlag } from "../scheduler/rate-limiter.ts";
 import { SharedStatsReader, sharedStatsBuffer } from "../core/shared-stats.ts";
 import type { ModelStats } from "../core/stats.ts";
 import type { PreparedRequest } from "../core/request-validate.ts";
@@ -76,6 +80,7 @@ export class BatchThread {
   #nextId = 1;
   #nextFlush = 0;
   #failed: string | undefined;
+  #limiter: ThreadRateLimiter | undefined;
 
   /** Joins `server`'s statistics (statisticsSettled) and makes this its scheduling thread (batchThreadOf). */
   attach(server: InferenceServer): void {
@@ -83,14 +88,38 @@ export class BatchThread {
     server.addStatisticsSource(this);
   }
 
+  /**
+   * The rate limiter (--rate-limit=execution_count) on this thread: every instance's
+   * claim is held there (batch-rate-limiter.ts), and rate-limited ONNX Runtime versions
+   * are scheduled there (plainScheduler and the batchers), so no request of theirs needs
+   * the main thread.
+   */
+  rateLimiter(flags: readonly RateLimitResourceFlag[]): ThreadRateLimiter {
+    this.#limiter ??= new ThreadRateLimiter(flags, (m) => {
+      if (this.#failed) return;
+      this.#start().send(m);
+    });
+    return this.#limiter;
+  }
+
   /** The scheduler for `model` on the scheduling thread, or undefined when its requests cannot be batched there. */
   scheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined {
     const c = model.config;
     if (!c.dynamic_batching || c.model_transaction_policy?.decoupled === true || this.#failed) return undefined;
-    // ONNX Runtime sessions only: a TypeScript instance's worker is reached through the main thread's ports.
-    const shared = instances.map((i) => i.share?.());
-    if (shared.length === 0 || !shared.every((s) => s?.backend === "onnxruntime")) return undefined;
-    return this.#add(model, shared as SharedInstance[]);
+    const shared = sharedOnThread(instances);
+    return shared && this.#add(model, shared);
+  }
+
+  /**
+   * Triton's default scheduler for `model` on the scheduling thread, for a version the
+   * rate limiter holds there (an instance with a claim, shareLimited); undefined for any
+   * other, which the frontend workers run themselves or the main thread schedules.
+   */
+  plainScheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined {
+    const c = model.config;
+    if (c.model_transaction_policy?.decoupled === true || this.#failed || !instances.some((i) => i.shareLimited)) return undefined;
+    const shared = sharedOnThread(instances);
+    return shared && this.#add(model, shared, undefined, true);
   }
 
   /**
@@ -103,19 +132,29 @@ export class BatchThread {
   sequenceScheduler(model: ScheduledModel, instances: readonly BackendInstance[]): Scheduler | undefined {
     const c = model.config;
     if (!c.sequence_batching || c.model_transaction_policy?.decoupled === true || this.#failed) return undefined;
-    const shared = instances.map((i) => i.share?.());
-    if (shared.length === 0 || !shared.every((s) => s?.backend === "onnxruntime")) return undefined;
+    const shared = sharedOnThread(instances);
+    if (!shared) return undefined;
     const initial = sequenceSettings(c).states.map((s): [string, Uint8Array] => [s.inputName, initialState(s, model.modelDir)]);
-    return this.#add(model, shared as SharedInstance[], { initial });
+    return this.#add(model, shared, { initial });
   }
 
-  #add(model: ScheduledModel, instances: SharedInstance[], sequence?: SequenceAdd): ThreadedBatchScheduler {
+  #add(model: ScheduledModel, instances: SharedInstance[], sequence?: SequenceAdd, plain = false): ThreadedBatchScheduler {
     const id = this.#nextId++;
     const counters = new SharedArrayBuffer(8);
     // Room for every batch size up to BATCH_ROWS: the batcher forms any size up to max_batch_size.
     const stats = sharedStatsBuffer(1, model.config.max_batch_size ?? 0, BATCH_ROWS);
     this.#stats.set(id, { stats: model.stats, shared: new SharedStatsReader(stats) });
-    this.#start().send({ t: "add", id, name: model.name, config: model.config, instances, counters, stats, ...(sequence ? { sequence } : {}) });
+    this.#start().send({
+      t: "add",
+      id,
+      name: model.name,
+      config: model.config,
+      instances,
+      counters,
+      stats,
+      ...(sequence ? { sequence } : {}),
+      ...(plain ? { plain } : {}),
+    });
     return new ThreadedBatchScheduler(this, id, new Int32Array(counters));
   }
 
@@ -219,6 +258,9 @@ export class BatchThread {
         this.#removals.delete(m.id);
         return;
       }
+      case "granted":
+        this.#limiter?.granted(m.ticket);
+        return;
       case "log":
         logEntry(m.entry);
         return;
@@ -234,6 +276,7 @@ export class BatchThread {
     this.#failed = message;
     log.error(`the scheduling thread failed: ${message}`);
     this.#main?.abandon(`the scheduling thread failed: ${message}`);
+    this.#limiter?.fail(message);
     // The workers' requests waiting on it fail too, and their new ones go to the main thread (which refuses them).
     for (const ctrl of this.#controls) {
       Atomics.store(ctrl, FAILED, 1);
@@ -304,6 +347,16 @@ export class ThreadedBatchScheduler implements Scheduler {
     })();
     return this.#stopped;
   }
+}
+
+/**
+ * `instances` as the scheduling thread runs them, with their rate-limiter claims; undefined
+ * unless every one is an ONNX Runtime session (a TypeScript instance's worker is reached
+ * through the main thread's ports).
+ */
+function sharedOnThread(instances: readonly BackendInstance[]): SharedInstance[] | undefined {
+  const shared = instances.map((i) => (i.shareLimited ? i.shareLimited() : i.share?.()));
+  return shared.length > 0 && shared.every((s) => s?.backend === "onnxruntime") ? (shared as SharedInstance[]) : undefined;
 }
 
 /** The two ends of a new MessageChannel. */

@@ -5,9 +5,9 @@
  * where it is the shared one (cache/shared-cache.ts, which the workers look up and fill
  * themselves), and instances another thread can run (ONNX Runtime sessions:
  * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached
- * over a port per frontend worker); or dynamic or sequence batching on the scheduling
- * thread (whose requests, sequence parameters included, the workers submit there); or an
- * ensemble whose every step's model qualifies (stepsServedByWorkers). The table of them is
+ * over a port per frontend worker); or dynamic or sequence batching, or the rate limiter,
+ * on the scheduling thread (whose requests, sequence parameters included, the workers
+ * submit there); or an ensemble whose every step's model qualifies (stepsServedByWorkers). The table of them is
  * published to every subscriber (each frontend worker) after any version changes state
  * or the trace settings change; a worker answers a request for a version in its table
  * without a message to the main thread, and counts its requests in the version's shared
@@ -53,6 +53,8 @@ export function servedByWorkers(server: InferenceServer, mv: ModelVersion, depth
   if (isEnsemble(c)) return depth < MAX_NESTING && stepsServedByWorkers(server, mv, depth);
   // A dynamically batched version only where its batcher runs on the scheduling thread (batch-thread.ts).
   if (c.dynamic_batching) return threadedBatchId(mv) !== undefined;
+  // A rate-limited version whose limiter and scheduler run there (its instances have no share()).
+  if (threadedBatchId(mv) !== undefined) return true;
   const instances = mv.instances;
   return instances.length > 0 && instances.every((i) => typeof i.share === "function");
 }

@@ -114,7 +114,11 @@ export async function buildCore(options: ServerOptions): Promise<Core> {
         startupModels: options.loadModels,
         loadThreadCount: options.modelLoadThreadCount,
         namespacing: options.modelNamespacing,
-        rateLimiter: options.rateLimit === "execution_count" ? new RateLimiter(options.rateLimitResources) : undefined,
+        // Beside the scheduling thread the limiter runs there, one view for both threads' instances.
+        rateLimiter:
+          options.rateLimit !== "execution_count"
+            ? undefined
+            : (batchThread?.rateLimiter(options.rateLimitResources) ?? new RateLimiter(options.rateLimitResources)),
         loadRetryCount: options.modelLoadRetryCount,
         allowModelCodeOverrides: options.allowModelCodeOverrides,
         unloadAbortMs: options.exitTimeoutSecs * 1000,

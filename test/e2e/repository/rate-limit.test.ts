@@ -5,7 +5,7 @@
  * A --rate-limit-resource below what an instance needs keeps the model from loading.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess } from "../../helpers/server-process.ts";
@@ -58,6 +58,111 @@ async function run(mode: "off" | "execution_count", log: string): Promise<string
   }
   return readFileSync(log, "utf8").trim().split("\n");
 }
+
+/** `simple` whose one instance needs the global resource R (count 1), as the TypeScript models' do. */
+const LIMITED_SIMPLE =
+  `name: "simple"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n` +
+  `input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n` +
+  `output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\n` +
+  `instance_group [ { count: 1 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]\n`;
+
+/**
+ * An ONNX Runtime model and a TypeScript one share R: `simple`, asked while `ra` executes
+ * (300 ms), answers only after `ra`'s execution ends when the limiter is on. The lines
+ * of the log, with the client's "simple answered" among the model's own, and simple's
+ * statistics afterwards.
+ */
+async function across(mode: "off" | "execution_count", log: string, threads: string[]): Promise<{ lines: string[]; stats: unknown; server: string }> {
+  const repo = makeRepository(["simple"]);
+  repo.add("simple/config.pbtxt", LIMITED_SIMPLE);
+  repo.add(
+    "ra/config.pbtxt",
+    `name: "ra"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n` +
+      `instance_group [ { count: 1 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]\n` +
+      `parameters { key: "log" value: { string_value: "${log}" } }\nparameters { key: "ms" value: { string_value: "300" } }\n`,
+  );
+  repo.add(
+    "ra/1/model.js",
+    SLOW.replace("setTimeout(r, 200)", "setTimeout(r, Number(args_ms))").replace(
+      "this.name = args.modelName;",
+      "this.name = args.modelName; globalThis.args_ms = args.parameters.ms;",
+    ),
+  );
+  const server = await startServerProcess([
+    `--model-repository=${repo.dir}`,
+    `--rate-limit=${mode}`,
+    "--log-verbose=1",
+    "--allow-grpc=false",
+    "--allow-metrics=false",
+    ...threads,
+  ]);
+  try {
+    const slow = fetch(`${server.url}/v2/models/ra/infer`, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "X", shape: [1], datatype: "INT32", data: [7] }] }),
+    });
+    const deadline = Date.now() + 10_000;
+    while (!existsSync(log) || !readFileSync(log, "utf8").includes("start ra")) {
+      if (Date.now() > deadline) throw new Error("ra never started");
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const data = Array.from({ length: 16 }, (_, i) => i);
+    const answer = await fetch(`${server.url}/v2/models/simple/infer`, {
+      method: "POST",
+      body: JSON.stringify({
+        inputs: [
+          { name: "INPUT0", shape: [1, 16], datatype: "INT32", data },
+          { name: "INPUT1", shape: [1, 16], datatype: "INT32", data },
+        ],
+      }),
+    });
+    appendFileSync(log, "simple answered\n");
+    const outputs = ((await answer.json()) as { outputs: { name: string; data: number[] }[] }).outputs;
+    expect(outputs.map((o) => [o.name, o.data])).toEqual([
+      ["OUTPUT0", data.map((x) => 2 * x)],
+      ["OUTPUT1", data.map(() => 0)],
+    ]);
+    expect((await slow).status).toBe(200);
+    const stats = (
+      (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as {
+        model_stats: { inference_stats: { success: { count: number } }; inference_count: number; execution_count: number }[];
+      }
+    ).model_stats[0]!;
+    return {
+      lines: readFileSync(log, "utf8").trim().split("\n"),
+      stats: { success: stats.inference_stats.success.count, inference_count: stats.inference_count, execution_count: stats.execution_count },
+      server: server.log(),
+    };
+  } finally {
+    await server.stop();
+    repo.remove();
+  }
+}
+
+describe("--rate-limit across backends and threads (S-19, #30)", () => {
+  const STATS = { success: 1, inference_count: 1, execution_count: 1 };
+
+  it("frontend workers: the ONNX Runtime model is scheduled on the scheduling thread, where the limiter makes it wait for the TypeScript model's execution", async () => {
+    const r = await across("execution_count", join(dir, "across-workers.txt"), ["--http-thread-count=2"]);
+    expect(r.lines).toEqual(["start ra", "end ra", "simple answered"]);
+    expect(r.stats).toEqual(STATS);
+    expect(r.server).toMatch(/frontend worker threads run these model versions themselves: \(none\)\n/);
+    expect(r.server).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: simple:1\n/);
+  });
+
+  it("one thread: the main thread's limiter does the same", async () => {
+    const r = await across("execution_count", join(dir, "across-one.txt"), ["--http-thread-count=1"]);
+    expect(r.lines).toEqual(["start ra", "end ra", "simple answered"]);
+    expect(r.stats).toEqual(STATS);
+  });
+
+  it("off: the ONNX Runtime model answers while the TypeScript model executes", async () => {
+    const r = await across("off", join(dir, "across-off.txt"), ["--http-thread-count=2"]);
+    expect(r.lines).toEqual(["start ra", "simple answered", "end ra"]);
+    expect(r.stats).toEqual(STATS);
+    expect(r.server).toMatch(/frontend worker threads run these model versions themselves: ra:1, simple:1\n/);
+  });
+});
 
 describe("--rate-limit", () => {
   it("execution_count: instances sharing a resource of count 1 never execute at once", async () => {

@@ -1,6 +1,8 @@
 /** The rate limiter's rules (S-19, #17): resources per device and global, capacity, priority, release. */
 import { describe, expect, it } from "vitest";
 import { RateLimiter } from "../../../src/scheduler/rate-limiter.ts";
+import { ThreadRateLimiter } from "../../../src/server/batch-rate-limiter.ts";
+import type { ToBatch } from "../../../src/server/batch-protocol.ts";
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -75,5 +77,74 @@ describe("RateLimiter", () => {
     await rl.acquire(free);
     await rl.acquire(free);
     expect(free.executions).toBe(2);
+  });
+});
+
+/**
+ * The limiter on the scheduling thread (#30; server/batch-rate-limiter.ts): the main
+ * thread's side against a stand-in for the thread that does what batch-thread-entry.ts
+ * does with its messages (a RateLimiter of its own, `granted` posted back a turn later).
+ */
+describe("ThreadRateLimiter", () => {
+  function pair(flags: { name: string; count: number }[] = []) {
+    let thread: RateLimiter | undefined;
+    const claims = new Map<number, ReturnType<RateLimiter["register"]>>();
+    const sent: ToBatch[] = [];
+    const main: ThreadRateLimiter = new ThreadRateLimiter(flags, (m) => {
+      sent.push(m);
+      setImmediate(() => {
+        if (m.t === "claim") claims.set(m.id, (thread ??= new RateLimiter(m.flags)).register(m.model, m.spec, m.device));
+        else if (m.t === "acquire") void thread!.acquire(claims.get(m.claim)!).then(() => setImmediate(() => main.granted(m.ticket)));
+        else if (m.t === "release") thread!.release(claims.get(m.claim)!);
+      });
+    });
+    return { main, sent, thread: () => thread!, claims };
+  }
+
+  it("takes turns on the thread's limiter: a second claim on R waits until the first is released there", async () => {
+    const { main, thread, claims } = pair();
+    const a = main.register("a", { resources: [{ name: "R", count: 1 }] }, 0);
+    const b = main.register("b", { resources: [{ name: "R", count: 1 }] }, 0);
+    expect([a.id, b.id]).toEqual([1, 2]);
+    await main.acquire(a);
+    let bRan = false;
+    const pb = main.acquire(b).then(() => (bRan = true));
+    for (let i = 0; i < 5; i++) await tick();
+    expect(bRan).toBe(false);
+    // An instance on the thread itself waits behind the main thread's holder too.
+    const onThread = thread().register("c", { resources: [{ name: "R", count: 1 }] }, 0);
+    let cRan = false;
+    void thread()
+      .acquire(onThread)
+      .then(() => (cRan = true));
+    main.release(a);
+    await pb;
+    expect([bRan, cRan]).toEqual([true, false]);
+    main.release(b);
+    for (let i = 0; i < 5; i++) await tick();
+    expect(cRan).toBe(true);
+    expect([...claims.values()].map((c) => c.executions)).toEqual([1, 1]);
+  });
+
+  it("refuses a claim the flags cannot hold on the main thread, with Triton's reason, and sends the thread nothing", () => {
+    const { main, sent } = pair([{ name: "R", count: 1 }]);
+    expect(() => main.register("c", { resources: [{ name: "R", count: 3 }] }, 0)).toThrow(
+      "Resource count for 'R' is limited to 1 which will prevent scheduling of one or more model instances, the minimum required count is 3",
+    );
+    expect(sent).toEqual([]);
+  });
+
+  it("when the thread fails, a waiting acquire and every later one fail with INTERNAL, and nothing more is sent", async () => {
+    const { main, sent } = pair();
+    const a = main.register("a", { resources: [{ name: "R", count: 1 }] }, 0);
+    const b = main.register("b", { resources: [{ name: "R", count: 1 }] }, 0);
+    await main.acquire(a);
+    const waiting = main.acquire(b);
+    main.fail("it ended");
+    await expect(waiting).rejects.toMatchObject({ code: "INTERNAL", message: "the rate limiter's thread failed: it ended" });
+    await expect(main.acquire(a)).rejects.toMatchObject({ code: "INTERNAL" });
+    const count = sent.length;
+    main.release(a);
+    expect(sent.length).toBe(count);
   });
 });
