@@ -84,7 +84,10 @@ function rateLimited(instance: BackendInstance, limiter: Limiter, claim: RateLim
       : {}),
     ...(instance.abort ? { abort: (error: ServerError) => instance.abort!(error) } : {}),
     ...(instance.share && claim.id !== undefined ? { shareLimited: () => ({ ...instance.share!(), claim: claim.id }) } : {}),
-    close: () => instance.close(),
+    close: () => {
+      limiter.unregister?.(claim);
+      instance.close();
+    },
   };
 }
 

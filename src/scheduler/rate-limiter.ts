@@ -33,6 +33,8 @@ export interface Limiter {
   register(model: string, spec: ModelRateLimiter | undefined, device: number): RateLimitClaim;
   acquire(claim: RateLimitClaim): Promise<void>;
   release(claim: RateLimitClaim): void;
+  /** The claim's instance is closed (the limiter may forget it). */
+  unregister?(claim: RateLimitClaim): void;
 }
 
 interface Waiter {

@@ -44,7 +44,9 @@ export type ToBatch =
   | { t: "claim"; id: number; flags: readonly RateLimitResourceFlag[]; model: string; spec: ModelRateLimiter; device: number }
   /** Hold claim `claim`'s resources when the limiter gives them; answered `granted` with `ticket`. */
   | { t: "acquire"; claim: number; ticket: number }
-  | { t: "release"; claim: number };
+  | { t: "release"; claim: number }
+  /** The claim's instance is closed: forget it. */
+  | { t: "unclaim"; claim: number };
 
 /** A sequence-batched version's part of `add`: its scheduler is a SequenceBatchScheduler; each state's initial value, read by the main thread. */
 export interface SequenceAdd {

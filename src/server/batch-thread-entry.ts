@@ -1,7 +1,8 @@
 /**
  * @module The scheduling thread (#30 item 2): one per process, started by the main
- * thread (batch-thread.ts) when a dynamically batched ONNX Runtime version loads while
- * frontend worker threads run. For each such version it runs the dynamic batcher
+ * thread (batch-thread.ts) when a dynamically or sequence-batched ONNX Runtime version
+ * loads, or the first instance claims a rate-limiter resource, while frontend worker
+ * threads run. For each dynamically batched version it runs the dynamic batcher
  * (DynamicBatchScheduler, unchanged: preferred sizes, queue delay, priority levels,
  * queue policies, timeouts, preserve_ordering) over the main thread's sessions,
  * borrowed (OrtSession.borrow); for a sequence-batched one the sequence batcher, and for
@@ -19,7 +20,7 @@
 import { serveThread } from "../core/threads/serve.ts";
 import { DefaultScheduler } from "../scheduler/default-scheduler.ts";
 import { DynamicBatchScheduler } from "../scheduler/dynamic-batch-scheduler.ts";
-import { RateLimiter, type RateLimitClaim } from "../scheduler/rate-limiter.ts";
+import { RateLimiterHost } from "./batch-rate-limiter.ts";
 import { SequenceBatchScheduler } from "../scheduler/sequence-batch-scheduler.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
 import { forwardLog } from "../core/logger.ts";
@@ -72,9 +73,8 @@ function running(delta: number): void {
 /** Versions this thread could not take (their sessions could not be borrowed): their requests fail with why. */
 const refused = new Map<number, string>();
 let records: number[] = [];
-/** The server's rate limiter (--rate-limit=execution_count, batch-rate-limiter.ts), made with the first claim, and its claims by number. */
-let limiter: RateLimiter | undefined;
-const claims = new Map<number, RateLimitClaim>();
+/** The server's rate limiter (--rate-limit=execution_count) and the main thread's claims on it. */
+const limits = new RateLimiterHost();
 /** The main thread's count of record batches begun here and not applied there yet (BatchThread.settle). */
 let recordBatches: Int32Array | undefined;
 
@@ -97,17 +97,10 @@ function receive(m: ToBatch): void {
       post({ t: "flushed", id: m.id });
       return;
     case "claim":
-      limiter ??= new RateLimiter(m.flags);
-      // The main thread checked the flags with the same rules: this does not throw.
-      claims.set(m.id, limiter.register(m.model, m.spec, m.device));
-      return;
-    case "acquire": {
-      const ticket = m.ticket;
-      void limiter!.acquire(claims.get(m.claim)!).then(() => post({ t: "granted", ticket }));
-      return;
-    }
+    case "acquire":
     case "release":
-      limiter!.release(claims.get(m.claim)!);
+    case "unclaim":
+      limits.receive(m, (ticket) => post({ t: "granted", ticket }));
       return;
   }
 }
@@ -122,21 +115,21 @@ function add(m: Extract<ToBatch, { t: "add" }>): void {
     const instances: BackendInstance[] = borrowed.map((b, i) => {
       // A rate-limited instance runs each batch only while the limiter gives it its claim's resources.
       const claimId = m.instances[i]!.claim;
-      const claim = claimId === undefined ? undefined : claims.get(claimId);
+      const claim = claimId === undefined ? undefined : limits.claim(claimId);
       if (claimId !== undefined && !claim) throw new Error(`rate limiter claim ${claimId} is unknown`);
       return {
         name: `${m.name}_${i}`,
         execute: async (inputs, names) => {
           // The batch has just left the queue.
           update(v);
-          if (claim) await limiter!.acquire(claim);
+          if (claim) await limits.limiter.acquire(claim);
           running(1);
           let r: Awaited<ReturnType<typeof b.executeBorrowed>>;
           try {
             r = await b.executeBorrowed(inputs, names);
           } finally {
             running(-1);
-            if (claim) limiter!.release(claim);
+            if (claim) limits.limiter.release(claim);
             // What came while it ran (BUSY cleared first, see BatchSlots.submit) joins the
             // queue before the scheduler picks the next batch, whether the run failed or not.
             drainAll();

@@ -228,7 +228,7 @@ export class BatchThread {
     this.#main = new BatchClient(main.buffer, port1);
     this.#give(main.buffer, port2);
     for (const c of this.#early.splice(0)) this.#give(c.buffer, c.port);
-    log.verbose(1, "the scheduling thread started: dynamically batched ONNX Runtime models are batched there");
+    log.verbose(1, "the scheduling thread started: batched and rate-limited ONNX Runtime models are scheduled there");
     return this.#thread;
   }
 
@@ -276,7 +276,7 @@ export class BatchThread {
     this.#failed = message;
     log.error(`the scheduling thread failed: ${message}`);
     this.#main?.abandon(`the scheduling thread failed: ${message}`);
-    this.#limiter?.fail(message);
+    this.#limiter?.fail();
     // The workers' requests waiting on it fail too, and their new ones go to the main thread (which refuses them).
     for (const ctrl of this.#controls) {
       Atomics.store(ctrl, FAILED, 1);

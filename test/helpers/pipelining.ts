@@ -60,6 +60,7 @@ function parseAnswers(bytes: Buffer): { answers: { status: number; body: string 
         const lineEnd = bytes.indexOf("\r\n", bodyStart);
         if (lineEnd < 0) return { answers, rest: bytes.length - at };
         const size = Number.parseInt(bytes.subarray(bodyStart, lineEnd).toString("latin1"), 16);
+        if (!Number.isFinite(size)) throw new Error(`not a chunk size: ${bytes.subarray(bodyStart, lineEnd).toString("latin1")}`);
         if (lineEnd + 2 + size + 2 > bytes.length) return { answers, rest: bytes.length - at };
         parts.push(bytes.subarray(lineEnd + 2, lineEnd + 2 + size));
         bodyStart = lineEnd + 2 + size + 2;
@@ -67,7 +68,10 @@ function parseAnswers(bytes: Buffer): { answers: { status: number; body: string 
       }
       body = Buffer.concat(parts);
     } else {
-      const length = Number(header("content-length") ?? 0);
+      const declared = header("content-length");
+      // Every answer here has a length or chunks (a body to the close would be one the parser cannot delimit).
+      if (declared === undefined && status !== 204 && status !== 304) throw new Error(`an answer without Content-Length or chunks: ${head.join(" | ")}`);
+      const length = Number(declared ?? 0);
       if (bodyStart + length > bytes.length) break;
       body = bytes.subarray(bodyStart, bodyStart + length);
       bodyStart += length;

@@ -41,10 +41,9 @@ describe.each([
       const { answers, rest, closed } = await pipeline(server.port, MIXED);
       expect(answers.length).toBeLessThanOrEqual(MIXED.length);
       answers.forEach((a, i) => expectAnswer(MIXED[i]!, a.status, a.body));
-      if (answers.length < MIXED.length) {
-        expect(closed).toBe(true);
-        expect(rest).toBe(0);
-      }
+      // No answer cut part way: fewer answers means the close came between two whole ones.
+      if (answers.length < MIXED.length) expect(rest).toBe(0);
+      else expect(closed).toBe(false);
       await inferOnce(server);
     }
   });
