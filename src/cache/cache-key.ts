@@ -15,6 +15,11 @@ export const EXACT_KEY_MAX = 1024;
 
 const byName = (a: Tensor, b: Tensor) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
+/** The name a model's entries are keyed by: under --model-namespacing two models may share a name, and the namespace keys them apart. */
+export function cacheModelName(name: string, namespace: string | undefined): string {
+  return namespace ? `${namespace}\0${name}` : name;
+}
+
 export function cacheKey(model: string, version: number, inputs: readonly Tensor[], outputNames: readonly string[]): string {
   const sorted = inputs.length > 1 ? [...inputs].sort(byName) : inputs;
   // Each input's byte length is in the head, so the data that follows splits one way only.

@@ -15,6 +15,15 @@ export interface ResponseCache {
   lookup(key: string, outputNames?: readonly string[]): Tensor[] | undefined | Promise<Tensor[] | undefined>;
   /** Stores `outputs` (copies, or their bytes) under `key`; a remote cache finishes later and never throws. */
   insert(key: string, outputs: readonly Tensor[]): void;
+  /** A remote cache's link, with which another thread (a frontend worker) connects to the same store. */
+  readonly link?: RemoteCacheLink;
   /** Releases connections; the local cache has none. */
   close?(): Promise<void>;
+}
+
+/** What another thread needs to reach the same remote cache (structured-clonable). */
+export interface RemoteCacheLink {
+  settings: Readonly<Record<string, string>>;
+  /** Int32: set by the first thread that warns of an invalid entry (the others log theirs at verbose level 1). */
+  warned: SharedArrayBuffer;
 }

@@ -3,7 +3,8 @@
  * Nereid processes can share, through node-redis (`@redis/client`). Settings are Triton's
  * redis_cache keys (host, port, user, password, db, connect_timeout, socket_timeout,
  * tls_enabled, cert, key, cacert, cacert_dir, sni; pool_size and wait_timeout are
- * accepted and unused: one pipelined connection serves every request).
+ * accepted and unused: one pipelined connection per thread, the main thread's (connect())
+ * and each frontend worker's (background(), #30).
  *
  * As in Triton, the server does not start when Redis cannot be reached. Once running,
  * the cache never holds a request up or fails it: while Redis is gone, commands are
@@ -25,7 +26,7 @@ import { join } from "node:path";
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { Tensor } from "../core/tensor.ts";
 import { getLogger } from "../core/logger.ts";
-import type { ResponseCache } from "./cache.ts";
+import type { RemoteCacheLink, ResponseCache } from "./cache.ts";
 import { decodeEntry, encodeEntry, MAX_HEADER_BYTES } from "./entry-codec.ts";
 
 const log = getLogger("src/cache/redis-cache.ts");
@@ -58,16 +59,28 @@ function tlsOptions(c: Readonly<Record<string, string>>): Record<string, unknown
 
 export class RedisResponseCache implements ResponseCache {
   readonly address: string;
+  readonly link: RemoteCacheLink;
+  /** The link's flag: whether some thread has warned of an invalid entry. */
+  readonly #warned: Int32Array;
+  /** Another thread's client of the cache (background()): what it would warn of is logged at verbose level 1, the main thread's client warns. */
+  readonly #quiet: boolean;
   readonly #client: Client;
   readonly #lookupTimeoutMs: number;
   /** Whether Redis answered last time we heard from it (the warning is logged on the change). */
   #up = false;
   #connectedOnce = false;
   #closed = false;
+  /** Whether this client was ready before (the first time is not news). */
+  #wasUp = false;
   #invalidEntries = 0;
 
-  private constructor(config: Readonly<Record<string, string>>) {
+  private constructor(config: Readonly<Record<string, string>>, quiet = false, warned = new SharedArrayBuffer(4)) {
     this.address = `${config.host}:${config.port}`;
+    this.link = { settings: config, warned };
+    this.#warned = new Int32Array(warned);
+    this.#quiet = quiet;
+    // Another thread's client connects after the main thread's did: it keeps trying from the first attempt.
+    if (quiet) this.#connectedOnce = true;
     const socketTimeout = Number(config.socket_timeout ?? 0);
     this.#lookupTimeoutMs = socketTimeout > 0 ? socketTimeout : DEFAULT_LOOKUP_TIMEOUT_MS;
     const connectTimeout = Number(config.connect_timeout ?? 0);
@@ -89,10 +102,29 @@ export class RedisResponseCache implements ResponseCache {
     this.#client.on("error", (err: Error) => this.#down(err));
     this.#client.on("ready", () => {
       if (this.#up || this.#closed) return;
+      const again = this.#wasUp;
       this.#up = true;
-      if (this.#connectedOnce) log.info(`Redis response cache at ${this.address} is reachable again; lookups use it again`);
+      this.#wasUp = true;
+      if (again) this.#log(`Redis response cache at ${this.address} is reachable again; lookups use it again`, "info");
       this.#connectedOnce = true;
     });
+  }
+
+  /**
+   * A client of the cache the main thread connected (its `link`), for a frontend
+   * worker: it connects in the background and keeps trying; until it is ready a lookup is a
+   * miss, as the main thread's is while Redis is gone. What it would log is verbose.
+   */
+  static background(link: RemoteCacheLink): RedisResponseCache {
+    const cache = new RedisResponseCache(link.settings, true, link.warned);
+    cache.#client.connect().catch(() => undefined);
+    return cache;
+  }
+
+  #log(message: string, level: "info" | "warn"): void {
+    if (this.#quiet) log.verbose(1, message);
+    else if (level === "info") log.info(message);
+    else log.warn(message);
   }
 
   /** Connects and pings, as Triton's RedisCache::Create does; rejects with Triton's message when it cannot. */
@@ -118,7 +150,7 @@ export class RedisResponseCache implements ResponseCache {
   #down(err: Error): void {
     if (!this.#up || this.#closed) return;
     this.#up = false;
-    log.warn(`Redis response cache at ${this.address} is unreachable (${err.message}): requests run their models until it returns`);
+    this.#log(`Redis response cache at ${this.address} is unreachable (${err.message}): requests run their models until it returns`, "warn");
   }
 
   /** How many values read from Redis were refused (too large, or not a valid entry). */
@@ -151,7 +183,8 @@ export class RedisResponseCache implements ResponseCache {
     if (decoded.outputs) return decoded.outputs;
     this.#invalidEntries++;
     const msg = `Redis response cache at ${this.address}: a value is not a valid entry (${decoded.invalid}); it is deleted and the model runs`;
-    if (this.#invalidEntries === 1) log.warn(`${msg} (later ones are logged at verbose level 1)`);
+    // The first in the process, whichever thread's client read it, is a warning.
+    if (Atomics.compareExchange(this.#warned, 0, 0, 1) === 0) log.warn(`${msg} (later ones are logged at verbose level 1)`);
     else log.verbose(1, msg);
     this.#client.sendCommand(["DEL", key]).catch(() => undefined);
     return undefined;

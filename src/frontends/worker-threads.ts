@@ -9,7 +9,7 @@ import { ServerError, type ErrorCode } from "../core/errors.ts";
 import { fromWireError, wireError, type WireError } from "../core/threads/wire-error.ts";
 import { addStepTimes, type ComputeTimes, type InferenceRequest, type InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
-import { logFailure, type Logger } from "../core/logger.ts";
+import { forwardLog, logEntry, logFailure, type LogEntry, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
 import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
@@ -117,7 +117,9 @@ export type FromWorkerDirect =
   | { t: "connect"; key: string }
   /** An ensemble's step the worker cannot run itself (DirectModels.step); `stepCancel` when its ensemble is cancelled. */
   | { t: "step"; id: number; request: InferenceRequest }
-  | { t: "stepCancel"; id: number };
+  | { t: "stepCancel"; id: number }
+  /** What a logger in the worker logged (its Redis cache client), for the main thread's log under its settings. */
+  | { t: "log"; entry: LogEntry };
 
 /**
  * The main thread's side of one worker's DirectRunner: the worker gets every table the
@@ -222,6 +224,9 @@ export class DirectLink {
       case "stepCancel":
         this.#steps.get(d.id)?.abort();
         return true;
+      case "log":
+        logEntry(d.entry);
+        return true;
       default:
         return false;
     }
@@ -241,6 +246,8 @@ const RECORDS_EVERY_MS = 50;
  * thread's tables and flushes (true when `m` was one); records and failures are posted.
  */
 export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (model: string) => string) {
+  // What is logged in the worker goes to the main thread's log, under its settings.
+  forwardLog((entry) => post({ t: "log", entry }));
   const postRecords = () => {
     const records = runner.take();
     if (records.length > 0) post({ t: "records", records });

@@ -2,8 +2,9 @@
  * @module The models the frontend worker threads run themselves (#30), main thread's
  * half. A version qualifies when its requests need no state shared across requests: the
  * default scheduler (not decoupled), no rate limiter, not traced, the response cache only
- * where it is the shared one (cache/shared-cache.ts, which the workers look up and fill
- * themselves), and instances another thread can run (ONNX Runtime sessions:
+ * where every thread reaches the same one (the local cache in shared memory,
+ * cache/shared-cache.ts, or Redis, to which each worker connects itself; the workers look
+ * up and fill it themselves), and instances another thread can run (ONNX Runtime sessions:
  * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached
  * over a port per frontend worker); or dynamic or sequence batching, or the rate limiter,
  * on the scheduling thread (whose requests, sequence parameters included, the workers
@@ -34,11 +35,15 @@ import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
 import type { InferenceRequest, InferenceResponse } from "../core/request.ts";
 import { SharedResponseCache } from "../cache/shared-cache.ts";
+import { cacheModelName } from "../cache/cache-key.ts";
+import type { RemoteCacheLink } from "../cache/cache.ts";
 
-/** The server's response cache's buffer, when it is one every thread can reach. */
-function sharedCacheOf(server: InferenceServer): SharedArrayBuffer | undefined {
+/** The server's response cache as every thread can reach it: the local cache's buffer, or the Redis cache's settings (each worker connects itself). */
+function sharedCacheOf(server: InferenceServer): { cache: SharedArrayBuffer } | { redis: RemoteCacheLink } | undefined {
   const cache = server.responseCache;
-  return cache instanceof SharedResponseCache ? cache.buffer : undefined;
+  if (cache instanceof SharedResponseCache) return { cache: cache.buffer };
+  if (cache?.link) return { redis: cache.link };
+  return undefined;
 }
 
 /** Whether `mv`'s requests may run in the frontend workers (see the module comment); `depth`: how deep in ensembles it is a step. */
@@ -46,7 +51,7 @@ export function servedByWorkers(server: InferenceServer, mv: ModelVersion, depth
   const c = mv.config;
   if (!mv.ready) return false;
   if (c.model_transaction_policy?.decoupled === true || server.trace?.mayTrace(mv.name)) return false;
-  // The response cache only where every thread reaches the same one (SharedResponseCache).
+  // The response cache only where every thread reaches the same one (SharedResponseCache, or Redis).
   if (server.cacheEnabled(mv) && !sharedCacheOf(server)) return false;
   // A sequence-batched version only where its sequence batcher runs on the scheduling thread, and not as an ensemble's step.
   if (c.sequence_batching) return depth === 0 && threadedBatchId(mv) !== undefined;
@@ -256,7 +261,7 @@ export class DirectModels {
         const batch = threadedBatchId(mv);
         const instances = batch === undefined && !isEnsemble(mv.config) ? mv.instances.map((i) => i.share!()) : [];
         e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
-        if (server.cacheEnabled(mv)) e.cached = true;
+        if (server.cacheEnabled(mv)) e.cached = cacheModelName(mv.name, mv.namespace);
         if (this.#slots > 0) {
           e.stats = sharedStatsBuffer(this.#slots, mv.config.max_batch_size ?? 0);
           this.#readers.set(e.id, new SharedStatsReader(e.stats));
@@ -299,7 +304,7 @@ export class DirectModels {
     }
     const table: DirectTable = { entries, routes, queued: server.queued.share(), ...(server.observing ? { records: true } : {}) };
     const cache = sharedCacheOf(server);
-    if (cache && entries.some((e) => e.cached)) table.cache = cache;
+    if (cache && entries.some((e) => e.cached !== undefined)) Object.assign(table, cache);
     return table;
   }
 }

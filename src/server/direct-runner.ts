@@ -31,6 +31,7 @@ import { QueuedBytes } from "../core/queued-bytes.ts";
 import { EXECUTION, FAILURE, HIT, MISS, MISSED, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { SharedResponseCache } from "../cache/shared-cache.ts";
+import type { ResponseCache } from "../cache/cache.ts";
 import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
@@ -76,8 +77,9 @@ export class DirectRunner {
   #batch: BatchClient | undefined;
   /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
   #queued: QueuedBytes | undefined;
-  /** The server's response cache, shared with every thread, once a table brought it. */
-  #cache: SharedResponseCache | undefined;
+  /** The server's response cache, shared with every thread (or this worker's client of its Redis), once a table brought it. */
+  #cache: ResponseCache | undefined;
+  #connecting = false;
   readonly #flushSoon: () => void;
   readonly #onError: (e: ServerError, model: string) => void;
   readonly #connect: (key: string) => void;
@@ -137,6 +139,15 @@ export class DirectRunner {
     this.#slot = table.records ? undefined : slot;
     if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
     if (table.cache) this.#cache ??= new SharedResponseCache(table.cache);
+    else if (table.redis && !this.#cache && !this.#connecting) {
+      // Loaded only where a Redis cache is in use; until it is, cached versions go to the main thread.
+      const settings = table.redis;
+      this.#connecting = true;
+      void import("../cache/redis-cache.ts").then(
+        (m) => (this.#cache = m.RedisResponseCache.background(settings)),
+        () => undefined,
+      );
+    }
     const ids = new Set(table.entries.map((e) => e.id));
     for (const [id, s] of this.#served) {
       if (ids.has(id)) continue;
@@ -192,6 +203,8 @@ export class DirectRunner {
   /** Runs `request` on `served` here (a client's, or with `step` an ensemble's step); undefined when it cannot run here now. */
   #dispatch(served: Served, request: InferenceRequest, step: boolean): Promise<InferenceResponse> | undefined {
     const { ensemble, entry } = served;
+    // A cached version before this worker's client of the cache is there (Redis's loads and connects): the main thread looks it up.
+    if (entry.cached !== undefined && !this.#cache) return undefined;
     if (ensemble) return this.#run(served, request, step, (p) => ensemble.enqueue(p));
     const batch = entry.batch;
     if (batch !== undefined) {
@@ -270,18 +283,18 @@ export class DirectRunner {
     try {
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
-      // Queued from here to the run's start, as the default scheduler counts a request that finds its instance free.
-      const enqueuedAt = nowNs();
       if (request.signal?.aborted) throw cancelled(request.id);
       // Its input bytes join the main thread's under --max-queued-bytes until it is answered.
       if (this.#queued && !step) held = this.#queued.admitRequest(request);
       // The response cache (S-17, S-18), as the main thread's core looks it up: a hit runs nothing.
-      const cache = entry.cached ? this.#cache : undefined;
+      const cache = entry.cached !== undefined ? this.#cache : undefined;
       let lookup: Lookup | undefined;
       if (cache) {
         const lookupStart = nowNs();
-        const key = cacheKey(entry.name, Number(entry.version), prepared.inputs, prepared.outputNames);
-        const hit = cache.lookup(key);
+        const key = cacheKey(entry.cached!, Number(entry.version), prepared.inputs, prepared.outputNames);
+        const found = cache.lookup(key, prepared.outputNames);
+        // The local cache answers at once; only Redis costs an await.
+        const hit = found instanceof Promise ? await found : found;
         lookup = { cache, key, ns: nowNs() - lookupStart };
         if (hit) {
           const outputs = orderedOutputs(signature, hit, prepared.outputNames);
@@ -289,6 +302,8 @@ export class DirectRunner {
           return response(entry, request, outputs);
         }
       }
+      // Queued from here to the run's start, as the default scheduler counts a request that finds its instance free.
+      const enqueuedAt = nowNs();
       if (instance?.runPrepared) return await this.#runPrepared(s, instance, request, prepared, start, step, lookup);
       const queueNs = nowNs() - enqueuedAt;
       const r = await execute(prepared);
@@ -411,7 +426,7 @@ function response(entry: DirectEntry, request: InferenceRequest, outputs: Tensor
 
 /** A response-cache lookup that missed: where to store the answer, and how long the lookup took. */
 interface Lookup {
-  cache: SharedResponseCache;
+  cache: ResponseCache;
   key: string;
   ns: number;
 }

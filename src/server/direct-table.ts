@@ -4,6 +4,7 @@
  * the table of versions, and the statistics records a worker posts where it does not
  * count in shared memory (core/shared-stats.ts).
  */
+import type { RemoteCacheLink } from "../cache/cache.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
 import type { SharedQueuedBytes } from "../core/queued-bytes.ts";
@@ -21,8 +22,12 @@ export interface DirectEntry {
   batch?: number;
   /** The version's counters in shared memory, a slot per worker (SharedStatsWriter, with config.max_batch_size). */
   stats?: SharedArrayBuffer;
-  /** The version uses the response cache: the table's `cache`, looked up before it runs and filled after a miss. */
-  cached?: boolean;
+  /**
+   * The version uses the response cache (the table's `cache` or `redis`), looked up before
+   * it runs and filled after a miss: the model name its keys hold (cacheModelName, with
+   * the namespace under --model-namespacing, as the main thread keys it).
+   */
+  cached?: string;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -47,6 +52,8 @@ export interface DirectTable {
   records?: boolean;
   /** The server's response cache (SharedResponseCache's buffer), where a version in the table uses it. */
   cache?: SharedArrayBuffer;
+  /** Or the link to the server's Redis cache (`--cache-config redis,...`), to which each worker then connects itself. */
+  redis?: RemoteCacheLink;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */

@@ -13,7 +13,7 @@ import { metadataShape } from "../core/signature.ts";
 import { classify } from "./classification.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
-import { cacheKey } from "../cache/cache-key.ts";
+import { cacheKey, cacheModelName } from "../cache/cache-key.ts";
 import type { ResponseCache } from "../cache/cache.ts";
 import {
   DEFAULT_MAX_QUEUED_BYTES,
@@ -582,8 +582,7 @@ export class InferenceServer implements ModelRunner {
       let hit: Tensor[] | undefined;
       if (cache) {
         const lookupStart = nowNs();
-        // Under --model-namespacing two models may share a name: the namespace keys them apart.
-        key = cacheKey(mv.namespace ? `${mv.namespace}\0${mv.name}` : mv.name, mv.version, prepared.inputs, prepared.outputNames);
+        key = cacheKey(cacheModelName(mv.name, mv.namespace), mv.version, prepared.inputs, prepared.outputNames);
         const found = cache.lookup(key, prepared.outputNames);
         // The local cache answers at once; only a remote one costs an await.
         hit = found instanceof Promise ? await found : found;

@@ -93,7 +93,7 @@ beforeAll(async () => {
     `name: "simple_cached"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${SIMPLE_IO}\ndynamic_batching { }\nresponse_cache { enable: true }\n`,
   );
   repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
-  a = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
+  a = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags(), "--log-verbose=1"]);
   b = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
 });
 
@@ -127,9 +127,25 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
     expect(m).toContain('nv_cache_num_misses_per_model{model="simple_cached",version="1"} 1');
   });
 
+  it("the frontend workers look up and fill the cache themselves, each with its own connection (#30)", async () => {
+    const workers = [...a.log().matchAll(/(?:HTTP|gRPC) frontend on (\d+) worker threads/g)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(workers).toBeGreaterThan(0);
+    expect(a.log()).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: simple_cached:1\n/);
+    // Both servers: the main thread's client and one per worker.
+    await until("every worker's connection", () => redis.cli("CLIENT", "LIST").trim().split("\n").length === 2 * (1 + workers) + 1);
+    const before = await stats(a);
+    expectAnswer(await infer(a, 200), 200);
+    await until("the entry in Redis", () => redis.cli("DBSIZE") === "2");
+    expectAnswer(await infer(a, 200), 200);
+    const after = await stats(a);
+    expect(after.inference_stats.cache_miss.count - before.inference_stats.cache_miss.count).toBe(1);
+    expect(after.inference_stats.cache_hit.count - before.inference_stats.cache_hit.count).toBe(1);
+    expect(after.execution_count - before.execution_count).toBe(1);
+  });
+
   it("shares entries between two processes: a miss on one is a hit on the other", async () => {
     expectAnswer(await infer(a, 100), 100);
-    await until("the entry in Redis", () => redis.cli("DBSIZE") === "2");
+    await until("the entry in Redis", () => redis.cli("DBSIZE") === "3");
     expectAnswer(await infer(b, 100), 100);
     const s = await stats(b);
     expect(s.inference_stats.cache_hit.count).toBe(1);

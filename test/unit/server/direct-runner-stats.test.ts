@@ -40,7 +40,7 @@ const request = (batch: number): InferenceRequest => ({
 
 function setup(table: Partial<DirectTable>, slot: number | undefined, cached = false) {
   const stats = sharedStatsBuffer(2, 32);
-  const entry: DirectEntry = { id: 1, name: "e", version: "1", config: ENSEMBLE, instances: [], stats, ...(cached ? { cached } : {}) };
+  const entry: DirectEntry = { id: 1, name: "e", version: "1", config: ENSEMBLE, instances: [], stats, ...(cached ? { cached: "e" } : {}) };
   let flushes = 0;
   const r = new DirectRunner(
     () => flushes++,
