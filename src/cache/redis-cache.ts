@@ -33,6 +33,10 @@ const log = getLogger("src/cache/redis-cache.ts");
 
 /** How long a lookup waits for Redis when `socket_timeout` is not set (Triton waits forever). */
 export const DEFAULT_LOOKUP_TIMEOUT_MS = 1000;
+/** How often an idle connection pings Redis. */
+const PING_INTERVAL_MS = 30_000;
+/** How long a worker's client may take to connect before it warns. */
+const READY_WARN_MS = 10_000;
 /** The longest pause between reconnection attempts. */
 const MAX_RECONNECT_DELAY_MS = 1000;
 
@@ -97,6 +101,10 @@ export class RedisResponseCache implements ResponseCache {
       ...(config.user !== undefined ? { username: config.user } : {}),
       ...(config.password !== undefined ? { password: config.password } : {}),
       ...(config.db !== undefined ? { database: Number(config.db) } : {}),
+      // Named for Redis's CLIENT LIST: the process, and whether the connection is a frontend worker's.
+      name: quiet ? `nereid-${process.pid}-worker` : `nereid-${process.pid}`,
+      // A connection a Redis `timeout` would close while its thread has no lookups to make.
+      pingInterval: PING_INTERVAL_MS,
       disableOfflineQueue: true,
     }) as Client;
     this.#client.on("error", (err: Error) => this.#down(err));
@@ -111,14 +119,27 @@ export class RedisResponseCache implements ResponseCache {
   }
 
   /**
-   * A client of the cache the main thread connected (its `link`), for a frontend
-   * worker: it connects in the background and keeps trying; until it is ready a lookup is a
-   * miss, as the main thread's is while Redis is gone. What it would log is verbose.
+   * A client of the cache the main thread connected (its `link`), for a frontend worker:
+   * it connects in the background, trying until it is connected, and is handed to
+   * `ready` then (until then the worker hands its cached models' requests to the main
+   * thread). Not connected after READY_WARN_MS, it warns once. Afterwards, what it would
+   * log of Redis going away and back is verbose: the main thread's client says it.
    */
-  static background(link: RemoteCacheLink): RedisResponseCache {
+  static background(link: RemoteCacheLink, ready: (cache: RedisResponseCache) => void): void {
     const cache = new RedisResponseCache(link.settings, true, link.warned);
+    const late = setTimeout(
+      () =>
+        log.warn(
+          `a frontend worker cannot reach the Redis response cache at ${cache.address}: it keeps trying, and its requests for cached models go to the main thread meanwhile`,
+        ),
+      READY_WARN_MS,
+    );
+    late.unref?.();
+    cache.#client.once("ready", () => {
+      clearTimeout(late);
+      ready(cache);
+    });
     cache.#client.connect().catch(() => undefined);
-    return cache;
   }
 
   #log(message: string, level: "info" | "warn"): void {

@@ -32,6 +32,7 @@ import { EXECUTION, FAILURE, HIT, MISS, MISSED, RESULT, routeKey, SUCCESS, type 
 import { cacheKey } from "../cache/cache-key.ts";
 import { SharedResponseCache } from "../cache/shared-cache.ts";
 import type { ResponseCache } from "../cache/cache.ts";
+import { getLogger } from "../core/logger.ts";
 import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
@@ -41,6 +42,8 @@ import type { Tensor } from "../core/tensor.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import { EnsembleScheduler } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
+
+const log = getLogger("src/server/direct-runner.ts");
 
 /** Keys that make a request the main thread's (the scheduler or the server reads them). */
 const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
@@ -140,13 +143,14 @@ export class DirectRunner {
     if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
     if (table.cache) this.#cache ??= new SharedResponseCache(table.cache);
     else if (table.redis && !this.#cache && !this.#connecting) {
-      // Loaded only where a Redis cache is in use; until it is, cached versions go to the main thread.
-      const settings = table.redis;
+      // Loaded only where a Redis cache is in use; until this worker's client is connected, cached versions go to the main thread.
+      const link = table.redis;
       this.#connecting = true;
-      void import("../cache/redis-cache.ts").then(
-        (m) => (this.#cache = m.RedisResponseCache.background(settings)),
-        () => undefined,
-      );
+      void import("../cache/redis-cache.ts")
+        .then((m) => m.RedisResponseCache.background(link, (cache) => (this.#cache = cache)))
+        .catch((err: unknown) =>
+          log.warn(`a frontend worker cannot use the Redis response cache (${(err as Error).message}): its requests for cached models go to the main thread`),
+        );
     }
     const ids = new Set(table.entries.map((e) => e.id));
     for (const [id, s] of this.#served) {
@@ -296,6 +300,8 @@ export class DirectRunner {
         // The local cache answers at once; only Redis costs an await.
         const hit = found instanceof Promise ? await found : found;
         lookup = { cache, key, ns: nowNs() - lookupStart };
+        // A client gone during Redis's answer: cancelled, as the scheduler refuses it on the main thread.
+        if (!hit && request.signal?.aborted) throw cancelled(request.id);
         if (hit) {
           const outputs = orderedOutputs(signature, hit, prepared.outputNames);
           this.#record(s, HIT, nowNs() - start, lookup.ns, 0, 0, 0, 0);

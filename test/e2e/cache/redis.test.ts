@@ -93,7 +93,7 @@ beforeAll(async () => {
     `name: "simple_cached"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${SIMPLE_IO}\ndynamic_batching { }\nresponse_cache { enable: true }\n`,
   );
   repo.add("simple_cached/1/model.onnx", readFileSync(join(repo.dir, "simple", "1", "model.onnx")));
-  a = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags(), "--log-verbose=1"]);
+  a = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
   b = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags()]);
 });
 
@@ -128,19 +128,34 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
   });
 
   it("the frontend workers look up and fill the cache themselves, each with its own connection (#30)", async () => {
-    const workers = [...a.log().matchAll(/(?:HTTP|gRPC) frontend on (\d+) worker threads/g)].reduce((n, m) => n + Number(m[1]), 0);
-    expect(workers).toBeGreaterThan(0);
-    expect(a.log()).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: simple_cached:1\n/);
-    // Both servers: the main thread's client and one per worker.
-    await until("every worker's connection", () => redis.cli("CLIENT", "LIST").trim().split("\n").length === 2 * (1 + workers) + 1);
-    const before = await stats(a);
-    expectAnswer(await infer(a, 200), 200);
-    await until("the entry in Redis", () => redis.cli("DBSIZE") === "2");
-    expectAnswer(await infer(a, 200), 200);
-    const after = await stats(a);
-    expect(after.inference_stats.cache_miss.count - before.inference_stats.cache_miss.count).toBe(1);
-    expect(after.inference_stats.cache_hit.count - before.inference_stats.cache_hit.count).toBe(1);
-    expect(after.execution_count - before.execution_count).toBe(1);
+    const threads = ["--http-thread-count=2", "--grpc-infer-thread-count=2"];
+    const d = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags(), ...threads, "--log-verbose=1"]);
+    try {
+      expect(d.log()).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: simple_cached:1\n/);
+      // Redis's CLIENT LIST: each connection's name and the last command it sent.
+      const connections = (suffix: string) =>
+        redis
+          .cli("CLIENT", "LIST")
+          .split("\n")
+          .filter((l) => l.includes(` name=nereid-${d.pid}${suffix} `))
+          .map((l) => /\bcmd=(\S+)/.exec(l)![1]!);
+      await until("a connection from each of the 4 workers", () => connections("-worker").length === 4);
+      expect(connections("")).toHaveLength(1);
+      const before = await stats(d);
+      const entries = Number(redis.cli("DBSIZE"));
+      expectAnswer(await infer(d, 200), 200);
+      await until("the entry in Redis", () => Number(redis.cli("DBSIZE")) === entries + 1);
+      expectAnswer(await infer(d, 200), 200);
+      // The lookups and the insert were the workers': the main thread's connection sent none.
+      expect(connections("-worker").filter((cmd) => cmd === "getrange" || cmd === "set").length).toBeGreaterThan(0);
+      expect(connections("")[0]).not.toMatch(/^(getrange|set)$/);
+      const after = await stats(d);
+      expect(after.inference_stats.cache_miss.count - before.inference_stats.cache_miss.count).toBe(1);
+      expect(after.inference_stats.cache_hit.count - before.inference_stats.cache_hit.count).toBe(1);
+      expect(after.execution_count - before.execution_count).toBe(1);
+    } finally {
+      await d.stop();
+    }
   });
 
   it("shares entries between two processes: a miss on one is a hit on the other", async () => {
