@@ -9,10 +9,12 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --rate-limited] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--out=scripts/results/every-core.md]
  *
  * --cached: `simple` with the response cache (`response_cache { enable: true }`, a 16 MiB
  * local cache): every request after the first is a hit, so the cells measure the cache's path.
+ * --redis: the same with the Redis cache instead (`redis-server`, Debian's package, started
+ * here on port 18762 and emptied before each server starts).
  * --rate-limited: `simple` with 2 instances that each need the global resource R (count 1)
  * under `--rate-limit=execution_count --rate-limit-resource=R:2`, so the cells measure the
  * rate limiter's path (on the scheduling thread while the frontends run on workers).
@@ -40,16 +42,29 @@ for (const tool of ["wrk", "h2load"])
 
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-every-core-"));
 const repo = simpleAndIdentityRepository(root, work);
-const CACHED = process.argv.includes("--cached");
+const REDIS = process.argv.includes("--redis");
+const CACHED = process.argv.includes("--cached") || REDIS;
 const LIMITED = process.argv.includes("--rate-limited");
 const simpleConfig = join(repo, "simple", "config.pbtxt");
 if (CACHED) appendFileSync(simpleConfig, "\nresponse_cache { enable: true }\n");
+const REDIS_PORT = 18762;
+if (REDIS) {
+  if (spawnSync("redis-server", ["--version"]).error) throw new Error("redis-server is not installed (apt-get install redis-server)");
+  spawnSync("redis-server", ["--port", String(REDIS_PORT), "--save", "", "--daemonize", "yes"]);
+  process.on("exit", () => spawnSync("redis-cli", ["-p", String(REDIS_PORT), "shutdown", "nosave"]));
+}
 if (LIMITED) {
   const limited = 'instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]';
   writeFileSync(simpleConfig, readFileSync(simpleConfig, "utf8").replace(/instance_group \[.*\]/, limited));
 }
-const serverFlags = CACHED ? ["--cache-config=local,size=16777216"] : LIMITED ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"] : [];
-const variant = CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "";
+const serverFlags = REDIS
+  ? ["--cache-config=redis,host=127.0.0.1", `--cache-config=redis,port=${REDIS_PORT}`]
+  : CACHED
+    ? ["--cache-config=local,size=16777216"]
+    : LIMITED
+      ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"]
+      : [];
+const variant = REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "";
 const { json: body, grpc: grpcBody } = simpleRequestFiles(work);
 const script = wrkPostScript(body);
 const PORT = 18760;
@@ -68,6 +83,7 @@ interface Cell {
 const key = (p: string, c: number) => `${p} c=${c}`;
 
 async function measure(threads: number, binary = BINARY): Promise<Record<string, Cell>> {
+  if (REDIS) spawnSync("redis-cli", ["-p", String(REDIS_PORT), "flushall"]);
   const server = spawnThreadedServer(binary, repo, PORT, GRPC_PORT, threads, serverFlags);
   const out: Record<string, Cell> = {};
   try {
@@ -138,7 +154,7 @@ const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join("
 const text = `
 ${machineHeading()}
 
-\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}.${CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}.${REDIS ? " `simple` has the response cache in Redis (a local redis-server), so every request after the first is a hit." : CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
 
 | measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}
