@@ -48,10 +48,17 @@ const LIMITED = process.argv.includes("--rate-limited");
 const simpleConfig = join(repo, "simple", "config.pbtxt");
 if (CACHED) appendFileSync(simpleConfig, "\nresponse_cache { enable: true }\n");
 const REDIS_PORT = 18762;
+if ([process.argv.includes("--cached"), REDIS, LIMITED].filter(Boolean).length > 1) throw new Error("--cached, --redis and --rate-limited are one at a time");
+const redisCli = (...args: string[]) => spawnSync("redis-cli", ["-p", String(REDIS_PORT), ...args], { encoding: "utf8" }).stdout.trim();
 if (REDIS) {
   if (spawnSync("redis-server", ["--version"]).error) throw new Error("redis-server is not installed (apt-get install redis-server)");
+  if (redisCli("ping") === "PONG") throw new Error(`something already answers on port ${REDIS_PORT}: the bench starts its own redis-server there`);
   spawnSync("redis-server", ["--port", String(REDIS_PORT), "--save", "", "--daemonize", "yes"]);
-  process.on("exit", () => spawnSync("redis-cli", ["-p", String(REDIS_PORT), "shutdown", "nosave"]));
+  process.on("exit", () => redisCli("shutdown", "nosave"));
+  for (let i = 0; redisCli("ping") !== "PONG"; i++) {
+    if (i === 100) throw new Error("redis-server did not answer");
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 if (LIMITED) {
   const limited = 'instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]';
@@ -83,7 +90,7 @@ interface Cell {
 const key = (p: string, c: number) => `${p} c=${c}`;
 
 async function measure(threads: number, binary = BINARY): Promise<Record<string, Cell>> {
-  if (REDIS) spawnSync("redis-cli", ["-p", String(REDIS_PORT), "flushall"]);
+  if (REDIS) redisCli("flushall");
   const server = spawnThreadedServer(binary, repo, PORT, GRPC_PORT, threads, serverFlags);
   const out: Record<string, Cell> = {};
   try {
@@ -154,7 +161,7 @@ const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join("
 const text = `
 ${machineHeading()}
 
-\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which run \`simple\` themselves (#30)${beforeNote}.${REDIS ? " `simple` has the response cache in Redis (a local redis-server), so every request after the first is a hit." : CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which ${LIMITED ? "submit `simple`'s requests to the scheduling thread" : "run `simple` themselves"} (#30)${beforeNote}.${REDIS ? " `simple` has the response cache in Redis (a local redis-server), so every request after the first is a hit." : CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
 
 | measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}

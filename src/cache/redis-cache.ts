@@ -101,15 +101,18 @@ export class RedisResponseCache implements ResponseCache {
       ...(config.user !== undefined ? { username: config.user } : {}),
       ...(config.password !== undefined ? { password: config.password } : {}),
       ...(config.db !== undefined ? { database: Number(config.db) } : {}),
-      // Named for Redis's CLIENT LIST: the process, and whether the connection is a frontend worker's.
-      name: quiet ? `nereid-${process.pid}-worker` : `nereid-${process.pid}`,
       // A connection a Redis `timeout` would close while its thread has no lookups to make.
       pingInterval: PING_INTERVAL_MS,
       disableOfflineQueue: true,
     }) as Client;
     this.#client.on("error", (err: Error) => this.#down(err));
+    const name = quiet ? `nereid-${process.pid}-worker` : `nereid-${process.pid}`;
     this.#client.on("ready", () => {
-      if (this.#up || this.#closed) return;
+      if (this.#closed) return;
+      // Named for Redis's CLIENT LIST (the process, and whether the connection is a frontend
+      // worker's); a Redis or an ACL user that refuses CLIENT SETNAME leaves it unnamed.
+      this.#client.sendCommand(["CLIENT", "SETNAME", name]).catch(() => undefined);
+      if (this.#up) return;
       const again = this.#wasUp;
       this.#up = true;
       this.#wasUp = true;

@@ -28,6 +28,21 @@ let sink: (line: string) => void = (line) => process.stderr.write(line + "\n");
 export function configureLog(s: Partial<LogSettings>, out?: (line: string) => void): void {
   Object.assign(settings, s);
   if (out) sink = out;
+  if (sharedVerbose) Atomics.store(sharedVerbose, 0, settings.verbose);
+}
+
+/** This thread's verbose level as other threads read it (sharedLogLevel), kept current by configureLog. */
+let sharedVerbose: Int32Array | undefined;
+
+/**
+ * The verbose level in shared memory, for a thread that forwards its entries here
+ * (forwardLog): it drops the verbose entries this thread would not log, rather than
+ * posting each one.
+ */
+export function sharedLogLevel(): SharedArrayBuffer {
+  sharedVerbose ??= new Int32Array(new SharedArrayBuffer(4));
+  Atomics.store(sharedVerbose, 0, settings.verbose);
+  return sharedVerbose.buffer as SharedArrayBuffer;
 }
 
 export function logSettings(): Readonly<LogSettings> {
@@ -96,10 +111,21 @@ export interface LogEntry {
 }
 
 let forward: ((e: LogEntry) => void) | undefined;
+/** The receiving thread's verbose level (sharedLogLevel), when forwardLog was given it. */
+let forwardVerbose: Int32Array | undefined;
 
-/** From now on this thread's loggers hand every entry to `to`, unfiltered: the main thread logs it under its own settings as they are then (logEntry). */
-export function forwardLog(to: ((e: LogEntry) => void) | undefined): void {
+/**
+ * From now on this thread's loggers hand every entry to `to`: the main thread logs it
+ * under its own settings as they are then (logEntry). With `verbose`, the main thread's
+ * sharedLogLevel(), verbose entries above its level are dropped here instead.
+ */
+export function forwardLog(to: ((e: LogEntry) => void) | undefined, verbose?: SharedArrayBuffer): void {
   forward = to;
+  forwardVerbose = verbose && new Int32Array(verbose);
+}
+
+function forwardVerboseEntry(level: number, where: string, msg: string): void {
+  if (!forwardVerbose || Atomics.load(forwardVerbose, 0) >= level) forward!({ kind: level, where, msg });
 }
 
 /** Logs another thread's entry here, as this thread's logger `e.where` would. */
@@ -118,7 +144,7 @@ export function getLogger(where: string) {
     info: (msg: string) => (forward ? forward({ kind: "info", where, msg }) : settings.info && write("I", where, msg)),
     warn: (msg: string) => (forward ? forward({ kind: "warn", where, msg }) : settings.warning && write("W", where, msg)),
     error: (msg: string) => (forward ? forward({ kind: "error", where, msg }) : settings.error && write("E", where, msg)),
-    verbose: (level: number, msg: string) => (forward ? forward({ kind: level, where, msg }) : settings.verbose >= level && write("I", where, msg)),
+    verbose: (level: number, msg: string) => (forward ? forwardVerboseEntry(level, where, msg) : settings.verbose >= level && write("I", where, msg)),
     /**
      * An info entry over several lines, as Triton logs its model table: `lines` are the
      * server's own layout, each one escaped (so a client's string in one cannot break it).

@@ -9,7 +9,7 @@ import { ServerError, type ErrorCode } from "../core/errors.ts";
 import { fromWireError, wireError, type WireError } from "../core/threads/wire-error.ts";
 import { addStepTimes, type ComputeTimes, type InferenceRequest, type InferenceResponse } from "../core/request.ts";
 import type { InferenceServer } from "../server/server.ts";
-import { forwardLog, logEntry, logFailure, type LogEntry, type Logger } from "../core/logger.ts";
+import { forwardLog, logEntry, logFailure, sharedLogLevel, type LogEntry, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
 import type { DirectModels } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
@@ -96,7 +96,7 @@ export type ToWorkerDirect =
   /** `slot`: the worker's in the entries' shared counters; none: it posts records. */
   | { t: "models"; table: DirectTable; slot?: number }
   /** Sent first: the count of record batches the worker has begun that the main thread has not applied yet (an Int32). */
-  | { t: "recordBatches"; buffer: SharedArrayBuffer }
+  | { t: "recordBatches"; buffer: SharedArrayBuffer; log: SharedArrayBuffer }
   /** Post the statistics records held, then `flushed` with this id. */
   | { t: "flush"; id: number }
   /** The answer to `connect`: a channel to the instance (transferred), or none when it cannot take one now. */
@@ -150,7 +150,7 @@ export class DirectLink {
   /** The worker is listening: it takes tables from now on. */
   start(): void {
     this.#batch = this.#direct?.batchChannel();
-    if (this.#direct) this.#send({ t: "recordBatches", buffer: this.#pending.buffer as SharedArrayBuffer });
+    if (this.#direct) this.#send({ t: "recordBatches", buffer: this.#pending.buffer as SharedArrayBuffer, log: sharedLogLevel() });
     const b = this.#batch;
     if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
     // Sent in order with the ports (`port`): a worker hears of an end after the port it concerns.
@@ -246,8 +246,9 @@ const RECORDS_EVERY_MS = 50;
  * thread's tables and flushes (true when `m` was one); records and failures are posted.
  */
 export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (model: string) => string) {
-  // What is logged in the worker goes to the main thread's log, under its settings.
-  forwardLog((entry) => post({ t: "log", entry }));
+  // What is logged in the worker goes to the main thread's log, under its settings (its verbose level, once known, filters here).
+  const forwardTo = (entry: LogEntry) => post({ t: "log", entry });
+  forwardLog(forwardTo);
   const postRecords = () => {
     const records = runner.take();
     if (records.length > 0) post({ t: "records", records });
@@ -268,8 +269,10 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
   const receive = (m: { t: string }): boolean => {
     const d = m as ToWorkerDirect;
     if (d.t === "models") runner.update(d.table, d.slot);
-    else if (d.t === "recordBatches") pending = new Int32Array(d.buffer);
-    else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
+    else if (d.t === "recordBatches") {
+      pending = new Int32Array(d.buffer);
+      forwardLog(forwardTo, d.log);
+    } else if (d.t === "stepped") steps.answer(d.id, d.response, d.error, d.times);
     else if (d.t === "port") runner.attach(d.key, d.port, d.live);
     else if (d.t === "ended") runner.ended(d.key, d.error && fromWireError(d.error));
     else if (d.t === "batch") runner.attachBatch(new BatchClient(d.buffer, d.port));

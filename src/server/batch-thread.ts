@@ -228,7 +228,7 @@ export class BatchThread {
     this.#main = new BatchClient(main.buffer, port1);
     this.#give(main.buffer, port2);
     for (const c of this.#early.splice(0)) this.#give(c.buffer, c.port);
-    log.verbose(1, "the scheduling thread started: batched and rate-limited ONNX Runtime models are scheduled there");
+    log.verbose(1, "the scheduling thread started: batched and rate-limited ONNX Runtime models are scheduled there, and the rate limiter runs there");
     return this.#thread;
   }
 

@@ -7,7 +7,8 @@
  * execution is recorded apart from its outcome; for a dynamically batched version: submit
  * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
  * asked for (a version with the response cache: looked up first, and a miss's answer
- * stored, in the one cache every thread shares, cache/shared-cache.ts), and count the
+ * stored, in the one cache every thread shares, cache/shared-cache.ts, or in Redis over
+ * this worker's own connection, cache/redis-cache.ts), and count the
  * statistics: in the version's shared counters, this worker's slot (core/shared-stats.ts),
  * or where the table says so (or the worker has no slot) as records that go to the main
  * thread in batches. An

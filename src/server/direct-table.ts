@@ -24,8 +24,8 @@ export interface DirectEntry {
   stats?: SharedArrayBuffer;
   /**
    * The version uses the response cache (the table's `cache` or `redis`), looked up before
-   * it runs and filled after a miss: the model name its keys hold (cacheModelName, with
-   * the namespace under --model-namespacing, as the main thread keys it).
+   * it runs and filled after a miss: the model name its keys hold, as the main thread
+   * keys it (cacheModelName).
    */
   cached?: string;
 }

@@ -87,23 +87,35 @@ export function pipeline(port: number, kinds: readonly Kind[]): Promise<{ answer
   return new Promise((resolve, reject) => {
     const socket = connect(port, "127.0.0.1", () => socket.write(kinds.map((k) => REQUEST[k]).join("")));
     let bytes = Buffer.alloc(0);
-    const timer = setTimeout(() => {
+    const fail = (err: unknown) => {
+      clearTimeout(timer);
       socket.destroy();
-      reject(new Error(`no answer and no close within 10 s; got ${JSON.stringify(parseAnswers(bytes))}`));
-    }, 10_000);
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(new Error(`no answer and no close within 10 s; got ${bytes.byteLength} bytes`)), 10_000);
+    /** The answers so far, or undefined once the bytes could not be read (the promise is rejected then). */
+    const parsed = () => {
+      try {
+        return parseAnswers(bytes);
+      } catch (err) {
+        fail(err);
+        return undefined;
+      }
+    };
     socket.on("data", (d: Buffer) => {
       bytes = Buffer.concat([bytes, d]);
-      const parsed = parseAnswers(bytes);
-      if (parsed.answers.length === kinds.length) {
+      const p = parsed();
+      if (p && p.answers.length === kinds.length) {
         clearTimeout(timer);
         socket.destroy();
-        resolve({ ...parsed, closed: false });
+        resolve({ ...p, closed: false });
       }
     });
     socket.on("error", () => {});
     socket.on("close", () => {
       clearTimeout(timer);
-      resolve({ ...parseAnswers(bytes), closed: true });
+      const p = parsed();
+      if (p) resolve({ ...p, closed: true });
     });
   });
 }

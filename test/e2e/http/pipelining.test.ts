@@ -1,6 +1,6 @@
 /**
  * HTTP/1.1 pipelining through the server binary: several requests written at once on one
- * connection (P-03, P-05, P-06). Bun closes a connection on which a request arrives while
+ * connection (P-03, P-04, P-05, P-06). Bun closes a connection on which a request arrives while
  * the answer before it is still pending (docs/compatibility.md), so through the frontend
  * workers, whose answers come from another thread, a pipelining client can get fewer
  * answers than it asked for. What must hold everywhere: every answer that does come is
@@ -29,7 +29,7 @@ describe.each([
   ["the default frontend workers", []],
   ["one HTTP thread", ["--http-thread-count=1"]],
   ["4 HTTP workers", ["--http-thread-count=4"]],
-])("pipelined requests with %s (P-03, P-05, P-06)", (_name, args) => {
+])("pipelined requests with %s (P-03, P-04, P-05, P-06)", (_name, args) => {
   let server: ServerProcess;
   beforeAll(async () => {
     server = await startServerProcess([`--model-repository=${repo.dir}`, ...args]);

@@ -68,9 +68,10 @@ const LIMITED_SIMPLE =
 
 /**
  * An ONNX Runtime model and a TypeScript one share R: `simple`, asked while `ra` executes
- * (300 ms), answers only after `ra`'s execution ends when the limiter is on; twice. The lines
- * of the log, with the client's "simple answered" among the model's own, and simple's
- * statistics afterwards.
+ * (800 ms, so that with the limiter off `simple` answers inside it even on a loaded host),
+ * answers only after `ra`'s execution ends when the limiter is on; twice. The lines of the
+ * log, with the client's "simple answered" among the model's own, and simple's statistics
+ * afterwards.
  */
 async function across(mode: "off" | "execution_count", log: string, threads: string[]): Promise<{ lines: string[]; stats: unknown; server: string }> {
   const repo = makeRepository(["simple"]);
@@ -79,7 +80,7 @@ async function across(mode: "off" | "execution_count", log: string, threads: str
     "ra/config.pbtxt",
     `name: "ra"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n` +
       `instance_group [ { count: 1 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]\n` +
-      `parameters { key: "log" value: { string_value: "${log}" } }\nparameters { key: "ms" value: { string_value: "300" } }\n`,
+      `parameters { key: "log" value: { string_value: "${log}" } }\nparameters { key: "ms" value: { string_value: "800" } }\n`,
   );
   repo.add(
     "ra/1/model.js",

@@ -4,7 +4,7 @@
  * the entry arrives, with its format and escaping, as its own logger would.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { configureLog, forwardLog, getLogger, logEntry, type LogEntry } from "../../../src/core/logger.ts";
+import { configureLog, forwardLog, getLogger, logEntry, sharedLogLevel, type LogEntry } from "../../../src/core/logger.ts";
 
 const lines: string[] = [];
 afterEach(() => {
@@ -50,5 +50,22 @@ describe("forwarded log entries", () => {
     logEntry(entries[0]!);
     logEntry(entries[3]!);
     expect(lines).toHaveLength(3);
+  });
+
+  it("with the main thread's shared verbose level, a forwarding thread drops the verbose entries above it, following configureLog (#30)", () => {
+    configureLog({ verbose: 1 }, (line) => lines.push(line));
+    const level = sharedLogLevel();
+    const entries: LogEntry[] = [];
+    forwardLog((e) => entries.push(e), level);
+    const log = getLogger(TAG);
+    log.verbose(1, "v1");
+    log.verbose(2, "v2: dropped at 1");
+    log.warn("w");
+    configureLog({ verbose: 2 });
+    log.verbose(2, "v2");
+    configureLog({ verbose: 0 });
+    log.verbose(1, "v1: dropped at 0");
+    log.info("i");
+    expect(entries.map((e) => e.msg)).toEqual(["v1", "w", "v2", "i"]);
   });
 });
