@@ -1,12 +1,12 @@
 /**
  * @module The rate limiter (S-19) while the scheduling thread runs (#30 item 2): the main
  * thread's side (ThreadRateLimiter) and the thread's (RateLimiterHost). One RateLimiter,
- * on that thread (batch-thread-entry.ts), holds every
- * resource, so that the rate-limited ONNX Runtime versions scheduled there and the
- * instances that stay on the main thread (TypeScript, Python, OpenVINO models) take their
- * turns from one view, in Triton's order. register() checks the flags here, so a load
- * fails with Triton's reason as on one thread, and gives the thread the claim;
- * acquire() and release() are messages to it, acquire answered with `granted`.
+ * on that thread (batch-thread-entry.ts), holds every resource, so that the rate-limited
+ * ONNX Runtime versions scheduled there and the instances that stay on the main thread
+ * (TypeScript, Python, OpenVINO models) take their turns from one view, in Triton's order.
+ * register() checks the flags on the main thread, so a load fails with Triton's reason as
+ * on one thread, and gives the thread the claim; acquire() and release() are messages to
+ * it, acquire answered with `granted`.
  */
 import { RateLimiter, type Limiter, type RateLimitClaim, type RateLimitResourceFlag } from "../scheduler/rate-limiter.ts";
 import type { ModelRateLimiter } from "../core/model-config-types.ts";
