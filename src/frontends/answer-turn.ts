@@ -9,8 +9,11 @@
  * record were measured with it, and are not what the server does).
  */
 let answeredThisTurn = 0;
+/** Resolves when this turn ends: one for every answer held in it. */
+let held: Promise<void> | undefined;
 const newTurn = () => {
   answeredThisTurn = 0;
+  held = undefined;
 };
 
 /** Undefined for the turn's first answer (send it now); else a promise that resolves when the turn ends. */
@@ -19,5 +22,6 @@ export function turnEnd(): Promise<void> | undefined {
     setImmediate(newTurn);
     return undefined;
   }
-  return new Promise((resolve) => setImmediate(resolve));
+  held ??= new Promise((resolve) => setImmediate(resolve));
+  return held;
 }

@@ -10,10 +10,9 @@
  * server's one RateLimiter lives here: these instances take their claims from it
  * directly, the main thread's by message (batch-rate-limiter.ts). Every thread that
  * submits requests (each frontend worker, and the main thread for those that reach it)
- * has a channel of slots
- * (batch-slots.ts): this thread sleeps on each channel's submission ring with
- * Atomics.waitAsync, takes the requests in place, and writes each result back into its
- * slot. Executions are counted here, in each version's shared counters (and those they
+ * has a channel of slots (batch-slots.ts): this thread sleeps on each channel's
+ * submission ring with Atomics.waitAsync, takes the requests in place, and writes each
+ * result back into its slot. Executions are counted here, in each version's shared counters (and those they
  * have no row for posted to the main thread in batches); the requests are counted where
  * they came from, so the statistics equal one thread's.
  */

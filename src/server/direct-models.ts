@@ -1,22 +1,22 @@
 /**
- * @module The models the frontend worker threads run themselves (#30), main thread's
- * half. A version qualifies when its requests need no state shared across requests: the
- * default scheduler (not decoupled), no rate limiter, not traced, the response cache only
- * where every thread reaches the same one (the local cache in shared memory,
+ * @module The models the frontend worker threads run themselves (#30), main thread's half.
+ * A version qualifies when its requests need no state shared across requests: the default
+ * scheduler (not decoupled), no rate limiter, not traced, the response cache only where
+ * every thread reaches the same one (the local cache in shared memory,
  * cache/shared-cache.ts, or Redis, to which each worker connects itself; the workers look
  * up and fill it themselves), and instances another thread can run (ONNX Runtime sessions:
  * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached
  * over a port per frontend worker); or dynamic or sequence batching, or the rate limiter,
  * on the scheduling thread (whose requests, sequence parameters included, the workers
- * submit there); or an ensemble whose every step's model qualifies (stepsServedByWorkers). The table of them is
- * published to every subscriber (each frontend worker) after any version changes state
- * or the trace settings change; a worker answers a request for a version in its table
- * without a message to the main thread, and counts its requests in the version's shared
- * counters, a slot per worker (core/shared-stats.ts), which settle() folds into the
- * version's statistics when they are read. Where the server observes each request
- * (summary or histogram latencies), or a worker has no slot, the worker posts records
- * instead (applyRecords), and settle() first has each worker that holds some post them.
- * Either way the statistics and metrics equal the one-thread path's.
+ * submit there); or an ensemble whose every step's model qualifies (stepsServedByWorkers).
+ * The table of them is published to every subscriber (each frontend worker) after any
+ * version changes state or the trace settings change; a worker answers a request for a
+ * version in its table without a message to the main thread, and counts its requests in
+ * the version's shared counters, a slot per worker (core/shared-stats.ts), which settle()
+ * folds into the version's statistics when they are read. Where the server observes each
+ * request (summary or histogram latencies), or a worker has no slot, the worker posts
+ * records instead (applyRecords), and settle() first has each worker that holds some post
+ * them. Either way the statistics and metrics equal the one-thread path's.
  *
  * Lifecycle: a version leaves the table when it leaves READY; its sessions are released
  * only after every worker's runs inside them have ended (OrtSession's shared guard), and

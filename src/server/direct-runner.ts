@@ -8,17 +8,16 @@
  * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
  * asked for (a version with the response cache: looked up first, and a miss's answer
  * stored, in the one cache every thread shares, cache/shared-cache.ts, or in Redis over
- * this worker's own connection, cache/redis-cache.ts), and count the
- * statistics: in the version's shared counters, this worker's slot (core/shared-stats.ts),
- * or where the table says so (or the worker has no slot) as records that go to the main
- * thread in batches. An
+ * this worker's own connection, cache/redis-cache.ts), and count the statistics: in the
+ * version's shared counters, this worker's slot (core/shared-stats.ts), or where the table
+ * says so (or the worker has no slot) as records that go to the main thread in batches. An
  * ensemble runs here through the ensemble scheduler itself, each step as the core's
  * inferStep runs it (no bytes admitted, no failure logged): on a version in the table
- * here, or, when its model left the table or its instance was retired mid-ensemble, on
- * the main thread (the `relay`), so that it gets one thread's answer. A request
- * it cannot answer exactly as the main thread would (control
- * parameters, shared memory, classification, a version not in its table or just
- * retired) is left to the main thread: run() returns undefined.
+ * here, or, when its model left the table or its instance was retired mid-ensemble, on the
+ * main thread (the `relay`), so that it gets one thread's answer. A request it cannot
+ * answer exactly as the main thread would (control parameters, shared memory,
+ * classification, a version not in its table or just retired) is left to the main thread:
+ * run() returns undefined.
  */
 import { nowNs } from "../core/clock.ts";
 import { ServerError, cancelled } from "../core/errors.ts";
@@ -208,7 +207,7 @@ export class DirectRunner {
   /** Runs `request` on `served` here (a client's, or with `step` an ensemble's step); undefined when it cannot run here now. */
   #dispatch(served: Served, request: InferenceRequest, step: boolean): Promise<InferenceResponse> | undefined {
     const { ensemble, entry } = served;
-    // A cached version before this worker's client of the cache is there (Redis's loads and connects): the main thread looks it up.
+    // A cached version while this worker's Redis client loads and connects: the main thread looks it up.
     if (entry.cached !== undefined && !this.#cache) return undefined;
     if (ensemble) return this.#run(served, request, step, (p) => ensemble.enqueue(p));
     const batch = entry.batch;

@@ -17,10 +17,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const SLOW = `
 import { appendFileSync } from "node:fs";
 export default class Slow {
-  initialize(args) { this.log = args.parameters.log; this.name = args.modelName; }
+  initialize(args) { this.log = args.parameters.log; this.name = args.modelName; this.ms = Number(args.parameters.ms ?? 200); }
   async execute(requests) {
     appendFileSync(this.log, "start " + this.name + "\\n");
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, this.ms));
     appendFileSync(this.log, "end " + this.name + "\\n");
     return requests.map((r) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: r.input("X").data }] }));
   }
@@ -82,13 +82,7 @@ async function across(mode: "off" | "execution_count", log: string, threads: str
       `instance_group [ { count: 1 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]\n` +
       `parameters { key: "log" value: { string_value: "${log}" } }\nparameters { key: "ms" value: { string_value: "800" } }\n`,
   );
-  repo.add(
-    "ra/1/model.js",
-    SLOW.replace("setTimeout(r, 200)", "setTimeout(r, Number(args_ms))").replace(
-      "this.name = args.modelName;",
-      "this.name = args.modelName; globalThis.args_ms = args.parameters.ms;",
-    ),
-  );
+  repo.add("ra/1/model.js", SLOW);
   const server = await startServerProcess([
     `--model-repository=${repo.dir}`,
     `--rate-limit=${mode}`,

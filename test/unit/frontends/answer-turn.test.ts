@@ -1,4 +1,4 @@
-// #30 item 5: the HTTP frontend sends a turn's first answer at once and the others when the turn ends.
+// #30 item 5: a gRPC worker sends a turn's first answer at once and the others when the turn ends.
 import { describe, expect, it } from "vitest";
 import { turnEnd } from "../../../src/frontends/answer-turn.ts";
 
