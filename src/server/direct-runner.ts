@@ -15,8 +15,9 @@
  * inferStep runs it (no bytes admitted, no failure logged): on a version in the table
  * here, or, when its model left the table or its instance was retired mid-ensemble, on the
  * main thread (the `relay`), so that it gets one thread's answer. A request it cannot
- * answer exactly as the main thread would (control parameters, shared memory,
- * classification, a version not in its table or just retired) is left to the main thread:
+ * answer exactly as the main thread would (sequence parameters for a version without a
+ * sequence batcher here, shared memory, classification, control parameters that do not
+ * parse, a version not in its table or just retired) is left to the main thread:
  * run() returns undefined.
  */
 import { nowNs } from "../core/clock.ts";
@@ -45,10 +46,13 @@ import { isEnsemble } from "../model-config/normalize.ts";
 
 const log = getLogger("src/server/direct-runner.ts");
 
-/** Keys that make a request the main thread's (the scheduler or the server reads them). */
-const CONTROL_KEYS = ["sequence_id", "sequence_start", "sequence_end", "priority", "timeout"];
-/** The control keys a sequence-batched version on the scheduling thread takes from a worker (its sequence batcher reads them there). */
-const SEQUENCE_KEYS: ReadonlySet<string> = new Set(["sequence_id", "sequence_start", "sequence_end"]);
+/**
+ * The sequence keys, which only a sequence-batched version on the scheduling thread takes
+ * from a worker (its sequence batcher reads them there). `priority` and `timeout` run here
+ * on every version: a batched one's scheduler reads them on the scheduling thread, as the
+ * main thread's does, and every other scheduler ignores them on both.
+ */
+const SEQUENCE_KEYS = ["sequence_id", "sequence_start", "sequence_end"];
 /** Runs one worker keeps going at once before it hands more to the main thread (which queues them). */
 export const MAX_DIRECT_IN_FLIGHT = 32;
 
@@ -200,7 +204,7 @@ export class DirectRunner {
     const id = this.#routes.get(routeKey(model, version));
     if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || this.#stale()) return undefined;
     const served = this.#served.get(id)!;
-    if (!plain(request, sequenced(served.entry) && validSequence(request))) return undefined;
+    if (!plain(request, sequenced(served.entry)) || !validControl(request)) return undefined;
     return this.#dispatch(served, request, false);
   }
 
@@ -467,12 +471,12 @@ const RETIRED = new Error("the version was retired before it ran here");
 export const isRetired = (err: unknown): boolean => err === RETIRED;
 
 /**
- * No control parameters (but the sequence ones where `sequence`), no shared memory, no
- * classification: what the worker answers exactly as the main thread does.
+ * No sequence parameters (unless `sequence`), no shared memory, no classification: what
+ * the worker answers exactly as the main thread does.
  */
-function plain(request: InferenceRequest, sequence = false): boolean {
+function plain(request: InferenceRequest, sequence: boolean): boolean {
   const p: Parameters | undefined = request.parameters;
-  if (p) for (const k of CONTROL_KEYS) if (p[k] !== undefined && !(sequence && SEQUENCE_KEYS.has(k))) return false;
+  if (p && !sequence) for (const k of SEQUENCE_KEYS) if (p[k] !== undefined) return false;
   for (const i of request.inputs) if (i.parameters?.shared_memory_region !== undefined) return false;
   if (request.outputs)
     for (const o of request.outputs) if (o.parameters?.shared_memory_region !== undefined || o.parameters?.classification !== undefined) return false;
@@ -489,7 +493,7 @@ function sequenced(entry: DirectEntry): boolean {
  * not before it counts the request (parseControl comes first in its inference), so such a
  * request is left to it.
  */
-function validSequence(request: InferenceRequest): boolean {
+function validControl(request: InferenceRequest): boolean {
   try {
     parseControl(request.parameters);
     return true;

@@ -61,6 +61,15 @@ function repository(): Repo {
   // Holds a lone request for 60 s: long enough to be cancelled while queued.
   addBatched(repo, "held", "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000");
   addBatched(repo, "deadline", "preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000");
+  // Two priority levels, the default the second, which holds one request; a request may
+  // shorten its 60 s queue timeout; a batch of 2 goes at once, a lone request waits 60 s.
+  const policy = "default_timeout_microseconds: 60000000 allow_timeout_override: true";
+  addBatched(
+    repo,
+    "levels",
+    `preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 60000000 priority_levels: 2 default_priority_level: 2 ` +
+      `default_queue_policy { ${policy} } priority_queue_policy { key: 2 value { max_queue_size: 1 ${policy} } }`,
+  );
   addBig(repo);
   return repo;
 }
@@ -108,10 +117,25 @@ async function httpOne(server: ServerProcess, model: string, i: number, paramete
   return JSON.stringify(outputs) === JSON.stringify(expected(i)) ? "ok" : `wrong ${text}`;
 }
 
+/**
+ * Request `i` over HTTP with OUTPUT0's top class asked for: classification is the main
+ * thread's alone, so this request goes there. "ok", or what came back instead.
+ */
+async function httpClassified(server: ServerProcess, model: string, i: number): Promise<string> {
+  const body = { ...JSON.parse(jsonBody(i)), outputs: [{ name: "OUTPUT0", parameters: { classification: 1 } }] };
+  const r = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body: JSON.stringify(body) });
+  const text = await r.text();
+  if (r.status !== 200) return `${r.status} ${text}`;
+  const sum = expected(i)[0]!;
+  const top = sum.indexOf(Math.max(...sum));
+  const outputs = JSON.parse(text).outputs.map((o: { name: string; data: unknown[] }) => [o.name, o.data]);
+  return JSON.stringify(outputs) === JSON.stringify([["OUTPUT0", [`${sum[top]}:${top}`]]]) ? "ok" : `wrong ${text}`;
+}
+
 /** Request `i` over gRPC: "ok", or what came back instead. */
-async function grpcOne(call: (m: string) => (r: object) => Promise<any>, model: string, i: number): Promise<string> {
+async function grpcOne(call: (m: string) => (r: object) => Promise<any>, model: string, i: number, parameters?: object): Promise<string> {
   try {
-    const g = await call("ModelInfer")(grpcBody(model, i));
+    const g = await call("ModelInfer")({ ...grpcBody(model, i), ...(parameters ? { parameters } : {}) });
     const outputs = g.raw_output_contents.map(int32s);
     return JSON.stringify(outputs) === JSON.stringify(expected(i)) ? "ok" : `wrong ${JSON.stringify(outputs)}`;
   } catch (e: any) {
@@ -136,7 +160,7 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
 
   it("the workers submit the batched ONNX models' requests to the scheduling thread; one thread keeps them", () => {
     const line = /frontend worker threads submit these model versions' requests to the scheduling thread: (.*)/.exec(two.log())?.[1];
-    expect(line?.split(", ").sort()).toEqual(["batched:1", "big:1", "busy:1", "deadline:1", "held:1", "policy:1"]);
+    expect(line?.split(", ").sort()).toEqual(["batched:1", "big:1", "busy:1", "deadline:1", "held:1", "levels:1", "policy:1"]);
     expect(two.log()).toMatch(/the scheduling thread started/);
     expect(one.log()).not.toMatch(/scheduling thread/);
   });
@@ -144,13 +168,13 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
   it("one batch holds requests from an HTTP worker, a gRPC worker and the main thread", async () => {
     const { client, call } = inferenceClient(two.grpcTarget!);
     try {
-      // Two over HTTP (workers), one over gRPC (a worker), one with a priority (the main
-      // thread's): the batch goes once four are queued, so all four share one queue.
+      // Two over HTTP (workers), one over gRPC (a worker), one asking for a classification
+      // (the main thread's): the batch goes once four are queued, so all four share one queue.
       const answers = await Promise.all([
         httpOne(two, "batched", 1),
         httpOne(two, "batched", 2),
         grpcOne(call, "batched", 3),
-        httpOne(two, "batched", 4, { priority: 0 }),
+        httpClassified(two, "batched", 4),
       ]);
       expect(answers).toEqual(["ok", "ok", "ok", "ok"]);
     } finally {
@@ -226,6 +250,40 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
     const [ca, cb] = [await counts(one, "policy"), await counts(two, "policy")];
     expect(cb).toEqual(ca);
     expect(ca).toMatchObject({ success: 0, fail: 4, executionCount: 0, metricRejected: 4 });
+  });
+
+  it("the workers submit requests with priority and timeout parameters: the levels and the shortened timeout as one thread has them", async () => {
+    const run = async (server: ServerProcess) => {
+      const { client, call } = inferenceClient(server.grpcTarget!);
+      try {
+        // A lone request waits for a batch of 2 until its own timeout, over HTTP, then gRPC.
+        const timedOut = [
+          await httpOne(server, "levels", 1, { priority: 1, timeout: 300000 }),
+          await grpcOne(call, "levels", 2, { priority: { uint64_param: 1 }, timeout: { int64_param: 300000 } }),
+        ];
+        // One request at the default level (2) fills it: priority 2 is refused there, priority 1 joins it in a batch.
+        const waiting = httpOne(server, "levels", 3);
+        await eventually(async () => expect((await counts(server, "levels")).metricPending).toBe(1));
+        const full = [await httpOne(server, "levels", 4, { priority: 2 }), await grpcOne(call, "levels", 5, { priority: { int64_param: 2 } })];
+        const joined = await grpcOne(call, "levels", 6, { priority: { int64_param: 1 }, timeout: { int64_param: 30000000 } });
+        return [...timedOut, ...full, joined, await waiting];
+      } finally {
+        client.close();
+      }
+    };
+    const [a, b] = await Promise.all([run(one), run(two)]);
+    expect(a).toEqual([
+      '503 {"error":"Request timeout expired"}',
+      "14 Request timeout expired",
+      '503 {"error":"Exceeds maximum queue size"}',
+      "14 Exceeds maximum queue size",
+      "ok",
+      "ok",
+    ]);
+    expect(b).toEqual(a);
+    const [ca, cb] = [await counts(one, "levels"), await counts(two, "levels")];
+    expect(cb).toEqual(ca);
+    expect(ca).toMatchObject({ success: 2, fail: 4, executionCount: 1, batches: [[2, 1]], metricRejected: 4, metricPending: 0 });
   });
 
   it("a queued request whose client goes away leaves the queue, counted CANCELED as one thread counts it", async () => {
@@ -329,7 +387,7 @@ describe("load, unload and version swaps of a batched model while clients run re
     expect(tally.ok).toBeGreaterThan(0);
     // Still serving, exactly, from the workers and the main thread.
     expect(await httpOne(server, "busy", 7)).toBe("ok");
-    expect(await httpOne(server, "busy", 8, { priority: 0 })).toBe("ok");
+    expect(await httpClassified(server, "busy", 8)).toBe("ok");
     expect(server.log()).not.toMatch(/Segmentation|SIGSEGV|panic|session is closed|scheduling thread failed/);
   });
 });

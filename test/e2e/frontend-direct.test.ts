@@ -68,20 +68,26 @@ async function start(threads: number, extra: string[] = [], more?: (repo: Return
   return { repo, server: await startOnThreads(repo.dir, threads, extra) };
 }
 
-/** Sends the same mix on every protocol: n good requests each, one bad datatype each; returns every answer as text. */
+/**
+ * Sends the same mix on every protocol: n good requests each (every other JSON and gRPC one
+ * with `priority` and `timeout` parameters), one bad datatype each; returns every answer as text.
+ */
 async function mix(server: ServerProcess, model: string, n: number): Promise<string[]> {
   const out: string[] = [];
   const url = `${server.url}/v2/models/${model}/infer`;
   const { client, call } = inferenceClient(server.grpcTarget!);
   try {
     for (let i = 0; i < n; i++) {
-      const r = await fetch(url, { method: "POST", body: jsonBody() });
+      const control = i % 2 === 1;
+      const json = control ? JSON.stringify({ ...JSON.parse(jsonBody()), parameters: { priority: 1, timeout: 5000000 } }) : jsonBody();
+      const r = await fetch(url, { method: "POST", body: json });
       out.push(`${r.status} ${await r.text()}`);
       const { body, headerLength } = binaryBody();
       const b = await fetch(url, { method: "POST", body, headers: { "inference-header-content-length": String(headerLength) } });
       const bytes = new Uint8Array(await b.arrayBuffer());
       out.push(`${b.status} ${b.headers.get("inference-header-content-length")} ${Buffer.from(bytes).toString("base64")}`);
-      const g = await call("ModelInfer")({ ...grpcRequest(), model_name: model });
+      const parameters = control ? { priority: { uint64_param: 1 }, timeout: { int64_param: 5000000 } } : {};
+      const g = await call("ModelInfer")({ ...grpcRequest(), model_name: model, parameters });
       out.push(JSON.stringify({ model: g.model_name, version: g.model_version, out: simpleOutput(g) }));
     }
     const bad = await fetch(url, { method: "POST", body: jsonBody("FP32") });

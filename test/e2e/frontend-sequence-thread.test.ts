@@ -138,12 +138,12 @@ async function httpStep(
   end: boolean,
   signal?: AbortSignal,
   extra: Record<string, unknown> = {},
+  outputs?: object[],
 ): Promise<string> {
   const parameters: Record<string, unknown> = { sequence_start: start, sequence_end: end, ...extra };
   if (id !== undefined) parameters.sequence_id = id;
-  const body = JSON.stringify({ parameters, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [value] }] }, (_, v) =>
-    typeof v === "bigint" ? `@${v}@` : v,
-  ).replace(/"@(\d+)@"/g, "$1");
+  const request = { parameters, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [value] }], ...(outputs ? { outputs } : {}) };
+  const body = JSON.stringify(request, (_, v) => (typeof v === "bigint" ? `@${v}@` : v)).replace(/"@(\d+)@"/g, "$1");
   const r = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body, signal });
   const text = await r.text();
   if (r.status !== 200) return `${r.status} ${text}`;
@@ -297,15 +297,17 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
     }
   });
 
-  it("one view of a sequence: its requests from a worker, the main thread (a priority parameter) and gRPC continue one state", async () => {
+  it("one view of a sequence: its requests from a worker, the main thread (a classification) and gRPC continue one state", async () => {
+    // Classification is the main thread's alone: those two steps go there.
+    const classified = [{ name: "OUTPUT", parameters: { classification: 1 } }];
     const run = async (server: ServerProcess) => {
       const { client, call } = inferenceClient(server.grpcTarget!);
       try {
         return [
           await httpStep(server, "simple_sequence", 777, 1, true, false),
-          await httpStep(server, "simple_sequence", 777, 2, false, false, undefined, { priority: 0 }),
+          await httpStep(server, "simple_sequence", 777, 2, false, false, undefined, {}, classified),
           await grpcStep(call, "simple_sequence", 777, 3, false, false),
-          await httpStep(server, "simple_sequence", 777, 4, false, true, undefined, { priority: 0 }),
+          await httpStep(server, "simple_sequence", 777, 4, false, true, undefined, {}, classified),
           await httpStep(server, "simple_sequence", 777, 5, false, false),
         ];
       } finally {
@@ -314,7 +316,7 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
     };
     const a = await run(one);
     expect(await run(two)).toEqual(a);
-    expect([sumOf(a[0]!), sumOf(a[1]!), sumOf(a[3]!)]).toEqual([1, 3, 10]);
+    expect([sumOf(a[0]!), sumOf(a[1]!), sumOf(a[3]!)]).toEqual([1, "3:0", "10:0"]);
     const six = Buffer.alloc(4);
     six.writeInt32LE(6);
     expect(a[2]).toBe(JSON.stringify([["OUTPUT", six.toString("hex")]]));
