@@ -165,6 +165,15 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
     expect(one.log()).not.toMatch(/scheduling thread/);
   });
 
+  /** `run` on one thread and on the workers at once: the same answers and the same counts of `model`, one thread's returned. */
+  async function sameOnBoth(model: string, run: (server: ServerProcess) => Promise<string[]>) {
+    const [a, b] = await Promise.all([run(one), run(two)]);
+    expect(b).toEqual(a);
+    const [ca, cb] = [await counts(one, model), await counts(two, model)];
+    expect(cb).toEqual(ca);
+    return { answers: a, counted: ca };
+  }
+
   it("one batch holds requests from an HTTP worker, a gRPC worker and the main thread", async () => {
     const { client, call } = inferenceClient(two.grpcTarget!);
     try {
@@ -239,17 +248,14 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
         client.close();
       }
     };
-    const [a, b] = await Promise.all([run(one), run(two)]);
-    expect(a).toEqual([
+    const { answers, counted } = await sameOnBoth("policy", run);
+    expect(answers).toEqual([
       '503 {"error":"Request timeout expired"}',
       "14 Request timeout expired",
       '503 {"error":"Exceeds maximum queue size"}',
       "14 Exceeds maximum queue size",
     ]);
-    expect(b).toEqual(a);
-    const [ca, cb] = [await counts(one, "policy"), await counts(two, "policy")];
-    expect(cb).toEqual(ca);
-    expect(ca).toMatchObject({ success: 0, fail: 4, executionCount: 0, metricRejected: 4 });
+    expect(counted).toMatchObject({ success: 0, fail: 4, executionCount: 0, metricRejected: 4 });
   });
 
   it("the workers submit requests with priority and timeout parameters: the levels and the shortened timeout as one thread has them", async () => {
@@ -271,8 +277,8 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
         client.close();
       }
     };
-    const [a, b] = await Promise.all([run(one), run(two)]);
-    expect(a).toEqual([
+    const { answers, counted } = await sameOnBoth("levels", run);
+    expect(answers).toEqual([
       '503 {"error":"Request timeout expired"}',
       "14 Request timeout expired",
       '503 {"error":"Exceeds maximum queue size"}',
@@ -280,10 +286,7 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
       "ok",
       "ok",
     ]);
-    expect(b).toEqual(a);
-    const [ca, cb] = [await counts(one, "levels"), await counts(two, "levels")];
-    expect(cb).toEqual(ca);
-    expect(ca).toMatchObject({ success: 2, fail: 4, executionCount: 1, batches: [[2, 1]], metricRejected: 4, metricPending: 0 });
+    expect(counted).toMatchObject({ success: 2, fail: 4, executionCount: 1, batches: [[2, 1]], metricRejected: 4, metricPending: 0 });
   });
 
   it("a queued request whose client goes away leaves the queue, counted CANCELED as one thread counts it", async () => {
