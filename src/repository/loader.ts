@@ -13,7 +13,7 @@ import { listVersions, configPath, type ModelLocation } from "./layout.ts";
 import { warmUp } from "./warmup.ts";
 import { checkOverrideBackend } from "./override-files.ts";
 import { clientReason } from "./load-reason.ts";
-import { MAX_CONFIG_BYTES, readRepositoryText } from "./text-file.ts";
+import { MAX_CONFIG_BYTES, readLabelFiles, readRepositoryText } from "./text-file.ts";
 import { parsePbtxt } from "../model-config/pbtxt.ts";
 import { validateModelConfig, validateConfigFileNames } from "../model-config/validate.ts";
 import { normalizeModelConfig, autoCompleteConfig, isEnsemble } from "../model-config/normalize.ts";
@@ -190,6 +190,7 @@ export class ModelLoader {
     const instances: BackendInstance[] = [];
     let backendModel: BackendModel | undefined;
     try {
+      mv.labels = readLabelFiles(mv.modelDir, config);
       if (backend) {
         backendModel = await this.#instantiate(mv, config, backend, instances, ctx.runner);
       } else {

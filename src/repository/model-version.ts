@@ -60,6 +60,8 @@ export class ModelVersion {
   /** The normalized config and version-folder fingerprint it was loaded from, to tell whether a reload changes it. */
   configKey = "";
   fingerprint = "";
+  /** The lines of each output's label file (the classification extension), read by the load. */
+  labels: ReadonlyMap<string, readonly string[]> = new Map();
   /** How long the load took (nv_model_load_duration_secs); 0 for ensembles. */
   loadDurationSecs = 0;
   #backendModel: BackendModel | undefined;

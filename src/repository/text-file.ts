@@ -10,7 +10,9 @@
  * label files are split into lines only, and may be as long as a large vocabulary.
  */
 import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
-import { invalidArg } from "../core/errors.ts";
+import { join } from "node:path";
+import { invalidArg, ServerError } from "../core/errors.ts";
+import type { ModelConfig } from "../core/model-config-types.ts";
 
 /** The largest config.pbtxt read (1 MiB). */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -19,8 +21,15 @@ export const MAX_LABEL_FILE_BYTES = 16 * 1024 * 1024;
 
 /** `what` names the file in errors (e.g. "config.pbtxt of model 'x'"), never by its local path. */
 export function readRepositoryText(path: string, what: string, max: number): string {
-  if (!statSync(path).isFile()) throw invalidArg(`${what} is not a regular file`);
-  const fd = openSync(path, "r");
+  let fd: number;
+  try {
+    if (!statSync(path).isFile()) throw invalidArg(`${what} is not a regular file`);
+    fd = openSync(path, "r");
+  } catch (err) {
+    if (err instanceof ServerError) throw err;
+    // Node's message holds the local path: the error's code alone goes on.
+    throw invalidArg(`unable to read ${what}: ${(err as { code?: string }).code ?? "error"}`);
+  }
   try {
     const size = fstatSync(fd).size;
     if (size > max) throw invalidArg(`${what} is ${size} bytes, more than the limit of ${max} bytes`);
@@ -33,4 +42,19 @@ export function readRepositoryText(path: string, what: string, max: number): str
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The lines of each output's `label_filename` (the classification extension's labels), read
+ * when the version loads, as Triton's model does: a file that cannot be read fails the load.
+ */
+export function readLabelFiles(modelDir: string, config: ModelConfig): Map<string, string[]> {
+  const labels = new Map<string, string[]>();
+  for (const output of config.output ?? []) {
+    const file = output.label_filename;
+    if (!file) continue;
+    const text = readRepositoryText(join(modelDir, file), `label file '${file}' of model '${config.name}'`, MAX_LABEL_FILE_BYTES);
+    labels.set(output.name ?? "", text.split(/\r?\n/));
+  }
+  return labels;
 }

@@ -262,6 +262,7 @@ export class DirectModels {
         const instances = batch === undefined && !isEnsemble(mv.config) ? mv.instances.map((i) => i.share!()) : [];
         e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
         if (server.cacheEnabled(mv)) e.cached = cacheModelName(mv.name, mv.namespace);
+        if (mv.labels.size > 0) e.labels = mv.labels;
         if (this.#slots > 0) {
           e.stats = sharedStatsBuffer(this.#slots, mv.config.max_batch_size ?? 0);
           this.#readers.set(e.id, new SharedStatsReader(e.stats));

@@ -16,8 +16,8 @@
  * here, or, when its model left the table or its instance was retired mid-ensemble, on the
  * main thread (the `relay`), so that it gets one thread's answer. A request it cannot
  * answer exactly as the main thread would (sequence parameters for a version without a
- * sequence batcher here, shared memory, classification, control parameters that do not
- * parse, a version not in its table or just retired) is left to the main thread:
+ * sequence batcher here, shared memory, control parameters that do not parse, a version
+ * not in its table or just retired) is left to the main thread:
  * run() returns undefined.
  */
 import { nowNs } from "../core/clock.ts";
@@ -25,6 +25,7 @@ import { ServerError, cancelled } from "../core/errors.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
+import { classify } from "./classification.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
@@ -204,7 +205,7 @@ export class DirectRunner {
     const id = this.#routes.get(routeKey(model, version));
     if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || this.#stale()) return undefined;
     const served = this.#served.get(id)!;
-    if (!plain(request, sequenced(served.entry)) || !validControl(request)) return undefined;
+    if (!plain(request, served) || !validControl(request)) return undefined;
     return this.#dispatch(served, request, false);
   }
 
@@ -307,7 +308,7 @@ export class DirectRunner {
         // A client gone during Redis's answer: cancelled, as the scheduler refuses it on the main thread.
         if (!hit && request.signal?.aborted) throw cancelled(request.id);
         if (hit) {
-          const outputs = orderedOutputs(signature, hit, prepared.outputNames);
+          const outputs = classified(s, orderedOutputs(signature, hit, prepared.outputNames), prepared.classification);
           this.#record(s, HIT, nowNs() - start, lookup.ns, 0, 0, 0, 0);
           return response(entry, request, outputs);
         }
@@ -319,7 +320,6 @@ export class DirectRunner {
       const r = await execute(prepared);
       if (!r) throw RETIRED;
       const missNs = lookup && inserted(lookup, request, r.outputs);
-      const outputs = this.#ordered(s, r.outputs, prepared.outputNames, missNs);
       const ci = r.computeInputNs ?? 0;
       const cinf = r.computeInferNs ?? 0;
       const co = r.computeOutputNs ?? 0;
@@ -329,6 +329,14 @@ export class DirectRunner {
         : r.queueNs === undefined
           ? [prepared.batchSize, queueNs]
           : [undefined, r.queueNs];
+      let outputs: Tensor[];
+      try {
+        outputs = this.#ordered(s, r.outputs, prepared, missNs);
+      } catch (err) {
+        // The main thread's scheduler counted the execution before its outputs failed.
+        if (executions !== undefined) this.#record(s, EXECUTION, executions, ci, cinf, co, 0, 0);
+        throw err;
+      }
       if (missNs !== undefined) {
         // A miss goes with its success: its execution as a record of its own.
         if (executions !== undefined) this.#record(s, EXECUTION, executions, ci, cinf, co, 0, 0);
@@ -371,7 +379,7 @@ export class DirectRunner {
     this.#record(s, EXECUTION, prepared.batchSize, ci, cinf, co, 0, 0);
     if (outcome.error) throw outcome.error;
     const missNs = lookup && inserted(lookup, request, outcome.outputs);
-    const outputs = this.#ordered(s, outcome.outputs, prepared.outputNames, missNs);
+    const outputs = this.#ordered(s, outcome.outputs, prepared, missNs);
     if (missNs !== undefined) this.#record(s, MISS, nowNs() - start, queueNs, ci, cinf, co, missNs);
     else this.#record(s, RESULT, nowNs() - start, queueNs, ci, cinf, co, 0);
     addStepTimes(request, ci, cinf, co);
@@ -381,12 +389,13 @@ export class DirectRunner {
   }
 
   /**
-   * The outputs in the order and shapes asked for; where that fails (an output the model did
-   * not give), a cache miss is counted before the failure, as the main thread counts it.
+   * The outputs in the order and shapes asked for, classified where asked; where that fails
+   * (an output the model did not give, a BYTES output classified), a cache miss is counted
+   * before the failure, as the main thread counts it.
    */
-  #ordered(s: Served, outputs: Tensor[], names: readonly string[], missNs: number | undefined): Tensor[] {
+  #ordered(s: Served, outputs: Tensor[], prepared: PreparedRequest, missNs: number | undefined): Tensor[] {
     try {
-      return orderedOutputs(s.signature, outputs, names);
+      return classified(s, orderedOutputs(s.signature, outputs, prepared.outputNames), prepared.classification);
     } catch (err) {
       if (missNs !== undefined) this.#record(s, MISSED, missNs, 0, 0, 0, 0, 0);
       throw err;
@@ -471,16 +480,25 @@ const RETIRED = new Error("the version was retired before it ran here");
 export const isRetired = (err: unknown): boolean => err === RETIRED;
 
 /**
- * No sequence parameters (unless `sequence`), no shared memory, no classification: what
- * the worker answers exactly as the main thread does.
+ * No sequence parameters (unless the version is sequence-batched here), no shared memory:
+ * what the worker answers exactly as the main thread does.
  */
-function plain(request: InferenceRequest, sequence: boolean): boolean {
+function plain(request: InferenceRequest, s: Served): boolean {
   const p: Parameters | undefined = request.parameters;
-  if (p && !sequence) for (const k of SEQUENCE_KEYS) if (p[k] !== undefined) return false;
+  if (p && !sequenced(s.entry)) for (const k of SEQUENCE_KEYS) if (p[k] !== undefined) return false;
   for (const i of request.inputs) if (i.parameters?.shared_memory_region !== undefined) return false;
-  if (request.outputs)
-    for (const o of request.outputs) if (o.parameters?.shared_memory_region !== undefined || o.parameters?.classification !== undefined) return false;
+  if (request.outputs) for (const o of request.outputs) if (o.parameters?.shared_memory_region !== undefined) return false;
   return true;
+}
+
+/** `outputs` (in the order asked for) with those in `classification` replaced by their top classes, as the main thread's core gives them. */
+function classified(s: Served, outputs: Tensor[], classification: ReadonlyMap<string, number>): Tensor[] {
+  if (classification.size === 0) return outputs;
+  const batched = s.signature.maxBatchSize > 0;
+  return outputs.map((t) => {
+    const k = classification.get(t.name);
+    return k === undefined ? t : classify(t, k, batched, s.entry.labels?.get(t.name));
+  });
 }
 
 /** A sequence-batched version whose sequence batcher runs on the scheduling thread: its requests' sequence parameters go there with them. */

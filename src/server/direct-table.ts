@@ -28,6 +28,8 @@ export interface DirectEntry {
    * keys it (cacheModelName).
    */
   cached?: string;
+  /** The lines of each output's label_filename (the classification extension), as the version's load read them. */
+  labels?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */

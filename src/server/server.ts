@@ -4,7 +4,6 @@
  * only way an inference enters the server.
  */
 import { nowNs } from "../core/clock.ts";
-import { join } from "node:path";
 import { ServerError, cancelled, invalidArg, unavailable } from "../core/errors.ts";
 import { whenCancelled } from "../core/cancel.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
@@ -32,7 +31,6 @@ import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type 
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
-import { MAX_LABEL_FILE_BYTES, readRepositoryText } from "../repository/text-file.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { ModelSignature } from "../core/signature.ts";
@@ -135,7 +133,6 @@ export class InferenceServer implements ModelRunner {
   #observer: RequestObserver | undefined;
   readonly #statisticsSources: StatisticsSource[] = [];
   readonly #repositoryControlled: (() => void)[] = [];
-  readonly #labels = new Map<string, string[]>();
 
   /** System and CUDA shared-memory regions (`--allow-client-shm`); reached through the shared-memory methods below. */
   readonly #sharedMemory: SharedMemoryManager;
@@ -742,19 +739,8 @@ export class InferenceServer implements ModelRunner {
     const batched = mv.signature.maxBatchSize > 0;
     return shaped.map((t) => {
       const k = classification.get(t.name);
-      return k === undefined ? t : classify(t, k, batched, this.#labelsFor(mv, mv.signature.outputs.get(t.name)!.label_filename));
+      return k === undefined ? t : classify(t, k, batched, mv.labels.get(t.name));
     });
-  }
-
-  #labelsFor(mv: ModelVersion, file: string | undefined): string[] | undefined {
-    if (!file) return undefined;
-    const path = join(mv.modelDir, file);
-    let labels = this.#labels.get(path);
-    if (!labels) {
-      labels = readRepositoryText(path, `label file '${file}' of model '${mv.name}'`, MAX_LABEL_FILE_BYTES).split(/\r?\n/);
-      this.#labels.set(path, labels);
-    }
-    return labels;
   }
 }
 

@@ -17,7 +17,7 @@ import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
-import { inferenceClient } from "../helpers/grpc-client.ts";
+import { inferenceClient, streamInfer } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, ElemType } from "../../scripts/lib/onnx-builder.ts";
 
 type Repo = ReturnType<typeof makeRepository>;
@@ -117,19 +117,12 @@ async function httpOne(server: ServerProcess, model: string, i: number, paramete
   return JSON.stringify(outputs) === JSON.stringify(expected(i)) ? "ok" : `wrong ${text}`;
 }
 
-/**
- * Request `i` over HTTP with OUTPUT0's top class asked for: classification is the main
- * thread's alone, so this request goes there. "ok", or what came back instead.
- */
-async function httpClassified(server: ServerProcess, model: string, i: number): Promise<string> {
-  const body = { ...JSON.parse(jsonBody(i)), outputs: [{ name: "OUTPUT0", parameters: { classification: 1 } }] };
-  const r = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body: JSON.stringify(body) });
-  const text = await r.text();
-  if (r.status !== 200) return `${r.status} ${text}`;
-  const sum = expected(i)[0]!;
-  const top = sum.indexOf(Math.max(...sum));
-  const outputs = JSON.parse(text).outputs.map((o: { name: string; data: unknown[] }) => [o.name, o.data]);
-  return JSON.stringify(outputs) === JSON.stringify([["OUTPUT0", [`${sum[top]}:${top}`]]]) ? "ok" : `wrong ${text}`;
+/** Request `i` on a ModelStreamInfer stream, which goes to the main thread: "ok", or what came back instead. */
+async function streamOne(server: ServerProcess, model: string, i: number): Promise<string> {
+  const [r] = await streamInfer(server.grpcTarget!, [grpcBody(model, i)]);
+  if (r!.error_message) return `error ${r!.error_message}`;
+  const outputs = r!.infer_response.raw_output_contents.map(int32s);
+  return JSON.stringify(outputs) === JSON.stringify(expected(i)) ? "ok" : `wrong ${JSON.stringify(outputs)}`;
 }
 
 /** Request `i` over gRPC: "ok", or what came back instead. */
@@ -177,14 +170,9 @@ describe("dynamic batching on the scheduling thread, fed by the frontend workers
   it("one batch holds requests from an HTTP worker, a gRPC worker and the main thread", async () => {
     const { client, call } = inferenceClient(two.grpcTarget!);
     try {
-      // Two over HTTP (workers), one over gRPC (a worker), one asking for a classification
+      // Two over HTTP (workers), one over gRPC (a worker), one on a ModelStreamInfer stream
       // (the main thread's): the batch goes once four are queued, so all four share one queue.
-      const answers = await Promise.all([
-        httpOne(two, "batched", 1),
-        httpOne(two, "batched", 2),
-        grpcOne(call, "batched", 3),
-        httpClassified(two, "batched", 4),
-      ]);
+      const answers = await Promise.all([httpOne(two, "batched", 1), httpOne(two, "batched", 2), grpcOne(call, "batched", 3), streamOne(two, "batched", 4)]);
       expect(answers).toEqual(["ok", "ok", "ok", "ok"]);
     } finally {
       client.close();
@@ -390,7 +378,7 @@ describe("load, unload and version swaps of a batched model while clients run re
     expect(tally.ok).toBeGreaterThan(0);
     // Still serving, exactly, from the workers and the main thread.
     expect(await httpOne(server, "busy", 7)).toBe("ok");
-    expect(await httpClassified(server, "busy", 8)).toBe("ok");
+    expect(await streamOne(server, "busy", 8)).toBe("ok");
     expect(server.log()).not.toMatch(/Segmentation|SIGSEGV|panic|session is closed|scheduling thread failed/);
   });
 });

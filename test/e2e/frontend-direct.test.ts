@@ -60,6 +60,15 @@ const grpcRequest = (dt = "INT32") => ({
 async function start(threads: number, extra: string[] = [], more?: (repo: ReturnType<typeof makeRepository>) => void) {
   const repo = makeRepository(["simple", "simple_identity"]);
   more?.(repo);
+  // `labelled`: simple with a label file for OUTPUT0.
+  cpSync(join(repo.dir, "simple"), join(repo.dir, "labelled"), { recursive: true });
+  repo.add(
+    "labelled/config.pbtxt",
+    readFileSync(join(repo.dir, "simple", "config.pbtxt"), "utf8")
+      .replace(/name: "simple"/, 'name: "labelled"')
+      .replace(/(name: "OUTPUT0"[^}]*)\}/, '$1 label_filename: "labels.txt" }'),
+  );
+  repo.add("labelled/labels.txt", Array.from({ length: 16 }, (_, i) => `class${i}`).join("\n"));
   cpSync(join(repo.dir, "simple"), join(repo.dir, "batched"), { recursive: true });
   repo.add(
     "batched/config.pbtxt",
@@ -117,7 +126,7 @@ describe("stateless models in the frontend workers: the same answers and statist
 
   it("the workers run the default-scheduled ONNX models and submit the batched one to the scheduling thread", () => {
     const line = /frontend worker threads run these model versions themselves: (.*)/.exec(two.server.log())?.[1];
-    expect(line?.split(", ").sort()).toEqual(["simple:1", "simple_identity:1"]);
+    expect(line?.split(", ").sort()).toEqual(["labelled:1", "simple:1", "simple_identity:1"]);
     expect(two.server.log()).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: batched:1\n/);
     expect(one.server.log()).not.toMatch(/frontend worker threads run/);
   });
@@ -145,17 +154,73 @@ describe("stateless models in the frontend workers: the same answers and statist
     }
   });
 
-  it("a request the workers cannot answer as the main thread would (classification, a sequence id) goes to the main thread", async () => {
+  it("classifies as one thread does: labels, binary and gRPC outputs, batched, and the errors, counted the same", async () => {
     const body = JSON.parse(jsonBody());
-    for (const s of [one.server, two.server]) {
-      const r = await fetch(`${s.url}/v2/models/simple/infer`, {
-        method: "POST",
-        body: JSON.stringify({ ...body, outputs: [{ name: "OUTPUT0", parameters: { classification: 2 } }] }),
-      });
-      expect(await r.json()).toMatchObject({ outputs: [{ name: "OUTPUT0", datatype: "BYTES", shape: [1, 2] }] });
-      const q = await fetch(`${s.url}/v2/models/simple/infer`, { method: "POST", body: JSON.stringify({ ...body, parameters: { priority: -1 } }) });
-      expect(q.status).toBe(400);
+    const classified = (outputs: object[]) => JSON.stringify({ ...body, outputs });
+    const run = async (server: ServerProcess) => {
+      const post = async (model: string, text: string) => {
+        const r = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body: text });
+        const bytes = Buffer.from(await r.arrayBuffer());
+        return `${r.status} ${r.headers.get("inference-header-content-length")} ${bytes.toString("base64")}`;
+      };
+      const { client, call } = inferenceClient(server.grpcTarget!);
+      try {
+        const g = await call("ModelInfer")({
+          ...grpcRequest(),
+          model_name: "labelled",
+          outputs: [{ name: "OUTPUT0", parameters: { classification: { int64_param: 2 } } }, { name: "OUTPUT1" }],
+        });
+        return [
+          await post("labelled", classified([{ name: "OUTPUT0", parameters: { classification: 3 } }])),
+          await post("labelled", classified([{ name: "OUTPUT0", parameters: { classification: 2, binary_data: true } }])),
+          JSON.stringify({ outputs: g.outputs, raw: g.raw_output_contents.map((b: Uint8Array) => Buffer.from(b).toString("hex")) }),
+          await post("labelled", classified([{ name: "OUTPUT1", parameters: { classification: 1 } }])),
+          await post("batched", classified([{ name: "OUTPUT1", parameters: { classification: 2 } }])),
+          await post(
+            "simple_identity",
+            JSON.stringify({
+              inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], data: ["x"] }],
+              outputs: [{ name: "OUTPUT0", parameters: { classification: 1 } }],
+            }),
+          ),
+          await post("simple", JSON.stringify({ ...body, parameters: { priority: -1 } })),
+        ];
+      } finally {
+        client.close();
+      }
+    };
+    const [a, b] = [await run(one.server), await run(two.server)];
+    expect(b).toEqual(a);
+    const json = (answer: string) => JSON.parse(Buffer.from(answer.split(" ")[2]!, "base64").toString());
+    expect(json(a[0]!).outputs).toEqual([
+      { name: "OUTPUT0", datatype: "BYTES", shape: [1, 3], data: [`${SUM[15]}:15:class15`, `${SUM[14]}:14:class14`, `${SUM[13]}:13:class13`] },
+    ]);
+    // BYTES elements as the binary and gRPC forms carry them: a 4-byte length, then the bytes.
+    const serialized = (texts: string[]) => Buffer.concat(texts.flatMap((t) => [Buffer.from(Uint32Array.of(t.length).buffer), Buffer.from(t)]));
+    const top2 = serialized([`${SUM[15]}:15:class15`, `${SUM[14]}:14:class14`]);
+    const [, headerLength, binary] = a[1]!.split(" ");
+    const bytes = Buffer.from(binary!, "base64");
+    expect(JSON.parse(bytes.subarray(0, Number(headerLength)).toString()).outputs).toEqual([
+      { name: "OUTPUT0", datatype: "BYTES", shape: [1, 2], parameters: { binary_data_size: top2.byteLength } },
+    ]);
+    expect(bytes.subarray(Number(headerLength)).equals(top2)).toBe(true);
+    expect(JSON.parse(a[2]!)).toEqual({
+      outputs: [
+        { name: "OUTPUT0", datatype: "BYTES", shape: [1, 2] },
+        { name: "OUTPUT1", datatype: "INT32", shape: [1, 16] },
+      ],
+      raw: [top2.toString("hex"), Buffer.from(Int32Array.from(DIFF).buffer).toString("hex")],
+    });
+    // An output without a label file: value and index only.
+    expect(json(a[3]!).outputs).toEqual([{ name: "OUTPUT1", datatype: "BYTES", shape: [1, 1], data: [`${DIFF[15]}:15`] }]);
+    expect(json(a[4]!).outputs).toEqual([{ name: "OUTPUT1", datatype: "BYTES", shape: [1, 2], data: [`${DIFF[15]}:15`, `${DIFF[14]}:14`] }]);
+    expect(json(a[5]!).error).toBe("classification is not supported for BYTES output 'OUTPUT0'");
+    expect(a[6]).toMatch(/^400 /);
+    for (const model of ["labelled", "batched", "simple_identity"]) {
+      const [ca, cb] = [await counts(one.server, model), await counts(two.server, model)];
+      expect(cb, model).toEqual(ca);
     }
+    expect(await counts(one.server, "labelled")).toMatchObject({ success: 4, fail: 0 });
   });
 });
 

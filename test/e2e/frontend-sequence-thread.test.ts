@@ -20,7 +20,7 @@ import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
-import { inferenceClient, type Call } from "../helpers/grpc-client.ts";
+import { inferenceClient, streamInfer, type Call } from "../helpers/grpc-client.ts";
 import { holdModel } from "../helpers/hold-model.ts";
 import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
 import { credentials, makeGenericClientConstructor, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
@@ -138,12 +138,12 @@ async function httpStep(
   end: boolean,
   signal?: AbortSignal,
   extra: Record<string, unknown> = {},
-  outputs?: object[],
 ): Promise<string> {
   const parameters: Record<string, unknown> = { sequence_start: start, sequence_end: end, ...extra };
   if (id !== undefined) parameters.sequence_id = id;
-  const request = { parameters, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [value] }], ...(outputs ? { outputs } : {}) };
-  const body = JSON.stringify(request, (_, v) => (typeof v === "bigint" ? `@${v}@` : v)).replace(/"@(\d+)@"/g, "$1");
+  const body = JSON.stringify({ parameters, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [value] }] }, (_, v) =>
+    typeof v === "bigint" ? `@${v}@` : v,
+  ).replace(/"@(\d+)@"/g, "$1");
   const r = await fetch(`${server.url}/v2/models/${model}/infer`, { method: "POST", body, signal });
   const text = await r.text();
   if (r.status !== 200) return `${r.status} ${text}`;
@@ -167,6 +167,23 @@ async function grpcStep(call: (m: string) => Call, model: string, id: Id, value:
   } catch (e: any) {
     return `${e.code} ${e.details}`;
   }
+}
+
+/** One step on a ModelStreamInfer stream (the main thread's route): its outputs as httpStep gives them, or the error. */
+async function streamStep(server: ServerProcess, model: string, id: number, value: number, start: boolean, end: boolean): Promise<string> {
+  const [r] = await streamInfer(server.grpcTarget!, [
+    {
+      model_name: model,
+      parameters: { sequence_id: { uint64_param: String(id) }, sequence_start: { bool_param: start }, sequence_end: { bool_param: end } },
+      inputs: [{ name: "INPUT", datatype: "INT32", shape: [1, 1] }],
+      raw_input_contents: [Buffer.from(Int32Array.of(value).buffer)],
+    },
+  ]);
+  if (r!.error_message) return `error ${r!.error_message}`;
+  const g = r!.infer_response;
+  return JSON.stringify(
+    g.outputs.map((o: { name: string }, i: number) => [o.name, Array.from(new Int32Array(new Uint8Array(g.raw_output_contents[i]).buffer))]),
+  );
 }
 
 /** The SUM of an HTTP step's answer. */
@@ -297,17 +314,15 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
     }
   });
 
-  it("one view of a sequence: its requests from a worker, the main thread (a classification) and gRPC continue one state", async () => {
-    // Classification is the main thread's alone: those two steps go there.
-    const classified = [{ name: "OUTPUT", parameters: { classification: 1 } }];
+  it("one view of a sequence: its requests from a worker, the main thread (a ModelStreamInfer stream) and gRPC continue one state", async () => {
     const run = async (server: ServerProcess) => {
       const { client, call } = inferenceClient(server.grpcTarget!);
       try {
         return [
           await httpStep(server, "simple_sequence", 777, 1, true, false),
-          await httpStep(server, "simple_sequence", 777, 2, false, false, undefined, {}, classified),
+          await streamStep(server, "simple_sequence", 777, 2, false, false),
           await grpcStep(call, "simple_sequence", 777, 3, false, false),
-          await httpStep(server, "simple_sequence", 777, 4, false, true, undefined, {}, classified),
+          await streamStep(server, "simple_sequence", 777, 4, false, true),
           await httpStep(server, "simple_sequence", 777, 5, false, false),
         ];
       } finally {
@@ -316,7 +331,7 @@ describe("sequence batching on the scheduling thread, fed by the frontend worker
     };
     const a = await run(one);
     expect(await run(two)).toEqual(a);
-    expect([sumOf(a[0]!), sumOf(a[1]!), sumOf(a[3]!)]).toEqual([1, "3:0", "10:0"]);
+    expect([sumOf(a[0]!), sumOf(a[1]!), sumOf(a[3]!)]).toEqual([1, 3, 10]);
     const six = Buffer.alloc(4);
     six.writeInt32LE(6);
     expect(a[2]).toBe(JSON.stringify([["OUTPUT", six.toString("hex")]]));

@@ -2,7 +2,15 @@
  * A grpc-js client for tests, built from the same proto files as the server
  * (proto/*.proto through src/frontends/grpc/protos.ts), calling with plain objects.
  */
-import { type Client, credentials, makeGenericClientConstructor, type ChannelCredentials, type ServiceError, type Metadata } from "@grpc/grpc-js";
+import {
+  type Client,
+  type ClientDuplexStream,
+  credentials,
+  makeGenericClientConstructor,
+  type ChannelCredentials,
+  type ServiceError,
+  type Metadata,
+} from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 
 export type Call = (request: object) => Promise<any>;
@@ -49,6 +57,26 @@ export const SIMPLE_REQUEST = {
 export function simpleOutput(res: { raw_output_contents: Uint8Array[] }): number[] {
   const b = Buffer.from(res.raw_output_contents[0]!);
   return [...new Int32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))];
+}
+
+/**
+ * `requests` written on one ModelStreamInfer stream of a client of its own, which then ends
+ * the stream; resolves with the responses as they came (each `{ error_message, infer_response }`).
+ * Nereid relays every stream to the main thread's handlers: tests use it for that route.
+ */
+export function streamInfer(target: string, requests: object[]): Promise<{ error_message: string; infer_response?: any }[]> {
+  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
+  const client = new Ctor(target, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
+  const stream = client.ModelStreamInfer();
+  const responses: { error_message: string; infer_response?: any }[] = [];
+  const done = new Promise<typeof responses>((resolve, reject) => {
+    stream.on("data", (r) => responses.push(r));
+    stream.on("end", () => resolve(responses));
+    stream.on("error", reject);
+  });
+  for (const r of requests) stream.write(r);
+  stream.end();
+  return done.finally(() => client.close());
 }
 
 export function healthClient(target: string) {

@@ -3,8 +3,8 @@
  * the repository at start or written into a polled one (200 MB, sparse), is refused before
  * it is read: a new model is UNAVAILABLE with the reason in the index (no local path), a
  * loaded one keeps its loaded version (as after any failed reload), the rest of the
- * repository serves on. A label file over its limit (16 MiB) fails the
- * classification request that needs it with a clear error, and nothing else.
+ * repository serves on. A label file over its limit (16 MiB), or one that is not there,
+ * fails its model's load (read at load, as Triton reads it) with the reason, and nothing else.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { cpSync, readFileSync, truncateSync } from "node:fs";
@@ -46,6 +46,9 @@ beforeAll(async () => {
   );
   repo.add("simple_labels/labels.txt", "");
   truncateSync(join(repo.dir, "simple_labels", "labels.txt"), MAX_LABEL_FILE_BYTES + 1);
+  copySimple("simple_no_labels", (c) =>
+    c.replace('{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }', '{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] label_filename: "nowhere.txt" }'),
+  );
   server = await startServerProcess([`--model-repository=${repo.dir}`, "--model-control-mode=poll", "--repository-poll-secs=1", "--exit-on-error=false"]);
 });
 
@@ -83,15 +86,23 @@ describe("repository text files over their size limits (#29 item 9)", () => {
     await expectSimpleServes();
   });
 
-  it("fails a classification request whose label file is over its limit, and serves the same model without classification", async () => {
-    const body = { ...SIMPLE_TWOS_AND_THREES, outputs: [{ name: "OUTPUT0", parameters: { classification: 1 } }] };
-    const r = await inferJson(server, "simple_labels", body);
-    expect(r.json).toEqual({
-      error: `label file 'labels.txt' of model 'simple_labels' is ${MAX_LABEL_FILE_BYTES + 1} bytes, more than the limit of ${MAX_LABEL_FILE_BYTES} bytes`,
+  it("fails the load of a model whose label file is over its limit or missing, with the reason and no local path; the rest serves on", async () => {
+    expect(await entry("simple_labels")).toEqual({
+      name: "simple_labels",
+      version: "1",
+      state: "UNAVAILABLE",
+      reason: `label file 'labels.txt' of model 'simple_labels' is ${MAX_LABEL_FILE_BYTES + 1} bytes, more than the limit of ${MAX_LABEL_FILE_BYTES} bytes`,
     });
-    expect(r.status).toBe(400);
-    const plain = await inferJson(server, "simple_labels", SIMPLE_TWOS_AND_THREES);
-    expect(plain.status).toBe(200);
-    expect(plain.json.outputs[0].data).toEqual(Array(16).fill(5));
+    expect(await entry("simple_no_labels")).toEqual({
+      name: "simple_no_labels",
+      version: "1",
+      state: "UNAVAILABLE",
+      reason: "unable to read label file 'nowhere.txt' of model 'simple_no_labels': ENOENT",
+    });
+    expect(server.log()).not.toContain(join(repo.dir, "simple_no_labels", "nowhere.txt"));
+    const r = await inferJson(server, "simple_labels", SIMPLE_TWOS_AND_THREES);
+    expect(r.status).toBe(503);
+    expect(r.json.error).toContain("'simple_labels'");
+    await expectSimpleServes();
   });
 });
