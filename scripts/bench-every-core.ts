@@ -9,7 +9,7 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification] [--out=scripts/results/every-core.md]
  *
  * --cached: `simple` with the response cache (`response_cache { enable: true }`, a 16 MiB
  * local cache): every request after the first is a hit, so the cells measure the cache's path.
@@ -18,12 +18,14 @@
  * --rate-limited: `simple` with 2 instances that each need the global resource R (count 1)
  * under `--rate-limit=execution_count --rate-limit-resource=R:2`, so the cells measure the
  * rate limiter's path (on the scheduling thread while the frontends run on workers).
+ * --priority: every request carries `priority` 1 and `timeout` 5 s (request parameters).
+ * --classification: every request asks for OUTPUT0's top 3 classes (and OUTPUT1 as is).
  */
 import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { simpleAndIdentityRepository, simpleRequestFiles } from "./lib/bench-models.ts";
+import { simpleAndIdentityRepository, simpleRequestFiles, type RequestExtras } from "./lib/bench-models.ts";
 import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript, spawnThreadedServer } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -72,7 +74,19 @@ const serverFlags = REDIS
       ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"]
       : [];
 const variant = REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "";
-const { json: body, grpc: grpcBody } = simpleRequestFiles(work);
+const PRIORITY = process.argv.includes("--priority");
+const CLASSIFIED = process.argv.includes("--classification");
+if (PRIORITY && CLASSIFIED) throw new Error("--priority and --classification are one at a time");
+const extras: RequestExtras = PRIORITY
+  ? { json: { parameters: { priority: 1, timeout: 5000000 } }, grpc: { parameters: { priority: { uint64_param: 1 }, timeout: { int64_param: 5000000 } } } }
+  : CLASSIFIED
+    ? {
+        json: { outputs: [{ name: "OUTPUT0", parameters: { classification: 3 } }, { name: "OUTPUT1" }] },
+        grpc: { outputs: [{ name: "OUTPUT0", parameters: { classification: { int64_param: 3 } } }, { name: "OUTPUT1" }] },
+      }
+    : {};
+const requestNote = PRIORITY ? ", every request with `priority` 1 and `timeout` 5 s" : CLASSIFIED ? ", every request classifying OUTPUT0 (top 3)" : "";
+const { json: body, grpc: grpcBody } = simpleRequestFiles(work, "simple", extras);
 const script = wrkPostScript(body);
 const PORT = 18760;
 const GRPC_PORT = 18761;
@@ -151,7 +165,7 @@ for (const p of PROTOCOLS)
     const before = runs[-1]![key(p, c)];
     const baseline = before ? ` ${(f(before, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(before, "mainUs").toFixed(1)} |` : "";
     rows.push(
-      `| \`simple\`${variant} ${p}, c=${c} | ${f(one, "rps").toFixed(0)} | ${f(many, "rps").toFixed(0)} | ${(f(many, "rps") / f(one, "rps")).toFixed(2)} | ${f(one, "processUs").toFixed(0)} | ${f(many, "processUs").toFixed(0)} | ${(f(many, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(many, "mainUs").toFixed(1)} |${baseline}`,
+      `| \`simple\`${variant}${requestNote} ${p}, c=${c} | ${f(one, "rps").toFixed(0)} | ${f(many, "rps").toFixed(0)} | ${(f(many, "rps") / f(one, "rps")).toFixed(2)} | ${f(one, "processUs").toFixed(0)} | ${f(many, "processUs").toFixed(0)} | ${(f(many, "processUs") / f(one, "processUs")).toFixed(2)} | ${f(many, "mainUs").toFixed(1)} |${baseline}`,
     );
   }
 const beforeNote = BASELINE ? `; "before": ${BASELINE.replace(`${root}/`, "")} on ${THREADS} worker threads, the baseline build` : "";

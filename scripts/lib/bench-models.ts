@@ -37,11 +37,17 @@ export function grpcFrame(obj: object): Buffer {
   return Buffer.concat([head, Buffer.from(bytes)]);
 }
 
+/** What a bench adds to `simple`'s request: each protocol's request parameters and requested outputs. */
+export interface RequestExtras {
+  json?: { parameters?: object; outputs?: object[] };
+  grpc?: { parameters?: object; outputs?: object[] };
+}
+
 /**
  * `simple`'s request in files under `work`: the JSON body (INPUT0 and INPUT1 both 0..15) and
- * the same request as a gRPC frame for `model` (h2load's -d).
+ * the same request as a gRPC frame for `model` (h2load's -d), each with `extras`.
  */
-export function simpleRequestFiles(work: string, model = "simple"): { json: string; grpc: string } {
+export function simpleRequestFiles(work: string, model = "simple", extras: RequestExtras = {}): { json: string; grpc: string } {
   const A = Array.from({ length: 16 }, (_, i) => i);
   const json = join(work, "simple.json");
   writeFileSync(
@@ -51,13 +57,19 @@ export function simpleRequestFiles(work: string, model = "simple"): { json: stri
         { name: "INPUT0", shape: [1, 16], datatype: "INT32", data: A },
         { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A },
       ],
+      ...extras.json,
     }),
   );
   const a = new Uint8Array(Int32Array.from(A).buffer);
   const grpc = join(work, "simple.grpc");
   writeFileSync(
     grpc,
-    grpcFrame({ model_name: model, inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })), raw_input_contents: [a, a] }),
+    grpcFrame({
+      model_name: model,
+      inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "INT32", shape: [1, 16] })),
+      raw_input_contents: [a, a],
+      ...extras.grpc,
+    }),
   );
   return { json, grpc };
 }
