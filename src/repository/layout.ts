@@ -101,6 +101,16 @@ export function configPath(modelDir: string, modelConfigName: string): string | 
   return existsSync(p) ? p : undefined;
 }
 
+/** A file's path, size and modification time, as fingerprint() lists each file ("" when it cannot be read: the load says why). */
+export function fileStamp(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${path}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return "";
+  }
+}
+
 /** Files, sizes and modification times under a version folder: a reload of an unchanged folder keeps its version. */
 export function fingerprint(dir: string): string {
   const parts: string[] = [];

@@ -190,8 +190,8 @@ export class ModelLoader {
     const instances: BackendInstance[] = [];
     let backendModel: BackendModel | undefined;
     try {
-      mv.labels = readLabelFiles(mv.modelDir, config);
       if (backend) {
+        mv.labels = readLabelFiles(mv.modelDir, config);
         backendModel = await this.#instantiate(mv, config, backend, instances, ctx.runner);
       } else {
         // An ensemble has no instances: its steps call other models, which must exist.
@@ -200,6 +200,7 @@ export class ModelLoader {
           .filter((m) => !ctx.knows(m));
         if (missing.length > 0)
           throw invalidArg(`ensemble '${name}': step model(s) ${[...new Set(missing)].map((m) => `'${m}'`).join(", ")} not in any model repository`);
+        mv.labels = readLabelFiles(mv.modelDir, config);
       }
       mv.attach(backendModel, instances, createScheduler(mv, instances, ctx.runner, this.#opts.batchThread), this.#opts.unloadAbortMs);
       mv.transition("READY");

@@ -8,7 +8,8 @@
 import { join } from "node:path";
 import { getLogger } from "../core/logger.ts";
 import { ModelVersion } from "./model-version.ts";
-import { fingerprint, listVersions, type ModelLocation } from "./layout.ts";
+import { fileStamp, fingerprint, listVersions, type ModelLocation } from "./layout.ts";
+import { labelFiles } from "./text-file.ts";
 import { selectVersions, missingSpecificVersions } from "./version-policy.ts";
 import { removeOverrideFiles } from "./override-files.ts";
 import { nameOf, type ModelIndex, type ModelEntry } from "./model-index.ts";
@@ -137,7 +138,8 @@ export class ModelLifecycle {
     const fresh: ModelVersion[] = [];
     for (const v of selected) {
       const prev = old?.versions.get(v);
-      const fp = fingerprint(join(location.dir, String(v)));
+      // The label files, which the load reads, count too: one changed is read again.
+      const fp = [fingerprint(join(location.dir, String(v))), ...labelFiles(config).map((f) => fileStamp(join(location.dir, f)))].join("|");
       if (prev?.ready && prev.configKey === configKey && prev.fingerprint === fp && prev.modelDir === location.dir) {
         versions.set(v, prev);
         continue;

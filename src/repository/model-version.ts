@@ -57,7 +57,7 @@ export class ModelVersion {
   state: ModelState = "UNKNOWN";
   reason = "";
   readonly stats = new ModelStats();
-  /** The normalized config and version-folder fingerprint it was loaded from, to tell whether a reload changes it. */
+  /** The normalized config and the fingerprint of its version folder and label files it was loaded from, to tell whether a reload changes it. */
   configKey = "";
   fingerprint = "";
   /** The lines of each output's label file (the classification extension), read by the load. */

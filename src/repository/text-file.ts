@@ -58,3 +58,8 @@ export function readLabelFiles(modelDir: string, config: ModelConfig): Map<strin
   }
   return labels;
 }
+
+/** The label files `config` names, relative to the model's folder. */
+export function labelFiles(config: ModelConfig): string[] {
+  return (config.output ?? []).flatMap((o) => (o.label_filename ? [o.label_filename] : []));
+}

@@ -29,7 +29,7 @@ import { SharedStatsReader, sharedStatsBuffer } from "../core/shared-stats.ts";
 import { onModelStateChange } from "../repository/model-version.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
 import { ensembleSteps, stepInflightLimit, stepVersion } from "../scheduler/ensemble-scheduler.ts";
-import { EXECUTION, HIT, MISS, MISSED, RECORD_WIDTH, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, HIT, MISS, MISSED, RECORD_WIDTH, RESULT, routeKey, sharedLabels, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { batchThreadOf, threadedBatchId, type BatchChannel } from "./batch-thread.ts";
 import type { ModelVersion } from "../repository/model-version.ts";
 import type { InferenceServer } from "./server.ts";
@@ -262,7 +262,7 @@ export class DirectModels {
         const instances = batch === undefined && !isEnsemble(mv.config) ? mv.instances.map((i) => i.share!()) : [];
         e = { id: this.#nextId++, name: mv.name, version: String(mv.version), config: mv.config, instances, ...(batch !== undefined ? { batch } : {}) };
         if (server.cacheEnabled(mv)) e.cached = cacheModelName(mv.name, mv.namespace);
-        if (mv.labels.size > 0) e.labels = mv.labels;
+        if (mv.labels.size > 0) e.labels = sharedLabels(mv.labels);
         if (this.#slots > 0) {
           e.stats = sharedStatsBuffer(this.#slots, mv.config.max_batch_size ?? 0);
           this.#readers.set(e.id, new SharedStatsReader(e.stats));

@@ -30,7 +30,7 @@ import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
-import { EXECUTION, FAILURE, HIT, MISS, MISSED, RESULT, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
+import { EXECUTION, FAILURE, HIT, MISS, MISSED, RESULT, labelsOf, routeKey, SUCCESS, type DirectEntry, type DirectTable } from "./direct-table.ts";
 import { cacheKey } from "../cache/cache-key.ts";
 import { SharedResponseCache } from "../cache/shared-cache.ts";
 import type { ResponseCache } from "../cache/cache.ts";
@@ -67,6 +67,8 @@ interface Served {
   next: number;
   /** This worker's slot in the entry's shared counters, made on first use. */
   stats?: SharedStatsWriter;
+  /** The outputs' labels (the entry's, decoded once). */
+  labels?: ReadonlyMap<string, readonly string[]>;
 }
 
 export class DirectRunner {
@@ -172,7 +174,9 @@ export class DirectRunner {
     for (const entry of table.entries) {
       if (!this.#served.has(entry.id)) {
         const ensemble = isEnsemble(entry.config) ? new EnsembleScheduler(entry.config, this.#steps) : undefined;
-        this.#served.set(entry.id, { entry, signature: signatureOf(entry.config), instances: entry.instances.map(() => undefined), next: 0, ensemble });
+        const served: Served = { entry, signature: signatureOf(entry.config), instances: entry.instances.map(() => undefined), next: 0, ensemble };
+        if (entry.labels) served.labels = labelsOf(entry.labels);
+        this.#served.set(entry.id, served);
       }
     }
     this.#routes = new Map(table.routes);
@@ -497,7 +501,7 @@ function classified(s: Served, outputs: Tensor[], classification: ReadonlyMap<st
   const batched = s.signature.maxBatchSize > 0;
   return outputs.map((t) => {
     const k = classification.get(t.name);
-    return k === undefined ? t : classify(t, k, batched, s.entry.labels?.get(t.name));
+    return k === undefined ? t : classify(t, k, batched, s.labels?.get(t.name));
   });
 }
 

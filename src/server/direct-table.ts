@@ -28,8 +28,12 @@ export interface DirectEntry {
    * keys it (cacheModelName).
    */
   cached?: string;
-  /** The lines of each output's label_filename (the classification extension), as the version's load read them. */
-  labels?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * The lines of each output's label_filename (the classification extension), as the
+   * version's load read them, written once into shared memory (sharedLabels): a table goes
+   * to every worker on each publish, and label files may be large.
+   */
+  labels?: SharedArrayBuffer;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -76,3 +80,17 @@ export const MISS = 6;
 export const MISSED = 7;
 
 export const routeKey = (name: string, version: string | undefined) => `${name}\0${version ?? ""}`;
+
+/** `labels` (output name → lines) as UTF-8 JSON in shared memory, for DirectEntry.labels. */
+export function sharedLabels(labels: ReadonlyMap<string, readonly string[]>): SharedArrayBuffer {
+  const bytes = new TextEncoder().encode(JSON.stringify([...labels]));
+  const buffer = new SharedArrayBuffer(bytes.byteLength);
+  new Uint8Array(buffer).set(bytes);
+  return buffer;
+}
+
+/** What sharedLabels wrote. */
+export function labelsOf(buffer: SharedArrayBuffer): Map<string, string[]> {
+  // TextDecoder refuses a view of shared memory: decoded from a copy.
+  return new Map(JSON.parse(new TextDecoder().decode(new Uint8Array(buffer).slice())) as [string, string[]][]);
+}

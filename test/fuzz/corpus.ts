@@ -374,6 +374,29 @@ export const CORPUS: readonly CorpusCase[] = [
     },
   },
   {
+    id: "load-label-filename-too-long",
+    item: "fuzz finding: a load whose config names a 300-character label_filename was a 500 naming the server's temporary folder (the reload check's stat)",
+    run: async (ctx) => {
+      const io = (name: string, more: object = {}) => ({ name, data_type: "TYPE_INT32", dims: [16], ...more });
+      const config = JSON.stringify({
+        name: LOAD_TARGET,
+        platform: "onnxruntime_onnx",
+        max_batch_size: 8,
+        input: [io("INPUT0"), io("INPUT1")],
+        output: [io("OUTPUT0", { label_filename: "x".repeat(300) }), io("OUTPUT1")],
+      });
+      const { a, problem } = await http(
+        ctx,
+        post(`/v2/repository/models/${LOAD_TARGET}/load`, json({ parameters: { config, "file:1/model.onnx": ctx.base64Model } })),
+      );
+      if (problem) return problem;
+      const error = a.body.toString();
+      if (a.status !== 400 || !error.includes("unable to read label file"))
+        return `expected 400 naming the label file, got ${a.status}: ${error.slice(0, 200)}`;
+      return error.includes(ctx.scratch) ? `the error names a server path: ${error.slice(0, 200)}` : undefined;
+    },
+  },
+  {
     id: "shm-ftruncate",
     item: "a registered system shared-memory region whose object is then truncated: requests fail cleanly, the server lives (P-24)",
     run: async (ctx) => {

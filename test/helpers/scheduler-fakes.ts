@@ -132,3 +132,10 @@ export function stepRunner(infer: (request: InferenceRequest) => Promise<Inferen
     },
   };
 }
+
+/** A step model that echoes its first input as Y: the main thread's answer to a step an ensemble relays there. */
+export const echoStep = async (req: InferenceRequest): Promise<InferenceResponse> => ({
+  modelName: req.modelName,
+  modelVersion: "1",
+  outputs: [{ ...req.inputs[0]!, name: "Y" }],
+});

@@ -4,7 +4,8 @@
  * it is read: a new model is UNAVAILABLE with the reason in the index (no local path), a
  * loaded one keeps its loaded version (as after any failed reload), the rest of the
  * repository serves on. A label file over its limit (16 MiB), or one that is not there,
- * fails its model's load (read at load, as Triton reads it) with the reason, and nothing else.
+ * fails its model's load (read at load, as Triton reads it) with the reason, and nothing else;
+ * a label file that changes is read again.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { cpSync, readFileSync, truncateSync } from "node:fs";
@@ -46,6 +47,10 @@ beforeAll(async () => {
   );
   repo.add("simple_labels/labels.txt", "");
   truncateSync(join(repo.dir, "simple_labels", "labels.txt"), MAX_LABEL_FILE_BYTES + 1);
+  copySimple("simple_relabel", (c) =>
+    c.replace('{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }', '{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] label_filename: "labels.txt" }'),
+  );
+  repo.add("simple_relabel/labels.txt", Array.from({ length: 16 }, (_, i) => `old${i}`).join("\n"));
   copySimple("simple_no_labels", (c) =>
     c.replace('{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] }', '{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] label_filename: "nowhere.txt" }'),
   );
@@ -104,5 +109,16 @@ describe("repository text files over their size limits (#29 item 9)", () => {
     expect(r.status).toBe(503);
     expect(r.json.error).toContain("'simple_labels'");
     await expectSimpleServes();
+  });
+
+  it("reads a label file again when it changes in a polled repository", async () => {
+    const top = async () => {
+      const body = { ...SIMPLE_TWOS_AND_THREES, outputs: [{ name: "OUTPUT0", parameters: { classification: 1 } }] };
+      const r = await inferJson(server, "simple_relabel", body);
+      return r.json.outputs?.[0]?.data?.[0] ?? JSON.stringify(r.json);
+    };
+    expect(await top()).toBe("5:0:old0");
+    repo.add("simple_relabel/labels.txt", Array.from({ length: 16 }, (_, i) => `new${i}`).join("\n"));
+    await eventually(async () => expect(await top()).toBe("5:0:new0"));
   });
 });

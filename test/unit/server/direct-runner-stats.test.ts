@@ -12,7 +12,8 @@ import { SharedResponseCache } from "../../../src/cache/shared-cache.ts";
 import { MAX_BATCH_ROWS, SharedStatsReader, sharedStatsBuffer } from "../../../src/core/shared-stats.ts";
 import { ModelStats } from "../../../src/core/stats.ts";
 import type { ModelConfig } from "../../../src/core/model-config-types.ts";
-import type { InferenceRequest, InferenceResponse } from "../../../src/core/request.ts";
+import type { InferenceRequest } from "../../../src/core/request.ts";
+import { echoStep } from "../../helpers/scheduler-fakes.ts";
 
 const tensor = (name: string) => ({ name, data_type: "TYPE_INT32", dims: [2] });
 /** e: IN → one step on m (X → Y) → OUT, batches up to 32. */
@@ -26,11 +27,7 @@ const ENSEMBLE = {
 } as unknown as ModelConfig;
 
 /** m echoes X as Y (the main thread's answer to the relayed step). */
-const echo = async (req: InferenceRequest): Promise<InferenceResponse> => ({
-  modelName: req.modelName,
-  modelVersion: "1",
-  outputs: [{ ...req.inputs[0]!, name: "Y" }],
-});
+const echo = echoStep;
 
 const request = (batch: number): InferenceRequest => ({
   modelName: "e",
