@@ -9,7 +9,7 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification | --shared-memory] [--out=scripts/results/every-core.md]
  *
  * --cached: `simple` with the response cache (`response_cache { enable: true }`, a 16 MiB
  * local cache): every request after the first is a hit, so the cells measure the cache's path.
@@ -20,12 +20,16 @@
  * rate limiter's path (on the scheduling thread while the frontends run on workers).
  * --priority: every request carries `priority` 1 and `timeout` 5 s (request parameters).
  * --classification: every request asks for OUTPUT0's top 3 classes (and OUTPUT1 as is).
+ * --shared-memory: every request reads INPUT0 from a system shared-memory region and has
+ * OUTPUT0 written into it (`--allow-client-shm=true`; the region is registered over HTTP
+ * once each server is ready).
  */
 import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { simpleAndIdentityRepository, simpleRequestFiles, type RequestExtras } from "./lib/bench-models.ts";
+import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../ffi/libc/shm.ts";
 import { h2load, machineHeading, procStat, threadTicks, waitReady, wrk, wrkPostScript, spawnThreadedServer } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -73,19 +77,60 @@ const serverFlags = REDIS
     : LIMITED
       ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"]
       : [];
+if (process.argv.includes("--shared-memory")) serverFlags.push("--allow-client-shm=true");
 const variant = REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "";
 const PRIORITY = process.argv.includes("--priority");
 const CLASSIFIED = process.argv.includes("--classification");
-if (PRIORITY && CLASSIFIED) throw new Error("--priority and --classification are one at a time");
-const extras: RequestExtras = PRIORITY
-  ? { json: { parameters: { priority: 1, timeout: 5000000 } }, grpc: { parameters: { priority: { uint64_param: 1 }, timeout: { int64_param: 5000000 } } } }
-  : CLASSIFIED
-    ? {
-        json: { outputs: [{ name: "OUTPUT0", parameters: { classification: 3 } }, { name: "OUTPUT1" }] },
-        grpc: { outputs: [{ name: "OUTPUT0", parameters: { classification: { int64_param: 3 } } }, { name: "OUTPUT1" }] },
-      }
-    : {};
-const requestNote = PRIORITY ? ", every request with `priority` 1 and `timeout` 5 s" : CLASSIFIED ? ", every request classifying OUTPUT0 (top 3)" : "";
+const SHM = process.argv.includes("--shared-memory");
+if ([PRIORITY, CLASSIFIED, SHM].filter(Boolean).length > 1) throw new Error("--priority, --classification and --shared-memory are one at a time");
+const SHM_KEY = `/nereid-bench-${process.pid}`;
+if (SHM) {
+  createSharedMemory(SHM_KEY, 256);
+  const mapping = SharedMemoryMapping.open(SHM_KEY, 256);
+  mapping.bytes.set(new Uint8Array(Int32Array.from({ length: 16 }, (_, i) => i).buffer));
+  mapping.unmap();
+  process.on("exit", () => unlinkSharedMemory(SHM_KEY));
+}
+const shmJson = (offset: number) => ({ shared_memory_region: "bench", shared_memory_byte_size: 64, ...(offset ? { shared_memory_offset: offset } : {}) });
+const shmGrpc = (offset: number) => ({
+  shared_memory_region: { string_param: "bench" },
+  shared_memory_byte_size: { int64_param: 64 },
+  ...(offset ? { shared_memory_offset: { int64_param: offset } } : {}),
+});
+const A16 = Array.from({ length: 16 }, (_, i) => i);
+const extras: RequestExtras = SHM
+  ? {
+      json: {
+        inputs: [
+          { name: "INPUT0", shape: [1, 16], datatype: "INT32", parameters: shmJson(0) },
+          { name: "INPUT1", shape: [1, 16], datatype: "INT32", data: A16 },
+        ],
+        outputs: [{ name: "OUTPUT0", parameters: shmJson(64) }, { name: "OUTPUT1" }],
+      },
+      grpc: {
+        inputs: [
+          { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: shmGrpc(0) },
+          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+        ],
+        raw_input_contents: [new Uint8Array(Int32Array.from(A16).buffer)],
+        outputs: [{ name: "OUTPUT0", parameters: shmGrpc(64) }, { name: "OUTPUT1" }],
+      },
+    }
+  : PRIORITY
+    ? { json: { parameters: { priority: 1, timeout: 5000000 } }, grpc: { parameters: { priority: { uint64_param: 1 }, timeout: { int64_param: 5000000 } } } }
+    : CLASSIFIED
+      ? {
+          json: { outputs: [{ name: "OUTPUT0", parameters: { classification: 3 } }, { name: "OUTPUT1" }] },
+          grpc: { outputs: [{ name: "OUTPUT0", parameters: { classification: { int64_param: 3 } } }, { name: "OUTPUT1" }] },
+        }
+      : {};
+const requestNote = SHM
+  ? ", every request with INPUT0 and OUTPUT0 in a system shared-memory region"
+  : PRIORITY
+    ? ", every request with `priority` 1 and `timeout` 5 s"
+    : CLASSIFIED
+      ? ", every request classifying OUTPUT0 (top 3)"
+      : "";
 const { json: body, grpc: grpcBody } = simpleRequestFiles(work, "simple", extras);
 const script = wrkPostScript(body);
 const PORT = 18760;
@@ -109,6 +154,13 @@ async function measure(threads: number, binary = BINARY): Promise<Record<string,
   const out: Record<string, Cell> = {};
   try {
     await waitReady(`http://127.0.0.1:${PORT}/v2/health/ready`);
+    if (SHM) {
+      const r = await fetch(`http://127.0.0.1:${PORT}/v2/systemsharedmemory/region/bench/register`, {
+        method: "POST",
+        body: JSON.stringify({ key: SHM_KEY, offset: 0, byte_size: 256 }),
+      });
+      if (r.status !== 200) throw new Error(`registering the region: ${r.status} ${await r.text()}`);
+    }
     const pid = server.pid!;
     for (const p of PROTOCOLS) {
       if (WARMUP > 0) {

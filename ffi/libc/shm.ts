@@ -96,20 +96,33 @@ const errno = (): number => getKoffi().errno();
  * An open POSIX shared-memory object, read and written with pread/pwrite at absolute
  * positions (the descriptor's file offset is never used). Owns the descriptor; close()
  * closes it once, and every later use throws instead of touching a number the kernel
- * may have given to another file.
+ * may have given to another file. A borrowed one (borrow()) uses another thread's
+ * descriptor and never closes it: its owner keeps it open while it is lent.
  */
 export class SharedMemoryFile {
   readonly key: string;
   #fd: number | undefined;
+  readonly #borrowed: boolean;
 
-  private constructor(key: string, fd: number) {
+  private constructor(key: string, fd: number, borrowed = false) {
     this.key = key;
     this.#fd = fd;
+    this.#borrowed = borrowed;
   }
 
   /** Opens object `key`; fails when it does not exist or holds fewer than `length` (> 0) bytes. */
   static open(key: string, length: number): SharedMemoryFile {
     return new SharedMemoryFile(key, openChecked(load(), key, length));
+  }
+
+  /** Object `key` through descriptor `fd` of the process, which its owner (another thread's SharedMemoryFile) keeps open while this is used. */
+  static borrow(key: string, fd: number): SharedMemoryFile {
+    return new SharedMemoryFile(key, fd, true);
+  }
+
+  /** The descriptor, to lend to another thread (borrow()). */
+  get descriptor(): number {
+    return this.#open();
   }
 
   #open(): number {
@@ -163,12 +176,12 @@ export class SharedMemoryFile {
     }
   }
 
-  /** Closes the descriptor; safe to call twice. */
+  /** Closes the descriptor (a borrowed one is only forgotten); safe to call twice. */
   close(): void {
     if (this.#fd === undefined) return;
     const fd = this.#fd;
     this.#fd = undefined;
-    load().close(fd);
+    if (!this.#borrowed) load().close(fd);
   }
 
   [Symbol.dispose](): void {

@@ -37,10 +37,10 @@ export function grpcFrame(obj: object): Buffer {
   return Buffer.concat([head, Buffer.from(bytes)]);
 }
 
-/** What a bench adds to `simple`'s request: each protocol's request parameters and requested outputs. */
+/** What a bench changes in `simple`'s request, for each protocol: request parameters, inputs (and gRPC's raw contents), requested outputs. */
 export interface RequestExtras {
-  json?: { parameters?: object; outputs?: object[] };
-  grpc?: { parameters?: object; outputs?: object[] };
+  json?: { parameters?: object; inputs?: object[]; outputs?: object[] };
+  grpc?: { parameters?: object; inputs?: object[]; raw_input_contents?: Uint8Array[]; outputs?: object[] };
 }
 
 /**

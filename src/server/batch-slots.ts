@@ -20,6 +20,7 @@ import { DATA_TYPES, type DataType, type Tensor } from "../core/tensor.ts";
 import { ERROR_CODES, ServerError, type ErrorCode } from "../core/errors.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import type { CorrelationId } from "../core/request.ts";
+import { waitAsync } from "../core/threads/wait-async.ts";
 
 /** Int32 indices of the header. */
 export const SUB_TAIL = 0;
@@ -255,9 +256,6 @@ export interface ChannelPort {
   close(): void;
 }
 
-type WaitAsync = (a: Int32Array, index: number, value: number) => { async: boolean; value: Promise<unknown> | string };
-const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
-
 /**
  * Runs `step` now and again each time ctrl[tailAt] moves past ctrl[headAt] (the other
  * side rang), sleeping with Atomics.waitAsync in between (the event loop stays free);
@@ -269,7 +267,7 @@ export function whileRung(ctrl: Int32Array, tailAt: number, headAt: number, step
       if (!step()) return;
       const w = waitAsync(ctrl, tailAt, Atomics.load(ctrl, headAt));
       if (w.async) {
-        void (w.value as Promise<unknown>).then(loop);
+        void w.value.then(loop);
         return;
       }
     }

@@ -116,6 +116,8 @@ export class DirectModels {
     this.#unsubscribe = [onModelStateChange(() => this.changed())];
     server.onRepositoryControlled(() => this.#publish());
     if (server.trace) this.#unsubscribe.push(server.trace.onUpdate(() => this.changed()));
+    // At once, as a repository control: a client who saw a region unregistered never has a worker use it.
+    this.#unsubscribe.push(server.onSharedMemoryChange(() => this.#publish()));
     server.addStatisticsSource(this);
   }
 
@@ -304,6 +306,8 @@ export class DirectModels {
       }
     }
     const table: DirectTable = { entries, routes, queued: server.queued.share(), ...(server.observing ? { records: true } : {}) };
+    const regions = server.sharedMemoryRegions();
+    if (regions.length > 0) table.regions = regions;
     const cache = sharedCacheOf(server);
     if (cache && entries.some((e) => e.cached !== undefined)) Object.assign(table, cache);
     return table;

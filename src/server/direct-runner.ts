@@ -16,9 +16,9 @@
  * here, or, when its model left the table or its instance was retired mid-ensemble, on the
  * main thread (the `relay`), so that it gets one thread's answer. A request it cannot
  * answer exactly as the main thread would (sequence parameters for a version without a
- * sequence batcher here, shared memory, control parameters that do not parse, a version
- * not in its table or just retired) is left to the main thread:
- * run() returns undefined.
+ * sequence batcher here, a shared-memory region it does not hold (direct-shared-memory.ts),
+ * control parameters that do not parse, a version not in its table or just retired) is
+ * left to the main thread: run() returns undefined.
  */
 import { nowNs } from "../core/clock.ts";
 import { ServerError, cancelled } from "../core/errors.ts";
@@ -26,6 +26,8 @@ import { prepareForInference } from "../core/request-validate.ts";
 import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { classify } from "./classification.ts";
+import { DirectSharedMemory, type RegionHolds } from "./direct-shared-memory.ts";
+import { outputsToSharedMemory, readInputsFromSharedMemory, regionsNamed } from "./shared-memory.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { borrowInstance } from "../backends/borrow.ts";
@@ -35,7 +37,7 @@ import { cacheKey } from "../cache/cache-key.ts";
 import { SharedResponseCache } from "../cache/shared-cache.ts";
 import type { ResponseCache } from "../cache/cache.ts";
 import { getLogger } from "../core/logger.ts";
-import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type Parameters } from "../core/request.ts";
+import { addStepTimes, parseControl, type InferenceRequest, type InferenceResponse, type OutputTensor, type Parameters } from "../core/request.ts";
 import type { BorrowedInstance, ExecuteResult } from "../backends/backend.ts";
 import type { BatchClient } from "./batch-client.ts";
 import { errorOf } from "./batch-slots.ts";
@@ -94,6 +96,10 @@ export class DirectRunner {
   readonly #onError: (e: ServerError, model: string) => void;
   readonly #connect: (key: string) => void;
   readonly #relay: (request: InferenceRequest) => Promise<InferenceResponse>;
+  /** The system shared-memory regions of the table, whose descriptors this worker borrows. */
+  readonly #shm = new DirectSharedMemory();
+  /** The regions each request running here holds (run()). */
+  readonly #holds = new WeakMap<InferenceRequest, RegionHolds>();
   /** The inference entry an ensemble's steps call here. */
   readonly #steps: ModelRunner = {
     inferStep: (request) => this.#step(request),
@@ -148,6 +154,7 @@ export class DirectRunner {
   update(table: DirectTable, slot?: number): void {
     this.#slot = table.records ? undefined : slot;
     if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
+    this.#shm.update(table.regions);
     if (table.cache) this.#cache ??= new SharedResponseCache(table.cache);
     else if (table.redis && !this.#cache && !this.#connecting) {
       // Loaded only where a Redis cache is in use; until this worker's client is connected, cached versions go to the main thread.
@@ -210,7 +217,25 @@ export class DirectRunner {
     if (id === undefined || this.#inFlight >= MAX_DIRECT_IN_FLIGHT || this.#stale()) return undefined;
     const served = this.#served.get(id)!;
     if (!plain(request, served) || !validControl(request)) return undefined;
-    return this.#dispatch(served, request, false);
+    // The shared-memory regions it names, held until it settles, as the main thread holds them.
+    const regions = regionsNamed(request.inputs, request.outputs);
+    if (!regions) return this.#dispatch(served, request, false);
+    const holds = this.#shm.acquire(regions);
+    if (!holds) return undefined;
+    this.#holds.set(request, holds);
+    let answer: Promise<InferenceResponse> | undefined;
+    try {
+      answer = this.#dispatch(served, request, false);
+    } finally {
+      if (!answer) {
+        this.#holds.delete(request);
+        holds.release();
+      }
+    }
+    return answer?.finally(() => {
+      this.#holds.delete(request);
+      holds.release();
+    });
   }
 
   /** Runs `request` on `served` here (a client's, or with `step` an ensemble's step); undefined when it cannot run here now. */
@@ -294,6 +319,8 @@ export class DirectRunner {
     let held = 0;
     if (!step) this.#inFlight++;
     try {
+      // Inputs in shared memory are read first, as the main thread's core reads them (a step names no region).
+      if (!step) readInputsFromSharedMemory(request.inputs, this.#regions(request).read);
       const prepared = prepareForInference(request, signature);
       reason = "BACKEND";
       if (request.signal?.aborted) throw cancelled(request.id);
@@ -312,7 +339,11 @@ export class DirectRunner {
         // A client gone during Redis's answer: cancelled, as the scheduler refuses it on the main thread.
         if (!hit && request.signal?.aborted) throw cancelled(request.id);
         if (hit) {
-          const outputs = classified(s, orderedOutputs(signature, hit, prepared.outputNames), prepared.classification);
+          const outputs = outputsToSharedMemory(
+            request,
+            classified(s, orderedOutputs(signature, hit, prepared.outputNames), prepared.classification),
+            this.#regions(request).write,
+          );
           this.#record(s, HIT, nowNs() - start, lookup.ns, 0, 0, 0, 0);
           return response(entry, request, outputs);
         }
@@ -393,17 +424,24 @@ export class DirectRunner {
   }
 
   /**
-   * The outputs in the order and shapes asked for, classified where asked; where that fails
-   * (an output the model did not give, a BYTES output classified), a cache miss is counted
-   * before the failure, as the main thread counts it.
+   * The outputs in the order and shapes asked for, classified where asked, and written into
+   * shared memory where asked; where that fails (an output the model did not give, a BYTES
+   * output classified, a region too small), a cache miss is counted before the failure, as
+   * the main thread counts it.
    */
-  #ordered(s: Served, outputs: Tensor[], prepared: PreparedRequest, missNs: number | undefined): Tensor[] {
+  #ordered(s: Served, outputs: Tensor[], prepared: PreparedRequest, missNs: number | undefined): OutputTensor[] {
     try {
-      return classified(s, orderedOutputs(s.signature, outputs, prepared.outputNames), prepared.classification);
+      const shaped = classified(s, orderedOutputs(s.signature, outputs, prepared.outputNames), prepared.classification);
+      return outputsToSharedMemory(prepared.request, shaped, this.#regions(prepared.request).write);
     } catch (err) {
       if (missNs !== undefined) this.#record(s, MISSED, missNs, 0, 0, 0, 0, 0);
       throw err;
     }
+  }
+
+  /** The regions `request` holds; none for a request that names none (its reads and writes are then never called). */
+  #regions(request: InferenceRequest): RegionHolds {
+    return this.#holds.get(request) ?? NO_REGIONS;
   }
 
   /** Counts one record (direct-table.ts' kinds and fields) in `s`'s shared counters, or takes it for the main thread. */
@@ -464,6 +502,17 @@ function inserted(lookup: Lookup, request: InferenceRequest, outputs: readonly T
   return lookup.ns + (nowNs() - start);
 }
 
+/** What a request that holds no region reads and writes through: nothing (shmRef finds no region in its parameters). */
+const NO_REGIONS: RegionHolds = {
+  read: (ref) => {
+    throw new ServerError("INTERNAL", `shared memory region '${ref.region}' is not held by this request`);
+  },
+  write: (ref) => {
+    throw new ServerError("INTERNAL", `shared memory region '${ref.region}' is not held by this request`);
+  },
+  release: () => {},
+};
+
 /** An execution's outcome; with queueNs when the scheduling thread batched it (and counted the execution). */
 type Executed = ExecuteResult & { queueNs?: number };
 
@@ -483,15 +532,10 @@ async function submitted(client: BatchClient, batch: number, prepared: PreparedR
 const RETIRED = new Error("the version was retired before it ran here");
 export const isRetired = (err: unknown): boolean => err === RETIRED;
 
-/**
- * No sequence parameters (unless the version is sequence-batched here), no shared memory:
- * what the worker answers exactly as the main thread does.
- */
+/** No sequence parameters, unless the version is sequence-batched here: what the worker answers exactly as the main thread does. */
 function plain(request: InferenceRequest, s: Served): boolean {
   const p: Parameters | undefined = request.parameters;
   if (p && !sequenced(s.entry)) for (const k of SEQUENCE_KEYS) if (p[k] !== undefined) return false;
-  for (const i of request.inputs) if (i.parameters?.shared_memory_region !== undefined) return false;
-  if (request.outputs) for (const o of request.outputs) if (o.parameters?.shared_memory_region !== undefined) return false;
   return true;
 }
 

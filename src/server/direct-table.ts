@@ -8,6 +8,7 @@ import type { RemoteCacheLink } from "../cache/cache.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
 import type { SharedQueuedBytes } from "../core/queued-bytes.ts";
+import type { SharedRegionLink } from "./shared-memory.ts";
 
 /** One version the workers serve (structured-clonable). */
 export interface DirectEntry {
@@ -60,6 +61,8 @@ export interface DirectTable {
   cache?: SharedArrayBuffer;
   /** Or the link to the server's Redis cache (`--cache-config redis,...`), to which each worker then connects itself. */
   redis?: RemoteCacheLink;
+  /** The system shared-memory regions registered (with --allow-client-shm), which each worker opens itself (direct-shared-memory.ts). */
+  regions?: SharedRegionLink[];
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */

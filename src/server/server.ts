@@ -27,7 +27,15 @@ import {
   type SentResponse,
   type StreamedResponse,
 } from "../core/request.ts";
-import { SharedMemoryManager, regionsNamed, shmRef, type CudaRegionStatus, type RegionStatus } from "./shared-memory.ts";
+import {
+  SharedMemoryManager,
+  outputsToSharedMemory,
+  readInputsFromSharedMemory,
+  regionsNamed,
+  type CudaRegionStatus,
+  type RegionStatus,
+  type SharedRegionLink,
+} from "./shared-memory.ts";
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
@@ -378,6 +386,16 @@ export class InferenceServer implements ModelRunner {
     this.#sharedMemory.register(name, args.key, offset, byteSize);
   }
 
+  /** The system shared-memory regions registered now, for the frontend workers' table (none while client shared memory is off). */
+  sharedMemoryRegions(): SharedRegionLink[] {
+    return this.#sharedMemory.systemRegions();
+  }
+
+  /** Calls `listener` synchronously when a system shared-memory region is registered or goes; returns what stops it. */
+  onSharedMemoryChange(listener: () => void): () => void {
+    return this.#sharedMemory.onSystemChange(listener);
+  }
+
   /**
    * The shared-memory extension's status: every region of `kind`, or region `name`
    * (NOT_FOUND when it is not registered as that kind).
@@ -543,10 +561,7 @@ export class InferenceServer implements ModelRunner {
       // Every region named is held until the request settles, so unregister cannot close it under us.
       const regions = regionsNamed(request.inputs, request.outputs);
       if (regions) releaseRegions = this.#sharedMemory.acquire(regions);
-      for (const input of request.inputs) {
-        const ref = shmRef(input.parameters, `input '${input.name}'`);
-        if (ref) input.data = this.#sharedMemory.read(ref, `input '${input.name}'`);
-      }
+      readInputsFromSharedMemory(request.inputs, (ref, what) => this.#sharedMemory.read(ref, what));
       const prepared = prepareForInference(request, mv.signature, control);
       reason = "BACKEND";
       // A request cancelled before it was queued (S-20) holds nothing and runs nothing.
@@ -573,7 +588,7 @@ export class InferenceServer implements ModelRunner {
       const cache = this.cacheEnabled(mv) ? this.responseCache : undefined;
       let key = "";
       let lookupNs = 0;
-      let outputs: Tensor[];
+      let outputs: OutputTensor[];
       // The model's response parameters (a cache hit has none: the cache keeps outputs).
       let parameters: Parameters | undefined;
       let hit: Tensor[] | undefined;
@@ -586,7 +601,7 @@ export class InferenceServer implements ModelRunner {
         lookupNs = nowNs() - lookupStart;
       }
       if (hit) {
-        outputs = this.#postprocess(mv, hit, prepared.outputNames, prepared.classification);
+        outputs = this.#toSharedMemory(request, this.#postprocess(mv, hit, prepared.outputNames, prepared.classification));
         const requestNs = nowNs() - start;
         mv.stats.recordCacheHit(requestNs, 0, lookupNs);
         this.#observer?.success(mv, { requestNs, queueNs: 0, cacheHitNs: lookupNs });
@@ -602,7 +617,8 @@ export class InferenceServer implements ModelRunner {
           cacheMissNs = lookupNs + (nowNs() - insertStart);
           mv.stats.recordCacheMiss(cacheMissNs);
         }
-        outputs = this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification);
+        // Written into shared memory before the success is counted: a write that fails fails the request.
+        outputs = this.#toSharedMemory(request, this.#postprocess(mv, result.outputs, prepared.outputNames, prepared.classification));
         parameters = result.parameters;
         const end = nowNs();
         const requestNs = end - start;
@@ -631,7 +647,7 @@ export class InferenceServer implements ModelRunner {
           ...(cacheMissNs !== undefined ? { cacheMissNs } : {}),
         });
       }
-      const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs: this.#toSharedMemory(request, outputs) };
+      const response: InferenceResponse = { modelName: mv.name, modelVersion: String(mv.version), outputs };
       if (request.id) response.id = request.id;
       if (parameters) response.parameters = parameters;
       return response;
@@ -712,25 +728,7 @@ export class InferenceServer implements ModelRunner {
 
   /** Writes outputs requested into shared memory there; they are answered without data. */
   #toSharedMemory(request: InferenceRequest, outputs: Tensor[]): OutputTensor[] {
-    if (!request.outputs?.some((o) => o.parameters?.shared_memory_region !== undefined)) return outputs;
-    const params = new Map(request.outputs.map((o) => [o.name, o.parameters]));
-    return outputs.map((t) => {
-      const ref = shmRef(params.get(t.name), `output '${t.name}'`);
-      if (!ref) return t;
-      if (ref.byteSize < t.data.byteLength) {
-        throw invalidArg(
-          `shared memory size specified with the request for output '${t.name}' (${ref.byteSize} bytes) should be at least ${t.data.byteLength} bytes to hold the results`,
-        );
-      }
-      this.#sharedMemory.write(ref, t.data, `output '${t.name}'`);
-      return {
-        name: t.name,
-        datatype: t.datatype,
-        shape: t.shape,
-        data: new Uint8Array(0),
-        sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength },
-      };
-    });
+    return outputsToSharedMemory(request, outputs, (ref, data, what) => this.#sharedMemory.write(ref, data, what));
   }
 
   #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: ReadonlyMap<string, number>): Tensor[] {

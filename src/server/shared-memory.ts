@@ -13,15 +13,19 @@
  * faulted. CUDA regions are copied through host memory (ONNX Runtime here runs on the CPU).
  *
  * A request holds every region it names from the start of InferenceServer.inferAsync
- * until it settles (acquire/release). Unregistering a region in use succeeds at once
- * and closes it when its last user releases it; until then it stays listed and usable,
- * as Triton does since 24.12 (server #7743, "deferred unregistering").
+ * until it settles (acquire/release), and so does a request a frontend worker answers
+ * (direct-shared-memory.ts, which borrows this thread's descriptor: SharedRegionLink).
+ * Unregistering a region in use succeeds at once and closes it when its last user, on
+ * any thread, releases it; until then it stays listed and usable, as Triton does since
+ * 24.12 (server #7743, "deferred unregistering").
  */
 import { SharedMemoryFile } from "../../ffi/libc/shm.ts";
 import { CudaDriver, CudaError, type DeviceBuffer, type PrimaryContext } from "../../ffi/cuda/driver.ts";
 import { ServerError, invalidArg, notFound } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
-import type { Parameters } from "../core/request.ts";
+import { waitAsync } from "../core/threads/wait-async.ts";
+import type { InferenceRequest, InputTensor, OutputTensor, Parameters } from "../core/request.ts";
+import type { Tensor } from "../core/tensor.ts";
 
 const log = getLogger("src/server/shared-memory.ts");
 
@@ -33,14 +37,50 @@ interface Users {
   awaitingUnregister: boolean;
 }
 
-interface Region extends Users {
-  kind: "system";
+/** A system region as the main thread and a frontend worker each hold it: the object through a descriptor of their own. */
+export interface SystemRegion {
   name: string;
   key: string;
   offset: number;
   byteSize: number;
   file: SharedMemoryFile;
 }
+
+interface Region extends Users, SystemRegion {
+  kind: "system";
+  /** Unique for the life of the process: a name registered again is another region. */
+  id: number;
+  /** [WORKER_USERS, STATE] in shared memory: the frontend workers' holds on the descriptor, and whether it may still be lent. */
+  lent: Int32Array;
+  /** #dropWhenReturned waits for the workers' holds to end. */
+  watched?: boolean;
+}
+
+/**
+ * A system region as the frontend workers' table carries it: the main thread's descriptor,
+ * which a worker borrows (direct-shared-memory.ts) under the protocol of `lent`. A worker
+ * first adds itself to WORKER_USERS, then reads STATE: at DROPPING it takes itself off
+ * again and leaves the request to the main thread. The main thread stores DROPPING before
+ * it reads WORKER_USERS, and closes the descriptor only when that read is 0, so no worker
+ * uses the descriptor after it is closed (every access is sequentially consistent).
+ */
+export interface SharedRegionLink {
+  id: number;
+  name: string;
+  key: string;
+  offset: number;
+  byteSize: number;
+  fd: number;
+  lent: SharedArrayBuffer;
+}
+
+/** Indices and states of SharedRegionLink.lent. */
+export const WORKER_USERS = 0;
+export const STATE = 1;
+/** Registered (or awaiting unregister: still usable); the descriptor may be borrowed. */
+export const LENT = 0;
+/** Being dropped, or dropped: a worker that sees it does not use the descriptor. */
+export const DROPPING = 1;
 
 interface CudaRegion extends Users {
   kind: "cuda";
@@ -75,6 +115,8 @@ export class SharedMemoryManager {
   readonly allowed: boolean;
   readonly #regions = new Map<string, Region>();
   readonly #cuda = new Map<string, CudaRegion>();
+  #nextId = 1;
+  readonly #listeners = new Set<() => void>();
 
   constructor(allowed: boolean) {
     this.allowed = allowed;
@@ -87,6 +129,7 @@ export class SharedMemoryManager {
   /** `offset` and `byteSize` may be bigint (a 64-bit value beyond 2^53), which is refused. */
   register(name: string, key: string, offset: number | bigint, byteSize: number | bigint): void {
     this.#gate();
+    this.#sweep();
     if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
     if (name.startsWith("triton_python_backend_shm_region_")) throw invalidArg(`shared memory region name '${name}' is reserved`);
     if (
@@ -101,11 +144,41 @@ export class SharedMemoryManager {
     }
     // A SharedMemoryError keeps Triton's code: INTERNAL when the object cannot be opened, INVALID_ARG when it is too small.
     const file = SharedMemoryFile.open(key, offset + byteSize);
-    this.#regions.set(name, { kind: "system", name, key, offset, byteSize, file, users: 0, awaitingUnregister: false });
+    const lent = new Int32Array(new SharedArrayBuffer(8));
+    this.#regions.set(name, { kind: "system", id: this.#nextId++, name, key, offset, byteSize, file, lent, users: 0, awaitingUnregister: false });
+    this.#changed();
+  }
+
+  /**
+   * Calls `listener` synchronously whenever a system region is registered or goes (the
+   * frontend workers' table lists them); returns what stops it.
+   */
+  onSystemChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** The system regions registered now, for the frontend workers (none while client shared memory is off). */
+  systemRegions(): SharedRegionLink[] {
+    if (!this.allowed) return [];
+    return [...this.#regions.values()].map((r) => ({
+      id: r.id,
+      name: r.name,
+      key: r.key,
+      offset: r.offset,
+      byteSize: r.byteSize,
+      fd: r.file.descriptor,
+      lent: r.lent.buffer as SharedArrayBuffer,
+    }));
   }
 
   status(name?: string): RegionStatus[] {
     this.#gate();
+    this.#sweep();
     const regions = name === undefined ? [...this.#regions.values()] : [this.#regions.get(name)];
     if (regions[0] === undefined && name !== undefined) throw notFound(`Unable to find system shared memory region: '${name}'`);
     return regions.map((r) => ({ name: r!.name, key: r!.key, offset: r!.offset, byte_size: r!.byteSize }));
@@ -158,17 +231,66 @@ export class SharedMemoryManager {
   }
 
   #unregisterOrDefer(r: Region | CudaRegion): void {
-    if (r.users === 0) return this.#drop(r);
+    if (r.users === 0 && this.#dropUnlent(r)) return;
+    if (r.awaitingUnregister) return;
     r.awaitingUnregister = true;
     log.verbose(1, `Shared memory region '${r.name}' will be unregistered after in-flight requests complete.`);
+    if (r.kind === "system") this.#watch(r);
+  }
+
+  /** Drops `r` unless a frontend worker holds its descriptor now (then false: it stays usable). */
+  #dropUnlent(r: Region | CudaRegion): boolean {
+    if (r.kind === "system") {
+      if (this.#regions.get(r.name) !== r) return true;
+      Atomics.store(r.lent, STATE, DROPPING);
+      if (Atomics.load(r.lent, WORKER_USERS) !== 0) {
+        Atomics.store(r.lent, STATE, LENT);
+        return false;
+      }
+    }
+    this.#drop(r);
+    return true;
+  }
+
+  #watch(r: Region): void {
+    this.#dropWhenReturned(r).catch((err: unknown) => log.error(`failed to unregister shared memory region '${r.name}': ${(err as Error).message}`));
+  }
+
+  /**
+   * Drops `r`, awaiting unregister, once no request holds it: the main thread's last hold
+   * ends in #release, a worker's wakes this (it notifies WORKER_USERS when it lets go).
+   */
+  async #dropWhenReturned(r: Region): Promise<void> {
+    if (r.watched) return;
+    r.watched = true;
+    try {
+      while (this.#regions.get(r.name) === r) {
+        const holds = Atomics.load(r.lent, WORKER_USERS);
+        if (holds === 0) {
+          if (r.users > 0 || this.#dropUnlent(r)) return;
+          continue;
+        }
+        const wait = waitAsync(r.lent, WORKER_USERS, holds);
+        if (wait.async) await wait.value;
+      }
+    } finally {
+      r.watched = false;
+    }
+  }
+
+  /** Drops the system regions awaiting unregister that no request holds any more (a worker's last hold may have ended a moment ago). */
+  #sweep(): void {
+    for (const r of [...this.#regions.values()]) if (r.awaitingUnregister && r.users === 0) this.#dropUnlent(r);
   }
 
   /** Forgets region `r` and frees what it holds; each region is dropped once (it leaves its map first). */
   #drop(r: Region | CudaRegion): void {
     if (r.kind === "system") {
       if (this.#regions.get(r.name) !== r) return;
+      Atomics.store(r.lent, STATE, DROPPING);
       this.#regions.delete(r.name);
       r.file.close();
+      this.#changed();
     } else {
       if (this.#cuda.get(r.name) !== r) return;
       this.#cuda.delete(r.name);
@@ -182,7 +304,18 @@ export class SharedMemoryManager {
 
   /** Closes everything, in use or not (shutdown; later reads and writes of those regions fail cleanly); no gate. */
   close(): void {
-    for (const r of [...this.#regions.values(), ...this.#cuda.values()]) this.#drop(r);
+    for (const r of [...this.#regions.values(), ...this.#cuda.values()]) {
+      if (r.kind === "system") {
+        Atomics.store(r.lent, STATE, DROPPING);
+        if (Atomics.load(r.lent, WORKER_USERS) !== 0) {
+          // A frontend worker still reads or writes it (past the exit timeout): its descriptor
+          // stays open for the process's last moments rather than be closed under the worker.
+          this.#regions.delete(r.name);
+          continue;
+        }
+      }
+      this.#drop(r);
+    }
   }
 
   /**
@@ -216,7 +349,7 @@ export class SharedMemoryManager {
       r.users--;
       if (r.users > 0 || !r.awaitingUnregister) continue;
       try {
-        this.#drop(r);
+        if (!this.#dropUnlent(r) && r.kind === "system") this.#watch(r);
       } catch (err) {
         log.error(`failed to unregister shared memory region '${r.name}': ${(err as Error).message}`);
       }
@@ -234,20 +367,7 @@ export class SharedMemoryManager {
       c.buffer.read(out, undefined, ref.offset);
       return out;
     }
-    const r = this.#systemRange(ref, what);
-    const start = r.offset + ref.offset;
-    // Uninitialized memory is fine: the read fills all of it or the request fails.
-    const out = new Uint8Array(Buffer.allocUnsafeSlow(ref.byteSize).buffer, 0, ref.byteSize);
-    let n: number;
-    try {
-      n = r.file.readAt(out, start);
-    } catch (err) {
-      throw new ServerError(ServerError.from(err).code, `cannot read shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    if (n < ref.byteSize) throw truncated(r, what, n > 0 ? start + n : endOf(r.file, start), start, ref.byteSize);
-    return out;
+    return readSystem(this.#systemRegion(ref), ref, what);
   }
 
   /**
@@ -261,18 +381,7 @@ export class SharedMemoryManager {
       c.buffer.write(data, undefined, ref.offset);
       return;
     }
-    const r = this.#systemRange(sized, what);
-    const start = r.offset + ref.offset;
-    try {
-      const end = r.file.size();
-      if (end < start + data.byteLength) throw truncated(r, what, end, start, data.byteLength);
-      r.file.writeAt(data, start);
-    } catch (err) {
-      if (err instanceof ServerError) throw err;
-      throw new ServerError(ServerError.from(err).code, `cannot write shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
+    writeSystem(this.#systemRegion(sized), ref, data, what);
   }
 
   #cudaRange(ref: ShmRef, what: string): CudaRegion | undefined {
@@ -283,13 +392,92 @@ export class SharedMemoryManager {
     return c;
   }
 
-  #systemRange(ref: ShmRef, what: string): Region {
+  #systemRegion(ref: ShmRef): Region {
     this.#gate();
     const r = this.#regions.get(ref.region);
     if (!r) throw invalidArg(`Unable to find shared memory region: '${ref.region}'`);
-    if (ref.offset < 0 || ref.byteSize < 0 || ref.offset + ref.byteSize > r.byteSize) throw outOfRange(ref, what, r.byteSize);
     return r;
   }
+}
+
+/**
+ * An input's bytes, copied out of system region `r` into a buffer the caller owns. A
+ * range outside the region, or an object that now ends before it, is an INVALID_ARG
+ * naming the region.
+ */
+export function readSystem(r: SystemRegion, ref: ShmRef, what: string): Uint8Array {
+  checkRange(r, ref, what);
+  const start = r.offset + ref.offset;
+  // Uninitialized memory is fine: the read fills all of it or the request fails.
+  const out = new Uint8Array(Buffer.allocUnsafeSlow(ref.byteSize).buffer, 0, ref.byteSize);
+  let n: number;
+  try {
+    n = r.file.readAt(out, start);
+  } catch (err) {
+    throw new ServerError(ServerError.from(err).code, `cannot read shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  if (n < ref.byteSize) throw truncated(r, what, n > 0 ? start + n : endOf(r.file, start), start, ref.byteSize);
+  return out;
+}
+
+/**
+ * Writes an output's bytes at the range of system region `r`. The object's current size
+ * is checked first, so that a shrunk object is refused rather than grown back.
+ */
+export function writeSystem(r: SystemRegion, ref: ShmRef, data: Uint8Array, what: string): void {
+  checkRange(r, { ...ref, byteSize: data.byteLength }, what);
+  const start = r.offset + ref.offset;
+  try {
+    const end = r.file.size();
+    if (end < start + data.byteLength) throw truncated(r, what, end, start, data.byteLength);
+    r.file.writeAt(data, start);
+  } catch (err) {
+    if (err instanceof ServerError) throw err;
+    throw new ServerError(ServerError.from(err).code, `cannot write shared memory region '${ref.region}' for ${what}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+function checkRange(r: SystemRegion, ref: ShmRef, what: string): void {
+  if (ref.offset < 0 || ref.byteSize < 0 || ref.offset + ref.byteSize > r.byteSize) throw outOfRange(ref, what, r.byteSize);
+}
+
+/** Fills each input that names a region with its bytes from there (`read`), as the core does before it validates the request. */
+export function readInputsFromSharedMemory(inputs: readonly InputTensor[], read: (ref: ShmRef, what: string) => Uint8Array): void {
+  for (const input of inputs) {
+    const ref = shmRef(input.parameters, `input '${input.name}'`);
+    if (ref) input.data = read(ref, `input '${input.name}'`);
+  }
+}
+
+/** `outputs` with those the request asks for in shared memory written there (`write`): they are answered without data. */
+export function outputsToSharedMemory(
+  request: InferenceRequest,
+  outputs: Tensor[],
+  write: (ref: ShmRef, data: Uint8Array, what: string) => void,
+): OutputTensor[] {
+  if (!request.outputs?.some((o) => o.parameters?.shared_memory_region !== undefined)) return outputs;
+  const params = new Map(request.outputs.map((o) => [o.name, o.parameters]));
+  return outputs.map((t) => {
+    const ref = shmRef(params.get(t.name), `output '${t.name}'`);
+    if (!ref) return t;
+    if (ref.byteSize < t.data.byteLength) {
+      throw invalidArg(
+        `shared memory size specified with the request for output '${t.name}' (${ref.byteSize} bytes) should be at least ${t.data.byteLength} bytes to hold the results`,
+      );
+    }
+    write(ref, t.data, `output '${t.name}'`);
+    return {
+      name: t.name,
+      datatype: t.datatype,
+      shape: t.shape,
+      data: new Uint8Array(0),
+      sharedMemory: { region: ref.region, offset: ref.offset, byteSize: t.data.byteLength },
+    };
+  });
 }
 
 function outOfRange(ref: ShmRef, what: string, regionSize: number): ServerError {
@@ -308,7 +496,7 @@ function endOf(file: SharedMemoryFile, fallback: number): number {
 }
 
 /** The object behind region `r` now ends at byte `end`, before the tensor's bytes [start, start + size). */
-function truncated(r: Region, what: string, end: number, start: number, size: number): ServerError {
+function truncated(r: SystemRegion, what: string, end: number, start: number, size: number): ServerError {
   return invalidArg(
     `shared memory region '${r.name}' holds fewer bytes than ${what} needs: object '${r.key}' ends at byte ${end}, the tensor spans bytes ${start} to ${start + size} (the object was truncated?)`,
   );

@@ -16,8 +16,11 @@ import { makeRepository } from "../helpers/repo.ts";
 import { inferenceClient } from "../helpers/grpc-client.ts";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 import { frontendSuite } from "../suites/frontend.ts";
+import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../ffi/libc/shm.ts";
 
 const COUNTS = [1, 2, 4] as const;
+/** The shared-memory object the parity sequence's region `parity` names: INPUT0 (A) at 0, OUTPUT0 written at 64. */
+const SHM_KEY = `/nereid-test-${process.pid}-parity`;
 const threadFlags = (n: number) => [`--http-thread-count=${n}`, `--grpc-infer-thread-count=${n}`];
 
 /** The log's lines naming the frontends' worker threads: none for the main thread. */
@@ -126,9 +129,43 @@ async function sequence(server: ServerProcess): Promise<string[]> {
     );
   };
   const { client, call } = inferenceClient(server.grpcTarget!);
+  // System shared memory: INPUT0 from region `parity` (offset 0), OUTPUT0 into it (offset 64).
+  await http("/v2/systemsharedmemory/region/parity/register", JSON.stringify({ key: SHM_KEY, offset: 0, byte_size: 256 }));
+  const shm = (offset: number) => ({ shared_memory_region: "parity", shared_memory_byte_size: 64, ...(offset ? { shared_memory_offset: offset } : {}) });
+  const shmGrpc = (offset: number) => ({
+    shared_memory_region: { string_param: "parity" },
+    shared_memory_byte_size: { int64_param: 64 },
+    ...(offset ? { shared_memory_offset: { int64_param: offset } } : {}),
+  });
   try {
     for (const model of ["simple", "batched", "cached"]) {
       const infer = `/v2/models/${model}/infer`;
+      await http(
+        infer,
+        JSON.stringify({
+          inputs: [
+            { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: shm(0) },
+            { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: B },
+          ],
+          outputs: [{ name: "OUTPUT0", parameters: shm(64) }, { name: "OUTPUT1" }],
+        }),
+      );
+      out.push(
+        await grpcText(
+          call("ModelInfer")({
+            model_name: model,
+            inputs: [
+              { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: shmGrpc(0) },
+              { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+            ],
+            raw_input_contents: [i32(B)],
+            outputs: [{ name: "OUTPUT0", parameters: shmGrpc(64) }, { name: "OUTPUT1" }],
+          }),
+        ),
+      );
+      // A region too small for the output, and one not registered.
+      await http(infer, JSON.stringify(simpleJson({ outputs: [{ name: "OUTPUT0", parameters: { ...shm(0), shared_memory_byte_size: 8 } }] })));
+      await http(infer, JSON.stringify(simpleJson({ outputs: [{ name: "OUTPUT0", parameters: { ...shm(0), shared_memory_region: "nowhere" } }] })));
       await http(infer, JSON.stringify(simpleJson({ id: `json-${model}` })));
       await http(`/v2/models/${model}/versions/1/infer`, JSON.stringify(simpleJson({ outputs: [{ name: "OUTPUT1" }] })));
       const bin = binaryBody(
@@ -189,6 +226,7 @@ async function sequence(server: ServerProcess): Promise<string[]> {
     out.push(...(await streamTexts(server.grpcTarget!, [simpleGrpc("simple", { id: "s1" }), simpleGrpc("nope"), simpleGrpc("batched", { id: "s2" })])));
     await http("/v2/models/simple", undefined);
     await http("/v2/models/batched/config", undefined);
+    await http("/v2/systemsharedmemory/region/parity/unregister", "");
   } finally {
     client.close();
   }
@@ -229,8 +267,12 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
   const servers: ServerProcess[] = [];
   let repo: ReturnType<typeof makeRepository>;
   beforeAll(async () => {
+    createSharedMemory(SHM_KEY, 256);
+    const mapping = SharedMemoryMapping.open(SHM_KEY, 256);
+    mapping.bytes.set(i32(A));
+    mapping.unmap();
     repo = makeRepository(["simple", "simple_identity", "simple_sequence"]);
-    // `batched`: simple with a dynamic batcher, which the workers hand to the main thread.
+    // `batched`: simple with a dynamic batcher, which the workers submit to the scheduling thread.
     cpSync(join(repo.dir, "simple"), join(repo.dir, "batched"), { recursive: true });
     repo.add(
       "batched/config.pbtxt",
@@ -247,6 +289,7 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
       const s = await startServerProcess([
         `--model-repository=${repo.dir}`,
         "--cache-config=local,size=1048576",
+        "--allow-client-shm=true",
         ...(summaries ? ["--metrics-config=summary_latencies=true"] : []),
         "--log-verbose=1",
         ...threadFlags(n),
@@ -261,16 +304,25 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
   afterAll(async () => {
     for (const s of servers) expect(await s.stop()).toBe(0);
     repo?.remove();
+    unlinkSharedMemory(SHM_KEY);
   });
 
   it("answers byte for byte as the main thread does", async () => {
     const answers: string[][] = [];
-    for (const s of servers) answers.push(await sequence(s));
+    for (const s of servers) {
+      answers.push(await sequence(s));
+      // OUTPUT0 written into the region, by each server in turn.
+      const mapping = SharedMemoryMapping.open(SHM_KEY, 256);
+      expect([...new Int32Array(mapping.bytes.slice(64, 128).buffer)]).toEqual(A.map((a, i) => a + B[i]!));
+      mapping.bytes.fill(0, 64, 128);
+      mapping.unmap();
+    }
     for (const a of answers.slice(1)) expect(a).toEqual(answers[0]);
     // The main thread's answers are the right ones.
     const first = answers[0]!;
-    expect(first.length).toBe(59);
-    expect(JSON.parse(first[0]!.slice(first[0]!.indexOf("{")))).toMatchObject({
+    expect(first.length).toBe(73);
+    const json = first.find((a) => a.includes('"id":"json-simple"'))!;
+    expect(JSON.parse(json.slice(json.indexOf("{")))).toMatchObject({
       id: "json-simple",
       outputs: [
         { name: "OUTPUT0", data: A.map((a, i) => a + B[i]!) },
@@ -306,27 +358,30 @@ describe.each([true, false])("the same request sequence on 1, 2 and 4 threads: i
       expect(grpc[i]).toEqual(grpc[0]);
       expect(metrics[i]).toEqual(metrics[0]);
     }
-    // What the main thread counted is the sequence's: for simple and batched each, 9 answered
-    // (8, and one on the stream) and 3 failed in the core (the datatype, the missing input,
-    // the unknown output; the other errors are refused before a model is reached).
+    // What the main thread counted is the sequence's: for simple and batched each, 11 answered
+    // (8, two in shared memory, and one on the stream), 12 executions (the output too large
+    // for its region ran, then failed: BACKEND), and 4 failed in the core before a run (the
+    // datatype, the missing input, the unknown output, the unknown region; the other errors
+    // are refused before a model is reached).
     const stats = (name: string): any => http[0]!.model_stats.find((m) => m.name === name);
     for (const model of ["simple", "batched"]) {
       const s = stats(model);
-      expect([s.inference_count, s.execution_count, s.inference_stats.success.count, s.inference_stats.fail.count]).toEqual([9, 9, 9, 3]);
-      expect(s.batch_stats).toEqual([{ batch_size: 1, compute_input: { count: 9 }, compute_infer: { count: 9 }, compute_output: { count: 9 } }]);
-      expect(metrics[0]).toContain(`nv_inference_request_success{model="${model}",version="1"} 9`);
-      expect(metrics[0]).toContain(`nv_inference_request_failure{model="${model}",version="1",reason="OTHER"} 3`);
-      if (summaries) expect(metrics[0]).toContain(`nv_inference_request_summary_us_count{model="${model}",version="1"} 9`);
+      expect([s.inference_count, s.execution_count, s.inference_stats.success.count, s.inference_stats.fail.count]).toEqual([12, 12, 11, 5]);
+      expect(s.batch_stats).toEqual([{ batch_size: 1, compute_input: { count: 12 }, compute_infer: { count: 12 }, compute_output: { count: 12 } }]);
+      expect(metrics[0]).toContain(`nv_inference_request_success{model="${model}",version="1"} 11`);
+      expect(metrics[0]).toContain(`nv_inference_request_failure{model="${model}",version="1",reason="OTHER"} 4`);
+      expect(metrics[0]).toContain(`nv_inference_request_failure{model="${model}",version="1",reason="BACKEND"} 1`);
+      if (summaries) expect(metrics[0]).toContain(`nv_inference_request_summary_us_count{model="${model}",version="1"} 11`);
     }
     if (!summaries) expect(metrics[0]!.filter((l) => l.includes("summary"))).toEqual([]);
-    // cached: the 8 answered, of which 3 ran (the first of all outputs, of OUTPUT1 alone, of OUTPUT0 with
-    // classification) and 5 were the cache's, whichever thread looked it up.
+    // cached: 10 answered, 3 misses that ran (the first of all outputs, of OUTPUT1 alone, of
+    // OUTPUT0 with classification) and 8 hits, whichever thread looked the cache up.
     const cached = stats("cached");
-    expect([cached.inference_count, cached.execution_count, cached.inference_stats.success.count, cached.inference_stats.fail.count]).toEqual([3, 3, 8, 3]);
-    expect([cached.inference_stats.cache_hit.count, cached.inference_stats.cache_miss.count]).toEqual([5, 3]);
-    expect(metrics[0]).toContain('nv_cache_num_hits_per_model{model="cached",version="1"} 5');
+    expect([cached.inference_count, cached.execution_count, cached.inference_stats.success.count, cached.inference_stats.fail.count]).toEqual([3, 3, 10, 5]);
+    expect([cached.inference_stats.cache_hit.count, cached.inference_stats.cache_miss.count]).toEqual([8, 3]);
+    expect(metrics[0]).toContain('nv_cache_num_hits_per_model{model="cached",version="1"} 8');
     expect(metrics[0]).toContain('nv_cache_num_misses_per_model{model="cached",version="1"} 3');
-    if (summaries) expect(metrics[0]).toContain('nv_cache_hit_summary_per_model_count{model="cached",version="1"} 5');
+    if (summaries) expect(metrics[0]).toContain('nv_cache_hit_summary_per_model_count{model="cached",version="1"} 8');
     expect(stats("simple_sequence").inference_stats.success.count).toBe(3);
     expect(stats("simple_identity").inference_stats.success.count).toBe(2);
   });

@@ -43,6 +43,8 @@ function fakeServer(mv: ModelVersion, observing = false) {
     resolve: () => ({ version: mv }),
     cacheEnabled: () => false,
     queued: { share: () => undefined },
+    sharedMemoryRegions: () => [],
+    onSharedMemoryChange: () => () => {},
   };
   return { server: server as unknown as InferenceServer, publish: () => controlled(), sources };
 }

@@ -4,7 +4,8 @@
  * worker (its answers are the main thread's: frontend-direct.test and
  * frontend-batch-thread.test compare them through the binary); sequence parameters for a
  * version without a sequence batcher, control fields that do not parse and shared-memory
- * tensors go to the main thread (run() returns undefined).
+ * tensors in regions the table does not list go to the main thread (run() returns
+ * undefined; direct-shared-memory.test has the listed ones).
  */
 import { describe, expect, it } from "vitest";
 import { DirectRunner } from "../../../src/server/direct-runner.ts";
@@ -64,7 +65,7 @@ describe("the requests a frontend worker answers itself", () => {
     expect(texts).toEqual(["7:1:second", "3:0:first"]);
   });
 
-  it("leaves to the main thread sequence parameters without a sequence batcher here, control fields that do not parse, and shared memory", () => {
+  it("leaves to the main thread sequence parameters without a sequence batcher here, control fields that do not parse, and regions it does not list", () => {
     const r = runner();
     expect(r.run("e", undefined, request({ parameters: { sequence_id: 5, sequence_start: true } }))).toBeUndefined();
     expect(r.run("e", undefined, request({ parameters: { priority: -1 } }))).toBeUndefined();
