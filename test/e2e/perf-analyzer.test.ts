@@ -47,6 +47,7 @@ beforeAll(async () => {
       `--model-repository=${join(ROOT, "model_repository")}`,
       "--model-control-mode=explicit",
       ...["simple", "simple_sequence", "ocr"].map((m) => `--load-model=${m}`),
+      "--allow-client-shm=true",
     ],
     { timeoutMs: 120_000 },
   );
@@ -156,6 +157,34 @@ describe("perf_analyzer against the binary", () => {
       expectSimpleAnswers(r.experiments[0]!.requests);
       expect(r.csv[0]).toEqual(CSV_HEADER);
       expect(r.csv.slice(1).map((row) => row[0])).toEqual(["2"]);
+    });
+  }
+
+  for (const protocol of ["http", "grpc"] as const) {
+    it(`simple over ${protocol} with --shared-memory system: inputs and outputs in its regions, exact counts, no failures, the regions unregistered at the end`, async () => {
+      const url = protocol === "http" ? server.url.replace("http://", "") : server.grpcTarget!;
+      const before = await counts("simple");
+      const r = await run(`simple-shm-${protocol}`, [
+        "-m",
+        "simple",
+        "-i",
+        protocol,
+        "-u",
+        url,
+        "--shared-memory",
+        "system",
+        "--output-shared-memory-size",
+        "64",
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "100",
+      ]);
+      // tritonclient's C++ HTTP client refuses an output in shared memory that comes back with parameters.
+      expect(r.stdout).not.toMatch(/had error/);
+      expect(rise(await counts("simple"), before)).toEqual({ success: 100, fail: 0, execution: 100 });
+      expectCounted(r.stdout, 100);
+      expect(await (await fetch(`${server.url}/v2/systemsharedmemory/status`)).json()).toEqual([]);
     });
   }
 

@@ -320,7 +320,8 @@ export function frontendSuite(label: string, target: () => FrontendTarget): void
             model_name: "simple",
             model_version: "1",
             outputs: [
-              { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: "suite_out", shared_memory_byte_size: 64 } },
+              // No data and no parameters, as Triton's HTTP frontend writes an output in shared memory.
+              { name: "OUTPUT0", datatype: "INT32", shape: [1, 16] },
               { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: DIFF },
             ],
           },

@@ -170,8 +170,9 @@ export function encodeInferResponse(
     const t = response.outputs[i]!;
     json += `${i > 0 ? "," : ""}{"name":${quoted(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(",")}]`;
     if (t.sharedMemory) {
-      const m = t.sharedMemory;
-      json += `,"parameters":{"shared_memory_region":${JSON.stringify(m.region)},"shared_memory_byte_size":${m.byteSize}${m.offset ? `,"shared_memory_offset":${m.offset}` : ""}}}`;
+      // Name, datatype and shape alone, as Triton's HTTP frontend writes an output it put in
+      // shared memory (tritonclient's C++ HTTP client refuses one with other parameters).
+      json += "}";
     } else if (isBinary(t.name)) {
       json += `,"parameters":{"binary_data_size":${t.data.byteLength}}}`;
       if (t.data.byteLength > 0) blobs.push(t.data);
