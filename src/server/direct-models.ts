@@ -10,7 +10,8 @@
  * on the scheduling thread (whose requests, sequence parameters included, the workers
  * submit there); or an ensemble whose every step's model qualifies (stepsServedByWorkers).
  * The table of them is published to every subscriber (each frontend worker) after any
- * version changes state or the trace settings change; a worker answers a request for a
+ * version changes state, the trace settings change, a repository control ends or a system
+ * shared-memory region is registered or dropped; a worker answers a request for a
  * version in its table without a message to the main thread, and counts its requests in
  * the version's shared counters, a slot per worker (core/shared-stats.ts), which settle()
  * folds into the version's statistics when they are read. Where the server observes each

@@ -6,7 +6,8 @@
  * this thread, or a TypeScript instance's worker reached over a port: runPrepared, whose
  * execution is recorded apart from its outcome; for a dynamically batched version: submit
  * it to the scheduling thread, batch-client.ts), put the outputs in the order and shapes
- * asked for (a version with the response cache: looked up first, and a miss's answer
+ * asked for, classified where asked and written into the system shared-memory regions
+ * named (a version with the response cache: looked up first, and a miss's answer
  * stored, in the one cache every thread shares, cache/shared-cache.ts, or in Redis over
  * this worker's own connection, cache/redis-cache.ts), and count the statistics: in the
  * version's shared counters, this worker's slot (core/shared-stats.ts), or where the table

@@ -61,7 +61,7 @@ export interface DirectTable {
   cache?: SharedArrayBuffer;
   /** Or the link to the server's Redis cache (`--cache-config redis,...`), to which each worker then connects itself. */
   redis?: RemoteCacheLink;
-  /** The system shared-memory regions registered (with --allow-client-shm), which each worker opens itself (direct-shared-memory.ts). */
+  /** The system shared-memory regions registered (with --allow-client-shm), whose descriptors each worker borrows (direct-shared-memory.ts). */
   regions?: SharedRegionLink[];
 }
 

@@ -37,7 +37,7 @@ interface Users {
   awaitingUnregister: boolean;
 }
 
-/** A system region as the main thread and a frontend worker each hold it: the object through a descriptor of their own. */
+/** A system region as the main thread holds it, and a frontend worker while it borrows the main thread's descriptor. */
 export interface SystemRegion {
   name: string;
   key: string;
@@ -198,6 +198,7 @@ export class SharedMemoryManager {
   /** Opens another process's GPU allocation from its 64-byte CUDA IPC handle. */
   registerCuda(name: string, rawHandle: Uint8Array, deviceId: number, byteSize: number | bigint): void {
     this.#gate();
+    this.#sweep();
     if (this.#regions.has(name) || this.#cuda.has(name)) throw new ServerError("ALREADY_EXISTS", `shared memory region '${name}' already in manager`);
     if (typeof byteSize !== "number" || !Number.isSafeInteger(byteSize) || byteSize <= 0)
       throw invalidArg(`invalid byte_size ${byteSize} for CUDA shared memory region '${name}'`);
@@ -309,7 +310,7 @@ export class SharedMemoryManager {
         Atomics.store(r.lent, STATE, DROPPING);
         if (Atomics.load(r.lent, WORKER_USERS) !== 0) {
           // A frontend worker still reads or writes it (past the exit timeout): its descriptor
-          // stays open for the process's last moments rather than be closed under the worker.
+          // is left open (not freed: the process is ending) rather than closed under the worker.
           this.#regions.delete(r.name);
           continue;
         }

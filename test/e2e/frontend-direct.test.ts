@@ -15,6 +15,8 @@ import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { inferenceClient, SIMPLE_REQUEST, simpleOutput } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
+import { addHoldModel, whileMainHeld } from "../helpers/hold-model.ts";
+import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../ffi/libc/shm.ts";
 
 const A = Array.from({ length: 16 }, (_, i) => i * 5 - 7);
 const B = Array.from({ length: 16 }, (_, i) => 3 - i);
@@ -221,6 +223,67 @@ describe("stateless models in the frontend workers: the same answers and statist
       expect(cb, model).toEqual(ca);
     }
     expect(await counts(one.server, "labelled")).toMatchObject({ success: 4, fail: 0 });
+  });
+});
+
+describe("the routes the workers take themselves, shown with the main thread's event loop held", () => {
+  const KEY = `/nereid-test-${process.pid}-direct`;
+  let s: Awaited<ReturnType<typeof start>>;
+  let held: { held: string; release: string };
+  beforeAll(async () => {
+    createSharedMemory(KEY, 128);
+    const mapping = SharedMemoryMapping.open(KEY, 128);
+    mapping.bytes.set(new Uint8Array(Int32Array.from(A).buffer));
+    mapping.unmap();
+    s = await start(2, ["--allow-client-shm=true"], (repo) => {
+      held = addHoldModel(repo);
+    });
+  });
+  afterAll(async () => {
+    if (s) expect(await s.server.stop()).toBe(0);
+    s?.repo.remove();
+    unlinkSharedMemory(KEY);
+  });
+
+  it("answers priority and timeout parameters, a classification and shared-memory tensors while the main thread cannot", async () => {
+    const url = `${s.server.url}/v2/models/simple/infer`;
+    const body = JSON.parse(jsonBody());
+    const register = await fetch(`${s.server.url}/v2/systemsharedmemory/region/direct/register`, {
+      method: "POST",
+      body: JSON.stringify({ key: KEY, offset: 0, byte_size: 128 }),
+    });
+    expect(register.status).toBe(200);
+    const answers: unknown[] = [];
+    await whileMainHeld(s.server.url, held, async () => {
+      // The main thread stays held for 20 s: an answer that needed it would not come within 5.
+      const post = async (request: object) => (await fetch(url, { method: "POST", body: JSON.stringify(request), signal: AbortSignal.timeout(5000) })).json();
+      answers.push(await post({ ...body, parameters: { priority: 1, timeout: 5000000 } }));
+      answers.push(await post({ ...body, outputs: [{ name: "OUTPUT1", parameters: { classification: 1 } }] }));
+      answers.push(
+        await post({
+          inputs: [
+            { name: "INPUT0", datatype: "INT32", shape: [1, 16], parameters: { shared_memory_region: "direct", shared_memory_byte_size: 64 } },
+            { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: B },
+          ],
+          outputs: [{ name: "OUTPUT0", parameters: { shared_memory_region: "direct", shared_memory_byte_size: 64, shared_memory_offset: 64 } }],
+        }),
+      );
+    });
+    expect(answers).toEqual([
+      {
+        model_name: "simple",
+        model_version: "1",
+        outputs: [
+          { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: SUM },
+          { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: DIFF },
+        ],
+      },
+      { model_name: "simple", model_version: "1", outputs: [{ name: "OUTPUT1", datatype: "BYTES", shape: [1, 1], data: [`${DIFF[15]}:15`] }] },
+      { model_name: "simple", model_version: "1", outputs: [{ name: "OUTPUT0", datatype: "INT32", shape: [1, 16] }] },
+    ]);
+    const mapping = SharedMemoryMapping.open(KEY, 128);
+    expect([...new Int32Array(mapping.bytes.slice(64, 128).buffer)]).toEqual(SUM);
+    mapping.unmap();
   });
 });
 

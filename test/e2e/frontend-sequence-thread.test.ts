@@ -137,9 +137,8 @@ async function httpStep(
   start: boolean,
   end: boolean,
   signal?: AbortSignal,
-  extra: Record<string, unknown> = {},
 ): Promise<string> {
-  const parameters: Record<string, unknown> = { sequence_start: start, sequence_end: end, ...extra };
+  const parameters: Record<string, unknown> = { sequence_start: start, sequence_end: end };
   if (id !== undefined) parameters.sequence_id = id;
   const body = JSON.stringify({ parameters, inputs: [{ name: "INPUT", shape: [1, 1], datatype: "INT32", data: [value] }] }, (_, v) =>
     typeof v === "bigint" ? `@${v}@` : v,

@@ -4,7 +4,7 @@
  * shared frontend suite (test/suites/frontend.ts) passes on each, and the same request
  * sequence, sent to a server on each count, gets the same answers, byte for byte, and
  * leaves the same statistics (the statistics extension's JSON over HTTP and gRPC with
- * the durations set aside, and every count in the Prometheus metrics). 4 threads on this
+ * the durations set aside, and every count in the Prometheus metrics). 4 threads on a
  * 2-core machine: an explicit count is taken as given.
  */
 import { describe, expect, it, beforeAll, afterAll } from "vitest";

@@ -24,16 +24,13 @@ const ENSEMBLE = {
   ensemble_scheduling: { step: [{ model_name: "m", model_version: -1, input_map: { X: "IN" }, output_map: { Y: "OUT" } }] },
 } as unknown as ModelConfig;
 
-/** m echoes X as Y (the main thread's answer to the relayed step). */
-const echo = echoStep;
-
 function runner(): DirectRunner {
   const entry: DirectEntry = { id: 1, name: "e", version: "1", config: ENSEMBLE, instances: [], labels: sharedLabels(new Map([["OUT", ["first", "second"]]])) };
   const r = new DirectRunner(
     () => {},
     () => {},
     () => {},
-    echo,
+    echoStep,
   );
   r.update({ entries: [entry], routes: [[routeKey("e", undefined), 1]] }, undefined);
   return r;

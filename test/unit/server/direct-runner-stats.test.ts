@@ -26,9 +26,6 @@ const ENSEMBLE = {
   ensemble_scheduling: { step: [{ model_name: "m", model_version: -1, input_map: { X: "IN" }, output_map: { Y: "OUT" } }] },
 } as unknown as ModelConfig;
 
-/** m echoes X as Y (the main thread's answer to the relayed step). */
-const echo = echoStep;
-
 const request = (batch: number): InferenceRequest => ({
   modelName: "e",
   parameters: {},
@@ -43,7 +40,7 @@ function setup(table: Partial<DirectTable>, slot: number | undefined, cached = f
     () => flushes++,
     () => {},
     () => {},
-    echo,
+    echoStep,
   );
   r.update({ entries: [entry], routes: [[routeKey("e", undefined), 1]], ...table }, slot);
   const folded = () => {
