@@ -465,8 +465,10 @@ export function outputsToSharedMemory(
   return outputs.map((t) => {
     const ref = shmRef(params.get(t.name), `output '${t.name}'`);
     if (!ref) return t;
+    // INTERNAL, as Triton's output allocator refuses it (http_server.cc, infer_handler.cc).
     if (ref.byteSize < t.data.byteLength) {
-      throw invalidArg(
+      throw new ServerError(
+        "INTERNAL",
         `shared memory size specified with the request for output '${t.name}' (${ref.byteSize} bytes) should be at least ${t.data.byteLength} bytes to hold the results`,
       );
     }
