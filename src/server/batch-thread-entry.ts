@@ -12,9 +12,9 @@
  * submits requests (each frontend worker, and the main thread for those that reach it)
  * has a channel of slots (batch-slots.ts): this thread sleeps on each channel's
  * submission ring with Atomics.waitAsync, takes the requests in place, and writes each
- * result back into its slot. Executions are counted here, in each version's shared counters (and those they
- * have no row for posted to the main thread in batches); the requests are counted where
- * they came from, so the statistics equal one thread's.
+ * result back into its slot. Executions are counted here, in each version's shared
+ * counters (and those they have no row for posted to the main thread in batches); the
+ * requests are counted where they came from, so the statistics equal one thread's.
  */
 import { serveThread } from "../core/threads/serve.ts";
 import { DefaultScheduler } from "../scheduler/default-scheduler.ts";

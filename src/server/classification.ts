@@ -38,3 +38,22 @@ export function classify(tensor: Tensor, k: number, batched: boolean, labels: re
   }
   return { name: tensor.name, datatype: "BYTES", shape: batched ? [batch, take] : [take], data: joinBytes(elements) };
 }
+
+/**
+ * `outputs` (in the order asked for) with those named in `classification` replaced by their
+ * top k classes: what the main thread's core and a frontend worker both answer.
+ * @param batched true when the model batches (the first dim is the batch dimension).
+ * @param labels  each output's label_filename lines, by output name.
+ */
+export function classifyOutputs(
+  outputs: Tensor[],
+  classification: ReadonlyMap<string, number>,
+  batched: boolean,
+  labels: ReadonlyMap<string, readonly string[]> | undefined,
+): Tensor[] {
+  if (classification.size === 0) return outputs;
+  return outputs.map((t) => {
+    const k = classification.get(t.name);
+    return k === undefined ? t : classify(t, k, batched, labels?.get(t.name));
+  });
+}

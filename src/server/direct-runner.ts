@@ -26,7 +26,7 @@ import { ServerError, cancelled } from "../core/errors.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { signatureOf, type ModelSignature } from "../core/signature.ts";
 import { orderedOutputs } from "../core/outputs.ts";
-import { classify } from "./classification.ts";
+import { classifyOutputs } from "./classification.ts";
 import { DirectSharedMemory, type RegionHolds } from "./direct-shared-memory.ts";
 import { outputsToSharedMemory, readInputsFromSharedMemory, regionsNamed } from "./shared-memory.ts";
 import { FAILURE_REASONS, type FailureReason } from "../core/stats.ts";
@@ -540,14 +540,9 @@ function plain(request: InferenceRequest, s: Served): boolean {
   return true;
 }
 
-/** `outputs` (in the order asked for) with those in `classification` replaced by their top classes, as the main thread's core gives them. */
+/** `outputs` (in the order asked for) classified where `classification` asks, as the main thread's core gives them. */
 function classified(s: Served, outputs: Tensor[], classification: ReadonlyMap<string, number>): Tensor[] {
-  if (classification.size === 0) return outputs;
-  const batched = s.signature.maxBatchSize > 0;
-  return outputs.map((t) => {
-    const k = classification.get(t.name);
-    return k === undefined ? t : classify(t, k, batched, s.labels?.get(t.name));
-  });
+  return classifyOutputs(outputs, classification, s.signature.maxBatchSize > 0, s.labels);
 }
 
 /** A sequence-batched version whose sequence batcher runs on the scheduling thread: its requests' sequence parameters go there with them. */

@@ -9,7 +9,7 @@ import { whenCancelled } from "../core/cancel.ts";
 import { QueuedBytes } from "../core/queued-bytes.ts";
 import { prepareForInference } from "../core/request-validate.ts";
 import { metadataShape } from "../core/signature.ts";
-import { classify } from "./classification.ts";
+import { classifyOutputs } from "./classification.ts";
 import { orderedOutputs } from "../core/outputs.ts";
 import { configToJson, configFromJson } from "../model-config/json.ts";
 import { cacheKey, cacheModelName } from "../cache/cache-key.ts";
@@ -732,13 +732,7 @@ export class InferenceServer implements ModelRunner {
   }
 
   #postprocess(mv: ModelVersion, raw: Tensor[], names: string[], classification: ReadonlyMap<string, number>): Tensor[] {
-    const shaped = orderedOutputs(mv.signature, raw, names);
-    if (classification.size === 0) return shaped;
-    const batched = mv.signature.maxBatchSize > 0;
-    return shaped.map((t) => {
-      const k = classification.get(t.name);
-      return k === undefined ? t : classify(t, k, batched, mv.labels.get(t.name));
-    });
+    return classifyOutputs(orderedOutputs(mv.signature, raw, names), classification, mv.signature.maxBatchSize > 0, mv.labels);
   }
 }
 
