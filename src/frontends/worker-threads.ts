@@ -11,7 +11,7 @@ import { addStepTimes, type ComputeTimes, type InferenceRequest, type InferenceR
 import type { InferenceServer } from "../server/server.ts";
 import { forwardLog, logEntry, logFailure, sharedLogLevel, type LogEntry, type Logger } from "../core/logger.ts";
 import { DirectRunner } from "../server/direct-runner.ts";
-import type { DirectModels } from "../server/direct-models.ts";
+import type { DirectModels, Subscriber } from "../server/direct-models.ts";
 import type { DirectTable } from "../server/direct-table.ts";
 import type { Transfer } from "../core/threads/batcher.ts";
 import { connectShared, onSharedEnded } from "../backends/connect.ts";
@@ -138,6 +138,7 @@ export class DirectLink {
   readonly #pending = new Int32Array(new SharedArrayBuffer(4));
   /** Relayed ensemble steps running here, by the worker's id: aborted when the worker cancels them. */
   readonly #steps = new Map<number, AbortController>();
+  #subscriber: Subscriber | undefined;
   #unsubscribe: (() => void) | undefined;
   #unsubscribeEnded: (() => void) | undefined;
 
@@ -155,7 +156,7 @@ export class DirectLink {
     if (b) this.#send({ t: "batch", buffer: b.buffer, port: b.port }, [b.port as unknown as MessagePort]);
     // Sent in order with the ports (`port`): a worker hears of an end after the port it concerns.
     if (this.#direct) this.#unsubscribeEnded = onSharedEnded((key, error) => this.#send(error ? { t: "ended", key, error } : { t: "ended", key }));
-    this.#unsubscribe = this.#direct?.subscribe({
+    this.#subscriber = {
       publish: (table, slot) => this.#send(slot === undefined ? { t: "models", table } : { t: "models", table, slot }),
       flush: () =>
         Atomics.load(this.#pending, 0) === 0
@@ -165,7 +166,8 @@ export class DirectLink {
               this.#flushes.set(id, resolve);
               this.#send({ t: "flush", id });
             }),
-    });
+    };
+    this.#unsubscribe = this.#direct?.subscribe(this.#subscriber);
   }
 
   stop(): void {
@@ -175,6 +177,12 @@ export class DirectLink {
     for (const resolve of this.#flushes.values()) resolve();
     this.#flushes.clear();
     for (const step of this.#steps.values()) step.abort();
+  }
+
+  /** The worker's thread ended (stopped, or failed): nothing waits on it any more, and what it held in shared memory goes back. */
+  ended(): void {
+    this.stop();
+    if (this.#subscriber) this.#direct?.ended(this.#subscriber);
   }
 
   /** Runs a worker's relayed ensemble step (DirectModels.step) and sends its answer back. */

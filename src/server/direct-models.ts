@@ -90,6 +90,8 @@ export class DirectModels {
   readonly #subscribers = new Map<Subscriber, number | undefined>();
   /** Slots in each version's shared counters: one per worker the listeners start. */
   readonly #slots: number;
+  /** Each worker's slot, kept after it unsubscribes (until it has ended, it may still hold what its slot counts). */
+  readonly #slotOf = new WeakMap<Subscriber, number>();
   /** The next slot to give: a slot is never given twice (a stopped worker may still write its own for a while). */
   #nextSlot = 0;
   /** Versions by entry id, while a worker may still post records for them. */
@@ -126,10 +128,18 @@ export class DirectModels {
   subscribe(s: Subscriber): () => void {
     const slot = this.#nextSlot < this.#slots ? this.#nextSlot++ : undefined;
     this.#subscribers.set(s, slot);
+    if (slot !== undefined) this.#slotOf.set(s, slot);
     const table = this.#stopped ? this.#empty() : this.#stamped(this.#table(), Atomics.load(this.#published, 0));
     this.#describe(table);
     s.publish(table, slot);
     return () => this.#subscribers.delete(s);
+  }
+
+  /** Worker `s` ended (its thread runs no more code, stopped or not): what it held in shared memory goes back. */
+  ended(s: Subscriber): void {
+    this.#subscribers.delete(s);
+    const slot = this.#slotOf.get(s);
+    if (slot !== undefined) this.#server.frontendWorkerEnded(slot);
   }
 
   /** A channel from a worker to the scheduling thread, when batched versions run there (batch-thread.ts). */

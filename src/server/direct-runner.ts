@@ -155,7 +155,7 @@ export class DirectRunner {
   update(table: DirectTable, slot?: number): void {
     this.#slot = table.records ? undefined : slot;
     if (table.queued) this.#queued ??= QueuedBytes.of(table.queued);
-    this.#shm.update(table.regions);
+    this.#shm.update(table.regions, slot);
     if (table.cache) this.#cache ??= new SharedResponseCache(table.cache);
     else if (table.redis && !this.#cache && !this.#connecting) {
       // Loaded only where a Redis cache is in use; until this worker's client is connected, cached versions go to the main thread.

@@ -8,13 +8,26 @@
  * the region's state, and leaves a region being dropped to the main thread (which then
  * answers the request as the region is there: still usable, or gone). Its last hold's end
  * wakes the main thread, which drops a region awaiting unregister when no request holds
- * it, as on one thread. Names the table does not list (CUDA regions among them) go to the
+ * it, as on one thread. Its holds are also counted under its slot, so that those of a
+ * worker that ends while it holds a region go back (SharedMemoryManager.workerEnded);
+ * a worker without a slot borrows nothing. Names the table does not list (CUDA regions among them) go to the
  * main thread too. Reads and writes are the main thread's own (readSystem, writeSystem),
  * so are their errors.
  */
 import { SharedMemoryFile } from "../../ffi/libc/shm.ts";
 import { ServerError } from "../core/errors.ts";
-import { DROPPING, readSystem, STATE, WORKER_USERS, writeSystem, type SharedRegionLink, type ShmRef, type SystemRegion } from "./shared-memory.ts";
+import {
+  DROPPING,
+  readSystem,
+  slotHolds,
+  STATE,
+  WORKER_SLOTS,
+  WORKER_USERS,
+  writeSystem,
+  type SharedRegionLink,
+  type ShmRef,
+  type SystemRegion,
+} from "./shared-memory.ts";
 
 interface Lent {
   /** The registration (SharedRegionLink.id): a name registered again is another region. */
@@ -36,9 +49,15 @@ export interface RegionHolds {
 export class DirectSharedMemory {
   /** By name: the regions of the newest table. */
   #regions = new Map<string, Lent>();
+  /** This worker's index in the regions' holds (slotHolds); none: it borrows nothing. */
+  #slot: number | undefined;
 
-  /** The regions of a new table (a region keeps its entry while its registration, `id`, is the same). */
-  update(links: readonly SharedRegionLink[] | undefined): void {
+  /**
+   * The regions of a new table (a region keeps its entry while its registration, `id`, is
+   * the same), and this worker's slot (DirectModels gives it once; the first one stays).
+   */
+  update(links: readonly SharedRegionLink[] | undefined, slot: number | undefined): void {
+    if (this.#slot === undefined && slot !== undefined && slot >= 0 && slot < WORKER_SLOTS) this.#slot = slotHolds(slot);
     const next = new Map<string, Lent>();
     for (const link of links ?? []) {
       const known = this.#regions.get(link.name);
@@ -57,12 +76,14 @@ export class DirectSharedMemory {
    * answers the request then).
    */
   acquire(names: readonly string[]): RegionHolds | undefined {
+    const mine = this.#slot;
+    if (mine === undefined) return undefined;
     const held = new Map<string, Lent>();
     const taken: Lent[] = [];
     for (const name of names) {
       const l = this.#regions.get(name);
-      if (!l || !hold(l)) {
-        for (const t of taken) letGo(t.lent);
+      if (!l || !hold(l, mine)) {
+        for (const t of taken) letGo(t.lent, mine);
         return undefined;
       }
       taken.push(l);
@@ -80,23 +101,28 @@ export class DirectSharedMemory {
       release: () => {
         if (released) return;
         released = true;
-        for (const t of taken) letGo(t.lent);
+        for (const t of taken) letGo(t.lent, mine);
       },
     };
   }
 }
 
-/** Takes a hold on `l`'s descriptor: added first, then the state read (SharedRegionLink); false when it is being dropped. */
-function hold(l: Lent): boolean {
+/**
+ * Takes a hold on `l`'s descriptor for the worker whose count is at `mine`: added first,
+ * then the state read (SharedRegionLink); false when it is being dropped.
+ */
+function hold(l: Lent, mine: number): boolean {
+  Atomics.add(l.lent, mine, 1);
   Atomics.add(l.lent, WORKER_USERS, 1);
   if (Atomics.load(l.lent, STATE) === DROPPING) {
-    letGo(l.lent);
+    letGo(l.lent, mine);
     return false;
   }
   return true;
 }
 
 /** Ends one hold; the last wakes the main thread, which may be waiting to drop the region. */
-function letGo(lent: Int32Array): void {
+function letGo(lent: Int32Array, mine: number): void {
+  Atomics.sub(lent, mine, 1);
   if (Atomics.sub(lent, WORKER_USERS, 1) === 1) Atomics.notify(lent, WORKER_USERS);
 }

@@ -391,6 +391,11 @@ export class InferenceServer implements ModelRunner {
     return this.#sharedMemory.systemRegions();
   }
 
+  /** The frontend worker of `slot` (DirectModels) ended: its holds on shared-memory regions go back. */
+  frontendWorkerEnded(slot: number): void {
+    this.#sharedMemory.workerEnded(slot);
+  }
+
   /** Calls `listener` synchronously when a system shared-memory region is registered or goes; returns what stops it. */
   onSharedMemoryChange(listener: () => void): () => void {
     return this.#sharedMemory.onSystemChange(listener);

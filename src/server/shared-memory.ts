@@ -50,7 +50,7 @@ interface Region extends Users, SystemRegion {
   kind: "system";
   /** Unique for the life of the process: a name registered again is another region. */
   id: number;
-  /** [WORKER_USERS, STATE] in shared memory: the frontend workers' holds on the descriptor, and whether it may still be lent. */
+  /** [WORKER_USERS, STATE, a slot's holds per worker] in shared memory: the frontend workers' holds on the descriptor, and whether it may still be lent. */
   lent: Int32Array;
   /** #dropWhenReturned waits for the workers' holds to end. */
   watched?: boolean;
@@ -59,8 +59,8 @@ interface Region extends Users, SystemRegion {
 /**
  * A system region as the frontend workers' table carries it: the main thread's descriptor,
  * which a worker borrows (direct-shared-memory.ts) under the protocol of `lent`. A worker
- * first adds itself to WORKER_USERS, then reads STATE: at DROPPING it takes itself off
- * again and leaves the request to the main thread. The main thread stores DROPPING before
+ * first adds itself to WORKER_USERS (and to its slot's count), then reads STATE: at DROPPING
+ * it takes itself off again and leaves the request to the main thread. The main thread stores DROPPING before
  * it reads WORKER_USERS, and closes the descriptor only when that read is 0, so no worker
  * uses the descriptor after it is closed (every access is sequentially consistent).
  */
@@ -77,6 +77,13 @@ export interface SharedRegionLink {
 /** Indices and states of SharedRegionLink.lent. */
 export const WORKER_USERS = 0;
 export const STATE = 1;
+/**
+ * After WORKER_USERS and STATE, each frontend worker's own holds, by its slot (the slot
+ * DirectModels gives it): the holds of a worker that ended go back (workerEnded). A worker
+ * with no slot below WORKER_SLOTS borrows no region; its requests go to the main thread.
+ */
+export const WORKER_SLOTS = 256;
+export const slotHolds = (slot: number): number => 2 + slot;
 /** Registered (or awaiting unregister: still usable); the descriptor may be borrowed. */
 export const LENT = 0;
 /** Being dropped, or dropped: a worker that sees it does not use the descriptor. */
@@ -144,7 +151,7 @@ export class SharedMemoryManager {
     }
     // A SharedMemoryError keeps Triton's code: INTERNAL when the object cannot be opened, INVALID_ARG when it is too small.
     const file = SharedMemoryFile.open(key, offset + byteSize);
-    const lent = new Int32Array(new SharedArrayBuffer(8));
+    const lent = new Int32Array(new SharedArrayBuffer(4 * slotHolds(WORKER_SLOTS)));
     this.#regions.set(name, { kind: "system", id: this.#nextId++, name, key, offset, byteSize, file, lent, users: 0, awaitingUnregister: false });
     this.#changed();
   }
@@ -277,6 +284,19 @@ export class SharedMemoryManager {
     } finally {
       r.watched = false;
     }
+  }
+
+  /**
+   * The frontend worker of `slot` ended (it runs no more code): its holds on every region
+   * go back, and a region awaiting unregister that only it held is dropped now.
+   */
+  workerEnded(slot: number): void {
+    if (slot < 0 || slot >= WORKER_SLOTS) return;
+    for (const r of this.#regions.values()) {
+      const held = Atomics.exchange(r.lent, slotHolds(slot), 0);
+      if (held > 0 && Atomics.sub(r.lent, WORKER_USERS, held) === held) Atomics.notify(r.lent, WORKER_USERS);
+    }
+    this.#sweep();
   }
 
   /** Drops the system regions awaiting unregister that no request holds any more (a worker's last hold may have ended a moment ago). */

@@ -29,8 +29,11 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
   /** Why the worker failed before `start` was called (one started early: ./early-worker.ts). */
   #failedEarly: string | undefined;
 
-  /** `worker`: the URL to start it from, or a worker already started (an EarlyWorker). */
-  constructor(worker: string | WorkerLike, what: string, log: Logger, onMessage: (m: Exclude<From, LifecycleFrom>) => void) {
+  /**
+   * `worker`: the URL to start it from, or a worker already started (an EarlyWorker);
+   * `onExit`: called once the worker's thread has ended, however it ended.
+   */
+  constructor(worker: string | WorkerLike, what: string, log: Logger, onMessage: (m: Exclude<From, LifecycleFrom>) => void, onExit?: () => void) {
     this.#thread = new Thread<To | LifecycleTo<Config>, From | LifecycleFrom>(
       worker,
       {
@@ -52,6 +55,7 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
           if (this.#onStarted) this.#onStarted({ t: "startFailed", message });
           else this.#failedEarly ??= message;
           this.#onStopped?.();
+          onExit?.();
         },
       },
       // The OS thread is named after it ("HTTP worker"), so its CPU can be told from the others' (scripts/bench-batching.ts).

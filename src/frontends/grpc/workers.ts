@@ -129,7 +129,13 @@ class GrpcFrontendWorker {
   ) {
     this.#server = server;
     this.#services = services;
-    this.#thread = new WorkerThread(worker ?? grpcWorkerEntry(), "gRPC", log, (m) => this.#onMessage(m));
+    this.#thread = new WorkerThread(
+      worker ?? grpcWorkerEntry(),
+      "gRPC",
+      log,
+      (m) => this.#onMessage(m),
+      () => this.#direct.ended(),
+    );
     this.#send = (m) => this.#thread.send(m);
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
   }

@@ -40,7 +40,13 @@ class FrontendWorker {
     this.#server = server;
     this.#handler = handler;
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
-    this.#thread = new WorkerThread(worker ?? httpWorkerEntry(), "HTTP", log, (m) => this.#onMessage(m));
+    this.#thread = new WorkerThread(
+      worker ?? httpWorkerEntry(),
+      "HTTP",
+      log,
+      (m) => this.#onMessage(m),
+      () => this.#direct.ended(),
+    );
   }
 
   async start(config: WorkerConfig): Promise<number> {

@@ -45,8 +45,10 @@ function fakeServer(mv: ModelVersion, observing = false) {
     queued: { share: () => undefined },
     sharedMemoryRegions: () => [],
     onSharedMemoryChange: () => () => {},
+    frontendWorkerEnded: (slot: number) => ended.push(slot),
   };
-  return { server: server as unknown as InferenceServer, publish: () => controlled(), sources };
+  const ended: number[] = [];
+  return { server: server as unknown as InferenceServer, publish: () => controlled(), sources, ended };
 }
 
 /** A worker as DirectModels sees it: the tables and slot it was given. */
@@ -76,6 +78,25 @@ describe("DirectModels and the workers' shared statistics counters", () => {
     const entry = a.tables[0]!.table.entries[0]!;
     expect(entry.stats).toBeInstanceOf(SharedArrayBuffer);
     expect(a.tables[0]!.table.records).toBeUndefined();
+  });
+
+  it("hands the slot of a worker that ended to the server (its shared-memory holds go back), after it left the table too", () => {
+    const mv = readyVersion();
+    const fake = fakeServer(mv);
+    const dm = new DirectModels(fake.server, 1);
+    stop = () => dm.stop();
+    const [a, b] = [subscriber(), subscriber()];
+    const leave = dm.subscribe(a.s);
+    dm.subscribe(b.s);
+    leave();
+    dm.ended(a.s);
+    // One without a slot has nothing to give back.
+    dm.ended(b.s);
+    expect(fake.ended).toEqual([0]);
+    // An ended worker takes no more tables.
+    const seen = b.tables.length;
+    fake.publish();
+    expect(b.tables.length).toBe(seen);
   });
 
   it("folds what a worker counted in its slot into the version's statistics when they are read", async () => {

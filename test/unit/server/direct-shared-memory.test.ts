@@ -4,13 +4,15 @@
  * writes outputs as the main thread does, and leaves to the main thread a region it does
  * not list or one being dropped. The lending protocol with SharedMemoryManager: a region
  * unregistered while a worker holds it stays listed and usable (Triton's deferred
- * unregister) and goes, its descriptor closed, once the worker lets go.
+ * unregister) and goes, its descriptor closed, once the worker lets go, or once the
+ * worker has ended (its holds, counted under its slot, go back); a worker without a slot
+ * borrows nothing.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { readdirSync, readlinkSync } from "node:fs";
 import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
 import { DirectSharedMemory } from "../../../src/server/direct-shared-memory.ts";
-import { DROPPING, SharedMemoryManager, STATE } from "../../../src/server/shared-memory.ts";
+import { DROPPING, SharedMemoryManager, STATE, WORKER_SLOTS } from "../../../src/server/shared-memory.ts";
 import { DirectRunner } from "../../../src/server/direct-runner.ts";
 import { routeKey, type DirectEntry } from "../../../src/server/direct-table.ts";
 import { echoStep } from "../../helpers/scheduler-fakes.ts";
@@ -44,7 +46,7 @@ function setup() {
   manager = new SharedMemoryManager(true);
   manager.register("r", KEY, 0, 64);
   const shm = new DirectSharedMemory();
-  shm.update(manager.systemRegions());
+  shm.update(manager.systemRegions(), 0);
   return { manager, mapping, shm };
 }
 
@@ -68,10 +70,10 @@ describe("a frontend worker's system shared memory", () => {
     const { manager, mapping, shm } = setup();
     mapping.bytes.set(i32(9, 10));
     const holds = shm.acquire(["r"])!;
-    shm.update(structuredClone(manager.systemRegions()));
+    shm.update(structuredClone(manager.systemRegions()), 0);
     expect(ints(holds.read({ region: "r", offset: 0, byteSize: 8 }, "input 'X'"))).toEqual([9, 10]);
     // A table without the region (the server stopping): the request still writes its output.
-    shm.update([]);
+    shm.update([], 0);
     holds.write({ region: "r", offset: 8, byteSize: 4 }, i32(11), "output 'Y'");
     expect(ints(mapping.bytes.subarray(8, 12))).toEqual([11]);
     holds.release();
@@ -90,6 +92,47 @@ describe("a frontend worker's system shared memory", () => {
     for (let i = 0; i < 50 && manager.systemRegions().length > 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(manager.systemRegions()).toEqual([]);
     expect(holdsObject()).toBe(false);
+  });
+
+  it("gives back the holds of a worker that ended: a region awaiting unregister goes once no live worker holds it", () => {
+    const { manager, shm } = setup();
+    const other = new DirectSharedMemory();
+    other.update(manager.systemRegions(), 1);
+    // Worker 0 holds the region twice and ends without letting go; worker 1 holds it once.
+    shm.acquire(["r", "r"]);
+    const kept = other.acquire(["r"])!;
+    manager.unregister("r");
+    manager.workerEnded(0);
+    expect(manager.status().map((r) => r.name)).toEqual(["r"]);
+    expect(holdsObject()).toBe(true);
+    kept.release();
+    expect(manager.status()).toEqual([]);
+    expect(holdsObject()).toBe(false);
+  });
+
+  it("drops at once a region whose only holder ended before it was unregistered; an ended worker's slot is forgotten once", () => {
+    const { manager, shm } = setup();
+    shm.acquire(["r"]);
+    manager.workerEnded(0);
+    manager.workerEnded(0);
+    manager.workerEnded(WORKER_SLOTS);
+    const [link] = manager.systemRegions();
+    expect(new Int32Array(link!.lent).slice(0, 3)).toEqual(Int32Array.from([0, 0, 0]));
+    manager.unregister("r");
+    expect(manager.status()).toEqual([]);
+  });
+
+  it("borrows nothing without a slot, or with one past WORKER_SLOTS: the main thread answers such a worker's requests", () => {
+    const { manager } = setup();
+    const none = new DirectSharedMemory();
+    none.update(manager.systemRegions(), undefined);
+    expect(none.acquire(["r"])).toBeUndefined();
+    const past = new DirectSharedMemory();
+    past.update(manager.systemRegions(), WORKER_SLOTS);
+    expect(past.acquire(["r"])).toBeUndefined();
+    // Nothing was left held.
+    manager.unregister("r");
+    expect(manager.status()).toEqual([]);
   });
 
   it("leaves a region being dropped to the main thread", () => {
@@ -120,7 +163,7 @@ describe("a frontend worker's system shared memory", () => {
       () => {},
       echoStep,
     );
-    runner.update({ entries: [entry], routes: [[routeKey("e", undefined), 1]], regions: manager.systemRegions() }, undefined);
+    runner.update({ entries: [entry], routes: [[routeKey("e", undefined), 1]], regions: manager.systemRegions() }, 0);
     const request = (region: string): InferenceRequest => ({
       modelName: "e",
       parameters: {},

@@ -279,8 +279,15 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
   function make() {
     vi.stubGlobal("Worker", FakeWorker);
     const got: unknown[] = [];
-    const t = new WorkerThread<Config, To, From>("file:///w.ts", "HTTP", log, (m) => got.push(m));
-    return { t, w: FakeWorker.made.at(-1)!.worker, got };
+    const exits: string[] = [];
+    const t = new WorkerThread<Config, To, From>(
+      "file:///w.ts",
+      "HTTP",
+      log,
+      (m) => got.push(m),
+      () => exits.push("ended"),
+    );
+    return { t, w: FakeWorker.made.at(-1)!.worker, got, exits };
   }
 
   it("starts with its config in a batch, resolves with the port it listens on, and hands on the rest", async () => {
@@ -334,6 +341,19 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     for (const l of b.w.closeListeners) l({ code: 0 } as unknown as Event);
     await stopped;
     expect(b.w.terminated).toBe(1);
+    // Its owner hears of each end, whether a stop or a start waited on it (a frontend's worker gives back its shared-memory holds then).
+    expect([a.exits, b.exits]).toEqual([["ended"], ["ended"]]);
+  });
+
+  it("tells its owner when a started worker ends on its own (Bun ends a worker on an uncaught error), and not before", async () => {
+    const { t, w, exits } = make();
+    const started = t.start({ port: 0 });
+    w.deliver([{ t: "listening", port: 4 }]);
+    await expect(started).resolves.toBe(4);
+    w.onerror!({ message: "boom", preventDefault: () => {} } as unknown as ErrorEvent);
+    expect(exits).toEqual([]);
+    for (const l of w.closeListeners) l({ code: 1 } as unknown as Event);
+    expect(exits).toEqual(["ended"]);
   });
 
   it("stops: posts stop, and ends the worker once it has said stopped", async () => {
