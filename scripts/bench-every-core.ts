@@ -9,7 +9,7 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification | --shared-memory] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification | --shared-memory] [--stream] [--out=scripts/results/every-core.md]
  *
  * --cached: `simple` with the response cache (`response_cache { enable: true }`, a 16 MiB
  * local cache): every request after the first is a hit, so the cells measure the cache's path.
@@ -23,6 +23,8 @@
  * --shared-memory: every request reads INPUT0 from a system shared-memory region and has
  * OUTPUT0 written into it (`--allow-client-shm=true`; the region is registered over HTTP
  * once each server is ready).
+ * --stream: gRPC only, on ModelStreamInfer: each HTTP/2 stream h2load opens carries 8
+ * requests (one body of 8 messages) and gets their 8 responses; a cell counts requests.
  */
 import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -136,10 +138,19 @@ const script = wrkPostScript(body);
 const PORT = 18760;
 const GRPC_PORT = 18761;
 
-const h2loadGrpc = (c: number, seconds = DURATION) => h2load(`http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`, grpcBody, c, seconds);
+const STREAM = process.argv.includes("--stream");
+/** Requests per ModelStreamInfer stream with --stream. */
+const PER_STREAM = 8;
+const streamBody = join(work, "simple.stream");
+if (STREAM) writeFileSync(streamBody, Buffer.concat(Array.from({ length: PER_STREAM }, () => readFileSync(grpcBody))));
+const h2loadGrpc = (c: number, seconds = DURATION) => {
+  if (!STREAM) return h2load(`http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelInfer`, grpcBody, c, seconds);
+  const r = h2load(`http://127.0.0.1:${GRPC_PORT}/inference.GRPCInferenceService/ModelStreamInfer`, streamBody, c, seconds);
+  return { requests: r.requests * PER_STREAM, failed: r.failed };
+};
 
 const LOADS = [1, 16, 64];
-const PROTOCOLS = ["JSON", "gRPC"] as const;
+const PROTOCOLS = STREAM ? (["gRPC stream"] as const) : (["JSON", "gRPC"] as const);
 interface Cell {
   rps: number;
   processUs: number;

@@ -212,6 +212,11 @@ export class DirectRunner {
     return r;
   }
 
+  /** Whether the table lists `model`'s version (then no request for it is decoupled: DirectModels leaves those out). */
+  lists(model: string, version: string | undefined): boolean {
+    return this.#routes.has(routeKey(model, version));
+  }
+
   /** Answers the request here, or undefined when the main thread must (nothing is recorded then). */
   run(model: string, version: string | undefined, request: InferenceRequest): Promise<InferenceResponse> | undefined {
     const id = this.#routes.get(routeKey(model, version));
@@ -535,9 +540,14 @@ export const isRetired = (err: unknown): boolean => err === RETIRED;
 
 /** No sequence parameters, unless the version is sequence-batched here: what the worker answers exactly as the main thread does. */
 function plain(request: InferenceRequest, s: Served): boolean {
+  return sequenced(s.entry) || !hasSequenceParameters(request);
+}
+
+/** Whether the request names a sequence (sequence_id, sequence_start or sequence_end). */
+export function hasSequenceParameters(request: InferenceRequest): boolean {
   const p: Parameters | undefined = request.parameters;
-  if (p && !sequenced(s.entry)) for (const k of SEQUENCE_KEYS) if (p[k] !== undefined) return false;
-  return true;
+  if (p) for (const k of SEQUENCE_KEYS) if (p[k] !== undefined) return true;
+  return false;
 }
 
 /** `outputs` (in the order asked for) classified where `classification` asks, as the main thread's core gives them. */

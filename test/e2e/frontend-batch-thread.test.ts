@@ -17,7 +17,7 @@ import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
-import { inferenceClient, streamInfer } from "../helpers/grpc-client.ts";
+import { inferenceClient, streamInferOnMain } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, ElemType } from "../../scripts/lib/onnx-builder.ts";
 
 type Repo = ReturnType<typeof makeRepository>;
@@ -117,9 +117,9 @@ async function httpOne(server: ServerProcess, model: string, i: number, paramete
   return JSON.stringify(outputs) === JSON.stringify(expected(i)) ? "ok" : `wrong ${text}`;
 }
 
-/** Request `i` on a ModelStreamInfer stream, which goes to the main thread: "ok", or what came back instead. */
+/** Request `i` on a ModelStreamInfer stream on the main thread's route: "ok", or what came back instead. */
 async function streamOne(server: ServerProcess, model: string, i: number): Promise<string> {
-  const [r] = await streamInfer(server.grpcTarget!, [grpcBody(model, i)]);
+  const [r] = await streamInferOnMain(server.grpcTarget!, [grpcBody(model, i)]);
   if (r!.error_message) return `error ${r!.error_message}`;
   const outputs = r!.infer_response.raw_output_contents.map(int32s);
   return JSON.stringify(outputs) === JSON.stringify(expected(i)) ? "ok" : `wrong ${JSON.stringify(outputs)}`;

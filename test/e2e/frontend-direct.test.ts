@@ -2,7 +2,8 @@
  * Stateless models run in the frontend worker threads themselves (#30 items 1-3), through
  * the compiled binary: which versions the workers take (the log names them), answers and
  * statistics identical to one thread's over HTTP JSON, HTTP binary and gRPC (errors
- * counted in Triton's order), and load, unload and version swaps under load from four
+ * counted in Triton's order) and on ModelStreamInfer streams (in order, past a worker's
+ * runs at once, handed to the main thread at a model outside the table), and load, unload and version swaps under load from four
  * client loops: every answer exact or a clean refusal, nothing lost, no crash.
  */
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
@@ -13,7 +14,7 @@ import { startOnThreads } from "../helpers/thread-servers.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
-import { inferenceClient, SIMPLE_REQUEST, simpleOutput } from "../helpers/grpc-client.ts";
+import { inferenceClient, SIMPLE_REQUEST, simpleOutput, streamInfer } from "../helpers/grpc-client.ts";
 import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
 import { addHoldModel, whileMainHeld } from "../helpers/hold-model.ts";
 import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../ffi/libc/shm.ts";
@@ -224,6 +225,76 @@ describe("stateless models in the frontend workers: the same answers and statist
     }
     expect(await counts(one.server, "labelled")).toMatchObject({ success: 4, fail: 0 });
   });
+
+  it("answers ModelStreamInfer streams as one thread does: in order past the worker's runs at once, handed on at another model, counted the same", async () => {
+    /** Request `i` of a stream: INPUT0 = A + i, INPUT1 = B. */
+    const streamed = (model: string, i: number, dt = "INT32") => ({
+      ...grpcRequest(dt),
+      model_name: model,
+      id: `r${i}`,
+      raw_input_contents: [Buffer.from(Int32Array.from(A, (a) => a + i).buffer), Buffer.from(Int32Array.from(B).buffer)],
+    });
+    const text = (r: { error_message: string; infer_response?: any }) =>
+      r.error_message
+        ? `${r.infer_response?.id} error ${r.error_message}`
+        : `${r.infer_response.id} ${r.infer_response.model_name} ${JSON.stringify(simpleOutput(r.infer_response))} final ${r.infer_response.parameters.triton_final_response.bool_param}`;
+    const run = async (server: ServerProcess) => {
+      const out: string[][] = [];
+      // 64 requests written at once, past the 32 runs a worker keeps going while the scheduling thread has them (the rest go to the main thread's core in their place).
+      out.push((await streamInfer(server.grpcTarget!, [...Array.from({ length: 64 }, (_, i) => streamed(i % 4 === 3 ? "simple" : "batched", i))])).map(text));
+      // An error in-band; then a model outside the table (unknown) hands the rest to the main thread's handler.
+      out.push(
+        (
+          await streamInfer(server.grpcTarget!, [
+            streamed("simple", 1),
+            streamed("simple", 2, "FP32"),
+            streamed("labelled", 3),
+            { ...streamed("missing", 4) },
+            streamed("simple", 5),
+            streamed("batched", 6),
+          ])
+        ).map(text),
+      );
+      // triton_grpc_error mode: the first error ends the stream with its status (nothing sent after it: whether that would run is a race on any thread).
+      const ended = await streamInfer(server.grpcTarget!, [streamed("simple", 7), streamed("simple", 8, "FP32")], {
+        triton_grpc_error: "true",
+      }).then(
+        () => "not ended",
+        (e: { code: number; details: string; responses: { error_message: string }[] }) => `${e.code} ${e.details} after ${e.responses.map(text).join(", ")}`,
+      );
+      out.push([ended]);
+      return out;
+    };
+    const [a, b] = [await run(one.server), await run(two.server)];
+    expect(b).toEqual(a);
+    const final = "final true";
+    expect(a[0]).toEqual(Array.from({ length: 64 }, (_, i) => `r${i} ${i % 4 === 3 ? "simple" : "batched"} ${JSON.stringify(SUM.map((x) => x + i))} ${final}`));
+    expect(a[1]).toEqual([
+      `r1 simple ${JSON.stringify(SUM.map((x) => x + 1))} ${final}`,
+      "r2 error inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'",
+      `r3 labelled ${JSON.stringify(SUM.map((x) => x + 3))} ${final}`,
+      expect.stringMatching(/^r4 error Request for unknown model: 'missing'/),
+      `r5 simple ${JSON.stringify(SUM.map((x) => x + 5))} ${final}`,
+      `r6 batched ${JSON.stringify(SUM.map((x) => x + 6))} ${final}`,
+    ]);
+    expect(a[2]).toEqual([
+      `3 inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32' after r7 simple ${JSON.stringify(SUM.map((x) => x + 7))} ${final}`,
+    ]);
+    for (const model of ["simple", "labelled"]) {
+      const [ca, cb] = [await counts(one.server, model), await counts(two.server, model)];
+      expect(cb, model).toEqual(ca);
+    }
+    // A stream's requests reach the scheduling thread while one runs, so how `batched` batches them is the workers' own; what it counted per request is not.
+    const [ba, bb] = [await counts(one.server, "batched"), await counts(two.server, "batched")];
+    const perRequest = ({ success, fail, inferenceCount, metricSuccess, metricOther }: typeof ba) => ({
+      success,
+      fail,
+      inferenceCount,
+      metricSuccess,
+      metricOther,
+    });
+    expect(perRequest(bb)).toEqual(perRequest(ba));
+  });
 });
 
 describe("the routes the workers take themselves, shown with the main thread's event loop held", () => {
@@ -245,7 +316,7 @@ describe("the routes the workers take themselves, shown with the main thread's e
     unlinkSharedMemory(KEY);
   });
 
-  it("answers priority and timeout parameters, a classification and shared-memory tensors while the main thread cannot", async () => {
+  it("answers priority and timeout parameters, a classification, shared-memory tensors and a stream while the main thread cannot", async () => {
     const url = `${s.server.url}/v2/models/simple/infer`;
     const body = JSON.parse(jsonBody());
     const register = await fetch(`${s.server.url}/v2/systemsharedmemory/region/direct/register`, {
@@ -254,6 +325,7 @@ describe("the routes the workers take themselves, shown with the main thread's e
     });
     expect(register.status).toBe(200);
     const answers: unknown[] = [];
+    const streamAnswers: string[] = [];
     await whileMainHeld(s.server.url, held, async () => {
       // The main thread stays held for 20 s: an answer that needed it would not come within 5.
       const post = async (request: object) => (await fetch(url, { method: "POST", body: JSON.stringify(request), signal: AbortSignal.timeout(5000) })).json();
@@ -268,7 +340,17 @@ describe("the routes the workers take themselves, shown with the main thread's e
           outputs: [{ name: "OUTPUT0", parameters: { shared_memory_region: "direct", shared_memory_byte_size: 64, shared_memory_offset: 64 } }],
         }),
       );
+      // A ModelStreamInfer stream of requests for the table's models.
+      const stream = await Promise.race([
+        streamInfer(s.server.grpcTarget!, [
+          { ...grpcRequest(), model_name: "simple" },
+          { ...grpcRequest(), model_name: "batched" },
+        ]),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the stream was not answered within 5 s")), 5000)),
+      ]);
+      streamAnswers.push(...stream.map((r) => `${r.error_message || "ok"} ${r.infer_response.model_name} ${JSON.stringify(simpleOutput(r.infer_response))}`));
     });
+    expect(streamAnswers).toEqual([`ok simple ${JSON.stringify(SUM)}`, `ok batched ${JSON.stringify(SUM)}`]);
     expect(answers).toEqual([
       {
         model_name: "simple",

@@ -20,7 +20,7 @@ import { makeRepository } from "../helpers/repo.ts";
 import { LoadLoops } from "../helpers/load-loops.ts";
 import { modelCounts } from "../helpers/model-counts.ts";
 import { eventually } from "../helpers/eventually.ts";
-import { inferenceClient, streamInfer, type Call } from "../helpers/grpc-client.ts";
+import { inferenceClient, streamInferOnMain, type Call } from "../helpers/grpc-client.ts";
 import { holdModel } from "../helpers/hold-model.ts";
 import { encodeModel, valueInfo, node, initializer, ElemType } from "../../scripts/lib/onnx-builder.ts";
 import { credentials, makeGenericClientConstructor, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
@@ -168,9 +168,9 @@ async function grpcStep(call: (m: string) => Call, model: string, id: Id, value:
   }
 }
 
-/** One step on a ModelStreamInfer stream (the main thread's route): its outputs as httpStep gives them, or the error. */
+/** One step on a ModelStreamInfer stream on the main thread's route (MAIN_THREAD_ROUTE): its outputs as httpStep gives them, or the error. */
 async function streamStep(server: ServerProcess, model: string, id: number, value: number, start: boolean, end: boolean): Promise<string> {
-  const [r] = await streamInfer(server.grpcTarget!, [
+  const [r] = await streamInferOnMain(server.grpcTarget!, [
     {
       model_name: model,
       parameters: { sequence_id: { uint64_param: String(id) }, sequence_start: { bool_param: start }, sequence_end: { bool_param: end } },

@@ -9,7 +9,7 @@ import {
   makeGenericClientConstructor,
   type ChannelCredentials,
   type ServiceError,
-  type Metadata,
+  Metadata,
 } from "@grpc/grpc-js";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
 
@@ -60,23 +60,44 @@ export function simpleOutput(res: { raw_output_contents: Uint8Array[] }): number
 }
 
 /**
- * `requests` written on one ModelStreamInfer stream of a client of its own, which then ends
- * the stream; resolves with the responses as they came (each `{ error_message, infer_response }`).
- * Nereid relays every stream to the main thread's handlers: tests use it for that route.
+ * `requests` written on one ModelStreamInfer stream of a client of its own (with `metadata`),
+ * which then ends the stream; resolves with the responses as they came (each
+ * `{ error_message, infer_response }`). A stream the server ends with a status rejects
+ * with the call's error, carrying the responses that came before it as `responses`.
  */
-export function streamInfer(target: string, requests: object[]): Promise<{ error_message: string; infer_response?: any }[]> {
+export function streamInfer(
+  target: string,
+  requests: object[],
+  metadata: Record<string, string> = {},
+): Promise<{ error_message: string; infer_response?: any }[]> {
   const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-  const client = new Ctor(target, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
-  const stream = client.ModelStreamInfer();
+  const client = new Ctor(target, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: (md: Metadata) => ClientDuplexStream<object, any> };
+  const md = new Metadata();
+  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+  const stream = client.ModelStreamInfer(md);
   const responses: { error_message: string; infer_response?: any }[] = [];
   const done = new Promise<typeof responses>((resolve, reject) => {
     stream.on("data", (r) => responses.push(r));
     stream.on("end", () => resolve(responses));
-    stream.on("error", reject);
+    stream.on("error", (err) => reject(Object.assign(err, { responses })));
   });
   for (const r of requests) stream.write(r);
   stream.end();
   return done.finally(() => client.close());
+}
+
+/**
+ * A model no repository has. A frontend worker serves a stream itself while its requests
+ * are for models it runs; from the first request naming another model (this one, say) the
+ * main thread's stream handler serves it: the tests' way to the main thread's route.
+ */
+export const MAIN_THREAD_ROUTE = "nereid-test-main-thread-route";
+
+/** streamInfer on the main thread's route: `requests` after one naming MAIN_THREAD_ROUTE, whose answer (an unknown model) is checked and dropped. */
+export async function streamInferOnMain(target: string, requests: object[]): Promise<{ error_message: string; infer_response?: any }[]> {
+  const [first, ...rest] = await streamInfer(target, [{ model_name: MAIN_THREAD_ROUTE }, ...requests]);
+  if (!first?.error_message.includes(MAIN_THREAD_ROUTE)) throw new Error(`expected an unknown-model answer first, got ${JSON.stringify(first)}`);
+  return rest;
 }
 
 export function healthClient(target: string) {

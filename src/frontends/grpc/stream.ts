@@ -48,9 +48,22 @@ async function* responsesOf(
   yield* events;
 }
 
-function emptyFinalAsked(msg: WireInferRequest): boolean {
+/** Whether the request asked for a decoupled request's response-less final (`triton_enable_empty_final_response`). */
+export function emptyFinalAsked(msg: WireInferRequest): boolean {
   const p = (msg.parameters as Record<string, { bool_param?: boolean }> | undefined)?.triton_enable_empty_final_response;
   return p?.bool_param === true;
+}
+
+/** Triton's triton_grpc_error mode (client metadata `triton_grpc_error: true`): the first error ends the stream with its gRPC status instead of travelling in-band. */
+export const grpcErrorMode = (call: Call): boolean => call.metadata.get("triton_grpc_error")[0] === "true";
+
+/** The stream message that carries `r`, one of the responses to `msg`; none for a response-less final nobody asked for. */
+export function streamMessage(msg: WireInferRequest, r: StreamedResponse, emptyFinal: boolean): unknown {
+  const header = { id: msg.id ?? "", model_name: msg.model_name ?? "", model_version: msg.model_version ?? "" };
+  if (r.error) return { error_message: r.error.message, infer_response: header };
+  if (r.response) return { error_message: "", infer_response: fromInferenceResponse(r.response, { triton_final_response: r.final }) };
+  if (r.final && emptyFinal) return { error_message: "", infer_response: { ...header, parameters: { triton_final_response: { bool_param: true } } } };
+  return undefined;
 }
 
 export function streamInfer(server: InferenceServer, call: Call, forward?: HeaderForwarder): void {
@@ -65,9 +78,7 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
   };
   call.on("cancelled", abortAll);
   call.on("error", abortAll);
-  // Triton's triton_grpc_error mode (client metadata `triton_grpc_error: true`): the first
-  // error ends the stream with its gRPC status instead of travelling in-band.
-  const grpcErrorMode = call.metadata.get("triton_grpc_error")[0] === "true";
+  const errorMode = grpcErrorMode(call);
 
   /** In triton_grpc_error mode: ends the call with `error`'s status and stops every request on it. */
   const fail = (error: ServerError) => {
@@ -82,14 +93,6 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
     if (!call.write(message)) await new Promise<void>((resolve) => call.once("drain", resolve));
   };
 
-  const message = (msg: WireInferRequest, r: StreamedResponse, emptyFinal: boolean): unknown => {
-    const header = { id: msg.id ?? "", model_name: msg.model_name ?? "", model_version: msg.model_version ?? "" };
-    if (r.error) return { error_message: r.error.message, infer_response: header };
-    if (r.response) return { error_message: "", infer_response: fromInferenceResponse(r.response, { triton_final_response: r.final }) };
-    if (r.final && emptyFinal) return { error_message: "", infer_response: { ...header, parameters: { triton_final_response: { bool_param: true } } } };
-    return undefined;
-  };
-
   call.on("data", (msg: WireInferRequest) => {
     const controller = new AbortController();
     controllers.add(controller);
@@ -100,8 +103,8 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
     if (!(model instanceof ServerError) && model.decoupled) {
       work = (async () => {
         for await (const r of events) {
-          if (r.error && grpcErrorMode) return fail(r.error);
-          const m = message(msg, r, emptyFinal);
+          if (r.error && errorMode) return fail(r.error);
+          const m = streamMessage(msg, r, emptyFinal);
           if (m !== undefined) await write(m);
         }
       })();
@@ -113,8 +116,8 @@ export function streamInfer(server: InferenceServer, call: Call, forward?: Heade
         const r = await first;
         await previous;
         if (!r.done) {
-          if (r.value.error && grpcErrorMode) return fail(r.value.error);
-          const m = message(msg, r.value, emptyFinal);
+          if (r.value.error && errorMode) return fail(r.value.error);
+          const m = streamMessage(msg, r.value, emptyFinal);
           if (m !== undefined) await write(m);
         }
       })();

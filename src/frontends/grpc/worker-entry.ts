@@ -1,7 +1,8 @@
 /**
  * @module One gRPC frontend worker thread (see worker-protocol.ts): grpc-js on the shared
- * port (SO_REUSEPORT), ModelInfer converted here in both directions, every other call
- * relayed to the main thread. Started by workers.ts from a URL, and bundled into the
+ * port (SO_REUSEPORT), ModelInfer converted here in both directions, ModelStreamInfer
+ * served here while its requests are for the worker's table, every other call relayed to
+ * the main thread. Started by workers.ts from a URL, and bundled into the
  * compiled binary as an entry point of its own (scripts/build.ts).
  */
 import { status, type Metadata, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type UntypedServiceImplementation } from "@grpc/grpc-js";
@@ -12,12 +13,13 @@ import { grpcError, grpcStatus } from "./status.ts";
 import { grpcRoot } from "./protos.ts";
 import { ServerError } from "../../core/errors.ts";
 import { LocalAbort } from "../../core/cancel.ts";
-import type { InferenceRequest } from "../../core/request.ts";
+import type { InferenceRequest, StreamedResponse } from "../../core/request.ts";
 import { workerDirectRunner } from "../worker-threads.ts";
 import { serveThread } from "../../core/threads/serve.ts";
 import { inputBuffers } from "../../core/threads/transfer.ts";
-import { wireError, type WireError } from "../../core/threads/wire-error.ts";
-import { isRetired } from "../../server/direct-runner.ts";
+import { fromWireError, wireError, type WireError } from "../../core/threads/wire-error.ts";
+import { hasSequenceParameters, isRetired } from "../../server/direct-runner.ts";
+import { workerStream, type StreamHost, type StreamRelay } from "./worker-stream.ts";
 import { turnEnd } from "../answer-turn.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
@@ -91,7 +93,11 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
     const inference: UntypedServiceImplementation = {};
     for (const method of c.inferenceMethods) {
       inference[method] =
-        method === "ModelInfer" ? modelInfer(opts.headerForward) : method === "ModelStreamInfer" ? relayStream : relayUnary("inference", method);
+        method === "ModelInfer"
+          ? modelInfer(opts.headerForward)
+          : method === "ModelStreamInfer"
+            ? modelStreamInfer(opts.headerForward)
+            : relayUnary("inference", method);
     }
     const health: UntypedServiceImplementation = {};
     for (const method of c.healthMethods) health[method] = relayUnary("health", method);
@@ -209,14 +215,50 @@ function modelInfer(headerForward: RegExp | undefined) {
   };
 }
 
-/** ModelStreamInfer: the stream's messages relayed both ways; the main thread's stream handler (stream.ts) serves it. */
-function relayStream(call: ServerDuplexStream<unknown, unknown>): void {
+/**
+ * ModelStreamInfer: served here while its requests are for the worker's table
+ * (worker-stream.ts); from the first that is not, the stream's messages are relayed both
+ * ways and the main thread's stream handler (stream.ts) serves it.
+ */
+function modelStreamInfer(headerForward: RegExp | undefined) {
+  const host: StreamHost = {
+    run: (model, version, request) => direct.runner.run(model, version, request),
+    listed: (model, version, request) => direct.runner.lists(model, version) && !hasSequenceParameters(request),
+    onMain: (model, version, request) => {
+      const id = nextId++;
+      let settle: (r: StreamedResponse) => void = () => {};
+      const answer = new Promise<StreamedResponse>((resolve) => (settle = resolve));
+      pending.set(id, (a) =>
+        settle(
+          a.t === "response"
+            ? { response: a.response, final: true }
+            : {
+                error: a.t === "failed" ? fromWireError(a.error) : new ServerError("INTERNAL", `unexpected answer '${a.t}' to a stream's request`),
+                final: true,
+              },
+        ),
+      );
+      const m: FromGrpcWorker = { t: "infer", id, model, ...(version ? { version } : {}), request };
+      post(m, inputBuffers(request));
+      const cancel = () => {
+        if (!pending.delete(id)) return;
+        post({ t: "cancel", id });
+        settle({ error: new ServerError("CANCELLED", "the stream was cancelled"), final: true });
+      };
+      return { answer, cancel };
+    },
+    relay: (call) => relayStream(call as ServerDuplexStream<unknown, unknown>),
+  };
+  return (call: ServerDuplexStream<WireInferRequest, unknown>) => workerStream(call, host, forwarded(headerForward, call.metadata));
+}
+
+/** Relays stream `call`'s messages to the main thread's stream handler from now on, and its answers back. */
+function relayStream(call: ServerDuplexStream<unknown, unknown>): StreamRelay {
   const id = nextId++;
   streams.set(id, call);
   post({ t: "open", id, metadata: wireMetadata(call.metadata) });
-  call.on("data", (request: unknown) => post({ t: "data", id, request }));
-  call.on("end", () => post({ t: "halfClose", id }));
   call.on("cancelled", () => {
     if (streams.delete(id)) post({ t: "cancel", id });
   });
+  return { data: (request) => post({ t: "data", id, request }), halfClose: () => post({ t: "halfClose", id }) };
 }

@@ -3,10 +3,12 @@
  * (--grpc-infer-thread-count > 1, under Bun). A worker runs grpc-js on the shared port:
  * it takes each call's HTTP/2 and protobuf work, and for ModelInfer the conversion to
  * an InferenceRequest and back, so the main thread only runs the core (and for a model
- * in the worker's table, server/direct-models.ts, not even that). Every other RPC,
- * a ModelInfer the worker cannot convert (so that the main thread reports its errors in
- * Triton's order), and each ModelStreamInfer stream are relayed to the main thread's
- * handlers (service.ts, stream.ts), which answer them as on one thread. The worker
+ * in the worker's table, server/direct-models.ts, not even that). A ModelStreamInfer
+ * stream is served in the worker while its requests are for that table (worker-stream.ts).
+ * Every other RPC, a ModelInfer the worker cannot convert (so that the main thread reports
+ * its errors in Triton's order), and a stream from its first request for another model
+ * are relayed to the main thread's handlers (service.ts, stream.ts), which answer them as
+ * on one thread. The worker
  * acknowledges each message written to a stream once grpc-js has sent it, and the main
  * thread keeps at most a window of them unacknowledged (SendWindow).
  */

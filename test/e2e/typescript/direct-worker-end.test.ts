@@ -15,7 +15,7 @@ import { join } from "node:path";
 import type { ServerProcess } from "../../helpers/server-process.ts";
 import { startOnThreads, onOneAndTwoThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
-import { inferenceClient, streamInfer } from "../../helpers/grpc-client.ts";
+import { inferenceClient, streamInferOnMain } from "../../helpers/grpc-client.ts";
 import { eventually } from "../../helpers/eventually.ts";
 import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
 import { answerText, postText } from "../../helpers/http-text.ts";
@@ -89,9 +89,9 @@ function clients(s: Started) {
         (r) => `OK ${new Int32Array(new Uint8Array(r.raw_output_contents[0]).slice().buffer)[0]}`,
         (e: { code: number; details: string }) => `${e.code} ${e.details}`,
       );
-  /** One request on a ModelStreamInfer stream: the frontends relay every stream to the main thread. */
+  /** One request on a ModelStreamInfer stream on the main thread's route (MAIN_THREAD_ROUTE). */
   const stream = async (a: number): Promise<string> => {
-    const [r] = await streamInfer(s.server.grpcTarget!, [request(a)]);
+    const [r] = await streamInferOnMain(s.server.grpcTarget!, [request(a)]);
     return r!.error_message || `OK ${new Int32Array(new Uint8Array(r!.infer_response.raw_output_contents[0]).slice().buffer)[0]}`;
   };
   return {

@@ -1,0 +1,161 @@
+/**
+ * @module ModelStreamInfer in a gRPC frontend worker (#30): the stream's requests for the
+ * models of the worker's table (none of them decoupled) are run here and answered in
+ * request order, as stream.ts answers an ordinary model's requests on the main thread;
+ * one the worker cannot run just now (its runs at the limit, a table being replaced, its
+ * version retired, shared memory it cannot borrow) has the main thread's core answer it
+ * in its place in that order. The first request that is none of these (a model outside
+ * the table, a decoupled one among them; sequence parameters the worker leaves to the main
+ * thread; a message that does not convert, whose error the main thread reports in
+ * Triton's order) hands the stream to the main thread's handler, stream.ts, from there
+ * on: once every answer of the worker's own has been written, so the order, and a
+ * sequence's order of arrival, are one thread's.
+ */
+import type { ServerDuplexStream } from "@grpc/grpc-js";
+import { ServerError } from "../../core/errors.ts";
+import { LocalAbort } from "../../core/cancel.ts";
+import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../../core/request.ts";
+import { isRetired } from "../../server/direct-runner.ts";
+import { toInferenceRequest, type WireInferRequest } from "./convert.ts";
+import { emptyFinalAsked, grpcErrorMode, streamMessage } from "./stream.ts";
+import { toGrpcError } from "./status.ts";
+import type { HeaderForwarder } from "../header-forward.ts";
+
+type Call = ServerDuplexStream<WireInferRequest, unknown>;
+
+/** The main thread's stream handler serving a stream from some message on (worker-entry.ts relays its messages). */
+export interface StreamRelay {
+  data(msg: WireInferRequest): void;
+  halfClose(): void;
+}
+
+/** What the worker gives a stream: its table's runner, the main thread's core, and the main thread's stream handler. */
+export interface StreamHost {
+  /** Runs `request` here (DirectRunner.run), or undefined when the worker does not. */
+  run(model: string, version: string | undefined, request: InferenceRequest): Promise<InferenceResponse> | undefined;
+  /** Whether the worker's table lists the model's version (so none of its requests is decoupled), and `request` carries no sequence parameters. */
+  listed(model: string, version: string | undefined, request: InferenceRequest): boolean;
+  /** Has the main thread's core answer `request` (ModelInfer's relay); `cancel` settles it as cancelled. */
+  onMain(model: string, version: string | undefined, request: InferenceRequest): { answer: Promise<StreamedResponse>; cancel(): void };
+  /** Opens the main thread's handler of `call` (its metadata goes with it). */
+  relay(call: Call): StreamRelay;
+}
+
+export function workerStream(call: Call, host: StreamHost, forward: HeaderForwarder): void {
+  const errorMode = grpcErrorMode(call);
+  let ordered: Promise<void> = Promise.resolve();
+  const running = new Set<Promise<void>>();
+  const cancels = new Set<() => void>();
+  let gone = false;
+  /** Set by the first message left to the main thread's handler: the messages that wait for the worker's own answers, then the relay. */
+  let handed: { waiting: WireInferRequest[]; halfClosed: boolean; relay?: StreamRelay } | undefined;
+
+  const abortAll = () => {
+    gone = true;
+    for (const cancel of cancels) cancel();
+  };
+  call.on("cancelled", abortAll);
+  call.on("error", abortAll);
+
+  const fail = (error: ServerError) => {
+    if (gone) return;
+    abortAll();
+    call.emit("error", toGrpcError(error));
+  };
+
+  const write = async (message: unknown) => {
+    if (gone || call.cancelled) return;
+    if (!call.write(message)) await new Promise<void>((resolve) => call.once("drain", resolve));
+  };
+
+  /** The main thread's core answers `request` in its place; the stream's cancel settles it. */
+  const onMain = (model: string, version: string | undefined, request: InferenceRequest): Promise<StreamedResponse> => {
+    const { answer, cancel } = host.onMain(model, version, request);
+    cancels.add(cancel);
+    return answer.finally(() => cancels.delete(cancel));
+  };
+
+  /** `msg`'s one response, from here or the main thread's core; undefined when the stream goes to the main thread's handler. */
+  const answer = (msg: WireInferRequest): Promise<StreamedResponse> | undefined => {
+    let request: InferenceRequest;
+    try {
+      request = toInferenceRequest(msg);
+      forward?.(request.parameters);
+    } catch {
+      return undefined;
+    }
+    const model = msg.model_name ?? "";
+    const version = msg.model_version || undefined;
+    // Cancelled with the stream (S-20): only this thread's schedulers and instances listen (a LocalAbort, as ModelInfer's).
+    const controller = new LocalAbort();
+    request.signal = controller.signal;
+    const run = host.run(model, version, request);
+    if (!run) {
+      delete request.signal;
+      return host.listed(model, version, request) ? onMain(model, version, request) : undefined;
+    }
+    const cancel = () => controller.abort();
+    cancels.add(cancel);
+    return run.then(
+      (response): StreamedResponse | Promise<StreamedResponse> => {
+        cancels.delete(cancel);
+        return { response, final: true };
+      },
+      (err: unknown) => {
+        cancels.delete(cancel);
+        delete request.signal;
+        return isRetired(err) ? onMain(model, version, request) : { error: ServerError.from(err), final: true };
+      },
+    );
+  };
+
+  /** Leaves the stream to the main thread's handler from `msg` on, once the worker's own answers are written. */
+  const hand = (msg: WireInferRequest) => {
+    const h: NonNullable<typeof handed> = { waiting: [msg], halfClosed: false };
+    handed = h;
+    void (async () => {
+      while (running.size > 0) await Promise.all(running);
+      if (gone) return;
+      const relay = host.relay(call);
+      for (const m of h.waiting) relay.data(m);
+      h.waiting = [];
+      h.relay = relay;
+      if (h.halfClosed) relay.halfClose();
+    })();
+  };
+
+  call.on("data", (msg: WireInferRequest) => {
+    if (gone) return;
+    if (handed) {
+      if (handed.relay) handed.relay.data(msg);
+      else handed.waiting.push(msg);
+      return;
+    }
+    const first = answer(msg);
+    if (!first) return hand(msg);
+    const emptyFinal = emptyFinalAsked(msg);
+    const previous = ordered;
+    // Written after the responses of the requests before it, as stream.ts writes an ordinary model's.
+    const work = (ordered = (async () => {
+      const r = await first;
+      await previous;
+      if (r.error && errorMode) return fail(r.error);
+      const m = streamMessage(msg, r, emptyFinal);
+      if (m !== undefined) await write(m);
+    })());
+    const done = work.catch(() => undefined).finally(() => running.delete(done));
+    running.add(done);
+  });
+
+  call.on("end", () => {
+    if (handed) {
+      if (handed.relay) handed.relay.halfClose();
+      else handed.halfClosed = true;
+      return;
+    }
+    void (async () => {
+      while (running.size > 0) await Promise.all(running);
+      if (!gone) call.end();
+    })();
+  });
+}
