@@ -10,11 +10,9 @@
 import { describe, expect, it, beforeAll, afterAll } from "vitest";
 import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { credentials, makeGenericClientConstructor, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
 import { startServerProcess, serverCommand, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
-import { inferenceClient } from "../helpers/grpc-client.ts";
-import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
+import { inferenceClient, streamInfer } from "../helpers/grpc-client.ts";
 import { frontendSuite } from "../suites/frontend.ts";
 import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../ffi/libc/shm.ts";
 
@@ -95,23 +93,9 @@ async function grpcText(p: Promise<unknown>): Promise<string> {
   }
 }
 
-/** ModelStreamInfer: writes `requests` on one stream, half-closes it and returns what came back, in order. */
+/** `requests` on one ModelStreamInfer stream: each answer as text. */
 async function streamTexts(target: string, requests: object[]): Promise<string[]> {
-  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-  const c = new Ctor(target, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer: () => ClientDuplexStream<object, any> };
-  try {
-    return await new Promise<string[]>((resolve, reject) => {
-      const got: string[] = [];
-      const call = c.ModelStreamInfer();
-      call.on("data", (m: any) => got.push(m.error_message ? `error ${m.error_message}` : `ok ${JSON.stringify(m.infer_response)}`));
-      call.on("end", () => resolve(got));
-      call.on("error", reject);
-      for (const r of requests) call.write(r);
-      call.end();
-    });
-  } finally {
-    c.close();
-  }
+  return (await streamInfer(target, requests)).map((m) => (m.error_message ? `error ${m.error_message}` : `ok ${JSON.stringify(m.infer_response)}`));
 }
 
 /**

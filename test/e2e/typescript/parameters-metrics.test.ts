@@ -6,11 +6,9 @@
  * worker-thread instance (relayed to the main thread) and a main-thread one alike.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { credentials, makeGenericClientConstructor, type Client, type ClientDuplexStream } from "@grpc/grpc-js";
 import { startServerProcess, inferJson, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
-import { inferenceClient } from "../../helpers/grpc-client.ts";
-import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
+import { inferenceClient, streamInfer } from "../../helpers/grpc-client.ts";
 
 /** ts_params: Y = X; parameters from the request (a bad kind returns bad parameters). */
 const PARAMS = `
@@ -148,27 +146,6 @@ afterAll(async () => {
 const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
 const x = (v: number) => ({ inputs: [{ name: "X", datatype: "INT32", shape: [1], data: [v] }] });
 
-/** The responses of one ModelStreamInfer request, up to the final one. */
-async function streamInfer(request: object): Promise<any[]> {
-  const Ctor = makeGenericClientConstructor(serviceDefinition("inference.GRPCInferenceService"), "GRPCInferenceService");
-  const client = new Ctor(server.grpcTarget!, credentials.createInsecure()) as unknown as Client & { ModelStreamInfer(): ClientDuplexStream<object, any> };
-  const call = client.ModelStreamInfer();
-  const got: any[] = [];
-  try {
-    return await new Promise((resolve, reject) => {
-      call.on("data", (m) => {
-        got.push(m);
-        if (m.error_message || m.infer_response?.parameters?.triton_final_response?.bool_param) resolve(got);
-      });
-      call.on("error", reject);
-      call.write(request);
-    });
-  } finally {
-    call.end();
-    client.close();
-  }
-}
-
 describe("TypeScript response parameters", () => {
   it.each(["ts_params", "ts_params_main"])("%s: over HTTP, the response's parameters as JSON", async (model) => {
     const r = await inferJson(server, model, x(3));
@@ -208,11 +185,13 @@ describe("TypeScript response parameters", () => {
   });
 
   it("a decoupled model's sends carry their own parameters: gRPC streaming and generate_stream", async () => {
-    const responses = await streamInfer({
-      model_name: "ts_params_stream",
-      id: "s1",
-      inputs: [{ name: "N", datatype: "INT32", shape: [1], contents: { int_contents: [2] } }],
-    });
+    const responses = await streamInfer(server.grpcTarget!, [
+      {
+        model_name: "ts_params_stream",
+        id: "s1",
+        inputs: [{ name: "N", datatype: "INT32", shape: [1], contents: { int_contents: [2] } }],
+      },
+    ]);
     expect(responses.map((m) => [m.error_message ?? "", m.infer_response.id, m.infer_response.parameters])).toEqual([
       [
         "",
