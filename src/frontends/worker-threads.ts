@@ -61,17 +61,59 @@ export interface StartableWorker {
 }
 
 /**
+ * How many started workers may end on their own within RESTART_WINDOW_MS and be replaced:
+ * past that, the ones that end are not (a worker that ends at every start would otherwise
+ * start again without end).
+ */
+export const RESTARTS_PER_WINDOW = 8;
+export const RESTART_WINDOW_MS = 60_000;
+
+/**
  * Starts `count` workers on `port`. For port 0 the first binds a free port and the others
  * then join it (SO_REUSEPORT); on a port given they all start at once. When one fails,
  * every one is stopped and the start fails with the first failure in the workers' order.
- * Returns the port and a close that stops them all.
+ * Returns the port and a close that stops them all. `make` gets the function its worker
+ * calls when its thread ends (the frontend's WorkerThread exit): a started worker that
+ * ends on its own (Bun ends a worker on an uncaught error) is logged and replaced by a new
+ * one on the port, so the frontend keeps its threads, RESTARTS_PER_WINDOW at most a window.
  */
-export async function startWorkers(count: number, make: () => StartableWorker, port: number): Promise<{ port: number; close(): Promise<void> }> {
+export async function startWorkers(
+  count: number,
+  make: (ended: () => void) => StartableWorker,
+  port: number,
+  log: Logger,
+  what: string,
+): Promise<{ port: number; close(): Promise<void> }> {
   const workers: StartableWorker[] = [];
+  let closing = false;
+  const restarts: number[] = [];
   const start = (on: number) => {
-    const w = make();
+    let started = false;
+    const w = make(() => {
+      if (!started || closing || !workers.includes(w)) return;
+      workers.splice(workers.indexOf(w), 1);
+      const now = Date.now();
+      while (restarts.length > 0 && restarts[0]! <= now - RESTART_WINDOW_MS) restarts.shift();
+      if (restarts.length >= RESTARTS_PER_WINDOW) {
+        log.error(`${what} worker thread ended; ${restarts.length} were started again in the last minute, so this one is not (${workers.length} left)`);
+        return;
+      }
+      restarts.push(now);
+      log.error(`${what} worker thread ended; starting another on port ${port}`);
+      const again = start(port);
+      const replacement = workers.at(-1)!;
+      again.catch((err: unknown) => {
+        log.error(`${what} worker thread could not be started again: ${(err as Error).message}`);
+        const i = workers.indexOf(replacement);
+        if (i >= 0) workers.splice(i, 1);
+        void replacement.stop();
+      });
+    });
     workers.push(w);
-    return w.start(on);
+    return w.start(on).then((bound) => {
+      started = true;
+      return bound;
+    });
   };
   try {
     if (port === 0 && count > 0) port = await start(0);
@@ -80,12 +122,14 @@ export async function startWorkers(count: number, make: () => StartableWorker, p
     const failed = (await Promise.allSettled(starts)).find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
   } catch (err) {
+    closing = true;
     await Promise.all(workers.map((w) => w.stop()));
     throw err;
   }
   return {
     port,
     close: async () => {
+      closing = true;
       await Promise.all(workers.map((w) => w.stop()));
     },
   };

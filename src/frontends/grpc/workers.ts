@@ -126,6 +126,7 @@ class GrpcFrontendWorker {
     services: { inference: UntypedServiceImplementation; health: UntypedServiceImplementation },
     direct: DirectModels | undefined,
     worker?: WorkerLike,
+    ended?: () => void,
   ) {
     this.#server = server;
     this.#services = services;
@@ -134,7 +135,10 @@ class GrpcFrontendWorker {
       "gRPC",
       log,
       (m) => this.#onMessage(m),
-      () => this.#direct.ended(),
+      () => {
+        this.#direct.ended();
+        ended?.();
+      },
     );
     this.#send = (m) => this.#thread.send(m);
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
@@ -252,10 +256,12 @@ export function listenGrpcWorkers(
   };
   return startWorkers(
     count,
-    () => {
-      const w = new GrpcFrontendWorker(core, services, direct, early.shift());
+    (ended) => {
+      const w = new GrpcFrontendWorker(core, services, direct, early.shift(), ended);
       return { start: (port) => w.start({ ...listen, port }), stop: () => w.stop() };
     },
     opts.port,
+    log,
+    "gRPC",
   );
 }

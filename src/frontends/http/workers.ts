@@ -35,8 +35,8 @@ class FrontendWorker {
   readonly #windows = new Map<number, SendWindow>();
   readonly #direct: DirectLink;
 
-  /** `worker`: one started early (while the models loaded); otherwise one is started here. */
-  constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined, worker?: WorkerLike) {
+  /** `worker`: one started early (while the models loaded); otherwise one is started here. `ended`: called once its thread has ended. */
+  constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined, worker?: WorkerLike, ended?: () => void) {
     this.#server = server;
     this.#handler = handler;
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
@@ -45,7 +45,10 @@ class FrontendWorker {
       "HTTP",
       log,
       (m) => this.#onMessage(m),
-      () => this.#direct.ended(),
+      () => {
+        this.#direct.ended();
+        ended?.();
+      },
     );
   }
 
@@ -173,10 +176,12 @@ export function listenHttpWorkers(
 ): Promise<HttpListener> {
   return startWorkers(
     count,
-    () => {
-      const w = new FrontendWorker(server, handler, direct, early.shift());
+    (ended) => {
+      const w = new FrontendWorker(server, handler, direct, early.shift(), ended);
       return { start: (port) => w.start({ ...config, port }), stop: () => w.stop() };
     },
     config.port,
+    log,
+    "HTTP",
   );
 }
