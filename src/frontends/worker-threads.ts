@@ -67,6 +67,8 @@ export interface StartableWorker {
  */
 export const RESTARTS_PER_WINDOW = 8;
 export const RESTART_WINDOW_MS = 60_000;
+/** A replacement starts this long after the end (Bun 1.4.4 crashes when a worker is started from another worker's close event). */
+export const RESTART_DELAY_MS = 100;
 
 /**
  * Starts `count` workers on `port`. For port 0 the first binds a free port and the others
@@ -100,14 +102,17 @@ export async function startWorkers(
       }
       restarts.push(now);
       log.error(`${what} worker thread ended; starting another on port ${port}`);
-      const again = start(port);
-      const replacement = workers.at(-1)!;
-      again.catch((err: unknown) => {
-        log.error(`${what} worker thread could not be started again: ${(err as Error).message}`);
-        const i = workers.indexOf(replacement);
-        if (i >= 0) workers.splice(i, 1);
-        void replacement.stop();
-      });
+      setTimeout(() => {
+        if (closing) return;
+        const again = start(port);
+        const replacement = workers.at(-1)!;
+        again.catch((err: unknown) => {
+          log.error(`${what} worker thread could not be started again: ${(err as Error).message}`);
+          const i = workers.indexOf(replacement);
+          if (i >= 0) workers.splice(i, 1);
+          void replacement.stop();
+        });
+      }, RESTART_DELAY_MS);
     });
     workers.push(w);
     return w.start(on).then((bound) => {

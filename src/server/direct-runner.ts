@@ -212,9 +212,12 @@ export class DirectRunner {
     return r;
   }
 
-  /** Whether the table lists `model`'s version (then no request for it is decoupled: DirectModels leaves those out). */
+  /**
+   * Whether the table lists `model`'s version (then no request for it is decoupled:
+   * DirectModels leaves those out), and no newer table is on its way (which may not).
+   */
   lists(model: string, version: string | undefined): boolean {
-    return this.#routes.has(routeKey(model, version));
+    return !this.#stale() && this.#routes.has(routeKey(model, version));
   }
 
   /** Answers the request here, or undefined when the main thread must (nothing is recorded then). */
@@ -535,7 +538,7 @@ async function submitted(client: BatchClient, batch: number, prepared: PreparedR
  * the run: nothing ran and nothing was recorded; the caller hands the request to the
  * main thread (isRetired).
  */
-const RETIRED = new Error("the version was retired before it ran here");
+export const RETIRED = new Error("the version was retired before it ran here");
 export const isRetired = (err: unknown): boolean => err === RETIRED;
 
 /** No sequence parameters, unless the version is sequence-batched here: what the worker answers exactly as the main thread does. */

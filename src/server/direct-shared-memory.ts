@@ -112,8 +112,10 @@ export class DirectSharedMemory {
  * then the state read (SharedRegionLink); false when it is being dropped.
  */
 function hold(l: Lent, mine: number): boolean {
-  Atomics.add(l.lent, mine, 1);
+  // The total first, then the slot (and letGo the other way round): a worker stopped between
+  // the two can only leave a hold behind, never have the main thread give back one it did not count.
   Atomics.add(l.lent, WORKER_USERS, 1);
+  Atomics.add(l.lent, mine, 1);
   if (Atomics.load(l.lent, STATE) === DROPPING) {
     letGo(l.lent, mine);
     return false;

@@ -287,14 +287,24 @@ export class SharedMemoryManager {
   }
 
   /**
-   * The frontend worker of `slot` ended (it runs no more code): its holds on every region
-   * go back, and a region awaiting unregister that only it held is dropped now.
+   * The frontend worker of `slot` ended: its holds on every region go back, and a region
+   * awaiting unregister that only it held is dropped now. Called on the worker's close
+   * event, which Bun sends once the worker's event loop has stopped: no code of it runs after.
    */
   workerEnded(slot: number): void {
     if (slot < 0 || slot >= WORKER_SLOTS) return;
     for (const r of this.#regions.values()) {
       const held = Atomics.exchange(r.lent, slotHolds(slot), 0);
-      if (held > 0 && Atomics.sub(r.lent, WORKER_USERS, held) === held) Atomics.notify(r.lent, WORKER_USERS);
+      if (held <= 0) continue;
+      // Never more than the total counts (the other workers' holds stay counted).
+      let total = Atomics.load(r.lent, WORKER_USERS);
+      for (;;) {
+        const next = Math.max(0, total - held);
+        const was = Atomics.compareExchange(r.lent, WORKER_USERS, total, next);
+        if (was === total) break;
+        total = was;
+      }
+      if (total - held <= 0) Atomics.notify(r.lent, WORKER_USERS);
     }
     this.#sweep();
   }

@@ -8,8 +8,9 @@
  * the table, a decoupled one among them; sequence parameters the worker leaves to the main
  * thread; a message that does not convert, whose error the main thread reports in
  * Triton's order) hands the stream to the main thread's handler, stream.ts, from there
- * on: once every answer of the worker's own has been written, so the order, and a
- * sequence's order of arrival, are one thread's.
+ * on, once every answer of the worker's own has been written: the responses come in an
+ * order one thread gives, and a sequence's requests reach its model in the order sent. A
+ * request so handed on starts only then, where on one thread it starts when it arrives.
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import { ServerError } from "../../core/errors.ts";
@@ -70,6 +71,8 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
 
   /** The main thread's core answers `request` in its place; the stream's cancel settles it. */
   const onMain = (model: string, version: string | undefined, request: InferenceRequest): Promise<StreamedResponse> => {
+    // A request retired after the stream was cancelled is not started again.
+    if (gone) return Promise.resolve({ error: new ServerError("CANCELLED", "the stream was cancelled"), final: true });
     const { answer, cancel } = host.onMain(model, version, request);
     cancels.add(cancel);
     return answer.finally(() => cancels.delete(cancel));

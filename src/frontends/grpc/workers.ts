@@ -130,6 +130,8 @@ class GrpcFrontendWorker {
   ) {
     this.#server = server;
     this.#services = services;
+    // Before the thread: a worker started early that has already ended reports it while the thread is made.
+    this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
     this.#thread = new WorkerThread(
       worker ?? grpcWorkerEntry(),
       "gRPC",
@@ -141,7 +143,6 @@ class GrpcFrontendWorker {
       },
     );
     this.#send = (m) => this.#thread.send(m);
-    this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
   }
 
   async start(listen: GrpcListenOptions): Promise<number> {

@@ -39,6 +39,7 @@ class FrontendWorker {
   constructor(server: InferenceServer, handler: HttpHandler, direct: DirectModels | undefined, worker?: WorkerLike, ended?: () => void) {
     this.#server = server;
     this.#handler = handler;
+    // Before the thread: a worker started early that has already ended reports it while the thread is made.
     this.#direct = new DirectLink(direct, (m, transfer) => this.#thread.send(m, transfer), log);
     this.#thread = new WorkerThread(
       worker ?? httpWorkerEntry(),

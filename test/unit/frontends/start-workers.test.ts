@@ -8,7 +8,7 @@
  * one that ends while the frontend closes, or before it started, is not.
  */
 import { describe, expect, it } from "vitest";
-import { RESTARTS_PER_WINDOW, startWorkers, type StartableWorker } from "../../../src/frontends/worker-threads.ts";
+import { RESTART_DELAY_MS, RESTARTS_PER_WINDOW, startWorkers, type StartableWorker } from "../../../src/frontends/worker-threads.ts";
 import type { Logger } from "../../../src/core/logger.ts";
 
 /** Workers whose starts the test settles by hand, recording what was asked of them. */
@@ -36,6 +36,8 @@ function fakeWorkers() {
 }
 
 const turn = () => new Promise((r) => setImmediate(r));
+/** Past the delay before a replacement starts. */
+const delay = () => new Promise((r) => setTimeout(r, RESTART_DELAY_MS + 20));
 const logged: string[] = [];
 const log = { error: (m: string) => logged.push(m) } as unknown as Logger;
 
@@ -98,6 +100,8 @@ describe("startWorkers", () => {
     const listener = await started;
     f.ended[1]!();
     await turn();
+    expect(f.events.slice(2)).toEqual([]);
+    await delay();
     expect(f.events.slice(2)).toEqual(["start 2 on 41234"]);
     expect(logged).toEqual(["HTTP worker thread ended; starting another on port 41234"]);
     f.starts[2]!.resolve(41234);
@@ -109,7 +113,7 @@ describe("startWorkers", () => {
     // Ends during and after the close start nothing.
     f.ended[0]!();
     f.ended[2]!();
-    await turn();
+    await delay();
     expect(f.events.filter((e) => e.startsWith("start")).length).toBe(3);
   });
 
@@ -123,7 +127,7 @@ describe("startWorkers", () => {
     const listener = await started;
     expect(f.events).toEqual(["start 0 on 8000"]);
     f.ended[0]!();
-    await turn();
+    await delay();
     f.starts[1]!.reject(new Error("address in use"));
     await turn();
     expect(logged).toEqual(["gRPC worker thread ended; starting another on port 8000", "gRPC worker thread could not be started again: address in use"]);
@@ -141,7 +145,7 @@ describe("startWorkers", () => {
     const listener = await started;
     for (let i = 0; i <= RESTARTS_PER_WINDOW; i++) {
       f.ended[i]!();
-      await turn();
+      await delay();
       f.starts[i + 1]?.resolve(8000);
       await turn();
     }

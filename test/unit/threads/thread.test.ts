@@ -330,6 +330,24 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     expect(w.posts).toEqual([]);
   });
 
+  it("over a worker started early that ended before its thread was made: the owner hears of the end while the thread is made", async () => {
+    vi.stubGlobal("Worker", FakeWorker);
+    const early = new EarlyWorker("file:///w.ts");
+    const w = FakeWorker.made.at(-1)!.worker;
+    for (const l of w.closeListeners) l({ code: 1 } as unknown as Event);
+    const ends: string[] = [];
+    const t = new WorkerThread<Config, To, From>(
+      early,
+      "gRPC",
+      log,
+      () => {},
+      () => ends.push("ended"),
+    );
+    // Within the constructor: the frontends make what their onExit uses before the thread.
+    expect(ends).toEqual(["ended"]);
+    await expect(t.start({ port: 1 })).rejects.toThrow("the worker ended (exit code 1)");
+  });
+
   it("a worker that ends without a word fails a start waiting on it and ends a stop at once", async () => {
     const a = make();
     const started = a.t.start({ port: 1 });
