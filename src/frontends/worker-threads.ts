@@ -24,12 +24,15 @@ export interface WorkerInfer {
   model: string;
   version?: string;
   request: InferenceRequest;
+  /** A ModelStreamInfer stream's request: its failure goes back in-band, and is not logged (the stream handler logs none). */
+  streamed?: true;
 }
 
 /**
  * Runs a worker's decoded request on the main thread: resolves the model (an unknown one
  * is reported first), refuses a decoupled model with the frontend's message, then
- * queues it. Errors come back as WireErrors, logged as the one-thread frontends log them.
+ * queues it. Errors come back as WireErrors, logged as the one-thread frontends log them:
+ * `where` names the route a failure is logged under, none when that frontend does not log it.
  */
 export async function inferForWorker(
   server: InferenceServer,
@@ -37,7 +40,7 @@ export async function inferForWorker(
   signal: AbortSignal,
   decoupledMessage: string,
   log: Logger,
-  where: string,
+  where: (e: ServerError) => string | undefined,
 ): Promise<{ t: "response"; response: InferenceResponse } | { t: "failed"; error: WireError }> {
   const request = m.request;
   request.modelName = m.model;
@@ -49,7 +52,8 @@ export async function inferForWorker(
     return { t: "response", response: await server.inferAsync(request, resolved) };
   } catch (err) {
     const e = ServerError.from(err);
-    logFailure(log, where, e.code, e.message);
+    const at = where(e);
+    if (at !== undefined) logFailure(log, at, e.code, e.message);
     return { t: "failed", error: wireError(e) };
   }
 }
@@ -302,7 +306,10 @@ const RECORDS_EVERY_MS = 50;
  * A frontend worker's DirectRunner wired to its messages: `receive` takes the main
  * thread's tables and flushes (true when `m` was one); records and failures are posted.
  */
-export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (model: string) => string) {
+export function workerDirectRunner(
+  post: (m: FromWorkerDirect) => void,
+  where: (model: string, request: InferenceRequest, e: ServerError) => string | undefined,
+) {
   // What is logged in the worker goes to the main thread's log, under its settings (its verbose level, once known, filters here).
   const forwardTo = (entry: LogEntry) => post({ t: "log", entry });
   forwardLog(forwardTo);
@@ -319,7 +326,11 @@ export function workerDirectRunner(post: (m: FromWorkerDirect) => void, where: (
       if (pending) Atomics.add(pending, 0, 1);
       setTimeout(postRecords, RECORDS_EVERY_MS);
     },
-    (e, model) => post({ t: "failure", code: e.code, message: e.message, where: where(model) }),
+    (e, model, request) => {
+      // `where` names the route the main thread would log the failure under; none: it would not log it.
+      const at = where(model, request, e);
+      if (at !== undefined) post({ t: "failure", code: e.code, message: e.message, where: at });
+    },
     (key) => post({ t: "connect", key }),
     (request) => steps.relay(request),
   );

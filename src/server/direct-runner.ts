@@ -94,7 +94,7 @@ export class DirectRunner {
   #cache: ResponseCache | undefined;
   #connecting = false;
   readonly #flushSoon: () => void;
-  readonly #onError: (e: ServerError, model: string) => void;
+  readonly #onError: (e: ServerError, model: string, request: InferenceRequest) => void;
   readonly #connect: (key: string) => void;
   readonly #relay: (request: InferenceRequest) => Promise<InferenceResponse>;
   /** The system shared-memory regions of the table, whose descriptors this worker borrows. */
@@ -118,7 +118,7 @@ export class DirectRunner {
    */
   constructor(
     flushSoon: () => void,
-    onError: (e: ServerError, model: string) => void,
+    onError: (e: ServerError, model: string, request: InferenceRequest) => void,
     connect: (key: string) => void = () => {},
     relay: (request: InferenceRequest) => Promise<InferenceResponse> = () => Promise.reject(new ServerError("INTERNAL", "no main thread to run the step")),
   ) {
@@ -398,7 +398,7 @@ export class DirectRunner {
       }
       if (s.ensemble) reason = "OTHER"; // as the server counts an ensemble's failures (Triton's)
       this.#record(s, FAILURE, nowNs() - start, FAILURE_REASONS.indexOf(reason), 0, 0, 0, 0);
-      if (!step) this.#onError(e, entry.name);
+      if (!step) this.#onError(e, entry.name, request);
       throw e;
     } finally {
       this.#queued?.add(-held);

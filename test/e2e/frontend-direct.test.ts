@@ -284,6 +284,14 @@ describe("stateless models in the frontend workers: the same answers and statist
       const [ca, cb] = [await counts(one.server, model), await counts(two.server, model)];
       expect(cb, model).toEqual(ca);
     }
+    // Failures are logged as one thread logs them: the HTTP requests', not gRPC's INVALID_ARG ones, nor a stream's in-band errors.
+    await new Promise((r) => setTimeout(r, 300));
+    const fp32 = (server: ServerProcess) =>
+      server
+        .log()
+        .split("\n")
+        .filter((l) => l.includes("data-type is 'FP32', but model 'simple'")).length;
+    expect(fp32(two.server)).toBe(fp32(one.server));
     // A stream's requests reach the scheduling thread while one runs, so how `batched` batches them is the workers' own; what it counted per request is not.
     const [ba, bb] = [await counts(one.server, "batched"), await counts(two.server, "batched")];
     const perRequest = ({ success, fail, inferenceCount, metricSuccess, metricOther }: typeof ba) => ({

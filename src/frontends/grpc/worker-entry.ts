@@ -33,7 +33,10 @@ const pending = new Map<number, (a: Answer) => void>();
 const streams = new Map<number, ServerDuplexStream<unknown, unknown>>();
 let nextId = 0;
 let listener: GrpcListener | undefined;
-const direct = workerDirectRunner(post, () => "ModelInfer");
+/** Requests of streams served here: their failures go back in-band and are not logged (as the main thread's stream handler does not log them). */
+const streamed = new WeakSet<InferenceRequest>();
+// Failures logged as the one-thread handlers log them: ModelInfer's INTERNAL errors only (toGrpcError), a stream's none.
+const direct = workerDirectRunner(post, (_model, request, e) => (e.code !== "INTERNAL" || streamed.has(request) ? undefined : "ModelInfer"));
 
 function receive(m: ToGrpcWorker): void {
   switch (m.t) {
@@ -222,7 +225,10 @@ function modelInfer(headerForward: RegExp | undefined) {
  */
 function modelStreamInfer(headerForward: RegExp | undefined) {
   const host: StreamHost = {
-    run: (model, version, request) => direct.runner.run(model, version, request),
+    run: (model, version, request) => {
+      streamed.add(request);
+      return direct.runner.run(model, version, request);
+    },
     listed: (model, version, request) => direct.runner.lists(model, version) && !hasSequenceParameters(request),
     onMain: (model, version, request) => {
       const id = nextId++;
@@ -238,7 +244,7 @@ function modelStreamInfer(headerForward: RegExp | undefined) {
               },
         ),
       );
-      const m: FromGrpcWorker = { t: "infer", id, model, ...(version ? { version } : {}), request };
+      const m: FromGrpcWorker = { t: "infer", id, model, ...(version ? { version } : {}), request, streamed: true };
       post(m, inputBuffers(request));
       const cancel = () => {
         if (!pending.delete(id)) return;

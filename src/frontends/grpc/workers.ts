@@ -198,7 +198,8 @@ class GrpcFrontendWorker {
       controller.signal,
       "ModelInfer RPC doesn't support models with decoupled transaction policy",
       log,
-      "ModelInfer",
+      // As the one-thread handlers log: ModelInfer an INTERNAL error only (toGrpcError), a stream's in-band errors none.
+      (e) => (m.streamed || e.code !== "INTERNAL" ? undefined : "ModelInfer"),
     );
     this.#cancels.delete(m.id);
     this.#send({ ...answer, id: m.id });

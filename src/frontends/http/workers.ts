@@ -101,7 +101,7 @@ class FrontendWorker {
       this.#track(m.id),
       "HTTP end point doesn't support models with decoupled transaction policy",
       log,
-      `POST /v2/models/${m.model}/infer`,
+      () => `POST /v2/models/${m.model}/infer`,
     );
     this.#running.delete(m.id);
     this.#send({ ...answer, id: m.id });
