@@ -70,7 +70,7 @@ export interface StartableWorker {
  * start again without end).
  */
 export const RESTARTS_PER_WINDOW = 8;
-export const RESTART_WINDOW_MS = 60_000;
+const RESTART_WINDOW_MS = 60_000;
 /** A replacement starts this long after the end (Bun 1.4.4 crashes when a worker is started from another worker's close event). */
 export const RESTART_DELAY_MS = 100;
 
@@ -111,6 +111,7 @@ export async function startWorkers(
         const again = start(port);
         const replacement = workers.at(-1)!;
         again.catch((err: unknown) => {
+          if (closing) return;
           log.error(`${what} worker thread could not be started again: ${(err as Error).message}`);
           const i = workers.indexOf(replacement);
           if (i >= 0) workers.splice(i, 1);
@@ -232,8 +233,12 @@ export class DirectLink {
     for (const step of this.#steps.values()) step.abort();
   }
 
-  /** The worker's thread ended (stopped, or failed): nothing waits on it any more, and what it held in shared memory goes back. */
+  /**
+   * The worker's thread ended (stopped, or failed): nothing waits on it any more, what it
+   * submitted to the scheduling thread is cancelled, and what it held in shared memory goes back.
+   */
   ended(): void {
+    this.#batch?.abandon();
     this.stop();
     if (this.#subscriber) this.#direct?.ended(this.#subscriber);
   }

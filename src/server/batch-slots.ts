@@ -27,8 +27,12 @@ export const SUB_TAIL = 0;
 export const SUB_HEAD = 1;
 export const DONE_TAIL = 2;
 export const DONE_HEAD = 3;
-/** Set to 1 when the channel is closed: the scheduling thread stops waiting on it. */
+/**
+ * Set to 1 when the channel is closed: the scheduling thread stops waiting on it; 2 when its
+ * worker ended (ABANDONED): the requests of it still there are cancelled too, no one waits for them.
+ */
 export const CLOSED = 4;
+export const ABANDONED = 2;
 /** Set to 1 (by the main thread) when the scheduling thread has failed: the submitter stops waiting on it. */
 export const FAILED = 6;
 /**

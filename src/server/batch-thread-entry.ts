@@ -29,7 +29,7 @@ import { borrowInstance } from "../backends/borrow.ts";
 import { LocalAbort } from "../core/cancel.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { InOrder } from "./batch-order.ts";
-import { BUSY, CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
+import { ABANDONED, BUSY, CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
 import type { InferenceRequest, RequestControl } from "../core/request.ts";
@@ -295,7 +295,10 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
   setBusy();
   whileRung(channel.ctrl, SUB_TAIL, SUB_HEAD, () => {
     drain();
-    if (Atomics.load(channel.ctrl, CLOSED) === 0) return true;
+    const closed = Atomics.load(channel.ctrl, CLOSED);
+    if (closed === 0) return true;
+    // Its worker ended: what it submitted is cancelled (CANCELED, as a client gone on one thread), not run for no one.
+    if (closed === ABANDONED) for (const controller of [...live.values()]) controller.abort();
     drains.delete(drain);
     controls.delete(channel.ctrl);
     port.close();

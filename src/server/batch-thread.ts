@@ -24,7 +24,7 @@ import { getLogger, logEntry } from "../core/logger.ts";
 import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
-import { CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
+import { ABANDONED, CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
 import { EXEC_WIDTH, type FromBatch, type SequenceAdd, type ToBatch } from "./batch-protocol.ts";
 import { ThreadRateLimiter } from "./batch-rate-limiter.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
@@ -44,11 +44,15 @@ const log = getLogger("src/server/batch-thread.ts");
 /** The most distinct batch sizes a version's counters on the scheduling thread hold (executions of larger ones are posted as records). */
 const BATCH_ROWS = 256;
 
-/** A frontend worker's channel to the scheduling thread: its slots, the port for what does not fit, and close() for when the worker stops. */
+/**
+ * A frontend worker's channel to the scheduling thread: its slots, the port for what does
+ * not fit, close() for when the worker stops, and abandon() for when its thread has ended.
+ */
 export interface BatchChannel {
   buffer: SharedArrayBuffer;
   port: ChannelPort;
   close(): void;
+  abandon(): void;
 }
 
 const threads = new WeakMap<InferenceServer, BatchThread>();
@@ -173,7 +177,12 @@ export class BatchThread {
       port: port1,
       close: () => {
         this.#controls.delete(channel.ctrl);
-        Atomics.store(channel.ctrl, CLOSED, 1);
+        Atomics.compareExchange(channel.ctrl, CLOSED, 0, 1);
+        Atomics.notify(channel.ctrl, SUB_TAIL);
+      },
+      abandon: () => {
+        this.#controls.delete(channel.ctrl);
+        Atomics.store(channel.ctrl, CLOSED, ABANDONED);
         Atomics.notify(channel.ctrl, SUB_TAIL);
       },
     };

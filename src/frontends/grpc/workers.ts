@@ -139,6 +139,8 @@ class GrpcFrontendWorker {
       (m) => this.#onMessage(m),
       () => {
         this.#direct.ended();
+        // What the main thread runs for it is cancelled, as for clients gone (no one reads the answers).
+        for (const cancel of [...this.#cancels.values()]) cancel();
         ended?.();
       },
     );

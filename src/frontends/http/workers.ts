@@ -48,6 +48,7 @@ class FrontendWorker {
       (m) => this.#onMessage(m),
       () => {
         this.#direct.ended();
+        this.#abandon();
         ended?.();
       },
     );
@@ -85,6 +86,12 @@ class FrontendWorker {
       default:
         this.#direct.receive(m);
     }
+  }
+
+  /** The worker's thread ended: what the main thread runs for it is cancelled, as for clients gone (no one reads the answers). */
+  #abandon(): void {
+    for (const c of [...this.#running.values()]) c.abort();
+    for (const w of this.#windows.values()) w.close();
   }
 
   #track(id: number): AbortSignal {
