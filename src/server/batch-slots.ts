@@ -29,7 +29,7 @@ export const DONE_TAIL = 2;
 export const DONE_HEAD = 3;
 /**
  * Set to 1 when the channel is closed: the scheduling thread stops waiting on it; 2 when its
- * worker ended (ABANDONED): the requests of it still there are cancelled too, no one waits for them.
+ * worker ended (ABANDONED): its requests still there are cancelled too, as no one waits for them.
  */
 export const CLOSED = 4;
 export const ABANDONED = 2;

@@ -297,7 +297,7 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
     drain();
     const closed = Atomics.load(channel.ctrl, CLOSED);
     if (closed === 0) return true;
-    // Its worker ended: what it submitted is cancelled (CANCELED, as a client gone on one thread), not run for no one.
+    // Its worker ended: what it submitted is cancelled rather than run for no one (the outcome, which the worker counts, ends with it).
     if (closed === ABANDONED) for (const controller of [...live.values()]) controller.abort();
     drains.delete(drain);
     controls.delete(channel.ctrl);

@@ -55,10 +55,10 @@ export function emptyFinalAsked(msg: WireInferRequest): boolean {
 }
 
 /** Triton's triton_grpc_error mode (client metadata `triton_grpc_error: true`): the first error ends the stream with its gRPC status instead of travelling in-band. */
-export const grpcErrorMode = (call: Call): boolean => call.metadata.get("triton_grpc_error")[0] === "true";
+const grpcErrorMode = (call: Call): boolean => call.metadata.get("triton_grpc_error")[0] === "true";
 
 /** The stream message that carries `r`, one of the responses to `msg`; none for a response-less final nobody asked for. */
-export function streamMessage(msg: WireInferRequest, r: StreamedResponse, emptyFinal: boolean): unknown {
+function streamMessage(msg: WireInferRequest, r: StreamedResponse, emptyFinal: boolean): unknown {
   const header = { id: msg.id ?? "", model_name: msg.model_name ?? "", model_version: msg.model_version ?? "" };
   if (r.error) return { error_message: r.error.message, infer_response: header };
   if (r.response) return { error_message: "", infer_response: fromInferenceResponse(r.response, { triton_final_response: r.final }) };
@@ -66,75 +66,121 @@ export function streamMessage(msg: WireInferRequest, r: StreamedResponse, emptyF
   return undefined;
 }
 
-export function streamInfer(server: InferenceServer, call: Call, forward?: HeaderForwarder): void {
-  let ordered: Promise<void> = Promise.resolve();
-  const running = new Set<Promise<void>>();
-  const controllers = new Set<AbortController>();
-  let gone = false;
+/**
+ * One ModelStreamInfer call as the stream handlers (this one and a frontend worker's,
+ * worker-stream.ts) serve it: the requests running on it, cancelled when the client
+ * cancels or the call fails; responses written as they come or in request order, each
+ * write waiting for the transport to drain; in triton_grpc_error mode the call ended with
+ * the first error's status; the call ended once every request on it is done.
+ */
+export class StreamCall {
+  readonly #call: Call;
+  readonly #errorMode: boolean;
+  readonly #cancels = new Set<() => void>();
+  readonly #running = new Set<Promise<void>>();
+  #ordered: Promise<void> = Promise.resolve();
+  #gone = false;
 
-  const abortAll = () => {
-    gone = true;
-    for (const c of controllers) c.abort();
-  };
-  call.on("cancelled", abortAll);
-  call.on("error", abortAll);
-  const errorMode = grpcErrorMode(call);
+  constructor(call: Call) {
+    this.#call = call;
+    this.#errorMode = grpcErrorMode(call);
+    const abortAll = () => this.#abortAll();
+    call.on("cancelled", abortAll);
+    call.on("error", abortAll);
+  }
+
+  /** Whether the call is over for the server (cancelled, failed, or ended with an error's status): nothing more is taken. */
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  /** Calls `cancel` if the call goes before the returned function is called. */
+  onCancel(cancel: () => void): () => void {
+    this.#cancels.add(cancel);
+    return () => this.#cancels.delete(cancel);
+  }
+
+  #abortAll(): void {
+    this.#gone = true;
+    for (const cancel of [...this.#cancels]) cancel();
+  }
+
+  /** Writes `r`, one of `msg`'s responses (in triton_grpc_error mode an error ends the call instead); false once the call is ended. */
+  async send(msg: WireInferRequest, r: StreamedResponse, emptyFinal: boolean): Promise<boolean> {
+    if (r.error && this.#errorMode) {
+      this.#fail(r.error);
+      return false;
+    }
+    const m = streamMessage(msg, r, emptyFinal);
+    if (m !== undefined) await this.#write(m);
+    return true;
+  }
+
+  /** Sends `msg`'s one response (none: nothing) after the responses of the requests before it. */
+  inOrder(msg: WireInferRequest, first: Promise<StreamedResponse | undefined>, emptyFinal: boolean): Promise<void> {
+    const previous = this.#ordered;
+    this.#ordered = (async () => {
+      const r = await first;
+      await previous;
+      if (r) await this.send(msg, r, emptyFinal);
+    })();
+    return this.#ordered;
+  }
+
+  /** Counts `work` among the requests running on the call until it settles, then calls `done`. */
+  track(work: Promise<void>, done?: () => void): void {
+    const settled: Promise<void> = work
+      .catch(() => undefined)
+      .finally(() => {
+        done?.();
+        this.#running.delete(settled);
+      });
+    this.#running.add(settled);
+  }
+
+  /** Resolves once no request runs on the call. */
+  async settled(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all(this.#running);
+  }
+
+  /** Ends the call once no request runs on it (unless it is gone). */
+  async endWhenDone(): Promise<void> {
+    await this.settled();
+    if (!this.#gone) this.#call.end();
+  }
 
   /** In triton_grpc_error mode: ends the call with `error`'s status and stops every request on it. */
-  const fail = (error: ServerError) => {
-    if (gone) return;
-    abortAll();
-    call.emit("error", toGrpcError(error));
-  };
+  #fail(error: ServerError): void {
+    if (this.#gone) return;
+    this.#abortAll();
+    this.#call.emit("error", toGrpcError(error));
+  }
 
   /** Writes one message, waiting for the transport to drain when its buffer is full. */
-  const write = async (message: unknown) => {
-    if (gone || call.cancelled) return;
-    if (!call.write(message)) await new Promise<void>((resolve) => call.once("drain", resolve));
-  };
+  async #write(message: unknown): Promise<void> {
+    if (this.#gone || this.#call.cancelled) return;
+    if (!this.#call.write(message)) await new Promise<void>((resolve) => this.#call.once("drain", resolve));
+  }
+}
 
+export function streamInfer(server: InferenceServer, call: Call, forward?: HeaderForwarder): void {
+  const stream = new StreamCall(call);
   call.on("data", (msg: WireInferRequest) => {
     const controller = new AbortController();
-    controllers.add(controller);
+    const forget = stream.onCancel(() => controller.abort());
     const model = resolveFor(server, msg);
     const events = responsesOf(server, msg, model, controller.signal, forward);
     const emptyFinal = emptyFinalAsked(msg);
-    let work: Promise<void>;
     if (!(model instanceof ServerError) && model.decoupled) {
-      work = (async () => {
-        for await (const r of events) {
-          if (r.error && errorMode) return fail(r.error);
-          const m = streamMessage(msg, r, emptyFinal);
-          if (m !== undefined) await write(m);
-        }
+      const work = (async () => {
+        for await (const r of events) if (!(await stream.send(msg, r, emptyFinal))) return;
       })();
+      stream.track(work, forget);
     } else {
       // One response; written after the responses of the requests before it.
-      const first = events.next();
-      const previous = ordered;
-      work = ordered = (async () => {
-        const r = await first;
-        await previous;
-        if (!r.done) {
-          if (r.value.error && errorMode) return fail(r.value.error);
-          const m = streamMessage(msg, r.value, emptyFinal);
-          if (m !== undefined) await write(m);
-        }
-      })();
+      const first = events.next().then((r) => (r.done ? undefined : r.value));
+      stream.track(stream.inOrder(msg, first, emptyFinal), forget);
     }
-    const done = work
-      .catch(() => undefined)
-      .finally(() => {
-        controllers.delete(controller);
-        running.delete(done);
-      });
-    running.add(done);
   });
-
-  call.on("end", () => {
-    void (async () => {
-      while (running.size > 0) await Promise.all(running);
-      if (!gone) call.end();
-    })();
-  });
+  call.on("end", () => void stream.endWhenDone());
 }

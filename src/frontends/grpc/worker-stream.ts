@@ -18,8 +18,7 @@ import { LocalAbort } from "../../core/cancel.ts";
 import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../../core/request.ts";
 import { isRetired } from "../../server/direct-runner.ts";
 import { toInferenceRequest, type WireInferRequest } from "./convert.ts";
-import { emptyFinalAsked, grpcErrorMode, streamMessage } from "./stream.ts";
-import { toGrpcError } from "./status.ts";
+import { emptyFinalAsked, StreamCall } from "./stream.ts";
 import type { HeaderForwarder } from "../header-forward.ts";
 
 type Call = ServerDuplexStream<WireInferRequest, unknown>;
@@ -43,39 +42,16 @@ export interface StreamHost {
 }
 
 export function workerStream(call: Call, host: StreamHost, forward: HeaderForwarder): void {
-  const errorMode = grpcErrorMode(call);
-  let ordered: Promise<void> = Promise.resolve();
-  const running = new Set<Promise<void>>();
-  const cancels = new Set<() => void>();
-  let gone = false;
+  const stream = new StreamCall(call);
   /** Set by the first message left to the main thread's handler: the messages that wait for the worker's own answers, then the relay. */
   let handed: { waiting: WireInferRequest[]; halfClosed: boolean; relay?: StreamRelay } | undefined;
-
-  const abortAll = () => {
-    gone = true;
-    for (const cancel of cancels) cancel();
-  };
-  call.on("cancelled", abortAll);
-  call.on("error", abortAll);
-
-  const fail = (error: ServerError) => {
-    if (gone) return;
-    abortAll();
-    call.emit("error", toGrpcError(error));
-  };
-
-  const write = async (message: unknown) => {
-    if (gone || call.cancelled) return;
-    if (!call.write(message)) await new Promise<void>((resolve) => call.once("drain", resolve));
-  };
 
   /** The main thread's core answers `request` in its place; the stream's cancel settles it. */
   const onMain = (model: string, version: string | undefined, request: InferenceRequest): Promise<StreamedResponse> => {
     // A request retired after the stream was cancelled is not started again.
-    if (gone) return Promise.resolve({ error: new ServerError("CANCELLED", "the stream was cancelled"), final: true });
+    if (stream.gone) return Promise.resolve({ error: new ServerError("CANCELLED", "the stream was cancelled"), final: true });
     const { answer, cancel } = host.onMain(model, version, request);
-    cancels.add(cancel);
-    return answer.finally(() => cancels.delete(cancel));
+    return answer.finally(stream.onCancel(cancel));
   };
 
   /** `msg`'s one response, from here or the main thread's core; undefined when the stream goes to the main thread's handler. */
@@ -97,15 +73,14 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
       delete request.signal;
       return host.listed(model, version, request) ? onMain(model, version, request) : undefined;
     }
-    const cancel = () => controller.abort();
-    cancels.add(cancel);
+    const forget = stream.onCancel(() => controller.abort());
     return run.then(
       (response): StreamedResponse | Promise<StreamedResponse> => {
-        cancels.delete(cancel);
+        forget();
         return { response, final: true };
       },
       (err: unknown) => {
-        cancels.delete(cancel);
+        forget();
         delete request.signal;
         return isRetired(err) ? onMain(model, version, request) : { error: ServerError.from(err), final: true };
       },
@@ -117,8 +92,8 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
     const h: NonNullable<typeof handed> = { waiting: [msg], halfClosed: false };
     handed = h;
     void (async () => {
-      while (running.size > 0) await Promise.all(running);
-      if (gone) return;
+      await stream.settled();
+      if (stream.gone) return;
       const relay = host.relay(call);
       for (const m of h.waiting) relay.data(m);
       h.waiting = [];
@@ -128,7 +103,7 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
   };
 
   call.on("data", (msg: WireInferRequest) => {
-    if (gone) return;
+    if (stream.gone) return;
     if (handed) {
       if (handed.relay) handed.relay.data(msg);
       else handed.waiting.push(msg);
@@ -136,29 +111,13 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
     }
     const first = answer(msg);
     if (!first) return hand(msg);
-    const emptyFinal = emptyFinalAsked(msg);
-    const previous = ordered;
     // Written after the responses of the requests before it, as stream.ts writes an ordinary model's.
-    const work = (ordered = (async () => {
-      const r = await first;
-      await previous;
-      if (r.error && errorMode) return fail(r.error);
-      const m = streamMessage(msg, r, emptyFinal);
-      if (m !== undefined) await write(m);
-    })());
-    const done = work.catch(() => undefined).finally(() => running.delete(done));
-    running.add(done);
+    stream.track(stream.inOrder(msg, first, emptyFinalAsked(msg)));
   });
 
   call.on("end", () => {
-    if (handed) {
-      if (handed.relay) handed.relay.halfClose();
-      else handed.halfClosed = true;
-      return;
-    }
-    void (async () => {
-      while (running.size > 0) await Promise.all(running);
-      if (!gone) call.end();
-    })();
+    if (!handed) return void stream.endWhenDone();
+    if (handed.relay) handed.relay.halfClose();
+    else handed.halfClosed = true;
   });
 }
