@@ -240,7 +240,7 @@ describe("stateless models in the frontend workers: the same answers and statist
         : `${r.infer_response.id} ${r.infer_response.model_name} ${JSON.stringify(simpleOutput(r.infer_response))} final ${r.infer_response.parameters.triton_final_response.bool_param}`;
     const run = async (server: ServerProcess) => {
       const out: string[][] = [];
-      // 64 requests written at once, past the 32 runs a worker keeps going while the scheduling thread has them (the rest go to the main thread's core in their place).
+      // 64 requests written at once: past the 32 runs a worker keeps going, when they pile up on the scheduling thread, the rest go to the main thread's core in their place.
       out.push((await streamInfer(server.grpcTarget!, [...Array.from({ length: 64 }, (_, i) => streamed(i % 4 === 3 ? "simple" : "batched", i))])).map(text));
       // An error in-band; then a model outside the table (unknown) hands the rest to the main thread's handler.
       out.push(
