@@ -46,7 +46,12 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
   /** Set by the first message left to the main thread's handler: the messages that wait for the worker's own answers, then the relay. */
   let handed: { waiting: WireInferRequest[]; halfClosed: boolean; relay?: StreamRelay } | undefined;
 
-  /** The main thread's core answers `request` in its place; the stream's cancel settles it. */
+  /**
+   * The main thread's core answers `request` in its place; the stream's cancel settles it.
+   * It answers as ModelInfer does: should the model have been swapped for a decoupled
+   * version meanwhile (the run retired), the request is refused where one thread would
+   * stream its responses.
+   */
   const onMain = (model: string, version: string | undefined, request: InferenceRequest): Promise<StreamedResponse> => {
     // A request retired after the stream was cancelled is not started again.
     if (stream.gone) return Promise.resolve({ error: new ServerError("CANCELLED", "the stream was cancelled"), final: true });
