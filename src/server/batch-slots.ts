@@ -28,11 +28,12 @@ export const SUB_HEAD = 1;
 export const DONE_TAIL = 2;
 export const DONE_HEAD = 3;
 /**
- * Set to 1 when the channel is closed: the scheduling thread stops waiting on it; 2 when its
- * worker ended (ABANDONED): its requests still there are cancelled too, as no one waits for them.
+ * Set to 1 when the channel is closed: the scheduling thread stops waiting on it; to
+ * CLOSED_ABANDONED (a value, not an index) when its worker ended: its requests still there
+ * are cancelled too, as no one waits for them.
  */
 export const CLOSED = 4;
-export const ABANDONED = 2;
+export const CLOSED_ABANDONED = 2;
 /** Set to 1 (by the main thread) when the scheduling thread has failed: the submitter stops waiting on it. */
 export const FAILED = 6;
 /**
@@ -263,14 +264,17 @@ export interface ChannelPort {
 /**
  * Runs `step` now and again each time ctrl[tailAt] moves past ctrl[headAt] (the other
  * side rang), sleeping with Atomics.waitAsync in between (the event loop stays free);
- * stops once `step` returns false.
+ * stops once `step` returns false. `rangOtherwise` tells of a ring by another word (a
+ * flag stored, then ctrl[tailAt] notified): it is read again once the wait is set, so a
+ * notify that came before the wait is not lost.
  */
-export function whileRung(ctrl: Int32Array, tailAt: number, headAt: number, step: () => boolean): void {
+export function whileRung(ctrl: Int32Array, tailAt: number, headAt: number, step: () => boolean, rangOtherwise?: () => boolean): void {
   const loop = (): void => {
     for (;;) {
       if (!step()) return;
       const w = waitAsync(ctrl, tailAt, Atomics.load(ctrl, headAt));
       if (w.async) {
+        if (rangOtherwise?.()) continue;
         void w.value.then(loop);
         return;
       }

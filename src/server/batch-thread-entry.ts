@@ -29,7 +29,18 @@ import { borrowInstance } from "../backends/borrow.ts";
 import { LocalAbort } from "../core/cancel.ts";
 import { SharedStatsWriter } from "../core/shared-stats.ts";
 import { InOrder } from "./batch-order.ts";
-import { ABANDONED, BUSY, CLOSED, SUB_HEAD, SUB_TAIL, SlotChannel, whileRung, type ChannelPort, type WireRequest, type WireResult } from "./batch-slots.ts";
+import {
+  CLOSED_ABANDONED,
+  BUSY,
+  CLOSED,
+  SUB_HEAD,
+  SUB_TAIL,
+  SlotChannel,
+  whileRung,
+  type ChannelPort,
+  type WireRequest,
+  type WireResult,
+} from "./batch-slots.ts";
 import type { FromBatch, FromBatchPort, SequenceAdd, ToBatch, ToBatchPort } from "./batch-protocol.ts";
 import type { BackendInstance, BorrowedInstance } from "../backends/backend.ts";
 import type { InferenceRequest, RequestControl } from "../core/request.ts";
@@ -293,17 +304,31 @@ function open(buffer: SharedArrayBuffer, port: ChannelPort): void {
   drains.add(drain);
   controls.add(channel.ctrl);
   setBusy();
-  whileRung(channel.ctrl, SUB_TAIL, SUB_HEAD, () => {
-    drain();
-    const closed = Atomics.load(channel.ctrl, CLOSED);
-    if (closed === 0) return true;
-    // Its worker ended: what it submitted is cancelled rather than run for no one (the outcome, which the worker counts, ends with it).
-    if (closed === ABANDONED) for (const controller of [...live.values()]) controller.abort();
-    drains.delete(drain);
-    controls.delete(channel.ctrl);
-    port.close();
-    return false;
-  });
+  whileRung(
+    channel.ctrl,
+    SUB_TAIL,
+    SUB_HEAD,
+    () => {
+      drain();
+      const closed = Atomics.load(channel.ctrl, CLOSED);
+      if (closed === 0) return true;
+      drains.delete(drain);
+      controls.delete(channel.ctrl);
+      port.close();
+      // Its worker ended: what it submitted is cancelled rather than run for no one (the outcome, which the worker counts, ends with it).
+      if (closed === CLOSED_ABANDONED) {
+        for (const controller of [...live.values()]) {
+          try {
+            controller.abort();
+          } catch {
+            // A scheduler's cancel that throws leaves that request to run; the others are still cancelled.
+          }
+        }
+      }
+      return false;
+    },
+    () => Atomics.load(channel.ctrl, CLOSED) !== 0,
+  );
 }
 
 /**

@@ -24,7 +24,7 @@ import { getLogger, logEntry } from "../core/logger.ts";
 import { cancelled, internal, unavailable } from "../core/errors.ts";
 import { logPrefix } from "../core/request.ts";
 import { BatchClient } from "./batch-client.ts";
-import { ABANDONED, CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
+import { CLOSED_ABANDONED, CLOSED, DONE_TAIL, FAILED, MAIN_SLOTS, SUB_TAIL, SlotChannel, WORKER_SLOTS, errorOf, type ChannelPort } from "./batch-slots.ts";
 import { EXEC_WIDTH, type FromBatch, type SequenceAdd, type ToBatch } from "./batch-protocol.ts";
 import { ThreadRateLimiter } from "./batch-rate-limiter.ts";
 import { sequenceSettings } from "../scheduler/sequence/config.ts";
@@ -182,7 +182,7 @@ export class BatchThread {
       },
       abandon: () => {
         this.#controls.delete(channel.ctrl);
-        Atomics.store(channel.ctrl, CLOSED, ABANDONED);
+        Atomics.store(channel.ctrl, CLOSED, CLOSED_ABANDONED);
         Atomics.notify(channel.ctrl, SUB_TAIL);
       },
     };

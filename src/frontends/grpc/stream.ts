@@ -94,8 +94,9 @@ export class StreamCall {
     return this.#gone;
   }
 
-  /** Calls `cancel` if the call goes before the returned function is called. */
+  /** Calls `cancel` if the call goes before the returned function is called (at once if it has gone). */
   onCancel(cancel: () => void): () => void {
+    if (this.#gone) cancel();
     this.#cancels.add(cancel);
     return () => this.#cancels.delete(cancel);
   }
@@ -121,7 +122,8 @@ export class StreamCall {
     const previous = this.#ordered;
     this.#ordered = (async () => {
       const r = await first;
-      await previous;
+      // A response before it that failed to go out does not hold this one back.
+      await previous.catch(() => undefined);
       if (r) await this.send(msg, r, emptyFinal);
     })();
     return this.#ordered;

@@ -140,7 +140,13 @@ class GrpcFrontendWorker {
       () => {
         this.#direct.ended();
         // What the main thread runs for it is cancelled, as for clients gone (no one reads the answers).
-        for (const cancel of [...this.#cancels.values()]) cancel();
+        for (const cancel of [...this.#cancels.values()]) {
+          try {
+            cancel();
+          } catch (err) {
+            log.error(`cancelling a call of an ended gRPC worker: ${(err as Error).message}`);
+          }
+        }
         ended?.();
       },
     );
