@@ -2,15 +2,16 @@
  * @module ModelStreamInfer in a gRPC frontend worker (#30): the stream's requests for the
  * models of the worker's table (none of them decoupled) are run here and answered in
  * request order, as stream.ts answers an ordinary model's requests on the main thread;
- * one the worker cannot run just now (its runs at the limit, a table being replaced, its
- * version retired, shared memory it cannot borrow) has the main thread's core answer it
- * in its place in that order. The first request that is none of these (a model outside
- * the table, a decoupled one among them; sequence parameters the worker leaves to the main
- * thread; a message that does not convert, whose error the main thread reports in
- * Triton's order) hands the stream to the main thread's handler, stream.ts, from there
- * on, once every answer of the worker's own has been written: the responses come in an
- * order one thread gives, and a sequence's requests reach its model in the order sent. A
- * request so handed on starts only then, where on one thread it starts when it arrives.
+ * one the worker cannot run just now (its runs at the limit, its version retired, shared
+ * memory it cannot borrow) has the main thread's core answer it in its place in that
+ * order. The first request that is none of these (a model outside the table, a decoupled
+ * one among them; any while a newer table is on its way; sequence parameters the worker
+ * leaves to the main thread; a message that does not convert, whose error the main thread
+ * reports in Triton's order) hands the stream to the main thread's handler, stream.ts,
+ * from there on, once every answer of the worker's own has been written: the responses
+ * come in an order one thread gives, and a sequence's requests reach its model in the
+ * order sent. A request so handed on starts only then, where on one thread it starts when
+ * it arrives.
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import { ServerError } from "../../core/errors.ts";
