@@ -1,7 +1,8 @@
 /**
  * Issue #34 item 4: Triton's own perf_analyzer (test/helpers/perf-analyzer.ts says which
  * build and why) against the compiled binary, over HTTP and gRPC: `simple`,
- * `simple_sequence` with --sequence-length, and the `ocr` ensemble with a real image as
+ * `simple_sequence` with --sequence-length (both also on ModelStreamInfer streams with
+ * --streaming, which the gRPC workers serve), and the `ocr` ensemble with a real image as
  * --input-data. Each run's report is checked against Nereid's /v2/models/<m>/stats:
  *
  * - With --request-count N perf_analyzer sends exactly N requests and measures them all, so
@@ -188,6 +189,28 @@ describe("perf_analyzer against the binary", () => {
     });
   }
 
+  it("simple over gRPC with --streaming (ModelStreamInfer, served in the gRPC workers): exact counts, each answer right", async () => {
+    const before = await counts("simple");
+    const r = await run("simple-stream", [
+      "-m",
+      "simple",
+      "-i",
+      "grpc",
+      "-u",
+      server.grpcTarget!,
+      "--streaming",
+      "--concurrency-range",
+      "2",
+      "--request-count",
+      "200",
+    ]);
+    expect(r.stdout).not.toMatch(/had error/);
+    expect(rise(await counts("simple"), before)).toEqual({ success: 200, fail: 0, execution: 200 });
+    expectCounted(r.stdout, 200);
+    expect(r.experiments[0]!.requests).toHaveLength(200);
+    expectSimpleAnswers(r.experiments[0]!.requests);
+  });
+
   it("simple over HTTP in time windows at concurrency 1 and 2: Nereid counts at least what the report measured, and no failures", async () => {
     const before = await counts("simple");
     // -s 1000: on a shared CI machine the windows need not agree to count as stable.
@@ -215,13 +238,18 @@ describe("perf_analyzer against the binary", () => {
     ).toEqual(["1", "2"]);
   });
 
-  it("simple_sequence with --sequence-length: exact counts, and each sequence's outputs are its running int32 sums", async () => {
+  it.each([
+    ["HTTP", [] as string[]],
+    ["gRPC with --streaming", ["-i", "grpc", "--streaming"]],
+  ])("simple_sequence with --sequence-length over %s: exact counts, and each sequence's outputs are its running int32 sums", async (_over, how) => {
     const before = await counts("simple_sequence");
-    const r = await run("sequence", [
+    const url = how.length > 0 ? server.grpcTarget! : server.url.replace("http://", "");
+    const r = await run(`sequence${how.length > 0 ? "-stream" : ""}`, [
       "-m",
       "simple_sequence",
+      ...how,
       "-u",
-      server.url.replace("http://", ""),
+      url,
       "--concurrency-range",
       "2",
       "--sequence-length",
