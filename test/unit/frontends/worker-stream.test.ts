@@ -64,7 +64,7 @@ function fakeHost() {
       return new Promise((resolve, reject) => runs.set(request.id!, { resolve, reject, request }));
     },
     listed: (model) => model === "m" || model === "busy",
-    onMain: (model, _version, request) => {
+    onMain: (_model, _version, request) => {
       events.push(`main ${request.id}`);
       return {
         answer: new Promise<StreamedResponse>((resolve) => onMain.set(request.id!, resolve)),
