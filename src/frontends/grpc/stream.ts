@@ -67,11 +67,29 @@ function streamMessage(msg: WireInferRequest, r: StreamedResponse, emptyFinal: b
 }
 
 /**
+ * A stream a frontend worker relays to this thread (grpc/workers.ts RelayedStream): told when
+ * each request on it settles, so that the worker, which reads the client's messages, stops
+ * reading at MAX_STREAM_PENDING requests not yet settled here.
+ */
+export interface RelayedCallSide {
+  settled(): void;
+}
+
+/**
+ * Requests one stream may have taken and not yet answered (running, or answered and waiting
+ * for the client to read earlier answers) before the server stops reading its next ones:
+ * reading goes on once half of them are written (Nereid's bound; Triton's handler has none).
+ * A client that sends without reading holds at most these, not every request it sends.
+ */
+export const MAX_STREAM_PENDING = 256;
+
+/**
  * One ModelStreamInfer call as the stream handlers (this one and a frontend worker's,
  * worker-stream.ts) serve it: the requests running on it, cancelled when the client
  * cancels or the call fails; responses written as they come or in request order, each
  * write waiting for the transport to drain; in triton_grpc_error mode the call ended with
- * the first error's status; the call ended once every request on it is done.
+ * the first error's status; the call ended once every request on it is done; reading
+ * paused while MAX_STREAM_PENDING requests are pending on it.
  */
 export class StreamCall {
   readonly #call: Call;
@@ -80,6 +98,9 @@ export class StreamCall {
   readonly #running = new Set<Promise<void>>();
   #ordered: Promise<void> = Promise.resolve();
   #gone = false;
+  /** Paused for MAX_STREAM_PENDING; and how many others hold the reading paused (holdReading). */
+  #paused = false;
+  #holds = 0;
 
   constructor(call: Call) {
     this.#call = call;
@@ -129,15 +150,38 @@ export class StreamCall {
     return this.#ordered;
   }
 
-  /** Counts `work` among the requests running on the call until it settles, then calls `done`. */
+  /**
+   * Counts `work` among the requests pending on the call until it settles, then calls
+   * `done`; at MAX_STREAM_PENDING the call's reading pauses, until half of them are done.
+   */
   track(work: Promise<void>, done?: () => void): void {
     const settled: Promise<void> = work
       .catch(() => undefined)
       .finally(() => {
         done?.();
         this.#running.delete(settled);
+        (this.#call as Partial<RelayedCallSide>).settled?.();
+        if (this.#paused && this.#running.size <= MAX_STREAM_PENDING / 2) {
+          this.#paused = false;
+          if (this.#holds === 0) this.#call.resume();
+        }
       });
     this.#running.add(settled);
+    if (!this.#paused && this.#running.size >= MAX_STREAM_PENDING) {
+      this.#paused = true;
+      if (this.#holds === 0) this.#call.pause();
+    }
+  }
+
+  /** Pauses the call's reading until the returned function is called (once). */
+  holdReading(): () => void {
+    if (this.#holds++ === 0 && !this.#paused) this.#call.pause();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds === 0 && !this.#paused) this.#call.resume();
+    };
   }
 
   /** Resolves once no request runs on the call. */

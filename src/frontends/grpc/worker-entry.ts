@@ -20,6 +20,7 @@ import { inputBuffers } from "../../core/threads/transfer.ts";
 import { fromWireError, wireError, type WireError } from "../../core/threads/wire-error.ts";
 import { hasSequenceParameters, isRetired } from "../../server/direct-runner.ts";
 import { workerStream, type StreamHost, type StreamRelay } from "./worker-stream.ts";
+import { MAX_STREAM_PENDING } from "./stream.ts";
 import { turnEnd } from "../answer-turn.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
@@ -31,6 +32,8 @@ type Answer = Extract<ToGrpcWorker, { t: "response" | "failed" | "reply" | "stat
 const pending = new Map<number, (a: Answer) => void>();
 /** Streams the main thread serves, by id. */
 const streams = new Map<number, ServerDuplexStream<unknown, unknown>>();
+/** Those streams' counts of requests relayed and not yet settled there (relayStream). */
+const relayed = new Map<number, { settled(): void }>();
 let nextId = 0;
 let listener: GrpcListener | undefined;
 /** Requests of streams served here: their failures go back in-band and are not logged (as the main thread's stream handler does not log them). */
@@ -59,9 +62,13 @@ function receive(m: ToGrpcWorker): void {
       // Acknowledged once grpc-js has sent it (HTTP/2 flow control allowing): the main thread's SendWindow.
       streams.get(m.id)?.write(m.message, () => post({ t: "ack", id: m.id, count: 1 }));
       return;
+    case "settled":
+      relayed.get(m.id)?.settled();
+      return;
     case "end": {
       const s = streams.get(m.id);
       streams.delete(m.id);
+      relayed.delete(m.id);
       s?.end();
       return;
     }
@@ -70,6 +77,7 @@ function receive(m: ToGrpcWorker): void {
       if (s) {
         // The main thread's stream handler ended the call with a status.
         streams.delete(m.id);
+        relayed.delete(m.id);
         s.emit("error", grpcError(m.status.code, m.status.details));
         return;
       }
@@ -258,13 +266,38 @@ function modelStreamInfer(headerForward: RegExp | undefined) {
   return (call: ServerDuplexStream<WireInferRequest, unknown>) => workerStream(call, host, forwarded(headerForward, call.metadata));
 }
 
-/** Relays stream `call`'s messages to the main thread's stream handler from now on, and its answers back. */
+/**
+ * Relays stream `call`'s messages to the main thread's stream handler from now on, and its
+ * answers back. Reading pauses while MAX_STREAM_PENDING relayed requests have not settled
+ * there, until half of them have (the bound stream.ts keeps on a stream it reads itself).
+ */
 function relayStream(call: ServerDuplexStream<unknown, unknown>): StreamRelay {
   const id = nextId++;
   streams.set(id, call);
+  let pending = 0;
+  let paused = false;
+  relayed.set(id, {
+    settled: () => {
+      pending--;
+      if (paused && pending <= MAX_STREAM_PENDING / 2) {
+        paused = false;
+        call.resume();
+      }
+    },
+  });
   post({ t: "open", id, metadata: wireMetadata(call.metadata) });
   call.on("cancelled", () => {
+    relayed.delete(id);
     if (streams.delete(id)) post({ t: "cancel", id });
   });
-  return { data: (request) => post({ t: "data", id, request }), halfClose: () => post({ t: "halfClose", id }) };
+  return {
+    data: (request) => {
+      post({ t: "data", id, request });
+      if (++pending >= MAX_STREAM_PENDING && !paused) {
+        paused = true;
+        call.pause();
+      }
+    },
+    halfClose: () => post({ t: "halfClose", id }),
+  };
 }

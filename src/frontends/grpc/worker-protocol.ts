@@ -47,6 +47,8 @@ export type ToGrpcWorker =
   | { t: "reply"; id: number; value: unknown }
   | { t: "status"; id: number; status: WireStatus }
   | { t: "write"; id: number; message: unknown }
+  /** A request of stream `id` settled on the main thread (the worker reads at most MAX_STREAM_PENDING ahead of these). */
+  | { t: "settled"; id: number }
   | { t: "end"; id: number };
 
 export type FromGrpcWorker =

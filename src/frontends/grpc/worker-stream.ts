@@ -97,6 +97,8 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
   const hand = (msg: WireInferRequest) => {
     const h: NonNullable<typeof handed> = { waiting: [msg], halfClosed: false };
     handed = h;
+    // Nothing more is read meanwhile (a client that does not read its answers would otherwise pile messages here).
+    const release = stream.holdReading();
     void (async () => {
       await stream.settled();
       if (stream.gone) return;
@@ -105,6 +107,7 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
       h.waiting = [];
       h.relay = relay;
       if (h.halfClosed) relay.halfClose();
+      release();
     })();
   };
 

@@ -19,6 +19,7 @@ import { healthService, inferenceService } from "./service.ts";
 import type { GrpcListener, GrpcListenOptions } from "./server.ts";
 import { grpcWorkerEntry, type FromGrpcWorker, type GrpcWorkerConfig, type ToGrpcWorker, type WireMetadata, type WireStatus } from "./worker-protocol.ts";
 import type { WorkerLike } from "../../core/threads/thread.ts";
+import type { RelayedCallSide } from "./stream.ts";
 
 const log = getLogger("src/frontends/grpc/workers.ts");
 
@@ -60,7 +61,7 @@ function messageBytes(message: unknown): number {
  * not yet sent a window of messages (SendWindow), and 'drain' follows when it has, so
  * stream.ts waits before it takes the next response.
  */
-class RelayedStream extends RelayedCall {
+class RelayedStream extends RelayedCall implements RelayedCallSide {
   readonly #id: number;
   readonly #send: Send;
   readonly #done: () => void;
@@ -90,6 +91,17 @@ class RelayedStream extends RelayedCall {
   /** The worker has sent `count` more messages. */
   acked(count: number): void {
     this.#window.acked(count);
+  }
+  /** A request on the stream settled here: the worker, which counts the requests it relayed, may read on. */
+  settled(): void {
+    this.#send({ t: "settled", id: this.#id });
+  }
+  /** The worker stops reading by the settled counts (it has the client's messages before this thread does). */
+  pause(): this {
+    return this;
+  }
+  resume(): this {
+    return this;
   }
   end(): void {
     this.#done();

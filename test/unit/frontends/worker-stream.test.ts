@@ -6,12 +6,14 @@
  * rest of the stream to the main thread's handler only once the worker's own answers are
  * written (a half-close meanwhile goes after them, a cancel meanwhile opens nothing); a
  * cancel aborts the worker's runs and the main thread's; triton_grpc_error mode ends the
- * call with the first error's status.
+ * call with the first error's status; reading pauses while too many requests are pending,
+ * and while a hand-over waits.
  */
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
 import { Metadata, type ServerDuplexStream } from "@grpc/grpc-js";
 import { workerStream, type StreamHost, type StreamRelay } from "../../../src/frontends/grpc/worker-stream.ts";
+import { MAX_STREAM_PENDING } from "../../../src/frontends/grpc/stream.ts";
 import { ServerError } from "../../../src/core/errors.ts";
 import { RETIRED } from "../../../src/server/direct-runner.ts";
 import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../../../src/core/request.ts";
@@ -26,6 +28,16 @@ class FakeCall extends EventEmitter {
   written: string[] = [];
   ended = false;
   status: string | undefined;
+  /** Whether the server reads the call's next messages. */
+  reading = true;
+  pause(): this {
+    this.reading = false;
+    return this;
+  }
+  resume(): this {
+    this.reading = true;
+    return this;
+  }
   write(message: any): boolean {
     const r = message.infer_response;
     this.written.push(
@@ -147,6 +159,37 @@ describe("a ModelStreamInfer stream served in a gRPC worker", () => {
     expect(call.ended).toBe(false);
     call.emit("data", msg("z"));
     expect(h.relayed).toEqual(["x", "y", "half-close", "z"]);
+  });
+
+  it(`stops reading at ${MAX_STREAM_PENDING} requests pending (a client that sends without reading), and reads on once half are written`, async () => {
+    const h = fakeHost();
+    const call = stream(h);
+    for (let i = 0; i < MAX_STREAM_PENDING - 1; i++) call.emit("data", msg(`r${i}`));
+    expect(call.reading).toBe(true);
+    call.emit("data", msg(`r${MAX_STREAM_PENDING - 1}`));
+    expect(call.reading).toBe(false);
+    for (let i = 0; i < MAX_STREAM_PENDING / 2 - 1; i++) h.answer(`r${i}`);
+    await turn();
+    await turn();
+    expect(call.written).toHaveLength(MAX_STREAM_PENDING / 2 - 1);
+    expect(call.reading).toBe(false);
+    h.answer(`r${MAX_STREAM_PENDING / 2 - 1}`);
+    await turn();
+    await turn();
+    expect(call.reading).toBe(true);
+  });
+
+  it("stops reading while a hand-over waits for the worker's answers, and reads on once the relay has the waiting messages", async () => {
+    const h = fakeHost();
+    const call = stream(h);
+    call.emit("data", msg("a"));
+    call.emit("data", msg("x", "other"));
+    expect(call.reading).toBe(false);
+    h.answer("a");
+    await turn();
+    await turn();
+    expect(h.relayed).toEqual(["x"]);
+    expect(call.reading).toBe(true);
   });
 
   it("a cancel aborts the worker's runs and the main thread's, and opens no relay for a hand-over still waiting", async () => {

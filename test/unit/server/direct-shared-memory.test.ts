@@ -9,7 +9,7 @@
  * borrows nothing.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { readdirSync, readlinkSync } from "node:fs";
+import { descriptorsOn } from "../../helpers/shm-descriptors.ts";
 import { SharedMemoryMapping, createSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
 import { DirectSharedMemory } from "../../../src/server/direct-shared-memory.ts";
 import { DROPPING, SharedMemoryManager, STATE, WORKER_SLOTS } from "../../../src/server/shared-memory.ts";
@@ -23,14 +23,7 @@ const KEY = `/nereid-unit-${process.pid}-direct-shm`;
 const i32 = (...v: number[]) => new Uint8Array(Int32Array.from(v).buffer);
 const ints = (b: Uint8Array) => [...new Int32Array(b.slice().buffer)];
 /** Whether this process has a descriptor open on KEY's object. */
-const holdsObject = () =>
-  readdirSync("/proc/self/fd").some((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === `/dev/shm${KEY}`;
-    } catch {
-      return false;
-    }
-  });
+const holdsObject = () => descriptorsOn(KEY) > 0;
 
 let manager: SharedMemoryManager | undefined;
 let mapping: SharedMemoryMapping | undefined;

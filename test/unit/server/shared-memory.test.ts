@@ -5,7 +5,7 @@
  * writes past the end of a shrunk object fail with INVALID_ARG instead of faulting.
  */
 import { describe, it, expect, beforeEach, afterEach } from "vitest";
-import { readdirSync, readlinkSync } from "node:fs";
+import { descriptorsOn } from "../../helpers/shm-descriptors.ts";
 import { SharedMemoryManager } from "../../../src/server/shared-memory.ts";
 import type { ServerError } from "../../../src/core/errors.ts";
 import { createSharedMemory, truncateSharedMemory, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
@@ -14,14 +14,7 @@ const KEY = `/nereid-unit-${process.pid}`;
 const ref = (offset: number, byteSize = 8) => ({ region: "r", offset, byteSize });
 
 /** How many descriptors this process holds on the object. */
-const openCount = () =>
-  readdirSync("/proc/self/fd").filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === `/dev/shm${KEY}`;
-    } catch {
-      return false;
-    }
-  }).length;
+const openCount = () => descriptorsOn(KEY);
 
 const failure = (fn: () => unknown): ServerError => {
   try {
