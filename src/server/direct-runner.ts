@@ -19,7 +19,9 @@
  * answer exactly as the main thread would (sequence parameters for a version without a
  * sequence batcher here, a shared-memory region it does not hold (direct-shared-memory.ts),
  * control parameters that do not parse, a version not in its table or just retired) is
- * left to the main thread: run() returns undefined.
+ * left to the main thread: run() returns undefined. So is a traced version's request that
+ * the sampling rate chooses, once counted (trace-sampler.ts; its answer rejects with
+ * RETIRED), which the main thread then traces.
  */
 import { nowNs } from "../core/clock.ts";
 import { ServerError, cancelled } from "../core/errors.ts";
@@ -47,6 +49,7 @@ import type { Tensor } from "../core/tensor.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import { EnsembleScheduler } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
+import { countSample, type TraceSampling } from "./trace-sampler.ts";
 
 const log = getLogger("src/server/direct-runner.ts");
 
@@ -72,6 +75,8 @@ interface Served {
   stats?: SharedStatsWriter;
   /** The outputs' labels (the entry's, decoded once). */
   labels?: ReadonlyMap<string, readonly string[]>;
+  /** The version's trace sampling under the newest table (DirectEntry.trace). */
+  trace?: TraceSampling;
 }
 
 export class DirectRunner {
@@ -90,6 +95,8 @@ export class DirectRunner {
   #batch: BatchClient | undefined;
   /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
   #queued: QueuedBytes | undefined;
+  /** The trace extension's sampling counters, shared with the main thread, once a table brought them. */
+  #samplers: Int32Array | undefined;
   /** The server's response cache, shared with every thread (or this worker's client of its Redis), once a table brought it. */
   #cache: ResponseCache | undefined;
   #connecting = false;
@@ -179,13 +186,16 @@ export class DirectRunner {
         if (key !== undefined && i.closing?.(() => this.#leaving.get(key) === i && this.#leaving.delete(key))) this.#leaving.set(key, i);
       }
     }
+    if (table.samplers) this.#samplers ??= new Int32Array(table.samplers);
     for (const entry of table.entries) {
-      if (!this.#served.has(entry.id)) {
+      let served = this.#served.get(entry.id);
+      if (!served) {
         const ensemble = isEnsemble(entry.config) ? new EnsembleScheduler(entry.config, this.#steps) : undefined;
-        const served: Served = { entry, signature: signatureOf(entry.config), instances: entry.instances.map(() => undefined), next: 0, ensemble };
+        served = { entry, signature: signatureOf(entry.config), instances: entry.instances.map(() => undefined), next: 0, ensemble };
         if (entry.labels) served.labels = labelsOf(entry.labels);
         this.#served.set(entry.id, served);
       }
+      served.trace = entry.trace;
     }
     this.#routes = new Map(table.routes);
     if (table.published) {
@@ -356,6 +366,12 @@ export class DirectRunner {
           this.#record(s, HIT, nowNs() - start, lookup.ns, 0, 0, 0, 0);
           return response(entry, request, outputs);
         }
+      }
+      // A traced version's request (never a cached one: DirectModels) is counted for the sampling rate where
+      // the main thread's core counts it; one the rate chooses is left to the main thread, which traces it.
+      if (s.trace && this.#samplers) {
+        request.traceSampled = countSample(this.#samplers, s.trace.slot, s.trace.rate);
+        if (request.traceSampled) throw RETIRED;
       }
       // Queued from here to the run's start, as the default scheduler counts a request that finds its instance free.
       const enqueuedAt = nowNs();

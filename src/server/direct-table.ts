@@ -4,6 +4,7 @@
  * the table of versions, and the statistics records a worker posts where it does not
  * count in shared memory (core/shared-stats.ts).
  */
+import type { TraceSampling } from "./trace-sampler.ts";
 import type { RemoteCacheLink } from "../cache/cache.ts";
 import type { ModelConfig } from "../core/model-config-types.ts";
 import type { SharedInstance } from "../backends/backend.ts";
@@ -35,6 +36,12 @@ export interface DirectEntry {
    * to every worker on each publish, and label files may be large.
    */
   labels?: SharedArrayBuffer;
+  /**
+   * The version is traced now (the trace extension): the worker counts each request it
+   * would run in the table's `samplers` at `slot`, and leaves the ones the rate chooses to
+   * the main thread, which traces them (trace-sampler.ts).
+   */
+  trace?: TraceSampling;
 }
 
 /** What a worker serves: each route ("name\0version", and "name\0" for a request that names no version) to an entry id. */
@@ -63,6 +70,8 @@ export interface DirectTable {
   redis?: RemoteCacheLink;
   /** The system shared-memory regions registered (with --allow-client-shm), whose descriptors each worker borrows (direct-shared-memory.ts). */
   regions?: SharedRegionLink[];
+  /** The trace extension's sampling counters (TraceManager.samplerBuffer), where a version in the table is traced. */
+  samplers?: SharedArrayBuffer;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */

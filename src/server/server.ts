@@ -611,7 +611,9 @@ export class InferenceServer implements ModelRunner {
         mv.stats.recordCacheHit(requestNs, 0, lookupNs);
         this.#observer?.success(mv, { requestNs, queueNs: 0, cacheHitNs: lookupNs });
       } else {
-        const traced = this.trace?.sample(mv.name) === true;
+        // A request a frontend worker already counted for the sampling rate is not counted again.
+        const sampled = request.traceSampled;
+        const traced = sampled === undefined ? this.trace?.sample(mv.name) === true : sampled && this.trace?.take(mv.name) === true;
         const queueStart = traced ? nowNs() : 0;
         const result = await mv.scheduler.enqueue(prepared);
         let cacheMissNs: number | undefined;

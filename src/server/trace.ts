@@ -5,7 +5,8 @@
  * `trace_file` as Triton's JSON array (a `{id, model_name, model_version}` entry, then
  * a `{id, timestamps}` entry per trace), which Triton's trace_summary.py reads. Settings
  * are global with per-model overrides, as strings on the wire (trace_level an array):
- * trace_level OFF|TIMESTAMPS (TENSORS is refused), trace_rate (1 in N), trace_count (-1 unlimited),
+ * trace_level OFF|TIMESTAMPS (TENSORS is refused), trace_rate (every Nth request, as Triton's
+ * `++sample % rate == 0`), trace_count (-1 unlimited; counting down does not restart the rate),
  * log_frequency (0: one file, completed at shutdown; N: a new file `<trace_file>.<i>` every N
  * traces). The trace file is the operator's (`--trace-config file=`): the network can change
  * every other setting but never the path (Triton's rule). With log_frequency 0 the entries
@@ -15,6 +16,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import { invalidArg, ServerError } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
+import { SAMPLER_SLOTS, countSample, type TraceSampling } from "./trace-sampler.ts";
 
 const log = getLogger("src/server/trace.ts");
 
@@ -52,14 +54,18 @@ export const DEFAULT_TRACE_SETTINGS: TraceSettings = {
   trace_mode: "triton",
 };
 
-interface Sampler {
-  seen: number;
-}
-
 export class TraceManager {
   readonly #global: TraceSettings;
   readonly #models = new Map<string, Partial<TraceSettings>>();
-  readonly #samplers = new Map<string, Sampler>();
+  /**
+   * The sampling counters, one per owner of settings ("" for the global ones, or a model
+   * with an override), in shared memory: a frontend worker counts the requests it runs for
+   * a traced model in the same counter (TraceSampling). Past SAMPLER_SLOTS owners, the
+   * rest count here (#local) and their models stay on the main thread.
+   */
+  readonly #counters = new Int32Array(new SharedArrayBuffer(4 * SAMPLER_SLOTS));
+  readonly #slots = new Map<string, number>();
+  readonly #local = new Map<string, number>();
   #nextId = 1;
   /** Trace entries waiting to be written, by trace file. */
   readonly #pending = new Map<string, object[]>();
@@ -106,7 +112,7 @@ export class TraceManager {
     check({ ...this.#global, ...next });
     if (model) this.#models.set(model, next);
     else Object.assign(this.#global, next);
-    this.#samplers.delete(model ?? "");
+    this.#restart(model ?? "");
     for (const listener of this.#listeners) listener();
     return this.settings(model);
   }
@@ -129,21 +135,75 @@ export class TraceManager {
     return level.includes("TIMESTAMPS") && !!(override?.trace_file ?? this.#global.trace_file);
   }
 
-  /** Whether the next request of `model` is traced (counts it for the sampling rate). */
+  /** The sampling counters' shared memory, for the frontend workers' table (TraceSampling.slot indexes it). */
+  get samplerBuffer(): SharedArrayBuffer {
+    return this.#counters.buffer as SharedArrayBuffer;
+  }
+
+  /**
+   * Where a frontend worker counts `model`'s requests and which of them it leaves to the
+   * main thread to trace (undefined: not traced now, or no shared counter left for it).
+   */
+  sampling(model: string): TraceSampling | undefined {
+    if (!this.mayTrace(model)) return undefined;
+    const owner = this.#owner(model);
+    const slot = this.#slot(owner);
+    return slot === undefined ? undefined : { slot, rate: Number(this.settings(model).trace_rate) };
+  }
+
+  /** Whether the next request of `model` is traced: counts it for the sampling rate (Triton's TraceSetting::SampleTrace). */
   sample(model: string): boolean {
     // On every request: read the two deciding fields without building a settings object.
     if (!this.mayTrace(model)) return false;
-    const override = this.#models.get(model);
+    const owner = this.#owner(model);
     const s = this.settings(model);
-    const owner = override ? model : "";
-    let sampler = this.#samplers.get(owner);
-    if (!sampler) this.#samplers.set(owner, (sampler = { seen: 0 }));
-    sampler.seen++;
-    if ((sampler.seen - 1) % Number(s.trace_rate) !== 0) return false;
+    // Triton counts nothing once trace_count has run out (the setting is no longer valid).
+    if (Number(s.trace_count) === 0) return false;
+    const rate = Number(s.trace_rate);
+    const slot = this.#slot(owner);
+    let chosen: boolean;
+    if (slot !== undefined) chosen = countSample(this.#counters, slot, rate);
+    else {
+      const seen = (this.#local.get(owner) ?? 0) + 1;
+      this.#local.set(owner, seen);
+      chosen = seen % rate === 0;
+    }
+    return chosen && this.#claim(owner, s);
+  }
+
+  /** Whether a request of `model` that a frontend worker's count chose (TraceSampling) is traced: trace_count decides now. */
+  take(model: string): boolean {
+    if (!this.mayTrace(model)) return false;
+    return this.#claim(this.#owner(model), this.settings(model));
+  }
+
+  /** A trace is taken under `s`: false once trace_count has run out; a positive count goes down by one (not a settings update: the rate's count goes on). */
+  #claim(owner: string, s: TraceSettings): boolean {
     const count = Number(s.trace_count);
     if (count === 0) return false;
-    if (count > 0) this.update({ trace_count: String(count - 1) }, owner || undefined);
+    if (count > 0) {
+      const target = owner ? this.#models.get(owner) : this.#global;
+      if (target) target.trace_count = String(count - 1);
+    }
     return true;
+  }
+
+  /** Whose counter `model`'s requests go to: the model's, once it has an override of its own, else the global one. */
+  #owner(model: string): string {
+    return this.#models.has(model) ? model : "";
+  }
+
+  #slot(owner: string): number | undefined {
+    let slot = this.#slots.get(owner);
+    if (slot === undefined && this.#slots.size < SAMPLER_SLOTS) this.#slots.set(owner, (slot = this.#slots.size));
+    return slot;
+  }
+
+  /** New settings for `owner`: its count starts again from zero (Triton makes a new TraceSetting). */
+  #restart(owner: string): void {
+    const slot = this.#slots.get(owner);
+    if (slot !== undefined) Atomics.store(this.#counters, slot, 0);
+    this.#local.delete(owner);
   }
 
   record(model: string, version: string, requestId: string | undefined, t: TraceTimes): void {

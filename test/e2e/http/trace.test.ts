@@ -79,7 +79,7 @@ describe("trace extension", () => {
     expect(await (await fetch(`${server.url}/v2/models/simple/trace/setting`)).json()).toMatchObject({ trace_file: file, trace_rate: "2" });
   });
 
-  it("samples 1 in trace_rate requests and writes Triton's trace file at shutdown", async () => {
+  it("traces every trace_rate-th request (Triton's: the 2nd, 4th, ...) and writes Triton's trace file at shutdown", async () => {
     for (let i = 0; i < 6; i++) expect((await infer(`r${i}`)).status).toBe(200);
     expect(await server.stop("SIGTERM")).toBe(0);
     const entries = JSON.parse(readFileSync(file, "utf8")) as {
@@ -88,7 +88,7 @@ describe("trace extension", () => {
       request_id?: string;
       timestamps?: { name: string; ns: number }[];
     }[];
-    expect(entries.filter((e) => e.model_name).map((e) => e.request_id)).toEqual(["r0", "r2", "r4"]);
+    expect(entries.filter((e) => e.model_name).map((e) => e.request_id)).toEqual(["r1", "r3", "r5"]);
     const first = entries.find((e) => e.timestamps)!;
     expect(first.timestamps!.map((t) => t.name)).toEqual([
       "REQUEST_START",

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TraceManager, FLUSH_TRACES } from "../../../src/server/trace.ts";
+import { countSample } from "../../../src/server/trace-sampler.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-trace-unit-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,11 +23,43 @@ describe("TraceManager", () => {
     expect(t.settings().trace_count).toBe("0");
   });
 
+  it("counting trace_count down does not start the rate's count again (Triton's TraceSetting::SampleTrace)", () => {
+    const t = new TraceManager({ trace_file: join(dir, "d.json"), trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "2" });
+    expect(Array.from({ length: 6 }, () => t.sample("m"))).toEqual([false, true, false, true, false, false]);
+    expect(t.settings().trace_count).toBe("0");
+    // New settings start it again.
+    t.update({ trace_count: "1" });
+    expect([t.sample("m"), t.sample("m"), t.sample("m")]).toEqual([false, true, false]);
+  });
+
+  it("a frontend worker counts in the same shared counter, and the main thread traces what it chose while trace_count allows", () => {
+    const t = new TraceManager({ trace_file: join(dir, "w.json"), trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "2" });
+    expect(t.sampling("m")).toEqual({ slot: 0, rate: 2 });
+    t.update({ trace_rate: "3", trace_count: "-1" }, "own");
+    const own = t.sampling("own")!;
+    expect(own.rate).toBe(3);
+    expect(own.slot).not.toBe(0);
+    // Another thread's view of the same memory.
+    const counters = new Int32Array(t.samplerBuffer);
+    expect([countSample(counters, 0, 2), t.sample("m"), countSample(counters, 0, 2), t.sample("m")]).toEqual([false, true, false, true]);
+    expect(t.settings().trace_count).toBe("0");
+    // Chosen by a worker, traced by the main thread only while trace_count allows.
+    expect(t.take("m")).toBe(false);
+    expect([countSample(counters, own.slot, 3), countSample(counters, own.slot, 3), countSample(counters, own.slot, 3)]).toEqual([false, false, true]);
+    expect(t.take("own")).toBe(true);
+    expect(t.settings("own").trace_count).toBe("-1");
+    // Not traced: nothing for a worker to count.
+    t.update({ trace_level: ["OFF"] }, "off");
+    expect(t.sampling("off")).toBeUndefined();
+    expect(t.take("off")).toBe(false);
+  });
+
   it("a model override has its own rate; null clears it", () => {
     const t = new TraceManager({ trace_file: join(dir, "o.json"), trace_level: ["TIMESTAMPS"], trace_rate: "3" });
     t.update({ trace_rate: "1" }, "fast");
     expect([t.sample("fast"), t.sample("fast")]).toEqual([true, true]);
-    expect([t.sample("slow"), t.sample("slow"), t.sample("slow"), t.sample("slow")]).toEqual([true, false, false, true]);
+    // Triton's `++sample % rate == 0`: the 3rd, the 6th, ...
+    expect([t.sample("slow"), t.sample("slow"), t.sample("slow"), t.sample("slow")]).toEqual([false, false, true, false]);
     expect(t.update({ trace_rate: null }, "fast").trace_rate).toBe("3");
     expect(() => t.update({ trace_rate: null })).toThrow("can only be cleared for a model");
     expect(() => t.update({ bogus: "1" })).toThrow("unknown trace setting 'bogus'");
