@@ -9,7 +9,7 @@
  * With --baseline=<binary> (e.g. dist/.compare/<commit>/nereid, built by bench-compare.ts),
  * that binary's worker threads are measured in the same rounds, for the columns "before".
  *
- *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification | --shared-memory] [--stream] [--out=scripts/results/every-core.md]
+ *   npm run build && bun scripts/bench-every-core.ts [--duration=6] [--warmup=4] [--rounds=3] [--threads=2] [--baseline=<binary>] [--cached | --redis | --rate-limited] [--priority | --classification | --shared-memory] [--traced] [--stream] [--out=scripts/results/every-core.md]
  *
  * --cached: `simple` with the response cache (`response_cache { enable: true }`, a 16 MiB
  * local cache): every request after the first is a hit, so the cells measure the cache's path.
@@ -23,6 +23,9 @@
  * --shared-memory: every request reads INPUT0 from a system shared-memory region and has
  * OUTPUT0 written into it (`--allow-client-shm=true`; the region is registered over HTTP
  * once each server is ready).
+ * --traced: the trace extension on (`--trace-config` level TIMESTAMPS, rate 1000, a trace file
+ * in the bench's temporary folder): the workers count each request for the sampling rate and
+ * hand the chosen ones (1 in 1000) to the main thread, which traces them.
  * --stream: gRPC only, on ModelStreamInfer: each HTTP/2 stream h2load opens carries 8
  * requests (one body of 8 messages) and gets their 8 responses; a cell counts requests.
  */
@@ -80,7 +83,9 @@ const serverFlags = REDIS
       ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"]
       : [];
 if (process.argv.includes("--shared-memory")) serverFlags.push("--allow-client-shm=true");
-const variant = REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "";
+const TRACED = process.argv.includes("--traced");
+if (TRACED) serverFlags.push(`--trace-config=triton,file=${join(work, "trace.json")}`, "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1000");
+const variant = (REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "") + (TRACED ? " (traced, rate 1000)" : "");
 const PRIORITY = process.argv.includes("--priority");
 const CLASSIFIED = process.argv.includes("--classification");
 const SHM = process.argv.includes("--shared-memory");

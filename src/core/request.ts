@@ -57,9 +57,9 @@ export interface InferenceRequest {
   stepTimes?: ComputeTimes;
   /**
    * Set by a frontend worker that counted the request for a traced model's sampling rate
-   * (server/trace-sampler.ts) before it reached the main thread: whether the rate chose it.
-   * The main thread's core then counts it no more, and traces it when it was chosen (and
-   * trace_count allows). No decoder sets it: it never comes from a client.
+   * (server/trace-sampler.ts) before it reached the main thread: whether it was chosen (a
+   * trace taken). The main thread's core then counts it no more, and traces it when it was
+   * chosen. No decoder sets it: it never comes from a client.
    */
   traceSampled?: boolean;
 }

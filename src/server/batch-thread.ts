@@ -6,8 +6,9 @@
  * and batcher live on the scheduling thread, started with the first such version. The
  * frontend workers submit their requests for it there directly through their channels
  * (batch-slots.ts; direct-runner.ts), and the requests that reach the main thread (CUDA
- * shared memory, sequence parameters, traced models, ModelStreamInfer streams, one-thread
- * frontends) go there through the main thread's own channel: one queue, one batcher, one
+ * shared memory, a traced model's requests chosen for a trace, a traced sequence-batched
+ * version's, streams handed on, one-thread frontends) go there through the main thread's
+ * own channel: one queue, one batcher, one
  * view. The same holds for sequence-batched versions, and, with --rate-limit, for
  * rate-limited ones under the default scheduler: the rate limiter itself runs there
  * (rateLimiter()).

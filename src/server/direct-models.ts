@@ -1,9 +1,10 @@
 /**
  * @module The models the frontend worker threads run themselves (#30), main thread's half.
  * A version qualifies when its requests need no state shared across requests: the default
- * scheduler (not decoupled), no rate limiter, traced only without the response cache (the
- * worker counts its requests for the sampling rate and leaves the chosen ones to the main
- * thread, which traces them: server/trace-sampler.ts), the response cache only where
+ * scheduler (not decoupled), no rate limiter, traced only without the response cache or
+ * sequence batching (the worker counts its requests for the sampling rate and leaves the
+ * chosen ones to the main thread, which traces them: server/trace-sampler.ts), the
+ * response cache only where
  * every thread reaches the same one (the local cache in shared memory,
  * cache/shared-cache.ts, or Redis, to which each worker connects itself; the workers look
  * up and fill it themselves), and instances another thread can run (ONNX Runtime sessions:
@@ -54,9 +55,10 @@ export function servedByWorkers(server: InferenceServer, mv: ModelVersion, depth
   const c = mv.config;
   if (!mv.ready) return false;
   if (c.model_transaction_policy?.decoupled === true) return false;
-  // A traced version only where its requests can be counted in a sampling counter every thread shares, and
-  // not with the response cache (a chosen request would be looked up twice, its miss counted twice).
-  if (server.trace?.mayTrace(mv.name) && (server.cacheEnabled(mv) || !server.trace.sampling(mv.name))) return false;
+  // A traced version not with the response cache (a chosen request would be looked up twice, its miss
+  // counted twice), nor with sequence batching (a chosen request, handed to the main thread, would reach
+  // the sequence batcher after the requests a stream sent after it).
+  if (server.trace?.mayTrace(mv.name) && (server.cacheEnabled(mv) || c.sequence_batching)) return false;
   // The response cache only where every thread reaches the same one (SharedResponseCache, or Redis).
   if (server.cacheEnabled(mv) && !sharedCacheOf(server)) return false;
   // A sequence-batched version only where its sequence batcher runs on the scheduling thread, and not as an ensemble's step.
@@ -330,7 +332,6 @@ export class DirectModels {
     if (regions.length > 0) table.regions = regions;
     const cache = sharedCacheOf(server);
     if (cache && entries.some((e) => e.cached !== undefined)) Object.assign(table, cache);
-    if (server.trace && entries.some((e) => e.trace)) table.samplers = server.trace.samplerBuffer;
     return table;
   }
 }

@@ -49,7 +49,7 @@ import type { Tensor } from "../core/tensor.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import { EnsembleScheduler } from "../scheduler/ensemble-scheduler.ts";
 import { isEnsemble } from "../model-config/normalize.ts";
-import { countSample, type TraceSampling } from "./trace-sampler.ts";
+import { chooseSample } from "./trace-sampler.ts";
 
 const log = getLogger("src/server/direct-runner.ts");
 
@@ -75,8 +75,8 @@ interface Served {
   stats?: SharedStatsWriter;
   /** The outputs' labels (the entry's, decoded once). */
   labels?: ReadonlyMap<string, readonly string[]>;
-  /** The version's trace sampling under the newest table (DirectEntry.trace). */
-  trace?: TraceSampling;
+  /** The version's trace sampling under the newest table (DirectEntry.trace): its counter and rate. */
+  trace?: { counter: Int32Array; rate: number };
 }
 
 export class DirectRunner {
@@ -95,8 +95,6 @@ export class DirectRunner {
   #batch: BatchClient | undefined;
   /** The server's --max-queued-bytes count, shared with the main thread, once a table brought it. */
   #queued: QueuedBytes | undefined;
-  /** The trace extension's sampling counters, shared with the main thread, once a table brought them. */
-  #samplers: Int32Array | undefined;
   /** The server's response cache, shared with every thread (or this worker's client of its Redis), once a table brought it. */
   #cache: ResponseCache | undefined;
   #connecting = false;
@@ -186,7 +184,6 @@ export class DirectRunner {
         if (key !== undefined && i.closing?.(() => this.#leaving.get(key) === i && this.#leaving.delete(key))) this.#leaving.set(key, i);
       }
     }
-    if (table.samplers) this.#samplers ??= new Int32Array(table.samplers);
     for (const entry of table.entries) {
       let served = this.#served.get(entry.id);
       if (!served) {
@@ -195,7 +192,7 @@ export class DirectRunner {
         if (entry.labels) served.labels = labelsOf(entry.labels);
         this.#served.set(entry.id, served);
       }
-      served.trace = entry.trace;
+      served.trace = entry.trace && { counter: new Int32Array(entry.trace.counter), rate: entry.trace.rate };
     }
     this.#routes = new Map(table.routes);
     if (table.published) {
@@ -367,10 +364,10 @@ export class DirectRunner {
           return response(entry, request, outputs);
         }
       }
-      // A traced version's request (never a cached one: DirectModels) is counted for the sampling rate where
-      // the main thread's core counts it; one the rate chooses is left to the main thread, which traces it.
-      if (s.trace && this.#samplers) {
-        request.traceSampled = countSample(this.#samplers, s.trace.slot, s.trace.rate);
+      // A traced version's request (never a cached or sequence-batched one: DirectModels) is counted for the
+      // sampling rate where the main thread's core counts it; a chosen one is left to the main thread to trace.
+      if (s.trace) {
+        request.traceSampled = chooseSample(s.trace.counter, s.trace.rate);
         if (request.traceSampled) throw RETIRED;
       }
       // Queued from here to the run's start, as the default scheduler counts a request that finds its instance free.

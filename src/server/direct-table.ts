@@ -38,8 +38,8 @@ export interface DirectEntry {
   labels?: SharedArrayBuffer;
   /**
    * The version is traced now (the trace extension): the worker counts each request it
-   * would run in the table's `samplers` at `slot`, and leaves the ones the rate chooses to
-   * the main thread, which traces them (trace-sampler.ts).
+   * would run in the counter shared with the main thread, and leaves the ones chosen to the
+   * main thread, which traces them (trace-sampler.ts).
    */
   trace?: TraceSampling;
 }
@@ -70,8 +70,6 @@ export interface DirectTable {
   redis?: RemoteCacheLink;
   /** The system shared-memory regions registered (with --allow-client-shm), whose descriptors each worker borrows (direct-shared-memory.ts). */
   regions?: SharedRegionLink[];
-  /** The trace extension's sampling counters (TraceManager.samplerBuffer), where a version in the table is traced. */
-  samplers?: SharedArrayBuffer;
 }
 
 /** A worker's statistics records, RECORD_WIDTH numbers each. */

@@ -1,21 +1,58 @@
 /**
  * @module The trace extension's sampling counters as every thread shares them (#30): the
- * main thread's TraceManager owns one Int32 counter per owner of settings in a
- * SharedArrayBuffer; a frontend worker that runs a traced model's request counts it in
- * the same counter, and leaves the ones the rate chooses to the main thread, which traces
- * them (InferenceRequest.traceSampled).
+ * main thread's TraceManager keeps one counter per owner of settings (the global ones, or
+ * a model with settings of its own) in a SharedArrayBuffer of its own; a frontend worker
+ * that runs a traced model's request counts it in the same counter, and leaves the ones the
+ * rate chooses to the main thread, which traces them (InferenceRequest.traceSampled). New
+ * settings get a new counter, as Triton makes a new TraceSetting: a worker whose table
+ * still names the old one counts there, and a request it chooses is traced as chosen under
+ * the settings it was counted by (Triton's in-flight traces keep their setting too).
  */
 
-/** Counters in the shared memory (owners past this keep theirs on the main thread, with their models). */
-export const SAMPLER_SLOTS = 4096;
+/** Int32 indices of a counter: requests counted since the last chosen one, and traces left (trace_count; -1: no limit). */
+const SEEN = 0;
+const LEFT = 1;
+/** 16 Int32s: each counter on a 64-byte line of its own, so that counting one model does not contend with another's. */
+const COUNTER_INTS = 16;
 
-/** Where a worker counts a traced model's requests, and the rate in force when the table was made. */
+/** Where a worker counts a traced model's requests, and the rate of the settings that counter belongs to. */
 export interface TraceSampling {
-  slot: number;
+  counter: SharedArrayBuffer;
   rate: number;
 }
 
-/** Counts one request in `slot` and says whether the rate chooses it: Triton's `++sample % rate == 0` (the Nth, 2Nth, ...). */
-export function countSample(counters: Int32Array, slot: number, rate: number): boolean {
-  return ((Atomics.add(counters, slot, 1) + 1) >>> 0) % rate === 0;
+/** A fresh counter: nothing counted, `count` traces left (-1: no limit). */
+export function newCounter(count: number): Int32Array {
+  const c = new Int32Array(new SharedArrayBuffer(COUNTER_INTS * 4));
+  c[LEFT] = count;
+  return c;
+}
+
+/** The traces `c` has left (-1: no limit). */
+export const tracesLeft = (c: Int32Array): number => Atomics.load(c, LEFT);
+
+/**
+ * Counts one request in `c` and says whether it is traced, as Triton's
+ * TraceSetting::SampleTrace decides under its lock: nothing is counted once trace_count has
+ * run out; every `rate`-th request counted is chosen, and takes one of the traces left.
+ */
+export function chooseSample(c: Int32Array, rate: number): boolean {
+  if (Atomics.load(c, LEFT) === 0) return false;
+  let seen = Atomics.load(c, SEEN);
+  for (;;) {
+    // Counted modulo the rate: chosen when the count comes round to 0.
+    const next = seen + 1 >= rate ? 0 : seen + 1;
+    const was = Atomics.compareExchange(c, SEEN, seen, next);
+    if (was === seen) {
+      if (next !== 0) return false;
+      break;
+    }
+    seen = was;
+  }
+  for (;;) {
+    const left = Atomics.load(c, LEFT);
+    if (left < 0) return true;
+    if (left === 0) return false;
+    if (Atomics.compareExchange(c, LEFT, left, left - 1) === left) return true;
+  }
 }

@@ -16,7 +16,7 @@
 import { appendFileSync, writeFileSync } from "node:fs";
 import { invalidArg, ServerError } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
-import { SAMPLER_SLOTS, countSample, type TraceSampling } from "./trace-sampler.ts";
+import { chooseSample, newCounter, tracesLeft, type TraceSampling } from "./trace-sampler.ts";
 
 const log = getLogger("src/server/trace.ts");
 
@@ -58,14 +58,12 @@ export class TraceManager {
   readonly #global: TraceSettings;
   readonly #models = new Map<string, Partial<TraceSettings>>();
   /**
-   * The sampling counters, one per owner of settings ("" for the global ones, or a model
-   * with an override), in shared memory: a frontend worker counts the requests it runs for
-   * a traced model in the same counter (TraceSampling). Past SAMPLER_SLOTS owners, the
-   * rest count here (#local) and their models stay on the main thread.
+   * The sampling counter of each owner of settings ("" for the global ones, or a model with
+   * settings of its own), made on first use and made again for new settings; a frontend
+   * worker counts the requests it runs for a traced model in the same counter
+   * (trace-sampler.ts). Its count of traces left is the live trace_count.
    */
-  readonly #counters = new Int32Array(new SharedArrayBuffer(4 * SAMPLER_SLOTS));
-  readonly #slots = new Map<string, number>();
-  readonly #local = new Map<string, number>();
+  readonly #counters = new Map<string, Int32Array>();
   #nextId = 1;
   /** Trace entries waiting to be written, by trace file. */
   readonly #pending = new Map<string, object[]>();
@@ -80,17 +78,24 @@ export class TraceManager {
     check(this.#global);
   }
 
-  /** The settings in force for `model` (or the global ones). */
+  /** The settings in force for `model` (or the global ones), trace_count as it has counted down. */
   settings(model?: string): TraceSettings {
-    return { ...this.#global, ...(model ? this.#models.get(model) : {}) };
+    const s = { ...this.#global, ...(model ? this.#models.get(model) : {}) };
+    const counter = this.#counters.get(this.#owner(model));
+    if (counter) s.trace_count = String(tracesLeft(counter));
+    return s;
   }
 
   /**
    * Applies an update from a client; a null value clears a per-model override. The trace
-   * file is not a client's to choose. Returns the result.
+   * file is not a client's to choose. Returns the result. As in Triton, the settings
+   * updated count from zero again, and so do the models' own settings after a global
+   * update (each takes what it does not set from the global ones); a trace_count not
+   * updated keeps what is left of it.
    */
   update(update: Record<string, unknown>, model?: string): TraceSettings {
     if (Object.hasOwn(update, "trace_file")) throw new ServerError("UNSUPPORTED", "trace file location can not be updated through network protocol");
+    this.#keepCounts();
     const next: Partial<TraceSettings> = model ? { ...this.#models.get(model) } : { ...this.#global };
     for (const [key, value] of Object.entries(update)) {
       if (!(KEYS as readonly string[]).includes(key)) throw invalidArg(`unknown trace setting '${key}'`);
@@ -112,9 +117,18 @@ export class TraceManager {
     check({ ...this.#global, ...next });
     if (model) this.#models.set(model, next);
     else Object.assign(this.#global, next);
-    this.#restart(model ?? "");
+    if (model) this.#counters.delete(model);
+    else this.#counters.clear();
     for (const listener of this.#listeners) listener();
     return this.settings(model);
+  }
+
+  /** Writes what is left of each counted trace_count into the settings that set it (before new counters replace them). */
+  #keepCounts(): void {
+    for (const [owner, counter] of this.#counters) {
+      const target = owner ? this.#models.get(owner) : this.#global;
+      if (target && (!owner || target.trace_count !== undefined)) target.trace_count = String(tracesLeft(counter));
+    }
   }
 
   readonly #listeners = new Set<() => void>();
@@ -135,75 +149,36 @@ export class TraceManager {
     return level.includes("TIMESTAMPS") && !!(override?.trace_file ?? this.#global.trace_file);
   }
 
-  /** The sampling counters' shared memory, for the frontend workers' table (TraceSampling.slot indexes it). */
-  get samplerBuffer(): SharedArrayBuffer {
-    return this.#counters.buffer as SharedArrayBuffer;
-  }
-
   /**
    * Where a frontend worker counts `model`'s requests and which of them it leaves to the
-   * main thread to trace (undefined: not traced now, or no shared counter left for it).
+   * main thread to trace (undefined: not traced now).
    */
   sampling(model: string): TraceSampling | undefined {
     if (!this.mayTrace(model)) return undefined;
-    const owner = this.#owner(model);
-    const slot = this.#slot(owner);
-    return slot === undefined ? undefined : { slot, rate: Number(this.settings(model).trace_rate) };
+    return { counter: this.#counter(model).buffer as SharedArrayBuffer, rate: Number(this.settings(model).trace_rate) };
   }
 
   /** Whether the next request of `model` is traced: counts it for the sampling rate (Triton's TraceSetting::SampleTrace). */
   sample(model: string): boolean {
-    // On every request: read the two deciding fields without building a settings object.
     if (!this.mayTrace(model)) return false;
+    const rate = Number(this.#models.get(model)?.trace_rate ?? this.#global.trace_rate);
+    return chooseSample(this.#counter(model), rate);
+  }
+
+  /** Whose counter `model`'s requests go to: the model's, once it has settings of its own, else the global one. */
+  #owner(model: string | undefined): string {
+    return model && this.#models.has(model) ? model : "";
+  }
+
+  #counter(model: string): Int32Array {
     const owner = this.#owner(model);
-    const s = this.settings(model);
-    // Triton counts nothing once trace_count has run out (the setting is no longer valid).
-    if (Number(s.trace_count) === 0) return false;
-    const rate = Number(s.trace_rate);
-    const slot = this.#slot(owner);
-    let chosen: boolean;
-    if (slot !== undefined) chosen = countSample(this.#counters, slot, rate);
-    else {
-      const seen = (this.#local.get(owner) ?? 0) + 1;
-      this.#local.set(owner, seen);
-      chosen = seen % rate === 0;
+    let c = this.#counters.get(owner);
+    if (!c) {
+      // A model's settings that leave trace_count to the global ones take what is left of it now.
+      const count = Number((owner ? this.#models.get(owner)?.trace_count : undefined) ?? this.settings().trace_count);
+      this.#counters.set(owner, (c = newCounter(count)));
     }
-    return chosen && this.#claim(owner, s);
-  }
-
-  /** Whether a request of `model` that a frontend worker's count chose (TraceSampling) is traced: trace_count decides now. */
-  take(model: string): boolean {
-    if (!this.mayTrace(model)) return false;
-    return this.#claim(this.#owner(model), this.settings(model));
-  }
-
-  /** A trace is taken under `s`: false once trace_count has run out; a positive count goes down by one (not a settings update: the rate's count goes on). */
-  #claim(owner: string, s: TraceSettings): boolean {
-    const count = Number(s.trace_count);
-    if (count === 0) return false;
-    if (count > 0) {
-      const target = owner ? this.#models.get(owner) : this.#global;
-      if (target) target.trace_count = String(count - 1);
-    }
-    return true;
-  }
-
-  /** Whose counter `model`'s requests go to: the model's, once it has an override of its own, else the global one. */
-  #owner(model: string): string {
-    return this.#models.has(model) ? model : "";
-  }
-
-  #slot(owner: string): number | undefined {
-    let slot = this.#slots.get(owner);
-    if (slot === undefined && this.#slots.size < SAMPLER_SLOTS) this.#slots.set(owner, (slot = this.#slots.size));
-    return slot;
-  }
-
-  /** New settings for `owner`: its count starts again from zero (Triton makes a new TraceSetting). */
-  #restart(owner: string): void {
-    const slot = this.#slots.get(owner);
-    if (slot !== undefined) Atomics.store(this.#counters, slot, 0);
-    this.#local.delete(owner);
+    return c;
   }
 
   record(model: string, version: string, requestId: string | undefined, t: TraceTimes): void {

@@ -4,8 +4,8 @@
  * leaves the ones the rate chooses to the main thread, which traces them. Through the
  * compiled binary on one thread and on two: the same requests traced (Triton's every Nth,
  * counted over HTTP, gRPC and ModelStreamInfer together, trace_count counting down); and on
- * two threads, requests that are not chosen are answered while the main thread's event loop
- * is held.
+ * two threads, requests that are not chosen, and every request once trace_count has run
+ * out, are answered while the main thread's event loop is held.
  */
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -37,7 +37,7 @@ interface Started {
 }
 
 async function start(threads: number): Promise<Started> {
-  const repo = makeRepository(["simple"]);
+  const repo = makeRepository(["simple", "simple_sequence"]);
   const held = addHoldModel(repo);
   const dir = mkdtempSync(join(tmpdir(), "nereid-direct-trace-"));
   const file = join(dir, "trace.json");
@@ -78,6 +78,10 @@ async function mix(s: ServerProcess): Promise<string[]> {
   return out;
 }
 
+function within5s<T>(p: Promise<T>, what: string): Promise<T> {
+  return Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} was not answered within 5 s`)), 5000))]);
+}
+
 /** The request ids of the traces in `file` (Triton's JSON array, complete once the server has stopped). */
 const tracedIds = (file: string) =>
   (JSON.parse(readFileSync(file, "utf8")) as { model_name?: string; request_id?: string }[]).filter((e) => e.model_name).map((e) => e.request_id);
@@ -92,6 +96,8 @@ describe("a traced model in the frontend workers: the same requests traced as on
 
   it("the workers run the traced model, and its every 3rd request (trace_count 6) over HTTP, gRPC and a stream is traced on either", async () => {
     expect(two.server.log()).toMatch(/frontend worker threads run these model versions themselves: simple:1\n/);
+    // Not a traced sequence-batched version: a chosen request, handed to the main thread, would reach its batcher late.
+    expect(two.server.log()).not.toMatch(/scheduling thread: .*simple_sequence/);
     const expected = [
       ...Array.from({ length: 9 }, (_, i) => `200 h${i} ${JSON.stringify(SUM)}`),
       ...Array.from({ length: 6 }, (_, i) => `g${i} ${JSON.stringify(SUM)}`),
@@ -106,21 +112,42 @@ describe("a traced model in the frontend workers: the same requests traced as on
     }
   });
 
-  it("answers requests the rate does not choose while the main thread is held; the chosen one is traced there", async () => {
+  it("answers requests not chosen while the main thread is held, over HTTP, gRPC and a stream; the chosen one is traced there", async () => {
     expect(await setting(two.server, { trace_rate: "1000", trace_count: "-1" })).toMatchObject({ trace_rate: "1000" });
-    const answers: string[] = [];
-    await whileMainHeld(two.server.url, two.held, async () => {
-      // Held for 20 s: an answer that needed the main thread would not come within 5.
-      for (let i = 0; i < 3; i++) answers.push(await infer(two.server, `w${i}`, 5000));
-    });
-    expect(answers).toEqual(Array.from({ length: 3 }, (_, i) => `200 w${i} ${JSON.stringify(SUM)}`));
-    // Every request chosen now: the worker leaves each to the main thread, which traces it.
-    await setting(two.server, { trace_rate: "1" });
+    // Held for 20 s: an answer that needed the main thread would not come within 5.
+    const unchosen = async (tag: string) => {
+      const answers: string[] = [];
+      await whileMainHeld(two.server.url, two.held, async () => {
+        for (let i = 0; i < 2; i++) answers.push(await infer(two.server, `${tag}${i}`, 5000));
+        const { client, call } = inferenceClient(two.server.grpcTarget!);
+        try {
+          const r = await within5s(call("ModelInfer")({ ...SIMPLE_REQUEST, id: `${tag}g` }), "the gRPC call");
+          answers.push(`${r.id} ${JSON.stringify(simpleOutput(r))}`);
+        } finally {
+          client.close();
+        }
+        const stream = await within5s(streamInfer(two.server.grpcTarget!, [{ ...SIMPLE_REQUEST, id: `${tag}s` }]), "the stream");
+        answers.push(...stream.map((r) => `${r.error_message || "ok"} ${r.infer_response.id}`));
+      });
+      return answers;
+    };
+    const expected = (tag: string) => [
+      `200 ${tag}0 ${JSON.stringify(SUM)}`,
+      `200 ${tag}1 ${JSON.stringify(SUM)}`,
+      `${tag}g ${JSON.stringify(SUM)}`,
+      `ok ${tag}s`,
+    ];
+    expect(await unchosen("w")).toEqual(expected("w"));
+    // Every request chosen, one trace left: the worker leaves the next to the main thread, which traces it.
+    await setting(two.server, { trace_rate: "1", trace_count: "1" });
     expect(await infer(two.server, "last")).toBe(`200 last ${JSON.stringify(SUM)}`);
+    expect(await setting(two.server)).toMatchObject({ trace_count: "0" });
+    // No trace left: the workers answer every request themselves again.
+    expect(await unchosen("x")).toEqual(expected("x"));
     const stats = (await (await fetch(`${two.server.url}/v2/models/simple/stats`)).json()) as {
       model_stats: { inference_stats: { success: { count: number } } }[];
     };
-    expect(stats.model_stats[0]!.inference_stats.success.count).toBe(21 + 3 + 1);
+    expect(stats.model_stats[0]!.inference_stats.success.count).toBe(21 + 4 + 1 + 4);
   });
 
   it("writes the same traces on one thread and on two", async () => {

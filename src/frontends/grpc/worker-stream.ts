@@ -3,8 +3,9 @@
  * models of the worker's table (none of them decoupled) are run here and answered in
  * request order, as stream.ts answers an ordinary model's requests on the main thread;
  * one the worker cannot run just now (its runs at the limit, its version retired, shared
- * memory it cannot borrow) has the main thread's core answer it in its place in that
- * order. The first request that is none of these (a model outside the table, a decoupled
+ * memory it cannot borrow, or chosen for a trace: the main thread traces it) has the main
+ * thread's core answer it in its place in that order (never a sequence-batched version's:
+ * a traced one is not in the table). The first request that is none of these (a model outside the table, a decoupled
  * one among them; any while a newer table is on its way; sequence parameters the worker
  * leaves to the main thread; a message that does not convert, whose error the main thread
  * reports in Triton's order) hands the stream to the main thread's handler, stream.ts,

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TraceManager, FLUSH_TRACES } from "../../../src/server/trace.ts";
-import { countSample } from "../../../src/server/trace-sampler.ts";
+import { chooseSample } from "../../../src/server/trace-sampler.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "nereid-trace-unit-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -23,35 +23,56 @@ describe("TraceManager", () => {
     expect(t.settings().trace_count).toBe("0");
   });
 
-  it("counting trace_count down does not start the rate's count again (Triton's TraceSetting::SampleTrace)", () => {
+  it("counts down trace_count as Triton's TraceSetting::SampleTrace does: the count goes on, an exhausted setting counts nothing", () => {
     const t = new TraceManager({ trace_file: join(dir, "d.json"), trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "2" });
     expect(Array.from({ length: 6 }, () => t.sample("m"))).toEqual([false, true, false, true, false, false]);
     expect(t.settings().trace_count).toBe("0");
-    // New settings start it again.
-    t.update({ trace_count: "1" });
-    expect([t.sample("m"), t.sample("m"), t.sample("m")]).toEqual([false, true, false]);
+    // New settings count from zero again; a trace_count not updated keeps what is left of it (none).
+    t.update({ trace_rate: "1" });
+    expect([t.sample("m"), t.sample("m")]).toEqual([false, false]);
+    t.update({ trace_rate: "3", trace_count: "1" });
+    expect(Array.from({ length: 6 }, () => t.sample("m"))).toEqual([false, false, true, false, false, false]);
   });
 
-  it("a frontend worker counts in the same shared counter, and the main thread traces what it chose while trace_count allows", () => {
-    const t = new TraceManager({ trace_file: join(dir, "w.json"), trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "2" });
-    expect(t.sampling("m")).toEqual({ slot: 0, rate: 2 });
-    t.update({ trace_rate: "3", trace_count: "-1" }, "own");
-    const own = t.sampling("own")!;
-    expect(own.rate).toBe(3);
-    expect(own.slot).not.toBe(0);
+  it("a frontend worker counts in the same shared counter, and what it chooses takes a trace", () => {
+    const t = new TraceManager({ trace_file: join(dir, "w.json"), trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "3" });
+    const worker = t.sampling("m")!;
+    expect(worker.rate).toBe(2);
     // Another thread's view of the same memory.
-    const counters = new Int32Array(t.samplerBuffer);
-    expect([countSample(counters, 0, 2), t.sample("m"), countSample(counters, 0, 2), t.sample("m")]).toEqual([false, true, false, true]);
+    const c = new Int32Array(worker.counter);
+    expect([chooseSample(c, 2), t.sample("m"), chooseSample(c, 2), t.sample("m"), t.sample("m"), chooseSample(c, 2)]).toEqual([
+      false,
+      true,
+      false,
+      true,
+      false,
+      true,
+    ]);
     expect(t.settings().trace_count).toBe("0");
-    // Chosen by a worker, traced by the main thread only while trace_count allows.
-    expect(t.take("m")).toBe(false);
-    expect([countSample(counters, own.slot, 3), countSample(counters, own.slot, 3), countSample(counters, own.slot, 3)]).toEqual([false, false, true]);
-    expect(t.take("own")).toBe(true);
-    expect(t.settings("own").trace_count).toBe("-1");
+    expect(t.settings("m").trace_count).toBe("0");
+    expect([chooseSample(c, 2), t.sample("m"), chooseSample(c, 2)]).toEqual([false, false, false]);
+    // New settings, a new counter: a worker still on the old one counts there, not in the new one.
+    t.update({ trace_count: "-1" });
+    expect(t.sampling("m")!.counter).not.toBe(worker.counter);
+    expect([chooseSample(c, 2), chooseSample(c, 2)]).toEqual([false, false]);
+    expect([t.sample("m"), t.sample("m"), t.sample("m"), t.sample("m")]).toEqual([false, true, false, true]);
+    expect(t.settings().trace_count).toBe("-1");
     // Not traced: nothing for a worker to count.
     t.update({ trace_level: ["OFF"] }, "off");
     expect(t.sampling("off")).toBeUndefined();
-    expect(t.take("off")).toBe(false);
+  });
+
+  it("a global update restarts the models' own settings: an unset trace_count is taken from the global one again, a set one keeps what is left", () => {
+    const t = new TraceManager({ trace_file: join(dir, "g.json"), trace_level: ["TIMESTAMPS"], trace_rate: "3", trace_count: "5" });
+    t.update({ trace_rate: "2" }, "m");
+    t.update({ trace_rate: "1", trace_count: "3" }, "k");
+    expect(t.settings("m").trace_count).toBe("5");
+    expect([t.sample("m"), t.sample("m"), t.sample("m"), t.sample("k")]).toEqual([false, true, false, true]);
+    expect([t.settings("m").trace_count, t.settings("k").trace_count, t.settings().trace_count]).toEqual(["4", "2", "5"]);
+    t.update({ trace_count: "2" });
+    expect([t.settings("m").trace_count, t.settings("k").trace_count, t.settings().trace_count]).toEqual(["2", "2", "2"]);
+    // m counts from zero again (one request was counted before).
+    expect([t.sample("m"), t.sample("m")]).toEqual([false, true]);
   });
 
   it("a model override has its own rate; null clears it", () => {
