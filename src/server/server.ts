@@ -613,7 +613,8 @@ export class InferenceServer implements ModelRunner {
       } else {
         // A request a frontend worker already counted for the sampling rate is not counted again.
         const sampled = request.traceSampled;
-        const traced = sampled ?? this.trace?.sample(mv.name) === true;
+        // One a worker chose is traced unless tracing stopped meanwhile.
+        const traced = sampled === undefined ? this.trace?.sample(mv.name) === true : sampled && this.trace?.mayTrace(mv.name) === true;
         const queueStart = traced ? nowNs() : 0;
         const result = await mv.scheduler.enqueue(prepared);
         let cacheMissNs: number | undefined;

@@ -12,7 +12,7 @@
 /** Int32 indices of a counter: requests counted since the last chosen one, and traces left (trace_count; -1: no limit). */
 const SEEN = 0;
 const LEFT = 1;
-/** 16 Int32s: each counter on a 64-byte line of its own, so that counting one model does not contend with another's. */
+/** 16 Int32s: 64 bytes of its own for each counter, so that counting one model contends little with another's. */
 const COUNTER_INTS = 16;
 
 /** Where a worker counts a traced model's requests, and the rate of the settings that counter belongs to. */
@@ -38,11 +38,11 @@ export const tracesLeft = (c: Int32Array): number => Atomics.load(c, LEFT);
  */
 export function chooseSample(c: Int32Array, rate: number): boolean {
   if (Atomics.load(c, LEFT) === 0) return false;
-  let seen = Atomics.load(c, SEEN);
+  // Counted modulo the rate (up to 2^32 - 1, as unsigned in the Int32): chosen when the count comes round to 0.
+  let seen = Atomics.load(c, SEEN) >>> 0;
   for (;;) {
-    // Counted modulo the rate: chosen when the count comes round to 0.
     const next = seen + 1 >= rate ? 0 : seen + 1;
-    const was = Atomics.compareExchange(c, SEEN, seen, next);
+    const was = Atomics.compareExchange(c, SEEN, seen | 0, next | 0) >>> 0;
     if (was === seen) {
       if (next !== 0) return false;
       break;

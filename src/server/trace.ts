@@ -59,11 +59,14 @@ export class TraceManager {
   readonly #models = new Map<string, Partial<TraceSettings>>();
   /**
    * The sampling counter of each owner of settings ("" for the global ones, or a model with
-   * settings of its own), made on first use and made again for new settings; a frontend
-   * worker counts the requests it runs for a traced model in the same counter
-   * (trace-sampler.ts). Its count of traces left is the live trace_count.
+   * settings of its own), made with the settings (#renew); a frontend worker counts the
+   * requests it runs for a traced model in the same counter (trace-sampler.ts). Its count
+   * of traces left is the live trace_count.
    */
   readonly #counters = new Map<string, Int32Array>();
+  /** The trace_count given at start: a global update that does not set trace_count goes back to it, until one does (Triton's). */
+  readonly #startCount: string;
+  #globalCountSet = false;
   #nextId = 1;
   /** Trace entries waiting to be written, by trace file. */
   readonly #pending = new Map<string, object[]>();
@@ -76,22 +79,24 @@ export class TraceManager {
   constructor(initial: Partial<TraceSettings> = {}) {
     this.#global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
     check(this.#global);
+    this.#startCount = this.#global.trace_count;
+    this.#renew("");
   }
 
   /** The settings in force for `model` (or the global ones), trace_count as it has counted down. */
   settings(model?: string): TraceSettings {
     const s = { ...this.#global, ...(model ? this.#models.get(model) : {}) };
-    const counter = this.#counters.get(this.#owner(model));
-    if (counter) s.trace_count = String(tracesLeft(counter));
+    s.trace_count = String(tracesLeft(this.#counter(model)));
     return s;
   }
 
   /**
-   * Applies an update from a client; a null value clears a per-model override. The trace
-   * file is not a client's to choose. Returns the result. As in Triton, the settings
-   * updated count from zero again, and so do the models' own settings after a global
-   * update (each takes what it does not set from the global ones); a trace_count not
-   * updated keeps what is left of it.
+   * Applies an update from a client; a null value clears a per-model override, and a model
+   * left with none follows the global settings again. The trace file is not a client's to
+   * choose. Returns the result. As in Triton's TraceManager, the settings updated count
+   * from zero again, and so do the models' own settings after a global update, each taking
+   * what it does not set from the global ones as they are then; a trace_count that was ever
+   * set keeps what is left of it, a global one never set goes back to the one given at start.
    */
   update(update: Record<string, unknown>, model?: string): TraceSettings {
     if (Object.hasOwn(update, "trace_file")) throw new ServerError("UNSUPPORTED", "trace file location can not be updated through network protocol");
@@ -115,20 +120,37 @@ export class TraceManager {
       }
     }
     check({ ...this.#global, ...next });
-    if (model) this.#models.set(model, next);
-    else Object.assign(this.#global, next);
-    if (model) this.#counters.delete(model);
-    else this.#counters.clear();
+    if (model) {
+      this.#counters.delete(model);
+      if (Object.keys(next).length === 0) this.#models.delete(model);
+      else {
+        this.#models.set(model, next);
+        this.#renew(model);
+      }
+    } else {
+      if (Object.hasOwn(update, "trace_count")) this.#globalCountSet = true;
+      else if (!this.#globalCountSet) next.trace_count = this.#startCount;
+      Object.assign(this.#global, next);
+      this.#renew("");
+      for (const owner of this.#models.keys()) this.#renew(owner);
+    }
     for (const listener of this.#listeners) listener();
     return this.settings(model);
   }
 
-  /** Writes what is left of each counted trace_count into the settings that set it (before new counters replace them). */
+  /** Writes what is left of each trace_count that was set into the settings that set it (before new counters replace them). */
   #keepCounts(): void {
     for (const [owner, counter] of this.#counters) {
       const target = owner ? this.#models.get(owner) : this.#global;
-      if (target && (!owner || target.trace_count !== undefined)) target.trace_count = String(tracesLeft(counter));
+      if (target && (owner ? target.trace_count !== undefined : this.#globalCountSet)) target.trace_count = String(tracesLeft(counter));
     }
+  }
+
+  /** A new counter for `owner`'s settings: nothing counted, its trace_count (a model's unset one: the global one's left now). */
+  #renew(owner: string): void {
+    const own = owner ? this.#models.get(owner)?.trace_count : this.#global.trace_count;
+    const count = own ?? String(tracesLeft(this.#counters.get("")!));
+    this.#counters.set(owner, newCounter(Number(count)));
   }
 
   readonly #listeners = new Set<() => void>();
@@ -170,15 +192,9 @@ export class TraceManager {
     return model && this.#models.has(model) ? model : "";
   }
 
-  #counter(model: string): Int32Array {
-    const owner = this.#owner(model);
-    let c = this.#counters.get(owner);
-    if (!c) {
-      // A model's settings that leave trace_count to the global ones take what is left of it now.
-      const count = Number((owner ? this.#models.get(owner)?.trace_count : undefined) ?? this.settings().trace_count);
-      this.#counters.set(owner, (c = newCounter(count)));
-    }
-    return c;
+  /** The counter `model`'s requests count in (every owner has one: #renew). */
+  #counter(model: string | undefined): Int32Array {
+    return this.#counters.get(this.#owner(model))!;
   }
 
   record(model: string, version: string, requestId: string | undefined, t: TraceTimes): void {
@@ -264,11 +280,13 @@ function check(s: TraceSettings): void {
     if (l === "TENSORS") throw new ServerError("UNSUPPORTED", "trace level TENSORS is not supported by this server (OFF and TIMESTAMPS are)");
     if (l !== "OFF" && l !== "TIMESTAMPS") throw invalidArg(`invalid trace level '${l}': expected OFF or TIMESTAMPS`);
   }
-  const int = (key: Key, min: number) => {
+  // The bounds of Triton's types: a uint32 rate, an int32 count, a uint32 log frequency.
+  const int = (key: Key, min: number, max: number) => {
     const n = Number(s[key]);
-    if (!/^-?\d+$/.test(String(s[key])) || n < min) throw invalidArg(`invalid '${key}' value '${s[key]}': expected an integer >= ${min}`);
+    if (!/^-?\d+$/.test(String(s[key])) || n < min || n > max)
+      throw invalidArg(`invalid '${key}' value '${s[key]}': expected an integer from ${min} to ${max}`);
   };
-  int("trace_rate", 1);
-  int("trace_count", -1);
-  int("log_frequency", 0);
+  int("trace_rate", 1, 0xffffffff);
+  int("trace_count", -1, 0x7fffffff);
+  int("log_frequency", 0, 0xffffffff);
 }

@@ -27,11 +27,48 @@ describe("TraceManager", () => {
     const t = new TraceManager({ trace_file: join(dir, "d.json"), trace_level: ["TIMESTAMPS"], trace_rate: "2", trace_count: "2" });
     expect(Array.from({ length: 6 }, () => t.sample("m"))).toEqual([false, true, false, true, false, false]);
     expect(t.settings().trace_count).toBe("0");
-    // New settings count from zero again; a trace_count not updated keeps what is left of it (none).
+    // New settings count from zero again; a global trace_count never updated goes back to the one given at start.
     t.update({ trace_rate: "1" });
-    expect([t.sample("m"), t.sample("m")]).toEqual([false, false]);
+    expect([t.sample("m"), t.sample("m"), t.sample("m")]).toEqual([true, true, false]);
     t.update({ trace_rate: "3", trace_count: "1" });
     expect(Array.from({ length: 6 }, () => t.sample("m"))).toEqual([false, false, true, false, false, false]);
+    // One that was set keeps what is left of it (none).
+    t.update({ trace_rate: "1" });
+    expect([t.sample("m"), t.sample("m")]).toEqual([false, false]);
+    expect(t.settings().trace_count).toBe("0");
+  });
+
+  it("a model's settings that leave trace_count unset take what the global one has left when they are made", () => {
+    const t = new TraceManager({ trace_file: join(dir, "i.json"), trace_level: ["TIMESTAMPS"], trace_rate: "1", trace_count: "10" });
+    expect([t.sample("b"), t.sample("b"), t.sample("b")]).toEqual([true, true, true]);
+    t.update({ trace_rate: "1" }, "a");
+    expect(t.settings("a").trace_count).toBe("7");
+    expect([t.sample("b"), t.sample("b")]).toEqual([true, true]);
+    expect([t.settings("a").trace_count, t.settings("b").trace_count]).toEqual(["7", "5"]);
+    expect(t.sample("a")).toBe(true);
+    expect([t.settings("a").trace_count, t.settings().trace_count]).toEqual(["6", "5"]);
+  });
+
+  it("a model left with no settings of its own follows the global ones again, their counter included", () => {
+    const t = new TraceManager({ trace_file: join(dir, "e.json"), trace_level: ["TIMESTAMPS"], trace_rate: "1", trace_count: "2" });
+    t.update({}, "c");
+    expect([t.sample("c"), t.sample("c"), t.sample("d"), t.sample("d")]).toEqual([true, true, false, false]);
+    t.update({ trace_count: "2" });
+    t.update({ trace_rate: "2" }, "e");
+    t.update({ trace_rate: null }, "e");
+    expect([t.sample("e"), t.sample("d"), t.sample("e")]).toEqual([true, true, false]);
+  });
+
+  it("refuses values past Triton's types: a uint32 rate and log frequency, an int32 count", () => {
+    const t = new TraceManager({ trace_file: join(dir, "r.json"), trace_level: ["TIMESTAMPS"] });
+    expect(() => t.update({ trace_count: "2147483648" })).toThrow("invalid 'trace_count' value '2147483648': expected an integer from -1 to 2147483647");
+    expect(() => t.update({ trace_rate: "4294967296" })).toThrow("expected an integer from 1 to 4294967295");
+    expect(() => t.update({ log_frequency: "4294967296" })).toThrow("expected an integer from 0 to 4294967295");
+    expect(t.update({ trace_rate: "4294967295" }).trace_rate).toBe("4294967295");
+    // The count toward such a rate goes on past 2^31 (unsigned in its Int32).
+    const worker = new Int32Array(t.sampling("m")!.counter);
+    Atomics.store(worker, 0, -3); // 4294967293 counted
+    expect([t.sample("m"), t.sample("m"), t.sample("m")]).toEqual([false, true, false]);
   });
 
   it("a frontend worker counts in the same shared counter, and what it chooses takes a trace", () => {
