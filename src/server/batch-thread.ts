@@ -8,10 +8,9 @@
  * (batch-slots.ts; direct-runner.ts), and the requests that reach the main thread (CUDA
  * shared memory, a traced model's requests chosen for a trace, a traced sequence-batched
  * version's, streams handed on, one-thread frontends) go there through the main thread's
- * own channel: one queue, one batcher, one
- * view. The same holds for sequence-batched versions, and, with --rate-limit, for
- * rate-limited ones under the default scheduler: the rate limiter itself runs there
- * (rateLimiter()).
+ * own channel: one queue, one batcher, one view. The same holds for sequence-batched
+ * versions, and, with --rate-limit, for rate-limited ones under the default scheduler:
+ * the rate limiter itself runs there (rateLimiter()).
  *
  * Statistics: the thread counts executions in each version's shared counters
  * (core/shared-stats.ts), which settle() folds into the version's statistics, and posts

@@ -4,8 +4,7 @@
  * scheduler (not decoupled), no rate limiter, traced only without the response cache or
  * sequence batching (the worker counts its requests for the sampling rate and leaves the
  * chosen ones to the main thread, which traces them: server/trace-sampler.ts), the
- * response cache only where
- * every thread reaches the same one (the local cache in shared memory,
+ * response cache only where every thread reaches the same one (the local cache in shared memory,
  * cache/shared-cache.ts, or Redis, to which each worker connects itself; the workers look
  * up and fill it themselves), and instances another thread can run (ONNX Runtime sessions:
  * OrtSession::Run is thread-safe; a TypeScript model's worker-thread instances, reached

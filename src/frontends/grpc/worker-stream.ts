@@ -5,14 +5,14 @@
  * one the worker cannot run just now (its runs at the limit, its version retired, shared
  * memory it cannot borrow, or chosen for a trace: the main thread traces it) has the main
  * thread's core answer it in its place in that order (never a sequence-batched version's:
- * a traced one is not in the table). The first request that is none of these (a model outside the table, a decoupled
- * one among them; any while a newer table is on its way; sequence parameters the worker
- * leaves to the main thread; a message that does not convert, whose error the main thread
- * reports in Triton's order) hands the stream to the main thread's handler, stream.ts,
- * from there on, once every answer of the worker's own has been written: the responses
- * come in an order one thread gives, and a sequence's requests reach its model in the
- * order sent. A request so handed on starts only then, where on one thread it starts when
- * it arrives.
+ * a traced one is not in the table). The first request that is none of these (a model
+ * outside the table, a decoupled one among them; any while a newer table is on its way;
+ * sequence parameters the worker leaves to the main thread; a message that does not
+ * convert, whose error the main thread reports in Triton's order) hands the stream to the
+ * main thread's handler, stream.ts, from there on, once every answer of the worker's own
+ * has been written: the responses come in an order one thread gives, and a sequence's
+ * requests reach its model in the order sent. A request so handed on starts only then,
+ * where on one thread it starts when it arrives.
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import { ServerError } from "../../core/errors.ts";
