@@ -15,6 +15,7 @@ import { connect } from "node:http2";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
 import { makeRepository } from "../helpers/repo.ts";
 import { serviceDefinition } from "../../src/frontends/grpc/protos.ts";
+import { grpcFrame, grpcMessages } from "../helpers/grpc-client.ts";
 
 /**
  * A decoupled model: N responses, the i-th with IDX = i and OUT = 0..SIZE-1, one a timer
@@ -140,10 +141,7 @@ describe("a client that does not read a decoupled model's stream through a worke
         ],
         raw_input_contents: [int32(n), int32(size)],
       });
-      const frame = Buffer.alloc(5 + message.length);
-      frame.writeUInt32BE(message.length, 1);
-      message.copy(frame, 5);
-      stream.end(frame);
+      stream.end(grpcFrame(message));
       // Nothing reads the stream yet: HTTP/2 flow control stops the server's writes.
       stream.pause();
       expect(await growthWhileUnread(before, done)).toBeLessThan(BOUND_MIB);
@@ -154,13 +152,7 @@ describe("a client that does not read a decoupled model's stream through a worke
       stream.resume();
       await once(stream, "end");
       expect((await trailers)["grpc-status"]).toBe("0");
-      const body = Buffer.concat(chunks);
-      const msgs: any[] = [];
-      for (let at = 0; at < body.length; ) {
-        const len = body.readUInt32BE(at + 1);
-        msgs.push(method.responseDeserialize(body.subarray(at + 5, at + 5 + len)));
-        at += 5 + len;
-      }
+      const msgs: any[] = grpcMessages(Buffer.concat(chunks), (b) => method.responseDeserialize(b));
       expect(msgs.map((m) => m.error_message ?? "")).toEqual(Array(n).fill(""));
       const out = Buffer.from(Int32Array.from({ length: size }, (_, k) => k).buffer);
       expect(msgs.map((m) => Buffer.from(m.infer_response.raw_output_contents[0]).readInt32LE(0))).toEqual(Array.from({ length: n }, (_, i) => i));

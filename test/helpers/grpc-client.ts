@@ -107,4 +107,23 @@ export function healthClient(target: string) {
   return (req: object) => new Promise<any>((resolve, reject) => client.Check!(req, (err, res) => (err ? reject(err) : resolve(res))));
 }
 
+/** A serialized message in gRPC's length-prefixed framing (for raw HTTP/2 clients): no compression flag, its length, its bytes. */
+export function grpcFrame(message: Uint8Array): Buffer {
+  const f = Buffer.alloc(5 + message.length);
+  f.writeUInt32BE(message.length, 1);
+  f.set(message, 5);
+  return f;
+}
+
+/** The messages of a body in gRPC's length-prefixed framing, each deserialized. */
+export function grpcMessages<T>(body: Buffer, deserialize: (b: Buffer) => T): T[] {
+  const out: T[] = [];
+  for (let at = 0; at < body.length; ) {
+    const len = body.readUInt32BE(at + 1);
+    out.push(deserialize(body.subarray(at + 5, at + 5 + len)));
+    at += 5 + len;
+  }
+  return out;
+}
+
 export type { ServiceError, Metadata };

@@ -11,7 +11,7 @@ import { connect } from "node:net";
 import { connect as http2Connect, constants } from "node:http2";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
 import { makeRepository } from "../../helpers/repo.ts";
-import { inferSimple, simpleOutput, SIMPLE_REQUEST } from "../../helpers/grpc-client.ts";
+import { grpcFrame, inferSimple, simpleOutput, SIMPLE_REQUEST } from "../../helpers/grpc-client.ts";
 import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 
 const CANCELS = 1_200;
@@ -34,12 +34,7 @@ afterAll(async () => {
 
 const next = () => new Promise<void>((resolve) => setImmediate(resolve));
 const infer = serviceDefinition("inference.GRPCInferenceService").ModelInfer!;
-const REQUEST_BODY = (() => {
-  const m = infer.requestSerialize(SIMPLE_REQUEST);
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(m.length, 1);
-  return Buffer.concat([prefix, m]);
-})();
+const REQUEST_BODY = grpcFrame(infer.requestSerialize(SIMPLE_REQUEST));
 /** The client's cancel of stream `id`, as a gRPC client sends it. */
 const cancel = (id: number) => frame(3, 0, id, u32(constants.NGHTTP2_CANCEL));
 

@@ -12,7 +12,7 @@ import { once } from "node:events";
 import { serviceDefinition } from "../../../src/frontends/grpc/protos.ts";
 import { startOnThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
-import { MAIN_THREAD_ROUTE } from "../../helpers/grpc-client.ts";
+import { MAIN_THREAD_ROUTE, grpcFrame, grpcMessages } from "../../helpers/grpc-client.ts";
 import type { ServerProcess } from "../../helpers/server-process.ts";
 
 const N = 3000;
@@ -38,13 +38,7 @@ async function successes(server: ServerProcess): Promise<number> {
  */
 async function unread(server: ServerProcess, viaMain: boolean): Promise<{ ranUnread: number; ids: string[]; exact: boolean; status: string }> {
   const method = serviceDefinition("inference.GRPCInferenceService").ModelStreamInfer!;
-  const frame = (m: object) => {
-    const message = method.requestSerialize(m);
-    const f = Buffer.alloc(5 + message.length);
-    f.writeUInt32BE(message.length, 1);
-    message.copy(f, 5);
-    return f;
-  };
+  const frame = (m: object) => grpcFrame(method.requestSerialize(m));
   const before = await successes(server);
   const session = connect(`http://${server.grpcTarget}`);
   try {
@@ -69,13 +63,7 @@ async function unread(server: ServerProcess, viaMain: boolean): Promise<{ ranUnr
     stream.on("data", (c: Buffer) => chunks.push(c));
     stream.resume();
     await once(stream, "end");
-    const body = Buffer.concat(chunks);
-    const msgs: any[] = [];
-    for (let at = 0; at < body.length; ) {
-      const len = body.readUInt32BE(at + 1);
-      msgs.push(method.responseDeserialize(body.subarray(at + 5, at + 5 + len)));
-      at += 5 + len;
-    }
+    const msgs: any[] = grpcMessages(Buffer.concat(chunks), (b) => method.responseDeserialize(b));
     const answers = viaMain ? msgs.slice(1) : msgs;
     const exact = answers.every(
       (m, i) => !m.error_message && Buffer.from(m.infer_response.raw_output_contents[0]).equals(Buffer.from(Int32Array.from({ length: 16 }, () => i).buffer)),
