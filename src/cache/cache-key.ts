@@ -7,8 +7,11 @@
  * latin1 string: no hashing, no collisions); larger ones by a SHA-256 digest, which keeps
  * accidental collisions out of the picture (Triton's 64-bit hash_combine does not).
  */
-import { createHash } from "node:crypto";
 import type { Tensor } from "../core/tensor.ts";
+import { lazyBuiltin } from "../core/lazy-builtin.ts";
+
+/** node:crypto, loaded at the first digest (see lazyBuiltin). */
+const crypto = lazyBuiltin<typeof import("node:crypto")>("node:crypto");
 
 /** Input bytes up to which the key holds the bytes rather than their digest. */
 export const EXACT_KEY_MAX = 1024;
@@ -35,7 +38,7 @@ export function cacheKey(model: string, version: number, inputs: readonly Tensor
     for (const t of sorted) key += Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString("latin1");
     return key;
   }
-  const h = createHash("sha256").update(head);
+  const h = crypto().createHash("sha256").update(head);
   for (const t of sorted) h.update(t.data);
   return `#${h.digest("base64")}`;
 }

@@ -4,13 +4,18 @@
  * zlib's thread pool: a 64 KB body can inflate to the whole 64 MiB limit, which takes
  * 75–200 ms that other clients would otherwise wait through.
  */
-import { gunzip, inflate, gzipSync, deflateSync, type ZlibOptions } from "node:zlib";
-import { promisify } from "node:util";
+import type { ZlibOptions } from "node:zlib";
 import { ServerError, invalidArg } from "../../core/errors.ts";
+import { lazyBuiltin } from "../../core/lazy-builtin.ts";
 import type { HttpRequest } from "./types.ts";
 
-const gunzipAsync = promisify<Uint8Array, ZlibOptions, Buffer>(gunzip);
-const inflateAsync = promisify<Uint8Array, ZlibOptions, Buffer>(inflate);
+/** node:zlib, loaded at the first compressed body (see lazyBuiltin). */
+const zlib = lazyBuiltin<typeof import("node:zlib")>("node:zlib");
+
+/** gunzip or inflate on zlib's thread pool. */
+function decompress(method: "gunzip" | "inflate", raw: Uint8Array, options: ZlibOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => zlib()[method](raw, options, (err, out) => (err ? reject(err) : resolve(out))));
+}
 
 export function tooLarge(size: number | string, limit: number): ServerError {
   return invalidArg(`Request JSON size of ${size} exceeds the maximum allowed value of ${limit}. Use --http-max-input-size to increase the limit.`);
@@ -33,8 +38,8 @@ export function decodedBody(raw: Uint8Array, contentEncoding: string | undefined
 
 async function inflated(raw: Uint8Array, encoding: string, limit: number): Promise<Uint8Array> {
   try {
-    if (encoding === "gzip") return await gunzipAsync(raw, { maxOutputLength: limit });
-    if (encoding === "deflate") return await inflateAsync(raw, { maxOutputLength: limit });
+    if (encoding === "gzip") return await decompress("gunzip", raw, { maxOutputLength: limit });
+    if (encoding === "deflate") return await decompress("inflate", raw, { maxOutputLength: limit });
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(`more than ${limit}`, limit);
@@ -47,7 +52,7 @@ async function inflated(raw: Uint8Array, encoding: string, limit: number): Promi
 export function compressFor(acceptEncoding: string | undefined, body: Uint8Array | string): { body: Uint8Array | string; encoding?: string } {
   if (!acceptEncoding) return { body };
   const accepts = acceptEncoding.toLowerCase();
-  if (/\bgzip\b/.test(accepts)) return { body: gzipSync(body), encoding: "gzip" };
-  if (/\bdeflate\b/.test(accepts)) return { body: deflateSync(body), encoding: "deflate" };
+  if (/\bgzip\b/.test(accepts)) return { body: zlib().gzipSync(body), encoding: "gzip" };
+  if (/\bdeflate\b/.test(accepts)) return { body: zlib().deflateSync(body), encoding: "deflate" };
   return { body };
 }

@@ -2,8 +2,9 @@
  * @module Listens for HTTP with Bun.serve under Bun (the handler in its fetch form,
  * fetch.ts) and node:http elsewhere; both feed the same handler (routes.ts).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { tooLarge } from "./body.ts";
+import { lazyBuiltin } from "../../core/lazy-builtin.ts";
 import { errorResponse, type HttpHandler } from "./routes.ts";
 import { serveFetch, NO_BODY_LIMIT, toWebResponse, IDLE_TIMEOUT_SECS } from "./fetch.ts";
 import type { HttpRequest } from "./types.ts";
@@ -14,6 +15,8 @@ export interface HttpListener {
 }
 
 const EMPTY = new Uint8Array(0);
+/** node:http, loaded where the listener uses it (not under Bun): it cost Bun's start 18-27 ms (#30). */
+const nodeHttp = lazyBuiltin<typeof import("node:http")>("node:http");
 
 declare const Bun: typeof import("bun") | undefined;
 
@@ -100,7 +103,7 @@ async function writeStream(res: ServerResponse, stream: AsyncIterable<string>, s
 
 function listenNode(handler: HttpHandler, address: string, port: number, reusePort: boolean): Promise<HttpListener> {
   if (reusePort && !nodeHasReusePort()) throw new Error(`--reuse-http-port needs Bun or Node 22.12+ (this is Node ${process.versions.node})`);
-  const server = createServer((msg: IncomingMessage, res: ServerResponse) => {
+  const server = nodeHttp().createServer((msg: IncomingMessage, res: ServerResponse) => {
     const url = msg.url ?? "/";
     const q = url.indexOf("?");
     // Aborted when the client goes away before the response has been written whole.

@@ -1,0 +1,14 @@
+/**
+ * @module A Node built-in module evaluated at its first use rather than at start (#30).
+ * Under Bun, node:http, node:zlib and node:crypto bring node:stream with them: imported
+ * statically, node:http cost the main thread 18-27 ms of its start, and node:zlib and
+ * node:crypto each frontend worker 5-7 ms, for what most servers never use (node:http's
+ * server under Bun, a compressed body, a cached model's long input).
+ */
+import { createRequire } from "node:module";
+
+/** A getter for the built-in `name` (e.g. "node:zlib"): it is loaded at the first call. */
+export function lazyBuiltin<T>(name: string): () => T {
+  let loaded: T | undefined;
+  return () => (loaded ??= createRequire(import.meta.url)(name) as T);
+}
