@@ -7,6 +7,7 @@ import { configureLog, getLogger, setLogFile } from "./core/logger.ts";
 import { installStrayErrorHandlers } from "./backends/typescript/stray-errors.ts";
 import type { RunningServer } from "./startup/start.ts";
 import { startFrontendWorkersEarly } from "./startup/early-workers.ts";
+import { preloadOnnxRuntimeForStart } from "./startup/onnx-preload.ts";
 import { sdNotify } from "../ffi/libc/notify.ts";
 
 const log = getLogger("src/main.ts");
@@ -68,6 +69,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.once("SIGINT", () => onSignal("SIGINT"));
   process.once("SIGTERM", () => onSignal("SIGTERM"));
   const early = startFrontendWorkersEarly(o);
+  preloadOnnxRuntimeForStart(o);
   try {
     const { startServer } = await import("./startup/start.ts");
     running = await startServer(o, early);

@@ -35,6 +35,14 @@ export interface ExecutionProvider {
 }
 
 let environment: OrtEnvironment | undefined;
+/** A preload() whose CreateEnv has not returned yet: the API it bound, and its end. */
+let preloading: { api: OrtApi; done: Promise<void> } | undefined;
+
+/** ORT's logging level, as Triton picks it (see OrtEnvironment). */
+function envLogLevel(): number {
+  const log = logSettings();
+  return log.verbose > 0 ? ORT_LOGGING_LEVEL.VERBOSE : log.warning ? ORT_LOGGING_LEVEL.WARNING : ORT_LOGGING_LEVEL.ERROR;
+}
 
 /**
  * The bound API and the one OrtEnv of the process, which lives until the process ends
@@ -51,13 +59,16 @@ export class OrtEnvironment {
   readonly cpuMemory: OrtMemoryInfo;
   readonly #handle: Pointer;
 
-  private constructor(api: OrtApi) {
+  /** With `created`, an OrtEnv that CreateEnv already returned (preload()): this object owns that reference. */
+  private constructor(api: OrtApi, created?: Pointer) {
     this.api = api;
-    const env: [Pointer] = [null];
-    const log = logSettings();
-    const level = log.verbose > 0 ? ORT_LOGGING_LEVEL.VERBOSE : log.warning ? ORT_LOGGING_LEVEL.WARNING : ORT_LOGGING_LEVEL.ERROR;
-    check(api, api.CreateEnv(level, "nereid", env), "CreateEnv");
-    this.#handle = env[0];
+    if (created) {
+      this.#handle = created;
+    } else {
+      const env = new BigUint64Array(1);
+      check(api, api.CreateEnv(envLogLevel(), "nereid", env), "CreateEnv");
+      this.#handle = env[0] || null;
+    }
     try {
       const alloc: [Pointer] = [null];
       check(api, api.GetAllocatorWithDefaultOptions(alloc), "GetAllocatorWithDefaultOptions");
@@ -69,11 +80,49 @@ export class OrtEnvironment {
     }
   }
 
-  /** The process's environment; the first call decides which library is loaded. */
+  /** The process's environment; the first call (or preload()) decides which library is loaded. */
   static get(explicitLibrary?: string): OrtEnvironment {
     disableOrtTelemetry();
-    environment ??= new OrtEnvironment(bindOrtApi(ortLibraryCandidates(explicitLibrary)));
+    environment ??= new OrtEnvironment(preloading?.api ?? bindOrtApi(ortLibraryCandidates(explicitLibrary)));
     return environment;
+  }
+
+  /**
+   * Starts the process's environment ahead of its first use (#30): the library is opened
+   * and bound here, and CreateEnv (ORT's platform and logging set-up, ~12 ms on the 2-core
+   * VM) runs on koffi's pool thread while this thread goes on. ORT keeps one OrtEnv per
+   * process and counts its references: a get() that comes first waits in its own CreateEnv
+   * for this one and takes a second reference to the same OrtEnv, and this one's is then
+   * released. Throws LibraryLoadError as get() would; a no-op once either has run. The
+   * promise settles when the pool thread's CreateEnv has returned (a failure there is left
+   * for get() to report).
+   */
+  static preload(explicitLibrary?: string): Promise<void> {
+    if (environment || preloading) return preloading?.done ?? Promise.resolve();
+    disableOrtTelemetry();
+    const api = bindOrtApi(ortLibraryCandidates(explicitLibrary));
+    // A pointer ORT writes from the pool thread: kept out of the JS heap's movable memory.
+    const out = new BigUint64Array(new ArrayBuffer(8));
+    let settle!: () => void;
+    const mine = { api, done: new Promise<void>((resolve) => (settle = resolve)) };
+    preloading = mine;
+    api.CreateEnv.async(envLogLevel(), "nereid", out, (err: unknown, status: Pointer) => {
+      const handle = out[0] || null;
+      if (err || status) {
+        if (status) api.ReleaseStatus(status);
+      } else if (handle && environment) {
+        api.ReleaseEnv(handle);
+      } else if (handle) {
+        try {
+          environment = new OrtEnvironment(api, handle);
+        } catch {
+          // The constructor released the reference; get() reports the failure when it meets it.
+        }
+      }
+      if (preloading === mine) preloading = undefined;
+      settle();
+    });
+    return mine.done;
   }
 
   get handle(): Pointer {

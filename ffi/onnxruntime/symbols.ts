@@ -26,7 +26,7 @@ interface OrtApiFunctions {
   CreateStatus(code: number, msg: string): Status;
   GetErrorCode(status: Pointer): number;
   GetErrorMessage(status: Pointer): string;
-  CreateEnv(level: number, logid: string, out: Out<Pointer>): Status;
+  CreateEnv(level: number, logid: string, out: Buf): Status;
   CreateSession(env: Pointer, path: string, options: Pointer, out: Buf): Status;
   Run(session: Pointer, runOptions: Pointer, inputNames: Buf, inputs: Buf, inputCount: number, outputNames: Buf, outputCount: number, outputs: Buf): Status;
   CreateSessionOptions(out: Out<Pointer>): Status;
@@ -84,14 +84,14 @@ interface OrtApiFunctions {
 
 /**
  * [index in struct OrtApi, C prototype]; comments give the C types. Pointers that ORT may
- * read or write from koffi's worker thread (Run, CreateSession) and the value out-params
+ * read or write from koffi's worker thread (Run, CreateSession, CreateEnv) and the value out-params
  * are declared `void *` and passed as off-heap typed arrays, never as JS arrays.
  */
 const PROTOTYPES = {
   CreateStatus: [0, "void *OrtCreateStatus(int code /* OrtErrorCode */, const char *msg)"],
   GetErrorCode: [1, "int OrtGetErrorCode(void *status /* const OrtStatus* */)"],
   GetErrorMessage: [2, "const char *OrtGetErrorMessage(void *status /* const OrtStatus* */)"],
-  CreateEnv: [3, "void *OrtCreateEnv(int level /* OrtLoggingLevel */, const char *logid, _Out_ void **out /* OrtEnv** */)"],
+  CreateEnv: [3, "void *OrtCreateEnv(int level /* OrtLoggingLevel */, const char *logid, void *out /* OrtEnv** */)"],
   CreateSession: [
     7,
     "void *OrtCreateSession(void *env /* const OrtEnv* */, const char *path /* const ORTCHAR_T* */, void *options /* const OrtSessionOptions* */, void *out /* OrtSession** */)",

@@ -13,6 +13,9 @@ import { ServerError } from "../../src/core/errors.ts";
 import type { Tensor } from "../../src/core/tensor.ts";
 import type { ModelConfig } from "../../src/core/model-config-types.ts";
 import type { BackendInstance, BackendModel } from "../../src/backends/backend.ts";
+import { OrtSessionOptions, type OrtEnvironment } from "../../ffi/onnxruntime/handles.ts";
+import { OrtSession } from "../../ffi/onnxruntime/session.ts";
+import { ONNX_TYPE } from "../../ffi/onnxruntime/symbols.ts";
 
 export const backend = new OnnxRuntimeBackend();
 
@@ -99,6 +102,26 @@ export function i32Tensor(name: string, shape: number[], values: ArrayLike<numbe
 }
 
 /** A: INT32 [-1,16], B: INT32 [-1,16] → SUM = A + B, DIFF = A - B. */
+/** A + B of two [1, 16] INT32 inputs of 5 and 2, run on a session of `env` made for the call. */
+export async function runsAddSub(env: OrtEnvironment): Promise<Int32Array> {
+  const dir = new ModelDir();
+  dir.open();
+  const options = new OrtSessionOptions(env.api, { intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 99, allowSpinning: false, memArena: true });
+  try {
+    const session = await OrtSession.open(env, dir.model(addSubSpec("runs_add_sub")), options);
+    const input = (name: string, fill: number) => ({ name, elementType: ONNX_TYPE.INT32, shape: [1, 16], data: bytesOf(new Int32Array(16).fill(fill)) });
+    try {
+      const [sum] = await session.run([input("A", 5), input("B", 2)], ["SUM"], true);
+      return new Int32Array(sum!.data.slice().buffer);
+    } finally {
+      session.close();
+    }
+  } finally {
+    options.close();
+    dir.close();
+  }
+}
+
 export function addSubSpec(name = "addsub"): GraphSpec {
   return {
     name,
