@@ -3,9 +3,10 @@
  * instances, `simple` and `simple_identity`, against a naive server that opens the same
  * model files with the same koffi ONNX Runtime binding (one session per instance, all at
  * once) and then answers a ready route, run as `bun <file>`. Each: from spawn to the
- * first 200 of its ready route, and the CPU every thread of it has used by then (steadier
- * on a busy machine than the wall time); interleaved runs, medians. --compare adds other binaries
- * (e.g. an older build copied to dist/.compare/<name>/nereid) to the same rounds.
+ * first 200 of its ready route (polled every 2 ms), and the CPU every thread of it has
+ * used by then (steadier on a busy machine than the wall time); interleaved runs, medians.
+ * --compare adds other binaries (e.g. an older build copied to dist/.compare/<name>/nereid)
+ * to the same rounds.
  *
  *   npm run build && bun scripts/bench-startup.ts [--runs=10] [--binary=dist/nereid] [--compare=<binary>,...] [--all-listeners] [--out=scripts/results/startup.md]
  *
@@ -65,7 +66,8 @@ async function timeToReady(start: () => ChildProcess, url: string): Promise<{ wa
   const t0 = performance.now();
   const p = start();
   try {
-    await waitReady(url, 60_000);
+    // Polled every 2 ms: the 10 ms of the other benchmarks' wait put up to 10 ms of noise on a ~150 ms figure.
+    await waitReady(url, 60_000, "GET", undefined, 2);
     const wall = performance.now() - t0;
     return { wall, cpu: cpuMs(p.pid!) };
   } finally {
@@ -115,7 +117,7 @@ const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}–${Math.max(...x
 const text = `
 ${machineHeading()}
 
-Spawn to the first 200 of the ready route, ${RUNS} interleaved runs each, medians: \`simple_fp32_mlp\` (41 MB of weights) with 2 CPU instances, \`simple\` and \`simple_identity\`. Naive: \`bun <file>\` opening the same four sessions with the same koffi binding and session options, all at once, then Bun.serve.
+Spawn to the first 200 of the ready route (polled every 2 ms), ${RUNS} interleaved runs each, medians: \`simple_fp32_mlp\` (41 MB of weights) with 2 CPU instances, \`simple\` and \`simple_identity\`. Naive: \`bun <file>\` opening the same four sessions with the same koffi binding and session options, all at once, then Bun.serve.
 
 | server | median ms | range ms | CPU to ready, median ms (every thread, 10 ms ticks) |
 | --- | ---: | ---: | ---: |

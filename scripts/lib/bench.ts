@@ -14,13 +14,13 @@ export function machineHeading(): string {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `url` until it answers 200 (to a GET, or to `method` with `body`). */
-export async function waitReady(url: string, timeoutMs = 20_000, method = "GET", body?: string): Promise<void> {
+export async function waitReady(url: string, timeoutMs = 20_000, method = "GET", body?: string, intervalMs = 10): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     try {
       if ((await fetch(url, { method, body })).status === 200) return;
     } catch {}
-    await sleep(10);
+    await sleep(intervalMs);
   }
   throw new Error(`not ready: ${url}`);
 }
