@@ -344,8 +344,19 @@ function servePort(port: MessagePort): void {
   );
   served.reply = reply;
   servedPorts[servedPorts.length] = served;
+  // A frontend worker closes its port only once nothing it sent is pending (a version swap),
+  // or by ending: then its clients are gone, and what it sent is cancelled (the model sees
+  // its requests' signals abort; those that have not started are dropped unrun).
+  port.addEventListener("close", () => cancelPort(`p${n}.`));
   // From now on a fault tells this port and takes back what is unread on it: the frontend worker sends nothing before.
   reply.post({ t: "serving" });
+}
+
+/** Aborts every request accepted under keys starting with `prefix` (a port's). */
+function cancelPort(prefix: string): void {
+  controllers.forEach((c, key) => {
+    if (key.slice(0, prefix.length) === prefix) c.abort();
+  });
 }
 
 async function receive(m: ToModelWorker): Promise<void> {
