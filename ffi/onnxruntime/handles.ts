@@ -89,7 +89,7 @@ export class OrtEnvironment {
 
   /**
    * Starts the process's environment ahead of its first use (#30): the library is opened
-   * and bound here, and CreateEnv (ORT's platform and logging set-up, ~12 ms on the 2-core
+   * and bound here, and CreateEnv (ORT's platform and logging set-up, 13-18 ms on the 2-core
    * VM) runs on koffi's pool thread while this thread goes on. ORT keeps one OrtEnv per
    * process and counts its references: a get() that comes first waits in its own CreateEnv
    * for this one and takes a second reference to the same OrtEnv, and this one's is then

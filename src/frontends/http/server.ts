@@ -15,7 +15,7 @@ export interface HttpListener {
 }
 
 const EMPTY = new Uint8Array(0);
-/** node:http, loaded where the listener uses it (not under Bun): it cost Bun's start 18-27 ms (#30). */
+/** node:http, loaded where the listener uses it: not under Bun, where evaluating it only slowed the start (#30). */
 const nodeHttp = lazyBuiltin<typeof import("node:http")>("node:http");
 
 declare const Bun: typeof import("bun") | undefined;
