@@ -101,7 +101,6 @@ export function i32Tensor(name: string, shape: number[], values: ArrayLike<numbe
   return { name, datatype: "INT32", shape, data: bytesOf(Int32Array.from(values)) };
 }
 
-/** A: INT32 [-1,16], B: INT32 [-1,16] → SUM = A + B, DIFF = A - B. */
 /** A + B of two [1, 16] INT32 inputs of 5 and 2, run on a session of `env` made for the call. */
 export async function runsAddSub(env: OrtEnvironment): Promise<Int32Array> {
   const dir = new ModelDir();
@@ -122,6 +121,7 @@ export async function runsAddSub(env: OrtEnvironment): Promise<Int32Array> {
   }
 }
 
+/** A: INT32 [-1,16], B: INT32 [-1,16] → SUM = A + B, DIFF = A - B. */
 export function addSubSpec(name = "addsub"): GraphSpec {
   return {
     name,
