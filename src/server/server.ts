@@ -162,7 +162,7 @@ export class InferenceServer implements ModelRunner {
     return this.#state;
   }
 
-  /** The repository is loaded and the listeners are up: ready answers true (until markExiting). */
+  /** The repository has loaded: ready answers true (until markExiting); the listeners start after it, as in Triton. */
   markReady(): void {
     if (this.#state === "STARTING") this.#state = "READY";
   }

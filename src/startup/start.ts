@@ -58,6 +58,10 @@ export async function startServer(options: ServerOptions, given?: EarlyFrontendW
     throw err;
   }
   const server = core.server;
+  // Ready once the repository has loaded, before the listeners start, as Triton's server is
+  // ready when its Init ends and main.cc starts the endpoints after it: a listener (a frontend
+  // worker thread) that is up answers ready at once, without waiting for the others.
+  server.markReady();
   const statusBoard = options.allowStatusPage ? new StatusBoard(server) : undefined;
   statusBoard?.start();
   const listeners = new Listeners(server, core.customMetrics, statusBoard, early);
@@ -90,6 +94,5 @@ export async function startServer(options: ServerOptions, given?: EarlyFrontendW
     // Those no listener took (one failed before the HTTP or gRPC listener started).
     early.terminate();
   }
-  server.markReady();
   return running;
 }

@@ -21,7 +21,7 @@ export class MessageBatcher<M> {
   send(m: M, transfer?: Transfer[]): void {
     this.#queue.push(m);
     if (transfer) this.#transfer.push(...transfer);
-    if (this.#queue.length === 1) setImmediate(this.#flush);
+    if (this.#queue.length === 1) setImmediate(this.flush);
   }
   /** Takes back the messages this turn has not posted (their buffers not transferred): the turn then posts none of them. */
   take(): M[] {
@@ -31,7 +31,8 @@ export class MessageBatcher<M> {
     return batch;
   }
 
-  readonly #flush = (): void => {
+  /** Posts the turn's batch now (a message that must not wait for the turn's end goes after those before it). */
+  readonly flush = (): void => {
     const batch = this.#queue;
     if (batch.length === 0) return;
     const transfer = this.#transfer;

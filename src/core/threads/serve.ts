@@ -22,11 +22,15 @@ export interface ServeOptions {
   scope?: ThreadScope;
 }
 
-/** The worker's side of a thread: `onMessage` takes each message the main thread posted, in order; `post` answers. */
+/**
+ * The worker's side of a thread: `onMessage` takes each message the main thread posted, in
+ * order; `post` answers (in the turn's batch when batched), `postNow` at once, after what the
+ * turn posted before it (an answer the main thread waits on: listening, stopped).
+ */
 export function serveThread<To extends Message, From extends Message>(
   onMessage: (m: To) => void | Promise<void>,
   options: ServeOptions = {},
-): { post(m: From, transfer?: Transfer[]): void } {
+): { post(m: From, transfer?: Transfer[]): void; postNow(m: From, transfer?: Transfer[]): void } {
   const scope = options.scope ?? self;
   scope.onmessage = (e: MessageEvent) => {
     // A plain loop: code in the worker (a model's) may have replaced Array.prototype's methods in
@@ -37,7 +41,15 @@ export function serveThread<To extends Message, From extends Message>(
   };
   if (options.batch) {
     const batcher = new MessageBatcher<From>((batch, transfer) => scope.postMessage(batch, transfer));
-    return { post: (m, transfer) => batcher.send(m, transfer) };
+    const post = (m: From, transfer?: Transfer[]) => batcher.send(m, transfer);
+    return {
+      post,
+      postNow: (m, transfer) => {
+        post(m, transfer);
+        batcher.flush();
+      },
+    };
   }
-  return { post: (m, transfer) => scope.postMessage([m], transfer ?? []) };
+  const post = (m: From, transfer?: Transfer[]) => scope.postMessage([m], transfer ?? []);
+  return { post, postNow: post };
 }

@@ -65,6 +65,7 @@ export function startWorker(url: string, options: Pick<ThreadOptions, "module" |
 export class Thread<To extends Message, From extends Message> {
   readonly #worker: WorkerLike;
   readonly #post: (m: To, transfer?: Transfer[]) => void;
+  readonly #flush: () => void = () => {};
 
   /** Over a Worker (or a MessagePort) already started; `url` starts one (startWorker). */
   constructor(worker: WorkerLike | string, events: ThreadEvents<From>, options: ThreadOptions = {}) {
@@ -73,6 +74,7 @@ export class Thread<To extends Message, From extends Message> {
     if (options.batch) {
       const batcher = new MessageBatcher<To>((batch, transfer) => w.postMessage(batch, transfer));
       this.#post = (m, transfer) => batcher.send(m, transfer);
+      this.#flush = batcher.flush;
     } else this.#post = (m, transfer) => w.postMessage([m], transfer ?? []);
     w.onmessage = (e: MessageEvent) => {
       const data: unknown = e.data;
@@ -93,6 +95,12 @@ export class Thread<To extends Message, From extends Message> {
   /** Posts `m` (in this turn's batch, when batched), transferring `transfer`: the caller must not use those buffers any more. */
   send(m: To, transfer?: Transfer[]): void {
     this.#post(m, transfer);
+  }
+
+  /** Posts `m` now, with this turn's batch before it: for a message the other side waits on (a start, a stop). */
+  sendNow(m: To, transfer?: Transfer[]): void {
+    this.#post(m, transfer);
+    this.#flush();
   }
 
   /** Ends the worker now; what was not yet posted is dropped. */

@@ -73,7 +73,7 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
     if (this.#failedEarly !== undefined) return Promise.reject(new Error(this.#failedEarly));
     return new Promise((resolve, reject) => {
       this.#onStarted = (m) => (m.t === "listening" ? resolve(m.port) : reject(new Error(m.message)));
-      this.#thread.send({ t: "start", config });
+      this.#thread.sendNow({ t: "start", config });
     });
   }
 
@@ -81,7 +81,7 @@ export class WorkerThread<Config, To extends Message, From extends Message> {
   async stop(): Promise<void> {
     await new Promise<void>((resolve) => {
       this.#onStopped = resolve;
-      this.#thread.send({ t: "stop" });
+      this.#thread.sendNow({ t: "stop" });
       setTimeout(resolve, STOP_LIMIT_MS).unref?.();
     });
     this.#thread.terminate();

@@ -24,7 +24,7 @@ import { MAX_STREAM_PENDING } from "./stream.ts";
 import { turnEnd } from "../answer-turn.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
 
-const { post } = serveThread<ToGrpcWorker, FromGrpcWorker>(receive, { batch: true });
+const { post, postNow } = serveThread<ToGrpcWorker, FromGrpcWorker>(receive, { batch: true });
 
 type Answer = Extract<ToGrpcWorker, { t: "response" | "failed" | "reply" | "status" }>;
 
@@ -113,7 +113,7 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
     const health: UntypedServiceImplementation = {};
     for (const method of c.healthMethods) health[method] = relayUnary("health", method);
     listener = await listenGrpcServices({ inference, health }, opts);
-    post({ t: "listening", port: listener.port });
+    postNow({ t: "listening", port: listener.port });
     // The protos are reflected now that the start no longer waits for it, rather than in the first call.
     setTimeout(() => {
       try {
@@ -123,13 +123,13 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
       }
     }, 0);
   } catch (err) {
-    post({ t: "startFailed", message: (err as Error).message });
+    postNow({ t: "startFailed", message: (err as Error).message });
   }
 }
 
 async function stop(): Promise<void> {
   await listener?.close();
-  post({ t: "stopped" });
+  postNow({ t: "stopped" });
 }
 
 /** Posts `m` (with `transfer`) and calls `answer` with the main thread's reply; a client's cancel is posted on. */

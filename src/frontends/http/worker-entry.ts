@@ -20,7 +20,7 @@ import { wireError, type WireError } from "../../core/threads/wire-error.ts";
 import { isRetired } from "../../server/direct-runner.ts";
 
 declare const Bun: typeof import("bun");
-const { post } = serveThread<ToWorker, FromWorker>(receive, { batch: true });
+const { post, postNow } = serveThread<ToWorker, FromWorker>(receive, { batch: true });
 
 type Answer =
   | { t: "response"; response: InferenceResponse }
@@ -92,9 +92,9 @@ function start(c: WorkerConfig): void {
       fetch: serveWeb(handle),
       error: (err: Error) => errorResponse({ code: "INTERNAL", message: err.message }),
     });
-    post({ t: "listening", port: server.port ?? c.port });
+    postNow({ t: "listening", port: server.port ?? c.port });
   } catch (err) {
-    post({ t: "startFailed", message: (err as Error).message });
+    postNow({ t: "startFailed", message: (err as Error).message });
   }
 }
 
@@ -103,7 +103,7 @@ async function stop(): Promise<void> {
     await Promise.race([server.stop(false), new Promise((r) => setTimeout(r, 2000))]);
     await server.stop(true);
   }
-  post({ t: "stopped" });
+  postNow({ t: "stopped" });
 }
 
 /** Posts `m` (given its id) and waits for the main thread's answer. */

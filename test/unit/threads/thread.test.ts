@@ -105,6 +105,23 @@ describe("Thread (main side)", () => {
     ]);
   });
 
+  it("sendNow posts the turn's batch at once, the message after those sent before it", async () => {
+    const w = new FakeWorker();
+    const t = new Thread<Ping, Ping>(w, recorder<Ping>().events, { batch: true });
+    t.send({ t: "ping", n: 1 });
+    t.sendNow({ t: "ping", n: 2 });
+    expect(w.posts.map((p) => p.batch)).toEqual([
+      [
+        { t: "ping", n: 1 },
+        { t: "ping", n: 2 },
+      ],
+    ]);
+    await nextTurn();
+    t.sendNow({ t: "ping", n: 3 });
+    expect(w.posts.map((p) => p.batch)).toHaveLength(2);
+    expect(w.posts[1]!.batch).toEqual([{ t: "ping", n: 3 }]);
+  });
+
   it("hands on each message of a batch in order, and anything else as malformed", () => {
     const w = new FakeWorker();
     const r = recorder<Ping>();
@@ -196,6 +213,22 @@ describe("serveThread (worker side)", () => {
       ],
       [{ t: "ping", n: 3 }],
     ]);
+  });
+
+  it("postNow posts the turn's batch at once, the answer after those posted before it (a listening the main thread waits on)", async () => {
+    const posts: unknown[][] = [];
+    const scope: ThreadScope = { onmessage: null, postMessage: (batch) => posts.push(batch) };
+    const { post, postNow } = serveThread<Ping, Ping>(() => {}, { scope, batch: true });
+    post({ t: "ping", n: 1 });
+    postNow({ t: "ping", n: 2 });
+    expect(posts).toEqual([
+      [
+        { t: "ping", n: 1 },
+        { t: "ping", n: 2 },
+      ],
+    ]);
+    await nextTurn();
+    expect(posts).toHaveLength(1);
   });
 });
 
@@ -290,12 +323,14 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     return { t, w: FakeWorker.made.at(-1)!.worker, got, exits };
   }
 
-  it("starts with its config in a batch, resolves with the port it listens on, and hands on the rest", async () => {
+  it("posts its start with its config at once, resolves with the port it listens on, and hands on the rest", async () => {
     const { t, w, got } = make();
     const started = t.start({ port: 0 });
+    // At once, not at the turn's end: the worker's start is on the way to ready (#30).
+    expect(w.posts.map((p) => p.batch)).toEqual([[{ t: "start", config: { port: 0 } }]]);
     t.send({ t: "hello" });
     await nextTurn();
-    expect(w.posts.map((p) => p.batch)).toEqual([[{ t: "start", config: { port: 0 } }, { t: "hello" }]]);
+    expect(w.posts.map((p) => p.batch)).toEqual([[{ t: "start", config: { port: 0 } }], [{ t: "hello" }]]);
     w.deliver([
       { t: "listening", port: 8123 },
       { t: "note", text: "x" },
@@ -374,10 +409,9 @@ describe("WorkerThread (a serving worker's lifecycle)", () => {
     expect(exits).toEqual(["ended"]);
   });
 
-  it("stops: posts stop, and ends the worker once it has said stopped", async () => {
+  it("stops: posts stop at once, and ends the worker once it has said stopped", async () => {
     const { t, w } = make();
     const stopped = t.stop();
-    await nextTurn();
     expect(w.posts.map((p) => p.batch)).toEqual([[{ t: "stop" }]]);
     expect(w.terminated).toBe(0);
     w.deliver([{ t: "stopped" }]);

@@ -1,0 +1,69 @@
+/**
+ * Run under Bun by ready-order.test.ts (the HTTP frontend runs on worker threads only under
+ * Bun). The server starts on an empty repository with 2 HTTP worker threads, played here by
+ * scripted stand-ins for Web Workers: the first says it listens and at once relays a client's
+ * GET /v2/health/ready, as a real one does with a client waiting on the port; the second says
+ * it listens only once that answer has come. Prints one JSON line: the answers' statuses,
+ * whether the second worker was listening when the answer came, and the workers made.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "../../../src/options.ts";
+import { startServer } from "../../../src/startup/start.ts";
+import { configureLog } from "../../../src/core/logger.ts";
+
+type Message = { t: string; id?: number; status?: number; port?: number };
+
+const answers: number[] = [];
+let secondListening = false;
+let secondListeningWhenAnswered: boolean | undefined;
+let answered!: () => void;
+const firstAnswered = new Promise<void>((resolve) => (answered = resolve));
+let made = 0;
+
+class ScriptedWorker {
+  onmessage: ((e: MessageEvent) => void) | null = null;
+  onerror: ((e: ErrorEvent) => void) | null = null;
+  readonly #n = made++;
+
+  postMessage(batch: Message[]): void {
+    for (const m of batch) {
+      if (m.t === "start" && this.#n === 0)
+        this.#post([{ t: "listening", port: 41000 }, { t: "http", id: 1, method: "GET", path: "/v2/health/ready", headers: [] } as Message]);
+      else if (m.t === "start")
+        void firstAnswered.then(() => {
+          secondListening = true;
+          this.#post([{ t: "listening", port: 41000 }]);
+        });
+      else if (m.t === "reply" && m.id === 1) {
+        answers.push(m.status!);
+        secondListeningWhenAnswered = secondListening;
+        answered();
+      } else if (m.t === "stop") this.#post([{ t: "stopped" }]);
+    }
+  }
+
+  #post(batch: Message[]): void {
+    setTimeout(() => this.onmessage?.({ data: batch } as MessageEvent), 1);
+  }
+
+  addEventListener(): void {}
+  terminate(): void {}
+}
+
+(globalThis as { Worker: unknown }).Worker = ScriptedWorker;
+const parsed = parseArgs([
+  `--model-repository=${mkdtempSync(join(tmpdir(), "nereid-ready-order-"))}`,
+  "--http-port=0",
+  "--http-thread-count=2",
+  "--allow-grpc=false",
+  "--allow-metrics=false",
+]);
+if (parsed.kind !== "run") throw new Error(`unexpected ${parsed.kind}`);
+configureLog({ info: false });
+const running = await startServer(parsed.options);
+const secondListeningAtAnswer = secondListeningWhenAnswered;
+await running.shutdown();
+process.stdout.write(`${JSON.stringify({ answers, secondListeningAtAnswer, workers: made })}\n`);
+process.exit(0);
