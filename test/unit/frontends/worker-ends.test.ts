@@ -1,0 +1,31 @@
+/**
+ * A real HTTP frontend worker thread that ends (Bun ends a worker on an uncaught error) is
+ * replaced on the same port, and the server goes on answering (#30): a client on a fresh
+ * connection gets the right answer after one worker ended and after both first workers
+ * ended, and `simple`'s statistics count every answer. Before this test, only stand-ins for
+ * the workers had been ended (start-workers.test.ts). Run under Bun (worker-ends-check.ts):
+ * the workers need Web Workers and SO_REUSEPORT.
+ */
+import { describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dirname, "../../..");
+
+describe("an HTTP frontend worker thread that ends", () => {
+  it("is replaced on the same port: every request on a fresh connection is answered right, and the statistics count them all", async () => {
+    const { stdout } = await promisify(execFile)(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "test/unit/frontends/worker-ends-check.ts")], {
+      timeout: 90_000,
+    });
+    const r = JSON.parse(stdout.trim().split("\n").at(-1)!) as { logged: string[] };
+    expect({ ...r, logged: r.logged.map((l) => l.replace(/port \d+/, "port P")) }).toEqual({
+      workers: 2,
+      before: { right: 20 },
+      afterOne: { right: 40 },
+      afterBoth: { right: 40 },
+      logged: ["HTTP worker thread ended; starting another on port P", "HTTP worker thread ended; starting another on port P"],
+      stats: 100,
+    });
+  }, 120_000);
+});
