@@ -1,11 +1,13 @@
 /**
  * Run under Bun by worker-ends.test.ts (the HTTP frontend runs on worker threads only under
- * Bun). A server with `simple` and 2 real HTTP worker threads; one of them is ended from
- * outside (as Bun ends a worker on an uncaught error), then the other. Prints one JSON line:
- * what clients on fresh connections got before, after the first and after the second end,
- * what the server logged, and `simple`'s statistics.
+ * Bun). A server with `simple`, a TypeScript model `hold` and 2 real HTTP worker threads;
+ * one of them is ended from outside (as Bun ends a worker on an uncaught error), then the
+ * other, while a request to `hold` is held in one of them. Prints one JSON line: what
+ * clients on fresh connections got before, after the first and after the second end, what
+ * became of the held request (its client, the model's signal) and of the next one, what
+ * the server logged, and `simple`'s statistics.
  */
-import { cpSync, mkdtempSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "../../../src/options.ts";
@@ -17,6 +19,32 @@ import type { WorkerLike } from "../../../src/core/threads/thread.ts";
 const ROOT = resolve(import.meta.dir, "../../..");
 const repo = mkdtempSync(join(tmpdir(), "nereid-worker-ends-"));
 cpSync(join(ROOT, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
+// A TypeScript model the frontend workers reach directly (its worker-thread instance):
+// Y = A; A = 1 marks `started-1`, waits for its request's signal to abort, then marks `aborted-1`.
+const hold = join(repo, "hold", "1");
+mkdirSync(hold, { recursive: true });
+writeFileSync(
+  join(repo, "hold", "config.pbtxt"),
+  `name: "hold"\nbackend: "typescript"\nmax_batch_size: 0\ninput [ { name: "A" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+);
+writeFileSync(
+  join(hold, "model.js"),
+  `import { writeFileSync } from "node:fs";
+const mark = (name) => writeFileSync(new URL(name, import.meta.url), "");
+export default class Hold {
+  async execute(requests) {
+    const r = requests[0];
+    if (r.input("A").data[0] === 1) {
+      mark("started-1");
+      await new Promise((resolve) => r.signal.addEventListener("abort", resolve));
+      mark("aborted-1");
+    }
+    return requests.map((q) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: q.input("A").data }] }));
+  }
+}
+`,
+);
+const marked = (name: string) => existsSync(join(hold, name));
 const logged: string[] = [];
 configureLog({ info: true }, (line) => logged.push(line));
 
@@ -77,18 +105,49 @@ async function end(i: number): Promise<void> {
   await Bun.sleep(500);
 }
 
+/** POSTs A = `a` to `hold` on a fresh connection: Y, or how it failed. */
+async function holdInfer(a: number): Promise<string> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/v2/models/hold/infer`, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "A", shape: [1], datatype: "INT32", data: [a] }] }),
+      headers: { connection: "close" },
+      signal: AbortSignal.timeout(10_000),
+    });
+    const out = (await r.json()) as { outputs?: { data: number[] }[]; error?: string };
+    return r.status === 200 ? `Y ${out.outputs?.[0]?.data.join(",")}` : `status ${r.status}: ${out.error}`;
+  } catch (err) {
+    return (err as Error).name;
+  }
+}
+
+async function until(what: () => boolean, ms = 10_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > deadline) return false;
+    await Bun.sleep(20);
+  }
+  return true;
+}
+
 const before = await round(20);
+// Held in whichever worker took its connection; both first workers end below.
+const held = holdInfer(1);
+const heldStarted = await until(() => marked("started-1"));
 await end(0);
 const afterOne = await round(40);
 // Both first workers gone: what answers now is the replacements.
 await end(1);
 const afterBoth = await round(40);
+const heldAnswer = await held;
+const heldAborted = await until(() => marked("aborted-1"));
+const holdAfter = await holdInfer(2);
 const statsAnswer = (await (await fetch(`http://127.0.0.1:${port}/v2/models/simple/stats`)).json()) as {
   model_stats: { inference_stats: { success: { count: number } } }[];
 };
 const stats = statsAnswer.model_stats[0]!.inference_stats.success.count;
 await running.shutdown();
 process.stdout.write(
-  `${JSON.stringify({ workers: handed.length, before, afterOne, afterBoth, logged: logged.filter((l) => /worker thread ended|could not be started/.test(l)).map((l) => l.replace(/^.*\] /, "")), stats })}\n`,
+  `${JSON.stringify({ workers: handed.length, before, afterOne, afterBoth, heldStarted, heldAnswer, heldAborted, holdAfter, logged: logged.filter((l) => /worker thread ended|could not be started/.test(l)).map((l) => l.replace(/^.*\] /, "")), stats })}\n`,
 );
 process.exit(0);
