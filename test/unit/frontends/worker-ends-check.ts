@@ -1,11 +1,11 @@
 /**
  * Run under Bun by worker-ends.test.ts (the HTTP frontend runs on worker threads only under
- * Bun). A server with `simple`, a TypeScript model `hold` and 2 real HTTP worker threads;
- * one of them is ended from outside (as Bun ends a worker on an uncaught error), then the
- * other, while a request to `hold` is held in one of them. Prints one JSON line: what
- * clients on fresh connections got before, after the first and after the second end, what
- * became of the held request (its client, the model's signal) and of the next one, what
- * the server logged, and `simple`'s statistics.
+ * Bun). A server with `simple`, a TypeScript model `hold`, 2 real HTTP and 2 real gRPC worker
+ * threads; one HTTP worker is ended from outside (as Bun ends a worker on an uncaught error),
+ * then the other, while a request to `hold` is held in one of them; then the gRPC workers
+ * likewise. Prints one JSON line: what clients on fresh connections got before, after the
+ * first and after the second end, what became of the held request (its client, the model's
+ * signal) and of the next one, what the server logged, and `simple`'s statistics.
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +15,8 @@ import { startServer } from "../../../src/startup/start.ts";
 import { startFrontendWorkersEarly } from "../../../src/startup/early-workers.ts";
 import { configureLog } from "../../../src/core/logger.ts";
 import type { WorkerLike } from "../../../src/core/threads/thread.ts";
+import type { Frontend } from "../../../src/startup/early-workers.ts";
+import { inferSimple } from "../../helpers/grpc-client.ts";
 
 const ROOT = resolve(import.meta.dir, "../../..");
 const repo = mkdtempSync(join(tmpdir(), "nereid-worker-ends-"));
@@ -53,21 +55,24 @@ const parsed = parseArgs([
   "--http-port=0",
   "--http-address=127.0.0.1",
   "--http-thread-count=2",
-  "--allow-grpc=false",
+  "--grpc-port=0",
+  "--grpc-address=127.0.0.1",
+  "--grpc-infer-thread-count=2",
   "--allow-metrics=false",
 ]);
 if (parsed.kind !== "run") throw new Error(`unexpected ${parsed.kind}`);
 const early = startFrontendWorkersEarly(parsed.options);
-// The workers the HTTP listener takes, kept here so that the test can end one.
-const handed: WorkerLike[] = [];
+// The workers each listener takes, kept here so that the test can end them.
+const handed: Record<Frontend, WorkerLike[]> = { http: [], grpc: [] };
 const take = early.take.bind(early);
 early.take = (frontend) => {
   const workers = take(frontend);
-  handed.push(...workers);
+  handed[frontend].push(...workers);
   return workers;
 };
 const running = await startServer(parsed.options, early);
 const port = running.listeners.http!.port;
+const grpcTarget = `127.0.0.1:${running.listeners.grpc!.port}`;
 const body = JSON.stringify({
   inputs: ["INPUT0", "INPUT1"].map((name, k) => ({ name, shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => i * (k + 1)) })),
 });
@@ -95,12 +100,29 @@ async function round(n: number): Promise<Record<string, number>> {
   return tally;
 }
 
-/** Ends worker `i` of those started first, and waits for the replacement's start to be logged and done. */
-async function end(i: number): Promise<void> {
-  const had = logged.filter((l) => l.includes("starting another")).length;
-  handed[i]!.terminate?.();
+/** `n` ModelInfer calls to `simple`, each on a client (a connection) of its own: their answers, tallied. */
+async function grpcRound(n: number): Promise<Record<string, number>> {
+  const tally: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    let key: string;
+    try {
+      const out = await inferSimple(grpcTarget);
+      key = out.every((v, j) => v === j + 5) ? "right" : "wrong";
+    } catch (err) {
+      key = `code ${(err as { code?: number }).code}`;
+    }
+    tally[key] = (tally[key] ?? 0) + 1;
+  }
+  return tally;
+}
+
+/** Ends `frontend`'s worker `i` of those started first, and waits for the replacement's start to be logged and done. */
+async function end(frontend: Frontend, i: number): Promise<void> {
+  const restarts = () => logged.filter((l) => l.includes("starting another")).length;
+  const had = restarts();
+  handed[frontend][i]!.terminate?.();
   const deadline = Date.now() + 10_000;
-  while (logged.filter((l) => l.includes("starting another")).length === had && Date.now() < deadline) await Bun.sleep(20);
+  while (restarts() === had && Date.now() < deadline) await Bun.sleep(20);
   // The replacement starts RESTART_DELAY_MS later; its start then takes a few milliseconds.
   await Bun.sleep(500);
 }
@@ -134,11 +156,16 @@ const before = await round(20);
 // Held in whichever worker took its connection; both first workers end below.
 const held = holdInfer(1);
 const heldStarted = await until(() => marked("started-1"));
-await end(0);
+await end("http", 0);
 const afterOne = await round(40);
 // Both first workers gone: what answers now is the replacements.
-await end(1);
+await end("http", 1);
 const afterBoth = await round(40);
+const grpc: Record<string, Record<string, number>> = { before: await grpcRound(20) };
+await end("grpc", 0);
+grpc.afterOne = await grpcRound(40);
+await end("grpc", 1);
+grpc.afterBoth = await grpcRound(40);
 const heldAnswer = await held;
 const heldAborted = await until(() => marked("aborted-1"));
 const holdAfter = await holdInfer(2);
@@ -148,6 +175,6 @@ const statsAnswer = (await (await fetch(`http://127.0.0.1:${port}/v2/models/simp
 const stats = statsAnswer.model_stats[0]!.inference_stats.success.count;
 await running.shutdown();
 process.stdout.write(
-  `${JSON.stringify({ workers: handed.length, before, afterOne, afterBoth, heldStarted, heldAnswer, heldAborted, holdAfter, logged: logged.filter((l) => /worker thread ended|could not be started/.test(l)).map((l) => l.replace(/^.*\] /, "")), stats })}\n`,
+  `${JSON.stringify({ workers: [handed.http.length, handed.grpc.length], before, afterOne, afterBoth, heldStarted, heldAnswer, heldAborted, holdAfter, grpc, logged: logged.filter((l) => /worker thread ended|could not be started/.test(l)).map((l) => l.replace(/^.*\] /, "")), stats })}\n`,
 );
 process.exit(0);

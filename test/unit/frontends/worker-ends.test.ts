@@ -1,8 +1,8 @@
 /**
- * A real HTTP frontend worker thread that ends (Bun ends a worker on an uncaught error) is
- * replaced on the same port, and the server goes on answering (#30): a client on a fresh
- * connection gets the right answer after one worker ended and after both first workers
- * ended, and `simple`'s statistics count every answer. A request the ended worker had sent
+ * A real HTTP or gRPC frontend worker thread that ends (Bun ends a worker on an uncaught
+ * error) is replaced on the same port, and the server goes on answering (#30): a client on a
+ * fresh connection gets the right answer after one worker ended and after both first workers
+ * of its frontend ended, and `simple`'s statistics count every answer. A request the ended worker had sent
  * to a TypeScript model's instance is cancelled there (the model's signal aborts), and the
  * instance serves the next. Before this test, only stand-ins for the workers had been ended
  * (start-workers.test.ts, port-close.test.ts). Run under Bun (worker-ends-check.ts):
@@ -15,14 +15,14 @@ import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 
-describe("an HTTP frontend worker thread that ends", () => {
+describe("a frontend worker thread that ends", () => {
   it("is replaced on the same port: every later request is answered right and counted; what it held in a TypeScript instance is cancelled there", async () => {
     const { stdout } = await promisify(execFile)(join(ROOT, "node_modules", ".bin", "bun"), [join(ROOT, "test/unit/frontends/worker-ends-check.ts")], {
       timeout: 90_000,
     });
     const r = JSON.parse(stdout.trim().split("\n").at(-1)!) as { logged: string[] };
     expect({ ...r, logged: r.logged.map((l) => l.replace(/port \d+/, "port P")) }).toEqual({
-      workers: 2,
+      workers: [2, 2],
       before: { right: 20 },
       afterOne: { right: 40 },
       afterBoth: { right: 40 },
@@ -33,8 +33,15 @@ describe("an HTTP frontend worker thread that ends", () => {
       heldAnswer: "TypeError",
       heldAborted: true,
       holdAfter: "Y 2",
-      logged: ["HTTP worker thread ended; starting another on port P", "HTTP worker thread ended; starting another on port P"],
-      stats: 100,
+      // The same for the gRPC workers, each call on a connection of its own.
+      grpc: { before: { right: 20 }, afterOne: { right: 40 }, afterBoth: { right: 40 } },
+      logged: [
+        "HTTP worker thread ended; starting another on port P",
+        "HTTP worker thread ended; starting another on port P",
+        "gRPC worker thread ended; starting another on port P",
+        "gRPC worker thread ended; starting another on port P",
+      ],
+      stats: 200,
     });
   }, 120_000);
 });
