@@ -3,7 +3,7 @@
  * Bun). A server with `simple`, a TypeScript model `hold`, 2 real HTTP and 2 real gRPC worker
  * threads; one HTTP worker is ended from outside (as Bun ends a worker on an uncaught error),
  * then the other, while a request to `hold` is held in one of them; then the gRPC workers
- * likewise. Prints one JSON line: what clients on fresh connections got before, after the
+ * likewise, with a call to `hold` held. Prints one JSON line: what clients on fresh connections got before, after the
  * first and after the second end, what became of the held request (its client, the model's
  * signal) and of the next one, what the server logged, and `simple`'s statistics.
  */
@@ -16,13 +16,13 @@ import { startFrontendWorkersEarly } from "../../../src/startup/early-workers.ts
 import { configureLog } from "../../../src/core/logger.ts";
 import type { WorkerLike } from "../../../src/core/threads/thread.ts";
 import type { Frontend } from "../../../src/startup/early-workers.ts";
-import { inferSimple } from "../../helpers/grpc-client.ts";
+import { inferenceClient, inferSimple } from "../../helpers/grpc-client.ts";
 
 const ROOT = resolve(import.meta.dir, "../../..");
 const repo = mkdtempSync(join(tmpdir(), "nereid-worker-ends-"));
 cpSync(join(ROOT, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
 // A TypeScript model the frontend workers reach directly (its worker-thread instance):
-// Y = A; A = 1 marks `started-1`, waits for its request's signal to abort, then marks `aborted-1`.
+// Y = A; A = 1 or 3 marks `started-<A>`, waits for its request's signal to abort, then marks `aborted-<A>`.
 const hold = join(repo, "hold", "1");
 mkdirSync(hold, { recursive: true });
 writeFileSync(
@@ -36,10 +36,11 @@ const mark = (name) => writeFileSync(new URL(name, import.meta.url), "");
 export default class Hold {
   async execute(requests) {
     const r = requests[0];
-    if (r.input("A").data[0] === 1) {
-      mark("started-1");
+    const a = r.input("A").data[0];
+    if (a === 1 || a === 3) {
+      mark("started-" + a);
       await new Promise((resolve) => r.signal.addEventListener("abort", resolve));
-      mark("aborted-1");
+      mark("aborted-" + a);
     }
     return requests.map((q) => ({ outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: q.input("A").data }] }));
   }
@@ -116,6 +117,24 @@ async function grpcRound(n: number): Promise<Record<string, number>> {
   return tally;
 }
 
+/** A ModelInfer call with A = `a` to `hold`: Y, or the call's status code. */
+async function grpcHold(a: number): Promise<string> {
+  const { client, call } = inferenceClient(grpcTarget);
+  try {
+    const res = (await call("ModelInfer")({
+      model_name: "hold",
+      inputs: [{ name: "A", datatype: "INT32", shape: [1] }],
+      raw_input_contents: [Buffer.from(new Int32Array([a]).buffer)],
+    })) as { raw_output_contents: Uint8Array[] };
+    const y = Buffer.from(res.raw_output_contents[0]!);
+    return `Y ${y.readInt32LE(0)}`;
+  } catch (err) {
+    return `code ${(err as { code?: number }).code}`;
+  } finally {
+    client.close();
+  }
+}
+
 /** Ends `frontend`'s worker `i` of those started first, and waits for the replacement's start to be logged and done. */
 async function end(frontend: Frontend, i: number): Promise<void> {
   const restarts = () => logged.filter((l) => l.includes("starting another")).length;
@@ -161,11 +180,16 @@ const afterOne = await round(40);
 // Both first workers gone: what answers now is the replacements.
 await end("http", 1);
 const afterBoth = await round(40);
-const grpc: Record<string, Record<string, number>> = { before: await grpcRound(20) };
+const grpc: Record<string, unknown> = { before: await grpcRound(20) };
+const grpcHeld = grpcHold(3);
+grpc.heldStarted = await until(() => marked("started-3"));
 await end("grpc", 0);
 grpc.afterOne = await grpcRound(40);
 await end("grpc", 1);
 grpc.afterBoth = await grpcRound(40);
+grpc.heldAnswer = await grpcHeld;
+grpc.heldAborted = await until(() => marked("aborted-3"));
+grpc.holdAfter = await grpcHold(4);
 const heldAnswer = await held;
 const heldAborted = await until(() => marked("aborted-1"));
 const holdAfter = await holdInfer(2);

@@ -2,11 +2,12 @@
  * A real HTTP or gRPC frontend worker thread that ends (Bun ends a worker on an uncaught
  * error) is replaced on the same port, and the server goes on answering (#30): a client on a
  * fresh connection gets the right answer after one worker ended and after both first workers
- * of its frontend ended, and `simple`'s statistics count every answer. A request the ended worker had sent
- * to a TypeScript model's instance is cancelled there (the model's signal aborts), and the
- * instance serves the next. Before this test, only stand-ins for the workers had been ended
- * (start-workers.test.ts, port-close.test.ts). Run under Bun (worker-ends-check.ts):
- * the workers need Web Workers and SO_REUSEPORT.
+ * of its frontend ended, and `simple`'s statistics count every answer. A request an ended
+ * worker had sent to a TypeScript model's instance is cancelled there (the model's signal
+ * aborts), its client's connection closes, and the instance serves the next. Before this
+ * test, only stand-ins for the workers had been ended (start-workers.test.ts,
+ * port-close.test.ts). Run under Bun (worker-ends-check.ts): the workers need Web Workers
+ * and SO_REUSEPORT.
  */
 import { describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
@@ -33,8 +34,17 @@ describe("a frontend worker thread that ends", () => {
       heldAnswer: "TypeError",
       heldAborted: true,
       holdAfter: "Y 2",
-      // The same for the gRPC workers, each call on a connection of its own.
-      grpc: { before: { right: 20 }, afterOne: { right: 40 }, afterBoth: { right: 40 } },
+      // The same for the gRPC workers, each call on a connection of its own; the held call
+      // ends UNAVAILABLE (14) with its connection.
+      grpc: {
+        before: { right: 20 },
+        heldStarted: true,
+        afterOne: { right: 40 },
+        afterBoth: { right: 40 },
+        heldAnswer: "code 14",
+        heldAborted: true,
+        holdAfter: "Y 4",
+      },
       logged: [
         "HTTP worker thread ended; starting another on port P",
         "HTTP worker thread ended; starting another on port P",
