@@ -1,21 +1,21 @@
 /**
- * Run under Bun by worker-ends.test.ts (the HTTP frontend runs on worker threads only under
- * Bun). A server with `simple`, a TypeScript model `hold`, 2 real HTTP and 2 real gRPC worker
- * threads; one HTTP worker is ended from outside (as Bun ends a worker on an uncaught error),
+ * Run under Bun by worker-ends.test.ts (the frontends run on worker threads only under Bun).
+ * A server with `simple`, a TypeScript model `hold`, 2 real HTTP and 2 real gRPC worker
+ * threads. One HTTP worker is ended from outside (as Bun ends a worker on an uncaught error),
  * then the other, while a request to `hold` is held in one of them; then the gRPC workers
- * likewise, with a call to `hold` held. Prints one JSON line: what clients on fresh connections got before, after the
- * first and after the second end, what became of the held request (its client, the model's
- * signal) and of the next one, what the server logged, and `simple`'s statistics.
+ * likewise, with a call to `hold` held. Prints one JSON line: what clients on fresh
+ * connections got before, after the first and after the second end, what became of each
+ * held request (its client, the model's signal) and of the next one, what the server
+ * logged, and `simple`'s statistics.
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "../../../src/options.ts";
 import { startServer } from "../../../src/startup/start.ts";
-import { startFrontendWorkersEarly } from "../../../src/startup/early-workers.ts";
+import { startFrontendWorkersEarly, type Frontend } from "../../../src/startup/early-workers.ts";
 import { configureLog } from "../../../src/core/logger.ts";
 import type { WorkerLike } from "../../../src/core/threads/thread.ts";
-import type { Frontend } from "../../../src/startup/early-workers.ts";
 import { inferenceClient, inferSimple } from "../../helpers/grpc-client.ts";
 
 const ROOT = resolve(import.meta.dir, "../../..");
@@ -162,6 +162,7 @@ async function holdInfer(a: number): Promise<string> {
   }
 }
 
+/** Whether `what` comes true within `ms`. */
 async function until(what: () => boolean, ms = 10_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (!what()) {
