@@ -132,13 +132,7 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
     const d = await startServerProcess([`--model-repository=${repo.dir}`, ...redisFlags(), ...threads, "--log-verbose=1"]);
     try {
       expect(d.log()).toMatch(/frontend worker threads submit these model versions' requests to the scheduling thread: simple_cached:1\n/);
-      // Redis's CLIENT LIST: each connection's name and the last command it sent.
-      const connections = (suffix: string) =>
-        redis
-          .cli("CLIENT", "LIST")
-          .split("\n")
-          .filter((l) => l.includes(` name=nereid-${d.pid}${suffix} `))
-          .map((l) => /\bcmd=(\S+)/.exec(l)![1]!);
+      const connections = (suffix: string) => connectionsOf(d, suffix);
       await until("a connection from each of the 4 workers", () => connections("-worker").length === 4);
       expect(connections("")).toHaveLength(1);
       const before = await stats(d);
@@ -193,6 +187,8 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
 
   it("answers every request by running the model when Redis dies mid-load, warns once, and hits again once Redis is back", async () => {
     const before = await stats(a);
+    // The frontend workers' own connections, each of which reconnects on its own schedule.
+    const workerConnections = connectionsOf(a, "-worker").length;
     const total = 240;
     let done = 0;
     let killed: Promise<void> | undefined;
@@ -223,6 +219,9 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
     // Redis comes back empty (nothing persisted): the first request misses, the second hits.
     await redis.start();
     await until("the reconnection", () => a.log().includes("is reachable again"));
+    // Only the main thread's client says so: a request a frontend worker takes before its own
+    // client is back runs the model and stores nothing.
+    await until("every frontend worker's reconnection", () => connectionsOf(a, "-worker").length === workerConnections);
     const again = await stats(a);
     expectAnswer(await infer(a, 5000), 5000);
     await until("the entry in Redis", () => redis.cli("DBSIZE") === "1");
@@ -233,6 +232,15 @@ describe("redis response cache (S-17, S-18, M-07)", () => {
     expect(warnings(a)).toHaveLength(1);
   }, 120_000);
 });
+
+/** Redis's CLIENT LIST: the last command of each connection `server` named nereid-<pid>`suffix`. */
+function connectionsOf(server: ServerProcess, suffix: string): string[] {
+  return redis
+    .cli("CLIENT", "LIST")
+    .split("\n")
+    .filter((l) => l.includes(` name=nereid-${server.pid}${suffix} `))
+    .map((l) => /\bcmd=(\S+)/.exec(l)![1]!);
+}
 
 /** The cache key Nereid computes for `infer(server, base)`. */
 function keyFor(base: number): string {
