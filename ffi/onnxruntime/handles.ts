@@ -108,19 +108,23 @@ export class OrtEnvironment {
     preloading = mine;
     api.CreateEnv.async(envLogLevel(), "nereid", out, (err: unknown, status: Pointer) => {
       const handle = out[0] || null;
-      if (err || status) {
-        if (status) api.ReleaseStatus(status);
-      } else if (handle && environment) {
-        api.ReleaseEnv(handle);
-      } else if (handle) {
-        try {
-          environment = new OrtEnvironment(api, handle);
-        } catch {
-          // The constructor released the reference; get() reports the failure when it meets it.
+      try {
+        if (err || status) {
+          if (status) api.ReleaseStatus(status);
+        } else if (handle && environment) {
+          api.ReleaseEnv(handle);
+        } else if (handle) {
+          try {
+            environment = new OrtEnvironment(api, handle);
+          } catch {
+            // The constructor released the reference; get() reports the failure when it meets it.
+          }
         }
+      } finally {
+        // Whatever a release threw, get() no longer waits on this preload.
+        if (preloading === mine) preloading = undefined;
+        settle();
       }
-      if (preloading === mine) preloading = undefined;
-      settle();
     });
     return mine.done;
   }

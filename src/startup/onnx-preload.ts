@@ -49,10 +49,16 @@ function namesOnnx(dir: string, modelConfigName: string): boolean {
   return listVersions(dir).some((v) => existsSync(join(dir, String(v), "model.onnx")));
 }
 
+/** `--backend-config=onnxruntime,library=...`, else `--backend-config=library=...` (the loader's merge: loader.ts). */
+export function onnxLibrarySetting(o: Pick<ServerOptions, "backendConfig">): string | undefined {
+  return o.backendConfig.onnxruntime?.library ?? o.backendConfig[""]?.library;
+}
+
 /** Starts ONNX Runtime's environment ahead when the start will likely need it; never throws. */
 export function preloadOnnxRuntimeForStart(o: ServerOptions): void {
   try {
-    if (startLoadsOnnx(o)) void OrtEnvironment.preload(o.backendConfig.onnxruntime?.library);
+    // The library the load would name: ONNX Runtime's own setting, else one given without a backend (as the loader merges them).
+    if (startLoadsOnnx(o)) void OrtEnvironment.preload(onnxLibrarySetting(o));
   } catch {
     // Best effort: the load opens the library itself and reports what is wrong.
   }

@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defaultOptions, type ServerOptions } from "../../../src/options.ts";
-import { startLoadsOnnx } from "../../../src/startup/onnx-preload.ts";
+import { defaultOptions, parseArgs, type ServerOptions } from "../../../src/options.ts";
+import { onnxLibrarySetting, startLoadsOnnx } from "../../../src/startup/onnx-preload.ts";
 
 const made: string[] = [];
 afterEach(() => {
@@ -75,5 +75,19 @@ describe("startLoadsOnnx", () => {
   it("object-storage repositories and missing folders are not looked into", () => {
     expect(startLoadsOnnx(options(["s3://bucket/models", "gs://bucket/models"]))).toBe(false);
     expect(startLoadsOnnx(options([join(tmpdir(), "nereid-no-such-repository")]))).toBe(false);
+  });
+});
+
+describe("onnxLibrarySetting", () => {
+  it("names the library the load would use: ONNX Runtime's own setting first, else one given without a backend", () => {
+    const parsed = (...flags: string[]) => {
+      const p = parseArgs(["--model-repository=/m", ...flags]);
+      if (p.kind !== "run") throw new Error(p.kind);
+      return onnxLibrarySetting(p.options);
+    };
+    expect(parsed("--backend-config=library=/opt/a.so")).toBe("/opt/a.so");
+    expect(parsed("--backend-config=library=/opt/a.so", "--backend-config=onnxruntime,library=/opt/b.so")).toBe("/opt/b.so");
+    expect(parsed("--backend-config=openvino,library=/opt/c.so")).toBeUndefined();
+    expect(parsed()).toBeUndefined();
   });
 });
