@@ -8,7 +8,7 @@
  * held request (its client, the model's signal) and of the next one, what the server
  * logged, and `simple`'s statistics.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "../../../src/options.ts";
@@ -78,11 +78,19 @@ const body = JSON.stringify({
   inputs: ["INPUT0", "INPUT1"].map((name, k) => ({ name, shape: [1, 16], datatype: "INT32", data: Array.from({ length: 16 }, (_, i) => i * (k + 1)) })),
 });
 
-/** `n` requests, each on a fresh connection (so the kernel spreads them over the workers listening): their answers, tallied. */
-async function round(n: number): Promise<Record<string, number>> {
-  const tally: Record<string, number> = {};
+/** `n` calls of `one`, one after another: how many gave each answer ("right", or how it failed). */
+async function tally(n: number, one: () => Promise<string>): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
   for (let i = 0; i < n; i++) {
-    let key: string;
+    const key = await one();
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** `n` requests, each on a fresh connection (so the kernel spreads them over the workers listening): their answers, tallied. */
+const round = (n: number) =>
+  tally(n, async () => {
     try {
       const r = await fetch(`http://127.0.0.1:${port}/v2/models/simple/infer`, {
         method: "POST",
@@ -92,30 +100,22 @@ async function round(n: number): Promise<Record<string, number>> {
       });
       const out = (await r.json()) as { outputs?: { name: string; data: number[] }[] };
       const sum = out.outputs?.find((o) => o.name === "OUTPUT0")?.data;
-      key = r.status === 200 && sum?.every((v, j) => v === j * 3) ? "right" : `status ${r.status}`;
+      return r.status === 200 && sum?.every((v, j) => v === j * 3) ? "right" : `status ${r.status}`;
     } catch (err) {
-      key = (err as Error).name;
+      return (err as Error).name;
     }
-    tally[key] = (tally[key] ?? 0) + 1;
-  }
-  return tally;
-}
+  });
 
 /** `n` ModelInfer calls to `simple`, each on a client (a connection) of its own: their answers, tallied. */
-async function grpcRound(n: number): Promise<Record<string, number>> {
-  const tally: Record<string, number> = {};
-  for (let i = 0; i < n; i++) {
-    let key: string;
+const grpcRound = (n: number) =>
+  tally(n, async () => {
     try {
       const out = await inferSimple(grpcTarget);
-      key = out.every((v, j) => v === j + 5) ? "right" : "wrong";
+      return out.every((v, j) => v === j + 5) ? "right" : "wrong";
     } catch (err) {
-      key = `code ${(err as { code?: number }).code}`;
+      return `code ${(err as { code?: number }).code}`;
     }
-    tally[key] = (tally[key] ?? 0) + 1;
-  }
-  return tally;
-}
+  });
 
 /** A ModelInfer call with A = `a` to `hold`: Y, or the call's status code. */
 async function grpcHold(a: number): Promise<string> {
@@ -199,6 +199,7 @@ const statsAnswer = (await (await fetch(`http://127.0.0.1:${port}/v2/models/simp
 };
 const stats = statsAnswer.model_stats[0]!.inference_stats.success.count;
 await running.shutdown();
+rmSync(repo, { recursive: true, force: true });
 process.stdout.write(
   `${JSON.stringify({ workers: [handed.http.length, handed.grpc.length], before, afterOne, afterBoth, heldStarted, heldAnswer, heldAborted, holdAfter, grpc, logged: logged.filter((l) => /worker thread ended|could not be started/.test(l)).map((l) => l.replace(/^.*\] /, "")), stats })}\n`,
 );

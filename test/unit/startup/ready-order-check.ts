@@ -6,7 +6,7 @@
  * it listens only once that answer has come. Prints one JSON line: the answers' statuses
  * and the workers made.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "../../../src/options.ts";
@@ -49,16 +49,12 @@ class ScriptedWorker {
 }
 
 (globalThis as { Worker: unknown }).Worker = ScriptedWorker;
-const parsed = parseArgs([
-  `--model-repository=${mkdtempSync(join(tmpdir(), "nereid-ready-order-"))}`,
-  "--http-port=0",
-  "--http-thread-count=2",
-  "--allow-grpc=false",
-  "--allow-metrics=false",
-]);
+const repo = mkdtempSync(join(tmpdir(), "nereid-ready-order-"));
+const parsed = parseArgs([`--model-repository=${repo}`, "--http-port=0", "--http-thread-count=2", "--allow-grpc=false", "--allow-metrics=false"]);
 if (parsed.kind !== "run") throw new Error(`unexpected ${parsed.kind}`);
 configureLog({ info: false });
 const running = await startServer(parsed.options);
 await running.shutdown();
+rmSync(repo, { recursive: true, force: true });
 process.stdout.write(`${JSON.stringify({ answers, workers: made })}\n`);
 process.exit(0);
