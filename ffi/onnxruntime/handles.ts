@@ -87,6 +87,11 @@ export class OrtEnvironment {
     return environment;
   }
 
+  /** The process's environment if get() or a preload has made it; never makes one. */
+  static existing(): OrtEnvironment | undefined {
+    return environment;
+  }
+
   /**
    * Starts the process's environment ahead of its first use (#30): the library is opened
    * and bound here, and CreateEnv (ORT's platform and logging set-up, 13-18 ms on the 2-core

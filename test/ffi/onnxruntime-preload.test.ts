@@ -15,8 +15,13 @@ describe("OrtEnvironment.preload", () => {
   });
 
   it("once its CreateEnv has returned, get() hands out the environment it made, and sessions run on it", async () => {
+    expect(OrtEnvironment.existing()).toBeUndefined();
     await OrtEnvironment.preload();
+    // Made by the preload's callback, before any get().
+    const made = OrtEnvironment.existing();
+    expect(made).toBeDefined();
     const env = OrtEnvironment.get();
+    expect(env).toBe(made);
     expect(env.handle).not.toBeNull();
     expect(OrtEnvironment.get()).toBe(env);
     // Another preload changes nothing.

@@ -347,7 +347,13 @@ function servePort(port: MessagePort): void {
   // A frontend worker closes its port only once nothing it sent is pending (a version swap),
   // or by ending: then its clients are gone, and what it sent is cancelled (the model sees
   // its requests' signals abort; those that have not started are dropped unrun).
-  port.addEventListener("close", () => cancelPort(`p${n}.`));
+  // Its entry goes with it: a fault has nothing to tell a closed port, and the list would
+  // otherwise grow with each frontend worker's restart and each version swap.
+  port.addEventListener("close", () => {
+    const at = servedPorts.indexOf(served);
+    if (at >= 0) servedPorts.splice(at, 1);
+    cancelPort(`p${n}.`);
+  });
   // From now on a fault tells this port and takes back what is unread on it: the frontend worker sends nothing before.
   reply.post({ t: "serving" });
 }
