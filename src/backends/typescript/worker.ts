@@ -71,6 +71,18 @@ const toWire = (err: unknown): ModelError => ({ message: (err as Error)?.message
 const plainResponse = (r: PlainBlsResponse): PlainBlsResponse => ({ model: r.model, version: r.version, outputs: r.outputs, parameters: r.parameters });
 
 /**
+ * Starts a model's BLS call on a later turn of the event loop. A model that calls a fast
+ * model run inline here (ONNX Runtime's `auto` or `sync` run mode) over and over sends its
+ * next call as soon as the last is answered; started at once, under Bun that chain held back
+ * this thread's immediates (the frontend workers' batched answers) and the other workers'
+ * messages (a client's cancel) until it ended: a generation's tokens reached a gRPC stream
+ * all at its end, and a cancel came too late to stop it.
+ */
+const startLater = (start: () => unknown): void => {
+  setImmediate(start);
+};
+
+/**
  * One worker thread (a module worker, each message posted at once): started, its
  * messages handed on, its end (an error event, or Bun's close event with the exit code)
  * and anything it posts that is not a batch reported as `onEnd`'s reason.
@@ -441,13 +453,16 @@ export class WorkerModel implements TritonModel {
         // The worker's signal cannot cross; a blsCancel message aborts this one instead.
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
-        request
-          .infer({ ...m.call, signal: controller.signal })
-          .then(
-            (r) => this.#worker?.send({ t: "blsResult", id: m.id, response: plainResponse(r) }),
-            (err) => this.#worker?.send({ t: "blsResult", id: m.id, error: toWire(err) }),
-          )
-          .finally(() => this.#blsCalls.delete(m.id));
+        // Started on a turn of its own (startLater): a cancel that comes first starts it aborted.
+        startLater(() =>
+          request
+            .infer({ ...m.call, signal: controller.signal })
+            .then(
+              (r) => this.#worker?.send({ t: "blsResult", id: m.id, response: plainResponse(r) }),
+              (err) => this.#worker?.send({ t: "blsResult", id: m.id, error: toWire(err) }),
+            )
+            .finally(() => this.#blsCalls.delete(m.id)),
+        );
         break;
       }
       case "blsStream": {
@@ -458,7 +473,7 @@ export class WorkerModel implements TritonModel {
         }
         const controller = new AbortController();
         this.#blsCalls.set(m.id, controller);
-        void (async () => {
+        startLater(async () => {
           try {
             for await (const r of request.stream({ ...m.call, signal: controller.signal })) {
               if (controller.signal.aborted) break;
@@ -470,7 +485,7 @@ export class WorkerModel implements TritonModel {
           } finally {
             this.#blsCalls.delete(m.id);
           }
-        })();
+        });
         break;
       }
       case "blsCancel":

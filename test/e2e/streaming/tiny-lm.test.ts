@@ -116,7 +116,7 @@ const bytesElement = (s: string) => {
 };
 
 /** A ModelStreamInfer request for tiny_lm in TensorRT-LLM style tensors (each [1, 1], as Triton's OpenAI frontend sends them). */
-function grpcRequest(prompt: string, opts: { maxTokens: number; temperature: number; seed?: bigint; stream?: boolean }) {
+function grpcRequest(prompt: string, opts: { maxTokens: number; temperature: number; seed?: bigint; stream?: boolean; samplingParameters?: object }) {
   const inputs = [
     { name: "text_input", datatype: "BYTES", shape: [1, 1] },
     { name: "stream", datatype: "BOOL", shape: [1, 1] },
@@ -134,6 +134,10 @@ function grpcRequest(prompt: string, opts: { maxTokens: number; temperature: num
     const u64 = Buffer.alloc(8);
     u64.writeBigUInt64LE(opts.seed);
     raw.push(u64);
+  }
+  if (opts.samplingParameters) {
+    inputs.push({ name: "sampling_parameters", datatype: "BYTES", shape: [1, 1] });
+    raw.push(bytesElement(JSON.stringify(opts.samplingParameters)));
   }
   return { model_name: "tiny_lm", inputs, raw_input_contents: raw };
 }
@@ -288,7 +292,8 @@ describe("tiny_lm through the binary (#35 item 2)", () => {
         resolve();
       });
       stream.on("error", () => undefined);
-      stream.write(grpcRequest(PROMPT, { maxTokens: 250, temperature: 0 }));
+      // ignore_eos: uncancelled, this generation runs all 250 steps (PROMPT alone meets EOS after 46).
+      stream.write(grpcRequest(PROMPT, { maxTokens: 250, temperature: 0, samplingParameters: { ignore_eos: true } }));
     });
     client.close();
     // Wait until the count stops moving, then compare with the 250 steps an uncancelled request runs.
