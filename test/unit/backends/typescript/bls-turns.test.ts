@@ -16,7 +16,7 @@ const ROOT = resolve(import.meta.dirname, "../../../..");
 
 describe("a TypeScript model's chain of BLS calls to a model run inline", () => {
   it("lets the main thread's immediates run between its calls (at most 2 calls between two immediates, where up to 197 of 200 came), every call answered right", async () => {
-    for (let process = 0; process < 3; process++) {
+    for (let run = 0; run < 3; run++) {
       const { stdout } = await promisify(execFile)(
         join(ROOT, "node_modules", ".bin", "bun"),
         [join(ROOT, "test/unit/backends/typescript/bls-turns-check.ts")],
