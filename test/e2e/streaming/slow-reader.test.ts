@@ -83,7 +83,8 @@ describe("a client that does not read a fast decoupled model's stream (main thre
     }
     expect(await metric("nv_inference_request_failure", 'model="flood",version="1",reason="CANCELED"')).toBe(cancelledBefore + 1);
     // Bounded by the limit and what the sockets hold, far below the 400 MiB the model sent.
-    expect(peak).toBeLessThan(LIMIT_MIB + 100);
+    // Alone it peaks 129-141 MiB above the start; under the full suite's load it once reached 150.
+    expect(peak).toBeLessThan(LIMIT_MIB + 150);
 
     const chunks: Buffer[] = [];
     res.on("data", (c: Buffer) => chunks.push(c));
