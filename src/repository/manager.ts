@@ -11,7 +11,7 @@
 import { ServerError, invalidArg } from "../core/errors.ts";
 import { getLogger } from "../core/logger.ts";
 import type { ModelLocation, RepositoryScan } from "./layout.ts";
-import type { ModelVersion } from "./model-version.ts";
+import { announceServedChange, type ModelVersion } from "./model-version.ts";
 import { clientReason } from "./load-reason.ts";
 import { checkModelName, checkOverride, writeOverrideFiles, removeOverrideFiles } from "./override-files.ts";
 import { ModelLoader, type LoaderOptions, type ResolvedModel } from "./loader.ts";
@@ -140,7 +140,11 @@ export class ModelRepositoryManager {
             throw invalidArg(`failed to unload '${name}': model not found in any model repository`);
           }
           await this.#lifecycle.unload(entry);
-          delete entry.failure;
+          if (entry.failure !== undefined) {
+            delete entry.failure;
+            // The failure no longer holds the server's readiness back.
+            announceServedChange();
+          }
           log.info(`successfully unloaded '${name}'${entry.location.namespace ? ` (namespace '${entry.location.namespace}')` : ""}`);
         }),
       ),

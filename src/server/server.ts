@@ -39,7 +39,8 @@ import {
 import type { TraceManager, TraceSettings } from "./trace.ts";
 import type { ModelRunner } from "../core/runner.ts";
 import type { ModelRepositoryManager, IndexEntry, LoadOverride } from "../repository/manager.ts";
-import type { ModelVersion } from "../repository/model-version.ts";
+import { onModelStateChange, type ModelVersion } from "../repository/model-version.ts";
+import { SharedHealth } from "./shared-health.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { ModelSignature } from "../core/signature.ts";
 import type { FailureReason } from "../core/stats.ts";
@@ -146,6 +147,10 @@ export class InferenceServer implements ModelRunner {
   readonly #sharedMemory: SharedMemoryManager;
   /** Bytes held by client requests not yet answered, shared with the frontend workers that answer requests themselves. */
   readonly queued: QueuedBytes;
+  /** live and ready as the frontend worker threads read them (shareHealth). */
+  readonly #health = new SharedHealth();
+  #healthReaders = 0;
+  #stopWatchingModels: (() => void) | undefined;
 
   constructor(options: InferenceServerOptions) {
     this.info = options.info;
@@ -165,11 +170,38 @@ export class InferenceServer implements ModelRunner {
   /** The repository has loaded: ready answers true (until markExiting); the listeners start after it, as in Triton. */
   markReady(): void {
     if (this.#state === "STARTING") this.#state = "READY";
+    this.#publishHealth();
   }
 
   /** Shutdown began: new inference is refused, live and ready answer false. For good. */
   markExiting(): void {
     this.#state = "EXITING";
+    this.#publishHealth();
+  }
+
+  /**
+   * The server's health in shared memory for other threads (SharedHealth), kept current
+   * until release(): while any reader holds it, every model version's state change and
+   * every change of the versions served writes it again, as isReady() would answer then.
+   */
+  shareHealth(): { buffer: SharedArrayBuffer; release(): void } {
+    if (this.#healthReaders++ === 0) this.#stopWatchingModels = onModelStateChange(() => this.#publishHealth());
+    this.#publishHealth();
+    let released = false;
+    return {
+      buffer: this.#health.buffer,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--this.#healthReaders > 0) return;
+        this.#stopWatchingModels?.();
+        this.#stopWatchingModels = undefined;
+      },
+    };
+  }
+
+  #publishHealth(): void {
+    this.#health.write({ live: this.isLive(), ready: this.isReady(), exiting: this.#state === "EXITING" });
   }
 
   /**

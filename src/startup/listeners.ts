@@ -281,6 +281,7 @@ export class Listeners {
             },
             this.#directModels(o),
             early,
+            !restrictionMap(o.httpRestrictedApi).has("health"),
           )
         : listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
     });

@@ -5,6 +5,7 @@
 import type { ServerUnaryCall, sendUnaryData, ServerDuplexStream, UntypedServiceImplementation, Metadata } from "@grpc/grpc-js";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { GRPC_CATEGORY, type Restrictions } from "../restricted.ts";
+import { healthCheckReply, serverLiveReply, serverReadyReply } from "./health-replies.ts";
 import { ServerError } from "../../core/errors.ts";
 import { toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
@@ -126,8 +127,8 @@ export function inferenceService(server: InferenceServer, opts: GrpcServiceOptio
     return {};
   };
   return {
-    ServerLive: unary(() => ({ live: server.isLive() })),
-    ServerReady: unary(() => ({ ready: server.isReady() })),
+    ServerLive: unary(() => serverLiveReply({ live: server.isLive() })),
+    ServerReady: unary(() => serverReadyReply({ ready: server.isReady() })),
     ModelReady: unary((r: { name?: string; version?: string }) => {
       try {
         return { ready: server.modelReady(r.name ?? "", r.version || undefined) };
@@ -237,5 +238,5 @@ function infer(server: InferenceServer, msg: WireInferRequest, signal?: AbortSig
 
 /** grpc.health.v1.Health: SERVING iff the server is ready (Triton's rule). */
 export function healthService(server: InferenceServer): UntypedServiceImplementation {
-  return { Check: unary(() => ({ status: server.isReady() ? "SERVING" : "NOT_SERVING" })) };
+  return { Check: unary(() => healthCheckReply({ ready: server.isReady() })) };
 }

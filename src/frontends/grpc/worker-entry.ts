@@ -1,9 +1,9 @@
 /**
  * @module One gRPC frontend worker thread (see worker-protocol.ts): grpc-js on the shared
  * port (SO_REUSEPORT), ModelInfer converted here in both directions, ModelStreamInfer
- * served here while its requests are for the worker's table, every other call relayed to
- * the main thread. Started by workers.ts from a URL, and bundled into the
- * compiled binary as an entry point of its own (scripts/build.ts).
+ * served here while its requests are for the worker's table, the health RPCs answered
+ * here, every other call relayed to the main thread. Started by workers.ts from a URL, and
+ * bundled into the compiled binary as an entry point of its own (scripts/build.ts).
  */
 import { status, type Metadata, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { listenGrpcServices, type GrpcListener, type GrpcListenOptions } from "./server.ts";
@@ -23,6 +23,8 @@ import { workerStream, type StreamHost, type StreamRelay } from "./worker-stream
 import { MAX_STREAM_PENDING } from "./stream.ts";
 import { turnEnd } from "../answer-turn.ts";
 import type { FromGrpcWorker, GrpcWorkerConfig, ToGrpcWorker, WireMetadata } from "./worker-protocol.ts";
+import { SharedHealth, type Health } from "../../server/shared-health.ts";
+import { healthCheckReply, serverLiveReply, serverReadyReply } from "./health-replies.ts";
 
 const { post, postNow } = serveThread<ToGrpcWorker, FromGrpcWorker>(receive, { batch: true });
 
@@ -101,6 +103,7 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
       // Buffers arrive as plain Uint8Arrays; grpc-js's TLS wants Buffers.
       ...(tls ? { tls: { ...tls, cert: Buffer.from(tls.cert), key: Buffer.from(tls.key), root: tls.root ? Buffer.from(tls.root) : null } } : {}),
     };
+    const local = c.health ? healthReplies(new SharedHealth(c.health)) : undefined;
     const inference: UntypedServiceImplementation = {};
     for (const method of c.inferenceMethods) {
       inference[method] =
@@ -108,10 +111,10 @@ async function start(c: GrpcWorkerConfig): Promise<void> {
           ? modelInfer(opts.headerForward)
           : method === "ModelStreamInfer"
             ? modelStreamInfer(opts.headerForward)
-            : relayUnary("inference", method);
+            : (local?.inference[method] ?? relayUnary("inference", method));
     }
     const health: UntypedServiceImplementation = {};
-    for (const method of c.healthMethods) health[method] = relayUnary("health", method);
+    for (const method of c.healthMethods) health[method] = local?.health[method] ?? relayUnary("health", method);
     listener = await listenGrpcServices({ inference, health }, opts);
     postNow({ t: "listening", port: listener.port });
     // The protos are reflected now that the start no longer waits for it, rather than in the first call.
@@ -145,6 +148,13 @@ function ask(id: number, call: ServerUnaryCall<unknown, unknown>, m: FromGrpcWor
   post(m, transfer);
   // A call cancelled before it got here (during a run the worker began itself) is cancelled there too.
   if (call.cancelled) onCancel();
+}
+
+/** The health RPCs answered here from the server's health, without a message to the main thread (#30). */
+function healthReplies(h: SharedHealth): { inference: UntypedServiceImplementation; health: UntypedServiceImplementation } {
+  const reply = (fn: (health: Health) => unknown) => (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) =>
+    callback(null, fn(h.read()));
+  return { inference: { ServerLive: reply(serverLiveReply), ServerReady: reply(serverReadyReply) }, health: { Check: reply(healthCheckReply) } };
 }
 
 /** A unary RPC the main thread's handler (service.ts) answers. */

@@ -27,6 +27,12 @@ export interface GrpcWorkerConfig {
   listen: GrpcListenOptions;
   inferenceMethods: string[];
   healthMethods: string[];
+  /**
+   * The server's health (server/shared-health.ts), from which the worker answers
+   * ServerLive, ServerReady and Check itself (behind --grpc-restricted-protocol's check, as
+   * every call here).
+   */
+  health?: SharedArrayBuffer;
 }
 
 /** A gRPC status as it crosses threads (grpc-js's metadata object does not). */

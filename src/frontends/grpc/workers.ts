@@ -165,11 +165,12 @@ class GrpcFrontendWorker {
     this.#send = (m) => this.#thread.send(m);
   }
 
-  async start(listen: GrpcListenOptions): Promise<number> {
+  async start(listen: GrpcListenOptions, health?: SharedArrayBuffer): Promise<number> {
     const port = await this.#thread.start({
       listen,
       inferenceMethods: Object.keys(this.#services.inference),
       healthMethods: Object.keys(this.#services.health),
+      ...(health ? { health } : {}),
     });
     this.#direct.start();
     return port;
@@ -263,7 +264,7 @@ class GrpcFrontendWorker {
  * share a worker makes room for a new connection as one listener does (listener.ts).
  * Those in `early` (started while the models loaded) are used first.
  */
-export function listenGrpcWorkers(
+export async function listenGrpcWorkers(
   count: number,
   core: InferenceServer,
   opts: GrpcListenOptions,
@@ -276,14 +277,28 @@ export function listenGrpcWorkers(
     maxConnections: opts.maxConnections > 0 ? Math.ceil(opts.maxConnections / count) : 0,
     maxConnectionsFlag: opts.maxConnections,
   };
-  return startWorkers(
-    count,
-    (ended) => {
-      const w = new GrpcFrontendWorker(core, services, direct, early.shift(), ended);
-      return { start: (port) => w.start({ ...listen, port }), stop: () => w.stop() };
-    },
-    opts.port,
-    log,
-    "gRPC",
-  );
+  // The workers answer the health RPCs themselves (#30).
+  const health = core.shareHealth();
+  try {
+    const listener = await startWorkers(
+      count,
+      (ended) => {
+        const w = new GrpcFrontendWorker(core, services, direct, early.shift(), ended);
+        return { start: (port) => w.start({ ...listen, port }, health.buffer), stop: () => w.stop() };
+      },
+      opts.port,
+      log,
+      "gRPC",
+    );
+    return {
+      port: listener.port,
+      close: async () => {
+        await listener.close();
+        health.release();
+      },
+    };
+  } catch (err) {
+    health.release();
+    throw err;
+  }
 }

@@ -9,6 +9,7 @@ import { httpStatus } from "./status.ts";
 import { currentLogSettings, updateLogSettings } from "../../core/log-settings.ts";
 import { httpCategory, type Restrictions } from "../restricted.ts";
 import { handleInfer } from "./infer.ts";
+import { healthAnswer } from "./health-route.ts";
 import { handleGenerate } from "./generate.ts";
 import { readBody } from "./body.ts";
 import { checkJsonDepth } from "./json-parse.ts";
@@ -99,10 +100,7 @@ export function createHttpHandler(server: InferenceServer, opts: HttpFrontendOpt
 
     if (parts[1] === "health" && parts.length === 3) {
       if (method !== "GET") return METHOD_NOT_ALLOWED();
-      if (server.state === "EXITING") return errorResponse(503, "Server exiting");
-      if (parts[2] === "live") return server.isLive() ? EMPTY_OK : { status: 400, headers: {} };
-      if (parts[2] === "ready") return server.isReady() ? EMPTY_OK : { status: 400, headers: {} };
-      return NOT_FOUND();
+      return healthAnswer(parts[2]!, { live: server.isLive(), ready: server.isReady(), exiting: server.state === "EXITING" }) ?? NOT_FOUND();
     }
 
     if (parts[1] === "models") return modelRoute(req, parts.slice(2));

@@ -1,8 +1,8 @@
 /**
  * @module One HTTP frontend worker thread (see worker-protocol.ts): Bun.serve on the
- * shared port (SO_REUSEPORT), inference bodies decoded and answers encoded here, the
- * rest posted to the main thread. Started by workers.ts from a URL, and bundled into the
- * compiled binary as an entry point of its own (scripts/build.ts).
+ * shared port (SO_REUSEPORT), inference bodies decoded and answers encoded here, health
+ * probes answered here, the rest posted to the main thread. Started by workers.ts from a
+ * URL, and bundled into the compiled binary as an entry point of its own (scripts/build.ts).
  */
 import { toWebResponse, serveWeb, NO_BODY_LIMIT, IDLE_TIMEOUT_SECS, type WebHttpRequest } from "./fetch.ts";
 import { decodedBody } from "./body.ts";
@@ -18,6 +18,8 @@ import { serveThread } from "../../core/threads/serve.ts";
 import { inputBuffers } from "../../core/threads/transfer.ts";
 import { wireError, type WireError } from "../../core/threads/wire-error.ts";
 import { isRetired } from "../../server/direct-runner.ts";
+import { SharedHealth } from "../../server/shared-health.ts";
+import { healthAnswer, healthProbe } from "./health-route.ts";
 
 declare const Bun: typeof import("bun");
 const { post, postNow } = serveThread<ToWorker, FromWorker>(receive, { batch: true });
@@ -40,6 +42,8 @@ const direct = workerDirectRunner(post, (model) => `POST /v2/models/${model}/inf
 let nextId = 0;
 let config: WorkerConfig;
 let headerForward: RegExp | undefined;
+/** The server's health when this worker answers the health probes itself (WorkerConfig.health). */
+let health: SharedHealth | undefined;
 let server: ReturnType<typeof Bun.serve> | undefined;
 
 const errorResponse = (e: WireError) =>
@@ -81,6 +85,7 @@ function receive(m: ToWorker): void {
 
 function start(c: WorkerConfig): void {
   config = c;
+  health = c.health ? new SharedHealth(c.health) : undefined;
   try {
     headerForward = compileHeaderForwardPattern("http-header-forward-pattern", c.headerForwardPattern);
     server = Bun.serve({
@@ -115,12 +120,14 @@ function ask(id: number, m: FromWorker, transfer?: ArrayBuffer[]): Promise<Answe
 }
 
 /**
- * One request. An inference on a model this worker runs is answered here without a
- * message to the main thread (#30); the client going away cancels it through the
- * request's own signal. Anything else goes to the main thread, with a "cancel" when the
- * client goes away first.
+ * One request. A health probe, and an inference on a model this worker runs, are answered
+ * here without a message to the main thread (#30); the client going away cancels such an
+ * inference through the request's own signal. Anything else goes to the main thread, with
+ * a "cancel" when the client goes away first.
  */
 async function handle(req: WebHttpRequest, request: Request): Promise<Response> {
+  const probe = health && healthProbe(req.method, req.path);
+  if (probe) return toWebResponse(healthAnswer(probe, health!.read())!);
   let raw: Uint8Array | undefined;
   let bodyError: WireError | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {

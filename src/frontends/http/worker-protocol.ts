@@ -29,6 +29,12 @@ export interface WorkerConfig {
   headerForwardPattern: string;
   /** False when --http-restricted-api restricts anything: then every request goes to the main thread, which checks. */
   decodeInfer: boolean;
+  /**
+   * The server's health (server/shared-health.ts), from which the worker answers GET
+   * /v2/health/live and /ready itself; absent when --http-restricted-api restricts health
+   * (then the main thread checks the header and answers).
+   */
+  health?: SharedArrayBuffer;
 }
 
 export type ToWorker =

@@ -173,23 +173,42 @@ class FrontendWorker {
   }
 }
 
-/** Starts `count` worker threads serving HTTP on `config`'s address and port; those in `early` (started while the models loaded) are used first. */
-export function listenHttpWorkers(
+/**
+ * Starts `count` worker threads serving HTTP on `config`'s address and port; those in
+ * `early` (started while the models loaded) are used first. With `answerHealth` the workers
+ * answer the health probes themselves from the server's shared health (shareHealth).
+ */
+export async function listenHttpWorkers(
   count: number,
   server: InferenceServer,
   handler: HttpHandler,
-  config: WorkerConfig,
+  config: Omit<WorkerConfig, "health">,
   direct?: DirectModels,
   early: WorkerLike[] = [],
+  answerHealth = false,
 ): Promise<HttpListener> {
-  return startWorkers(
-    count,
-    (ended) => {
-      const w = new FrontendWorker(server, handler, direct, early.shift(), ended);
-      return { start: (port) => w.start({ ...config, port }), stop: () => w.stop() };
-    },
-    config.port,
-    log,
-    "HTTP",
-  );
+  const health = answerHealth ? server.shareHealth() : undefined;
+  const withHealth: WorkerConfig = health ? { ...config, health: health.buffer } : config;
+  try {
+    const listener = await startWorkers(
+      count,
+      (ended) => {
+        const w = new FrontendWorker(server, handler, direct, early.shift(), ended);
+        return { start: (port) => w.start({ ...withHealth, port }), stop: () => w.stop() };
+      },
+      config.port,
+      log,
+      "HTTP",
+    );
+    return {
+      port: listener.port,
+      close: async () => {
+        await listener.close();
+        health?.release();
+      },
+    };
+  } catch (err) {
+    health?.release();
+    throw err;
+  }
 }

@@ -3,11 +3,12 @@
  * method of its own: its state, the metrics registry's observer, the statistics held by
  * other threads. It is the model runner the repository and the backends call.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { InferenceServer, type InferenceServerOptions, type RequestObserver } from "../../../src/server/server.ts";
 import { ModelRepositoryManager } from "../../../src/repository/manager.ts";
 import { BackendRegistry } from "../../../src/backends/registry.ts";
-import { ModelVersion } from "../../../src/repository/model-version.ts";
+import { ModelVersion, announceServedChange } from "../../../src/repository/model-version.ts";
+import { SharedHealth } from "../../../src/server/shared-health.ts";
 import { TraceManager } from "../../../src/server/trace.ts";
 import { LateRunner } from "../../../src/core/runner.ts";
 import { DEFAULT_MAX_QUEUED_BYTES, type InferenceRequest } from "../../../src/core/request.ts";
@@ -102,5 +103,38 @@ describe("InferenceServer construction", () => {
     releases[1]!();
     await done;
     expect(settled).toBe(true);
+  });
+});
+
+describe("InferenceServer.shareHealth (#30, P-01, P-02)", () => {
+  it("keeps the shared flags equal to isLive() and isReady() through the state and the repository's changes, until the last reader releases them", () => {
+    const { server, repository } = build();
+    const first = server.shareHealth();
+    const second = server.shareHealth();
+    expect(second.buffer).toBe(first.buffer);
+    const view = new SharedHealth(first.buffer);
+    expect(view.read()).toEqual({ live: true, ready: false, exiting: false });
+    server.markReady();
+    expect(view.read()).toEqual({ live: true, ready: true, exiting: false });
+    // Strict readiness: what the repository says, written when it announces a change.
+    const allReady = vi.spyOn(repository, "allReady").mockReturnValue(false);
+    announceServedChange();
+    expect([view.read().ready, server.isReady()]).toEqual([false, false]);
+    allReady.mockReturnValue(true);
+    announceServedChange();
+    expect(view.read().ready).toBe(true);
+    // One reader left still sees changes; none left, the repository is no longer watched.
+    first.release();
+    first.release();
+    allReady.mockReturnValue(false);
+    announceServedChange();
+    expect(view.read().ready).toBe(false);
+    second.release();
+    allReady.mockReturnValue(true);
+    announceServedChange();
+    expect(view.read().ready).toBe(false);
+    // The server's own state is written whether or not anyone reads it.
+    server.markExiting();
+    expect(view.read()).toEqual({ live: false, ready: false, exiting: true });
   });
 });
