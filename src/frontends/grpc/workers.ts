@@ -293,8 +293,11 @@ export async function listenGrpcWorkers(
     return {
       port: listener.port,
       close: async () => {
-        await listener.close();
-        health.release();
+        try {
+          await listener.close();
+        } finally {
+          health.release();
+        }
       },
     };
   } catch (err) {

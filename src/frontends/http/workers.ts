@@ -203,8 +203,11 @@ export async function listenHttpWorkers(
     return {
       port: listener.port,
       close: async () => {
-        await listener.close();
-        health?.release();
+        try {
+          await listener.close();
+        } finally {
+          health?.release();
+        }
       },
     };
   } catch (err) {
