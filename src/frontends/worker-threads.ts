@@ -82,6 +82,8 @@ export const RESTART_DELAY_MS = 100;
  * calls when its thread ends (the frontend's WorkerThread exit): a started worker that
  * ends on its own (Bun ends a worker on an uncaught error) is logged and replaced by a new
  * one on the port, so the frontend keeps its threads, RESTARTS_PER_WINDOW at most a window.
+ * `held`: what the workers read while they run (the server's shared health), released once
+ * every one has stopped, after a close or a failed start.
  */
 export async function startWorkers(
   count: number,
@@ -89,6 +91,7 @@ export async function startWorkers(
   port: number,
   log: Logger,
   what: string,
+  held?: { release(): void },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const workers: StartableWorker[] = [];
   let closing = false;
@@ -133,16 +136,24 @@ export async function startWorkers(
     if (failed) throw failed.reason;
   } catch (err) {
     closing = true;
-    await Promise.all(workers.map((w) => w.stop()));
+    await stopAll(workers, held);
     throw err;
   }
   return {
     port,
     close: async () => {
       closing = true;
-      await Promise.all(workers.map((w) => w.stop()));
+      await stopAll(workers, held);
     },
   };
+}
+
+async function stopAll(workers: readonly StartableWorker[], held: { release(): void } | undefined): Promise<void> {
+  try {
+    await Promise.all(workers.map((w) => w.stop()));
+  } finally {
+    held?.release();
+  }
 }
 
 /** What the main thread says to a frontend worker about the models the worker runs itself (server/direct-models.ts). */

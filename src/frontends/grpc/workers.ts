@@ -264,7 +264,7 @@ class GrpcFrontendWorker {
  * share a worker makes room for a new connection as one listener does (listener.ts).
  * Those in `early` (started while the models loaded) are used first.
  */
-export async function listenGrpcWorkers(
+export function listenGrpcWorkers(
   count: number,
   core: InferenceServer,
   opts: GrpcListenOptions,
@@ -279,29 +279,15 @@ export async function listenGrpcWorkers(
   };
   // The workers answer the health RPCs themselves (#30).
   const health = core.shareHealth();
-  try {
-    const listener = await startWorkers(
-      count,
-      (ended) => {
-        const w = new GrpcFrontendWorker(core, services, direct, early.shift(), ended);
-        return { start: (port) => w.start({ ...listen, port }, health.buffer), stop: () => w.stop() };
-      },
-      opts.port,
-      log,
-      "gRPC",
-    );
-    return {
-      port: listener.port,
-      close: async () => {
-        try {
-          await listener.close();
-        } finally {
-          health.release();
-        }
-      },
-    };
-  } catch (err) {
-    health.release();
-    throw err;
-  }
+  return startWorkers(
+    count,
+    (ended) => {
+      const w = new GrpcFrontendWorker(core, services, direct, early.shift(), ended);
+      return { start: (port) => w.start({ ...listen, port }, health.buffer), stop: () => w.stop() };
+    },
+    opts.port,
+    log,
+    "gRPC",
+    health,
+  );
 }

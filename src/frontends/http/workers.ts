@@ -178,7 +178,7 @@ class FrontendWorker {
  * `early` (started while the models loaded) are used first. With `answerHealth` the workers
  * answer the health probes themselves from the server's shared health (shareHealth).
  */
-export async function listenHttpWorkers(
+export function listenHttpWorkers(
   count: number,
   server: InferenceServer,
   handler: HttpHandler,
@@ -189,29 +189,15 @@ export async function listenHttpWorkers(
 ): Promise<HttpListener> {
   const health = answerHealth ? server.shareHealth() : undefined;
   const withHealth: WorkerConfig = health ? { ...config, health: health.buffer } : config;
-  try {
-    const listener = await startWorkers(
-      count,
-      (ended) => {
-        const w = new FrontendWorker(server, handler, direct, early.shift(), ended);
-        return { start: (port) => w.start({ ...withHealth, port }), stop: () => w.stop() };
-      },
-      config.port,
-      log,
-      "HTTP",
-    );
-    return {
-      port: listener.port,
-      close: async () => {
-        try {
-          await listener.close();
-        } finally {
-          health?.release();
-        }
-      },
-    };
-  } catch (err) {
-    health?.release();
-    throw err;
-  }
+  return startWorkers(
+    count,
+    (ended) => {
+      const w = new FrontendWorker(server, handler, direct, early.shift(), ended);
+      return { start: (port) => w.start({ ...withHealth, port }), stop: () => w.stop() };
+    },
+    config.port,
+    log,
+    "HTTP",
+    health,
+  );
 }

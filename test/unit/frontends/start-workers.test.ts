@@ -153,4 +153,28 @@ describe("startWorkers", () => {
     expect(logged.at(-1)).toBe(`HTTP worker thread ended; ${RESTARTS_PER_WINDOW} were started again in the last minute, so this one is not (0 left)`);
     await listener.close();
   });
+
+  it("releases what the workers read (the server's shared health) once they have all stopped: after a close, and after a failed start", async () => {
+    for (const fail of [false, true]) {
+      const f = fakeWorkers();
+      const held = {
+        release: () => {
+          f.events.push("release");
+        },
+      };
+      const started = startWorkers(2, f.make, 8000, log, "HTTP", held);
+      await turn();
+      f.starts[0]!.resolve(8000);
+      if (fail) f.starts[1]!.reject(new Error("address in use"));
+      else f.starts[1]!.resolve(8000);
+      if (fail) {
+        await expect(started).rejects.toThrow("address in use");
+      } else {
+        const listener = await started;
+        expect(f.events).not.toContain("release");
+        await listener.close();
+      }
+      expect(f.events.slice(2)).toEqual(["stop 0", "stop 1", "release"]);
+    }
+  });
 });
