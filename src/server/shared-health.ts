@@ -14,33 +14,31 @@ export interface Health {
   exiting: boolean;
 }
 
-const LIVE = 0;
-const READY = 1;
-const EXITING = 2;
+const LIVE = 1;
+const READY = 2;
+const EXITING = 4;
 
-/** The three flags as Int32s in one SharedArrayBuffer: written by the main thread, read anywhere. */
+/**
+ * The three flags as bits of one Int32 in a SharedArrayBuffer: written by the main thread
+ * in one store, so that a reader never sees half of a change; read anywhere.
+ */
 export class SharedHealth {
   readonly buffer: SharedArrayBuffer;
   readonly #flags: Int32Array;
 
   /** Over `buffer` (another thread's SharedHealth), or new: live, not ready, not exiting. */
   constructor(buffer?: SharedArrayBuffer) {
-    this.buffer = buffer ?? new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
+    this.buffer = buffer ?? new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     this.#flags = new Int32Array(this.buffer);
-    if (!buffer) Atomics.store(this.#flags, LIVE, 1);
+    if (!buffer) Atomics.store(this.#flags, 0, LIVE);
   }
 
   write(h: Health): void {
-    Atomics.store(this.#flags, LIVE, h.live ? 1 : 0);
-    Atomics.store(this.#flags, READY, h.ready ? 1 : 0);
-    Atomics.store(this.#flags, EXITING, h.exiting ? 1 : 0);
+    Atomics.store(this.#flags, 0, (h.live ? LIVE : 0) | (h.ready ? READY : 0) | (h.exiting ? EXITING : 0));
   }
 
   read(): Health {
-    return {
-      live: Atomics.load(this.#flags, LIVE) === 1,
-      ready: Atomics.load(this.#flags, READY) === 1,
-      exiting: Atomics.load(this.#flags, EXITING) === 1,
-    };
+    const f = Atomics.load(this.#flags, 0);
+    return { live: (f & LIVE) !== 0, ready: (f & READY) !== 0, exiting: (f & EXITING) !== 0 };
   }
 }
