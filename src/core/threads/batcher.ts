@@ -7,6 +7,20 @@
 export type Transfer = ArrayBuffer | MessagePort;
 
 /**
+ * The list to give postMessage for `transfer`: each buffer once (postMessage refuses one
+ * given twice), and no buffer of length 0, which is copied instead. Transferring gains
+ * nothing for those, and one that is shared (an empty body's constant) would be detached
+ * by its first transfer, so that the next message carrying it could not be posted at all
+ * (a DataCloneError, which ended an HTTP worker at its second POST without a body).
+ */
+export function transferList(transfer: readonly Transfer[]): Transfer[] {
+  if (transfer.length === 0) return [];
+  const out = new Set<Transfer>();
+  for (const t of transfer) if (!(t instanceof ArrayBuffer && t.byteLength === 0)) out.add(t);
+  return [...out];
+}
+
+/**
  * Messages go in batches: what one side has to say within one turn of its event loop is
  * posted as one array (a round trip costs ~17 µs of CPU alone, ~3 µs in batches of 8).
  * The buffers given with the messages are transferred with the batch.
@@ -38,7 +52,6 @@ export class MessageBatcher<M> {
     const transfer = this.#transfer;
     this.#queue = [];
     this.#transfer = [];
-    // A buffer two messages of the batch share is transferred once (postMessage refuses it twice).
-    this.#post(batch, transfer.length > 1 ? [...new Set(transfer)] : transfer);
+    this.#post(batch, transferList(transfer));
   };
 }

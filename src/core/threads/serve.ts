@@ -4,7 +4,7 @@
  * entry declares `self` of its own. Self-contained (no server imports): every worker bundle,
  * a model's included, carries it.
  */
-import { MessageBatcher, type Transfer } from "./batcher.ts";
+import { MessageBatcher, transferList, type Transfer } from "./batcher.ts";
 import type { Message } from "./thread.ts";
 
 /** Where a worker receives and posts: its global scope, or a MessagePort. */
@@ -50,6 +50,6 @@ export function serveThread<To extends Message, From extends Message>(
       },
     };
   }
-  const post = (m: From, transfer?: Transfer[]) => scope.postMessage([m], transfer ?? []);
+  const post = (m: From, transfer?: Transfer[]) => scope.postMessage([m], transferList(transfer ?? []));
   return { post, postNow: post };
 }

@@ -6,7 +6,7 @@
  * post is an array of them (a batch, ./batcher.ts, or one message). The worker's side is
  * ./serve.ts; ./worker-thread.ts adds the start/stop lifecycle of a worker that serves a port.
  */
-import { MessageBatcher, type Transfer } from "./batcher.ts";
+import { MessageBatcher, transferList, type Transfer } from "./batcher.ts";
 
 /** A message of a thread protocol: one member of a union discriminated by `t`. */
 export interface Message {
@@ -75,7 +75,7 @@ export class Thread<To extends Message, From extends Message> {
       const batcher = new MessageBatcher<To>((batch, transfer) => w.postMessage(batch, transfer));
       this.#post = (m, transfer) => batcher.send(m, transfer);
       this.#flush = batcher.flush;
-    } else this.#post = (m, transfer) => w.postMessage([m], transfer ?? []);
+    } else this.#post = (m, transfer) => w.postMessage([m], transferList(transfer ?? []));
     w.onmessage = (e: MessageEvent) => {
       const data: unknown = e.data;
       if (!Array.isArray(data)) {

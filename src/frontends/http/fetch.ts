@@ -7,8 +7,6 @@ import { tooLarge } from "./body.ts";
 import type { HttpHandler } from "./routes.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 
-const EMPTY = new Uint8Array(0);
-
 /** Bun.serve's maxRequestBodySize: out of reach, so that the handler's limit answers (readLimited). */
 export const NO_BODY_LIMIT = Number.MAX_SAFE_INTEGER;
 
@@ -27,7 +25,8 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
     if (Number(declared) > limit) throw tooLarge(declared, limit);
     return new Uint8Array(await request.arrayBuffer());
   }
-  if (!request.body) return EMPTY;
+  // A body of its own: the worker thread transfers it to the main thread.
+  if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;

@@ -4,7 +4,7 @@
  * turn starts a new batch, and a turn that sends nothing posts nothing.
  */
 import { describe, expect, it } from "vitest";
-import { MessageBatcher, type Transfer } from "../../../src/core/threads/batcher.ts";
+import { MessageBatcher, transferList, type Transfer } from "../../../src/core/threads/batcher.ts";
 
 /** Runs the turn's pending setImmediate callbacks (the batcher's flush was scheduled first). */
 const nextTurn = () => new Promise((r) => setImmediate(r));
@@ -44,6 +44,17 @@ describe("MessageBatcher", () => {
     expect(shared.buffer.byteLength).toBe(0);
     port1.close();
     port2.close();
+  });
+
+  // Bun refuses a buffer already detached, as an empty body's shared constant was after its
+  // first transfer (test/e2e/http/bodiless-post.test.ts); Node, which runs this, does not.
+  it("transferList keeps each buffer once and drops those of length 0", () => {
+    const x = new ArrayBuffer(8);
+    const e = new ArrayBuffer(0);
+    const { port1 } = new MessageChannel();
+    expect(transferList([x, e, x, port1])).toEqual([x, port1]);
+    expect(transferList([])).toEqual([]);
+    port1.close();
   });
 
   it("take() gives back what the turn has not posted, whose buffers stay untransferred; the turn then posts only what is sent after", async () => {
