@@ -263,7 +263,9 @@ export class Listeners {
 
   async #startHttp(o: ServerOptions): Promise<void> {
     const server = this.#server;
-    const handler = createHttpHandler(server, httpFrontendOptions(o, this.#statusBoard));
+    const frontend = httpFrontendOptions(o, this.#statusBoard);
+    const handler = createHttpHandler(server, frontend);
+    const restricted = frontend.restricted ?? new Map();
     const threads = frontendThreads(o.httpThreadCount);
     this.http = await this.#withEarly("http", async (early) => {
       if (threads > 1) await ensurePortFree(o.httpAddress, o.httpPort, o.reuseHttpPort);
@@ -277,11 +279,11 @@ export class Listeners {
               port: o.httpPort,
               maxInputSize: o.httpMaxInputSize,
               headerForwardPattern: o.httpHeaderForwardPattern,
-              decodeInfer: restrictionMap(o.httpRestrictedApi).size === 0,
+              decodeInfer: restricted.size === 0,
             },
             this.#directModels(o),
             early,
-            !restrictionMap(o.httpRestrictedApi).has("health"),
+            !restricted.has("health"),
           )
         : listenHttp(handler, o.httpAddress, o.httpPort, o.reuseHttpPort);
     });

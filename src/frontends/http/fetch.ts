@@ -25,7 +25,7 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
     if (Number(declared) > limit) throw tooLarge(declared, limit);
     return new Uint8Array(await request.arrayBuffer());
   }
-  // A body of its own: the worker thread transfers it to the main thread.
+  // A body of its own, never a shared constant: what reads it may transfer it to another thread.
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
