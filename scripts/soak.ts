@@ -4,16 +4,17 @@
  *   - valid HTTP and gRPC infers on `simple` (exact sums and differences);
  *   - stateful sequences with ids above 2^53 over both protocols (exact running sums);
  *   - invalid and hostile requests (mutated JSON, deep nesting, a gzip bomb, huge declared
- *     shapes, bodies over --http-max-input-size, bad % escapes, negative priorities over
- *     gRPC): each must be refused with Triton's error shape, never a 500 or INTERNAL;
+ *     shapes, bodies over --http-max-input-size, bad % escapes, POSTs with no body at all,
+ *     negative priorities over gRPC): each must be refused with Triton's error shape, never
+ *     a 500 or INTERNAL;
  *   - explicit unload and load of `simple_identity` while requests use it;
  *   - system shared memory: register, infer from and into regions, truncate the object
  *     under the server, unregister while requests are in flight.
  * RSS is sampled every 10 s under load. The first sixth of the run is warm-up; then traffic
  * pauses for a settled reading (`--settle` seconds without traffic, then the lowest of three
  * readings) and resumes; the run ends with another settled reading. Passes when the server
- * never dies, no answer is wrong, no 500/INTERNAL is seen, and the settled RSS at the end is
- * within 10% of the settled RSS after warm-up. Appends its figures to scripts/results/soak.md.
+ * never dies and none of its worker threads fails, no answer is wrong, no 500/INTERNAL is
+ * seen, and the settled RSS at the end is within 10% of the settled RSS after warm-up. Appends its figures to scripts/results/soak.md.
  *
  *   npm run build && bun scripts/soak.ts [--minutes=30] [--settle=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
  *     [--settle-every=<minutes>] [--loops=httpValid,grpcValid,sequences,hostileHttp,hostileGrpc,lifecycle,sharedMemory] [--port=18890]
@@ -22,6 +23,7 @@
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -37,6 +39,15 @@ const OUT = resolve(root, arg("out", "scripts/results/soak.md"));
 const BINARY = resolve(root, arg("binary", "dist/nereid"));
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
 const MAX_INPUT = 4 * 1024 * 1024;
+
+// ---------------------------------------------------------------- bookkeeping
+const counts = new Map<string, number>();
+const problems: string[] = [];
+const count = (what: string) => counts.set(what, (counts.get(what) ?? 0) + 1);
+function problem(what: string): void {
+  count("PROBLEM");
+  if (problems.length < 50) problems.push(what);
+}
 
 const repo = mkdtempSync(join(tmpdir(), "nereid-soak-"));
 Bun.spawnSync([join(root, "node_modules", ".bin", "bun"), join(root, "scripts", "make-models.ts"), repo, "--only=simple,simple_identity,simple_sequence"]);
@@ -62,20 +73,17 @@ const server = spawn(
   { stdio: ["ignore", "ignore", "pipe"] },
 );
 let serverErr = "";
-server.stderr!.on("data", (c: Buffer) => (serverErr = (serverErr + c.toString()).slice(-20_000)));
+server.stderr!.on("data", (c: Buffer) => {
+  serverErr = (serverErr + c.toString()).slice(-20_000);
+  // A frontend worker that failed is started again, so the process lives on: each one is a problem.
+  const failed = / worker thread(?: ended;|:) .*/.exec(c.toString())?.[0];
+  if (failed) problem(`server: ${failed.trim().slice(0, 300)}`);
+});
 let died: string | undefined;
 server.once("exit", (code, signal) => (died = `exited with ${code ?? signal}`));
 const base = `http://127.0.0.1:${httpPort}`;
 await waitReady(`${base}/v2/health/ready`);
 
-// ---------------------------------------------------------------- bookkeeping
-const counts = new Map<string, number>();
-const problems: string[] = [];
-const count = (what: string) => counts.set(what, (counts.get(what) ?? 0) + 1);
-function problem(what: string): void {
-  count("PROBLEM");
-  if (problems.length < 50) problems.push(what);
-}
 let end = Date.now() + MINUTES * 60_000;
 const running = () => Date.now() < end && died === undefined;
 /** Set while traffic is paused for a settled RSS reading; loops wait on it between requests. */
@@ -105,6 +113,26 @@ async function post(path: string, body: string | Uint8Array, headers: Record<str
   } catch (err) {
     return { status: 0, text: `connection failed: ${(err as Error).message}` };
   }
+}
+
+/**
+ * A POST with no body and neither Content-Length nor Transfer-Encoding (what `curl -X POST`
+ * sends without data; fetch always frames a body), on a connection the server closes after
+ * its answer.
+ */
+function postBodiless(path: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(httpPort, "127.0.0.1", () => socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n`));
+    socket.setTimeout(30_000, () => socket.destroy(new Error("no answer in 30 s")));
+    socket.on("data", (d: Buffer) => chunks.push(d));
+    socket.on("error", (err) => resolve({ status: 0, text: `connection failed: ${err.message}` }));
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString();
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+      resolve({ status, text: status === 0 ? `no answer: ${JSON.stringify(text.slice(0, 200))}` : text.slice(text.indexOf("\r\n\r\n") + 4) });
+    });
+  });
 }
 
 /** An answer to a bad request: a 4xx/503 with `{"error": "<text>"}`, never 500. */
@@ -258,6 +286,8 @@ const hostile: [string, () => Promise<{ status: number; text: string }>][] = [
     () => post("/v2/models/simple/infer", JSON.stringify({ inputs: [{ name: "INPUT0", shape: [1, 16], datatype: "FP64", data: ints(16, (i) => i) }] })),
   ],
   ["binary header past body", () => post("/v2/models/simple/infer", "{}", { "inference-header-content-length": "999" })],
+  ["bodiless infer", () => postBodiless("/v2/models/simple/infer")],
+  ["bodiless load of a missing model", () => postBodiless("/v2/repository/models/nope/load")],
 ];
 
 async function hostileHttp(): Promise<void> {

@@ -2,11 +2,14 @@
  * #14: the fuzz suite of test/fuzz with fixed seeds and bounded counts, through the compiled
  * binary: generated and mutated HTTP infer requests and routes (P-06..P-14, P-27..P-29),
  * explicit-mode loads with JSON config overrides (P-18), gRPC messages mutated on the wire
- * (G-02, G-09), generate bodies (P-31) and the SageMaker and Vertex AI routes (#29), and the corpus of known cases. The oracles are in test/fuzz/run.ts: no 500
- * or INTERNAL, Triton's error shape, errors of at most 4 KiB, no drop, hang or death, and
- * the known-good request keeps its exact answer. Findings of bugs still open on this branch
- * are listed in test/fuzz/known-open.ts and do not fail the suite. For longer runs:
- * `bun scripts/fuzz.ts --seconds=300`.
+ * (G-02, G-09), generate bodies (P-31) and the SageMaker and Vertex AI routes (#29), and the
+ * corpus of known cases. HTTP cases are sent with Content-Length, chunked, or with no body
+ * and no framing at all (framingOf in test/fuzz/run.ts). The oracles are in
+ * test/fuzz/run.ts: no 500 or INTERNAL, Triton's error shape, errors of at most 4 KiB, no
+ * drop, hang or death, no worker thread failed (the server starts another, so only its log
+ * tells), and the known-good request keeps its exact answer. Findings of bugs still open on
+ * this branch are listed in test/fuzz/known-open.ts and do not fail the suite. For longer
+ * runs: `bun scripts/fuzz.ts --seconds=300`.
  */
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { fuzzHttp, fuzzLoad, fuzzGrpc, fuzzGenerate, fuzzSagemaker, fuzzVertex, summary, type TargetStats } from "../fuzz/run.ts";
@@ -111,6 +114,7 @@ describe("fuzz corpus (#14)", () => {
         });
         expect(problem).toBeUndefined();
         expect(fx.server.alive()).toBe(true);
+        expect(fx.server.threadFailed()).toBeUndefined();
       } finally {
         await Promise.all(extra.map((s) => s.stop()));
       }

@@ -17,6 +17,7 @@
  * same config (C-02) and its /config JSON (P-16) reads back as a config.
  */
 import http from "node:http";
+import net from "node:net";
 import { gunzipSync, inflateSync } from "node:zlib";
 import { isDeepStrictEqual } from "node:util";
 import { Rng } from "./rng.ts";
@@ -68,7 +69,17 @@ export interface FuzzServer {
   sagemakerUrl?: string;
   vertexUrl?: string;
   alive(): boolean;
+  /** The first line the server logged since the last call that says a worker thread failed or ended, if any (the process lives on and starts another). */
+  threadFailed?(): string | undefined;
   restart?(): Promise<FuzzServer>;
+}
+
+/** The problem of a case after which the server died or one of its worker threads failed, with what else was wrong. */
+function deathOf(server: FuzzServer, problem: string | undefined): string | undefined {
+  const also = problem ? ` (${problem})` : "";
+  if (!server.alive()) return `server died${also}`;
+  const failed = server.threadFailed?.();
+  return failed ? `${failed.trim().slice(0, 300)}${also}` : problem;
 }
 
 export interface RunOptions {
@@ -119,24 +130,100 @@ export interface HttpAnswer {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-/** Sends `c` as is (the path unnormalized) and reads the whole answer. */
-export function sendHttp(url: string, c: HttpCase, timeoutMs = 10_000): Promise<HttpAnswer> {
+/**
+ * How a case's body is framed on the wire: with Content-Length (what most clients send),
+ * chunked, or not at all, which sends no body (`curl -X POST` with no data sends that).
+ */
+export type Framing = "length" | "chunked" | "none";
+
+/** node:http chunks a body without a Content-Length only for these methods; for the others it would send it unframed. */
+const CHUNKED_BY_DEFAULT = new Set(["POST", "PUT", "PATCH"]);
+
+/**
+ * The framing of the loops' case `i`: mostly Content-Length; every eighth case with no
+ * body at all, and every eighth (of those node:http chunks) chunked. A function of the
+ * index only, so a replayed case is framed as it was.
+ */
+export function framingOf(i: number, c: HttpCase): Framing {
+  if (i % 8 === 5) return "none";
+  if (i % 8 === 2 && c.body.length > 0 && CHUNKED_BY_DEFAULT.has(c.method)) return "chunked";
+  return "length";
+}
+
+/** Sends `c` as is (the path unnormalized) and reads the whole answer. `none` drops the body (see Framing). */
+export function sendHttp(url: string, c: HttpCase, timeoutMs = 10_000, framing: Framing = "length"): Promise<HttpAnswer> {
+  if (framing === "none") return sendBodiless(url, c, timeoutMs);
   const { hostname, port } = new URL(url);
   const t0 = performance.now();
+  const headers = framing === "length" ? { ...c.headers, "content-length": String(c.body.length) } : c.headers;
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: hostname, port, method: c.method, path: c.path, agent, headers: { ...c.headers, "content-length": String(c.body.length) }, timeout: timeoutMs },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (d: Buffer) => chunks.push(d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: performance.now() - t0 }));
-        res.on("error", reject);
-      },
-    );
+    const req = http.request({ host: hostname, port, method: c.method, path: c.path, agent, headers, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (d: Buffer) => chunks.push(d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: performance.now() - t0 }));
+      res.on("error", reject);
+    });
     req.on("timeout", () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
     req.on("error", reject);
     req.end(c.body);
   });
+}
+
+/**
+ * `c` with no body and neither Content-Length nor Transfer-Encoding, on a connection of
+ * its own that the server closes after its answer (node:http always frames a request).
+ */
+function sendBodiless(url: string, c: HttpCase, timeoutMs: number): Promise<HttpAnswer> {
+  const { hostname, port } = new URL(url);
+  const t0 = performance.now();
+  const lines = [`${c.method} ${c.path} HTTP/1.1`, `host: ${hostname}:${port}`, "connection: close"];
+  for (const [k, v] of Object.entries(c.headers)) lines.push(`${k}: ${v}`);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no answer in ${timeoutMs} ms`)));
+    socket.on("connect", () => socket.write(`${lines.join("\r\n")}\r\n\r\n`));
+    socket.on("data", (d: Buffer) => chunks.push(d));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const a = parseAnswer(Buffer.concat(chunks));
+      if (typeof a === "string") reject(new Error(a));
+      else resolve({ ...a, ms: performance.now() - t0 });
+    });
+  });
+}
+
+/** One HTTP/1.1 answer read to the connection's end, or what is wrong with it. */
+function parseAnswer(bytes: Buffer): Omit<HttpAnswer, "ms"> | string {
+  const end = bytes.indexOf("\r\n\r\n");
+  if (end < 0)
+    return bytes.length === 0
+      ? "the connection closed without an answer"
+      : `an answer without a header's end: ${JSON.stringify(bytes.subarray(0, 200).toString())}`;
+  const [statusLine, ...fields] = bytes.subarray(0, end).toString("latin1").split("\r\n");
+  const status = /^HTTP\/1\.1 (\d{3})/.exec(statusLine ?? "")?.[1];
+  if (status === undefined) return `an answer whose status line is ${JSON.stringify(statusLine)}`;
+  const headers: http.IncomingHttpHeaders = {};
+  for (const f of fields) {
+    const colon = f.indexOf(":");
+    headers[f.slice(0, colon).trim().toLowerCase()] = f.slice(colon + 1).trim();
+  }
+  let body = bytes.subarray(end + 4);
+  if (headers["transfer-encoding"] === "chunked") {
+    const parts: Buffer[] = [];
+    for (let at = 0; ; ) {
+      const eol = body.indexOf("\r\n", at);
+      const size = eol < 0 ? Number.NaN : Number.parseInt(body.subarray(at, eol).toString(), 16);
+      if (!(size >= 0)) return "a chunked answer that does not parse";
+      if (size === 0) break;
+      parts.push(body.subarray(eol + 2, eol + 2 + size));
+      at = eol + 2 + size + 2;
+    }
+    body = Buffer.concat(parts);
+  } else if (headers["content-length"] !== undefined) {
+    body = body.subarray(0, Number(headers["content-length"]));
+  }
+  return { status: Number(status), headers, body };
 }
 
 function decoded(a: HttpAnswer): Buffer {
@@ -226,10 +313,11 @@ export function cloudProblem(a: HttpAnswer, timeoutMs: number): string | undefin
   return httpProblem(a, timeoutMs);
 }
 
-function describeHttp(c: HttpCase): string {
+function describeHttp(c: HttpCase, framing: Framing = "length"): string {
+  const how = { length: "", chunked: "\n(the body chunked)", none: "\n(no body: neither Content-Length nor Transfer-Encoding)" }[framing];
   return `${c.method} ${c.path}\n${Object.entries(c.headers)
     .map(([k, v]) => `${k}: ${v}`)
-    .join("\n")}`;
+    .join("\n")}${how}`;
 }
 
 /** The known-good request's answer, or what is wrong with it. */
@@ -263,14 +351,15 @@ async function httpLoop(
   const every = o.checkEvery ?? 50;
   for (let i = o.first ?? 0; more(i, o); i++) {
     const c = make(Rng.forCase(o.seed, target, i));
+    const framing = framingOf(i, c);
     s.cases++;
-    const base = { target, seed: o.seed, index: i, request: describeHttp(c), input: c.body };
+    const base = { target, seed: o.seed, index: i, request: describeHttp(c, framing), input: framing === "none" ? new Uint8Array(0) : c.body };
     let problem: string | undefined;
     let answer: string | undefined;
     try {
       const url = urlOf(server);
       if (url === undefined) throw new Error(`the server runs no listener for the ${target} target`);
-      const a = await sendHttp(url, c, timeoutMs);
+      const a = await sendHttp(url, c, timeoutMs, framing);
       count(s, String(a.status));
       problem = problemOf(a, timeoutMs);
       answer = `${a.status} ${a.body.subarray(0, 500).toString()}`;
@@ -278,7 +367,7 @@ async function httpLoop(
       count(s, "no answer");
       problem = `no answer: ${(err as Error).message}`;
     }
-    if (!server.alive()) problem = `server died${problem ? ` (${problem})` : ""}`;
+    problem = deathOf(server, problem);
     if (problem) record(s, o, { ...base, problem, answer });
     if (!server.alive()) {
       if (!server.restart) break;
@@ -399,8 +488,7 @@ export async function fuzzGrpc(server: FuzzServer, o: RunOptions): Promise<Targe
       const a = c.more ? await client.stream([c.body, ...c.more], timeoutMs) : await client.call(c.method, c.body, timeoutMs);
       const ms = performance.now() - t;
       count(s, `${c.more ? "stream " : ""}${a.code === 13 && a.details === DESERIALIZE ? "13 (undecodable)" : String(a.code)}`);
-      let problem = grpcProblem(c, a, ms, timeoutMs);
-      if (!server.alive()) problem = `server died${problem ? ` (${problem})` : ""}`;
+      const problem = deathOf(server, grpcProblem(c, a, ms, timeoutMs));
       const base = {
         target: "grpc" as const,
         seed: o.seed,

@@ -22,7 +22,12 @@ export interface FuzzFixture {
   close(): Promise<void>;
 }
 
-export type ManagedServer = FuzzServer & { process: ServerProcess; stop(): Promise<void>; restart(): Promise<ManagedServer> };
+export type ManagedServer = FuzzServer & {
+  process: ServerProcess;
+  threadFailed(): string | undefined;
+  stop(): Promise<void>;
+  restart(): Promise<ManagedServer>;
+};
 
 /** The port a listener announced in the log ("Started <what> at host:port"), waiting for the line. */
 async function announcedPort(p: ServerProcess, what: string): Promise<number> {
@@ -42,7 +47,14 @@ export async function startFuzzServer(args: string[], opts: { env?: Record<strin
     const p = await startServerProcess(args, { env: opts.env });
     let dead = false;
     void p.exited.then(() => (dead = true));
-    Object.assign(s, { process: p, url: p.url, grpcTarget: p.grpcTarget!, alive: () => !dead });
+    let read = 0;
+    const threadFailed = () => {
+      const log = p.log();
+      const line = / worker thread(?: ended;|:) .*/.exec(log.slice(read))?.[0];
+      read = log.length;
+      return line;
+    };
+    Object.assign(s, { process: p, url: p.url, grpcTarget: p.grpcTarget!, alive: () => !dead, threadFailed });
     if (args.includes("--allow-sagemaker=true")) s.sagemakerUrl = `http://127.0.0.1:${await announcedPort(p, "Sagemaker HTTPService")}`;
     if (args.includes("--allow-vertex-ai=true")) s.vertexUrl = `http://127.0.0.1:${await announcedPort(p, "Vertex AI HTTPService")}`;
   };
