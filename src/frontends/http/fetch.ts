@@ -76,7 +76,9 @@ export class WebHttpRequest implements HttpRequest {
     this.#onBodyRead = onBodyRead;
     this.method = request.method;
     const url = request.url;
-    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+    // Bun gives an absolute URL, except for a request without a Host header (HTTP/1.0, as
+    // HAProxy's httpchk sends one), whose URL is the request target itself: "/v2/...".
+    const pathStart = url.charCodeAt(0) === 47 ? 0 : url.indexOf("/", url.indexOf("//") + 2);
     const q = url.indexOf("?", pathStart);
     this.path = pathStart < 0 ? "/" : q < 0 ? url.slice(pathStart) : url.slice(pathStart, q);
   }
