@@ -38,6 +38,21 @@ export const REQUEST_DECODE: protobuf.IConversionOptions = { ...TO_OBJECT, longs
 // Without long.js protobufjs decodes 64-bit fields into doubles before toObject sees them.
 if (!protobuf.util.Long) throw new Error("protobufjs has no 64-bit integer support (the 'long' package is missing)");
 
+/**
+ * What a stream's message that does not decode is read as (grpc-js's status for it would
+ * end the call at once, dropping the answers of the messages before it that are still being
+ * made; gRPC C++ decodes each message as the handler reads it). The stream handlers end the
+ * call with that status once those answers are written (StreamCall.undecodable).
+ */
+export interface Undecodable {
+  nereid_undecodable: true;
+}
+
+export const isUndecodable = (m: unknown): m is Undecodable => (m as Partial<Undecodable> | undefined)?.nereid_undecodable === true;
+
+/** grpc-js's details for a request message that does not decode. */
+export const UNDECODABLE_DETAILS = "Error deserializing request";
+
 interface MethodDescriptor {
   requestType: string;
   responseType: string;
@@ -82,7 +97,12 @@ export function serviceDefinition(serviceName: string): ServiceDefinition {
       },
       requestDeserialize: (buf: Buffer) => {
         const { req } = resolved();
-        return req.toObject(req.decode(buf), REQUEST_DECODE);
+        if (!m.requestStream) return req.toObject(req.decode(buf), REQUEST_DECODE);
+        try {
+          return req.toObject(req.decode(buf), REQUEST_DECODE);
+        } catch {
+          return { nereid_undecodable: true } satisfies Undecodable;
+        }
       },
       responseSerialize: (obj: object) => {
         const { res } = resolved();

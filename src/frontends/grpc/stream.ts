@@ -7,8 +7,9 @@
  * travel in-band (error_message) and the stream stays open. When the client cancels the
  * call, every request still running on it has its signal aborted.
  */
-import type { ServerDuplexStream } from "@grpc/grpc-js";
+import { status, type ServerDuplexStream } from "@grpc/grpc-js";
 import { ServerError } from "../../core/errors.ts";
+import { isUndecodable, UNDECODABLE_DETAILS, type Undecodable } from "./protos.ts";
 import { toGrpcError } from "./status.ts";
 import { toInferenceRequest, fromInferenceResponse, type WireInferRequest } from "./convert.ts";
 import type { InferenceServer, ResolvedModel } from "../../server/server.ts";
@@ -98,6 +99,8 @@ export class StreamCall {
   readonly #running = new Set<Promise<void>>();
   #ordered: Promise<void> = Promise.resolve();
   #gone = false;
+  /** A message did not decode: nothing more is taken, and the call ends with its status once the requests before it are answered. */
+  #ending = false;
   /** Paused for MAX_STREAM_PENDING; and how many others hold the reading paused (holdReading). */
   #paused = false;
   #holds = 0;
@@ -113,6 +116,27 @@ export class StreamCall {
   /** Whether the call is over for the server (cancelled, failed, or ended with an error's status): nothing more is taken. */
   get gone(): boolean {
     return this.#gone;
+  }
+
+  /** Whether the call takes no more requests: gone, or ending after a message that did not decode. */
+  get closed(): boolean {
+    return this.#gone || this.#ending;
+  }
+
+  /**
+   * A message did not decode (protos.ts Undecodable): the call reads nothing more and, once
+   * every request before it is answered, ends with INTERNAL "Error deserializing request",
+   * the status grpc-js gives, without logging it (the client's fault, not the server's).
+   */
+  undecodable(): void {
+    if (this.closed) return;
+    this.#ending = true;
+    this.holdReading();
+    void this.settled().then(() => {
+      if (this.#gone) return;
+      this.#abortAll();
+      this.#call.emit("error", { code: status.INTERNAL, details: UNDECODABLE_DETAILS });
+    });
   }
 
   /** Calls `cancel` if the call goes before the returned function is called (at once if it has gone). */
@@ -192,7 +216,7 @@ export class StreamCall {
   /** Ends the call once no request runs on it (unless it is gone). */
   async endWhenDone(): Promise<void> {
     await this.settled();
-    if (!this.#gone) this.#call.end();
+    if (!this.#gone && !this.#ending) this.#call.end();
   }
 
   /** In triton_grpc_error mode: ends the call with `error`'s status and stops every request on it. */
@@ -211,7 +235,9 @@ export class StreamCall {
 
 export function streamInfer(server: InferenceServer, call: Call, forward?: HeaderForwarder): void {
   const stream = new StreamCall(call);
-  call.on("data", (msg: WireInferRequest) => {
+  call.on("data", (msg: WireInferRequest | Undecodable) => {
+    if (stream.closed) return;
+    if (isUndecodable(msg)) return stream.undecodable();
     const controller = new AbortController();
     const forget = stream.onCancel(() => controller.abort());
     const model = resolveFor(server, msg);

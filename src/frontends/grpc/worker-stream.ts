@@ -21,6 +21,7 @@ import type { InferenceRequest, InferenceResponse, StreamedResponse } from "../.
 import { isRetired } from "../../server/direct-runner.ts";
 import { toInferenceRequest, type WireInferRequest } from "./convert.ts";
 import { emptyFinalAsked, StreamCall } from "./stream.ts";
+import { isUndecodable, type Undecodable } from "./protos.ts";
 import type { HeaderForwarder } from "../header-forward.ts";
 
 type Call = ServerDuplexStream<WireInferRequest, unknown>;
@@ -112,13 +113,15 @@ export function workerStream(call: Call, host: StreamHost, forward: HeaderForwar
     })();
   };
 
-  call.on("data", (msg: WireInferRequest) => {
-    if (stream.gone) return;
+  call.on("data", (msg: WireInferRequest | Undecodable) => {
+    if (stream.closed) return;
     if (handed) {
-      if (handed.relay) handed.relay.data(msg);
-      else handed.waiting.push(msg);
+      // The main thread's handler ends the call at a message that did not decode, as it would here.
+      if (handed.relay) handed.relay.data(msg as WireInferRequest);
+      else handed.waiting.push(msg as WireInferRequest);
       return;
     }
+    if (isUndecodable(msg)) return stream.undecodable();
     const first = answer(msg);
     if (!first) return hand(msg);
     // Written after the responses of the requests before it, as stream.ts writes an ordinary model's.
