@@ -3,8 +3,11 @@
  * binary: generated and mutated HTTP infer requests and routes (P-06..P-14, P-27..P-29),
  * explicit-mode loads with JSON config overrides (P-18), gRPC messages mutated on the wire
  * (G-02, G-09), generate bodies (P-31) and the SageMaker and Vertex AI routes (#29), and the
- * corpus of known cases. HTTP cases are sent with Content-Length, chunked, or with no body
- * and no framing at all (framingOf in test/fuzz/run.ts). The oracles are in
+ * corpus of known cases. The repository (test/fuzz/models.ts) has `simple` on each path a
+ * request can take: run by the worker that read it, batched on the scheduling thread, in a
+ * TypeScript model's worker thread and in a Python stub (Debian's python3 with numpy), and
+ * the known-good request goes to each in turn. HTTP cases are sent with Content-Length,
+ * chunked, or with no body and no framing at all (framingOf in test/fuzz/run.ts). The oracles are in
  * test/fuzz/run.ts: no 500 or INTERNAL, Triton's error shape, errors of at most 4 KiB, no
  * drop, hang or death, no worker thread failed (the server starts another, so only its log
  * tells), and the known-good request keeps its exact answer. Findings of bugs still open on

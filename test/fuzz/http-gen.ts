@@ -489,9 +489,11 @@ export function genLoadCase(r: Rng, files: LoadFiles): HttpCase {
   return { method: "POST", path: `/v2/repository/models/${name}/${r.chance(0.9) ? "load" : "unload"}`, headers, body };
 }
 
-/** The request the oracle sends every few cases, and the exact answer it must keep getting. */
+/** The models the known-good request goes to in turn: `simple` on each path a request can take (models.ts). */
+export const KNOWN_GOOD_MODELS = ["simple", "simple_batched", "ts_add_sub", "py_add_sub"] as const;
+
+/** The request the oracle sends every few cases (to `simple`, or another of KNOWN_GOOD_MODELS), and the exact answer it must keep getting. */
 export const KNOWN_GOOD = {
-  path: "/v2/models/simple/infer",
   body: JSON.stringify({
     id: "known-good",
     inputs: [

@@ -21,7 +21,7 @@ import net from "node:net";
 import { gunzipSync, inflateSync } from "node:zlib";
 import { isDeepStrictEqual } from "node:util";
 import { Rng } from "./rng.ts";
-import { genInferCase, genRouteCase, genLoadCase, KNOWN_GOOD, type HttpCase, type LoadFiles } from "./http-gen.ts";
+import { genInferCase, genRouteCase, genLoadCase, KNOWN_GOOD, KNOWN_GOOD_MODELS, type HttpCase, type LoadFiles } from "./http-gen.ts";
 import { genGenerateCase, genSagemakerCase, genVertexCase } from "./gateway-gen.ts";
 import { genGrpcCase, rawGrpcClient, type GrpcCase, type GrpcAnswer } from "./grpc-gen.ts";
 import { genPbtxtCase, genConfigDoc, mutateConfigDoc } from "./pbtxt-gen.ts";
@@ -320,13 +320,17 @@ function describeHttp(c: HttpCase, framing: Framing = "length"): string {
     .join("\n")}${how}`;
 }
 
-/** The known-good request's answer, or what is wrong with it. */
-export async function checkKnownGoodHttp(url: string): Promise<string | undefined> {
+/** The model of the known-good check after case `i`, checked every `every` cases: each of KNOWN_GOOD_MODELS in turn. */
+const knownGoodModel = (i: number, every: number) => KNOWN_GOOD_MODELS[Math.floor(i / every) % KNOWN_GOOD_MODELS.length]!;
+
+/** The known-good request's answer from `model`, or what is wrong with it. */
+export async function checkKnownGoodHttp(url: string, model = "simple"): Promise<string | undefined> {
   try {
-    const a = await sendHttp(url, { method: "POST", path: KNOWN_GOOD.path, headers: {}, body: new TextEncoder().encode(KNOWN_GOOD.body) });
-    if (a.status !== 200) return `known-good request answered ${a.status}: ${a.body.subarray(0, 300).toString()}`;
+    const path = `/v2/models/${model}/infer`;
+    const a = await sendHttp(url, { method: "POST", path, headers: {}, body: new TextEncoder().encode(KNOWN_GOOD.body) });
+    if (a.status !== 200) return `known-good request to ${model} answered ${a.status}: ${a.body.subarray(0, 300).toString()}`;
     const out = (JSON.parse(a.body.toString()) as { outputs: { data: number[] }[] }).outputs[0]?.data;
-    if (!isDeepStrictEqual(out, KNOWN_GOOD.output)) return `known-good request answered ${JSON.stringify(out)}`;
+    if (!isDeepStrictEqual(out, KNOWN_GOOD.output)) return `known-good request to ${model} answered ${JSON.stringify(out)}`;
     return undefined;
   } catch (err) {
     return `known-good request failed: ${(err as Error).message}`;
@@ -374,7 +378,7 @@ async function httpLoop(
       server = await server.restart();
     }
     if (i % every === every - 1) {
-      const bad = await checkKnownGoodHttp(server.url);
+      const bad = await checkKnownGoodHttp(server.url, knownGoodModel(i, every));
       if (bad) record(s, o, { ...base, problem: `after this case: ${bad}` });
     }
   }
@@ -445,13 +449,14 @@ export function grpcProblem(c: GrpcCase, a: GrpcAnswer, ms: number, timeoutMs: n
   return undefined;
 }
 
-const KNOWN_GOOD_GRPC = (() => {
+/** The known-good ModelInfer request's bytes, for `model`. */
+const knownGoodGrpc = (model: string) => {
   const raw = (xs: number[]) => Buffer.from(Int32Array.from(xs).buffer);
   const t = messageType("inference.ModelInferRequest");
   return t
     .encode(
       t.fromObject({
-        model_name: "simple",
+        model_name: model,
         inputs: [
           { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
           { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
@@ -461,17 +466,17 @@ const KNOWN_GOOD_GRPC = (() => {
       }),
     )
     .finish();
-})();
+};
 
-export async function checkKnownGoodGrpc(client: ReturnType<typeof rawGrpcClient>): Promise<string | undefined> {
-  const a = await client.call("ModelInfer", KNOWN_GOOD_GRPC, 10_000);
-  if (a.code !== 0) return `known-good ModelInfer answered ${a.code}: ${a.details}`;
+export async function checkKnownGoodGrpc(client: ReturnType<typeof rawGrpcClient>, model = "simple"): Promise<string | undefined> {
+  const a = await client.call("ModelInfer", knownGoodGrpc(model), 10_000);
+  if (a.code !== 0) return `known-good ModelInfer to ${model} answered ${a.code}: ${a.details}`;
   const res = messageType("inference.ModelInferResponse").toObject(messageType("inference.ModelInferResponse").decode(a.body!)) as {
     raw_output_contents?: Uint8Array[];
   };
   const bytes = res.raw_output_contents?.[0];
   const out = bytes ? Array.from(new Int32Array(Uint8Array.from(bytes).buffer)) : undefined;
-  return isDeepStrictEqual(out, KNOWN_GOOD.output) ? undefined : `known-good ModelInfer answered ${JSON.stringify(out)}`;
+  return isDeepStrictEqual(out, KNOWN_GOOD.output) ? undefined : `known-good ModelInfer to ${model} answered ${JSON.stringify(out)}`;
 }
 
 export async function fuzzGrpc(server: FuzzServer, o: RunOptions): Promise<TargetStats> {
@@ -507,7 +512,7 @@ export async function fuzzGrpc(server: FuzzServer, o: RunOptions): Promise<Targe
         client = rawGrpcClient(server.grpcTarget);
       }
       if (i % every === every - 1) {
-        const bad = await checkKnownGoodGrpc(client);
+        const bad = await checkKnownGoodGrpc(client, knownGoodModel(i, every));
         if (bad) record(s, o, { ...base, problem: `after this case: ${bad}` });
       }
     }

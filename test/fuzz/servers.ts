@@ -4,11 +4,12 @@
  * so that infer, load/unload and trace routes are all reachable. Client shared memory
  * stays off: a fuzzer must not map other processes' objects.
  */
+import { execFileSync } from "node:child_process";
 import { readFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServerProcess, type ServerProcess } from "../helpers/server-process.ts";
-import { makeFuzzRepository } from "./models.ts";
+import { makeFuzzRepository, PYTHON } from "./models.ts";
 import type { FuzzServer } from "./run.ts";
 import { VERTEX_ROUTES } from "./gateway-gen.ts";
 
@@ -40,8 +41,14 @@ async function announcedPort(p: ServerProcess, what: string): Promise<number> {
   throw new Error(`the server did not start its ${what}:\n${p.log()}`);
 }
 
-/** Starts the binary with `args`; restart() replaces a dead process in place (same object). */
-export async function startFuzzServer(args: string[], opts: { env?: Record<string, string> } = {}): Promise<ManagedServer> {
+/** Starts the binary with `args` (py_add_sub's interpreter given); restart() replaces a dead process in place (same object). */
+export async function startFuzzServer(given: string[], opts: { env?: Record<string, string> } = {}): Promise<ManagedServer> {
+  try {
+    execFileSync(PYTHON, ["-c", "import numpy"], { stdio: "pipe" });
+  } catch (err) {
+    throw new Error(`the fuzz repository's py_add_sub needs ${PYTHON} with numpy (apt-get install python3-numpy): ${String(err)}`);
+  }
+  const args = [`--backend-config=python,interpreter=${PYTHON}`, ...given];
   const s = {} as ManagedServer;
   const launch = async () => {
     const p = await startServerProcess(args, { env: opts.env });
