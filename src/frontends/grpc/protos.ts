@@ -97,10 +97,10 @@ export function serviceDefinition(serviceName: string): ServiceDefinition {
       },
       requestDeserialize: (buf: Buffer) => {
         const { req } = resolved();
-        if (!m.requestStream) return req.toObject(req.decode(buf), REQUEST_DECODE);
         try {
           return req.toObject(req.decode(buf), REQUEST_DECODE);
-        } catch {
+        } catch (err) {
+          if (!m.requestStream) throw err;
           return { nereid_undecodable: true } satisfies Undecodable;
         }
       },
