@@ -39,6 +39,8 @@ const OUT = resolve(root, arg("out", "scripts/results/soak.md"));
 const BINARY = resolve(root, arg("binary", "dist/nereid"));
 if (!existsSync(BINARY)) throw new Error("dist/nereid is missing: npm run build");
 const MAX_INPUT = 4 * 1024 * 1024;
+/** The checkout's commit as the run starts (the checkout may move on during a long run). */
+const COMMIT = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim();
 
 // ---------------------------------------------------------------- bookkeeping
 const counts = new Map<string, number>();
@@ -490,7 +492,7 @@ const total = [...counts.entries()].filter(([k]) => k !== "PROBLEM").reduce((n, 
 const lines = [
   machineHeading(),
   "",
-  `${MINUTES} min of mixed traffic against ${arg("binary", "dist/nereid")} (checkout at commit ${Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim()}; ${loops.length} client loops: ${chosen.join(", ")}; one process): ${total} requests and actions; ` +
+  `${MINUTES} min of mixed traffic against ${arg("binary", "dist/nereid")} (checkout at commit ${COMMIT} when it started; ${loops.length} client loops: ${chosen.join(", ")}; one process): ${total} requests and actions; ` +
     `problems: ${counts.get("PROBLEM") ?? 0}; settled RSS (${SETTLE_S} s without traffic) ${warm.toFixed(0)} MiB after warm-up (${warmAt.toFixed(1)} min), ` +
     `${last.toFixed(0)} MiB at the end (${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)}%); under load between ` +
     `${Math.min(...rss.map((s) => s.mib)).toFixed(0)} and ${Math.max(...rss.map((s) => s.mib)).toFixed(0)} MiB.`,
