@@ -164,15 +164,19 @@ const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.p
 
 /**
  * The RSS floor over the last 500 of `n` cancels made by `cancels` (the least of five
- * samples, 100 apart): a single sample swings by several per cent with the garbage
- * collector's cycle even when nothing is cancelled (1,000 plain inferences of `simple`
- * moved it between -7% and +6%), while a leak raises the floor.
+ * samples, 100 apart, each after 300 ms without requests): a single sample swings by
+ * several per cent with the garbage collector's cycle even when nothing is cancelled
+ * (1,000 plain inferences of `simple` moved it between -7% and +6%), while a leak raises
+ * the floor. The pause lets the allocator give back what the collector freed; without it,
+ * one run of the whole suite (other servers busy on the same 2 cores) read +8.4% where the
+ * test alone reads -1% to +3.5%.
  */
 async function rssFloorAfter(n: number, cancels: (n: number) => Promise<void>): Promise<number> {
   await cancels(n - 500);
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
     await cancels(100);
+    await new Promise((r) => setTimeout(r, 300));
     samples.push(rss());
   }
   return Math.min(...samples);
