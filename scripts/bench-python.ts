@@ -13,6 +13,7 @@ import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { PYTHON_ADD_SUB } from "./lib/bench-models.ts";
 
 const root = resolve(import.meta.dir, "..");
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? def;
@@ -29,20 +30,7 @@ writeFileSync(
   join(repo, "py_simple", "config.pbtxt"),
   config.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'),
 );
-writeFileSync(
-  join(repo, "py_simple", "1", "model.py"),
-  `import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            a = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
-            b = pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy()
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
-        return out
-`,
-);
+writeFileSync(join(repo, "py_simple", "1", "model.py"), PYTHON_ADD_SUB);
 
 const port = 18500 + Math.floor(Math.random() * 400);
 const server = spawn(

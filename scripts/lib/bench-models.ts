@@ -7,6 +7,19 @@ import { join } from "node:path";
 import { encodeModel, valueInfo, node, ElemType } from "./onnx-builder.ts";
 import { messageType } from "../../src/frontends/grpc/protos.ts";
 
+/** `simple` as a Python model (model.py): OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, in whatever datatype the inputs come. */
+export const PYTHON_ADD_SUB = `import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            a = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
+        return out
+`;
+
 /** Writes `<work>/models` with the example `simple` and `fp32_identity` (X → Y, FP32 [-1]); returns its path. */
 export function simpleAndIdentityRepository(root: string, work: string): string {
   const repo = join(work, "models");

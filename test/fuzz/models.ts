@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeRepository } from "../helpers/repo.ts";
 import { ElemType, encodeModel, node, valueInfo } from "../../scripts/lib/onnx-builder.ts";
+import { PYTHON_ADD_SUB } from "../../scripts/lib/bench-models.ts";
 
 export interface TensorSpec {
   name: string;
@@ -75,19 +76,6 @@ const TS_ADD_SUB = `export default class AddSub {
 }
 `;
 
-const PY_ADD_SUB = `import numpy as np
-import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
-        return responses
-`;
-
 /** A temporary repository with MODELS (remove() it when done). */
 export function makeFuzzRepository() {
   const repo = makeRepository(["simple", "simple_identity", "simple_sequence"]);
@@ -96,7 +84,7 @@ export function makeFuzzRepository() {
   repo.add("ts_add_sub/config.pbtxt", `name: "ts_add_sub"\nbackend: "typescript"\n${SIMPLE_IO}`);
   repo.add("ts_add_sub/1/model.js", TS_ADD_SUB);
   repo.add("py_add_sub/config.pbtxt", `name: "py_add_sub"\nbackend: "python"\n${SIMPLE_IO}`);
-  repo.add("py_add_sub/1/model.py", PY_ADD_SUB);
+  repo.add("py_add_sub/1/model.py", PYTHON_ADD_SUB);
   repo.add("int64_identity/config.pbtxt", INT64_IDENTITY_CONFIG);
   repo.add(
     "int64_identity/1/model.onnx",
