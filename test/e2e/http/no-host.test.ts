@@ -3,9 +3,10 @@
  * them, and HAProxy's `option httpchk GET /v2/health/ready` sends its checks that way (as
  * does `printf 'GET /v2/health/ready HTTP/1.0\r\n\r\n' | nc`). Bun gives such a request's URL
  * as the bare request target; the path was read as if it were absolute, so every one of
- * them answered 404. With the frontend workers (the default) and on one HTTP thread, and on
- * the SageMaker listener, which reads paths the same way. An HTTP/1.1 request without a Host
- * is refused with 400 by Bun, as RFC 9112 asks.
+ * them answered 404 (the metrics port its empty 200 for other paths, Vertex AI 400). With the
+ * frontend workers (the default) and on one HTTP thread, and on the other listeners, which
+ * read paths the same way. An HTTP/1.1 request without a Host is refused with 400 by Bun, as
+ * RFC 9112 asks.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "node:net";
@@ -41,20 +42,29 @@ describe.each([
   ["one HTTP thread", ["--http-thread-count=1"]],
 ])("HTTP/1.0 requests without a Host header, %s", (_name, args) => {
   let server: ServerProcess;
-  let sagemaker: number;
+  const ports: Record<"sagemaker" | "vertex" | "openai", number> = { sagemaker: 0, vertex: 0, openai: 0 };
   beforeAll(async () => {
-    server = await startServerProcess([
-      "--model-repository=model_repository",
-      "--model-control-mode=explicit",
-      "--load-model=simple",
-      "--allow-sagemaker=true",
-      "--sagemaker-port=0",
-      ...args,
-    ]);
-    // The SageMaker listener may announce itself after the HTTP one.
-    for (let i = 0; i < 200 && !(sagemaker > 0); i++) {
-      sagemaker = Number(/Started Sagemaker HTTPService at [^\s:]+:(\d+)/.exec(server.log())?.[1]);
-      if (!(sagemaker > 0)) await new Promise((r) => setTimeout(r, 25));
+    server = await startServerProcess(
+      [
+        "--model-repository=model_repository",
+        "--model-control-mode=explicit",
+        "--load-model=simple",
+        "--allow-sagemaker=true",
+        "--sagemaker-port=0",
+        "--allow-vertex-ai=true",
+        "--vertex-ai-port=0",
+        "--vertex-ai-default-model=simple",
+        "--openai-port=0",
+        ...args,
+      ],
+      { env: { AIP_PREDICT_ROUTE: "/predict", AIP_HEALTH_ROUTE: "/health" } },
+    );
+    // The other listeners may announce themselves after the HTTP one.
+    const lines = { sagemaker: "Sagemaker HTTPService", vertex: "Vertex AI HTTPService", openai: "OpenAI-compatible HTTPService" } as const;
+    for (let i = 0; i < 200 && Object.values(ports).some((p) => p === 0); i++) {
+      for (const [k, line] of Object.entries(lines))
+        ports[k as keyof typeof lines] = Number(new RegExp(`Started ${line} at [^\\s:]+:(\\d+)`).exec(server.log())?.[1] ?? 0);
+      await new Promise((r) => setTimeout(r, 25));
     }
   }, 60_000);
   afterAll(async () => {
@@ -86,8 +96,15 @@ describe.each([
     expect(await raw(server.port, "GET /v2/nope HTTP/1.0\r\n")).toEqual({ status: 404, body: '{"error":"Not Found"}' });
   });
 
-  it("SageMaker's /ping answers 200", async () => {
-    expect((await raw(sagemaker, "GET /ping HTTP/1.0\r\n")).status).toBe(200);
+  it("the other listeners route it as with a Host: SageMaker's /ping, Vertex AI's health route, the OpenAI API's model list, the metrics", async () => {
+    expect((await raw(ports.sagemaker, "GET /ping HTTP/1.0\r\n")).status).toBe(200);
+    expect((await raw(ports.vertex, "GET /health HTTP/1.0\r\n")).status).toBe(200);
+    const models = await raw(ports.openai, "GET /v1/models HTTP/1.0\r\n");
+    expect(models.status).toBe(200);
+    expect((JSON.parse(models.body) as { data: { id: string }[] }).data.map((m) => m.id)).toContain("simple");
+    const metrics = await raw(Number(new URL(server.metricsUrl!).port), "GET /metrics HTTP/1.0\r\n");
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toContain('nv_inference_request_success{model="simple",version="1"}');
   });
 
   it("an HTTP/1.1 request without a Host is refused with 400 (RFC 9112), and the server keeps serving", async () => {
