@@ -14,7 +14,8 @@
  * pauses for a settled reading (`--settle` seconds without traffic, then the lowest of three
  * readings) and resumes; the run ends with another settled reading. Passes when the server
  * never dies and none of its worker threads fails, no answer is wrong, no 500/INTERNAL is
- * seen, and the settled RSS at the end is within 10% of the settled RSS after warm-up. Appends its figures to scripts/results/soak.md.
+ * seen, and the settled RSS at the end is within 10% of the settled RSS after warm-up.
+ * Appends its figures to scripts/results/soak.md.
  *
  *   npm run build && bun scripts/soak.ts [--minutes=30] [--settle=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
  *     [--settle-every=<minutes>] [--loops=httpValid,grpcValid,sequences,hostileHttp,hostileGrpc,lifecycle,sharedMemory] [--port=18890]
@@ -75,11 +76,14 @@ const server = spawn(
   { stdio: ["ignore", "ignore", "pipe"] },
 );
 let serverErr = "";
+/** The log's last line while it is still incomplete. */
+let partialLine = "";
 server.stderr!.on("data", (c: Buffer) => {
   serverErr = (serverErr + c.toString()).slice(-20_000);
+  const lines = (partialLine + c.toString()).split("\n");
+  partialLine = lines.pop()!;
   // A frontend worker that failed is started again, so the process lives on: each one is a problem.
-  const failed = / worker thread(?: ended;|:) .*/.exec(c.toString())?.[0];
-  if (failed) problem(`server: ${failed.trim().slice(0, 300)}`);
+  for (const line of lines) if (/ worker thread(?: ended;|:) /.test(line)) problem(`server: ${line.trim().slice(0, 300)}`);
 });
 let died: string | undefined;
 server.once("exit", (code, signal) => (died = `exited with ${code ?? signal}`));

@@ -56,9 +56,11 @@ export async function startFuzzServer(given: string[], opts: { env?: Record<stri
     void p.exited.then(() => (dead = true));
     let read = 0;
     const threadFailed = () => {
+      // Whole lines only: one still being written is read at the next call.
       const log = p.log();
-      const line = / worker thread(?: ended;|:) .*/.exec(log.slice(read))?.[0];
-      read = log.length;
+      const end = log.lastIndexOf("\n") + 1;
+      const line = / worker thread(?: ended;|:) .*/.exec(log.slice(read, end))?.[0];
+      read = Math.max(read, end);
       return line;
     };
     Object.assign(s, { process: p, url: p.url, grpcTarget: p.grpcTarget!, alive: () => !dead, threadFailed });
