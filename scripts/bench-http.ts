@@ -15,7 +15,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync, mkdirSync, appendFileSync, existsSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve, dirname } from "node:path";
+import { join, resolve, dirname, relative } from "node:path";
 import { machineHeading, procStat, sleep, waitReady, wrk, type WrkResult } from "./lib/bench.ts";
 import { naiveServerSource } from "./lib/naive-server.ts";
 
@@ -151,7 +151,7 @@ const loneAfterLoad = procStat(lone.pid!);
 lone.kill("SIGTERM");
 
 const fmt = (r: WrkResult) => `${Math.round(r.rps).toLocaleString("en-US")} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}`;
-rows.push(machineHeading(), "", `Binary: \`${BINARY}\`.`);
+rows.push(machineHeading(), "", `Binary: \`${relative(root, BINARY)}\`.`);
 rows.push(
   "",
   `wrk, ${DURATION} s per cell, one run; \`simple\` (INT32 [1,16] + [1,16]).`,
