@@ -24,13 +24,13 @@
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { credentials, makeGenericClientConstructor, type Client, type ServiceError } from "@grpc/grpc-js";
 import { machineHeading, procStat, sleep, waitReady } from "./lib/bench.ts";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
+import { sendHttp } from "../test/fuzz/run.ts";
 import { SharedMemoryMapping, createSharedMemory, truncateSharedMemory, unlinkSharedMemory } from "../ffi/libc/shm.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -123,22 +123,15 @@ async function post(path: string, body: string | Uint8Array, headers: Record<str
 
 /**
  * A POST with no body and neither Content-Length nor Transfer-Encoding (what `curl -X POST`
- * sends without data; fetch always frames a body), on a connection the server closes after
- * its answer.
+ * sends without data; fetch always frames a body): the fuzz suite's unframed sender.
  */
-function postBodiless(path: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    const socket = connect(httpPort, "127.0.0.1", () => socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n`));
-    socket.setTimeout(30_000, () => socket.destroy(new Error("no answer in 30 s")));
-    socket.on("data", (d: Buffer) => chunks.push(d));
-    socket.on("error", (err) => resolve({ status: 0, text: `connection failed: ${err.message}` }));
-    socket.on("close", () => {
-      const text = Buffer.concat(chunks).toString();
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
-      resolve({ status, text: status === 0 ? `no answer: ${JSON.stringify(text.slice(0, 200))}` : text.slice(text.indexOf("\r\n\r\n") + 4) });
-    });
-  });
+async function postBodiless(path: string): Promise<{ status: number; text: string }> {
+  try {
+    const a = await sendHttp(base, { method: "POST", path, headers: {}, body: new Uint8Array(0) }, 30_000, "none");
+    return { status: a.status, text: a.body.toString() };
+  } catch (err) {
+    return { status: 0, text: `no answer: ${(err as Error).message}` };
+  }
 }
 
 /** An answer to a bad request: a 4xx/503 with `{"error": "<text>"}`, never 500. */

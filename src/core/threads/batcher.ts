@@ -14,7 +14,10 @@ export type Transfer = ArrayBuffer | MessagePort;
  * (a DataCloneError, which ended an HTTP worker at its second POST without a body).
  */
 export function transferList(transfer: readonly Transfer[]): Transfer[] {
-  if (transfer.length === 0) return [];
+  if (transfer.length <= 1) {
+    const t = transfer[0];
+    return t === undefined || (t instanceof ArrayBuffer && t.byteLength === 0) ? [] : [t];
+  }
   const out = new Set<Transfer>();
   for (const t of transfer) if (!(t instanceof ArrayBuffer && t.byteLength === 0)) out.add(t);
   return [...out];

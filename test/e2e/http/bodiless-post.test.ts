@@ -6,8 +6,8 @@
  * (DataCloneError under Bun), failing what its connections held, and was started again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "node:net";
 import { startServerProcess, type ServerProcess } from "../../helpers/server-process.ts";
+import { sendHttp } from "../../fuzz/run.ts";
 
 let server: ServerProcess;
 beforeAll(async () => {
@@ -17,19 +17,10 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** One request on a connection of its own, written by hand: no Content-Length, no body. The status line and body. */
-function bodilessPost(path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(server.port, "127.0.0.1", () => socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
-    let raw = "";
-    socket.setEncoding("utf8");
-    socket.on("data", (d: string) => (raw += d));
-    socket.on("error", reject);
-    socket.on("close", () => {
-      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(raw)?.[1] ?? 0);
-      resolve({ status, body: raw.slice(raw.indexOf("\r\n\r\n") + 4) });
-    });
-  });
+/** One POST on a connection of its own, written by hand: no Content-Length, no body (the fuzz suite's unframed sender). The status and body. */
+async function bodilessPost(path: string): Promise<{ status: number; body: string }> {
+  const a = await sendHttp(server.url, { method: "POST", path, headers: {}, body: new Uint8Array(0) }, 10_000, "none");
+  return { status: a.status, body: a.body.toString() };
 }
 
 describe("POSTs without a body on the HTTP worker threads", () => {
