@@ -4,6 +4,7 @@
  */
 import { borrowOrtInstance } from "./onnxruntime/backend.ts";
 import { borrowTsInstance } from "./typescript/direct.ts";
+import { borrowPythonInstance } from "./python/direct.ts";
 import { ServerError } from "../core/errors.ts";
 import type { BorrowedInstance, SharedInstance } from "./backend.ts";
 
@@ -11,5 +12,6 @@ import type { BorrowedInstance, SharedInstance } from "./backend.ts";
 export function borrowInstance(shared: SharedInstance, connect: (key: string) => void): BorrowedInstance {
   if (shared.backend === "onnxruntime") return borrowOrtInstance(shared);
   if (shared.backend === "typescript") return borrowTsInstance(shared, connect);
+  if (shared.backend === "python") return borrowPythonInstance(shared);
   throw new ServerError("INTERNAL", `backend '${shared.backend}' has no instances another thread can run`);
 }

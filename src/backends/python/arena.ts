@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { createSharedMemory, SharedMemoryMapping, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
 import { internal } from "../../core/errors.ts";
+import { doesNotFit } from "./wire.ts";
 
 const ALIGN = 64;
 
@@ -111,11 +112,7 @@ export class StubMemory {
   /** Copies `data` into a new block of the server's object; its offset. */
   put(data: Uint8Array, what: string): number {
     const off = this.blocks.alloc(data.byteLength);
-    if (off === undefined) {
-      throw internal(
-        `${what} of ${data.byteLength} bytes does not fit the free space of the python stub's shared memory (${this.size} bytes; raise --backend-config=python,shm-default-byte-size)`,
-      );
-    }
+    if (off === undefined) throw doesNotFit(what, data.byteLength, this.size);
     this.#out!.bytes.set(data, off);
     return off;
   }

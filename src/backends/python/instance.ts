@@ -5,46 +5,35 @@
  * a health check) fails what it had with INTERNAL naming the model and instance, and is
  * started again.
  */
-import { responseParameters } from "../response-parameters.ts";
-import { ERROR_CODES, ServerError, internal, unavailable, type ErrorCode } from "../../core/errors.ts";
+import { ServerError, unavailable } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
 import { nowNs } from "../../core/clock.ts";
-import { isDataType, type Tensor } from "../../core/tensor.ts";
-import { modelParameters, type InferenceRequest as CoreRequest, type ResponseSink } from "../../core/request.ts";
+import type { Tensor } from "../../core/tensor.ts";
+import type { InferenceRequest as CoreRequest, ResponseSink } from "../../core/request.ts";
 import type { PreparedRequest } from "../../core/request-validate.ts";
-import type { ModelOutput } from "../../core/model-config-types.ts";
 import type { BackendInstance, BackendLoadContext, ExecuteResult, RequestOutcome, RequestsResult } from "../backend.ts";
-import { checkOutput } from "../typescript/tensors.ts";
 import { StubMemory } from "./arena.ts";
 import type { Interpreter } from "./interpreter.ts";
 import { StubProcess, stubFailed, type Message } from "./stub-process.ts";
 import type { CustomMetrics } from "../custom-metrics.ts";
+import { ResponseChecker, execEntry, wireError, type Desc, type WireResponse } from "./wire.ts";
+import { BUSY, ENDED, RETIRED, STATE_BYTES, type SharedPythonInstance } from "./direct.ts";
+import { endedSlot } from "../typescript/worker-protocol.ts";
+import { sharedEnded } from "../connect.ts";
+import { wireError as toWire } from "../../core/threads/wire-error.ts";
+import { directSocketPath } from "./python-files.ts";
+import type { SharedInstance } from "../backend.ts";
 
 const log = getLogger("src/backends/python/instance.ts");
 
+/** How often an unload's drain looks at the BUSY count (idle()). */
+const IDLE_POLL_MS = 10;
+
+/** Instances made in this process: their keys (SharedPythonInstance.key). */
+let sharedInstances = 0;
+
 /** How long copied response blocks may wait for an exec message to carry their release to the stub. */
 const FREE_DELAY_MS = 20;
-
-/** A tensor as the channel describes it: name, datatype, shape, offset and byte size in a region. */
-interface Desc {
-  n: string;
-  d: string;
-  s: number[];
-  o: number;
-  b: number;
-}
-
-interface WireError {
-  m: string;
-  c: string;
-}
-
-interface WireResponse {
-  outs?: Desc[];
-  err?: WireError;
-  /** The response's parameters (pb_utils.InferenceResponse(parameters=...)), checked here. */
-  p?: unknown;
-}
 
 export interface InstanceSetup {
   ctx: BackendLoadContext;
@@ -64,16 +53,11 @@ interface PendingExec {
   forget: () => void;
 }
 
-function wireError(e: WireError): ServerError {
-  const code = (ERROR_CODES as readonly string[]).includes(e.c) ? (e.c as ErrorCode) : "INTERNAL";
-  return new ServerError(code, String(e.m));
-}
-
 export class PythonInstance implements BackendInstance {
   readonly name: string;
   readonly #s: InstanceSetup;
   readonly #label: string;
-  readonly #outputs: Map<string, ModelOutput>;
+  readonly #checker: ResponseChecker;
   readonly #batched: boolean;
   readonly #decoupled: boolean;
   #stub: StubProcess | undefined;
@@ -87,14 +71,34 @@ export class PythonInstance implements BackendInstance {
   /** Offsets of the stub's blocks the server has copied: sent with the next exec, or after FREE_DELAY_MS. */
   #toFree: number[] = [];
   #freeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Shared with the frontend workers (SharedPythonInstance.state): executes waiting or running in the stub, any thread's; retired; the stub's generation. */
+  readonly #state = new Int32Array(new SharedArrayBuffer(STATE_BYTES));
+  /** Where the stub listens for the frontend workers; none where they cannot reach it (a decoupled model, no Bun). */
+  readonly #socket: string | undefined;
+  readonly #key = `python:${++sharedInstances}`;
+  /** The instance as the frontend workers reach it directly (#30); none without a socket. */
+  readonly share?: () => SharedInstance;
 
   private constructor(s: InstanceSetup) {
     this.#s = s;
     this.name = s.name;
     this.#label = `model '${s.ctx.modelName}' instance '${s.name}'`;
-    this.#outputs = new Map((s.ctx.config.output ?? []).map((o) => [o.name!, o]));
+    this.#checker = new ResponseChecker(s.ctx.modelName, this.#label, s.ctx.config);
     this.#batched = (s.ctx.config.max_batch_size ?? 0) > 0;
     this.#decoupled = s.ctx.config.model_transaction_policy?.decoupled === true;
+    this.#socket = this.#decoupled ? undefined : directSocketPath();
+    if (this.#socket) {
+      const spec: SharedPythonInstance = {
+        key: this.#key,
+        model: s.ctx.modelName,
+        label: this.#label,
+        config: s.ctx.config,
+        socket: this.#socket,
+        regionSize: s.shmSize,
+        state: this.#state,
+      };
+      this.share = () => ({ backend: "python", spec });
+    }
   }
 
   static async create(s: InstanceSetup): Promise<PythonInstance> {
@@ -114,6 +118,8 @@ export class PythonInstance implements BackendInstance {
       modelPath: s.ctx.modelPath,
       memory,
       timeoutMs: s.timeoutMs,
+      socket: this.#socket,
+      busy: () => Atomics.load(this.#state, BUSY) > 0,
       onMessage: (m) => {
         if (!metrics.handle(m, (reply) => stub.send(reply))) this.#onMessage(stub, m);
       },
@@ -130,6 +136,8 @@ export class PythonInstance implements BackendInstance {
         this.#init = { resolve, reject };
         stub.send({ t: "init", decoupled: this.#decoupled, args: this.#initArgs() });
       });
+      // A fresh generation: the frontend workers connect to this stub from now on.
+      endedSlot.started(this.#state, ENDED);
     } catch (err) {
       stub.kill("was stopped after its initialize failed");
       throw err;
@@ -174,7 +182,17 @@ export class PythonInstance implements BackendInstance {
     return { ...r, outputs: first.outputs };
   }
 
+  /** Runs `requests` through the main thread's pipes, counted in BUSY as the frontend workers' are. */
   async executeRequests(requests: readonly PreparedRequest[]): Promise<RequestsResult> {
+    Atomics.add(this.#state, BUSY, 1);
+    try {
+      return await this.#executeRequests(requests);
+    } finally {
+      Atomics.sub(this.#state, BUSY, 1);
+    }
+  }
+
+  async #executeRequests(requests: readonly PreparedRequest[]): Promise<RequestsResult> {
     const t0 = nowNs();
     const failAll = (error: ServerError): RequestsResult => ({
       outcomes: requests.map(() => ({ error })),
@@ -193,26 +211,13 @@ export class PythonInstance implements BackendInstance {
     const blocks: number[] = [];
     let reqs: unknown[];
     try {
-      // Fields at their defaults are left out: the message is the per-request cost.
-      reqs = requests.map((p) => {
-        const r: Record<string, unknown> = {
-          out: p.outputNames,
-          in: p.inputs.map((t) => {
-            const o = memory.put(t.data, `input '${t.name}'`);
-            blocks.push(o);
-            return { n: t.name, d: t.datatype, s: t.shape, o, b: t.data.byteLength };
-          }),
-        };
-        if (p.request.id) r.id = p.request.id;
-        const sid = p.control.sequenceId;
-        if (sid !== undefined) r.corr = typeof sid === "bigint" ? Number(sid) : sid;
-        const flags = (p.control.sequenceStart ? 1 : 0) | (p.control.sequenceEnd ? 2 : 0);
-        if (flags) r.flags = flags;
-        const params = Object.entries(modelParameters(p.request.parameters));
-        if (params.length > 0) r.p = Object.fromEntries(params.map(([k, v]) => [k, typeof v === "bigint" ? Number(v) : v]));
-        if (p.request.signal?.aborted) r.cancelled = true;
-        return r;
-      });
+      reqs = requests.map((p) =>
+        execEntry(p, (t) => {
+          const o = memory.put(t.data, `input '${t.name}'`);
+          blocks.push(o);
+          return o;
+        }),
+      );
     } catch (err) {
       for (const b of blocks) memory.blocks.release(b);
       return failAll(ServerError.from(err));
@@ -262,10 +267,7 @@ export class PythonInstance implements BackendInstance {
   /** Copies the stub's tensors out of its region and tells it to free them. */
   #take(stub: StubProcess, descs: Desc[]): Tensor[] {
     try {
-      return descs.map((d) => {
-        if (!isDataType(d.d)) throw internal(`${this.#label} returned tensor '${d.n}' with unknown datatype '${d.d}'`);
-        return { name: String(d.n), datatype: d.d, shape: d.s.map(Number), data: this.#memory!.take(d.o, d.b) };
-      });
+      return this.#checker.tensors(descs, (o, b) => this.#memory!.take(o, b));
     } finally {
       for (const d of descs) this.#toFree.push(d.o);
       this.#freeTimer ??= setTimeout(() => {
@@ -283,26 +285,7 @@ export class PythonInstance implements BackendInstance {
   }
 
   #outcome(stub: StubProcess, p: PreparedRequest, r: WireResponse): RequestOutcome {
-    if (r.err) return { error: wireError(r.err) };
-    const model = this.#s.ctx.modelName;
-    try {
-      const all = this.#take(stub, r.outs ?? []);
-      const wanted = new Set(p.outputNames);
-      const outputs: Tensor[] = [];
-      for (const t of all) {
-        if (!wanted.has(t.name)) continue;
-        checkOutput(model, t, this.#outputs.get(t.name), this.#batched ? p.batchSize : undefined);
-        outputs.push(t);
-      }
-      for (const n of p.request.outputs?.map((o) => o.name) ?? []) {
-        if (!outputs.some((t) => t.name === n)) throw internal(`model '${model}' returned no output '${n}', which the request asked for`);
-      }
-      outputs.sort((a, b) => p.outputNames.indexOf(a.name) - p.outputNames.indexOf(b.name));
-      const parameters = responseParameters(model, r.p);
-      return parameters ? { outputs, parameters } : { outputs };
-    } catch (err) {
-      return { error: ServerError.from(err) };
-    }
+    return this.#checker.outcome(p, r, (descs) => this.#take(stub, descs));
   }
 
   #onMessage(stub: StubProcess, m: Message): void {
@@ -424,6 +407,8 @@ export class PythonInstance implements BackendInstance {
 
   #onExit(stub: StubProcess, reason: string): void {
     if (stub !== this.#stub) return;
+    // Nothing more goes to the stub from the frontend workers; what they sent fails below, with the main thread's.
+    endedSlot.end(this.#state, ENDED);
     this.#stub = undefined;
     this.#toFree = [];
     this.#memory?.close();
@@ -433,7 +418,10 @@ export class PythonInstance implements BackendInstance {
       this.#init.reject(unavailable(`${this.#label}: initialize failed: ${why}`));
       return;
     }
-    if (this.#closed) return;
+    if (this.#closed) {
+      sharedEnded(this.#key, undefined);
+      return;
+    }
     const error = stubFailed(this.#label, reason);
     log.error(error.message);
     for (const [id, e] of this.#execs) {
@@ -445,6 +433,7 @@ export class PythonInstance implements BackendInstance {
       this.#closeSender(key);
       s.sink?.({ error, final: true });
     }
+    sharedEnded(this.#key, toWire(error));
     this.#starting = this.#start()
       .then(() => {
         log.info(`${this.#label}: the Python stub process was restarted`);
@@ -457,9 +446,20 @@ export class PythonInstance implements BackendInstance {
       });
   }
 
+  /**
+   * Resolves once no execute is waiting or running in the stub (BUSY: the frontend
+   * workers' too, which the scheduler's drain does not see), or once the instance is
+   * closed. Polled: an unload is rare, and the count is other threads' too.
+   */
+  async idle(): Promise<void> {
+    while (Atomics.load(this.#state, BUSY) > 0 && !this.#closed) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    // A frontend worker's next request goes to the main thread, which answers it as unloaded.
+    Atomics.store(this.#state, RETIRED, 1);
     const stub = this.#stub;
     if (!stub) return;
     stub.wait();

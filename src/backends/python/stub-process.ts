@@ -4,10 +4,11 @@
  * model's own prints to stderr first), each a 4-byte little-endian length and a JSON
  * object. Only control data crosses here; tensor bytes go through StubMemory.
  *
- * Health: while the server waits on the stub (initialize, execute, finalize), it sends
- * a ping every `timeoutMs`; a stub that has sent nothing since the previous ping (a
- * stopped or wedged process; a model busy in Python still answers, from the stub's
- * reader thread) is killed. Its exit is reported once through `onExit`.
+ * Health: while the server waits on the stub (initialize, execute, finalize, or an execute
+ * a frontend worker thread sent it directly), it sends a ping every `timeoutMs`; a stub
+ * that has sent nothing since the previous ping (a stopped or wedged process; a model busy
+ * in Python still answers, from the stub's reader thread) is killed. Its exit is reported
+ * once through `onExit`.
  */
 import { spawn } from "node:child_process";
 import { internal } from "../../core/errors.ts";
@@ -28,6 +29,10 @@ export interface StubOptions {
   modelPath: string;
   memory: StubMemory;
   timeoutMs: number;
+  /** The Unix socket the stub listens on for the frontend worker threads (direct.ts); none: it listens nowhere. */
+  socket?: string;
+  /** Whether others wait on the stub too (the frontend workers' executes): health checks run then as well. */
+  busy?: () => boolean;
   onMessage(m: Message): void;
   /** The stub ended (or was killed); `reason` says how. Called once. */
   onExit(reason: string): void;
@@ -125,7 +130,7 @@ export class StubProcess {
     this.#opts = opts;
     const files = stubFiles();
     const m = opts.memory;
-    const cmd = [opts.interpreter.command, files.stub, files.dir, opts.modelPath, m.toStub, m.fromStub, String(m.size)];
+    const cmd = [opts.interpreter.command, files.stub, files.dir, opts.modelPath, m.toStub, m.fromStub, String(m.size), ...(opts.socket ? [opts.socket] : [])];
     const events: ChildEvents = {
       data: (chunk) => this.#onData(chunk),
       end: (how, error) => this.#ended(error ? `could not be started with '${opts.interpreter.command}': ${error.message}` : (this.#killReason ?? how)),
@@ -173,7 +178,7 @@ export class StubProcess {
   }
 
   #tick(): void {
-    if (this.#waiting === 0 || this.#exited !== undefined) {
+    if ((this.#waiting === 0 && !this.#opts.busy?.()) || this.#exited !== undefined) {
       this.#pingOutstanding = false;
       return;
     }

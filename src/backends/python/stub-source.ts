@@ -4,13 +4,16 @@
  */
 export const STUB_SOURCE = String.raw`"""Nereid's python backend stub: runs one model instance's model.py, talks to the server over
 fd 0 / a private copy of fd 1 (length-prefixed JSON control messages) and two shared-memory
-regions (tensor bytes). argv: lib_dir model_path region_in region_out region_size."""
+regions (tensor bytes). argv: lib_dir model_path region_in region_out region_size [socket].
+With a socket path, the server's frontend worker threads also connect there, each on a
+connection of its own, and send executes with their tensors inline (execute_direct)."""
 import os
 import sys
 import json
 import struct
 import threading
 import queue
+import time
 import traceback
 
 _ctl_out = os.dup(1)
@@ -82,6 +85,7 @@ def _reader():
 threading.Thread(target=_reader, daemon=True).start()
 
 lib_dir, model_path, region_in, region_out, region_size = sys.argv[1:6]
+socket_path = sys.argv[6] if len(sys.argv) > 6 else ""
 region_size = int(region_size)
 sys.path.insert(0, lib_dir)
 try:
@@ -112,6 +116,10 @@ _out = _map(region_out)
 ALIGN = 64
 
 
+def arena_too_small(n):
+    raise pb_utils.TritonModelException("tensor of %d bytes does not fit the free space of the stub's shared memory region (%d bytes; raise --backend-config=python,shm-default-byte-size)" % (n, region_size))
+
+
 class Arena:
     """First-fit allocator over the outgoing region; the server frees blocks once it has copied them."""
 
@@ -131,7 +139,7 @@ class Arena:
                         self.free[i] = (off + n, size - n)
                     self.used[off] = n
                     return off
-        raise pb_utils.TritonModelException("tensor of %d bytes does not fit the free space of the stub's shared memory region (%d bytes; raise --backend-config=python,shm-default-byte-size)" % (n, region_size))
+        arena_too_small(n)
 
     def release(self, off):
         with self.lock:
@@ -152,22 +160,27 @@ class Arena:
 arena = Arena(region_size)
 
 
+def _tensor_bytes(t):
+    if not isinstance(t, pb_utils.Tensor):
+        raise pb_utils.TritonModelException("expected a pb_utils.Tensor, got %s" % type(t).__name__)
+    arr = t.as_numpy()
+    dt = pb_utils._NUM_TO_NAME[t.triton_dtype()]
+    if dt == "BYTES":
+        raw = pb_utils.serialize_byte_tensor(arr)
+    else:
+        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    return dt, [int(d) for d in arr.shape], raw
+
+
 def put_tensors(tensors):
     """Writes tensors into the outgoing region; returns their descriptors (freed on failure)."""
     descs = []
     try:
         for t in tensors:
-            if not isinstance(t, pb_utils.Tensor):
-                raise pb_utils.TritonModelException("expected a pb_utils.Tensor, got %s" % type(t).__name__)
-            arr = t.as_numpy()
-            dt = pb_utils._NUM_TO_NAME[t.triton_dtype()]
-            if dt == "BYTES":
-                raw = pb_utils.serialize_byte_tensor(arr)
-            else:
-                raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+            dt, shape, raw = _tensor_bytes(t)
             n = raw.nbytes
             off = arena.alloc(n)
-            descs.append({"n": t.name(), "d": dt, "s": [int(d) for d in arr.shape], "o": off, "b": n})
+            descs.append({"n": t.name(), "d": dt, "s": shape, "o": off, "b": n})
             if n:
                 np.frombuffer(_out, dtype=np.uint8, count=n, offset=off)[:] = raw
     except BaseException:
@@ -177,19 +190,45 @@ def put_tensors(tensors):
     return descs
 
 
-def get_tensors(descs):
-    """Copies tensors out of the incoming region into numpy arrays the model owns."""
+class Inline:
+    """Tensor bytes that travel inside a direct connection's message: one buffer, descriptors at offsets in it."""
+
+    def __init__(self, raw=b""):
+        self.raw = raw
+        self.out = bytearray()
+
+    def put(self, tensors):
+        descs = []
+        for t in tensors:
+            dt, shape, raw = _tensor_bytes(t)
+            n = raw.nbytes
+            # The same bound as the shared region's, so an answer does not depend on the thread that asked.
+            if max(ALIGN, (n + ALIGN - 1) // ALIGN * ALIGN) > region_size:
+                arena_too_small(n)
+            descs.append({"n": t.name(), "d": dt, "s": shape, "o": len(self.out), "b": n})
+            self.out += raw.tobytes() if hasattr(raw, "tobytes") else raw
+        return descs
+
+    def get(self, descs):
+        return get_tensors(descs, self.raw)
+
+
+def get_tensors(descs, source=None):
+    """Copies tensors out of the incoming region (or source, a direct message's bytes) into numpy arrays the model owns."""
+    src = _in if source is None else source
     out = []
     for d in descs:
         dt, o, b, shape = d["d"], d["o"], d["b"], d["s"]
+        if o < 0 or b < 0 or o + b > len(src):
+            raise pb_utils.TritonModelException("tensor '%s': bytes [%d, +%d) outside the message" % (d["n"], o, b))
         if dt == "BYTES":
-            arr = pb_utils.deserialize_bytes_tensor(_in[o:o + b]).reshape(shape)
+            arr = pb_utils.deserialize_bytes_tensor(src[o:o + b]).reshape(shape)
         elif dt not in pb_utils._NAME_TO_NP:
             raise pb_utils.TritonModelException("tensor '%s': datatype %s is not supported by the python backend" % (d["n"], dt))
         else:
             np_type = pb_utils._NAME_TO_NP[dt]
             count = b // np.dtype(np_type).itemsize
-            arr = np.frombuffer(_in, dtype=np_type, count=count, offset=o).reshape(shape).copy()
+            arr = np.frombuffer(src, dtype=np_type, count=count, offset=o).reshape(shape).copy()
         out.append(pb_utils.Tensor(d["n"], arr))
     return out
 
@@ -200,13 +239,13 @@ def error_of(err):
     return {"m": "%s: %s" % (type(err).__name__, err), "c": "INTERNAL"}
 
 
-def response_msg(resp):
+def response_msg(resp, put=put_tensors):
     if not isinstance(resp, pb_utils.InferenceResponse):
         return {"err": {"m": "expected a pb_utils.InferenceResponse, got %s" % type(resp).__name__, "c": "INTERNAL"}}
     if resp.has_error():
         return {"err": error_of(resp.error())}
     try:
-        msg = {"outs": put_tensors(resp.output_tensors())}
+        msg = {"outs": put(resp.output_tensors())}
         if resp._parameters:
             msg["p"] = resp._parameters
         return msg
@@ -388,17 +427,20 @@ def run(value):
     return value
 
 
-def execute(model, m, decoupled):
+def execute(model, m, decoupled, direct=None):
+    """Runs one exec message: from the server (tensors in the shared regions) or from a direct connection (inline)."""
     ident = m["id"]
+    inline = direct and Inline(m["_raw"])
     requests = []
     for i, r in enumerate(m["reqs"]):
-        req = pb_utils.InferenceRequest(inputs=get_tensors(r["in"]), requested_output_names=r["out"], request_id=r.get("id", ""),
+        inputs = inline.get(r["in"]) if inline else get_tensors(r["in"])
+        req = pb_utils.InferenceRequest(inputs=inputs, requested_output_names=r["out"], request_id=r.get("id", ""),
                                         correlation_id=r.get("corr", 0), flags=r.get("flags", 0), parameters=r.get("p"),
                                         model_name=model_name, model_version=model_version)
-        if r.get("cancelled"):
-            req._cancelled.set()
-        key = (ident, i)
+        key = (direct.no, ident, i) if direct else (ident, i)
         rt.requests[key] = req
+        if r.get("cancelled") or (direct and direct.cancelled_now(ident)):
+            req._cancelled.set()
         if decoupled:
             req._sender = pb_utils.InferenceResponseSender(rt, [ident, i])
             req._sender._request = req
@@ -414,7 +456,7 @@ def execute(model, m, decoupled):
     finally:
         if not decoupled:
             for i in range(len(requests)):
-                rt.requests.pop((ident, i), None)
+                rt.requests.pop((direct.no, ident, i) if direct else (ident, i), None)
     if decoupled:
         if responses is not None:
             return {"t": "done", "id": ident, "err": {"m": "Python model '%s' is using the decoupled mode and the execute function must return None." % model_name, "c": "INTERNAL"}}
@@ -422,7 +464,112 @@ def execute(model, m, decoupled):
     if not isinstance(responses, list) or len(responses) != len(requests):
         got = len(responses) if isinstance(responses, list) else 0
         return {"t": "done", "id": ident, "err": {"m": "Number of InferenceResponse objects do not match number of InferenceRequest objects. InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d" % (len(requests), got), "c": "INTERNAL"}}
-    return {"t": "done", "id": ident, "resps": [response_msg(r) for r in responses]}
+    put = inline.put if inline else put_tensors
+    done = {"t": "done", "id": ident, "resps": [response_msg(r, put) for r in responses]}
+    if inline:
+        done["_out"] = bytes(inline.out)
+    return done
+
+
+class Direct:
+    """One frontend worker thread's connection to this instance: executes arrive with their
+    tensors inline and are answered the same way, queued with the server's in arrival order.
+    A frame is two little-endian uint32 (JSON length, bytes length), the JSON, the bytes."""
+
+    def __init__(self, conn, no):
+        self.conn = conn
+        self.no = no
+        self.lock = threading.Lock()
+        self.live = set()  # ids received and not answered yet
+        self.cancelled = set()  # of those, the ones the worker cancelled
+
+    def send(self, msg, raw=b""):
+        body = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        try:
+            with self.lock:
+                self.conn.sendall(struct.pack("<II", len(body), len(raw)) + body + raw)
+        except OSError:
+            pass  # the worker thread is gone: nobody waits for the answer
+
+    def cancelled_now(self, ident):
+        with self.lock:
+            return ident in self.cancelled
+
+    def read(self):
+        f = self.conn.makefile("rb")
+        try:
+            while True:
+                head = f.read(8)
+                if len(head) < 8:
+                    break
+                n, r = struct.unpack("<II", head)
+                if n > 64 << 20 or r > region_size:
+                    break
+                m = json.loads(f.read(n))
+                raw = f.read(r) if r else b""
+                if len(raw) < r:
+                    break
+                if m.get("t") == "exec":
+                    m["_direct"] = self
+                    m["_raw"] = raw
+                    m["_at"] = time.monotonic_ns()
+                    with self.lock:
+                        self.live.add(m["id"])
+                    work.put(m)
+                elif m.get("t") == "cancel":
+                    with self.lock:
+                        if m["id"] in self.live:
+                            self.cancelled.add(m["id"])
+                    req = rt.requests.get((self.no, m["id"], 0))
+                    if req is not None:
+                        req._cancelled.set()
+        except Exception:
+            traceback.print_exc()
+        finally:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+
+    def answer(self, model, m):
+        ident = m["id"]
+        waited = time.monotonic_ns() - m["_at"]
+        if self.cancelled_now(ident):
+            reply = {"t": "cancelled", "id": ident}
+        else:
+            try:
+                reply = execute(model, m, False, self)
+            except Exception as e:
+                reply = {"t": "done", "id": ident, "err": error_of(e)}
+            reply["w"] = waited
+        raw = reply.pop("_out", b"")
+        with self.lock:
+            self.live.discard(ident)
+            self.cancelled.discard(ident)
+        self.send(reply, raw)
+
+
+def serve_direct(path):
+    """Listens on the server's socket for its frontend worker threads (bound before the model is initialized)."""
+    import socket
+    try:
+        os.unlink(path)  # a stub that ended before this one left it
+    except OSError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(64)
+
+    def accept():
+        no = 0
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            no += 1
+            threading.Thread(target=Direct(conn, no).read, daemon=True).start()
+    threading.Thread(target=accept, daemon=True).start()
 
 
 instance_name = ""
@@ -433,6 +580,11 @@ model_version = -1
 def main():
     global instance_name, model_name, model_version
     asyncio.set_event_loop(rt.loop)
+    if socket_path:
+        try:
+            serve_direct(socket_path)
+        except OSError as e:  # the frontend workers then send through the server's main thread
+            print("python stub: cannot listen on %s: %s" % (socket_path, e), file=sys.stderr)
     model = None
     decoupled = False
     while True:
@@ -462,7 +614,10 @@ def main():
             except Exception as e:
                 send({"t": "init_err", "m": "%s: %s" % (type(e).__name__, e), "tb": traceback.format_exc()})
         elif t == "exec":
-            send(execute(model, m, decoupled))
+            if "_direct" in m:
+                m["_direct"].answer(model, m)
+            else:
+                send(execute(model, m, decoupled))
         elif t == "fini":
             try:
                 if model is not None and hasattr(model, "finalize"):

@@ -1,0 +1,363 @@
+/**
+ * @module A Python model's instance as a frontend worker thread reaches it directly (#30):
+ * over a Unix socket connection of the worker's own to the instance's stub process, which
+ * listens on a path in the server's private folder (instance.ts). An execute goes out with
+ * its input bytes inline and comes back with the response's, so nothing crosses the main
+ * thread, which keeps the stub's pipes for its own requests, BLS calls, logs and metrics.
+ * The stub runs the executes of every connection and of the main thread one at a time, in
+ * arrival order; the shared BUSY count (executes waiting or running there, any thread's)
+ * lets a frontend worker pick the least busy instance, and a request cancelled while it
+ * waits there is dropped unrun (CANCELLED, as the default scheduler's queue drops it).
+ *
+ * Lifecycle, as for a TypeScript worker-thread instance (typescript/direct.ts): a retired
+ * (finalizing) instance hands the request back for the main thread to run; the ENDED slot
+ * holds the stub's generation, with bit 0 set from the moment its process ends until a
+ * fresh one is ready. A connection is known by the generation it was made under: once the
+ * slot holds another, nothing more goes to it, and what it held fails with the main
+ * thread's word (ended(): the error the main thread's own requests to that stub failed with).
+ */
+import { nowNs } from "../../core/clock.ts";
+import { cancelled, internal, unavailable, type ServerError } from "../../core/errors.ts";
+import type { PreparedRequest } from "../../core/request-validate.ts";
+import type { ModelConfig } from "../../core/model-config-types.ts";
+import type { Tensor } from "../../core/tensor.ts";
+import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
+import { endedSlot } from "../typescript/worker-protocol.ts";
+import { ResponseChecker, checkedRange, doesNotFit, execEntry, wireError, type WireError, type WireResponse } from "./wire.ts";
+
+/** A Python instance as shared with the frontend workers (PythonInstance.share). */
+export interface SharedPythonInstance {
+  /** What the main thread's sharedEnded names it by. */
+  key: string;
+  model: string;
+  /** "model 'x' instance 'x_0'", as errors name the stub. */
+  label: string;
+  config: ModelConfig;
+  /** The stub's socket. */
+  socket: string;
+  /** The size of the stub's shared regions: a request whose inputs could not fit there fails as on the main thread. */
+  regionSize: number;
+  /** [BUSY]: executes waiting or running in the stub, any thread's; [RETIRED]: 1 once the owner closes it; [ENDED]: the stub's generation, bit 0 set while it has ended and no fresh one is ready. */
+  state: Int32Array;
+}
+
+export const BUSY = 0;
+export const RETIRED = 1;
+export const ENDED = 2;
+/** The bytes of SharedPythonInstance.state. */
+export const STATE_BYTES = 12;
+
+/** The bytes of one message's header: the JSON's length and the inline bytes' length, little-endian uint32. */
+const HEAD = 8;
+const ALIGN = 64;
+/** How long a connection that closed while its stub lives on (a broken channel) may wait for the owner's word before what it held fails. */
+const LOST_GRACE_MS = 2_000;
+
+interface Waiting {
+  prepared: PreparedRequest;
+  resolve(r: PreparedRun | undefined): void;
+  reject(e: unknown): void;
+  t0: number;
+  t1: number;
+  forget(): void;
+}
+
+interface Connection {
+  write(data: Uint8Array): number;
+  end(): void;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const NO_BYTES = new Uint8Array(0);
+
+/** A message to the stub: header, JSON, inline bytes. */
+function frame(message: unknown, parts: readonly Uint8Array[], bytes: number): Uint8Array {
+  const json = encoder.encode(JSON.stringify(message));
+  const out = new Uint8Array(HEAD + json.byteLength + bytes);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, json.byteLength, true);
+  view.setUint32(4, bytes, true);
+  out.set(json, HEAD);
+  let at = HEAD + json.byteLength;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+export class PythonBorrowed implements BorrowedInstance {
+  readonly key: string;
+  readonly #shared: SharedPythonInstance;
+  readonly #checker: ResponseChecker;
+  #conn: Connection | undefined;
+  #connecting = false;
+  /** The ENDED slot's value the connection was made under. */
+  #live = 0;
+  /** Bytes the socket has not taken yet, in order. */
+  #unsent: Uint8Array[] = [];
+  /** Bytes received that do not make a whole message yet. */
+  #received: Uint8Array = NO_BYTES;
+  #closed = false;
+  #done: (() => void) | undefined;
+  readonly #pending = new Map<number, Waiting>();
+  #next = 0;
+
+  constructor(shared: SharedPythonInstance) {
+    this.key = shared.key;
+    this.#shared = shared;
+    this.#checker = new ResponseChecker(shared.model, shared.label, shared.config);
+  }
+
+  /** The executes waiting or running in the stub; undefined while this thread has no connection to it (one is made). */
+  load(): number | undefined {
+    const state = this.#shared.state;
+    if (this.#conn && this.#stale()) {
+      // The stub ended: nothing more goes to it. What the connection holds fails with the
+      // owner's word; once a fresh stub is ready, a connection that holds nothing is dropped.
+      if (endedSlot.isEnded(state, ENDED) || this.#pending.size > 0 || this.#closed) return undefined;
+      this.#drop();
+    }
+    if (!this.#conn) {
+      if (!this.#connecting && !this.#closed && !endedSlot.isEnded(state, ENDED)) this.#connect();
+      return undefined;
+    }
+    return Atomics.load(state, BUSY);
+  }
+
+  #stale(): boolean {
+    return Atomics.load(this.#shared.state, ENDED) !== this.#live;
+  }
+
+  #connect(): void {
+    this.#connecting = true;
+    const live = Atomics.load(this.#shared.state, ENDED);
+    let conn: Connection | undefined;
+    Bun.connect({
+      unix: this.#shared.socket,
+      socket: {
+        data: (_s, chunk: Uint8Array) => {
+          if (conn === this.#conn) this.#data(chunk);
+        },
+        drain: () => {
+          if (conn === this.#conn) this.#flush();
+        },
+        close: () => {
+          if (conn && conn === this.#conn) this.#lost();
+        },
+        error: () => {
+          if (conn && conn === this.#conn) this.#lost();
+        },
+      },
+    }).then(
+      (socket) => {
+        this.#connecting = false;
+        conn = socket;
+        if (this.#closed || Atomics.load(this.#shared.state, ENDED) !== live) {
+          socket.end();
+          return;
+        }
+        this.#conn = socket;
+        this.#live = live;
+        this.#unsent = [];
+        this.#received = NO_BYTES;
+      },
+      () => {
+        // Not listening (a stub between generations): a later request tries again.
+        this.#connecting = false;
+      },
+    );
+  }
+
+  executeBorrowed(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  runPrepared(prepared: PreparedRequest): Promise<PreparedRun | undefined> {
+    const state = this.#shared.state;
+    // A retired instance is finalizing: the main thread runs the request.
+    if (!this.#conn || this.#closed || this.#stale() || Atomics.load(state, RETIRED) === 1) return Promise.resolve(undefined);
+    const t0 = nowNs();
+    const parts: Uint8Array[] = [];
+    let bytes = 0;
+    let room = this.#shared.regionSize;
+    let misfit: ServerError | undefined;
+    const entry = execEntry(prepared, (t: Tensor) => {
+      // As the main thread's region would take them: each input in 64-byte blocks, all at once.
+      const size = Math.max(ALIGN, Math.ceil(t.data.byteLength / ALIGN) * ALIGN);
+      if (size > room) misfit ??= doesNotFit(`input '${t.name}'`, t.data.byteLength, this.#shared.regionSize);
+      room -= size;
+      const at = bytes;
+      parts.push(t.data);
+      bytes += t.data.byteLength;
+      return at;
+    });
+    if (misfit) return Promise.resolve({ outcome: { error: misfit }, queueNs: 0, computeInputNs: nowNs() - t0, computeInferNs: 0, computeOutputNs: 0 });
+    const id = ++this.#next;
+    const message = frame({ t: "exec", id, reqs: [entry] }, parts, bytes);
+    Atomics.add(state, BUSY, 1);
+    const t1 = nowNs();
+    return new Promise((resolve, reject) => {
+      const signal = prepared.request.signal;
+      const cancel = () => this.#write(frame({ t: "cancel", id }, [], 0));
+      signal?.addEventListener("abort", cancel, { once: true });
+      this.#pending.set(id, { prepared, resolve, reject, t0, t1, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#write(message);
+    });
+  }
+
+  #write(data: Uint8Array): void {
+    const conn = this.#conn;
+    if (!conn) return;
+    if (this.#unsent.length > 0) {
+      this.#unsent.push(data);
+      return;
+    }
+    const n = conn.write(data);
+    if (n < data.byteLength) this.#unsent.push(n > 0 ? data.subarray(n) : data);
+  }
+
+  /** The socket takes more: what waits goes out, in order. */
+  #flush(): void {
+    const conn = this.#conn;
+    while (conn && this.#unsent.length > 0) {
+      const data = this.#unsent[0]!;
+      const n = conn.write(data);
+      if (n >= data.byteLength) this.#unsent.shift();
+      else {
+        if (n > 0) this.#unsent[0] = data.subarray(n);
+        return;
+      }
+    }
+  }
+
+  #data(chunk: Uint8Array): void {
+    let buf: Uint8Array;
+    if (this.#received.byteLength === 0) buf = chunk;
+    else {
+      buf = new Uint8Array(this.#received.byteLength + chunk.byteLength);
+      buf.set(this.#received);
+      buf.set(chunk, this.#received.byteLength);
+    }
+    let at = 0;
+    while (buf.byteLength - at >= HEAD) {
+      const view = new DataView(buf.buffer, buf.byteOffset + at, HEAD);
+      const json = view.getUint32(0, true);
+      const bytes = view.getUint32(4, true);
+      if (buf.byteLength - at < HEAD + json + bytes) break;
+      const message = JSON.parse(decoder.decode(buf.subarray(at + HEAD, at + HEAD + json)));
+      const raw = buf.subarray(at + HEAD + json, at + HEAD + json + bytes);
+      at += HEAD + json + bytes;
+      this.#answer(message, raw);
+    }
+    // What is left is copied (a Buffer's slice would be a view): the socket's chunk is only lent for this call.
+    this.#received = at >= buf.byteLength ? NO_BYTES : new Uint8Array(buf.subarray(at));
+  }
+
+  #answer(m: { t: string; id: number; w?: number; err?: WireError; resps?: WireResponse[] }, raw: Uint8Array): void {
+    const w = this.#take(m.id);
+    if (!w) return;
+    if (m.t === "cancelled") {
+      w.reject(cancelled(w.prepared.request.id));
+    } else {
+      const t2 = nowNs();
+      const outcome = m.err
+        ? { error: wireError(m.err) }
+        : this.#checker.outcome(w.prepared, m.resps?.[0] ?? { err: { m: `${this.#shared.label} sent no response`, c: "INTERNAL" } }, (descs) =>
+            this.#checker.tensors(descs, (offset, length) => {
+              checkedRange(this.#shared.label, raw.byteLength, offset, length, "message");
+              // A copy at offset 0: the stub packs tensors unaligned, and typed views need alignment.
+              return new Uint8Array(raw.subarray(offset, offset + length));
+            }),
+          );
+      const waitNs = Math.max(0, Math.min(Number(m.w) || 0, t2 - w.t1));
+      w.resolve({ outcome, queueNs: waitNs, computeInputNs: w.t1 - w.t0, computeInferNs: t2 - w.t1 - waitNs, computeOutputNs: nowNs() - t2 });
+    }
+    this.#closeIfDone();
+  }
+
+  #take(id: number): Waiting | undefined {
+    const w = this.#pending.get(id);
+    if (!w) return undefined;
+    this.#pending.delete(id);
+    w.forget();
+    Atomics.sub(this.#shared.state, BUSY, 1);
+    return w;
+  }
+
+  #drop(): void {
+    const conn = this.#conn;
+    this.#conn = undefined;
+    this.#unsent = [];
+    this.#received = NO_BYTES;
+    try {
+      conn?.end();
+    } catch {
+      // already closed
+    }
+  }
+
+  /**
+   * The connection closed. When the stub ended, what it held fails with the owner's word
+   * (ended()); a connection that closed while the stub lives on fails what it held itself,
+   * after a grace for that word to come.
+   */
+  #lost(): void {
+    this.#drop();
+    if (this.#pending.size > 0) {
+      const held = [...this.#pending.keys()];
+      const timer = setTimeout(() => {
+        const left = held.filter((id) => this.#pending.has(id));
+        if (left.length > 0) this.#fail(internal(`${this.#shared.label}: the connection to the Python stub process closed`), left);
+        this.#closeIfDone();
+      }, LOST_GRACE_MS);
+      (timer as { unref?: () => void }).unref?.();
+    }
+    this.#closeIfDone();
+  }
+
+  /** The owner's word that the stub ended: `error` is what the main thread's requests to it failed with (none: the owner finalized it). */
+  ended(error: ServerError | undefined): void {
+    const s = this.#shared;
+    this.#drop();
+    if (error) this.#fail(error);
+    else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' is unloaded`));
+    else this.#fail(internal(`${s.label}: the Python stub process ended`));
+    this.#closeIfDone();
+  }
+
+  /** What the connection held fails with `error` (an outcome, its execution counted, as on the main thread). */
+  #fail(error: ServerError, ids: readonly number[] = [...this.#pending.keys()]): void {
+    for (const id of ids) {
+      const w = this.#take(id);
+      if (!w) continue;
+      const now = nowNs();
+      w.resolve({ outcome: { error }, queueNs: 0, computeInputNs: w.t1 - w.t0, computeInferNs: now - w.t1, computeOutputNs: 0 });
+    }
+  }
+
+  /** The version left the table: the connection closes once what it holds is answered. */
+  close(): void {
+    this.#closed = true;
+    this.#closeIfDone();
+  }
+
+  closing(done: () => void): boolean {
+    if (this.#pending.size === 0) return false;
+    this.#done = done;
+    return true;
+  }
+
+  #closeIfDone(): void {
+    if (!this.#closed || this.#pending.size > 0) return;
+    this.#drop();
+    const done = this.#done;
+    this.#done = undefined;
+    done?.();
+  }
+}
+
+export function borrowPythonInstance(shared: SharedInstance): PythonBorrowed {
+  return new PythonBorrowed(shared.spec as SharedPythonInstance);
+}

@@ -1,0 +1,405 @@
+/**
+ * #30: a Python model's requests answered by the frontend worker threads straight from its
+ * stubs, each worker over a connection of its own (backends/python/direct.ts), through the
+ * compiled binary: answers over HTTP and gRPC while the main thread's event loop is held;
+ * the same answers and statistics as one thread, an input too large for the stub's shared
+ * region refused alike; a stub that dies under the workers' requests fails them with the
+ * main thread's error and is reached again once restarted; unloads, loads and a version
+ * swap under four client loops.
+ *
+ * The Python is Debian's /usr/bin/python3 with python3-numpy (.ci/run installs it).
+ */
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { request as httpRequest, Agent } from "node:http";
+import type { ServerProcess } from "../../helpers/server-process.ts";
+import { startOnThreads } from "../../helpers/thread-servers.ts";
+import { makeRepository } from "../../helpers/repo.ts";
+import { modelCounts } from "../../helpers/model-counts.ts";
+import { inferenceClient, simpleOutput } from "../../helpers/grpc-client.ts";
+import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
+import { LoadLoops } from "../../helpers/load-loops.ts";
+import { eventually } from "../../helpers/eventually.ts";
+import { PYTHON_ADD_SUB } from "../../../scripts/lib/bench-models.ts";
+
+const PYTHON = "/usr/bin/python3";
+/** Each of a stub's two shared regions: small, so that one input can outgrow it. */
+const REGION = 4096;
+const A = Array.from({ length: 16 }, (_, i) => i * 5 - 7);
+const B = Array.from({ length: 16 }, (_, i) => 3 - i);
+const SUM = A.map((a, i) => a + B[i]!);
+const DIFF = A.map((a, i) => a - B[i]!);
+
+const SIMPLE_CONFIG = readFileSync(new URL("../../../model_repository/simple/config.pbtxt", import.meta.url), "utf8");
+
+/**
+ * py_crash: X = 1 ends the stub (os._exit(7)), X = 2 stops it (SIGSTOP: it hangs), X = 3
+ * sleeps 300 ms first, X = 9 appends a line to the file "ran" beside the model's folder; it
+ * answers Y = X.
+ */
+const CRASH = `
+import os, signal, time
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            if int(x[0]) == 1:
+                os._exit(7)
+            if int(x[0]) == 2:
+                os.kill(os.getpid(), signal.SIGSTOP)
+            if int(x[0]) == 3:
+                time.sleep(0.3)
+            if int(x[0]) == 9:
+                with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ran"), "a") as f:
+                    f.write("ran\\n")
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
+        return out
+`;
+
+/** py_echo: Y = X, FP32 of any length; X = [-1] raises. */
+const ECHO = `
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            if x.size == 1 and x[0] == -1:
+                raise pb_utils.TritonModelException("X = [-1] is refused")
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
+        return out
+`;
+
+function repository() {
+  const repo = makeRepository([]);
+  repo.add("py_simple/config.pbtxt", SIMPLE_CONFIG.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'));
+  repo.add("py_simple/1/model.py", PYTHON_ADD_SUB);
+  repo.add(
+    "py_crash/config.pbtxt",
+    'backend: "python"\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
+  );
+  repo.add("py_crash/1/model.py", CRASH);
+  repo.add(
+    "py_echo/config.pbtxt",
+    'backend: "python"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
+  );
+  repo.add("py_echo/1/model.py", ECHO);
+  return repo;
+}
+
+const PY_ARGS = [`--backend-config=python,interpreter=${PYTHON}`, `--backend-config=python,shm-default-byte-size=${REGION}`];
+
+function requireNumpy(): void {
+  try {
+    execFileSync(PYTHON, ["-c", "import numpy"], { stdio: "pipe" });
+  } catch (err) {
+    throw new Error(`these tests need ${PYTHON} with numpy (apt-get install python3-numpy): ${String(err)}`);
+  }
+}
+
+const simpleBody = (a = A) =>
+  JSON.stringify({
+    inputs: [
+      { name: "INPUT0", datatype: "INT32", shape: [1, 16], data: a },
+      { name: "INPUT1", datatype: "INT32", shape: [1, 16], data: B },
+    ],
+  });
+const grpcSimple = (a = A) => ({
+  model_name: "py_simple",
+  inputs: [
+    { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+    { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+  ],
+  raw_input_contents: [new Uint8Array(Int32Array.from(a).buffer), new Uint8Array(Int32Array.from(B).buffer)],
+});
+
+/** One POST on a connection of its own (no keep-alive), so that requests spread over the workers. */
+function postFresh(url: string, body: string, abortAfterMs?: number): Promise<{ status: number; text: string }> {
+  return new Promise((done, fail) => {
+    const req = httpRequest(url, { method: "POST", agent: new Agent({ keepAlive: false }) }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => (text += c));
+      res.on("end", () => done({ status: res.statusCode!, text }));
+    });
+    req.on("error", (err) => (abortAfterMs === undefined ? fail(err) : done({ status: 0, text: "gone" })));
+    req.end(body);
+    if (abortAfterMs !== undefined) setTimeout(() => req.destroy(), abortAfterMs);
+  });
+}
+
+/** Requests on fresh connections and gRPC channels until every frontend worker has sent some (each then holds its connection to the stubs). */
+async function warmUp(server: ServerProcess, models: { model: string; body: string }[]): Promise<void> {
+  for (const { model, body } of models) {
+    const url = `${server.url}/v2/models/${model}/infer`;
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all(Array.from({ length: 16 }, () => postFresh(url, body)));
+      for (const a of answers) expect(a.status, a.text).toBe(200);
+    }
+  }
+  for (let i = 0; i < 12; i++) {
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    try {
+      await call("ModelInfer")(grpcSimple());
+      await call("ModelInfer")(grpcSimple());
+    } finally {
+      client.close();
+    }
+  }
+  // A worker's connection to a stub is made after its first request there.
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+describe("a Python model answered by the frontend workers, shown with the main thread's event loop held", () => {
+  let server: ServerProcess;
+  let repo: ReturnType<typeof makeRepository>;
+  let held: { held: string; release: string };
+  beforeAll(async () => {
+    requireNumpy();
+    repo = repository();
+    held = addHoldModel(repo);
+    server = await startOnThreads(repo.dir, 2, PY_ARGS);
+  }, 120_000);
+  afterAll(async () => {
+    if (server) expect(await server.stop(), server.log().slice(-3000)).toBe(0);
+    repo?.remove();
+  });
+
+  it("answers exactly over HTTP and gRPC while the main thread cannot", async () => {
+    expect(server.log()).toMatch(/frontend worker threads run these model versions themselves: [^\n]*py_simple:1/);
+    await warmUp(server, [{ model: "py_simple", body: simpleBody() }]);
+    const http: unknown[] = [];
+    const grpc: unknown[] = [];
+    await whileMainHeld(server.url, held, async () => {
+      // The main thread stays held for 20 s: an answer that needed it would not come within 5.
+      const url = `${server.url}/v2/models/py_simple/infer`;
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, async (_, k) => {
+          const a = A.map((v) => v + k);
+          const r = await fetch(url, { method: "POST", body: simpleBody(a), signal: AbortSignal.timeout(5000) });
+          return { k, status: r.status, outputs: ((await r.json()) as any).outputs.map((o: any) => o.data) };
+        }),
+      );
+      http.push(...answers);
+      const { client, call } = inferenceClient(server.grpcTarget!);
+      try {
+        for (let k = 0; k < 4; k++) {
+          const g = await Promise.race([
+            call("ModelInfer")(grpcSimple(A.map((v) => v * k))),
+            new Promise<never>((_, reject) => setTimeout(() => reject(new Error("not answered within 5 s")), 5000)),
+          ]);
+          grpc.push({ k, out: simpleOutput(g) });
+        }
+      } finally {
+        client.close();
+      }
+    });
+    expect(http).toEqual(Array.from({ length: 8 }, (_, k) => ({ k, status: 200, outputs: [A.map((v, i) => v + k + B[i]!), A.map((v, i) => v + k - B[i]!)] })));
+    expect(grpc).toEqual(Array.from({ length: 4 }, (_, k) => ({ k, out: A.map((v, i) => v * k + B[i]!) })));
+  }, 60_000);
+});
+
+describe("a Python model on the workers: the same answers and statistics as one thread", () => {
+  const servers: Record<string, { server: ServerProcess; repo: ReturnType<typeof makeRepository> }> = {};
+  beforeAll(async () => {
+    requireNumpy();
+    await Promise.all(
+      [1, 2].map(async (threads) => {
+        const repo = repository();
+        servers[threads] = { repo, server: await startOnThreads(repo.dir, threads, PY_ARGS) };
+      }),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    for (const { server, repo } of Object.values(servers)) {
+      expect(await server.stop(), server.log().slice(-3000)).toBe(0);
+      repo.remove();
+    }
+  });
+
+  /** The same requests, in the same order: good ones, a bad datatype, a model error, an input too large for the stub's region, a cancelled one. */
+  async function sequence(server: ServerProcess): Promise<string[]> {
+    await warmUp(server, [
+      { model: "py_simple", body: simpleBody() },
+      { model: "py_echo", body: JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [2], data: [1.5, -2] }] }) },
+    ]);
+    const out: string[] = [];
+    const post = async (model: string, body: string) => {
+      const r = await postFresh(`${server.url}/v2/models/${model}/infer`, body);
+      out.push(`${model} ${r.status} ${r.text}`);
+    };
+    for (let k = 0; k < 6; k++) await post("py_simple", simpleBody(A.map((v) => v - k)));
+    await post("py_simple", simpleBody().replace('"INPUT0","datatype":"INT32"', '"INPUT0","datatype":"FP32"'));
+    await post("py_echo", JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [3], data: [0.25, 8, -1e3] }] }));
+    await post("py_echo", JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1], data: [-1] }] }));
+    // 4,000 bytes, and 4,096 bytes of the 4,096-byte region once in 64-byte blocks: fits. 4,100 bytes: does not.
+    await post("py_echo", JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1000], data: Array(1000).fill(0.5) }] }));
+    await post("py_echo", JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1025], data: Array(1025).fill(0.5) }] }));
+    const { client, call } = inferenceClient(server.grpcTarget!);
+    try {
+      for (let k = 0; k < 4; k++) out.push(`grpc ${JSON.stringify(simpleOutput(await call("ModelInfer")(grpcSimple(A.map((v) => v * 3 - k)))))}`);
+      const e = await call("ModelInfer")({
+        model_name: "py_echo",
+        inputs: [{ name: "X", datatype: "FP32", shape: [1] }],
+        raw_input_contents: [new Uint8Array(new Float32Array([-1]).buffer)],
+      }).catch((err: { code: number; details: string }) => err);
+      out.push(`grpc ${(e as { code: number }).code} ${(e as { details: string }).details}`);
+    } finally {
+      client.close();
+    }
+    return out;
+  }
+
+  it("answers every request alike, and counts them alike", async () => {
+    const one = await sequence(servers[1]!.server);
+    const two = await sequence(servers[2]!.server);
+    expect(two).toEqual(one);
+    // Spot checks of the shared answers: exact sums, the model's own error, the region's limit.
+    expect(one[0]).toBe(
+      `py_simple 200 ${JSON.stringify({
+        model_name: "py_simple",
+        model_version: "1",
+        outputs: [
+          { name: "OUTPUT0", datatype: "INT32", shape: [1, 16], data: SUM },
+          { name: "OUTPUT1", datatype: "INT32", shape: [1, 16], data: DIFF },
+        ],
+      })}`,
+    );
+    expect(one[8]).toContain("X = [-1] is refused");
+    expect(one[9]).toMatch(/^py_echo 200 /);
+    expect(one[10]).toBe(
+      `py_echo 500 ${JSON.stringify({ error: "input 'X' of 4100 bytes does not fit the free space of the python stub's shared memory (4096 bytes; raise --backend-config=python,shm-default-byte-size)" })}`,
+    );
+    for (const model of ["py_simple", "py_echo"]) {
+      expect(await modelCounts(servers[2]!.server, model), model).toEqual(await modelCounts(servers[1]!.server, model));
+    }
+  }, 120_000);
+});
+
+describe("a Python stub that dies, hangs or holds a cancelled request under the workers' requests", () => {
+  let server: ServerProcess;
+  let repo: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    requireNumpy();
+    repo = repository();
+    server = await startOnThreads(repo.dir, 2, [...PY_ARGS, "--backend-config=python,stub-timeout-seconds=1"]);
+  }, 120_000);
+  afterAll(async () => {
+    if (server) expect(await server.stop(), server.log().slice(-3000)).toBe(0);
+    repo?.remove();
+  });
+
+  const body = (x: number) => JSON.stringify({ inputs: [{ name: "X", datatype: "INT32", shape: [1], data: [x] }] });
+
+  it("fails what they held with the main thread's error, and answers them again once it is restarted", async () => {
+    await warmUp(server, [{ model: "py_crash", body: body(5) }]);
+    const url = `${server.url}/v2/models/py_crash/infer`;
+    // Slow requests queue in the stub behind one another from fresh connections (both workers), then one ends it.
+    const slow = Array.from({ length: 6 }, () => postFresh(url, body(3)));
+    await new Promise((r) => setTimeout(r, 100));
+    const killer = postFresh(url, body(1));
+    const answers = await Promise.all([...slow, killer]);
+    const error = JSON.stringify({
+      error:
+        "Failed to process the request(s) for model 'py_crash' instance 'py_crash_0': the Python stub process exited with code 7; the instance is being restarted",
+    });
+    // Each answer is exact (run before the end) or the main thread's error for what the stub held.
+    for (const a of answers.slice(0, 6))
+      expect([
+        `200 ${JSON.stringify({ model_name: "py_crash", model_version: "1", outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: [3] }] })}`,
+        `500 ${error}`,
+      ]).toContain(`${a.status} ${a.text}`);
+    expect(`${answers[6]!.status} ${answers[6]!.text}`).toBe(`500 ${error}`);
+    // Restarted: every request on fresh connections is answered again, and the workers reach the fresh stub.
+    await eventually(async () => {
+      const again = await Promise.all(Array.from({ length: 8 }, (_, k) => postFresh(url, body(10 + k))));
+      expect(again.map((a) => a.status)).toEqual(Array(8).fill(200));
+    }, 30_000);
+    expect(server.log()).toContain("the Python stub process was restarted");
+    expect(server.log()).not.toMatch(/worker thread ended|worker thread: /);
+  }, 60_000);
+
+  it("a stub that stops answering is killed after the health-check timeout, failing what the workers sent", async () => {
+    await warmUp(server, [{ model: "py_crash", body: body(5) }]);
+    const url = `${server.url}/v2/models/py_crash/infer`;
+    const answers = await Promise.all([postFresh(url, body(2)), ...Array.from({ length: 3 }, () => postFresh(url, body(4)))]);
+    const error = JSON.stringify({
+      error:
+        "Failed to process the request(s) for model 'py_crash' instance 'py_crash_0': the Python stub process did not answer a health check within 1 s and was killed; the instance is being restarted",
+    });
+    expect(answers[0]).toEqual({ status: 500, text: error });
+    for (const a of answers.slice(1))
+      expect([
+        `500 ${error}`,
+        `200 ${JSON.stringify({ model_name: "py_crash", model_version: "1", outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: [4] }] })}`,
+      ]).toContain(`${a.status} ${a.text}`);
+    await eventually(async () => expect((await postFresh(url, body(6))).status).toBe(200), 30_000);
+  }, 60_000);
+
+  it("a request whose client goes away while it waits in the stub is never run, and is counted CANCELED", async () => {
+    await warmUp(server, [{ model: "py_crash", body: body(5) }]);
+    const before = await canceled();
+    const url = `${server.url}/v2/models/py_crash/infer`;
+    const slow = Array.from({ length: 4 }, () => postFresh(url, body(3)));
+    await new Promise((r) => setTimeout(r, 50));
+    const gone = Array.from({ length: 4 }, () => postFresh(url, body(9), 200));
+    const answers = await Promise.all([...slow, ...gone]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 0, 0, 0, 0]);
+    await eventually(async () => expect(await canceled()).toBe(before + 4), 10_000);
+    expect(existsSync(join(repo.dir, "py_crash", "ran"))).toBe(false);
+  }, 60_000);
+
+  async function canceled(): Promise<number> {
+    const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    return Number(/^nv_inference_request_failure\{model="py_crash",version="1",reason="CANCELED"\} (\S+)$/m.exec(metrics)?.[1] ?? 0);
+  }
+});
+
+describe("load, unload and a version swap of a Python model while four clients run requests on the workers", () => {
+  let server: ServerProcess;
+  let repo: ReturnType<typeof makeRepository>;
+  beforeAll(async () => {
+    requireNumpy();
+    repo = repository();
+    server = await startOnThreads(repo.dir, 2, [...PY_ARGS, "--model-control-mode=explicit", "--load-model=py_simple"]);
+  }, 120_000);
+  afterAll(async () => {
+    if (server) expect(await server.stop(), server.log().slice(-4000)).toBe(0);
+    repo?.remove();
+  });
+
+  it("every answer is exact or a clean refusal; nothing crashes, nothing is lost", async () => {
+    const url = `${server.url}/v2/models/py_simple/infer`;
+    const REFUSAL = /Request for unknown model: 'py_simple'|is not at ready state|unloaded|stopped accepting/;
+    const run = new LoadLoops(REFUSAL);
+    const httpLoop = async () => {
+      while (!run.stop) {
+        const r = await postFresh(url, simpleBody());
+        if (r.status === 200) {
+          const j = JSON.parse(r.text);
+          if (JSON.stringify(j.outputs.map((o: any) => o.data)) === JSON.stringify([SUM, DIFF]) && ["1", "2"].includes(j.model_version)) run.tally.ok++;
+          else run.tally.wrong.push(r.text);
+        } else if (REFUSAL.test(r.text)) run.tally.refused++;
+        else run.tally.wrong.push(`${r.status} ${r.text}`);
+      }
+    };
+    const grpcLoop = run.grpc(
+      server.grpcTarget!,
+      () => grpcSimple(),
+      (g) => JSON.stringify(simpleOutput(g)) === JSON.stringify(SUM),
+    );
+    const loops = [httpLoop, httpLoop, httpLoop, grpcLoop].map((loop) => run.guard(loop));
+    await run.churnModel(loops, server.url, repo.dir, "py_simple", 300);
+    expect(run.tally.wrong, server.log().slice(-4000)).toEqual([]);
+    expect(run.tally.ok).toBeGreaterThan(0);
+    const r = await postFresh(url, simpleBody());
+    expect(JSON.parse(r.text).outputs[0].data).toEqual(SUM);
+    expect(server.log()).not.toMatch(/worker thread ended|worker thread: |Traceback/);
+  }, 120_000);
+});
