@@ -23,6 +23,7 @@ import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { Tensor } from "../../core/tensor.ts";
 import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
 import { endedSlot } from "../typescript/worker-protocol.ts";
+import { HeldRequests, type Held } from "../held-requests.ts";
 import { ResponseChecker, checkedRange, doesNotFit, execEntry, wireError, type WireError, type WireResponse } from "./wire.ts";
 
 /** A Python instance as shared with the frontend workers (PythonInstance.share). */
@@ -53,13 +54,9 @@ const ALIGN = 64;
 /** How long a connection that closed while its stub lives on (a broken channel) may wait for the owner's word before what it held fails. */
 const LOST_GRACE_MS = 2_000;
 
-interface Waiting {
+interface Waiting extends Held {
   prepared: PreparedRequest;
-  resolve(r: PreparedRun | undefined): void;
   reject(e: unknown): void;
-  t0: number;
-  t1: number;
-  forget(): void;
 }
 
 interface Connection {
@@ -69,7 +66,6 @@ interface Connection {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const NO_BYTES = new Uint8Array(0);
 
 /** A message to the stub: header, JSON, inline bytes. */
 function frame(message: unknown, parts: readonly Uint8Array[], bytes: number): Uint8Array {
@@ -87,6 +83,53 @@ function frame(message: unknown, parts: readonly Uint8Array[], bytes: number): U
   return out;
 }
 
+/**
+ * Whole messages out of a connection's byte stream. The bytes of a message that has not
+ * come whole wait (copied: a socket's chunk is only lent for its call) and are joined once
+ * it has, so a large answer in many chunks costs one copy more, not one per chunk.
+ */
+class Frames {
+  #parts: Uint8Array[] = [];
+  #size = 0;
+  /** The bytes the waiting parts must reach before a message can be whole. */
+  #need = HEAD;
+
+  push(chunk: Uint8Array, each: (json: Uint8Array, raw: Uint8Array) => void): void {
+    let buf = chunk;
+    if (this.#size > 0) {
+      this.#parts.push(new Uint8Array(chunk));
+      this.#size += chunk.byteLength;
+      if (this.#size < this.#need) return;
+      buf = new Uint8Array(this.#size);
+      let at = 0;
+      for (const p of this.#parts) {
+        buf.set(p, at);
+        at += p.byteLength;
+      }
+      this.#parts = [];
+      this.#size = 0;
+    }
+    let at = 0;
+    for (;;) {
+      const left = buf.byteLength - at;
+      const view = left >= HEAD ? new DataView(buf.buffer, buf.byteOffset + at, HEAD) : undefined;
+      const json = view ? view.getUint32(0, true) : 0;
+      const total = view ? HEAD + json + view.getUint32(4, true) : HEAD;
+      if (left < total) {
+        this.#need = total;
+        break;
+      }
+      each(buf.subarray(at + HEAD, at + HEAD + json), buf.subarray(at + HEAD + json, at + total));
+      at += total;
+    }
+    if (at < buf.byteLength) {
+      const rest = new Uint8Array(buf.subarray(at));
+      this.#parts = [rest];
+      this.#size = rest.byteLength;
+    }
+  }
+}
+
 export class PythonBorrowed implements BorrowedInstance {
   readonly key: string;
   readonly #shared: SharedPythonInstance;
@@ -97,17 +140,16 @@ export class PythonBorrowed implements BorrowedInstance {
   #live = 0;
   /** Bytes the socket has not taken yet, in order. */
   #unsent: Uint8Array[] = [];
-  /** Bytes received that do not make a whole message yet. */
-  #received: Uint8Array = NO_BYTES;
-  #closed = false;
-  #done: (() => void) | undefined;
-  readonly #pending = new Map<number, Waiting>();
+  /** The messages coming from the stub. */
+  #frames = new Frames();
+  readonly #held: HeldRequests<Waiting>;
   #next = 0;
 
   constructor(shared: SharedPythonInstance) {
     this.key = shared.key;
     this.#shared = shared;
     this.#checker = new ResponseChecker(shared.model, shared.label, shared.config);
+    this.#held = new HeldRequests(shared.state, BUSY, () => this.#drop());
   }
 
   /** The executes waiting or running in the stub; undefined while this thread has no connection to it (one is made). */
@@ -116,11 +158,11 @@ export class PythonBorrowed implements BorrowedInstance {
     if (this.#conn && this.#stale()) {
       // The stub ended: nothing more goes to it. What the connection holds fails with the
       // owner's word; once a fresh stub is ready, a connection that holds nothing is dropped.
-      if (endedSlot.isEnded(state, ENDED) || this.#pending.size > 0 || this.#closed) return undefined;
+      if (endedSlot.isEnded(state, ENDED) || this.#held.size > 0 || this.#held.closed) return undefined;
       this.#drop();
     }
     if (!this.#conn) {
-      if (!this.#connecting && !this.#closed && !endedSlot.isEnded(state, ENDED)) this.#connect();
+      if (!this.#connecting && !this.#held.closed && !endedSlot.isEnded(state, ENDED)) this.#connect();
       return undefined;
     }
     return Atomics.load(state, BUSY);
@@ -154,14 +196,14 @@ export class PythonBorrowed implements BorrowedInstance {
       (socket) => {
         this.#connecting = false;
         conn = socket;
-        if (this.#closed || Atomics.load(this.#shared.state, ENDED) !== live) {
+        if (this.#held.closed || Atomics.load(this.#shared.state, ENDED) !== live) {
           socket.end();
           return;
         }
         this.#conn = socket;
         this.#live = live;
         this.#unsent = [];
-        this.#received = NO_BYTES;
+        this.#frames = new Frames();
       },
       () => {
         // Not listening (a stub between generations): a later request tries again.
@@ -177,7 +219,7 @@ export class PythonBorrowed implements BorrowedInstance {
   runPrepared(prepared: PreparedRequest): Promise<PreparedRun | undefined> {
     const state = this.#shared.state;
     // A retired instance is finalizing: the main thread runs the request.
-    if (!this.#conn || this.#closed || this.#stale() || Atomics.load(state, RETIRED) === 1) return Promise.resolve(undefined);
+    if (!this.#conn || this.#held.closed || this.#stale() || Atomics.load(state, RETIRED) === 1) return Promise.resolve(undefined);
     const t0 = nowNs();
     const parts: Uint8Array[] = [];
     let bytes = 0;
@@ -196,13 +238,12 @@ export class PythonBorrowed implements BorrowedInstance {
     if (misfit) return Promise.resolve({ outcome: { error: misfit }, queueNs: 0, computeInputNs: nowNs() - t0, computeInferNs: 0, computeOutputNs: 0 });
     const id = ++this.#next;
     const message = frame({ t: "exec", id, reqs: [entry] }, parts, bytes);
-    Atomics.add(state, BUSY, 1);
     const t1 = nowNs();
     return new Promise((resolve, reject) => {
       const signal = prepared.request.signal;
       const cancel = () => this.#write(frame({ t: "cancel", id }, [], 0));
       signal?.addEventListener("abort", cancel, { once: true });
-      this.#pending.set(id, { prepared, resolve, reject, t0, t1, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#held.hold(id, { prepared, resolve, reject, t0, t1, forget: () => signal?.removeEventListener("abort", cancel) });
       this.#write(message);
     });
   }
@@ -233,30 +274,11 @@ export class PythonBorrowed implements BorrowedInstance {
   }
 
   #data(chunk: Uint8Array): void {
-    let buf: Uint8Array;
-    if (this.#received.byteLength === 0) buf = chunk;
-    else {
-      buf = new Uint8Array(this.#received.byteLength + chunk.byteLength);
-      buf.set(this.#received);
-      buf.set(chunk, this.#received.byteLength);
-    }
-    let at = 0;
-    while (buf.byteLength - at >= HEAD) {
-      const view = new DataView(buf.buffer, buf.byteOffset + at, HEAD);
-      const json = view.getUint32(0, true);
-      const bytes = view.getUint32(4, true);
-      if (buf.byteLength - at < HEAD + json + bytes) break;
-      const message = JSON.parse(decoder.decode(buf.subarray(at + HEAD, at + HEAD + json)));
-      const raw = buf.subarray(at + HEAD + json, at + HEAD + json + bytes);
-      at += HEAD + json + bytes;
-      this.#answer(message, raw);
-    }
-    // What is left is copied (a Buffer's slice would be a view): the socket's chunk is only lent for this call.
-    this.#received = at >= buf.byteLength ? NO_BYTES : new Uint8Array(buf.subarray(at));
+    this.#frames.push(chunk, (json, raw) => this.#answer(JSON.parse(decoder.decode(json)), raw));
   }
 
   #answer(m: { t: string; id: number; w?: number; err?: WireError; resps?: WireResponse[] }, raw: Uint8Array): void {
-    const w = this.#take(m.id);
+    const w = this.#held.take(m.id);
     if (!w) return;
     if (m.t === "cancelled") {
       w.reject(cancelled(w.prepared.request.id));
@@ -274,23 +296,14 @@ export class PythonBorrowed implements BorrowedInstance {
       const waitNs = Math.max(0, Math.min(Number(m.w) || 0, t2 - w.t1));
       w.resolve({ outcome, queueNs: waitNs, computeInputNs: w.t1 - w.t0, computeInferNs: t2 - w.t1 - waitNs, computeOutputNs: nowNs() - t2 });
     }
-    this.#closeIfDone();
-  }
-
-  #take(id: number): Waiting | undefined {
-    const w = this.#pending.get(id);
-    if (!w) return undefined;
-    this.#pending.delete(id);
-    w.forget();
-    Atomics.sub(this.#shared.state, BUSY, 1);
-    return w;
+    this.#held.closeIfDone();
   }
 
   #drop(): void {
     const conn = this.#conn;
     this.#conn = undefined;
     this.#unsent = [];
-    this.#received = NO_BYTES;
+    this.#frames = new Frames();
     try {
       conn?.end();
     } catch {
@@ -305,56 +318,35 @@ export class PythonBorrowed implements BorrowedInstance {
    */
   #lost(): void {
     this.#drop();
-    if (this.#pending.size > 0) {
-      const held = [...this.#pending.keys()];
+    if (this.#held.size > 0) {
+      const ids = this.#held.ids();
       const timer = setTimeout(() => {
-        const left = held.filter((id) => this.#pending.has(id));
-        if (left.length > 0) this.#fail(internal(`${this.#shared.label}: the connection to the Python stub process closed`), left);
-        this.#closeIfDone();
+        const left = ids.filter((id) => this.#held.has(id));
+        if (left.length > 0) this.#held.fail(internal(`${this.#shared.label}: the connection to the Python stub process closed`), left);
+        this.#held.closeIfDone();
       }, LOST_GRACE_MS);
       (timer as { unref?: () => void }).unref?.();
     }
-    this.#closeIfDone();
+    this.#held.closeIfDone();
   }
 
   /** The owner's word that the stub ended: `error` is what the main thread's requests to it failed with (none: the owner finalized it). */
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
     this.#drop();
-    if (error) this.#fail(error);
-    else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' is unloaded`));
-    else this.#fail(internal(`${s.label}: the Python stub process ended`));
-    this.#closeIfDone();
-  }
-
-  /** What the connection held fails with `error` (an outcome, its execution counted, as on the main thread). */
-  #fail(error: ServerError, ids: readonly number[] = [...this.#pending.keys()]): void {
-    for (const id of ids) {
-      const w = this.#take(id);
-      if (!w) continue;
-      const now = nowNs();
-      w.resolve({ outcome: { error }, queueNs: 0, computeInputNs: w.t1 - w.t0, computeInferNs: now - w.t1, computeOutputNs: 0 });
-    }
+    if (error) this.#held.fail(error);
+    else if (Atomics.load(s.state, RETIRED) === 1) this.#held.fail(unavailable(`model '${s.model}' is unloaded`));
+    else this.#held.fail(internal(`${s.label}: the Python stub process ended`));
+    this.#held.closeIfDone();
   }
 
   /** The version left the table: the connection closes once what it holds is answered. */
   close(): void {
-    this.#closed = true;
-    this.#closeIfDone();
+    this.#held.close();
   }
 
   closing(done: () => void): boolean {
-    if (this.#pending.size === 0) return false;
-    this.#done = done;
-    return true;
-  }
-
-  #closeIfDone(): void {
-    if (!this.#closed || this.#pending.size > 0) return;
-    this.#drop();
-    const done = this.#done;
-    this.#done = undefined;
-    done?.();
+    return this.#held.closing(done);
   }
 }
 

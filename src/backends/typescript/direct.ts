@@ -31,6 +31,7 @@ import type { ModelConfig } from "../../core/model-config-types.ts";
 import type { BorrowedInstance, PreparedRun, SharedInstance } from "../backend.ts";
 import { OutcomeChecker, requestFields } from "./outcome.ts";
 import { endedSlot, workerEnded, type FromInstancePort, type PlainRequest, type ToInstancePort } from "./worker-protocol.ts";
+import { HeldRequests, type Held } from "../held-requests.ts";
 
 /** A worker-thread instance as shared with the frontend workers (TsInstance.share). */
 export interface SharedTsInstance {
@@ -43,15 +44,11 @@ export interface SharedTsInstance {
   state: Int32Array;
 }
 
-interface Waiting {
+interface Waiting extends Held {
   prepared: PreparedRequest;
-  resolve(r: PreparedRun | undefined): void;
   reject(e: unknown): void;
-  t0: number;
-  t1: number;
   /** Gives the request its transferred buffers back (a retired request goes to the main thread whole). */
   restore(buffers: ArrayBuffer[]): void;
-  forget(): void;
 }
 
 /** The slots of SharedTsInstance.state. */
@@ -82,10 +79,7 @@ export class TsBorrowed implements BorrowedInstance {
   #serving = false;
   /** A port was asked of the main thread and has not come yet. */
   #asked = false;
-  #closed = false;
-  /** Told once a closed instance holds nothing more (closing). */
-  #done: (() => void) | undefined;
-  readonly #pending = new Map<number, Waiting>();
+  readonly #held: HeldRequests<Waiting>;
   #next = 0;
   /** What this turn sends on the port, posted as one batch at its end (#post checks the port again first). */
   readonly #batcher = new MessageBatcher<ToInstancePort>((batch, transfer) => this.#post(batch, transfer as ArrayBuffer[]));
@@ -95,6 +89,7 @@ export class TsBorrowed implements BorrowedInstance {
     this.#shared = shared;
     this.#checker = new OutcomeChecker(shared.model, shared.config);
     this.#connect = connect;
+    this.#held = new HeldRequests(shared.state, BUSY, () => this.#drop());
   }
 
   /** The executes waiting or running in the instance; undefined while this thread has no port to it (one is asked for). */
@@ -103,11 +98,11 @@ export class TsBorrowed implements BorrowedInstance {
       // The port's worker ended: nothing more goes to it. What it holds fails when the worker or
       // the main thread says why; once a fresh worker is ready, a port that holds nothing is
       // dropped, and one to the fresh worker asked for, before that word comes.
-      if (endedSlot.isEnded(this.#shared.state, ENDED) || this.#pending.size > 0 || this.#closed) return undefined;
+      if (endedSlot.isEnded(this.#shared.state, ENDED) || this.#held.size > 0 || this.#held.closed) return undefined;
       this.#drop();
     }
     if (!this.#thread) {
-      if (!this.#asked && !this.#closed) {
+      if (!this.#asked && !this.#held.closed) {
         this.#asked = true;
         this.#connect(this.key);
       }
@@ -135,7 +130,7 @@ export class TsBorrowed implements BorrowedInstance {
   attach(port: MessagePort | undefined, live = 0): void {
     this.#asked = false;
     if (!port) return;
-    if (this.#closed || this.#thread) {
+    if (this.#held.closed || this.#thread) {
       port.close();
       return;
     }
@@ -160,7 +155,8 @@ export class TsBorrowed implements BorrowedInstance {
 
   runPrepared(prepared: PreparedRequest, own = true): Promise<PreparedRun | undefined> {
     // A retired instance is finalizing: the main thread runs the request (whole: nothing was transferred yet).
-    if (!this.#thread || !this.#serving || this.#closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1) return Promise.resolve(undefined);
+    if (!this.#thread || !this.#serving || this.#held.closed || this.#stale() || Atomics.load(this.#shared.state, RETIRED) === 1)
+      return Promise.resolve(undefined);
     const t0 = nowNs();
     const plain: PlainRequest = { ...requestFields(prepared), cancelled: false };
     const request = prepared.request;
@@ -168,13 +164,12 @@ export class TsBorrowed implements BorrowedInstance {
     const buffers = own ? inputBuffers(request) : [];
     const restore = restorer(request, buffers);
     const id = this.#next++;
-    Atomics.add(this.#shared.state, BUSY, 1);
     const t1 = nowNs();
     return new Promise((resolve, reject) => {
       const signal = request.signal;
       const cancel = () => this.#batcher.send({ t: "cancel", id, index: 0 });
       signal?.addEventListener("abort", cancel, { once: true });
-      this.#pending.set(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
+      this.#held.hold(id, { prepared, resolve, reject, t0, t1, restore, forget: () => signal?.removeEventListener("abort", cancel) });
       this.#batcher.send({ t: "execute", id, requests: [plain], buffers }, buffers);
     });
   }
@@ -197,12 +192,12 @@ export class TsBorrowed implements BorrowedInstance {
       }
     }
     this.#handBack(batch);
-    this.#closeIfDone();
+    this.#held.closeIfDone();
   }
 
   /** The executes of `batch`, never posted, go back whole to the main thread; its cancellations are moot. */
   #handBack(batch: ToInstancePort[]): void {
-    for (const m of batch) if (m.t === "execute") this.#take(m.id)?.resolve(undefined);
+    for (const m of batch) if (m.t === "execute") this.#held.take(m.id)?.resolve(undefined);
   }
 
   #answer(m: FromInstancePort): void {
@@ -211,7 +206,7 @@ export class TsBorrowed implements BorrowedInstance {
       return;
     }
     if (m.t === "fatal") return this.#fatal(m.reason, m.back);
-    const w = this.#take(m.id);
+    const w = this.#held.take(m.id);
     if (!w) return;
     if (m.t === "retired") {
       w.restore(m.buffers);
@@ -227,16 +222,7 @@ export class TsBorrowed implements BorrowedInstance {
       const waitNs = Math.max(0, Math.min(Number(m.waitNs) || 0, t2 - w.t1));
       w.resolve({ outcome, queueNs: waitNs, computeInputNs: w.t1 - w.t0, computeInferNs: t2 - w.t1 - waitNs, computeOutputNs: nowNs() - t2 });
     }
-    this.#closeIfDone();
-  }
-
-  #take(id: number): Waiting | undefined {
-    const w = this.#pending.get(id);
-    if (!w) return undefined;
-    this.#pending.delete(id);
-    w.forget();
-    Atomics.sub(this.#shared.state, BUSY, 1);
-    return w;
+    this.#held.closeIfDone();
   }
 
   /**
@@ -248,7 +234,7 @@ export class TsBorrowed implements BorrowedInstance {
   #lost(port: MessagePort): void {
     if (this.#port !== port) return;
     this.#drop();
-    this.#closeIfDone();
+    this.#held.closeIfDone();
   }
 
   /**
@@ -259,7 +245,7 @@ export class TsBorrowed implements BorrowedInstance {
   #fatal(reason: unknown, back: { id: number; buffers: ArrayBuffer[] }[] | undefined): void {
     if (Array.isArray(back)) {
       for (const b of back) {
-        const w = this.#take(b.id);
+        const w = this.#held.take(b.id);
         if (!w) continue;
         w.restore(b.buffers);
         w.resolve(undefined);
@@ -277,40 +263,20 @@ export class TsBorrowed implements BorrowedInstance {
   ended(error: ServerError | undefined): void {
     const s = this.#shared;
     this.#drop();
-    if (error) this.#fail(error);
-    else if (Atomics.load(s.state, RETIRED) === 1) this.#fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
-    else this.#fail(internal(workerEnded(s.model, s.instance, "ended")));
-    this.#closeIfDone();
-  }
-
-  /** What the port held fails with `error` (as the main thread's instance fails it: an outcome, its execution counted). */
-  #fail(error: ServerError): void {
-    for (const id of [...this.#pending.keys()]) {
-      const w = this.#take(id)!;
-      const now = nowNs();
-      w.resolve({ outcome: { error }, queueNs: 0, computeInputNs: w.t1 - w.t0, computeInferNs: now - w.t1, computeOutputNs: 0 });
-    }
+    if (error) this.#held.fail(error);
+    else if (Atomics.load(s.state, RETIRED) === 1) this.#held.fail(unavailable(`model '${s.model}' instance ${s.instance} is unloaded`));
+    else this.#held.fail(internal(workerEnded(s.model, s.instance, "ended")));
+    this.#held.closeIfDone();
   }
 
   /** The version left the table: the port closes once what it holds is answered. */
   close(): void {
-    this.#closed = true;
-    this.#closeIfDone();
+    this.#held.close();
   }
 
-  /** After close(): whether requests are still held here; `done` is told once none is (DirectRunner keeps the instance for the owner's word until then). */
+  /** After close(): whether requests are still held here; `done` is told once none is. */
   closing(done: () => void): boolean {
-    if (this.#pending.size === 0) return false;
-    this.#done = done;
-    return true;
-  }
-
-  #closeIfDone(): void {
-    if (!this.#closed || this.#pending.size > 0) return;
-    this.#drop();
-    const done = this.#done;
-    this.#done = undefined;
-    done?.();
+    return this.#held.closing(done);
   }
 }
 

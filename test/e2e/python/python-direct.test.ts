@@ -164,7 +164,8 @@ describe("a Python model answered by the frontend workers, shown with the main t
     requireNumpy();
     repo = repository();
     held = addHoldModel(repo);
-    server = await startOnThreads(repo.dir, 2, PY_ARGS);
+    // Regions of 8 MiB: a 4 MB tensor fits (it crosses the workers' sockets in many chunks).
+    server = await startOnThreads(repo.dir, 2, [`--backend-config=python,interpreter=${PYTHON}`, `--backend-config=python,shm-default-byte-size=${8 << 20}`]);
   }, 120_000);
   afterAll(async () => {
     if (server) expect(await server.stop(), server.log().slice(-3000)).toBe(0);
@@ -202,6 +203,38 @@ describe("a Python model answered by the frontend workers, shown with the main t
     });
     expect(http).toEqual(Array.from({ length: 8 }, (_, k) => ({ k, status: 200, outputs: [A.map((v, i) => v + k + B[i]!), A.map((v, i) => v + k - B[i]!)] })));
     expect(grpc).toEqual(Array.from({ length: 4 }, (_, k) => ({ k, out: A.map((v, i) => v * k + B[i]!) })));
+  }, 60_000);
+
+  it("echoes a 4 MB tensor exactly, out and back in many socket chunks, while the main thread cannot", async () => {
+    const n = 1_000_000;
+    const x = new Float32Array(n);
+    for (let i = 0; i < n; i++) x[i] = (i % 1009) * 0.5 - 250;
+    const header = new TextEncoder().encode(
+      JSON.stringify({
+        inputs: [{ name: "X", datatype: "FP32", shape: [n], parameters: { binary_data_size: 4 * n } }],
+        outputs: [{ name: "Y", parameters: { binary_data: true } }],
+      }),
+    );
+    const body = new Uint8Array(header.byteLength + 4 * n);
+    body.set(header);
+    body.set(new Uint8Array(x.buffer), header.byteLength);
+    const post = () =>
+      fetch(`${server.url}/v2/models/py_echo/infer`, {
+        method: "POST",
+        body,
+        headers: { "inference-header-content-length": String(header.byteLength) },
+        signal: AbortSignal.timeout(10_000),
+      });
+    await warmUp(server, [{ model: "py_echo", body: JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1], data: [2] }] }) }]);
+    const answers: Uint8Array[] = [];
+    await whileMainHeld(server.url, held, async () => {
+      for (const r of await Promise.all([post(), post(), post()])) {
+        expect(r.status).toBe(200);
+        const bytes = new Uint8Array(await r.arrayBuffer());
+        answers.push(bytes.subarray(Number(r.headers.get("inference-header-content-length"))));
+      }
+    });
+    for (const a of answers) expect(Buffer.compare(Buffer.from(a), Buffer.from(x.buffer))).toBe(0);
   }, 60_000);
 });
 
