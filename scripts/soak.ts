@@ -8,6 +8,9 @@
  *     negative priorities over gRPC): each must be refused with Triton's error shape, never
  *     a 500 or INTERNAL;
  *   - explicit unload and load of `simple_identity` while requests use it;
+ *   - where /usr/bin/python3 has numpy: a Python add/sub model over HTTP and gRPC (exact
+ *     answers), its stub unloaded and loaded while the requests run (the frontend workers
+ *     reach the stubs themselves, #30);
  *   - system shared memory: register, infer from and into regions, truncate the object
  *     under the server, unregister while requests are in flight.
  * RSS is sampled every 10 s under load. The first sixth of the run is warm-up; then traffic
@@ -18,12 +21,12 @@
  * Appends its figures to scripts/results/soak.md.
  *
  *   npm run build && bun scripts/soak.ts [--minutes=30] [--settle=30] [--out=scripts/results/soak.md] [--binary=dist/nereid]
- *     [--settle-every=<minutes>] [--loops=httpValid,grpcValid,sequences,hostileHttp,hostileGrpc,lifecycle,sharedMemory] [--port=18890]
+ *     [--settle-every=<minutes>] [--loops=httpValid,grpcValid,sequences,hostileHttp,hostileGrpc,lifecycle,sharedMemory,python] [--port=18890]
  * (--loops runs only those client loops, to find which traffic a memory growth follows;
  * --port is the HTTP port, gRPC the next one, so several runs can go at once.)
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -31,6 +34,7 @@ import { credentials, makeGenericClientConstructor, type Client, type ServiceErr
 import { machineHeading, procStat, sleep, waitReady } from "./lib/bench.ts";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
 import { sendHttp } from "../test/fuzz/run.ts";
+import { PYTHON_ADD_SUB } from "./lib/bench-models.ts";
 import { SharedMemoryMapping, createSharedMemory, truncateSharedMemory, unlinkSharedMemory } from "../ffi/libc/shm.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -58,6 +62,18 @@ Bun.spawnSync([join(root, "node_modules", ".bin", "bun"), join(root, "scripts", 
 // idle time, so that only a wrong answer fails the run, not the idle reaper doing its job.
 const seqConfig = join(repo, "simple_sequence", "config.pbtxt");
 writeFileSync(seqConfig, readFileSync(seqConfig, "utf8").replace(/max_sequence_idle_microseconds: \d+/, "max_sequence_idle_microseconds: 60000000"));
+// A Python model beside them where Debian's python3 has numpy (its loop is left out otherwise).
+const PYTHON = "/usr/bin/python3";
+const hasPython = Bun.spawnSync([PYTHON, "-c", "import numpy"]).exitCode === 0;
+if (hasPython) {
+  mkdirSync(join(repo, "py_simple", "1"), { recursive: true });
+  const simpleConfig = readFileSync(join(repo, "simple", "config.pbtxt"), "utf8");
+  writeFileSync(
+    join(repo, "py_simple", "config.pbtxt"),
+    simpleConfig.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'),
+  );
+  writeFileSync(join(repo, "py_simple", "1", "model.py"), PYTHON_ADD_SUB);
+}
 const httpPort = Number(arg("port", "18890"));
 const grpcPort = httpPort + 1;
 const server = spawn(
@@ -72,6 +88,7 @@ const server = spawn(
     "--load-model=*",
     "--allow-client-shm=true",
     `--http-max-input-size=${MAX_INPUT}`,
+    `--backend-config=python,interpreter=${PYTHON}`,
   ],
   { stdio: ["ignore", "ignore", "pipe"] },
 );
@@ -350,6 +367,66 @@ async function lifecycle(): Promise<void> {
   await user;
 }
 
+/** The Python model over HTTP and gRPC, exact or refused while its stub is unloaded and loaded again every 5 s. */
+async function python(): Promise<void> {
+  const user = async (seed: number) => {
+    for (let k = 0; await go(); k++) {
+      const a = ints(16, (i) => seed * 100 + k + i);
+      const b = ints(16, (i) => i - k);
+      const r = await post("/v2/models/py_simple/infer", JSON.stringify(simpleBody(a, b)));
+      if (r.status === 200) {
+        count("python http: 200");
+        const out = (JSON.parse(r.text) as { outputs: { data: number[] }[] }).outputs;
+        if (
+          !equal(
+            out[0]?.data,
+            a.map((x, i) => x + b[i]!),
+          ) ||
+          !equal(
+            out[1]?.data,
+            a.map((x, i) => x - b[i]!),
+          )
+        )
+          problem(`python http: ${r.text.slice(0, 200)}`);
+      } else expectRefusal("python http", r);
+      try {
+        const g = await call("ModelInfer", {
+          model_name: "py_simple",
+          inputs: [
+            { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+            { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+          ],
+          raw_input_contents: [i32(a), i32(b)],
+        });
+        count("python grpc: OK");
+        if (
+          !equal(
+            fromI32(g.raw_output_contents[0]),
+            a.map((x, i) => x + b[i]!),
+          )
+        )
+          problem("python grpc: wrong sum");
+      } catch (e) {
+        const err = e as ServiceError;
+        // UNAVAILABLE or NOT_FOUND while the model is unloaded: a clean refusal.
+        count(`python grpc: ${err.code}`);
+        if (err.code !== 14 && err.code !== 5) problem(`python grpc: ${err.code} ${err.details}`);
+      }
+    }
+  };
+  const users = [user(1), user(2)];
+  while (await go()) {
+    await sleep(5000);
+    for (const action of ["unload", "load"]) {
+      const r = await post(`/v2/repository/models/py_simple/${action}`, "");
+      count(`python ${action}: ${r.status}`);
+      if (r.status !== 200) problem(`python ${action}: ${r.status} ${r.text.slice(0, 200)}`);
+      await sleep(200);
+    }
+  }
+  await Promise.all(users);
+}
+
 /** Shared memory: exact answers through regions, truncated objects, unregister under load. */
 async function sharedMemory(): Promise<void> {
   for (let k = 0; await go(); k++) {
@@ -431,6 +508,7 @@ const LOOPS: Record<string, () => Promise<void>[]> = {
   hostileGrpc: () => [hostileGrpc()],
   lifecycle: () => [lifecycle()],
   sharedMemory: () => [sharedMemory()],
+  python: () => (hasPython ? [python()] : []),
 };
 const chosen = arg("loops", Object.keys(LOOPS).join(",")).split(",");
 for (const name of chosen) if (!LOOPS[name]) throw new Error(`--loops: unknown loop '${name}' (${Object.keys(LOOPS).join(", ")})`);
