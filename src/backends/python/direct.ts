@@ -136,6 +136,8 @@ export class PythonBorrowed implements BorrowedInstance {
   readonly #checker: ResponseChecker;
   #conn: Connection | undefined;
   #connecting = false;
+  /** The ENDED slot's value under which a connection was refused (a stub that could not listen): no other is tried until a fresh stub's. */
+  #refusedUnder: number | undefined;
   /** The ENDED slot's value the connection was made under. */
   #live = 0;
   /** Bytes the socket has not taken yet, in order. */
@@ -162,7 +164,7 @@ export class PythonBorrowed implements BorrowedInstance {
       this.#drop();
     }
     if (!this.#conn) {
-      if (!this.#connecting && !this.#held.closed && !endedSlot.isEnded(state, ENDED)) this.#connect();
+      if (!this.#connecting && !this.#held.closed && !endedSlot.isEnded(state, ENDED) && this.#refusedUnder !== Atomics.load(state, ENDED)) this.#connect();
       return undefined;
     }
     return Atomics.load(state, BUSY);
@@ -206,8 +208,10 @@ export class PythonBorrowed implements BorrowedInstance {
         this.#frames = new Frames();
       },
       () => {
-        // Not listening (a stub between generations): a later request tries again.
+        // Not listening: the stub could not (its requests go to the main thread), or it ended
+        // as this was asked (its successor is tried).
         this.#connecting = false;
+        this.#refusedUnder = live;
       },
     );
   }

@@ -3,7 +3,9 @@
  * requests it is executing, the response senders of a decoupled model, and the BLS calls
  * its model makes back into the server. A stub that dies (or is killed for not answering
  * a health check) fails what it had with INTERNAL naming the model and instance, and is
- * started again.
+ * started again. Unless the model is decoupled, the stub also listens on a Unix socket
+ * where the frontend worker threads send it requests themselves (direct.ts, #30); the
+ * state shared with them (executes out, retired, the stub's generation) is kept here.
  */
 import { ServerError, unavailable } from "../../core/errors.ts";
 import { getLogger } from "../../core/logger.ts";
