@@ -2,8 +2,9 @@
  * #30: a Python model's requests answered by the frontend worker threads straight from its
  * stubs, each worker over a connection of its own (backends/python/direct.ts), through the
  * compiled binary: answers over HTTP and gRPC while the main thread's event loop is held;
- * the same answers and statistics as one thread, an input too large for the stub's shared
- * region refused alike; a stub that dies under the workers' requests fails them with the
+ * the same answers and statistics as one thread (BYTES, request ids and parameters, response
+ * parameters, model errors, BLS, an ensemble of Python steps), an input too large for the
+ * stub's shared region refused alike; a stub that dies under the workers' requests fails them with the
  * main thread's error and is reached again once restarted; unloads, loads and a version
  * swap under four client loops.
  *
@@ -23,6 +24,7 @@ import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
 import { LoadLoops } from "../../helpers/load-loops.ts";
 import { eventually } from "../../helpers/eventually.ts";
 import { PYTHON_ADD_SUB } from "../../../scripts/lib/bench-models.ts";
+import { pythonModels } from "./models.ts";
 
 const PYTHON = "/usr/bin/python3";
 /** Each of a stub's two shared regions: small, so that one input can outgrow it. */
@@ -134,8 +136,8 @@ function postFresh(url: string, body: string, abortAfterMs?: number): Promise<{ 
   });
 }
 
-/** Requests on fresh connections and gRPC channels until every frontend worker has sent some (each then holds its connection to the stubs). */
-async function warmUp(server: ServerProcess, models: { model: string; body: string }[]): Promise<void> {
+/** Requests on fresh connections (and gRPC channels to py_simple, unless `grpc` is false) until every frontend worker has sent some (each then holds its connection to the stubs). */
+async function warmUp(server: ServerProcess, models: { model: string; body: string }[], grpc = true): Promise<void> {
   for (const { model, body } of models) {
     const url = `${server.url}/v2/models/${model}/infer`;
     for (let round = 0; round < 3; round++) {
@@ -143,7 +145,7 @@ async function warmUp(server: ServerProcess, models: { model: string; body: stri
       for (const a of answers) expect(a.status, a.text).toBe(200);
     }
   }
-  for (let i = 0; i < 12; i++) {
+  for (let i = 0; grpc && i < 12; i++) {
     const { client, call } = inferenceClient(server.grpcTarget!);
     try {
       await call("ModelInfer")(grpcSimple());
@@ -310,6 +312,93 @@ describe("a Python model on the workers: the same answers and statistics as one 
       `py_echo 500 ${JSON.stringify({ error: "input 'X' of 4100 bytes does not fit the free space of the python stub's shared memory (4096 bytes; raise --backend-config=python,shm-default-byte-size)" })}`,
     );
     for (const model of ["py_simple", "py_echo"]) {
+      expect(await modelCounts(servers[2]!.server, model), model).toEqual(await modelCounts(servers[1]!.server, model));
+    }
+  }, 120_000);
+});
+
+/** py_ens: py_params twice in a row (X → mid → Z), an ensemble whose steps are Python models. */
+const ENSEMBLE = `name: "py_ens"
+platform: "ensemble"
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "Z" data_type: TYPE_INT32 dims: [ 1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "py_params" model_version: -1 input_map { key: "X" value: "X" } output_map { key: "Y" value: "mid" } },
+  { model_name: "py_params" model_version: -1 input_map { key: "X" value: "mid" } output_map { key: "Y" value: "Z" } }
+] }
+`;
+
+describe("the python backend's own test models on the workers: BYTES, parameters, BLS and an ensemble of Python steps, as one thread answers them", () => {
+  const MODELS = ["py_echo", "py_params", "py_add_sub", "py_repeat", "py_bls"];
+  const servers: Record<string, { server: ServerProcess; repo: ReturnType<typeof makeRepository> }> = {};
+  beforeAll(async () => {
+    requireNumpy();
+    await Promise.all(
+      [1, 2].map(async (threads) => {
+        const repo = makeRepository([]);
+        const files = pythonModels(PYTHON);
+        for (const m of MODELS) for (const [path, text] of Object.entries(files)) if (path.startsWith(`${m}/`)) repo.add(path, text);
+        repo.add("py_ens/config.pbtxt", ENSEMBLE);
+        repo.add("py_ens/1/.keep", "");
+        servers[threads] = { repo, server: await startOnThreads(repo.dir, threads, [`--backend-config=python,interpreter=${PYTHON}`]) };
+      }),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    for (const { server, repo } of Object.values(servers)) {
+      expect(await server.stop(), server.log().slice(-3000)).toBe(0);
+      repo.remove();
+    }
+  });
+
+  async function sequence(server: ServerProcess): Promise<string[]> {
+    const text = (data: string[], extra: object = {}) =>
+      JSON.stringify({ ...extra, inputs: [{ name: "TEXT", datatype: "BYTES", shape: [data.length], data }] });
+    const x = (v: number) => JSON.stringify({ inputs: [{ name: "X", datatype: "INT32", shape: [1], data: [v] }] });
+    await warmUp(
+      server,
+      [
+        { model: "py_echo", body: text(["warm"]) },
+        { model: "py_params", body: x(2) },
+        { model: "py_ens", body: x(2) },
+      ],
+      false,
+    );
+    const out: string[] = [];
+    const post = async (model: string, body: string) => {
+      const r = await postFresh(`${server.url}/v2/models/${model}/infer`, body);
+      out.push(`${model} ${r.status} ${r.text}`);
+    };
+    await post("py_echo", text(["héllo", "", "wörld"], { id: "r-7", parameters: { lang: "de", n: 3 }, outputs: [{ name: "UPPER" }, { name: "META" }] }));
+    await post("py_echo", text(["raise"]));
+    await post("py_echo", text(["fail"]));
+    await post("py_echo", text(["ok"], { outputs: [{ name: "META" }] }));
+    await post("py_params", x(2));
+    await post("py_params", x(1));
+    await post("py_ens", x(3));
+    await post("py_ens", x(1));
+    await post(
+      "py_bls",
+      JSON.stringify({
+        inputs: [
+          { name: "X", datatype: "FP32", shape: [4], data: [1, 2, 3, 4] },
+          { name: "N", datatype: "INT32", shape: [1], data: [3] },
+        ],
+      }),
+    );
+    return out;
+  }
+
+  it("answers every request alike, and counts them alike", async () => {
+    expect(servers[2]!.server.log()).toMatch(/frontend worker threads run these model versions themselves: [^\n]*py_ens:1/);
+    const one = await sequence(servers[1]!.server);
+    const two = await sequence(servers[2]!.server);
+    expect(two).toEqual(one);
+    // bytes.upper() leaves the non-ASCII bytes of UTF-8 as they are.
+    expect(one[0]).toMatch(/^py_echo 200 .*"data":\["HéLLO","","WöRLD"\]}.*"data":\["r-7",/);
+    expect(one[6]).toMatch(/^py_ens 200 .*"data":\[3\]/);
+    expect(one[8]).toMatch(/^py_bls 200 /);
+    for (const model of ["py_echo", "py_params", "py_ens", "py_bls"]) {
       expect(await modelCounts(servers[2]!.server, model), model).toEqual(await modelCounts(servers[1]!.server, model));
     }
   }, 120_000);
