@@ -51,6 +51,8 @@ export const STATE_BYTES = 12;
 /** The bytes of one message's header: the JSON's length and the inline bytes' length, little-endian uint32. */
 const HEAD = 8;
 const ALIGN = 64;
+/** The largest JSON part of a stub's message (as its control pipe's limit, stub-process.ts). */
+const MAX_JSON = 64 << 20;
 /** How long a connection that closed while its stub lives on (a broken channel) may wait for the owner's word before what it held fails. */
 const LOST_GRACE_MS = 2_000;
 
@@ -93,13 +95,20 @@ class Frames {
   #size = 0;
   /** The bytes the waiting parts must reach before a message can be whole. */
   #need = HEAD;
+  /** The largest inline bytes a message may carry (the stub's region: its answer would have to fit there). */
+  readonly #maxBytes: number;
 
-  push(chunk: Uint8Array, each: (json: Uint8Array, raw: Uint8Array) => void): void {
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Calls `each` with every message made whole by `chunk`; false (and nothing more read) once a message declares more than a stub may send. */
+  push(chunk: Uint8Array, each: (json: Uint8Array, raw: Uint8Array) => void): boolean {
     let buf = chunk;
     if (this.#size > 0) {
       this.#parts.push(new Uint8Array(chunk));
       this.#size += chunk.byteLength;
-      if (this.#size < this.#need) return;
+      if (this.#size < this.#need) return true;
       buf = new Uint8Array(this.#size);
       let at = 0;
       for (const p of this.#parts) {
@@ -114,7 +123,9 @@ class Frames {
       const left = buf.byteLength - at;
       const view = left >= HEAD ? new DataView(buf.buffer, buf.byteOffset + at, HEAD) : undefined;
       const json = view ? view.getUint32(0, true) : 0;
-      const total = view ? HEAD + json + view.getUint32(4, true) : HEAD;
+      const bytes = view ? view.getUint32(4, true) : 0;
+      if (json > MAX_JSON || bytes > this.#maxBytes) return false;
+      const total = HEAD + json + bytes;
       if (left < total) {
         this.#need = total;
         break;
@@ -127,6 +138,7 @@ class Frames {
       this.#parts = [rest];
       this.#size = rest.byteLength;
     }
+    return true;
   }
 }
 
@@ -143,7 +155,7 @@ export class PythonBorrowed implements BorrowedInstance {
   /** Bytes the socket has not taken yet, in order. */
   #unsent: Uint8Array[] = [];
   /** The messages coming from the stub. */
-  #frames = new Frames();
+  #frames: Frames;
   readonly #held: HeldRequests<Waiting>;
   #next = 0;
 
@@ -152,6 +164,7 @@ export class PythonBorrowed implements BorrowedInstance {
     this.#shared = shared;
     this.#checker = new ResponseChecker(shared.model, shared.label, shared.config);
     this.#held = new HeldRequests(shared.state, BUSY, () => this.#drop());
+    this.#frames = new Frames(shared.regionSize);
   }
 
   /** The executes waiting or running in the stub; undefined while this thread has no connection to it (one is made). */
@@ -205,7 +218,7 @@ export class PythonBorrowed implements BorrowedInstance {
         this.#conn = socket;
         this.#live = live;
         this.#unsent = [];
-        this.#frames = new Frames();
+        this.#frames = new Frames(this.#shared.regionSize);
       },
       () => {
         // Not listening: the stub could not (its requests go to the main thread), or it ended
@@ -278,10 +291,21 @@ export class PythonBorrowed implements BorrowedInstance {
   }
 
   #data(chunk: Uint8Array): void {
-    this.#frames.push(chunk, (json, raw) => this.#answer(JSON.parse(decoder.decode(json)), raw));
+    let fault: string | undefined;
+    try {
+      if (!this.#frames.push(chunk, (json, raw) => this.#answer(JSON.parse(decoder.decode(json)), raw))) fault = "a message larger than its connection allows";
+    } catch {
+      fault = "a malformed message";
+    }
+    if (fault === undefined) return;
+    // A broken stub: nothing more is read from it, and what the connection held fails now.
+    this.#drop();
+    this.#held.fail(internal(`${this.#shared.label}: the Python stub process sent ${fault} over a frontend worker's connection`));
+    this.#held.closeIfDone();
   }
 
   #answer(m: { t: string; id: number; w?: number; err?: WireError; resps?: WireResponse[] }, raw: Uint8Array): void {
+    if (typeof m !== "object" || m === null) throw new TypeError("not a message");
     const w = this.#held.take(m.id);
     if (!w) return;
     if (m.t === "cancelled") {
@@ -307,7 +331,7 @@ export class PythonBorrowed implements BorrowedInstance {
     const conn = this.#conn;
     this.#conn = undefined;
     this.#unsent = [];
-    this.#frames = new Frames();
+    this.#frames = new Frames(this.#shared.regionSize);
     try {
       conn?.end();
     } catch {

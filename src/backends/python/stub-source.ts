@@ -196,14 +196,17 @@ class Inline:
     def __init__(self, raw=b""):
         self.raw = raw
         self.out = bytearray()
+        self.used = 0
 
     def put(self, tensors):
         descs = []
         for t in tensors:
             dt, shape, raw = _tensor_bytes(t)
             n = raw.nbytes
-            # The same bound as the shared region's, so an answer does not depend on the thread that asked.
-            if max(ALIGN, (n + ALIGN - 1) // ALIGN * ALIGN) > region_size:
+            # The shared region's bound (64-byte blocks, all of an answer's tensors at once), so
+            # an answer does not depend on the thread that asked.
+            self.used += max(ALIGN, (n + ALIGN - 1) // ALIGN * ALIGN)
+            if self.used > region_size:
                 arena_too_small(n)
             descs.append({"n": t.name(), "d": dt, "s": shape, "o": len(self.out), "b": n})
             self.out += raw.tobytes() if hasattr(raw, "tobytes") else raw
@@ -482,6 +485,7 @@ class Direct:
         self.lock = threading.Lock()
         self.live = set()  # ids received and not answered yet
         self.cancelled = set()  # of those, the ones the worker cancelled
+        self.closed = False  # the worker closed the connection: nobody waits for its answers
 
     def send(self, msg, raw=b""):
         body = json.dumps(msg, separators=(",", ":")).encode("utf-8")
@@ -526,6 +530,7 @@ class Direct:
         except Exception:
             traceback.print_exc()
         finally:
+            self.closed = True
             try:
                 self.conn.close()
             except OSError:
@@ -534,6 +539,8 @@ class Direct:
     def answer(self, model, m):
         ident = m["id"]
         waited = time.monotonic_ns() - m["_at"]
+        if self.closed:
+            return  # the worker has answered it already (it dropped the connection): it is not run
         if self.cancelled_now(ident):
             reply = {"t": "cancelled", "id": ident}
         else:

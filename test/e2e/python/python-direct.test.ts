@@ -63,6 +63,32 @@ class TritonPythonModel:
         return out
 `;
 
+/**
+ * py_hostile: for X = 7 (large) or 8 (malformed), writes a broken message on every
+ * connection the frontend workers have to its stub (found through the stub's own objects,
+ * as hostile model code could), then answers Y = X; otherwise answers Y = X.
+ */
+const HOSTILE = `
+import gc, struct
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            if int(x[0]) in (7, 8):
+                junk = struct.pack("<II", 0xFFFFFFF0, 0) if int(x[0]) == 7 else struct.pack("<II", 5, 0) + b"{nope"
+                for o in gc.get_objects():
+                    if type(o).__name__ == "Direct":
+                        try:
+                            o.conn.sendall(junk)
+                        except OSError:
+                            pass
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
+        return out
+`;
+
 /** py_echo: Y = X, FP32 of any length; X = [-1] raises. */
 const ECHO = `
 import triton_python_backend_utils as pb_utils
@@ -92,6 +118,11 @@ function repository() {
     'backend: "python"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
   );
   repo.add("py_echo/1/model.py", ECHO);
+  repo.add(
+    "py_hostile/config.pbtxt",
+    'backend: "python"\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
+  );
+  repo.add("py_hostile/1/model.py", HOSTILE);
   return repo;
 }
 
@@ -475,6 +506,30 @@ describe("a Python stub that dies, hangs or holds a cancelled request under the 
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 0, 0, 0, 0]);
     await eventually(async () => expect(await canceled()).toBe(before + 4), 10_000);
     expect(existsSync(join(repo.dir, "py_crash", "ran"))).toBe(false);
+  }, 60_000);
+
+  it("a stub that writes a broken message to the workers' connections fails what they held there, and no worker thread ends", async () => {
+    const url = `${server.url}/v2/models/py_hostile/infer`;
+    const exact = (v: number) =>
+      `200 ${JSON.stringify({ model_name: "py_hostile", model_version: "1", outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: [v] }] })}`;
+    for (const [x, fault] of [
+      [7, "a message larger than its connection allows"],
+      [8, "a malformed message"],
+    ] as const) {
+      await warmUp(server, [{ model: "py_hostile", body: body(5) }], false);
+      const answers = await Promise.all(Array.from({ length: 8 }, () => postFresh(url, body(x))));
+      const error = `500 ${JSON.stringify({ error: `model 'py_hostile' instance 'py_hostile_0': the Python stub process sent ${fault} over a frontend worker's connection` })}`;
+      for (const a of answers) expect([exact(x), error]).toContain(`${a.status} ${a.text}`);
+      // The broken message reaches every worker's connection: the requests a worker held there fail.
+      expect(answers.map((a) => a.status)).toContain(500);
+      // The workers connect again, and answer exactly once the stub has run what it still held
+      // (a broken message it writes meanwhile reaches the new connections too).
+      await eventually(async () => {
+        const again = await Promise.all(Array.from({ length: 8 }, (_, k) => postFresh(url, body(20 + k))));
+        expect(again.map((a) => `${a.status} ${a.text}`)).toEqual(Array.from({ length: 8 }, (_, k) => exact(20 + k)));
+      }, 10_000);
+    }
+    expect(server.log()).not.toMatch(/worker thread ended|worker thread: /);
   }, 60_000);
 
   async function canceled(): Promise<number> {
