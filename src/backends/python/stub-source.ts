@@ -6,7 +6,7 @@ export const STUB_SOURCE = String.raw`"""Nereid's python backend stub: runs one 
 fd 0 / a private copy of fd 1 (length-prefixed JSON control messages) and two shared-memory
 regions (tensor bytes). argv: lib_dir model_path region_in region_out region_size [socket].
 With a socket path, the server's frontend worker threads also connect there, each on a
-connection of its own, and send executes with their tensors inline (execute_direct)."""
+connection of its own, and send executes with their tensors inline (Direct)."""
 import os
 import sys
 import json
