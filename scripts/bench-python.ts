@@ -17,10 +17,10 @@
  * Needs wrk.
  */
 import { spawn, execFileSync, spawnSync } from "node:child_process";
-import { appendFileSync, mkdtempSync, mkdirSync, readFileSync, writeFileSync, cpSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import { PYTHON_ADD_SUB } from "./lib/bench-models.ts";
+import { writePythonSimple } from "./lib/bench-models.ts";
 import { machineHeading, wrk, wrkPostScript } from "./lib/bench.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -36,13 +36,7 @@ if (spawnSync("wrk", ["--version"]).error) throw new Error("wrk is not installed
 
 const repo = mkdtempSync(join(tmpdir(), "nereid-bench-py-"));
 cpSync(join(root, "model_repository", "simple"), join(repo, "simple"), { recursive: true });
-mkdirSync(join(repo, "py_simple", "1"), { recursive: true });
-const config = readFileSync(join(repo, "simple", "config.pbtxt"), "utf8");
-writeFileSync(
-  join(repo, "py_simple", "config.pbtxt"),
-  config.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'),
-);
-writeFileSync(join(repo, "py_simple", "1", "model.py"), PYTHON_ADD_SUB);
+writePythonSimple(repo);
 
 const port = 18500 + Math.floor(Math.random() * 400);
 const server = spawn(

@@ -26,7 +26,7 @@
  * --port is the HTTP port, gRPC the next one, so several runs can go at once.)
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -34,7 +34,7 @@ import { credentials, makeGenericClientConstructor, type Client, type ServiceErr
 import { machineHeading, procStat, sleep, waitReady } from "./lib/bench.ts";
 import { serviceDefinition } from "../src/frontends/grpc/protos.ts";
 import { sendHttp } from "../test/fuzz/run.ts";
-import { PYTHON_ADD_SUB } from "./lib/bench-models.ts";
+import { writePythonSimple } from "./lib/bench-models.ts";
 import { SharedMemoryMapping, createSharedMemory, truncateSharedMemory, unlinkSharedMemory } from "../ffi/libc/shm.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -65,15 +65,7 @@ writeFileSync(seqConfig, readFileSync(seqConfig, "utf8").replace(/max_sequence_i
 // A Python model beside them where Debian's python3 has numpy (its loop is left out otherwise).
 const PYTHON = "/usr/bin/python3";
 const hasPython = Bun.spawnSync([PYTHON, "-c", "import numpy"]).exitCode === 0;
-if (hasPython) {
-  mkdirSync(join(repo, "py_simple", "1"), { recursive: true });
-  const simpleConfig = readFileSync(join(repo, "simple", "config.pbtxt"), "utf8");
-  writeFileSync(
-    join(repo, "py_simple", "config.pbtxt"),
-    simpleConfig.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'),
-  );
-  writeFileSync(join(repo, "py_simple", "1", "model.py"), PYTHON_ADD_SUB);
-}
+if (hasPython) writePythonSimple(repo);
 const httpPort = Number(arg("port", "18890"));
 const grpcPort = httpPort + 1;
 const server = spawn(
@@ -182,42 +174,54 @@ async function httpValid(seed: number): Promise<void> {
     const b = ints(16, (i) => i * 3 - k);
     const r = await post("/v2/models/simple/infer", JSON.stringify(simpleBody(a, b)));
     count(`http valid: ${r.status}`);
-    const out = r.status === 200 ? (JSON.parse(r.text) as { outputs: { name: string; data: number[] }[] }).outputs : [];
-    if (
-      !equal(
-        out[0]?.data,
-        a.map((x, i) => x + b[i]!),
-      ) ||
-      !equal(
-        out[1]?.data,
-        a.map((x, i) => x - b[i]!),
-      )
-    )
-      problem(`http valid: ${r.status} ${r.text.slice(0, 200)}`);
+    if (r.status !== 200 || !addSubExact(r.text, a, b)) problem(`http valid: ${r.status} ${r.text.slice(0, 200)}`);
   }
+}
+
+/** Whether a JSON answer of simple's shape holds a + b and a - b. */
+function addSubExact(text: string, a: number[], b: number[]): boolean {
+  const out = (JSON.parse(text) as { outputs: { data: number[] }[] }).outputs;
+  return (
+    equal(
+      out[0]?.data,
+      a.map((x, i) => x + b[i]!),
+    ) &&
+    equal(
+      out[1]?.data,
+      a.map((x, i) => x - b[i]!),
+    )
+  );
+}
+
+/** One gRPC ModelInfer of `model` (simple's inputs and outputs) with `a` and `b`, counted as `what`; a wrong sum is a problem, a failed call is thrown. */
+async function grpcAddSub(model: string, a: number[], b: number[], what: string): Promise<void> {
+  const r = await call("ModelInfer", {
+    model_name: model,
+    inputs: [
+      { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
+      { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
+    ],
+    raw_input_contents: [i32(a), i32(b)],
+  });
+  count(`${what}: OK`);
+  if (
+    !equal(
+      fromI32(r.raw_output_contents[0]),
+      a.map((x, i) => x + b[i]!),
+    )
+  )
+    problem(`${what}: wrong sum`);
 }
 
 async function grpcValid(): Promise<void> {
   for (let k = 0; await go(); k++) {
-    const a = ints(16, (i) => k + i);
-    const b = ints(16, (i) => 7 * i);
     try {
-      const r = await call("ModelInfer", {
-        model_name: "simple",
-        inputs: [
-          { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
-          { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
-        ],
-        raw_input_contents: [i32(a), i32(b)],
-      });
-      count("grpc valid: OK");
-      if (
-        !equal(
-          fromI32(r.raw_output_contents[0]),
-          a.map((x, i) => x + b[i]!),
-        )
-      )
-        problem("grpc valid: wrong sum");
+      await grpcAddSub(
+        "simple",
+        ints(16, (i) => k + i),
+        ints(16, (i) => 7 * i),
+        "grpc valid",
+      );
     } catch (e) {
       problem(`grpc valid: ${(e as ServiceError).code} ${(e as ServiceError).details}`);
     }
@@ -376,36 +380,10 @@ async function python(): Promise<void> {
       const r = await post("/v2/models/py_simple/infer", JSON.stringify(simpleBody(a, b)));
       if (r.status === 200) {
         count("python http: 200");
-        const out = (JSON.parse(r.text) as { outputs: { data: number[] }[] }).outputs;
-        if (
-          !equal(
-            out[0]?.data,
-            a.map((x, i) => x + b[i]!),
-          ) ||
-          !equal(
-            out[1]?.data,
-            a.map((x, i) => x - b[i]!),
-          )
-        )
-          problem(`python http: ${r.text.slice(0, 200)}`);
+        if (!addSubExact(r.text, a, b)) problem(`python http: ${r.text.slice(0, 200)}`);
       } else expectRefusal("python http", r);
       try {
-        const g = await call("ModelInfer", {
-          model_name: "py_simple",
-          inputs: [
-            { name: "INPUT0", datatype: "INT32", shape: [1, 16] },
-            { name: "INPUT1", datatype: "INT32", shape: [1, 16] },
-          ],
-          raw_input_contents: [i32(a), i32(b)],
-        });
-        count("python grpc: OK");
-        if (
-          !equal(
-            fromI32(g.raw_output_contents[0]),
-            a.map((x, i) => x + b[i]!),
-          )
-        )
-          problem("python grpc: wrong sum");
+        await grpcAddSub("py_simple", a, b, "python grpc");
       } catch (e) {
         const err = e as ServiceError;
         // UNAVAILABLE or NOT_FOUND while the model is unloaded: a clean refusal.

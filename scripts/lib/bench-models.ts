@@ -2,7 +2,7 @@
  * Models and request bodies the frontend benchmarks share: a repository with `simple` and
  * an FP32 identity model (any length), and gRPC message frames for h2load.
  */
-import { cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeModel, valueInfo, node, ElemType } from "./onnx-builder.ts";
 import { messageType } from "../../src/frontends/grpc/protos.ts";
@@ -19,6 +19,21 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
         return out
 `;
+
+/** The files of `py_simple`, `simple` (its config given) as a Python model: paths inside a repository and their texts. */
+export function pythonSimpleFiles(simpleConfig: string): Record<string, string> {
+  return {
+    "py_simple/config.pbtxt": simpleConfig.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'),
+    "py_simple/1/model.py": PYTHON_ADD_SUB,
+  };
+}
+
+/** Writes `py_simple` (pythonSimpleFiles) beside `simple` in the repository at `repo`. */
+export function writePythonSimple(repo: string): void {
+  mkdirSync(join(repo, "py_simple", "1"), { recursive: true });
+  for (const [path, text] of Object.entries(pythonSimpleFiles(readFileSync(join(repo, "simple", "config.pbtxt"), "utf8"))))
+    writeFileSync(join(repo, path), text);
+}
 
 /** Writes `<work>/models` with the example `simple` and `fp32_identity` (X → Y, FP32 [-1]); returns its path. */
 export function simpleAndIdentityRepository(root: string, work: string): string {

@@ -16,14 +16,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { request as httpRequest, Agent } from "node:http";
 import type { ServerProcess } from "../../helpers/server-process.ts";
-import { startOnThreads } from "../../helpers/thread-servers.ts";
+import { onOneAndTwoThreads, startOnThreads } from "../../helpers/thread-servers.ts";
 import { makeRepository } from "../../helpers/repo.ts";
 import { modelCounts } from "../../helpers/model-counts.ts";
 import { inferenceClient, simpleOutput } from "../../helpers/grpc-client.ts";
 import { addHoldModel, whileMainHeld } from "../../helpers/hold-model.ts";
 import { LoadLoops } from "../../helpers/load-loops.ts";
 import { eventually } from "../../helpers/eventually.ts";
-import { PYTHON_ADD_SUB } from "../../../scripts/lib/bench-models.ts";
+import { pythonSimpleFiles } from "../../../scripts/lib/bench-models.ts";
 import { pythonModels } from "./models.ts";
 
 const PYTHON = "/usr/bin/python3";
@@ -38,12 +38,22 @@ const SIMPLE_CONFIG = readFileSync(new URL("../../../model_repository/simple/con
 
 /**
  * py_crash: X = 1 ends the stub (os._exit(7)), X = 2 stops it (SIGSTOP: it hangs), X = 3
- * sleeps 300 ms first, X = 9 appends a line to the file "ran" beside the model's folder; it
- * answers Y = X.
+ * sleeps 300 ms first, X = 9 appends a line to the file "ran" beside the model's folder,
+ * X = 7 (too large) or 8 (not JSON) writes a broken message on every connection the
+ * frontend workers have to the stub (found through the stub's own objects, as hostile model
+ * code could); it answers Y = X.
  */
 const CRASH = `
-import os, signal, time
+import gc, os, signal, struct, time
 import triton_python_backend_utils as pb_utils
+
+def broken(junk):
+    for o in gc.get_objects():
+        if type(o).__name__ == "Direct":
+            try:
+                o.conn.sendall(junk)
+            except OSError:
+                pass
 
 class TritonPythonModel:
     def execute(self, requests):
@@ -56,35 +66,13 @@ class TritonPythonModel:
                 os.kill(os.getpid(), signal.SIGSTOP)
             if int(x[0]) == 3:
                 time.sleep(0.3)
+            if int(x[0]) == 7:
+                broken(struct.pack("<II", 0xFFFFFFF0, 0))
+            if int(x[0]) == 8:
+                broken(struct.pack("<II", 5, 0) + b"{nope")
             if int(x[0]) == 9:
                 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ran"), "a") as f:
                     f.write("ran\\n")
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
-        return out
-`;
-
-/**
- * py_hostile: for X = 7 (large) or 8 (malformed), writes a broken message on every
- * connection the frontend workers have to its stub (found through the stub's own objects,
- * as hostile model code could), then answers Y = X; otherwise answers Y = X.
- */
-const HOSTILE = `
-import gc, struct
-import triton_python_backend_utils as pb_utils
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
-            if int(x[0]) in (7, 8):
-                junk = struct.pack("<II", 0xFFFFFFF0, 0) if int(x[0]) == 7 else struct.pack("<II", 5, 0) + b"{nope"
-                for o in gc.get_objects():
-                    if type(o).__name__ == "Direct":
-                        try:
-                            o.conn.sendall(junk)
-                        except OSError:
-                            pass
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x)]))
         return out
 `;
@@ -106,8 +94,7 @@ class TritonPythonModel:
 
 function repository() {
   const repo = makeRepository([]);
-  repo.add("py_simple/config.pbtxt", SIMPLE_CONFIG.replace('name: "simple"', 'name: "py_simple"').replace('platform: "onnxruntime_onnx"', 'backend: "python"'));
-  repo.add("py_simple/1/model.py", PYTHON_ADD_SUB);
+  for (const [path, text] of Object.entries(pythonSimpleFiles(SIMPLE_CONFIG))) repo.add(path, text);
   repo.add(
     "py_crash/config.pbtxt",
     'backend: "python"\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
@@ -118,11 +105,6 @@ function repository() {
     'backend: "python"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
   );
   repo.add("py_echo/1/model.py", ECHO);
-  repo.add(
-    "py_hostile/config.pbtxt",
-    'backend: "python"\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
-  );
-  repo.add("py_hostile/1/model.py", HOSTILE);
   return repo;
 }
 
@@ -272,22 +254,15 @@ describe("a Python model answered by the frontend workers, shown with the main t
 });
 
 describe("a Python model on the workers: the same answers and statistics as one thread", () => {
-  const servers: Record<string, { server: ServerProcess; repo: ReturnType<typeof makeRepository> }> = {};
-  beforeAll(async () => {
-    requireNumpy();
-    await Promise.all(
-      [1, 2].map(async (threads) => {
-        const repo = repository();
-        servers[threads] = { repo, server: await startOnThreads(repo.dir, threads, PY_ARGS) };
-      }),
-    );
-  }, 120_000);
-  afterAll(async () => {
-    for (const { server, repo } of Object.values(servers)) {
-      expect(await server.stop(), server.log().slice(-3000)).toBe(0);
-      repo.remove();
-    }
-  });
+  const servers: Record<number, { server: ServerProcess; repo: ReturnType<typeof makeRepository> }> = {};
+  onOneAndTwoThreads(
+    async (threads) => {
+      requireNumpy();
+      const repo = repository();
+      return { repo, server: await startOnThreads(repo.dir, threads, PY_ARGS) };
+    },
+    (one, two) => Object.assign(servers, { 1: one, 2: two }),
+  );
 
   /** The same requests, in the same order: good ones, a bad datatype, a model error, an input too large for the stub's region, a cancelled one. */
   async function sequence(server: ServerProcess): Promise<string[]> {
@@ -361,26 +336,19 @@ ensemble_scheduling { step [
 
 describe("the python backend's own test models on the workers: BYTES, parameters, BLS and an ensemble of Python steps, as one thread answers them", () => {
   const MODELS = ["py_echo", "py_params", "py_add_sub", "py_repeat", "py_bls"];
-  const servers: Record<string, { server: ServerProcess; repo: ReturnType<typeof makeRepository> }> = {};
-  beforeAll(async () => {
-    requireNumpy();
-    await Promise.all(
-      [1, 2].map(async (threads) => {
-        const repo = makeRepository([]);
-        const files = pythonModels(PYTHON);
-        for (const m of MODELS) for (const [path, text] of Object.entries(files)) if (path.startsWith(`${m}/`)) repo.add(path, text);
-        repo.add("py_ens/config.pbtxt", ENSEMBLE);
-        repo.add("py_ens/1/.keep", "");
-        servers[threads] = { repo, server: await startOnThreads(repo.dir, threads, [`--backend-config=python,interpreter=${PYTHON}`]) };
-      }),
-    );
-  }, 120_000);
-  afterAll(async () => {
-    for (const { server, repo } of Object.values(servers)) {
-      expect(await server.stop(), server.log().slice(-3000)).toBe(0);
-      repo.remove();
-    }
-  });
+  const servers: Record<number, { server: ServerProcess; repo: ReturnType<typeof makeRepository> }> = {};
+  onOneAndTwoThreads(
+    async (threads) => {
+      requireNumpy();
+      const repo = makeRepository([]);
+      const files = pythonModels(PYTHON);
+      for (const m of MODELS) for (const [path, text] of Object.entries(files)) if (path.startsWith(`${m}/`)) repo.add(path, text);
+      repo.add("py_ens/config.pbtxt", ENSEMBLE);
+      repo.add("py_ens/1/.keep", "");
+      return { repo, server: await startOnThreads(repo.dir, threads, [`--backend-config=python,interpreter=${PYTHON}`]) };
+    },
+    (one, two) => Object.assign(servers, { 1: one, 2: two }),
+  );
 
   async function sequence(server: ServerProcess): Promise<string[]> {
     const text = (data: string[], extra: object = {}) =>
@@ -509,16 +477,16 @@ describe("a Python stub that dies, hangs or holds a cancelled request under the 
   }, 60_000);
 
   it("a stub that writes a broken message to the workers' connections fails what they held there, and no worker thread ends", async () => {
-    const url = `${server.url}/v2/models/py_hostile/infer`;
+    const url = `${server.url}/v2/models/py_crash/infer`;
     const exact = (v: number) =>
-      `200 ${JSON.stringify({ model_name: "py_hostile", model_version: "1", outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: [v] }] })}`;
+      `200 ${JSON.stringify({ model_name: "py_crash", model_version: "1", outputs: [{ name: "Y", datatype: "INT32", shape: [1], data: [v] }] })}`;
     for (const [x, fault] of [
       [7, "a message larger than its connection allows"],
       [8, "a malformed message"],
     ] as const) {
-      await warmUp(server, [{ model: "py_hostile", body: body(5) }], false);
+      await warmUp(server, [{ model: "py_crash", body: body(5) }], false);
       const answers = await Promise.all(Array.from({ length: 8 }, () => postFresh(url, body(x))));
-      const error = `500 ${JSON.stringify({ error: `model 'py_hostile' instance 'py_hostile_0': the Python stub process sent ${fault} over a frontend worker's connection` })}`;
+      const error = `500 ${JSON.stringify({ error: `model 'py_crash' instance 'py_crash_0': the Python stub process sent ${fault} over a frontend worker's connection` })}`;
       for (const a of answers) expect([exact(x), error]).toContain(`${a.status} ${a.text}`);
       // The broken message reaches every worker's connection: the requests a worker held there fail.
       expect(answers.map((a) => a.status)).toContain(500);
