@@ -9,8 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createSharedMemory, SharedMemoryMapping, unlinkSharedMemory } from "../../../ffi/libc/shm.ts";
-import { internal } from "../../core/errors.ts";
-import { doesNotFit } from "./wire.ts";
+import { checkedRange, doesNotFit } from "./wire.ts";
 
 const ALIGN = 64;
 
@@ -119,9 +118,7 @@ export class StubMemory {
 
   /** A copy of `length` bytes the stub wrote at `offset`. */
   take(offset: number, length: number): Uint8Array {
-    if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > this.size) {
-      throw internal(`python stub named bytes [${offset}, +${length}) outside its ${this.size}-byte shared memory`);
-    }
+    checkedRange(this.size, offset, length, "shared memory");
     return this.#in!.bytes.slice(offset, offset + length);
   }
 

@@ -316,7 +316,7 @@ export class PythonBorrowed implements BorrowedInstance {
         ? { error: wireError(m.err) }
         : this.#checker.outcome(w.prepared, m.resps?.[0] ?? { err: { m: `${this.#shared.label} sent no response`, c: "INTERNAL" } }, (descs) =>
             this.#checker.tensors(descs, (offset, length) => {
-              checkedRange(this.#shared.label, raw.byteLength, offset, length, "message");
+              checkedRange(raw.byteLength, offset, length, `message to ${this.#shared.label}'s frontend worker`);
               // A copy at offset 0: the stub packs tensors unaligned, and typed views need alignment.
               return new Uint8Array(raw.subarray(offset, offset + length));
             }),

@@ -209,7 +209,7 @@ class Inline:
             if self.used > region_size:
                 arena_too_small(n)
             descs.append({"n": t.name(), "d": dt, "s": shape, "o": len(self.out), "b": n})
-            self.out += raw.tobytes() if hasattr(raw, "tobytes") else raw
+            self.out += raw.tobytes()
         return descs
 
     def get(self, descs):

@@ -108,10 +108,10 @@ export class ResponseChecker {
   }
 }
 
-/** A byte range of a message or region, checked: a stub that names bytes outside it is broken. */
-export function checkedRange(label: string, size: number, offset: number, length: number, where: string): void {
+/** A byte range of a stub's shared region or message, checked: a stub that names bytes outside it is broken. */
+export function checkedRange(size: number, offset: number, length: number, where: string): void {
   if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > size) {
-    throw internal(`python stub of ${label} named bytes [${offset}, +${length}) outside its ${size}-byte ${where}`);
+    throw internal(`python stub named bytes [${offset}, +${length}) outside its ${size}-byte ${where}`);
   }
 }
 
