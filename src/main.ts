@@ -27,6 +27,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage() + "\n");
     return 0;
   }
+  // The subcommands run at the normal JIT policy from the start (`nereid perf` is a load generator).
+  if (parsed.kind !== "run") serveAtFullJit();
   // The subcommands and the server are imported for what was asked only; the frontends'
   // worker threads start before the server's modules are evaluated (#30).
   if (parsed.kind === "devices") return (await import("./devices.ts")).runDevices(parsed);
@@ -79,8 +81,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
   notifyServiceManager(`READY=1\nSTATUS=serving ${running.server.repositoryIndex(true).length} model version(s)`);
+  serveAtFullJit();
   if (pendingSignal) onSignal(pendingSignal);
   return stopped;
+}
+
+/**
+ * The compiled binary starts with JavaScriptCore's tier-up thresholds scaled up
+ * (scripts/build.ts, --compile-jit-policy), so that code run once while starting stays in
+ * the interpreter instead of costing the JIT's compiles (#30, start → ready); serving
+ * gets the normal thresholds back. A no-op elsewhere (Node, Deno, Bun run from source).
+ */
+function serveAtFullJit(): void {
+  (globalThis as { Bun?: { unsafe?: { setJITPolicy?(scale: number): void } } }).Bun?.unsafe?.setJITPolicy?.(1);
 }
 
 /** systemd Type=notify: tells the service manager when serving starts and stops (no-op outside systemd). */
