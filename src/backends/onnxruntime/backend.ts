@@ -105,6 +105,7 @@ export type { OrtInstance };
 /** Sessions this thread is building now (createInstance). */
 let building = 0;
 let trimTimer: ReturnType<typeof setTimeout> | undefined;
+const TRIM_DELAY_MS = 100;
 
 /**
  * ORT's copies of the model files are freed once the sessions are built; they go back to
@@ -120,7 +121,6 @@ function trimSoon(): void {
   }, TRIM_DELAY_MS);
   trimTimer.unref?.();
 }
-const TRIM_DELAY_MS = 100;
 
 class OrtModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
