@@ -8,7 +8,8 @@ import { loadLibrary, type KoffiFunc } from "../load.ts";
 
 let trim: KoffiFunc<(pad: number) => number> | null | undefined;
 
-function trimFunc(): KoffiFunc<(pad: number) => number> | null {
+/** Returns true when memory was released to the system. */
+export function mallocTrim(): boolean {
   if (trim === undefined) {
     try {
       trim = loadLibrary("the C library", ["libc.so.6"]).lib.func("int malloc_trim(size_t pad)");
@@ -16,22 +17,5 @@ function trimFunc(): KoffiFunc<(pad: number) => number> | null {
       trim = null;
     }
   }
-  return trim;
-}
-
-/** Returns true when memory was released to the system. */
-export function mallocTrim(): boolean {
-  const t = trimFunc();
-  return t ? t(0) === 1 : false;
-}
-
-/**
- * mallocTrim on koffi's worker thread, so that the caller's thread goes on meanwhile (a
- * trim walks every malloc arena: milliseconds after a model load); resolves as mallocTrim
- * returns, never rejects.
- */
-export function mallocTrimInBackground(): Promise<boolean> {
-  const t = trimFunc();
-  if (!t) return Promise.resolve(false);
-  return new Promise((resolve) => t.async(0, (err: unknown, released: number) => resolve(!err && released === 1)));
+  return trim ? trim(0) === 1 : false;
 }

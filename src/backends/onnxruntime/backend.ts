@@ -7,7 +7,7 @@ import { nowNs } from "../../core/clock.ts";
 import { statSync } from "node:fs";
 import { OrtEnvironment, OrtSessionOptions } from "../../../ffi/onnxruntime/handles.ts";
 import { OrtSession, type SharedOrtSession } from "../../../ffi/onnxruntime/session.ts";
-import { mallocTrim, mallocTrimInBackground } from "../../../ffi/libc/malloc.ts";
+import { mallocTrim } from "../../../ffi/libc/malloc.ts";
 import { koffiNativePath, setKoffiNativePath } from "../../../ffi/load.ts";
 import { GRAPH_OPTIMIZATION_LEVEL } from "../../../ffi/onnxruntime/symbols.ts";
 import { ServerError, invalidArg } from "../../core/errors.ts";
@@ -102,26 +102,6 @@ export function borrowOrtInstance(shared: SharedInstance): OrtInstance {
 
 export type { OrtInstance };
 
-/** Sessions this thread is building now (createInstance). */
-let building = 0;
-let trimTimer: ReturnType<typeof setTimeout> | undefined;
-const TRIM_DELAY_MS = 100;
-
-/**
- * ORT's copies of the model files are freed once the sessions are built; they go back to
- * the system in one trim, on koffi's thread, 0.1 s after the last session in the making
- * is built. A trim after each session made the sessions still being built fault the same
- * pages in again, and its 5-8 ms of CPU (four sessions on 2 cores) came before ready (#30).
- */
-function trimSoon(): void {
-  if (trimTimer) return;
-  trimTimer = setTimeout(() => {
-    trimTimer = undefined;
-    if (building === 0) void mallocTrimInBackground();
-  }, TRIM_DELAY_MS);
-  trimTimer.unref?.();
-}
-
 class OrtModel implements BackendModel {
   readonly #ctx: BackendLoadContext;
   readonly #env: OrtEnvironment;
@@ -162,13 +142,8 @@ class OrtModel implements BackendModel {
       options = this.#gpuOptions.get(deviceId) ?? this.#sessionOptions(deviceId);
       this.#gpuOptions.set(deviceId, options);
     }
-    building++;
-    let session: OrtSession;
-    try {
-      session = await OrtSession.open(this.#env, this.#ctx.modelPath, options);
-    } finally {
-      if (--building === 0) trimSoon();
-    }
+    const session = await OrtSession.open(this.#env, this.#ctx.modelPath, options);
+    mallocTrim(); // ORT's copy of the model file, freed once the session is built
     return new OrtInstance(name, session, this.#mode, (this.#ctx.config.max_batch_size ?? 0) > 0);
   }
 
