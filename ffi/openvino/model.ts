@@ -3,8 +3,17 @@
  * OvCompiledModel (ov_compiled_model_t, a model compiled for one device), which makes
  * infer requests. Each owns one handle and frees it once, with ov_model_free /
  * ov_compiled_model_free; the port objects used while describing are freed at once.
+ *
+ * A compiled model can be shared with other threads of the process (#30): share() gives
+ * its address and a guard in shared memory, borrow() wraps them in another thread, which
+ * makes and frees infer requests of its own (ov_compiled_model_create_infer_request is
+ * thread-safe; each request runs one inference at a time). A borrower enters the guard
+ * for each use and never frees the compiled model; the owner's close() retires the guard
+ * and frees it only once no borrower is inside it. An infer request holds its own
+ * reference to what it runs (OpenVINO's objects are reference-counted), so a borrower may
+ * free an idle one after that.
  */
-import { getKoffi, type Pointer } from "../load.ts";
+import { getKoffi, koffiNativePath, type Pointer } from "../load.ts";
 import { outPointer, outUint32, type OvDimension, type OvPartialShapeStruct } from "./symbols.ts";
 import { check } from "./status.ts";
 import { NativeError } from "../errors.ts";
@@ -115,10 +124,34 @@ export class OvModel {
   }
 }
 
+/** What another thread needs to make infer requests of a compiled model: its address, and the guard its uses enter. */
+export interface SharedOvCompiledModel {
+  address: bigint;
+  device: string;
+  /** OpenVINO's C library as the owner loaded it (the same one, already open, in every thread). */
+  library: string;
+  /** koffi's native module as the owner's thread loaded it (the compiled binary's embedded copy). */
+  koffi: string | undefined;
+  /** Int32 [uses by borrowers in flight, retired (1 once the owner closes)]. */
+  guard: SharedArrayBuffer;
+}
+
+const IN_FLIGHT = 0;
+const RETIRED = 1;
+/** How often a close waits on borrowers' uses to end (an inference each). */
+const RETIRE_POLL_MS = 1;
+
 export class OvCompiledModel {
   readonly #runtime: OpenVinoRuntime;
   #handle: Pointer;
   readonly device: string;
+  /** Set once the compiled model is shared with other threads (share()), or borrowed from another. */
+  #guard: Int32Array | undefined;
+  /** Another thread owns (and frees) the native compiled model. */
+  #borrowed = false;
+  #retiring = false;
+  /** Told once the native compiled model has been freed (the owner's close()). */
+  readonly #onReleased: (() => void)[] = [];
 
   private constructor(runtime: OpenVinoRuntime, handle: Pointer, device: string) {
     this.#runtime = runtime;
@@ -131,6 +164,42 @@ export class OvCompiledModel {
     return new OvCompiledModel(runtime, handle, device);
   }
 
+  /** This compiled model as other threads of the process may use it (see borrow()). */
+  share(): SharedOvCompiledModel {
+    if (!this.#handle || this.#borrowed) throw new NativeError("INTERNAL", "openvino", "openvino: only an open compiled model of this thread can be shared");
+    this.#guard ??= new Int32Array(new SharedArrayBuffer(8));
+    return {
+      address: this.#handle,
+      device: this.device,
+      library: this.#runtime.path,
+      koffi: koffiNativePath(),
+      guard: this.#guard.buffer as SharedArrayBuffer,
+    };
+  }
+
+  /** Another thread's compiled model, to use here: enter() before each use (an infer request made or run) and leave() after it. */
+  static borrow(runtime: OpenVinoRuntime, shared: SharedOvCompiledModel): OvCompiledModel {
+    const c = new OvCompiledModel(runtime, shared.address, shared.device);
+    c.#borrowed = true;
+    c.#guard = new Int32Array(shared.guard);
+    return c;
+  }
+
+  /** A borrower's use begins: false once the owner has retired the compiled model, or this thread's copy is closed (use nothing then). */
+  enter(): boolean {
+    const g = this.#guard;
+    if (!g || !this.#handle) return false;
+    Atomics.add(g, IN_FLIGHT, 1);
+    if (Atomics.load(g, RETIRED) === 0) return true;
+    Atomics.sub(g, IN_FLIGHT, 1);
+    return false;
+  }
+
+  /** A borrower's use has ended. */
+  leave(): void {
+    if (this.#guard) Atomics.sub(this.#guard, IN_FLIGHT, 1);
+  }
+
   createInferRequest(): OvInferRequest {
     if (!this.#handle) throw new NativeError("INTERNAL", "openvino", "openvino: the compiled model is closed");
     const api = this.#runtime.api;
@@ -139,9 +208,49 @@ export class OvCompiledModel {
     return OvInferRequest.adopt(this.#runtime, out[0] || null);
   }
 
-  close(): void {
+  /**
+   * Frees the compiled model (a borrowed one: forgets it), at once or, while borrowers
+   * are inside a shared one, once they have left (polled every RETIRE_POLL_MS);
+   * `onReleased` is told when it has been freed.
+   */
+  close(onReleased?: () => void): void {
+    if (!this.#handle) {
+      onReleased?.();
+      return;
+    }
+    if (this.#borrowed) {
+      this.#handle = null;
+      onReleased?.();
+      return;
+    }
+    if (onReleased) this.#onReleased.push(onReleased);
+    const g = this.#guard;
+    if (g) {
+      Atomics.store(g, RETIRED, 1);
+      if (Atomics.load(g, IN_FLIGHT) > 0) {
+        if (!this.#retiring) {
+          this.#retiring = true;
+          setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
+        }
+        return;
+      }
+    }
+    this.#release();
+  }
+
+  #releaseWhenIdle(): void {
+    if (Atomics.load(this.#guard!, IN_FLIGHT) > 0) {
+      setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
+      return;
+    }
+    this.#release();
+  }
+
+  #release(): void {
+    this.#retiring = false;
     if (this.#handle) this.#runtime.api.ov_compiled_model_free(this.#handle);
     this.#handle = null;
+    for (const told of this.#onReleased.splice(0)) told();
   }
 
   [Symbol.dispose](): void {

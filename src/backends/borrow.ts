@@ -5,6 +5,7 @@
 import { borrowOrtInstance } from "./onnxruntime/backend.ts";
 import { borrowTsInstance } from "./typescript/direct.ts";
 import { borrowPythonInstance } from "./python/direct.ts";
+import { borrowOpenVinoInstance } from "./openvino/direct.ts";
 import { ServerError } from "../core/errors.ts";
 import type { BorrowedInstance, SharedInstance } from "./backend.ts";
 
@@ -13,5 +14,6 @@ export function borrowInstance(shared: SharedInstance, connect: (key: string) =>
   if (shared.backend === "onnxruntime") return borrowOrtInstance(shared);
   if (shared.backend === "typescript") return borrowTsInstance(shared, connect);
   if (shared.backend === "python") return borrowPythonInstance(shared);
+  if (shared.backend === "openvino") return borrowOpenVinoInstance(shared);
   throw new ServerError("INTERNAL", `backend '${shared.backend}' has no instances another thread can run`);
 }

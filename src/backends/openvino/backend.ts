@@ -3,6 +3,8 @@
  * model.xml with its weights model.bin beside it, read once per model version and
  * compiled once per device (options.ts: KIND_CPU → CPU, KIND_GPU → GPU, or the model's
  * `device` parameter), one infer request per instance, runs on koffi's worker thread.
+ * The frontend worker threads run a model's requests themselves where its scheduling
+ * allows (server/direct-models.ts), with infer requests of their own (direct.ts).
  * Without OpenVINO's C library (ffi/openvino/library.ts says where it is looked for) the
  * model is UNAVAILABLE with the reason and the other models serve.
  */
@@ -11,50 +13,84 @@ import { ServerError, internal, invalidArg } from "../../core/errors.ts";
 import { OpenVinoRuntime } from "../../../ffi/openvino/runtime.ts";
 import { OvCore, type OvCoreLease } from "../../../ffi/openvino/core.ts";
 import { mallocTrim } from "../../../ffi/libc/malloc.ts";
-import type { OvCompiledModel, OvModel } from "../../../ffi/openvino/model.ts";
+import type { OvCompiledModel, OvModel, SharedOvCompiledModel } from "../../../ffi/openvino/model.ts";
 import type { OvInferRequest } from "../../../ffi/openvino/infer-request.ts";
 import { bindPorts, outputTensor, portSpec, runInput, type BoundPort } from "./io.ts";
 import { compileProperties, deviceFor, weightsFor } from "./options.ts";
-import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO } from "../backend.ts";
+import type { Backend, BackendInstance, BackendLoadContext, BackendModel, ExecuteResult, ModelFileIO, SharedInstance } from "../backend.ts";
 import type { Tensor } from "../../core/tensor.ts";
+
+/**
+ * One inference of `request` with Triton tensors: the inputs mapped onto their ports, the
+ * outputs asked for (all when none are named) read back as Triton tensors. Also what a
+ * frontend worker's borrowed instance runs (direct.ts).
+ */
+export async function executeOn(
+  runtime: OpenVinoRuntime,
+  request: OvInferRequest,
+  ports: OpenVinoPorts,
+  inputs: readonly Tensor[],
+  outputNames: readonly string[],
+): Promise<ExecuteResult> {
+  const types = runtime.elementTypes;
+  const runInputs = inputs.map((t) => runInput(types, ports.inputs, t));
+  const names = outputNames.length > 0 ? outputNames : [...ports.outputs.keys()];
+  const outputs = names.map((name) => {
+    const b = ports.outputs.get(name);
+    if (!b) throw invalidArg(`unexpected inference output '${name}' for the OpenVINO model`);
+    return { index: b.port.index, name };
+  });
+  const r = await request.run(runInputs, outputs);
+  return {
+    outputs: r.outputs.map((o, i) => outputTensor(types, names[i]!, o)),
+    computeInputNs: r.inputNs,
+    computeInferNs: r.inferNs,
+    computeOutputNs: r.outputNs,
+  };
+}
+
+/** A model's configured inputs and outputs bound to its ports (io.ts bindPorts). */
+export interface OpenVinoPorts {
+  inputs: ReadonlyMap<string, BoundPort>;
+  outputs: ReadonlyMap<string, BoundPort>;
+}
+
+/** An OpenVINO instance as a frontend worker thread borrows it (OpenVinoInstance.share, direct.ts). */
+export interface SharedOpenVinoInstance {
+  name: string;
+  compiled: SharedOvCompiledModel;
+  inputs: [string, BoundPort][];
+  outputs: [string, BoundPort][];
+}
 
 class OpenVinoInstance implements BackendInstance {
   readonly name: string;
   readonly #runtime: OpenVinoRuntime;
+  readonly #compiled: OvCompiledModel;
   readonly #request: OvInferRequest;
-  readonly #inputs: ReadonlyMap<string, BoundPort>;
-  readonly #outputs: ReadonlyMap<string, BoundPort>;
+  readonly #ports: OpenVinoPorts;
 
-  constructor(
-    name: string,
-    runtime: OpenVinoRuntime,
-    request: OvInferRequest,
-    inputs: ReadonlyMap<string, BoundPort>,
-    outputs: ReadonlyMap<string, BoundPort>,
-  ) {
+  constructor(name: string, runtime: OpenVinoRuntime, compiled: OvCompiledModel, ports: OpenVinoPorts) {
     this.name = name;
     this.#runtime = runtime;
-    this.#request = request;
-    this.#inputs = inputs;
-    this.#outputs = outputs;
+    this.#compiled = compiled;
+    this.#request = compiled.createInferRequest();
+    this.#ports = ports;
   }
 
-  async execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult> {
-    const types = this.#runtime.elementTypes;
-    const runInputs = inputs.map((t) => runInput(types, this.#inputs, t));
-    const names = outputNames.length > 0 ? outputNames : [...this.#outputs.keys()];
-    const outputs = names.map((name) => {
-      const b = this.#outputs.get(name);
-      if (!b) throw invalidArg(`unexpected inference output '${name}' for the OpenVINO model`);
-      return { index: b.port.index, name };
-    });
-    const r = await this.#request.run(runInputs, outputs);
-    return {
-      outputs: r.outputs.map((o, i) => outputTensor(types, names[i]!, o)),
-      computeInputNs: r.inputNs,
-      computeInferNs: r.inferNs,
-      computeOutputNs: r.outputNs,
+  execute(inputs: Tensor[], outputNames: readonly string[]): Promise<ExecuteResult> {
+    return executeOn(this.#runtime, this.#request, this.#ports, inputs, outputNames);
+  }
+
+  /** The instance as a frontend worker runs it: the compiled model (its infer requests the worker's own) and the ports. */
+  share(): SharedInstance {
+    const spec: SharedOpenVinoInstance = {
+      name: this.name,
+      compiled: this.#compiled.share(),
+      inputs: [...this.#ports.inputs],
+      outputs: [...this.#ports.outputs],
     };
+    return { backend: "openvino", spec };
   }
 
   close(): void {
@@ -105,18 +141,28 @@ class OpenVinoModel implements BackendModel {
       }
       this.#compiled.set(device, compiled);
     }
-    return new OpenVinoInstance(name, this.#runtime, compiled.createInferRequest(), this.#inputs, this.#outputs);
+    return new OpenVinoInstance(name, this.#runtime, compiled, { inputs: this.#inputs, outputs: this.#outputs });
   }
 
-  /** Frees the compiled models, then the model, then the core lease (reverse order of creation). */
+  /**
+   * Frees the compiled models, then the model, then the core lease (reverse order of
+   * creation); a compiled model frontend workers still use is freed once they have left
+   * it, and the model and the lease after it.
+   */
   close(): void {
-    for (const c of [...this.#compiled.values()].reverse()) c.close();
+    const compiled = [...this.#compiled.values()].reverse();
     this.#compiled.clear();
-    this.#model?.close();
-    this.#model = undefined;
-    this.#core?.close();
-    this.#core = undefined;
-    mallocTrim(); // the weights and compiled blobs just freed go back to the system
+    let left = compiled.length + 1;
+    const released = () => {
+      if (--left > 0) return;
+      this.#model?.close();
+      this.#model = undefined;
+      this.#core?.close();
+      this.#core = undefined;
+      mallocTrim(); // the weights and compiled blobs just freed go back to the system
+    };
+    for (const c of compiled) c.close(released);
+    released();
   }
 }
 
