@@ -28,6 +28,10 @@
  * hand the chosen ones (1 in 1000) to the main thread, which traces them.
  * --stream: gRPC only, on ModelStreamInfer: each HTTP/2 stream h2load opens carries 8
  * requests (one body of 8 messages) and gets their 8 responses; a cell counts requests.
+ * --openvino=<libopenvino_c.so path>: `simple` through OpenVINO on CPU instead (`backend:
+ * "openvino"` reading the same model.onnx, INFERENCE_NUM_THREADS 1; the path is
+ * `--backend-config=openvino,library=`, e.g. the pinned wheel's in a venv: `pip install
+ * openvino==2026.4.1`, then site-packages/openvino/libs/libopenvino_c.so.2641).
  */
 import { spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -54,12 +58,18 @@ for (const tool of ["wrk", "h2load"])
 const work = mkdtempSync(join(tmpdir(), "nereid-bench-every-core-"));
 const repo = simpleAndIdentityRepository(root, work);
 const REDIS = process.argv.includes("--redis");
+const OPENVINO = process.argv.find((a) => a.startsWith("--openvino="))?.slice("--openvino=".length);
 const CACHED = process.argv.includes("--cached") || REDIS;
 const LIMITED = process.argv.includes("--rate-limited");
 const simpleConfig = join(repo, "simple", "config.pbtxt");
 if (CACHED) appendFileSync(simpleConfig, "\nresponse_cache { enable: true }\n");
+if (OPENVINO) {
+  if (!existsSync(OPENVINO)) throw new Error(`--openvino: ${OPENVINO} does not exist`);
+  const ov = readFileSync(simpleConfig, "utf8").replace(/platform: "onnxruntime_onnx"/, 'backend: "openvino"\ndefault_model_filename: "model.onnx"');
+  writeFileSync(simpleConfig, `${ov}\nparameters { key: "INFERENCE_NUM_THREADS" value { string_value: "1" } }\n`);
+}
 const REDIS_PORT = 18762;
-if ([process.argv.includes("--cached"), REDIS, LIMITED].filter(Boolean).length > 1) throw new Error("--cached, --redis and --rate-limited are one at a time");
+if ([process.argv.includes("--cached"), REDIS, LIMITED, OPENVINO].filter(Boolean).length > 1) throw new Error("--cached, --redis, --rate-limited and --openvino are one at a time");
 const redisCli = (...args: string[]) => spawnSync("redis-cli", ["-p", String(REDIS_PORT), ...args], { encoding: "utf8" }).stdout.trim();
 if (REDIS) {
   if (spawnSync("redis-server", ["--version"]).error) throw new Error("redis-server is not installed (apt-get install redis-server)");
@@ -83,9 +93,10 @@ const serverFlags = REDIS
       ? ["--rate-limit=execution_count", "--rate-limit-resource=R:2"]
       : [];
 if (process.argv.includes("--shared-memory")) serverFlags.push("--allow-client-shm=true");
+if (OPENVINO) serverFlags.push(`--backend-config=openvino,library=${OPENVINO}`);
 const TRACED = process.argv.includes("--traced");
 if (TRACED) serverFlags.push(`--trace-config=triton,file=${join(work, "trace.json")}`, "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1000");
-const variant = (REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : "") + (TRACED ? " (traced, rate 1000)" : "");
+const variant = (REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : OPENVINO ? " (OpenVINO, CPU)" : "") + (TRACED ? " (traced, rate 1000)" : "");
 const PRIORITY = process.argv.includes("--priority");
 const CLASSIFIED = process.argv.includes("--classification");
 const SHM = process.argv.includes("--shared-memory");
@@ -243,7 +254,7 @@ const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join("
 const text = `
 ${machineHeading()}
 
-\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which ${LIMITED ? "submit `simple`'s requests to the scheduling thread" : "run `simple` themselves"} (#30)${beforeNote}.${REDIS ? " `simple` has the response cache in Redis (a local redis-server), so every request after the first is a hit." : CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
+\`scripts/bench-every-core.ts\`: one dist/nereid (checkout at ${head || "unknown"}) per cell, unpinned, the load generator (wrk, h2load) on the same machine; ${ROUNDS} interleaved rounds of ${DURATION} s per cell after ${WARMUP} s of load per protocol (the JIT's warm-up), medians. "1": \`--http-thread-count=1 --grpc-infer-thread-count=1\`; "${THREADS}": both frontends on ${THREADS} worker threads, which ${LIMITED ? "submit `simple`'s requests to the scheduling thread" : "run `simple` themselves"} (#30)${beforeNote}.${REDIS ? " `simple` has the response cache in Redis (a local redis-server), so every request after the first is a hit." : CACHED ? " `simple` has the response cache (16 MiB, local), so every request after the first is a hit." : ""}${LIMITED ? " `simple` has 2 instances that each need the global resource R (count 1) under `--rate-limit=execution_count --rate-limit-resource=R:2`; on worker threads its default scheduler and the rate limiter run on the scheduling thread." : ""}${OPENVINO ? ` \`simple\` runs through OpenVINO on CPU (\`backend: "openvino"\` reading its model.onnx, INFERENCE_NUM_THREADS 1, ${OPENVINO.split("/").pop()}); the workers run it on infer requests of their own.` : ""} CPU from /proc (10 ms ticks): the whole process, and the main thread alone. Load average at the end: ${load}.
 
 | measure | 1 thread req/s | ${THREADS} threads req/s | ÷ | 1 thread CPU µs/req | ${THREADS} threads CPU µs/req | ÷ (goal ≤ 1.15) | main thread µs/req, ${THREADS} threads (goal ≤ 3) |${BASELINE ? " before: CPU ÷ 1 thread | before: main thread µs/req |" : ""}
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${BASELINE ? " ---: | ---: |" : ""}

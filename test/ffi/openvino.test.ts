@@ -23,6 +23,9 @@ import { openVinoLibraryCandidates, versionOf } from "../../ffi/openvino/library
 import { OpenVinoRuntime } from "../../ffi/openvino/runtime.ts";
 import { OvCore } from "../../ffi/openvino/core.ts";
 import { OpenVinoBackend } from "../../src/backends/openvino/backend.ts";
+import { borrowOpenVinoInstance } from "../../src/backends/openvino/direct.ts";
+import type { PreparedRequest } from "../../src/core/request-validate.ts";
+import type { InferenceRequest } from "../../src/core/request.ts";
 import { openVinoReport } from "../../src/devices.ts";
 import { ServerError } from "../../src/core/errors.ts";
 import type { ModelConfig } from "../../src/core/model-config-types.ts";
@@ -519,6 +522,53 @@ describe.skipIf(!hasCompiler)("with the test double (fake_openvino_c.c, not Open
     inst.close();
     expect(floats((await run).outputs[0]!)).toEqual([2, 3, 4, 5]);
     model.close();
+    expect(live()).toBe(0);
+  });
+
+  it("a frontend worker's borrowed instance (#30): an infer request of its own, turns in arrival order with their wait as queue time, a cancelled waiter never run, handed back once the owner retires the compiled model, which is freed after the borrower's run; every handle freed once", async () => {
+    process.env.FAKE_OV_INFER_MS = "80";
+    const model = await load(config());
+    const inst = await model.createInstance("i", "KIND_CPU", 0);
+    const borrowed = borrowOpenVinoInstance(inst.share!());
+    const prepared = (values: number[], signal?: AbortSignal): PreparedRequest =>
+      ({
+        request: { id: "r", modelName: "ov_double", inputs: [], signal } as unknown as InferenceRequest,
+        control: {},
+        batchSize: 1,
+        inputs: [f32(values, [1, 4])],
+        outputNames: ["OUTPUT0"],
+        classification: new Map(),
+      }) as unknown as PreparedRequest;
+    const before = live();
+    expect(borrowed.load()).toBe(0);
+    const aborted = new AbortController();
+    const first = borrowed.runPrepared(prepared([1, 2, 3, 4]));
+    const second = borrowed.runPrepared(prepared([5, 6, 7, 8]));
+    const third = borrowed.runPrepared(prepared([0, 0, 0, 0], aborted.signal));
+    expect(borrowed.load()).toBe(3);
+    aborted.abort();
+    const [a, b] = [(await first)!, (await second)!];
+    expect(floats(a.outcome.outputs![0]!)).toEqual([2, 3, 4, 5]);
+    expect(floats(b.outcome.outputs![0]!)).toEqual([6, 7, 8, 9]);
+    expect(a.queueNs).toBeLessThan(40e6);
+    expect(b.queueNs).toBeGreaterThanOrEqual(70e6); // behind the first's 80 ms inference
+    expect(b.computeInferNs).toBeGreaterThanOrEqual(70e6);
+    await expect(third).rejects.toMatchObject({ code: "CANCELLED" });
+    // The borrower's own infer request (and the input tensor it holds until its next run).
+    const own = live() - before;
+    expect(own).toBeGreaterThanOrEqual(1);
+    // The owner unloads while the borrower runs: the compiled model waits for the run.
+    const running = borrowed.runPrepared(prepared([1, 1, 1, 1]));
+    await new Promise((r) => setTimeout(r, 20));
+    inst.close();
+    model.close();
+    expect(live()).toBeGreaterThan(own); // the compiled model, the model and the core are still held
+    expect(floats((await running)!.outcome.outputs![0]!)).toEqual([2, 2, 2, 2]);
+    for (let i = 0; i < 100 && live() > own; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(live()).toBe(own); // only the borrower's idle infer request, which it frees itself
+    expect(await borrowed.runPrepared(prepared([1, 2, 3, 4]))).toBeUndefined(); // retired: the main thread answers
+    borrowed.close();
+    borrowed.close();
     expect(live()).toBe(0);
   });
 
