@@ -69,7 +69,8 @@ if (OPENVINO) {
   writeFileSync(simpleConfig, `${ov}\nparameters { key: "INFERENCE_NUM_THREADS" value { string_value: "1" } }\n`);
 }
 const REDIS_PORT = 18762;
-if ([process.argv.includes("--cached"), REDIS, LIMITED, OPENVINO].filter(Boolean).length > 1) throw new Error("--cached, --redis, --rate-limited and --openvino are one at a time");
+if ([process.argv.includes("--cached"), REDIS, LIMITED, OPENVINO].filter(Boolean).length > 1)
+  throw new Error("--cached, --redis, --rate-limited and --openvino are one at a time");
 const redisCli = (...args: string[]) => spawnSync("redis-cli", ["-p", String(REDIS_PORT), ...args], { encoding: "utf8" }).stdout.trim();
 if (REDIS) {
   if (spawnSync("redis-server", ["--version"]).error) throw new Error("redis-server is not installed (apt-get install redis-server)");
@@ -96,7 +97,9 @@ if (process.argv.includes("--shared-memory")) serverFlags.push("--allow-client-s
 if (OPENVINO) serverFlags.push(`--backend-config=openvino,library=${OPENVINO}`);
 const TRACED = process.argv.includes("--traced");
 if (TRACED) serverFlags.push(`--trace-config=triton,file=${join(work, "trace.json")}`, "--trace-config=level=TIMESTAMPS", "--trace-config=rate=1000");
-const variant = (REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : OPENVINO ? " (OpenVINO, CPU)" : "") + (TRACED ? " (traced, rate 1000)" : "");
+const variant =
+  (REDIS ? " (Redis cache hits)" : CACHED ? " (cache hits)" : LIMITED ? " (rate-limited)" : OPENVINO ? " (OpenVINO, CPU)" : "") +
+  (TRACED ? " (traced, rate 1000)" : "");
 const PRIORITY = process.argv.includes("--priority");
 const CLASSIFIED = process.argv.includes("--classification");
 const SHM = process.argv.includes("--shared-memory");
