@@ -11,6 +11,7 @@
  * borrower is inside it.
  */
 import { getKoffi, koffiNativePath, type Pointer } from "../load.ts";
+import { SharedGuard } from "../shared-guard.ts";
 import { ONNX_TYPE, ONNX_VALUE_TYPE_TENSOR } from "./symbols.ts";
 import { check } from "./status.ts";
 import { NativeError } from "../errors.ts";
@@ -41,11 +42,6 @@ export interface SharedOrtSession {
   guard: SharedArrayBuffer;
 }
 
-const IN_FLIGHT = 0;
-const RETIRED = 1;
-/** How often a close waits on borrowers' runs to finish (they are short: one Run each). */
-const RETIRE_POLL_MS = 1;
-
 export class OrtSession {
   readonly inputs: OrtTensorInfo[];
   readonly outputs: OrtTensorInfo[];
@@ -62,11 +58,9 @@ export class OrtSession {
   /** The layout used last: checked field by field before the key is built. */
   #lastBound: BoundRun | undefined;
   /** Set once the session is shared with other threads (share()), or borrowed from another. */
-  #guard: Int32Array | undefined;
+  #guard: SharedGuard | undefined;
   /** A borrowed session: another thread owns (and releases) the native session. */
   #borrowed = false;
-  /** The owner's close() waits for borrowers' runs (see #releaseWhenIdle). */
-  #retiring = false;
 
   /** Creates the session on the calling thread, or adopts `created` (see open()). */
   constructor(env: OrtEnvironment, modelPath: string, options: OrtSessionOptions, created?: Pointer, borrowed = false) {
@@ -107,8 +101,8 @@ export class OrtSession {
   /** This session as other threads of the process may run it (see borrow()). */
   share(): SharedOrtSession {
     if (!this.#handle || this.#borrowed) throw new NativeError("INTERNAL", "onnxruntime", "onnxruntime: only an open session of this thread can be shared");
-    this.#guard ??= new Int32Array(new SharedArrayBuffer(8));
-    return { address: this.#handle, koffi: koffiNativePath(), guard: this.#guard.buffer as SharedArrayBuffer };
+    this.#guard ??= new SharedGuard();
+    return { address: this.#handle, koffi: koffiNativePath(), guard: this.#guard.buffer };
   }
 
   /**
@@ -118,15 +112,14 @@ export class OrtSession {
   static borrow(env: OrtEnvironment, shared: SharedOrtSession): OrtSession {
     // Describing the session reads it: inside the guard, like a run, so that an owner
     // retiring it meanwhile cannot free it under the reads.
-    const guard = new Int32Array(shared.guard);
-    Atomics.add(guard, IN_FLIGHT, 1);
+    const guard = new SharedGuard(shared.guard);
+    if (!guard.enter()) throw new NativeError("UNAVAILABLE", "onnxruntime", "onnxruntime: the shared session was retired");
     try {
-      if (Atomics.load(guard, RETIRED) !== 0) throw new NativeError("UNAVAILABLE", "onnxruntime", "onnxruntime: the shared session was retired");
       const s = new OrtSession(env, "", undefined as unknown as OrtSessionOptions, shared.address, true);
       s.#guard = guard;
       return s;
     } finally {
-      Atomics.sub(guard, IN_FLIGHT, 1);
+      guard.leave();
     }
   }
 
@@ -134,15 +127,12 @@ export class OrtSession {
   enter(): boolean {
     const g = this.#guard;
     if (!g || !this.#handle || this.#closeWhenIdle) return false;
-    Atomics.add(g, IN_FLIGHT, 1);
-    if (Atomics.load(g, RETIRED) === 0) return true;
-    Atomics.sub(g, IN_FLIGHT, 1);
-    return false;
+    return g.enter();
   }
 
   /** A borrower's run has ended. */
   leave(): void {
-    if (this.#guard) Atomics.sub(this.#guard, IN_FLIGHT, 1);
+    this.#guard?.leave();
   }
 
   #describe(input: boolean): OrtTensorInfo[] {
@@ -393,7 +383,7 @@ export class OrtSession {
 
   /**
    * Releases the session now, or after the runs in flight when there are any: this
-   * thread's, and, for a shared session, other threads' (polled every RETIRE_POLL_MS).
+   * thread's, and, for a shared session, other threads' (SharedGuard.retire).
    */
   close(): void {
     if (!this.#handle) return;
@@ -403,14 +393,14 @@ export class OrtSession {
     }
     const g = this.#guard;
     if (g && !this.#borrowed) {
-      if (this.#retiring) return;
-      Atomics.store(g, RETIRED, 1);
-      if (Atomics.load(g, IN_FLIGHT) > 0) {
-        this.#closeWhenIdle = true;
-        this.#retiring = true;
-        setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
-        return;
-      }
+      // No run starts from here (#closeWhenIdle); the session goes once no borrower is inside it.
+      this.#closeWhenIdle = true;
+      g.retire(() => {
+        this.#closeWhenIdle = false;
+        this.#guard = undefined;
+        this.close();
+      });
+      return;
     }
     for (const b of this.#bound.values()) for (const v of b.values) v.close();
     this.#bound.clear();
@@ -420,17 +410,6 @@ export class OrtSession {
     const koffi = getKoffi();
     for (const p of this.#allocations.splice(0)) koffi.free(p);
     this.#names.clear();
-  }
-
-  #releaseWhenIdle(): void {
-    if (Atomics.load(this.#guard!, IN_FLIGHT) > 0) {
-      setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
-      return;
-    }
-    this.#closeWhenIdle = false;
-    this.#retiring = false;
-    this.#guard = undefined;
-    this.close();
   }
 
   [Symbol.dispose](): void {

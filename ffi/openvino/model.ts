@@ -14,6 +14,7 @@
  * free an idle one after that.
  */
 import { getKoffi, koffiNativePath, type Pointer } from "../load.ts";
+import { SharedGuard } from "../shared-guard.ts";
 import { outPointer, outUint32, type OvDimension, type OvPartialShapeStruct } from "./symbols.ts";
 import { check } from "./status.ts";
 import { NativeError } from "../errors.ts";
@@ -136,20 +137,14 @@ export interface SharedOvCompiledModel {
   guard: SharedArrayBuffer;
 }
 
-const IN_FLIGHT = 0;
-const RETIRED = 1;
-/** How often a close waits on borrowers' uses to end (an inference each). */
-const RETIRE_POLL_MS = 1;
-
 export class OvCompiledModel {
   readonly #runtime: OpenVinoRuntime;
   #handle: Pointer;
   readonly device: string;
   /** Set once the compiled model is shared with other threads (share()), or borrowed from another. */
-  #guard: Int32Array | undefined;
+  #guard: SharedGuard | undefined;
   /** Another thread owns (and frees) the native compiled model. */
   #borrowed = false;
-  #retiring = false;
   /** Told once the native compiled model has been freed (the owner's close()). */
   readonly #onReleased: (() => void)[] = [];
 
@@ -167,37 +162,26 @@ export class OvCompiledModel {
   /** This compiled model as other threads of the process may use it (see borrow()). */
   share(): SharedOvCompiledModel {
     if (!this.#handle || this.#borrowed) throw new NativeError("INTERNAL", "openvino", "openvino: only an open compiled model of this thread can be shared");
-    this.#guard ??= new Int32Array(new SharedArrayBuffer(8));
-    return {
-      address: this.#handle,
-      device: this.device,
-      library: this.#runtime.path,
-      koffi: koffiNativePath(),
-      guard: this.#guard.buffer as SharedArrayBuffer,
-    };
+    this.#guard ??= new SharedGuard();
+    return { address: this.#handle, device: this.device, library: this.#runtime.path, koffi: koffiNativePath(), guard: this.#guard.buffer };
   }
 
   /** Another thread's compiled model, to use here: enter() before each use (an infer request made or run) and leave() after it. */
   static borrow(runtime: OpenVinoRuntime, shared: SharedOvCompiledModel): OvCompiledModel {
     const c = new OvCompiledModel(runtime, shared.address, shared.device);
     c.#borrowed = true;
-    c.#guard = new Int32Array(shared.guard);
+    c.#guard = new SharedGuard(shared.guard);
     return c;
   }
 
   /** A borrower's use begins: false once the owner has retired the compiled model, or this thread's copy is closed (use nothing then). */
   enter(): boolean {
-    const g = this.#guard;
-    if (!g || !this.#handle) return false;
-    Atomics.add(g, IN_FLIGHT, 1);
-    if (Atomics.load(g, RETIRED) === 0) return true;
-    Atomics.sub(g, IN_FLIGHT, 1);
-    return false;
+    return this.#handle !== null && this.#guard?.enter() === true;
   }
 
   /** A borrower's use has ended. */
   leave(): void {
-    if (this.#guard) Atomics.sub(this.#guard, IN_FLIGHT, 1);
+    this.#guard?.leave();
   }
 
   createInferRequest(): OvInferRequest {
@@ -210,8 +194,8 @@ export class OvCompiledModel {
 
   /**
    * Frees the compiled model (a borrowed one: forgets it), at once or, while borrowers
-   * are inside a shared one, once they have left (polled every RETIRE_POLL_MS);
-   * `onReleased` is told when it has been freed.
+   * are inside a shared one, once they have left (SharedGuard.retire); `onReleased` is
+   * told when it has been freed.
    */
   close(onReleased?: () => void): void {
     if (!this.#handle) {
@@ -224,30 +208,11 @@ export class OvCompiledModel {
       return;
     }
     if (onReleased) this.#onReleased.push(onReleased);
-    const g = this.#guard;
-    if (g) {
-      Atomics.store(g, RETIRED, 1);
-      if (Atomics.load(g, IN_FLIGHT) > 0) {
-        if (!this.#retiring) {
-          this.#retiring = true;
-          setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
-        }
-        return;
-      }
-    }
-    this.#release();
-  }
-
-  #releaseWhenIdle(): void {
-    if (Atomics.load(this.#guard!, IN_FLIGHT) > 0) {
-      setTimeout(() => this.#releaseWhenIdle(), RETIRE_POLL_MS);
-      return;
-    }
-    this.#release();
+    if (this.#guard) this.#guard.retire(() => this.#release());
+    else this.#release();
   }
 
   #release(): void {
-    this.#retiring = false;
     if (this.#handle) this.#runtime.api.ov_compiled_model_free(this.#handle);
     this.#handle = null;
     for (const told of this.#onReleased.splice(0)) told();
