@@ -57,7 +57,6 @@ export interface OpenVinoPorts {
 
 /** An OpenVINO instance as a frontend worker thread borrows it (OpenVinoInstance.share, direct.ts). */
 export interface SharedOpenVinoInstance {
-  name: string;
   compiled: SharedOvCompiledModel;
   inputs: [string, BoundPort][];
   outputs: [string, BoundPort][];
@@ -85,7 +84,6 @@ class OpenVinoInstance implements BackendInstance {
   /** The instance as a frontend worker runs it: the compiled model (its infer requests the worker's own) and the ports. */
   share(): SharedInstance {
     const spec: SharedOpenVinoInstance = {
-      name: this.name,
       compiled: this.#compiled.share(),
       inputs: [...this.#ports.inputs],
       outputs: [...this.#ports.outputs],

@@ -36,8 +36,6 @@ export class OpenVinoBorrowed implements BorrowedInstance {
   readonly #turns: Turn[] = [];
   #running = false;
   #closed = false;
-  /** Told once a closed borrower's last run has ended (closing). */
-  #done: (() => void) | undefined;
 
   constructor(spec: SharedOpenVinoInstance) {
     // In the compiled binary koffi's native module is an embedded file the owner's thread was told of.
@@ -83,7 +81,7 @@ export class OpenVinoBorrowed implements BorrowedInstance {
     const request = turn.prepared.request;
     const queueNs = nowNs() - turn.at;
     if (request.signal?.aborted) throw cancelled(request.id);
-    if (this.#closed || !this.#compiled.enter()) return undefined;
+    if (!this.#compiled.enter()) return undefined;
     try {
       this.#request ??= this.#compiled.createInferRequest();
       const r = await executeOn(this.#runtime, this.#request, this.#ports, turn.prepared.inputs, turn.prepared.outputNames);
@@ -107,19 +105,10 @@ export class OpenVinoBorrowed implements BorrowedInstance {
     if (!this.#running) this.#release();
   }
 
-  closing(done: () => void): boolean {
-    if (!this.#running) return false;
-    this.#done = done;
-    return true;
-  }
-
   #release(): void {
     this.#request?.close();
     this.#request = undefined;
     this.#compiled.close();
-    const done = this.#done;
-    this.#done = undefined;
-    done?.();
   }
 }
 
